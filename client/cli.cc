@@ -1,0 +1,131 @@
+#include "client/cli.h"
+
+#include <cstdio>
+
+#include "absl/status/status.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+
+namespace dpcurator::client {
+
+std::string ParsedArgs::Get(const std::string& name) const {
+  auto it = values_.find(name);
+  return it == values_.end() ? "" : it->second;
+}
+
+absl::StatusOr<double> ParsedArgs::GetDouble(const std::string& name) const {
+  double value;
+  if (!absl::SimpleAtod(Get(name), &value)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--", name, " expects a number, got '", Get(name), "'"));
+  }
+  return value;
+}
+
+absl::StatusOr<int64_t> ParsedArgs::GetInt(const std::string& name) const {
+  int64_t value;
+  if (!absl::SimpleAtoi(Get(name), &value)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--", name, " expects an integer, got '", Get(name), "'"));
+  }
+  return value;
+}
+
+bool ParsedArgs::Flag(const std::string& name) const {
+  const std::string value = Get(name);
+  return value == "true" || value == "1" || value == "yes";
+}
+
+absl::StatusOr<ParsedArgs> ParseArgs(const std::vector<OptionSpec>& specs,
+                                     const std::vector<std::string>& args) {
+  ParsedArgs parsed;
+  auto find = [&](const std::string& name) -> const OptionSpec* {
+    for (const auto& spec : specs)
+      if (spec.name == name) return &spec;
+    return nullptr;
+  };
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& arg = args[i];
+    if (!absl::StartsWith(arg, "--")) {
+      parsed.positional_.push_back(arg);
+      continue;
+    }
+    std::string name = arg.substr(2);
+    std::optional<std::string> value;
+    if (auto eq = name.find('='); eq != std::string::npos) {
+      value = name.substr(eq + 1);
+      name = name.substr(0, eq);
+    }
+    const OptionSpec* spec = find(name);
+    if (spec == nullptr) {
+      std::string known;
+      for (const auto& s : specs) absl::StrAppend(&known, known.empty() ? "" : ", ", "--", s.name);
+      return absl::InvalidArgumentError(
+          absl::StrCat("unknown option --", name, " (accepted: ", known, "; see --help)"));
+    }
+    if (spec->is_flag) {
+      parsed.values_[name] = value.value_or("true");
+      continue;
+    }
+    if (!value.has_value()) {
+      if (i + 1 >= args.size()) {
+        return absl::InvalidArgumentError(absl::StrCat("--", name, " needs a value"));
+      }
+      value = args[++i];
+    }
+    parsed.values_[name] = *value;
+  }
+  for (const auto& spec : specs) {
+    if (parsed.values_.count(spec.name) == 0) {
+      if (spec.required) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("--", spec.name, " is required: ", spec.help));
+      }
+      if (!spec.default_value.empty()) parsed.values_[spec.name] = spec.default_value;
+    }
+  }
+  return parsed;
+}
+
+std::string FormatHelp(const std::string& usage, const std::string& description,
+                       const std::vector<OptionSpec>& specs) {
+  std::string out = absl::StrCat("usage: ", usage, "\n\n", description, "\n");
+  if (!specs.empty()) absl::StrAppend(&out, "\noptions:\n");
+  for (const auto& spec : specs) {
+    std::string left = absl::StrCat("  --", spec.name, spec.is_flag ? "" : " VALUE");
+    if (left.size() < 30) left.resize(30, ' ');
+    absl::StrAppend(&out, left, " ", spec.help);
+    if (spec.required) absl::StrAppend(&out, " (required)");
+    if (!spec.default_value.empty() && !spec.is_flag)
+      absl::StrAppend(&out, " [default: ", spec.default_value, "]");
+    absl::StrAppend(&out, "\n");
+  }
+  return out;
+}
+
+std::vector<OptionSpec> ConnectionOptions() {
+  return {
+      {"server", "", "curator server host:port (env DPCURATOR_SERVER; default 127.0.0.1:50051)"},
+      {"token", "", "bearer token (env DPCURATOR_TOKEN)"},
+      {"insecure", "", "plaintext connection, for a server started with --insecure-dev", true},
+      {"tls-ca", "", "PEM file of the CA that signed the server's certificate"},
+      {"deadline", "120", "seconds before a call gives up"},
+  };
+}
+
+int ReportError(const absl::Status& status) {
+  std::fprintf(stderr, "dpcurator: %s\n", std::string(status.message()).c_str());
+  switch (status.code()) {
+    case absl::StatusCode::kInvalidArgument:
+      return 2;
+    case absl::StatusCode::kResourceExhausted:
+    case absl::StatusCode::kPermissionDenied:
+    case absl::StatusCode::kUnauthenticated:
+      return 3;
+    default:
+      return 1;
+  }
+}
+
+}  // namespace dpcurator::client

@@ -1,0 +1,66 @@
+#ifndef DPCURATOR_CLIENT_CLI_H_
+#define DPCURATOR_CLIENT_CLI_H_
+
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace dpcurator::client {
+
+// A small declarative option parser: each command lists its options with a
+// default and a help line, so `--help` is generated and unknown options are
+// errors that say what is accepted.
+struct OptionSpec {
+  std::string name;           // without "--"
+  std::string default_value;  // "" and is_flag=false: optional with no default
+  std::string help;
+  bool is_flag = false;       // boolean, takes no value
+  bool required = false;
+};
+
+class ParsedArgs {
+ public:
+  bool Has(const std::string& name) const { return values_.count(name) > 0; }
+  std::string Get(const std::string& name) const;
+  absl::StatusOr<double> GetDouble(const std::string& name) const;
+  absl::StatusOr<int64_t> GetInt(const std::string& name) const;
+  bool Flag(const std::string& name) const;
+  const std::vector<std::string>& positional() const { return positional_; }
+
+ private:
+  friend absl::StatusOr<ParsedArgs> ParseArgs(const std::vector<OptionSpec>&,
+                                              const std::vector<std::string>&);
+  std::map<std::string, std::string> values_;
+  std::vector<std::string> positional_;
+};
+
+// Parses "--name value", "--name=value" and "--flag". Environment fallbacks
+// are applied by the caller.
+absl::StatusOr<ParsedArgs> ParseArgs(const std::vector<OptionSpec>& specs,
+                                     const std::vector<std::string>& args);
+std::string FormatHelp(const std::string& usage, const std::string& description,
+                       const std::vector<OptionSpec>& specs);
+
+struct Command {
+  std::string name;         // e.g. "privacy epsilon"
+  std::string summary;      // one line for the command list
+  std::string description;  // shown by --help
+  std::vector<OptionSpec> options;
+  // Returns the process exit code.
+  std::function<int(const ParsedArgs&)> run;
+};
+
+// Options every server-talking command shares.
+std::vector<OptionSpec> ConnectionOptions();
+
+// Prints "dpcurator: <message>" to stderr and returns the exit code for a
+// status (2 usage, 3 refused by the server, 1 other).
+int ReportError(const absl::Status& status);
+
+}  // namespace dpcurator::client
+
+#endif  // DPCURATOR_CLIENT_CLI_H_

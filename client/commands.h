@@ -1,0 +1,19 @@
+#ifndef DPCURATOR_CLIENT_COMMANDS_H_
+#define DPCURATOR_CLIENT_COMMANDS_H_
+
+#include <vector>
+
+#include "client/cli.h"
+
+namespace dpcurator::client {
+
+// Each file contributes its commands to the table in main.cc.
+std::vector<Command> PrivacyCommands();   // privacy epsilon|calibrate|delta
+std::vector<Command> DatasetCommands();   // datasets create|list, upload, budget
+std::vector<Command> ReleaseCommands();   // release, releases
+std::vector<Command> ModelCommands();     // train merf, sample, eval
+std::vector<Command> DemoCommands();      // demo
+
+}  // namespace dpcurator::client
+
+#endif  // DPCURATOR_CLIENT_COMMANDS_H_

@@ -1,0 +1,91 @@
+#include "client/connection.h"
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+
+namespace dpcurator::client {
+namespace {
+
+std::string EnvOr(const char* name, const std::string& fallback) {
+  const char* value = std::getenv(name);
+  return value != nullptr && *value != '\0' ? value : fallback;
+}
+
+}  // namespace
+
+absl::StatusOr<Connection> Connection::FromArgs(const ParsedArgs& args) {
+  Connection connection;
+  connection.address_ = args.Has("server") ? args.Get("server")
+                                           : EnvOr("DPCURATOR_SERVER", "127.0.0.1:50051");
+  connection.token_ = args.Has("token") ? args.Get("token") : EnvOr("DPCURATOR_TOKEN", "");
+  if (connection.token_.empty()) {
+    return absl::InvalidArgumentError(
+        "no token: pass --token or set DPCURATOR_TOKEN (ask the curator for one)");
+  }
+  auto deadline = args.GetInt("deadline");
+  if (!deadline.ok() || *deadline <= 0) {
+    return absl::InvalidArgumentError("--deadline must be a positive number of seconds");
+  }
+  connection.deadline_ = std::chrono::seconds(*deadline);
+  std::shared_ptr<grpc::ChannelCredentials> credentials;
+  if (args.Flag("insecure")) {
+    credentials = grpc::InsecureChannelCredentials();
+  } else {
+    grpc::SslCredentialsOptions ssl;
+    if (args.Has("tls-ca")) {
+      std::ifstream input(args.Get("tls-ca"));
+      if (!input) {
+        return absl::NotFoundError(absl::StrCat("cannot open --tls-ca '", args.Get("tls-ca"), "'"));
+      }
+      std::stringstream buffer;
+      buffer << input.rdbuf();
+      ssl.pem_root_certs = buffer.str();
+    }
+    credentials = grpc::SslCredentials(ssl);
+  }
+  grpc::ChannelArguments channel_args;
+  channel_args.SetMaxReceiveMessageSize(256 << 20);
+  connection.channel_ = grpc::CreateCustomChannel(connection.address_, credentials, channel_args);
+  connection.datasets_ = v1::DatasetService::NewStub(connection.channel_);
+  connection.releases_ = v1::ReleaseService::NewStub(connection.channel_);
+  return connection;
+}
+
+Connection Connection::Plaintext(const std::string& address, const std::string& token,
+                                 std::chrono::seconds deadline) {
+  Connection connection;
+  connection.address_ = address;
+  connection.token_ = token;
+  connection.deadline_ = deadline;
+  grpc::ChannelArguments channel_args;
+  channel_args.SetMaxReceiveMessageSize(256 << 20);
+  connection.channel_ =
+      grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), channel_args);
+  connection.datasets_ = v1::DatasetService::NewStub(connection.channel_);
+  connection.releases_ = v1::ReleaseService::NewStub(connection.channel_);
+  return connection;
+}
+
+std::unique_ptr<grpc::ClientContext> Connection::NewContext() const {
+  auto context = std::make_unique<grpc::ClientContext>();
+  context->AddMetadata("authorization", absl::StrCat("Bearer ", token_));
+  context->set_deadline(std::chrono::system_clock::now() + deadline_);
+  return context;
+}
+
+absl::Status RpcError(const grpc::Status& status, const std::string& what) {
+  std::string message = absl::StrCat(what, ": ", status.error_message());
+  if (status.error_code() == grpc::StatusCode::UNAVAILABLE) {
+    absl::StrAppend(&message, " (is the server running and reachable? --server, --insecure)");
+  }
+  if (status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) {
+    absl::StrAppend(&message, " (raise --deadline for large datasets)");
+  }
+  return absl::Status(static_cast<absl::StatusCode>(status.error_code()), message);
+}
+
+}  // namespace dpcurator::client

@@ -1,0 +1,44 @@
+#ifndef DPCURATOR_CLIENT_CONNECTION_H_
+#define DPCURATOR_CLIENT_CONNECTION_H_
+
+#include <grpcpp/grpcpp.h>
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "client/cli.h"
+#include "dpcurator/v1/dpcurator.grpc.pb.h"
+
+namespace dpcurator::client {
+
+// A channel to the curator server plus the caller's token; every call gets a
+// deadline, so nothing blocks forever.
+class Connection {
+ public:
+  static absl::StatusOr<Connection> FromArgs(const ParsedArgs& args);
+  static Connection Plaintext(const std::string& address, const std::string& token,
+                              std::chrono::seconds deadline = std::chrono::seconds(120));
+
+  // A context carrying the bearer token and the deadline.
+  std::unique_ptr<grpc::ClientContext> NewContext() const;
+  v1::DatasetService::Stub& datasets() { return *datasets_; }
+  v1::ReleaseService::Stub& releases() { return *releases_; }
+  const std::string& address() const { return address_; }
+
+ private:
+  std::string address_;
+  std::string token_;
+  std::chrono::seconds deadline_{120};
+  std::shared_ptr<grpc::Channel> channel_;
+  std::shared_ptr<v1::DatasetService::Stub> datasets_;
+  std::shared_ptr<v1::ReleaseService::Stub> releases_;
+};
+
+// A gRPC status as an absl::Status whose message names the server.
+absl::Status RpcError(const grpc::Status& status, const std::string& what);
+
+}  // namespace dpcurator::client
+
+#endif  // DPCURATOR_CLIENT_CONNECTION_H_

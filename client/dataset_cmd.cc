@@ -1,0 +1,189 @@
+// Curator and analyst commands about datasets: create, list, upload, budget.
+#include <cstdio>
+#include <ctime>
+
+#include <nlohmann/json.hpp>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "client/commands.h"
+#include "client/connection.h"
+#include "client/pipeline.h"
+#include "core/privacy/relation.h"
+#include "proto/convert.h"
+
+namespace dpcurator::client {
+namespace {
+
+std::vector<OptionSpec> WithConnection(std::vector<OptionSpec> options) {
+  for (auto& option : ConnectionOptions()) options.push_back(option);
+  return options;
+}
+
+int RunCreate(const ParsedArgs& args) {
+  auto connection = Connection::FromArgs(args);
+  if (!connection.ok()) return ReportError(connection.status());
+  auto schema = ReadSchemaFile(args.Get("schema"));
+  if (!schema.ok()) return ReportError(schema.status());
+  auto epsilon = args.GetDouble("epsilon");
+  auto delta = args.GetDouble("delta");
+  if (!epsilon.ok()) return ReportError(epsilon.status());
+  if (!delta.ok()) return ReportError(delta.status());
+  auto relation = privacy::ParseRelation(args.Get("relation"));
+  if (!relation.has_value()) {
+    return ReportError(absl::InvalidArgumentError("--relation must be add-remove or replace-one"));
+  }
+  v1::CreateDatasetRequest request;
+  request.set_name(args.Get("name"));
+  *request.mutable_schema() = *schema;
+  request.mutable_budget()->set_epsilon(*epsilon);
+  request.mutable_budget()->set_delta(*delta);
+  request.set_relation(RelationToProto(*relation));
+  v1::Dataset dataset;
+  auto context = connection->NewContext();
+  grpc::Status status = connection->datasets().CreateDataset(context.get(), request, &dataset);
+  if (!status.ok()) return ReportError(RpcError(status, "create dataset"));
+  if (args.Flag("json")) {
+    std::printf("{\"dataset_id\": \"%s\"}\n", dataset.id().c_str());
+  } else {
+    std::printf("created dataset %s (%s), budget epsilon %g at delta %g, relation %s\n",
+                dataset.id().c_str(), dataset.name().c_str(), dataset.budget().epsilon(),
+                dataset.budget().delta(), v1::NeighbouringRelation_Name(dataset.relation()).c_str());
+  }
+  return 0;
+}
+
+int RunUpload(const ParsedArgs& args) {
+  auto connection = Connection::FromArgs(args);
+  if (!connection.ok()) return ReportError(connection.status());
+  // The dataset's own schema decides how cells are read.
+  v1::ListDatasetsResponse list;
+  auto context = connection->NewContext();
+  grpc::Status status =
+      connection->datasets().ListDatasets(context.get(), v1::ListDatasetsRequest(), &list);
+  if (!status.ok()) return ReportError(RpcError(status, "list datasets"));
+  const v1::Dataset* dataset = nullptr;
+  for (const auto& d : list.datasets()) {
+    if (d.id() == args.Get("dataset")) dataset = &d;
+  }
+  if (dataset == nullptr) {
+    return ReportError(absl::NotFoundError(absl::StrCat("no dataset '", args.Get("dataset"), "'")));
+  }
+  auto schema = SchemaFromProto(dataset->schema());
+  if (!schema.ok()) return ReportError(schema.status());
+  auto response = UploadCsv(*connection, dataset->id(), *schema, args.Get("csv"));
+  if (!response.ok()) return ReportError(response.status());
+  std::printf("uploaded %lld rows (%lld cells clamped to declared bounds); dataset has %lld rows\n",
+              static_cast<long long>(response->rows_accepted()),
+              static_cast<long long>(response->cells_clamped()),
+              static_cast<long long>(response->total_rows()));
+  return 0;
+}
+
+int RunList(const ParsedArgs& args) {
+  auto connection = Connection::FromArgs(args);
+  if (!connection.ok()) return ReportError(connection.status());
+  v1::ListDatasetsResponse list;
+  auto context = connection->NewContext();
+  grpc::Status status =
+      connection->datasets().ListDatasets(context.get(), v1::ListDatasetsRequest(), &list);
+  if (!status.ok()) return ReportError(RpcError(status, "list datasets"));
+  std::printf("%-38s %-20s %-12s %10s %10s %10s\n", "id", "name", "relation", "epsilon", "delta",
+              "rows");
+  for (const auto& d : list.datasets()) {
+    std::printf("%-38s %-20s %-12s %10g %10g %10s\n", d.id().c_str(), d.name().c_str(),
+                d.relation() == v1::REPLACE_ONE ? "replace-one" : "add-remove",
+                d.budget().epsilon(), d.budget().delta(),
+                d.row_count() > 0 ? absl::StrCat(d.row_count()).c_str() : "private");
+  }
+  return 0;
+}
+
+int RunBudget(const ParsedArgs& args) {
+  auto connection = Connection::FromArgs(args);
+  if (!connection.ok()) return ReportError(connection.status());
+  v1::GetBudgetRequest request;
+  request.set_dataset_id(args.Get("dataset"));
+  v1::BudgetReport report;
+  auto context = connection->NewContext();
+  grpc::Status status = connection->datasets().GetBudget(context.get(), request, &report);
+  if (!status.ok()) return ReportError(RpcError(status, "budget"));
+  if (args.Flag("json")) {
+    nlohmann::json out;
+    out["dataset_id"] = report.dataset_id();
+    out["epsilon_cap"] = report.budget().epsilon();
+    out["delta"] = report.budget().delta();
+    out["epsilon_spent"] = report.epsilon_spent();
+    out["epsilon_remaining"] = report.epsilon_remaining();
+    out["epsilon_rdp"] = report.epsilon_rdp();
+    if (report.has_epsilon_exact()) out["epsilon_exact"] = report.epsilon_exact();
+    out["events"] = nlohmann::json::array();
+    for (const auto& e : report.events()) {
+      out["events"].push_back({{"id", e.id()},
+                               {"release_id", e.release_id()},
+                               {"kind", e.kind()},
+                               {"description", e.description()},
+                               {"epsilon_alone", e.epsilon_alone()},
+                               {"refund_of", e.refund_of()}});
+    }
+    std::printf("%s\n", out.dump(2).c_str());
+    return 0;
+  }
+  std::printf("dataset %s: spent epsilon %.4f of %.4f at delta %g, remaining %.4f\n",
+              report.dataset_id().c_str(), report.epsilon_spent(), report.budget().epsilon(),
+              report.budget().delta(), report.epsilon_remaining());
+  std::printf("  (RDP conversion %.4f at order %g%s)\n", report.epsilon_rdp(),
+              report.optimal_order(),
+              report.has_epsilon_exact()
+                  ? absl::StrFormat("; exact Gaussian composition %.4f", report.epsilon_exact()).c_str()
+                  : "");
+  std::printf("\n%5s  %-20s  %-14s  %10s  %s\n", "event", "time (UTC)", "kind", "eps alone",
+              "mechanism / release");
+  for (const auto& e : report.events()) {
+    char when[32];
+    std::time_t t = e.created_unix();
+    std::strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", std::gmtime(&t));
+    std::printf("%5lld  %-20s  %-14s  %10.4f  %s  %s\n", static_cast<long long>(e.id()), when,
+                e.kind().c_str(), e.epsilon_alone(), e.description().c_str(),
+                e.release_id().c_str());
+  }
+  return 0;
+}
+
+}  // namespace
+
+std::vector<Command> DatasetCommands() {
+  std::vector<Command> commands;
+  commands.push_back(Command{
+      "datasets create",
+      "register a dataset with its public schema, budget and neighbouring relation (curator)",
+      "The schema file is JSON (see schemas/adult.schema.json): column types, declared bounds\n"
+      "and categories. Nothing about the domain is ever learned from rows.",
+      WithConnection({{"name", "", "dataset name", false, true},
+                      {"schema", "", "schema JSON file", false, true},
+                      {"epsilon", "", "total epsilon budget (cap)", false, true},
+                      {"delta", "1e-5", "delta of the budget"},
+                      {"relation", "add-remove", "add-remove | replace-one"},
+                      {"json", "", "print JSON", true}}),
+      RunCreate});
+  commands.push_back(Command{"datasets list", "list datasets (curator, analyst)",
+                             "Row counts are shown to curators, and to analysts under replace-one.",
+                             WithConnection({}), RunList});
+  commands.push_back(Command{
+      "upload", "stream a CSV file's rows into a dataset (curator)",
+      "The header is matched to the schema by column name; a bad row stops the upload with\n"
+      "its line and column named. Uploads are refused once a release has been made.",
+      WithConnection({{"dataset", "", "dataset id", false, true},
+                      {"csv", "", "CSV file with a header line", false, true}}),
+      RunUpload});
+  commands.push_back(Command{
+      "budget", "spent and remaining epsilon, and the ledger's event history",
+      "Spent epsilon is the composed bound the ledger uses (the smaller of the RDP conversion\n"
+      "and, while every event is a plain Gaussian, the exact analytic composition).",
+      WithConnection({{"dataset", "", "dataset id", false, true}, {"json", "", "print JSON", true}}),
+      RunBudget});
+  return commands;
+}
+
+}  // namespace dpcurator::client

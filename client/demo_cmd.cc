@@ -1,0 +1,379 @@
+// `dpcurator demo`: the whole product on one machine. Starts a local
+// dpcurator-server on a temporary database, uploads a table, requests a
+// DP-MERF release, trains, samples and evaluates, and prints a report. With
+// --schema/--train-csv/--test-csv it runs the same pipeline on any table (the
+// Adult benchmark: bench/adult.sh).
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include <grpcpp/grpcpp.h>
+#include <nlohmann/json.hpp>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "client/commands.h"
+#include "client/connection.h"
+#include "client/pipeline.h"
+#include "core/data/csv.h"
+#include "core/data/demo.h"
+#include "core/eval/evaluator.h"
+#include "core/privacy/noise_source.h"
+#include "proto/convert.h"
+
+namespace dpcurator::client {
+
+// Shared with model_cmd.cc.
+std::vector<OptionSpec> TrainerOptionSpecsForDemo();
+absl::StatusOr<train::EmbeddingTrainerOptions> TrainerOptionsForDemo(const ParsedArgs& args);
+nlohmann::json EvalReportJson(const eval::EvalReport& report);
+
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+double SecondsSince(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// A dpcurator-server child process on a temporary database, stopped (SIGTERM,
+// then SIGKILL after a grace period) when this object goes away.
+class LocalServer {
+ public:
+  static absl::StatusOr<std::unique_ptr<LocalServer>> Start(const fs::path& work_dir,
+                                                            const std::string& tokens_path) {
+    auto binary = FindServerBinary();
+    if (!binary.ok()) return binary.status();
+    auto server = std::unique_ptr<LocalServer>(new LocalServer());
+    server->log_path_ = work_dir / "server.log";
+    const fs::path port_file = work_dir / "port";
+    const std::string db = (work_dir / "curator.db").string();
+    const pid_t pid = fork();
+    if (pid < 0) return absl::InternalError("fork failed");
+    if (pid == 0) {
+      FILE* log = std::freopen(server->log_path_.c_str(), "w", stderr);
+      (void)log;
+      const std::string port_flag = absl::StrCat("--port_file=", port_file.string());
+      const std::string db_flag = absl::StrCat("--db=", db);
+      const std::string tokens_flag = absl::StrCat("--tokens=", tokens_path);
+      execl(binary->c_str(), binary->c_str(), db_flag.c_str(), "--listen=127.0.0.1:0",
+            tokens_flag.c_str(), "--insecure_dev", port_flag.c_str(), static_cast<char*>(nullptr));
+      std::_Exit(127);
+    }
+    server->pid_ = pid;
+    const auto deadline = Clock::now() + std::chrono::seconds(30);
+    while (Clock::now() < deadline) {
+      std::ifstream port_input(port_file);
+      int port = 0;
+      if (port_input >> port && port > 0) {
+        server->address_ = absl::StrCat("127.0.0.1:", port);
+        return server;
+      }
+      int status = 0;
+      if (waitpid(pid, &status, WNOHANG) == pid) {
+        server->pid_ = -1;
+        return absl::UnavailableError(absl::StrCat(
+            "the local dpcurator-server exited at start; see ", server->log_path_.string()));
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return absl::DeadlineExceededError("the local dpcurator-server did not start in 30 s");
+  }
+
+  ~LocalServer() {
+    if (pid_ <= 0) return;
+    kill(pid_, SIGTERM);
+    for (int i = 0; i < 200; ++i) {
+      int status = 0;
+      if (waitpid(pid_, &status, WNOHANG) == pid_) return;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    kill(pid_, SIGKILL);
+    waitpid(pid_, nullptr, 0);
+  }
+
+  const std::string& address() const { return address_; }
+
+ private:
+  static absl::StatusOr<std::string> FindServerBinary() {
+    std::error_code error;
+    const fs::path self = fs::read_symlink("/proc/self/exe", error);
+    if (!error) {
+      for (const fs::path& candidate :
+           {self.parent_path() / "dpcurator-server",
+            self.parent_path().parent_path() / "server" / "dpcurator-server"}) {
+        if (fs::exists(candidate)) return candidate.string();
+      }
+    }
+    if (const char* path = std::getenv("PATH")) {
+      std::string entries = path;
+      size_t start = 0;
+      while (start <= entries.size()) {
+        const size_t end = entries.find(':', start);
+        const fs::path candidate =
+            fs::path(entries.substr(start, end == std::string::npos ? std::string::npos
+                                                                      : end - start)) /
+            "dpcurator-server";
+        if (fs::exists(candidate)) return candidate.string();
+        if (end == std::string::npos) break;
+        start = end + 1;
+      }
+    }
+    return absl::NotFoundError(
+        "cannot find the dpcurator-server binary next to dpcurator or on PATH; build it "
+        "(cmake --build build) or install both");
+  }
+
+  LocalServer() = default;
+  pid_t pid_ = -1;
+  std::string address_;
+  fs::path log_path_;
+};
+
+struct DemoData {
+  v1::TableSchema schema_proto;
+  data::Table train;
+  data::Table test;
+  std::string name;
+  std::string train_csv;  // non-empty: upload by streaming this file
+};
+
+absl::StatusOr<DemoData> LoadData(const ParsedArgs& args) {
+  DemoData demo;
+  if (args.Has("schema") || args.Has("train-csv") || args.Has("test-csv")) {
+    if (!args.Has("schema") || !args.Has("train-csv") || !args.Has("test-csv")) {
+      return absl::InvalidArgumentError(
+          "--schema, --train-csv and --test-csv go together (a table of your own)");
+    }
+    auto schema_proto = ReadSchemaFile(args.Get("schema"));
+    if (!schema_proto.ok()) return schema_proto.status();
+    demo.schema_proto = *schema_proto;
+    auto schema = SchemaFromProto(demo.schema_proto);
+    if (!schema.ok()) return schema.status();
+    auto train = data::ReadCsvFile(*schema, args.Get("train-csv"));
+    if (!train.ok()) return train.status();
+    auto test = data::ReadCsvFile(*schema, args.Get("test-csv"));
+    if (!test.ok()) return test.status();
+    demo.train = *std::move(train);
+    demo.test = *std::move(test);
+    demo.name = fs::path(args.Get("train-csv")).stem().string();
+    demo.train_csv = args.Get("train-csv");
+    return demo;
+  }
+  auto rows = args.GetInt("rows");
+  if (!rows.ok()) return rows.status();
+  if (*rows < 100) return absl::InvalidArgumentError("--rows must be at least 100");
+  const data::Schema schema = data::DemoSchema();
+  demo.schema_proto = SchemaToProto(schema);
+  // Train and held-out test rows come from the same generative model with
+  // different seeds.
+  demo.train = data::GenerateDemoTable(*rows, 20261122);
+  demo.test = data::GenerateDemoTable(std::max<int64_t>(*rows / 4, 1000), 424242);
+  demo.name = "demo-churn";
+  return demo;
+}
+
+int RunDemo(const ParsedArgs& args) {
+  const auto wall_start = Clock::now();
+  const bool json = args.Flag("json");
+  auto say = [&](const std::string& line) {
+    if (!json) std::fprintf(stderr, "%s\n", line.c_str());
+  };
+  auto epsilon = args.GetDouble("epsilon");
+  auto delta = args.GetDouble("delta");
+  auto budget = args.GetDouble("budget");
+  if (!epsilon.ok()) return ReportError(epsilon.status());
+  if (!delta.ok()) return ReportError(delta.status());
+  if (!budget.ok()) return ReportError(budget.status());
+  auto trainer_options = TrainerOptionsForDemo(args);
+  if (!trainer_options.ok()) return ReportError(trainer_options.status());
+  auto frequencies = args.GetInt("num-frequencies");
+  if (!frequencies.ok()) return ReportError(frequencies.status());
+
+  auto demo = LoadData(args);
+  if (!demo.ok()) return ReportError(demo.status());
+  auto schema = SchemaFromProto(demo->schema_proto);
+  if (!schema.ok()) return ReportError(schema.status());
+  say(absl::StrFormat("data: %s, %d training rows, %d held-out rows, %d columns",
+                      demo->name, demo->train.num_rows(), demo->test.num_rows(),
+                      schema->num_columns()));
+
+  // A private workspace for the server's database and tokens.
+  std::string pattern = (fs::temp_directory_path() / "dpcurator-demo-XXXXXX").string();
+  if (mkdtemp(pattern.data()) == nullptr) {
+    return ReportError(absl::UnavailableError("cannot create a temporary directory"));
+  }
+  const fs::path work_dir = pattern;
+  const std::string curator_token =
+      absl::StrFormat("cur_%016x%016x", privacy::SecureRandomU64(), privacy::SecureRandomU64());
+  const std::string analyst_token =
+      absl::StrFormat("ana_%016x%016x", privacy::SecureRandomU64(), privacy::SecureRandomU64());
+  const std::string tokens_path = (work_dir / "tokens.txt").string();
+  {
+    std::ofstream tokens(tokens_path);
+    tokens << "curator " << curator_token << "\nanalyst " << analyst_token << "\n";
+  }
+  fs::permissions(tokens_path, fs::perms::owner_read | fs::perms::owner_write);
+  int exit_code = 0;
+  {
+    auto server = LocalServer::Start(work_dir, tokens_path);
+    if (!server.ok()) return ReportError(server.status());
+    say(absl::StrCat("server: dpcurator-server on ", (*server)->address(), " (temporary db in ",
+                     work_dir.string(), ")"));
+    Connection curator = Connection::Plaintext((*server)->address(), curator_token);
+    Connection analyst = Connection::Plaintext((*server)->address(), analyst_token);
+
+    // 1. Curator: register and upload.
+    auto t = Clock::now();
+    v1::CreateDatasetRequest create;
+    create.set_name(demo->name);
+    *create.mutable_schema() = demo->schema_proto;
+    create.mutable_budget()->set_epsilon(*budget);
+    create.mutable_budget()->set_delta(*delta);
+    create.set_relation(v1::ADD_REMOVE);
+    v1::Dataset dataset;
+    {
+      auto context = curator.NewContext();
+      grpc::Status status = curator.datasets().CreateDataset(context.get(), create, &dataset);
+      if (!status.ok()) return ReportError(RpcError(status, "create dataset"));
+    }
+    auto uploaded = demo->train_csv.empty()
+                        ? UploadTable(curator, dataset.id(), *schema, demo->train)
+                        : UploadCsv(curator, dataset.id(), *schema, demo->train_csv);
+    if (!uploaded.ok()) return ReportError(uploaded.status());
+    const double upload_seconds = SecondsSince(t);
+    say(absl::StrFormat("curator: dataset %s, %d rows uploaded in %.2fs", dataset.id(),
+                        uploaded->rows_accepted(), upload_seconds));
+
+    // 2. Analyst: one DP-MERF release.
+    t = Clock::now();
+    v1::ReleaseRequest request;
+    request.set_dataset_id(dataset.id());
+    request.set_idempotency_key(NewIdempotencyKey());
+    request.set_epsilon(*epsilon);
+    request.mutable_rff_embedding()->set_num_frequencies(static_cast<int>(*frequencies));
+    v1::Release release;
+    {
+      auto context = analyst.NewContext();
+      grpc::Status status = analyst.releases().RequestRelease(context.get(), request, &release);
+      if (!status.ok()) return ReportError(RpcError(status, "release"));
+    }
+    const double release_seconds = SecondsSince(t);
+    say(absl::StrFormat(
+        "analyst: release %s (rff_embedding, D=%d, noise multiplier %.4f) in %.2fs",
+        release.id(), 2 * release.embedding().num_frequencies(),
+        release.embedding().noise_multiplier(), release_seconds));
+
+    // 3. Trainer: fit, sample, evaluate (released artefact only).
+    t = Clock::now();
+    const int steps = trainer_options->steps;
+    trainer_options->progress = [&](int step, double loss) {
+      if (json) return;
+      std::fprintf(stderr, "\rtrainer: step %5d / %d, loss %.5f, %.1fs", step, steps, loss,
+                   SecondsSince(t));
+      if (step == steps) std::fprintf(stderr, "\n");
+    };
+    auto model = TrainMerfModel(release, *trainer_options);
+    if (!model.ok()) return ReportError(model.status());
+    const double train_seconds = SecondsSince(t);
+    t = Clock::now();
+    auto synthetic = SampleModel(*model, demo->train.num_rows(), 7);
+    if (!synthetic.ok()) return ReportError(synthetic.status());
+    const double sample_seconds = SecondsSince(t);
+    t = Clock::now();
+    eval::EvalOptions eval_options;
+    auto report = eval::Evaluate(*schema, *synthetic, demo->test, eval_options, &demo->train);
+    if (!report.ok()) return ReportError(report.status());
+    const double eval_seconds = SecondsSince(t);
+
+    v1::BudgetReport budget_report;
+    {
+      v1::GetBudgetRequest budget_request;
+      budget_request.set_dataset_id(dataset.id());
+      auto context = analyst.NewContext();
+      grpc::Status status = analyst.datasets().GetBudget(context.get(), budget_request, &budget_report);
+      if (!status.ok()) return ReportError(RpcError(status, "budget"));
+    }
+    if (args.Has("save-synthetic")) {
+      std::ofstream output(args.Get("save-synthetic"));
+      data::WriteCsv(*schema, *synthetic, &output);
+    }
+    const double wall_seconds = SecondsSince(wall_start);
+    if (json) {
+      nlohmann::json out;
+      out["dataset"] = demo->name;
+      out["release_id"] = release.id();
+      out["epsilon_release"] = release.embedding().epsilon();
+      out["epsilon_spent"] = budget_report.epsilon_spent();
+      out["epsilon_remaining"] = budget_report.epsilon_remaining();
+      out["epsilon_cap"] = budget_report.budget().epsilon();
+      out["delta"] = budget_report.budget().delta();
+      out["noise_multiplier"] = release.embedding().noise_multiplier();
+      out["evaluation"] = EvalReportJson(*report);
+      out["seconds"] = {{"upload", upload_seconds}, {"release", release_seconds},
+                        {"train", train_seconds},   {"sample", sample_seconds},
+                        {"eval", eval_seconds},     {"wall", wall_seconds}};
+      std::printf("%s\n", out.dump(2).c_str());
+    } else {
+      std::printf("\n== dpcurator demo report ==\n");
+      std::printf("dataset            %s (%lld train rows, %lld held-out rows)\n",
+                  demo->name.c_str(), static_cast<long long>(demo->train.num_rows()),
+                  static_cast<long long>(demo->test.num_rows()));
+      std::printf("artefact           %s (rff_embedding, noise multiplier %.4f)\n",
+                  release.id().c_str(), release.embedding().noise_multiplier());
+      std::printf("privacy            epsilon spent %.4f of %.4f at delta %g; remaining %.4f\n",
+                  budget_report.epsilon_spent(), budget_report.budget().epsilon(),
+                  budget_report.budget().delta(), budget_report.epsilon_remaining());
+      std::printf("\ntrain on synthetic / test on real (and the real-data reference):\n%s",
+                  FormatEvalReport(*report).c_str());
+      std::printf("\ntimings            upload %.2fs, release %.2fs, train %.2fs, sample %.2fs, "
+                  "eval %.2fs; wall %.2fs\n",
+                  upload_seconds, release_seconds, train_seconds, sample_seconds, eval_seconds,
+                  wall_seconds);
+    }
+  }
+  std::error_code ignored;
+  fs::remove_all(work_dir, ignored);
+  return exit_code;
+}
+
+}  // namespace
+
+std::vector<Command> DemoCommands() {
+  std::vector<OptionSpec> options = {
+      {"epsilon", "1", "epsilon of the release"},
+      {"delta", "1e-5", "delta of the dataset budget"},
+      {"budget", "3", "epsilon cap of the dataset"},
+      {"rows", "20000", "demo table: training rows (held-out: a quarter, at least 1000)"},
+      {"num-frequencies", "500", "rff: D/2 frequencies"},
+      {"schema", "", "your own table: schema JSON (with --train-csv, --test-csv)"},
+      {"train-csv", "", "your own table: training rows, uploaded to the local server"},
+      {"test-csv", "", "your own table: held-out rows for evaluation"},
+      {"save-synthetic", "", "also write the synthetic rows to this CSV"},
+      {"json", "", "print the report as JSON", true},
+  };
+  for (auto& o : TrainerOptionSpecsForDemo()) {
+    if (o.name != "quiet") options.push_back(o);
+  }
+  return {Command{
+      "demo",
+      "the whole pipeline on a local server: upload, release at epsilon 1, train, evaluate",
+      "Starts dpcurator-server on a temporary database, creates a dataset from a generated\n"
+      "mixed-type table (docs/demo-data.md), uploads it, requests a DP-MERF release, trains a\n"
+      "generator, samples and evaluates it against held-out rows. Needs no arguments.\n\n"
+      "  dpcurator demo\n"
+      "  dpcurator demo --schema schemas/adult.schema.json --train-csv ../shared/data/adult/adult.data "
+      "--test-csv ../shared/data/adult/adult.test",
+      options, RunDemo}};
+}
+
+}  // namespace dpcurator::client

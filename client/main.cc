@@ -1,0 +1,90 @@
+// dpcurator: the command-line client (curators, analysts, trainers).
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "client/cli.h"
+#include "client/commands.h"
+
+namespace {
+
+using dpcurator::client::Command;
+
+std::vector<Command> AllCommands() {
+  std::vector<Command> all;
+  for (auto group : {dpcurator::client::DemoCommands(), dpcurator::client::DatasetCommands(),
+                     dpcurator::client::ReleaseCommands(), dpcurator::client::ModelCommands(),
+                     dpcurator::client::PrivacyCommands()}) {
+    for (auto& command : group) all.push_back(std::move(command));
+  }
+  return all;
+}
+
+void PrintUsage(const std::vector<Command>& commands) {
+  std::printf(
+      "dpcurator: differentially private synthetic data from a curator server.\n\n"
+      "usage: dpcurator <command> [options]     (dpcurator <command> --help for its options)\n\n"
+      "commands:\n");
+  for (const auto& c : commands) std::printf("  %-20s %s\n", c.name.c_str(), c.summary.c_str());
+  std::printf(
+      "\nStart here: `dpcurator demo` runs the whole pipeline on a local server.\n"
+      "Server-facing commands read DPCURATOR_SERVER and DPCURATOR_TOKEN.\n");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::vector<Command> commands = AllCommands();
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
+    PrintUsage(commands);
+    return args.empty() ? 2 : 0;
+  }
+  // Longest match: "privacy epsilon" before "privacy", "release get" before "release".
+  const Command* chosen = nullptr;
+  size_t words = 0;
+  for (const auto& c : commands) {
+    std::vector<std::string> parts;
+    size_t start = 0;
+    while (true) {
+      size_t space = c.name.find(' ', start);
+      parts.push_back(c.name.substr(start, space - start));
+      if (space == std::string::npos) break;
+      start = space + 1;
+    }
+    if (parts.size() > args.size() || parts.size() <= words) continue;
+    bool match = true;
+    for (size_t i = 0; i < parts.size(); ++i) match = match && parts[i] == args[i];
+    if (match) {
+      chosen = &c;
+      words = parts.size();
+    }
+  }
+  if (chosen == nullptr) {
+    std::fprintf(stderr, "dpcurator: unknown command '%s'\n\n", args[0].c_str());
+    PrintUsage(commands);
+    return 2;
+  }
+  std::vector<std::string> rest(args.begin() + words, args.end());
+  for (const auto& a : rest) {
+    if (a == "--help" || a == "-h") {
+      std::printf("%s", dpcurator::client::FormatHelp(absl::StrCat("dpcurator ", chosen->name,
+                                                                   " [options]"),
+                                                      chosen->description.empty()
+                                                          ? chosen->summary
+                                                          : chosen->description,
+                                                      chosen->options)
+                            .c_str());
+      return 0;
+    }
+  }
+  auto parsed = dpcurator::client::ParseArgs(chosen->options, rest);
+  if (!parsed.ok()) return dpcurator::client::ReportError(parsed.status());
+  if (!parsed->positional().empty()) {
+    std::fprintf(stderr, "dpcurator %s: unexpected argument '%s' (see --help)\n",
+                 chosen->name.c_str(), parsed->positional()[0].c_str());
+    return 2;
+  }
+  return chosen->run(*parsed);
+}

@@ -1,0 +1,222 @@
+// Trainer-side commands: fit a generator from a release, sample, evaluate.
+// None of them talks to the server or sees a private row.
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "absl/status/status.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "client/commands.h"
+#include "client/pipeline.h"
+#include "core/data/csv.h"
+#include "core/eval/evaluator.h"
+#include "proto/convert.h"
+
+namespace dpcurator::client {
+namespace {
+
+absl::StatusOr<std::vector<int>> ParseHidden(const std::string& text) {
+  std::vector<int> hidden;
+  for (absl::string_view part : absl::StrSplit(text, ',', absl::SkipEmpty())) {
+    int width;
+    if (!absl::SimpleAtoi(part, &width) || width <= 0 || width > 8192) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--hidden expects comma-separated layer widths, got '", text, "'"));
+    }
+    hidden.push_back(width);
+  }
+  return hidden;
+}
+
+absl::StatusOr<train::EmbeddingTrainerOptions> TrainerOptionsFromArgs(const ParsedArgs& args) {
+  train::EmbeddingTrainerOptions options;
+  auto steps = args.GetInt("steps");
+  auto batch = args.GetInt("batch-size");
+  auto lr = args.GetDouble("learning-rate");
+  auto seed = args.GetInt("seed");
+  auto noise_dim = args.GetInt("noise-dim");
+  auto hidden = ParseHidden(args.Get("hidden"));
+  for (const absl::Status& s : {steps.status(), batch.status(), lr.status(), seed.status(),
+                                noise_dim.status(), hidden.status()}) {
+    if (!s.ok()) return s;
+  }
+  options.steps = static_cast<int>(*steps);
+  options.batch_size = static_cast<int>(*batch);
+  options.learning_rate = *lr;
+  options.seed = static_cast<uint64_t>(*seed);
+  options.generator.noise_dim = static_cast<int>(*noise_dim);
+  options.generator.hidden = *hidden;
+  return options;
+}
+
+int RunTrainMerf(const ParsedArgs& args) {
+  v1::Release release;
+  if (auto s = ReadProtoFile(args.Get("release"), &release); !s.ok()) return ReportError(s);
+  auto options = TrainerOptionsFromArgs(args);
+  if (!options.ok()) return ReportError(options.status());
+  const bool quiet = args.Flag("quiet");
+  const auto start = std::chrono::steady_clock::now();
+  options->progress = [&](int step, double loss) {
+    if (quiet) return;
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    std::fprintf(stderr, "\rtrain merf: step %6d / %d  loss %.6f  %.1fs", step, options->steps,
+                 loss, seconds);
+    if (step == options->steps) std::fprintf(stderr, "\n");
+  };
+  auto model = TrainMerfModel(release, *options);
+  if (!model.ok()) return ReportError(model.status());
+  if (auto s = WriteProtoFile(*model, args.Get("out")); !s.ok()) return ReportError(s);
+  std::printf("model written to %s (release %s, epsilon %.4f; training used no budget)\n",
+              args.Get("out").c_str(), model->release_id().c_str(), model->epsilon());
+  return 0;
+}
+
+int RunSample(const ParsedArgs& args) {
+  v1::GeneratorModel model;
+  if (auto s = ReadProtoFile(args.Get("model"), &model); !s.ok()) return ReportError(s);
+  auto rows = args.GetInt("rows");
+  auto seed = args.GetInt("seed");
+  if (!rows.ok()) return ReportError(rows.status());
+  if (!seed.ok()) return ReportError(seed.status());
+  auto table = SampleModel(model, *rows, static_cast<uint64_t>(*seed));
+  if (!table.ok()) return ReportError(table.status());
+  auto schema = SchemaFromProto(model.schema());
+  if (!schema.ok()) return ReportError(schema.status());
+  const std::string out = args.Get("out");
+  if (out == "-") {
+    data::WriteCsv(*schema, *table, &std::cout);
+  } else {
+    std::ofstream output(out);
+    if (!output) return ReportError(absl::UnavailableError(absl::StrCat("cannot write '", out, "'")));
+    data::WriteCsv(*schema, *table, &output);
+    std::printf("%lld synthetic rows written to %s\n", static_cast<long long>(table->num_rows()),
+                out.c_str());
+  }
+  return 0;
+}
+
+nlohmann::json EvalJson(const eval::EvalReport& report) {
+  nlohmann::json out;
+  out["num_classes"] = report.num_classes;
+  out["synthetic_rows"] = report.synthetic_rows;
+  out["real_test_rows"] = report.real_test_rows;
+  out["utility"] = nlohmann::json::array();
+  for (const auto& row : report.utility) {
+    out["utility"].push_back({{"classifier", row.classifier},
+                              {"train_source", row.train_source},
+                              {"train_rows", row.train_rows},
+                              {"roc_auc", row.roc_auc},
+                              {"pr_auc", row.pr_auc},
+                              {"accuracy", row.accuracy},
+                              {"macro_f1", row.macro_f1},
+                              {"fit_seconds", row.fit_seconds},
+                              {"single_class_training", row.single_class_training}});
+  }
+  if (report.fidelity.has_value()) {
+    nlohmann::json columns = nlohmann::json::object();
+    for (const auto& c : report.fidelity->columns) columns[c.column] = c.tv_distance;
+    out["fidelity"] = {{"mean_tv_distance", report.fidelity->mean_tv_distance},
+                       {"max_tv_distance", report.fidelity->max_tv_distance},
+                       {"correlation_mean_abs_difference",
+                        report.fidelity->correlation_mean_abs_difference},
+                       {"tv_distance_by_column", columns}};
+  }
+  out["warnings"] = report.warnings;
+  return out;
+}
+
+int RunEval(const ParsedArgs& args) {
+  v1::TableSchema schema_proto;
+  if (args.Has("model")) {
+    v1::GeneratorModel model;
+    if (auto s = ReadProtoFile(args.Get("model"), &model); !s.ok()) return ReportError(s);
+    schema_proto = model.schema();
+  } else if (args.Has("schema")) {
+    auto read = ReadSchemaFile(args.Get("schema"));
+    if (!read.ok()) return ReportError(read.status());
+    schema_proto = *read;
+  } else {
+    return ReportError(absl::InvalidArgumentError("give --schema or --model"));
+  }
+  auto schema = SchemaFromProto(schema_proto);
+  if (!schema.ok()) return ReportError(schema.status());
+  auto synthetic = data::ReadCsvFile(*schema, args.Get("synthetic"));
+  if (!synthetic.ok()) return ReportError(synthetic.status());
+  auto real = data::ReadCsvFile(*schema, args.Get("real"));
+  if (!real.ok()) return ReportError(real.status());
+  std::optional<data::Table> real_train;
+  if (args.Has("real-train")) {
+    auto loaded = data::ReadCsvFile(*schema, args.Get("real-train"));
+    if (!loaded.ok()) return ReportError(loaded.status());
+    real_train = *std::move(loaded);
+  }
+  eval::EvalOptions options;
+  auto report = eval::Evaluate(*schema, *synthetic, *real, options,
+                               real_train.has_value() ? &*real_train : nullptr);
+  if (!report.ok()) return ReportError(report.status());
+  if (args.Flag("json")) {
+    std::printf("%s\n", EvalJson(*report).dump(2).c_str());
+  } else {
+    std::printf("%s", FormatEvalReport(*report).c_str());
+  }
+  return 0;
+}
+
+std::vector<OptionSpec> TrainerOptionSpecs() {
+  return {{"steps", "2000", "generator updates"},
+          {"batch-size", "2048", "generated rows per update"},
+          {"learning-rate", "0.002", "Adam learning rate (decays linearly to a tenth)"},
+          {"hidden", "256,256", "generator hidden layer widths"},
+          {"noise-dim", "16", "generator latent dimension"},
+          {"seed", "1", "seed of the generator's public randomness"},
+          {"quiet", "", "no progress line", true}};
+}
+
+}  // namespace
+
+std::vector<OptionSpec> TrainerOptionSpecsForDemo() { return TrainerOptionSpecs(); }
+absl::StatusOr<train::EmbeddingTrainerOptions> TrainerOptionsForDemo(const ParsedArgs& args) {
+  return TrainerOptionsFromArgs(args);
+}
+nlohmann::json EvalReportJson(const eval::EvalReport& report) { return EvalJson(report); }
+
+std::vector<Command> ModelCommands() {
+  std::vector<Command> commands;
+  std::vector<OptionSpec> train_options = {
+      {"release", "release.pb", "rff_embedding artefact from `dpcurator release`"},
+      {"out", "model.pb", "model file to write"}};
+  for (auto& o : TrainerOptionSpecs()) train_options.push_back(o);
+  commands.push_back(Command{
+      "train merf",
+      "fit a generator to a DP-MERF release (no budget, no private data)",
+      "Minimises the distance between the released class-conditional mean embedding and the\n"
+      "generator's (Harder et al. 2021, Alg. 1), with labels from the released class weights.",
+      train_options, RunTrainMerf});
+  commands.push_back(Command{"sample", "draw synthetic rows in the original schema (CSV)", "",
+                             {{"model", "model.pb", "model file"},
+                              {"rows", "10000", "number of rows"},
+                              {"seed", "7", "sampling seed"},
+                              {"out", "synthetic.csv", "output CSV ('-' for stdout)"}},
+                             RunSample});
+  commands.push_back(Command{
+      "eval",
+      "train-on-synthetic, test-on-real utility and marginal fidelity",
+      "Fits logistic regression and gradient-boosted trees on the synthetic rows and scores\n"
+      "them on real held-out rows (ROC-AUC and PR-AUC from scores); per-column total variation\n"
+      "distance and pairwise correlation difference.",
+      {{"synthetic", "synthetic.csv", "synthetic CSV"},
+       {"real", "", "real held-out CSV (header line)", false, true},
+       {"real-train", "", "optional real training CSV: adds the train-on-real baseline rows"},
+       {"schema", "", "schema JSON (or --model)"},
+       {"model", "", "take the schema from this model file"},
+       {"json", "", "print JSON", true}},
+      RunEval});
+  return commands;
+}
+
+}  // namespace dpcurator::client

@@ -1,0 +1,266 @@
+#include "client/pipeline.h"
+
+#include <fstream>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "core/data/csv.h"
+#include "core/data/encoder.h"
+#include "core/embed/labelled_embedding.h"
+#include "core/embed/rff.h"
+#include "core/privacy/noise_source.h"
+#include "core/util/public_rng.h"
+#include "core/util/status_macros.h"
+#include "proto/convert.h"
+#include <chrono>
+
+namespace dpcurator::client {
+namespace {
+
+constexpr uint32_t kModelFormatVersion = 1;
+
+absl::StatusOr<v1::UploadRowsResponse> FinishUpload(
+    std::unique_ptr<grpc::ClientWriter<v1::UploadRowsRequest>>& writer,
+    v1::UploadRowsResponse& response) {
+  writer->WritesDone();
+  grpc::Status status = writer->Finish();
+  if (!status.ok()) return RpcError(status, "upload refused");
+  return response;
+}
+
+}  // namespace
+
+std::string NewIdempotencyKey() {
+  return absl::StrFormat("key_%016x%016x", privacy::SecureRandomU64(), privacy::SecureRandomU64());
+}
+
+absl::StatusOr<v1::UploadRowsResponse> UploadTable(Connection& connection,
+                                                   const std::string& dataset_id,
+                                                   const data::Schema& schema,
+                                                   const data::Table& table,
+                                                   int rows_per_message) {
+  auto context = connection.NewContext();
+  v1::UploadRowsResponse response;
+  auto writer = connection.datasets().UploadRows(context.get(), &response);
+  v1::UploadRowsRequest message;
+  message.set_dataset_id(dataset_id);
+  for (int64_t i = 0; i < table.num_rows(); ++i) {
+    auto* row = message.add_rows();
+    for (int c = 0; c < schema.num_columns(); ++c) {
+      row->add_cells(schema.FormatCell(c, table.cells(i, c)));
+    }
+    if (message.rows_size() == rows_per_message || i + 1 == table.num_rows()) {
+      if (!writer->Write(message)) break;  // the server ended the stream: Finish says why
+      message.Clear();
+    }
+  }
+  return FinishUpload(writer, response);
+}
+
+absl::StatusOr<v1::UploadRowsResponse> UploadCsv(Connection& connection,
+                                                 const std::string& dataset_id,
+                                                 const data::Schema& schema,
+                                                 const std::string& csv_path,
+                                                 int rows_per_message) {
+  std::ifstream input(csv_path);
+  if (!input) return absl::NotFoundError(absl::StrCat("cannot open '", csv_path, "'"));
+  data::CsvRecordReader reader(&input, {});
+  std::vector<std::string> fields;
+  DPC_ASSIGN_OR_RETURN(bool has_header, reader.Next(&fields));
+  if (!has_header) return absl::InvalidArgumentError(absl::StrCat(csv_path, ": empty file"));
+  auto mapping = data::MapHeader(schema, fields);
+  if (!mapping.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(csv_path, ": ", mapping.status().message()));
+  }
+  auto context = connection.NewContext();
+  v1::UploadRowsResponse response;
+  auto writer = connection.datasets().UploadRows(context.get(), &response);
+  v1::UploadRowsRequest message;
+  message.set_dataset_id(dataset_id);
+  while (true) {
+    auto more = reader.Next(&fields);
+    if (!more.ok()) {
+      writer->WritesDone();
+      writer->Finish().error_code();
+      return absl::InvalidArgumentError(absl::StrCat(csv_path, ": ", more.status().message()));
+    }
+    if (*more) {
+      auto* row = message.add_rows();
+      for (int c = 0; c < schema.num_columns(); ++c) {
+        const int field = (*mapping)[c];
+        if (field >= static_cast<int>(fields.size())) {
+          writer->WritesDone();
+          writer->Finish().error_code();
+          return absl::InvalidArgumentError(absl::StrCat(
+              csv_path, ":", reader.line_number(), ": row has ", fields.size(), " fields"));
+        }
+        row->add_cells(fields[field]);
+      }
+    }
+    if ((message.rows_size() == rows_per_message || !*more) && message.rows_size() > 0) {
+      if (!writer->Write(message)) break;
+      message.Clear();
+    }
+    if (!*more) break;
+  }
+  return FinishUpload(writer, response);
+}
+
+absl::StatusOr<v1::GeneratorModel> TrainMerfModel(const v1::Release& release,
+                                                  const train::EmbeddingTrainerOptions& options) {
+  if (!release.has_embedding() || release.embedding().feature_map() != "rff") {
+    return absl::InvalidArgumentError(
+        "this artefact is not an rff_embedding release; `train merf` needs one");
+  }
+  const v1::EmbeddingArtefact& artefact = release.embedding();
+  DPC_ASSIGN_OR_RETURN(data::Schema schema, SchemaFromProto(artefact.schema()));
+  if (schema.FingerprintHex() != artefact.schema_fingerprint()) {
+    return absl::DataLossError("artefact schema does not match its fingerprint");
+  }
+  const data::FeatureLayout layout = data::FeatureLayout::ForFeatures(schema);
+  embed::RffOptions rff;
+  rff.num_frequencies = artefact.num_frequencies();
+  rff.length_scale = artefact.length_scale();
+  rff.numeric_weight = artefact.numeric_weight();
+  rff.seed = artefact.seed();
+  DPC_ASSIGN_OR_RETURN(auto feature_map, embed::RandomFourierFeatureMap::Create(layout, rff));
+  const int classes = artefact.num_classes();
+  if (feature_map.output_dim() != artefact.feature_dim() ||
+      artefact.class_values_size() != artefact.feature_dim() * classes ||
+      artefact.class_totals_size() != classes || classes != schema.num_classes()) {
+    return absl::DataLossError("artefact dimensions are inconsistent; fetch it again");
+  }
+  embed::NoisyLabelledEmbedding noisy;
+  noisy.relation = RelationFromProto(artefact.relation());
+  noisy.class_values = Eigen::Map<const Eigen::MatrixXd>(artefact.class_values().data(),
+                                                         artefact.feature_dim(), classes);
+  noisy.class_totals =
+      Eigen::Map<const Eigen::VectorXd>(artefact.class_totals().data(), classes);
+  noisy.public_n = artefact.public_n();
+  const embed::EmbeddingTarget target = embed::ToEmbeddingTarget(noisy);
+  DPC_ASSIGN_OR_RETURN(train::TrainedGenerator trained,
+                       train::TrainEmbeddingGenerator(layout, feature_map, target, options));
+  v1::GeneratorModel model;
+  model.set_format_version(kModelFormatVersion);
+  model.set_method("merf");
+  model.set_release_id(release.id());
+  model.set_dataset_id(release.dataset_id());
+  *model.mutable_schema() = artefact.schema();
+  model.set_schema_fingerprint(artefact.schema_fingerprint());
+  model.set_epsilon(artefact.epsilon());
+  model.set_delta(artefact.delta());
+  const auto& generator_options = trained.generator.options();
+  model.set_noise_dim(generator_options.noise_dim);
+  for (int width : generator_options.hidden) model.add_hidden(width);
+  model.set_activation(nn::ActivationName(generator_options.activation));
+  model.set_layer_norm(generator_options.layer_norm);
+  model.set_num_classes(classes);
+  model.mutable_class_weights()->Assign(trained.class_weights.data(),
+                                        trained.class_weights.data() + classes);
+  const Eigen::VectorXd& parameters = trained.generator.parameters();
+  model.mutable_parameters()->Assign(parameters.data(), parameters.data() + parameters.size());
+  model.set_steps(trained.steps);
+  model.set_final_loss(trained.final_loss);
+  model.set_created_unix(std::chrono::duration_cast<std::chrono::seconds>(
+                             std::chrono::system_clock::now().time_since_epoch())
+                             .count());
+  return model;
+}
+
+absl::StatusOr<data::Table> SampleModel(const v1::GeneratorModel& model, int64_t num_rows,
+                                        uint64_t seed) {
+  if (model.format_version() != kModelFormatVersion) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "model format version ", model.format_version(), " is not supported (expected ",
+        kModelFormatVersion, "); retrain with this version of dpcurator"));
+  }
+  if (num_rows <= 0) return absl::InvalidArgumentError("--rows must be positive");
+  DPC_ASSIGN_OR_RETURN(data::Schema schema, SchemaFromProto(model.schema()));
+  const data::FeatureLayout layout = data::FeatureLayout::ForFeatures(schema);
+  train::GeneratorOptions options;
+  options.noise_dim = model.noise_dim();
+  options.hidden.assign(model.hidden().begin(), model.hidden().end());
+  DPC_ASSIGN_OR_RETURN(options.activation, nn::ParseActivation(model.activation()));
+  options.layer_norm = model.layer_norm();
+  Eigen::VectorXd parameters =
+      Eigen::Map<const Eigen::VectorXd>(model.parameters().data(), model.parameters_size());
+  DPC_ASSIGN_OR_RETURN(auto generator,
+                       train::TabularGenerator::FromParameters(layout, model.num_classes(),
+                                                               options, std::move(parameters)));
+  // Labels from the released class weights (DP-MERF's G2: multinomial over
+  // the noisy proportions).
+  PublicRng rng(seed);
+  Eigen::VectorXi labels(num_rows);
+  for (int64_t i = 0; i < num_rows; ++i) {
+    double u = rng.Uniform();
+    int label = model.num_classes() - 1;
+    for (int c = 0; c < model.num_classes(); ++c) {
+      u -= model.class_weights(c);
+      if (u < 0) {
+        label = c;
+        break;
+      }
+    }
+    labels(i) = label;
+  }
+  return generator.Sample(schema, labels, &rng);
+}
+
+absl::Status WriteProtoFile(const google::protobuf::Message& message, const std::string& path) {
+  // Write to a temporary name and rename, so a crash never leaves half a file.
+  const std::string temporary = absl::StrCat(path, ".tmp");
+  {
+    std::ofstream output(temporary, std::ios::binary | std::ios::trunc);
+    if (!output || !message.SerializeToOstream(&output)) {
+      return absl::UnavailableError(absl::StrCat("cannot write '", path, "'"));
+    }
+  }
+  if (std::rename(temporary.c_str(), path.c_str()) != 0) {
+    return absl::UnavailableError(absl::StrCat("cannot move '", temporary, "' to '", path, "'"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ReadProtoFile(const std::string& path, google::protobuf::Message* message) {
+  std::ifstream input(path, std::ios::binary);
+  if (!input) return absl::NotFoundError(absl::StrCat("cannot open '", path, "'"));
+  if (!message->ParseFromIstream(&input)) {
+    return absl::InvalidArgumentError(absl::StrCat("'", path, "' is not a ",
+                                                   message->GetDescriptor()->name(), " file"));
+  }
+  return absl::OkStatus();
+}
+
+std::string FormatEvalReport(const eval::EvalReport& report) {
+  std::string out;
+  absl::StrAppend(&out, absl::StrFormat("%-22s %-10s %8s %8s %9s %9s %8s\n", "classifier",
+                                        "trained on", "rows", "ROC-AUC", "PR-AUC", "accuracy",
+                                        "fit s"));
+  for (const auto& row : report.utility) {
+    absl::StrAppend(&out, absl::StrFormat("%-22s %-10s %8d %8.4f %9.4f %9.4f %8.2f%s\n",
+                                          row.classifier, row.train_source, row.train_rows,
+                                          row.roc_auc, row.pr_auc, row.accuracy, row.fit_seconds,
+                                          row.single_class_training ? "  (single class!)" : ""));
+  }
+  if (report.fidelity.has_value()) {
+    const auto& f = *report.fidelity;
+    absl::StrAppend(&out, absl::StrFormat(
+                              "marginals (synthetic vs real test): mean TV %.4f, max TV %.4f "
+                              "(%s); pairwise correlation |diff| %.4f\n",
+                              f.mean_tv_distance, f.max_tv_distance, f.max_tv_column,
+                              f.correlation_mean_abs_difference));
+  }
+  if (report.real_train_fidelity.has_value()) {
+    const auto& f = *report.real_train_fidelity;
+    absl::StrAppend(&out, absl::StrFormat(
+                              "reference (real train vs real test): mean TV %.4f, max TV %.4f; "
+                              "correlation |diff| %.4f\n",
+                              f.mean_tv_distance, f.max_tv_distance,
+                              f.correlation_mean_abs_difference));
+  }
+  for (const auto& warning : report.warnings) absl::StrAppend(&out, "warning: ", warning, "\n");
+  return out;
+}
+
+}  // namespace dpcurator::client

@@ -1,0 +1,59 @@
+#ifndef DPCURATOR_CLIENT_PIPELINE_H_
+#define DPCURATOR_CLIENT_PIPELINE_H_
+
+#include <functional>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "client/connection.h"
+#include "core/data/schema.h"
+#include "core/data/table.h"
+#include "core/eval/evaluator.h"
+#include "core/train/embedding_trainer.h"
+#include "dpcurator/v1/dpcurator.pb.h"
+
+namespace dpcurator::client {
+
+// The steps of the product's main path, shared by the individual commands
+// and by `dpcurator demo` / the Adult benchmark.
+
+// Uploads a table as text rows in chunks over one client stream.
+absl::StatusOr<v1::UploadRowsResponse> UploadTable(Connection& connection,
+                                                   const std::string& dataset_id,
+                                                   const data::Schema& schema,
+                                                   const data::Table& table,
+                                                   int rows_per_message = 2000);
+
+// Streams a CSV file (header matched to the schema by name) to the server
+// without holding the file in memory.
+absl::StatusOr<v1::UploadRowsResponse> UploadCsv(Connection& connection,
+                                                 const std::string& dataset_id,
+                                                 const data::Schema& schema,
+                                                 const std::string& csv_path,
+                                                 int rows_per_message = 2000);
+
+// A fresh idempotency key (128 random bits).
+std::string NewIdempotencyKey();
+
+struct TrainOptions {
+  train::EmbeddingTrainerOptions trainer;
+};
+
+// Fits a generator to an rff_embedding release and packages it as a model.
+absl::StatusOr<v1::GeneratorModel> TrainMerfModel(const v1::Release& release,
+                                                  const train::EmbeddingTrainerOptions& options);
+
+// Draws rows in the original schema from a model.
+absl::StatusOr<data::Table> SampleModel(const v1::GeneratorModel& model, int64_t num_rows,
+                                        uint64_t seed);
+
+// Protobuf files (artefacts, models) with a clear error on a bad file.
+absl::Status WriteProtoFile(const google::protobuf::Message& message, const std::string& path);
+absl::Status ReadProtoFile(const std::string& path, google::protobuf::Message* message);
+
+// Human tables for the evaluation report.
+std::string FormatEvalReport(const eval::EvalReport& report);
+
+}  // namespace dpcurator::client
+
+#endif  // DPCURATOR_CLIENT_PIPELINE_H_

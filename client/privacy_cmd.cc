@@ -1,0 +1,285 @@
+// `dpcurator privacy epsilon|calibrate|delta`: the offline accountant, the
+// same code the server's ledger runs.
+#include <cmath>
+#include <cstdio>
+#include <optional>
+
+#include <nlohmann/json.hpp>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "client/commands.h"
+#include "core/privacy/analytic_gaussian.h"
+#include "core/privacy/calibration.h"
+#include "core/privacy/conversion.h"
+#include "core/privacy/events.h"
+#include "core/privacy/rdp.h"
+#include "core/privacy/relation.h"
+#include "core/util/status_macros.h"
+
+namespace dpcurator::client {
+namespace {
+
+using privacy::PrivacyEvent;
+
+std::vector<OptionSpec> MechanismOptions() {
+  return {
+      {"mechanism", "gaussian", "gaussian | laplace | randomized-response"},
+      {"noise-multiplier", "", "Gaussian: noise std / L2 sensitivity; Laplace: scale / L1 sensitivity"},
+      {"sampling-rate", "", "per-step sampling rate q in [0,1] (Gaussian; omit for no subsampling)"},
+      {"steps", "1", "number of repetitions T"},
+      {"count", "1", "plain Gaussians composed per step (e.g. DP-MERF's C+1)"},
+      {"relation", "add-remove",
+       "add-remove (Poisson sampling) | replace-one (sampling without replacement)"},
+      {"categories", "", "randomized response: number of categories k"},
+      {"rr-epsilon", "", "randomized response: its local epsilon"},
+      {"json", "", "print JSON", true},
+  };
+}
+
+absl::StatusOr<privacy::NeighbouringRelation> RelationArg(const ParsedArgs& args) {
+  auto relation = privacy::ParseRelation(args.Get("relation"));
+  if (!relation.has_value()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--relation must be add-remove or replace-one, got '", args.Get("relation"), "'"));
+  }
+  return *relation;
+}
+
+// The event described by the flags, with noise multiplier `s` (for calibrate).
+absl::StatusOr<PrivacyEvent> EventFromArgs(const ParsedArgs& args, std::optional<double> s) {
+  DPC_ASSIGN_OR_RETURN(auto relation, RelationArg(args));
+  DPC_ASSIGN_OR_RETURN(int64_t steps, args.GetInt("steps"));
+  DPC_ASSIGN_OR_RETURN(int64_t count, args.GetInt("count"));
+  if (steps < 1 || count < 1) {
+    return absl::InvalidArgumentError("--steps and --count must be at least 1");
+  }
+  const std::string mechanism = args.Get("mechanism");
+  std::optional<PrivacyEvent> step_event;
+  if (mechanism == "gaussian") {
+    double noise = 0;
+    if (s.has_value()) {
+      noise = *s;
+    } else {
+      if (!args.Has("noise-multiplier")) {
+        return absl::InvalidArgumentError("--noise-multiplier is required");
+      }
+      DPC_ASSIGN_OR_RETURN(noise, args.GetDouble("noise-multiplier"));
+    }
+    if (args.Has("sampling-rate")) {
+      DPC_ASSIGN_OR_RETURN(double q, args.GetDouble("sampling-rate"));
+      if (relation == privacy::NeighbouringRelation::kAddRemove) {
+        DPC_ASSIGN_OR_RETURN(step_event, PrivacyEvent::PoissonSampledGaussian(q, noise));
+      } else {
+        DPC_ASSIGN_OR_RETURN(step_event,
+                             PrivacyEvent::SampledWithoutReplacementGaussian(q, noise));
+      }
+    } else {
+      DPC_ASSIGN_OR_RETURN(step_event, PrivacyEvent::Gaussian(noise));
+    }
+  } else if (mechanism == "laplace") {
+    double noise = 0;
+    if (s.has_value()) {
+      noise = *s;
+    } else {
+      DPC_ASSIGN_OR_RETURN(noise, args.GetDouble("noise-multiplier"));
+    }
+    DPC_ASSIGN_OR_RETURN(step_event, PrivacyEvent::Laplace(noise));
+  } else if (mechanism == "randomized-response") {
+    DPC_ASSIGN_OR_RETURN(int64_t k, args.GetInt("categories"));
+    DPC_ASSIGN_OR_RETURN(double rr_epsilon, args.GetDouble("rr-epsilon"));
+    DPC_ASSIGN_OR_RETURN(step_event, PrivacyEvent::RandomizedResponse(k, rr_epsilon));
+  } else {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--mechanism must be gaussian, laplace or randomized-response, got '", mechanism, "'"));
+  }
+  if (count > 1) {
+    DPC_ASSIGN_OR_RETURN(step_event, PrivacyEvent::SelfCompose(*step_event, count));
+  }
+  PrivacyEvent event = *step_event;
+  if (steps > 1) {
+    DPC_ASSIGN_OR_RETURN(event, PrivacyEvent::SelfCompose(event, steps));
+  }
+  DPC_RETURN_IF_ERROR(privacy::CheckRelation(event, relation));
+  return event;
+}
+
+nlohmann::json ReportJson(const privacy::EpsilonReport& report) {
+  nlohmann::json out;
+  out["epsilon"] = report.epsilon;
+  out["epsilon_rdp"] = report.epsilon_rdp;
+  if (report.epsilon_exact.has_value()) out["epsilon_exact"] = *report.epsilon_exact;
+  out["optimal_order"] = report.optimal_order;
+  out["order_at_grid_edge"] = report.order_at_grid_edge;
+  return out;
+}
+
+void PrintReport(const PrivacyEvent& event, double delta, const privacy::EpsilonReport& report,
+                 std::optional<double> noise_multiplier) {
+  std::printf("event            %s\n", privacy::Describe(event).c_str());
+  if (noise_multiplier.has_value()) std::printf("noise multiplier %.6f\n", *noise_multiplier);
+  std::printf("delta            %g\n", delta);
+  std::printf("epsilon          %.6f   (the bound the ledger uses: the smaller valid one)\n",
+              report.epsilon);
+  std::printf("  RDP conversion %.6f   at order %g\n", report.epsilon_rdp, report.optimal_order);
+  if (report.epsilon_exact.has_value()) {
+    std::printf("  exact Gaussian %.6f   (analytic Gaussian, Balle & Wang 2018)\n",
+                *report.epsilon_exact);
+  }
+  if (report.order_at_grid_edge) {
+    std::printf("warning: the optimal order is at the edge of the order grid; the bound is "
+                "valid but may be loose\n");
+  }
+}
+
+int RunEpsilon(const ParsedArgs& args) {
+  auto event = EventFromArgs(args, std::nullopt);
+  if (!event.ok()) return ReportError(event.status());
+  auto delta = args.GetDouble("delta");
+  if (!delta.ok()) return ReportError(delta.status());
+  auto report = privacy::ComputeEpsilonReport(*event, *delta);
+  if (!report.ok()) return ReportError(report.status());
+  if (args.Flag("json")) {
+    nlohmann::json out = ReportJson(*report);
+    out["delta"] = *delta;
+    out["event"] = privacy::Describe(*event);
+    if (args.Has("noise-multiplier")) out["noise_multiplier"] = *args.GetDouble("noise-multiplier");
+    std::printf("%s\n", out.dump(2).c_str());
+  } else {
+    PrintReport(*event, *delta, *report, std::nullopt);
+  }
+  return 0;
+}
+
+int RunCalibrate(const ParsedArgs& args) {
+  auto epsilon = args.GetDouble("epsilon");
+  auto delta = args.GetDouble("delta");
+  if (!epsilon.ok()) return ReportError(epsilon.status());
+  if (!delta.ok()) return ReportError(delta.status());
+  auto relation = RelationArg(args);
+  if (!relation.ok()) return ReportError(relation.status());
+  auto steps = args.GetInt("steps");
+  auto count = args.GetInt("count");
+  if (!steps.ok() || !count.ok()) return ReportError(absl::InvalidArgumentError("bad --steps/--count"));
+  if (args.Get("mechanism") != "gaussian") {
+    return ReportError(absl::InvalidArgumentError(
+        "calibrate supports --mechanism gaussian (Laplace: b = sensitivity / epsilon)"));
+  }
+  absl::StatusOr<double> noise_multiplier;
+  if (args.Has("sampling-rate")) {
+    auto q = args.GetDouble("sampling-rate");
+    if (!q.ok()) return ReportError(q.status());
+    if (*count != 1) {
+      return ReportError(absl::InvalidArgumentError("--count applies to plain Gaussians only"));
+    }
+    noise_multiplier = privacy::CalibrateSampledGaussianNoiseMultiplier(
+        *relation == privacy::NeighbouringRelation::kAddRemove
+            ? privacy::SamplingScheme::kPoisson
+            : privacy::SamplingScheme::kWithoutReplacement,
+        *q, *steps, *epsilon, *delta);
+  } else {
+    noise_multiplier =
+        privacy::CalibrateGaussianNoiseMultiplier(*steps * *count, *epsilon, *delta);
+  }
+  if (!noise_multiplier.ok()) return ReportError(noise_multiplier.status());
+  auto event = EventFromArgs(args, *noise_multiplier);
+  if (!event.ok()) return ReportError(event.status());
+  auto report = privacy::ComputeEpsilonReport(*event, *delta);
+  if (!report.ok()) return ReportError(report.status());
+  if (args.Flag("json")) {
+    nlohmann::json out = ReportJson(*report);
+    out["noise_multiplier"] = *noise_multiplier;
+    out["target_epsilon"] = *epsilon;
+    out["delta"] = *delta;
+    out["event"] = privacy::Describe(*event);
+    std::printf("%s\n", out.dump(2).c_str());
+  } else {
+    std::printf("target epsilon   %g (calibration never overshoots)\n", *epsilon);
+    PrintReport(*event, *delta, *report, *noise_multiplier);
+  }
+  return 0;
+}
+
+int RunDelta(const ParsedArgs& args) {
+  auto event = EventFromArgs(args, std::nullopt);
+  if (!event.ok()) return ReportError(event.status());
+  auto epsilon = args.GetDouble("epsilon");
+  if (!epsilon.ok()) return ReportError(epsilon.status());
+  auto rdp = privacy::ComputeRdp(*event, privacy::DefaultRdpOrders());
+  if (!rdp.ok()) return ReportError(rdp.status());
+  auto delta = privacy::RdpToDelta(privacy::DefaultRdpOrders(), *rdp, *epsilon);
+  if (!delta.ok()) return ReportError(delta.status());
+  std::optional<double> exact;
+  if (auto inverse_variance = privacy::PlainGaussianInverseVarianceSum(*event)) {
+    auto d = privacy::AnalyticGaussianDelta(*epsilon, std::sqrt(*inverse_variance));
+    if (d.ok()) exact = *d;
+  }
+  const double best = exact.has_value() ? std::min(*exact, delta->delta) : delta->delta;
+  if (args.Flag("json")) {
+    nlohmann::json out;
+    out["delta"] = best;
+    out["delta_rdp"] = delta->delta;
+    if (exact.has_value()) out["delta_exact"] = *exact;
+    out["optimal_order"] = delta->optimal_order;
+    out["epsilon"] = *epsilon;
+    out["event"] = privacy::Describe(*event);
+    std::printf("%s\n", out.dump(2).c_str());
+  } else {
+    std::printf("event            %s\nepsilon          %g\n", privacy::Describe(*event).c_str(),
+                *epsilon);
+    std::printf("delta            %.6g\n  RDP conversion %.6g at order %g\n", best, delta->delta,
+                delta->optimal_order);
+    if (exact.has_value()) std::printf("  exact Gaussian %.6g\n", *exact);
+  }
+  return 0;
+}
+
+}  // namespace
+
+std::vector<Command> PrivacyCommands() {
+  std::vector<Command> commands;
+  {
+    Command c;
+    c.name = "privacy epsilon";
+    c.summary = "epsilon of a mechanism at a delta (offline accountant)";
+    c.description =
+        "Composes the mechanism's RDP curve on the ledger's order grid and converts it to\n"
+        "(epsilon, delta): the improved RDP conversion, and for plain Gaussians also the exact\n"
+        "analytic Gaussian; 'epsilon' is the smaller, the value the ledger charges.\n\n"
+        "  dpcurator privacy epsilon --noise-multiplier 1 --delta 1e-5\n"
+        "  dpcurator privacy epsilon --noise-multiplier 1.1 --sampling-rate 0.01 --steps 10000 "
+        "--delta 1e-5";
+    c.options = MechanismOptions();
+    c.options.push_back({"delta", "", "target delta", false, true});
+    c.run = RunEpsilon;
+    commands.push_back(c);
+  }
+  {
+    Command c;
+    c.name = "privacy calibrate";
+    c.summary = "smallest noise multiplier for a target (epsilon, delta)";
+    c.description =
+        "Finds the noise multiplier conservatively: the returned value always gives epsilon\n"
+        "<= target under the ledger's accountant.\n\n"
+        "  dpcurator privacy calibrate --epsilon 1 --delta 1e-5";
+    c.options = MechanismOptions();
+    c.options.push_back({"epsilon", "", "target epsilon", false, true});
+    c.options.push_back({"delta", "", "target delta", false, true});
+    c.run = RunCalibrate;
+    commands.push_back(c);
+  }
+  {
+    Command c;
+    c.name = "privacy delta";
+    c.summary = "delta of a mechanism at an epsilon";
+    c.description = "The smallest delta the accountant can certify at the given epsilon.";
+    c.options = MechanismOptions();
+    c.options.push_back({"epsilon", "", "epsilon", false, true});
+    c.run = RunDelta;
+    commands.push_back(c);
+  }
+  return commands;
+}
+
+}  // namespace dpcurator::client

@@ -1,0 +1,137 @@
+// Analyst commands: request a release, fetch or list stored ones.
+#include <cstdio>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "client/commands.h"
+#include "client/connection.h"
+#include "client/pipeline.h"
+
+namespace dpcurator::client {
+namespace {
+
+std::vector<OptionSpec> WithConnection(std::vector<OptionSpec> options) {
+  for (auto& option : ConnectionOptions()) options.push_back(option);
+  return options;
+}
+
+int RunRelease(const ParsedArgs& args) {
+  auto connection = Connection::FromArgs(args);
+  if (!connection.ok()) return ReportError(connection.status());
+  v1::ReleaseRequest request;
+  request.set_dataset_id(args.Get("dataset"));
+  request.set_idempotency_key(args.Has("key") ? args.Get("key") : NewIdempotencyKey());
+  if (args.Has("epsilon") == args.Has("noise-multiplier")) {
+    return ReportError(
+        absl::InvalidArgumentError("give exactly one of --epsilon and --noise-multiplier"));
+  }
+  if (args.Has("epsilon")) {
+    auto epsilon = args.GetDouble("epsilon");
+    if (!epsilon.ok()) return ReportError(epsilon.status());
+    request.set_epsilon(*epsilon);
+  } else {
+    auto s = args.GetDouble("noise-multiplier");
+    if (!s.ok()) return ReportError(s.status());
+    request.set_noise_multiplier(*s);
+  }
+  if (args.Get("kind") != "rff_embedding") {
+    return ReportError(absl::InvalidArgumentError(
+        absl::StrCat("--kind '", args.Get("kind"), "' is not supported; use rff_embedding")));
+  }
+  auto* params = request.mutable_rff_embedding();
+  auto frequencies = args.GetInt("num-frequencies");
+  if (!frequencies.ok()) return ReportError(frequencies.status());
+  params->set_num_frequencies(static_cast<int>(*frequencies));
+  if (args.Has("length-scale")) {
+    auto length_scale = args.GetDouble("length-scale");
+    if (!length_scale.ok()) return ReportError(length_scale.status());
+    params->set_length_scale(*length_scale);
+  }
+  if (args.Has("seed")) {
+    auto seed = args.GetInt("seed");
+    if (!seed.ok()) return ReportError(seed.status());
+    params->set_seed(static_cast<uint64_t>(*seed));
+  }
+  v1::Release release;
+  auto context = connection->NewContext();
+  grpc::Status status = connection->releases().RequestRelease(context.get(), request, &release);
+  if (!status.ok()) {
+    return ReportError(RpcError(
+        status, absl::StrCat("release refused (retry with --key ", request.idempotency_key(),
+                             " to avoid a second charge)")));
+  }
+  auto written = WriteProtoFile(release, args.Get("out"));
+  if (!written.ok()) return ReportError(written);
+  std::printf("%s %s: epsilon %.4f for this release; dataset spent %.4f, remaining %.4f\n",
+              release.replayed() ? "replayed stored release" : "released", release.id().c_str(),
+              release.embedding().epsilon(), release.epsilon_spent_total(),
+              release.epsilon_remaining());
+  std::printf("artefact written to %s (idempotency key %s)\n", args.Get("out").c_str(),
+              request.idempotency_key().c_str());
+  return 0;
+}
+
+int RunGet(const ParsedArgs& args) {
+  auto connection = Connection::FromArgs(args);
+  if (!connection.ok()) return ReportError(connection.status());
+  v1::GetReleaseRequest request;
+  request.set_release_id(args.Get("id"));
+  v1::Release release;
+  auto context = connection->NewContext();
+  grpc::Status status = connection->releases().GetRelease(context.get(), request, &release);
+  if (!status.ok()) return ReportError(RpcError(status, "get release"));
+  auto written = WriteProtoFile(release, args.Get("out"));
+  if (!written.ok()) return ReportError(written);
+  std::printf("release %s written to %s (no charge)\n", release.id().c_str(),
+              args.Get("out").c_str());
+  return 0;
+}
+
+int RunList(const ParsedArgs& args) {
+  auto connection = Connection::FromArgs(args);
+  if (!connection.ok()) return ReportError(connection.status());
+  v1::ListReleasesRequest request;
+  request.set_dataset_id(args.Get("dataset"));
+  v1::ListReleasesResponse response;
+  auto context = connection->NewContext();
+  grpc::Status status = connection->releases().ListReleases(context.get(), request, &response);
+  if (!status.ok()) return ReportError(RpcError(status, "list releases"));
+  std::printf("%-38s %-16s %-8s %10s\n", "release", "kind", "status", "epsilon");
+  for (const auto& r : response.releases()) {
+    std::printf("%-38s %-16s %-8s %10.4f\n", r.id().c_str(), r.kind().c_str(), r.status().c_str(),
+                r.epsilon());
+  }
+  return 0;
+}
+
+}  // namespace
+
+std::vector<Command> ReleaseCommands() {
+  std::vector<Command> commands;
+  commands.push_back(Command{
+      "release",
+      "request a differentially private release (analyst)",
+      "Charges the dataset's ledger (refused if it would exceed the cap) and writes the\n"
+      "artefact. Retrying with the same --key returns the stored artefact at no charge.\n\n"
+      "  dpcurator release --dataset ds_... --epsilon 1 --out merf.release",
+      WithConnection({{"dataset", "", "dataset id", false, true},
+                      {"kind", "rff_embedding", "release kind: rff_embedding"},
+                      {"epsilon", "", "target epsilon of this release (at the dataset's delta)"},
+                      {"noise-multiplier", "", "explicit noise multiplier instead of --epsilon"},
+                      {"num-frequencies", "500", "rff: D/2 frequencies"},
+                      {"length-scale", "", "rff: kernel length-scale (default: from the schema)"},
+                      {"seed", "", "public seed of the frequencies (default: server draws one)"},
+                      {"key", "", "idempotency key (default: a fresh random key)"},
+                      {"out", "release.pb", "artefact file to write"}}),
+      RunRelease});
+  commands.push_back(Command{"release get", "fetch a stored release again (free)", "",
+                             WithConnection({{"id", "", "release id", false, true},
+                                             {"out", "release.pb", "artefact file to write"}}),
+                             RunGet});
+  commands.push_back(Command{"releases", "list a dataset's releases", "",
+                             WithConnection({{"dataset", "", "dataset id", false, true}}),
+                             RunList});
+  return commands;
+}
+
+}  // namespace dpcurator::client

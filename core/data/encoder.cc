@@ -1,0 +1,100 @@
+#include "core/data/encoder.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace dpcurator::data {
+
+FeatureLayout FeatureLayout::ForFeatures(const Schema& schema) {
+  FeatureLayout layout;
+  for (int column : schema.feature_indices()) {
+    if (schema.column(column).type == ColumnType::kNumeric) {
+      layout.numeric.push_back({column, layout.numeric_dim});
+      ++layout.numeric_dim;
+    }
+  }
+  int offset = layout.numeric_dim;
+  for (int column : schema.feature_indices()) {
+    if (schema.column(column).type == ColumnType::kCategorical) {
+      const int levels = schema.NumLevels(column);
+      layout.categorical.push_back({column, offset, levels});
+      offset += levels;
+      layout.categorical_dim += levels;
+    }
+  }
+  return layout;
+}
+
+Eigen::MatrixXd EncodeFeatures(const Schema& schema, const FeatureLayout& layout,
+                               const Table& table) {
+  const Eigen::Index n = table.num_rows();
+  Eigen::MatrixXd encoded = Eigen::MatrixXd::Zero(n, layout.total_dim());
+  for (const auto& slot : layout.numeric) {
+    const Column& c = schema.column(slot.column);
+    const double scale = 1.0 / (c.upper - c.lower);
+    encoded.col(slot.offset) =
+        ((table.cells.col(slot.column).array() - c.lower) * scale).cwiseMax(0.0).cwiseMin(1.0);
+  }
+  for (const auto& slot : layout.categorical) {
+    for (Eigen::Index i = 0; i < n; ++i) {
+      const int level = static_cast<int>(table.cells(i, slot.column));
+      if (level >= 0 && level < slot.levels) encoded(i, slot.offset + level) = 1.0;
+    }
+  }
+  return encoded;
+}
+
+Eigen::VectorXi ExtractLabels(const Schema& schema, const Table& table) {
+  const Eigen::Index n = table.num_rows();
+  if (!schema.label_index().has_value()) return Eigen::VectorXi::Zero(n);
+  return table.cells.col(*schema.label_index()).cast<int>();
+}
+
+Table DecodeFeatures(const Schema& schema, const FeatureLayout& layout,
+                     const Eigen::MatrixXd& encoded, const Eigen::VectorXi& labels,
+                     const Eigen::MatrixXd& uniforms) {
+  const Eigen::Index n = encoded.rows();
+  Table table;
+  table.cells = Eigen::MatrixXd::Zero(n, schema.num_columns());
+  for (const auto& slot : layout.numeric) {
+    const Column& c = schema.column(slot.column);
+    auto column = table.cells.col(slot.column);
+    column = (encoded.col(slot.offset).array().cwiseMax(0.0).cwiseMin(1.0) * (c.upper - c.lower) +
+              c.lower)
+                 .matrix();
+    if (c.integer) {
+      for (Eigen::Index i = 0; i < n; ++i) {
+        column(i) = std::clamp(std::round(column(i)), std::ceil(c.lower), std::floor(c.upper));
+      }
+    }
+  }
+  for (size_t b = 0; b < layout.categorical.size(); ++b) {
+    const auto& slot = layout.categorical[b];
+    for (Eigen::Index i = 0; i < n; ++i) {
+      auto weights = encoded.row(i).segment(slot.offset, slot.levels);
+      int chosen = 0;
+      if (uniforms.size() == 0) {
+        weights.maxCoeff(&chosen);
+      } else {
+        double total = 0.0;
+        for (int l = 0; l < slot.levels; ++l) total += std::max(weights(l), 0.0);
+        double target = uniforms(i, b) * total;
+        chosen = slot.levels - 1;
+        for (int l = 0; l < slot.levels; ++l) {
+          target -= std::max(weights(l), 0.0);
+          if (target < 0) {
+            chosen = l;
+            break;
+          }
+        }
+      }
+      table.cells(i, slot.column) = chosen;
+    }
+  }
+  if (schema.label_index().has_value()) {
+    table.cells.col(*schema.label_index()) = labels.cast<double>();
+  }
+  return table;
+}
+
+}  // namespace dpcurator::data

@@ -1,0 +1,55 @@
+#ifndef DPCURATOR_CORE_DATA_ENCODER_H_
+#define DPCURATOR_CORE_DATA_ENCODER_H_
+
+#include <vector>
+
+#include "Eigen/Core"
+#include "core/data/schema.h"
+#include "core/data/table.h"
+
+namespace dpcurator::data {
+
+// Layout of the encoded feature vector of a row (label excluded):
+//   [ numeric columns scaled to [0,1] by the declared bounds | one-hot blocks ]
+// Generators emit exactly this layout (sigmoid numerics, softmax blocks), so
+// real and synthetic rows meet in the same space.
+struct FeatureLayout {
+  struct NumericSlot {
+    int column;  // schema column index
+    int offset;  // position in the encoded vector
+  };
+  struct CategoricalSlot {
+    int column;
+    int offset;
+    int levels;
+  };
+  std::vector<NumericSlot> numeric;
+  std::vector<CategoricalSlot> categorical;
+  int numeric_dim = 0;
+  int categorical_dim = 0;
+  int total_dim() const { return numeric_dim + categorical_dim; }
+  int num_categorical_columns() const { return static_cast<int>(categorical.size()); }
+
+  static FeatureLayout ForFeatures(const Schema& schema);
+};
+
+// Encodes the feature columns of `table` (n x total_dim).
+Eigen::MatrixXd EncodeFeatures(const Schema& schema, const FeatureLayout& layout,
+                               const Table& table);
+
+// Label level of each row (0 for every row of an unlabelled schema).
+Eigen::VectorXi ExtractLabels(const Schema& schema, const Table& table);
+
+// Inverse of EncodeFeatures for generator output: numeric values mapped back
+// to the declared bounds (rounded for integer columns); each categorical
+// block is sampled from its (non-negative) weights with `uniforms` (one
+// uniform in [0,1) per row and block, n x num_categorical_columns) or, when
+// `uniforms` is empty, decoded by argmax. The label column is set from
+// `labels`.
+Table DecodeFeatures(const Schema& schema, const FeatureLayout& layout,
+                     const Eigen::MatrixXd& encoded, const Eigen::VectorXi& labels,
+                     const Eigen::MatrixXd& uniforms);
+
+}  // namespace dpcurator::data
+
+#endif  // DPCURATOR_CORE_DATA_ENCODER_H_

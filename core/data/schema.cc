@@ -1,0 +1,284 @@
+#include "core/data/schema.h"
+
+#include <cmath>
+#include <cstdio>
+#include <set>
+#include <tuple>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/status/status.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+
+namespace dpcurator::data {
+
+const std::string Schema::kMissingLevelName = "";
+
+Schema::Builder& Schema::Builder::AddNumeric(std::string name, double lower,
+                                             double upper, bool integer) {
+  Column column;
+  column.name = std::move(name);
+  column.type = ColumnType::kNumeric;
+  column.lower = lower;
+  column.upper = upper;
+  column.integer = integer;
+  columns_.push_back(std::move(column));
+  return *this;
+}
+
+Schema::Builder& Schema::Builder::AddCategorical(std::string name,
+                                                 std::vector<std::string> categories,
+                                                 bool nullable) {
+  Column column;
+  column.name = std::move(name);
+  column.type = ColumnType::kCategorical;
+  column.categories = std::move(categories);
+  column.nullable = nullable;
+  columns_.push_back(std::move(column));
+  return *this;
+}
+
+Schema::Builder& Schema::Builder::AddAlias(absl::string_view column, std::string token,
+                                           std::string category) {
+  aliases_.emplace_back(std::string(column), std::move(token), std::move(category));
+  return *this;
+}
+
+Schema::Builder& Schema::Builder::SetLabel(std::string name) {
+  label_ = std::move(name);
+  return *this;
+}
+
+Schema::Builder& Schema::Builder::SetMissingTokens(std::vector<std::string> tokens) {
+  missing_tokens_ = std::move(tokens);
+  return *this;
+}
+
+absl::StatusOr<Schema> Schema::Builder::Build() const {
+  if (columns_.empty()) {
+    return absl::InvalidArgumentError("Schema must have at least one column");
+  }
+  Schema schema;
+  schema.columns_ = columns_;
+  schema.missing_tokens_ = missing_tokens_;
+  absl::flat_hash_set<std::string> names;
+  for (const Column& column : schema.columns_) {
+    if (column.name.empty()) {
+      return absl::InvalidArgumentError("Column names must be non-empty");
+    }
+    if (!names.insert(column.name).second) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("Column name '", column.name, "' is declared twice"));
+    }
+    if (column.type == ColumnType::kNumeric) {
+      if (!std::isfinite(column.lower) || !std::isfinite(column.upper) ||
+          !(column.lower < column.upper)) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "Numeric column '", column.name,
+            "' needs finite declared bounds with lower < upper, got [", column.lower,
+            ", ", column.upper, "]"));
+      }
+      if (column.nullable) {
+        return absl::UnimplementedError(absl::StrCat(
+            "Numeric column '", column.name,
+            "' is declared nullable; only categorical columns may be nullable"));
+      }
+    } else {
+      if (column.categories.empty()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "Categorical column '", column.name, "' must declare its categories"));
+      }
+      absl::flat_hash_set<std::string> seen;
+      for (const std::string& category : column.categories) {
+        if (!seen.insert(category).second) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "Categorical column '", column.name, "' declares category '", category,
+              "' twice"));
+        }
+        for (const std::string& missing : missing_tokens_) {
+          if (category == missing) {
+            return absl::InvalidArgumentError(absl::StrCat(
+                "Categorical column '", column.name, "' declares category '", category,
+                "', which is a missing-value token; declare the column nullable instead"));
+          }
+        }
+      }
+    }
+  }
+  for (const auto& [column_name, token, category] : aliases_) {
+    auto index = schema.FindColumn(column_name);
+    if (!index.has_value()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("Alias refers to unknown column '", column_name, "'"));
+    }
+    Column& column = schema.columns_[*index];
+    if (column.type != ColumnType::kCategorical) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("Alias on column '", column_name, "', which is not categorical"));
+    }
+    bool found = false;
+    for (const auto& c : column.categories) found = found || c == category;
+    if (!found) {
+      return absl::InvalidArgumentError(absl::StrCat("Alias '", token, "' of column '",
+                                                     column_name, "' targets undeclared category '",
+                                                     category, "'"));
+    }
+    column.aliases.emplace_back(token, category);
+  }
+  if (label_.has_value()) {
+    auto index = schema.FindColumn(*label_);
+    if (!index.has_value()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("Label column '", *label_, "' is not declared"));
+    }
+    const Column& column = schema.columns_[*index];
+    if (column.type != ColumnType::kCategorical || column.nullable ||
+        column.categories.size() < 2) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "Label column '", *label_,
+          "' must be categorical, not nullable, with at least two categories"));
+    }
+    schema.label_index_ = *index;
+  }
+  for (int i = 0; i < schema.num_columns(); ++i) {
+    if (!schema.label_index_.has_value() || i != *schema.label_index_) {
+      schema.feature_indices_.push_back(i);
+    }
+  }
+  if (schema.feature_indices_.empty()) {
+    return absl::InvalidArgumentError("Schema must have at least one feature column");
+  }
+  return schema;
+}
+
+int Schema::num_classes() const {
+  return label_index_.has_value() ? NumLevels(*label_index_) : 1;
+}
+
+int Schema::NumLevels(int column) const {
+  const Column& c = columns_[column];
+  return static_cast<int>(c.categories.size()) + (c.nullable ? 1 : 0);
+}
+
+const std::string& Schema::LevelName(int column, int level) const {
+  const Column& c = columns_[column];
+  if (level >= 0 && level < static_cast<int>(c.categories.size())) {
+    return c.categories[level];
+  }
+  return kMissingLevelName;
+}
+
+std::optional<int> Schema::FindColumn(absl::string_view name) const {
+  for (int i = 0; i < num_columns(); ++i) {
+    if (columns_[i].name == name) return i;
+  }
+  return std::nullopt;
+}
+
+absl::StatusOr<ParsedCell> Schema::ParseCell(int column, absl::string_view token) const {
+  if (column < 0 || column >= num_columns()) {
+    return absl::OutOfRangeError(absl::StrCat("Column index ", column, " out of range"));
+  }
+  const Column& c = columns_[column];
+  token = absl::StripAsciiWhitespace(token);
+  bool missing = false;
+  for (const std::string& m : missing_tokens_) missing = missing || token == m;
+  ParsedCell cell;
+  if (c.type == ColumnType::kNumeric) {
+    if (missing) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("Column '", c.name, "': missing value, and the column is not nullable"));
+    }
+    double value;
+    if (!absl::SimpleAtod(token, &value) || !std::isfinite(value)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "Column '", c.name, "': '", absl::CHexEscape(token.substr(0, 64)),
+          "' is not a finite number"));
+    }
+    if (value < c.lower) {
+      value = c.lower;
+      cell.clamped = true;
+    } else if (value > c.upper) {
+      value = c.upper;
+      cell.clamped = true;
+    }
+    cell.value = value;
+    return cell;
+  }
+  if (missing) {
+    if (!c.nullable) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "Column '", c.name, "': missing value, and the column is not nullable"));
+    }
+    cell.value = static_cast<double>(c.categories.size());
+    return cell;
+  }
+  for (size_t i = 0; i < c.categories.size(); ++i) {
+    if (c.categories[i] == token) {
+      cell.value = static_cast<double>(i);
+      return cell;
+    }
+  }
+  for (const auto& [alias, target] : c.aliases) {
+    if (alias == token) {
+      for (size_t i = 0; i < c.categories.size(); ++i) {
+        if (c.categories[i] == target) {
+          cell.value = static_cast<double>(i);
+          return cell;
+        }
+      }
+    }
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "Column '", c.name, "': '", absl::CHexEscape(token.substr(0, 64)),
+      "' is not a declared category (declare it in the schema; categories are never "
+      "learned from rows)"));
+}
+
+std::string Schema::FormatCell(int column, double value) const {
+  const Column& c = columns_[column];
+  if (c.type == ColumnType::kCategorical) {
+    const int level = static_cast<int>(value);
+    if (level >= 0 && level < static_cast<int>(c.categories.size())) {
+      return c.categories[level];
+    }
+    return missing_tokens_.size() > 1 ? missing_tokens_[1] : "";
+  }
+  if (c.integer) return absl::StrCat(static_cast<long long>(std::llround(value)));
+  return absl::StrFormat("%.6g", value);
+}
+
+uint64_t Schema::Fingerprint() const {
+  // Canonical text: one line per column with every declared property.
+  std::string canonical;
+  for (const Column& c : columns_) {
+    absl::StrAppend(&canonical, c.name, "|", c.type == ColumnType::kNumeric ? "num" : "cat",
+                    "|");
+    if (c.type == ColumnType::kNumeric) {
+      absl::StrAppend(&canonical, absl::StrFormat("%.17g|%.17g|%d", c.lower, c.upper,
+                                                  c.integer ? 1 : 0));
+    } else {
+      absl::StrAppend(&canonical, absl::StrJoin(c.categories, "\x1f"), "|",
+                      c.nullable ? 1 : 0);
+    }
+    canonical.push_back('\n');
+  }
+  absl::StrAppend(&canonical, "label=", label_index_.has_value() ? *label_index_ : -1);
+  // FNV-1a, 64 bit.
+  uint64_t hash = 0xcbf29ce484222325ULL;
+  for (unsigned char ch : canonical) {
+    hash ^= ch;
+    hash *= 0x100000001b3ULL;
+  }
+  return hash;
+}
+
+std::string Schema::FingerprintHex() const {
+  return absl::StrFormat("%016x", Fingerprint());
+}
+
+}  // namespace dpcurator::data

@@ -1,0 +1,107 @@
+#ifndef DPCURATOR_CORE_DATA_SCHEMA_H_
+#define DPCURATOR_CORE_DATA_SCHEMA_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+
+namespace dpcurator::data {
+
+// A public table schema, declared by the curator. Everything here is public
+// metadata (PRIVACY.md, "Metadata is public only when the curator declares
+// it"): bounds and category lists are never learned from rows.
+enum class ColumnType { kNumeric, kCategorical };
+
+struct Column {
+  std::string name;
+  ColumnType type = ColumnType::kNumeric;
+  // Numeric: declared bounds; values outside are clamped (and counted).
+  double lower = 0.0;
+  double upper = 1.0;
+  // Numeric: synthetic values are rounded to integers when sampled.
+  bool integer = false;
+  // Categorical: the public category list, in declared order.
+  std::vector<std::string> categories;
+  // Categorical: extra spellings mapped to a declared category (for example
+  // Adult's test file writes ">50K." for ">50K").
+  std::vector<std::pair<std::string, std::string>> aliases;
+  // Categorical: a missing value is its own level, after the declared ones.
+  bool nullable = false;
+};
+
+// The result of parsing one cell.
+struct ParsedCell {
+  double value = 0.0;    // numeric value, or level index for categoricals
+  bool clamped = false;  // numeric value was outside the declared bounds
+};
+
+class Schema {
+ public:
+  class Builder {
+   public:
+    Builder& AddNumeric(std::string name, double lower, double upper,
+                        bool integer = false);
+    Builder& AddCategorical(std::string name,
+                            std::vector<std::string> categories,
+                            bool nullable = false);
+    Builder& AddAlias(absl::string_view column, std::string token,
+                      std::string category);
+    Builder& SetLabel(std::string name);
+    // Tokens read as "missing" (default: "" and "?").
+    Builder& SetMissingTokens(std::vector<std::string> tokens);
+    // Validates names (unique, non-empty), bounds (finite, lower < upper),
+    // categories (non-empty, unique), aliases (target declared), label
+    // (categorical, not nullable, at least two categories).
+    absl::StatusOr<Schema> Build() const;
+
+   private:
+    std::vector<Column> columns_;
+    std::vector<std::tuple<std::string, std::string, std::string>> aliases_;
+    std::optional<std::string> label_;
+    std::vector<std::string> missing_tokens_ = {"", "?"};
+  };
+
+  const std::vector<Column>& columns() const { return columns_; }
+  int num_columns() const { return static_cast<int>(columns_.size()); }
+  const Column& column(int index) const { return columns_[index]; }
+  // Index of the label column, if the schema has one.
+  std::optional<int> label_index() const { return label_index_; }
+  // Number of label classes; 1 for an unlabelled schema.
+  int num_classes() const;
+  // Indices of all columns except the label, in declared order.
+  const std::vector<int>& feature_indices() const { return feature_indices_; }
+  // Levels of a categorical column: its categories, plus one if nullable.
+  int NumLevels(int column) const;
+  // Display name of level `level` of a categorical column ("" for missing).
+  const std::string& LevelName(int column, int level) const;
+  const std::vector<std::string>& missing_tokens() const { return missing_tokens_; }
+  // Index of a column by name.
+  std::optional<int> FindColumn(absl::string_view name) const;
+
+  // Parses one cell (surrounding whitespace trimmed). Errors name the column
+  // and the offending token; numeric values outside the bounds are clamped.
+  absl::StatusOr<ParsedCell> ParseCell(int column, absl::string_view token) const;
+  // Formats a stored value for CSV output (level names, integers rounded).
+  std::string FormatCell(int column, double value) const;
+
+  // Stable 64-bit fingerprint of the canonical schema text (FNV-1a), so an
+  // artefact or model can say which schema it belongs to.
+  uint64_t Fingerprint() const;
+  std::string FingerprintHex() const;
+
+ private:
+  std::vector<Column> columns_;
+  std::optional<int> label_index_;
+  std::vector<int> feature_indices_;
+  std::vector<std::string> missing_tokens_;
+  static const std::string kMissingLevelName;
+};
+
+}  // namespace dpcurator::data
+
+#endif  // DPCURATOR_CORE_DATA_SCHEMA_H_

@@ -1,0 +1,25 @@
+#ifndef DPCURATOR_CORE_DATA_TABLE_H_
+#define DPCURATOR_CORE_DATA_TABLE_H_
+
+#include <cstdint>
+
+#include "Eigen/Core"
+
+namespace dpcurator::data {
+
+// Rows of a dataset under a Schema, one row per matrix row and one column per
+// schema column: numeric columns hold the (clamped) value, categorical columns
+// the level index as a double. Kept dense and column-major so that encoders
+// and evaluators stream over columns with Eigen.
+struct Table {
+  Eigen::MatrixXd cells;
+  // Number of numeric cells that were clamped to the declared bounds while
+  // the table was built (PRIVACY.md: no silent clamping).
+  int64_t clamped_cells = 0;
+
+  int64_t num_rows() const { return cells.rows(); }
+};
+
+}  // namespace dpcurator::data
+
+#endif  // DPCURATOR_CORE_DATA_TABLE_H_

@@ -1,0 +1,27 @@
+#ifndef DPCURATOR_CORE_EMBED_FEATURE_MAP_H_
+#define DPCURATOR_CORE_EMBED_FEATURE_MAP_H_
+
+#include "Eigen/Core"
+
+namespace dpcurator::embed {
+
+// A per-record feature map h over encoded rows (data::FeatureLayout) whose
+// norm is bounded by one by construction, ||h(x)||_2 <= 1 for every x in the
+// declared domain: every sensitivity of the embedding releases rests on it
+// (docs/privacy.md, section 2).
+class FeatureMap {
+ public:
+  virtual ~FeatureMap() = default;
+  virtual int input_dim() const = 0;
+  virtual int output_dim() const = 0;
+  // features = h(encoded), row by row (n x output_dim).
+  virtual void Features(const Eigen::MatrixXd& encoded, Eigen::MatrixXd* features) const = 0;
+  // Chain rule for trainers: given dL/dh (n x output_dim) at `encoded`,
+  // writes dL/d(encoded) (n x input_dim).
+  virtual void Backward(const Eigen::MatrixXd& encoded, const Eigen::MatrixXd& grad_features,
+                        Eigen::MatrixXd* grad_encoded) const = 0;
+};
+
+}  // namespace dpcurator::embed
+
+#endif  // DPCURATOR_CORE_EMBED_FEATURE_MAP_H_

@@ -1,0 +1,131 @@
+#include "core/embed/labelled_embedding.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "core/util/status_macros.h"
+#include "core/util/validation.h"
+
+namespace dpcurator::embed {
+
+LabelledEmbeddingAccumulator::LabelledEmbeddingAccumulator(int feature_dim, int num_classes)
+    : sums_(Eigen::MatrixXd::Zero(feature_dim, num_classes)),
+      counts_(Eigen::VectorXd::Zero(num_classes)) {}
+
+absl::Status LabelledEmbeddingAccumulator::Add(const Eigen::MatrixXd& features,
+                                               const Eigen::VectorXi& labels) {
+  if (features.cols() != sums_.rows() || features.rows() != labels.size()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "embedding accumulator expects ", sums_.rows(), " features per row and one label per row"));
+  }
+  const int classes = static_cast<int>(counts_.size());
+  for (Eigen::Index i = 0; i < labels.size(); ++i) {
+    if (labels(i) < 0 || labels(i) >= classes) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("label ", labels(i), " out of range [0, ", classes, ")"));
+    }
+  }
+  for (Eigen::Index i = 0; i < features.rows(); ++i) {
+    sums_.col(labels(i)) += features.row(i).transpose();
+    counts_(labels(i)) += 1.0;
+  }
+  num_rows_ += features.rows();
+  return absl::OkStatus();
+}
+
+absl::Status LabelledEmbeddingAccumulator::Merge(const LabelledEmbeddingAccumulator& other) {
+  if (other.sums_.rows() != sums_.rows() || other.sums_.cols() != sums_.cols()) {
+    return absl::InvalidArgumentError("cannot merge embeddings of different shapes");
+  }
+  sums_ += other.sums_;
+  counts_ += other.counts_;
+  num_rows_ += other.num_rows_;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<LabelledEmbeddingAccumulator> AccumulateEmbedding(
+    const FeatureMap& feature_map, const Eigen::MatrixXd& encoded, const Eigen::VectorXi& labels,
+    int num_classes, int64_t block_rows) {
+  if (encoded.cols() != feature_map.input_dim()) {
+    return absl::InvalidArgumentError(absl::StrCat("encoded rows have ", encoded.cols(),
+                                                   " columns, the feature map expects ",
+                                                   feature_map.input_dim()));
+  }
+  LabelledEmbeddingAccumulator accumulator(feature_map.output_dim(), num_classes);
+  Eigen::MatrixXd features;
+  for (int64_t start = 0; start < encoded.rows(); start += block_rows) {
+    const int64_t rows = std::min<int64_t>(block_rows, encoded.rows() - start);
+    feature_map.Features(encoded.middleRows(start, rows), &features);
+    // Per-class sums as one product: sums += features^T * onehot(labels).
+    DPC_RETURN_IF_ERROR(accumulator.Add(features, labels.segment(start, rows)));
+  }
+  return accumulator;
+}
+
+absl::StatusOr<double> LabelledEmbeddingSensitivity(privacy::NeighbouringRelation relation,
+                                                    int64_t public_n) {
+  if (relation == privacy::NeighbouringRelation::kAddRemove) {
+    // One row adds h(x) (norm <= 1) to one class column and 1 to one count.
+    return std::sqrt(2.0);
+  }
+  DPC_RETURN_IF_ERROR(ValidatePositiveInt(public_n, "Public dataset size n"));
+  // Replacing x (class a) by x' (class b): same class, ||h - h'||/n <= 2/n;
+  // different classes, sqrt(|h|^2 + |h'|^2 + 1 + 1)/n <= 2/n.
+  return 2.0 / static_cast<double>(public_n);
+}
+
+absl::StatusOr<NoisyLabelledEmbedding> ReleaseLabelledEmbedding(
+    const LabelledEmbeddingAccumulator& accumulator, privacy::NeighbouringRelation relation,
+    double noise_multiplier, int64_t public_n, privacy::NoiseSource* noise) {
+  DPC_RETURN_IF_ERROR(ValidateFinitePositive(noise_multiplier, "Noise multiplier"));
+  DPC_ASSIGN_OR_RETURN(const double sensitivity,
+                       LabelledEmbeddingSensitivity(relation, public_n));
+  NoisyLabelledEmbedding release;
+  release.relation = relation;
+  release.sensitivity = sensitivity;
+  release.noise_multiplier = noise_multiplier;
+  release.noise_stddev = noise_multiplier * sensitivity;
+  if (relation == privacy::NeighbouringRelation::kAddRemove) {
+    release.class_values = accumulator.sums();
+    release.class_totals = accumulator.counts();
+  } else {
+    if (accumulator.num_rows() != public_n) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "replace-one release needs the public size n to equal the rows used (", public_n,
+          " vs ", accumulator.num_rows(), ")"));
+    }
+    release.class_values = accumulator.sums() / static_cast<double>(public_n);
+    release.class_totals = accumulator.counts() / static_cast<double>(public_n);
+    release.public_n = public_n;
+  }
+  for (Eigen::Index j = 0; j < release.class_values.cols(); ++j)
+    for (Eigen::Index i = 0; i < release.class_values.rows(); ++i)
+      release.class_values(i, j) += noise->Gaussian(release.noise_stddev);
+  for (Eigen::Index c = 0; c < release.class_totals.size(); ++c)
+    release.class_totals(c) += noise->Gaussian(release.noise_stddev);
+  return release;
+}
+
+EmbeddingTarget ToEmbeddingTarget(const NoisyLabelledEmbedding& release) {
+  // Floor on a noisy class total: DP-MERF's code clamps negative proportions
+  // to 1e-3; for sums we clamp to the larger of one row and 1e-3 of the total.
+  const double total = std::max(release.class_totals.sum(), 0.0);
+  const double floor =
+      release.relation == privacy::NeighbouringRelation::kAddRemove
+          ? std::max(1.0, 1e-3 * total)
+          : std::max(1e-3, 1.0 / std::max<int64_t>(release.public_n, 1));
+  EmbeddingTarget target;
+  const Eigen::Index classes = release.class_totals.size();
+  Eigen::VectorXd clamped(classes);
+  for (Eigen::Index c = 0; c < classes; ++c) {
+    if (release.class_totals(c) < floor) ++target.clamped_classes;
+    clamped(c) = std::max(release.class_totals(c), floor);
+  }
+  target.class_weights = clamped / clamped.sum();
+  target.class_means = release.class_values * clamped.cwiseInverse().asDiagonal();
+  return target;
+}
+
+}  // namespace dpcurator::embed

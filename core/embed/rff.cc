@@ -1,0 +1,102 @@
+#include "core/embed/rff.h"
+
+#include <cmath>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "core/util/public_rng.h"
+#include "core/util/status_macros.h"
+#include "core/util/validation.h"
+
+namespace dpcurator::embed {
+
+double DefaultLengthScale(const data::FeatureLayout& layout) {
+  // E||u - u'||^2 = d/6 for u, u' uniform on [0,1]^d (each coordinate
+  // contributes Var(u - u') = 2/12).
+  return layout.numeric_dim > 0 ? std::sqrt(layout.numeric_dim / 6.0) : 1.0;
+}
+
+double DefaultNumericWeight(const data::FeatureLayout& layout) {
+  const int columns = layout.numeric_dim + layout.num_categorical_columns();
+  return columns > 0 ? static_cast<double>(layout.numeric_dim) / columns : 1.0;
+}
+
+absl::StatusOr<RandomFourierFeatureMap> RandomFourierFeatureMap::Create(
+    const data::FeatureLayout& layout, const RffOptions& options) {
+  DPC_RETURN_IF_ERROR(ValidatePositiveInt(options.num_frequencies, "Number of frequencies"));
+  if (options.num_frequencies > 1 << 20) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "Number of frequencies must be at most 1048576, got ", options.num_frequencies));
+  }
+  RandomFourierFeatureMap map;
+  map.numeric_dim_ = layout.numeric_dim;
+  map.categorical_dim_ = layout.categorical_dim;
+  map.num_categorical_columns_ = layout.num_categorical_columns();
+  map.num_frequencies_ = options.num_frequencies;
+  map.length_scale_ =
+      options.length_scale > 0 ? options.length_scale : DefaultLengthScale(layout);
+  DPC_RETURN_IF_ERROR(ValidateFinitePositive(map.length_scale_, "Length-scale"));
+  double weight =
+      options.numeric_weight >= 0 ? options.numeric_weight : DefaultNumericWeight(layout);
+  DPC_RETURN_IF_ERROR(ValidateInUnitInterval(weight, "Numeric weight"));
+  // A block that does not exist gets no share of the norm.
+  if (layout.numeric_dim == 0) weight = 0.0;
+  if (layout.num_categorical_columns() == 0) weight = 1.0;
+  map.numeric_weight_ = weight;
+  const double total_features = 2.0 * map.num_frequencies_;
+  map.numeric_scale_ = std::sqrt(weight) * std::sqrt(2.0 / total_features);
+  map.categorical_scale_ =
+      map.num_categorical_columns_ > 0
+          ? std::sqrt(1.0 - weight) / std::sqrt(static_cast<double>(map.num_categorical_columns_))
+          : 0.0;
+  // W_jl ~ N(0, 1/l^2) (dp-merf.md 1.1: omega ~ N(0, l^-2 I)).
+  map.frequencies_.resize(map.num_frequencies_, map.numeric_dim_);
+  PublicRng rng(options.seed);
+  rng.FillNormal(map.frequencies_);
+  map.frequencies_ /= map.length_scale_;
+  return map;
+}
+
+void RandomFourierFeatureMap::Features(const Eigen::MatrixXd& encoded,
+                                       Eigen::MatrixXd* features) const {
+  const Eigen::Index n = encoded.rows();
+  features->resize(n, output_dim());
+  const int f = num_frequencies_;
+  if (numeric_dim_ > 0) {
+    Eigen::MatrixXd phases(n, f);
+    phases.noalias() = encoded.leftCols(numeric_dim_) * frequencies_.transpose();
+    features->leftCols(f) = numeric_scale_ * phases.array().cos();
+    features->middleCols(f, f) = numeric_scale_ * phases.array().sin();
+  } else {
+    features->leftCols(2 * f).setZero();
+  }
+  if (categorical_dim_ > 0) {
+    features->rightCols(categorical_dim_) =
+        categorical_scale_ * encoded.middleCols(numeric_dim_, categorical_dim_);
+  }
+}
+
+void RandomFourierFeatureMap::Backward(const Eigen::MatrixXd& encoded,
+                                       const Eigen::MatrixXd& grad_features,
+                                       Eigen::MatrixXd* grad_encoded) const {
+  const Eigen::Index n = encoded.rows();
+  grad_encoded->resize(n, input_dim());
+  const int f = num_frequencies_;
+  if (numeric_dim_ > 0) {
+    // d/dA of c*[cos A, sin A]: -c G_cos * sin A + c G_sin * cos A
+    // (dp-merf.md 1.5, "analytic gradient"), then dA/du = W.
+    Eigen::MatrixXd phases(n, f);
+    phases.noalias() = encoded.leftCols(numeric_dim_) * frequencies_.transpose();
+    Eigen::MatrixXd grad_phases =
+        numeric_scale_ * (grad_features.middleCols(f, f).array() * phases.array().cos() -
+                          grad_features.leftCols(f).array() * phases.array().sin())
+                             .matrix();
+    grad_encoded->leftCols(numeric_dim_).noalias() = grad_phases * frequencies_;
+  }
+  if (categorical_dim_ > 0) {
+    grad_encoded->rightCols(categorical_dim_) =
+        categorical_scale_ * grad_features.rightCols(categorical_dim_);
+  }
+}
+
+}  // namespace dpcurator::embed

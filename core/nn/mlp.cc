@@ -1,0 +1,331 @@
+#include "core/nn/mlp.h"
+
+#include <cmath>
+#include <string>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "core/util/public_rng.h"
+#include "core/util/status_macros.h"
+#include "core/util/validation.h"
+
+namespace dpcurator::nn {
+namespace {
+
+// Ba, Kiros & Hinton 2016, eq. 4: sigma = sqrt(mean((h - mu)^2) + eps).
+constexpr double kLayerNormEpsilon = 1e-5;
+
+// Largest parameter count we accept (keeps every offset well inside int64
+// and any one network under 8 GiB of doubles).
+constexpr Eigen::Index kMaxParameters = Eigen::Index{1} << 30;
+
+}  // namespace
+
+Mlp::Mlp(MlpOptions options, std::vector<DenseLayerLayout> layers,
+         Eigen::VectorXd parameters)
+    : options_(std::move(options)),
+      layers_(std::move(layers)),
+      parameters_(std::move(parameters)) {}
+
+absl::Status Mlp::Validate(const MlpOptions& options) {
+  DPC_RETURN_IF_ERROR(ValidatePositiveInt(options.input_dim, "Input dimension"));
+  DPC_RETURN_IF_ERROR(ValidatePositiveInt(options.output_dim, "Output dimension"));
+  for (size_t i = 0; i < options.hidden.size(); ++i) {
+    DPC_RETURN_IF_ERROR(ValidatePositiveInt(
+        options.hidden[i], absl::StrCat("Width of hidden layer ", i)));
+  }
+  if (options.activation == Activation::kLeakyRelu) {
+    DPC_RETURN_IF_ERROR(
+        ValidateInOpenUnitInterval(options.leaky_relu_slope, "Leaky ReLU slope"));
+  }
+  Eigen::Index count = 0;
+  Plan(options, &count);
+  if (count > kMaxParameters) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "Network has ", count, " parameters; at most ", kMaxParameters,
+        " are supported"));
+  }
+  return absl::OkStatus();
+}
+
+std::vector<DenseLayerLayout> Mlp::Plan(const MlpOptions& options,
+                                        Eigen::Index* num_parameters) {
+  std::vector<DenseLayerLayout> layers;
+  Eigen::Index offset = 0;
+  int fan_in = options.input_dim;
+  const int num_hidden = static_cast<int>(options.hidden.size());
+  for (int l = 0; l <= num_hidden; ++l) {
+    DenseLayerLayout layer;
+    layer.hidden = l < num_hidden;
+    layer.fan_in = fan_in;
+    layer.fan_out = layer.hidden ? options.hidden[l] : options.output_dim;
+    layer.weight_offset = offset;
+    offset += Eigen::Index{layer.fan_in} * layer.fan_out;
+    layer.bias_offset = offset;
+    offset += layer.fan_out;
+    if (layer.hidden && options.layer_norm) {
+      layer.gain_offset = offset;
+      offset += layer.fan_out;
+      layer.shift_offset = offset;
+      offset += layer.fan_out;
+    }
+    layers.push_back(layer);
+    fan_in = layer.fan_out;
+  }
+  *num_parameters = offset;
+  return layers;
+}
+
+absl::StatusOr<Eigen::Index> Mlp::CountParameters(const MlpOptions& options) {
+  DPC_RETURN_IF_ERROR(Validate(options));
+  Eigen::Index count = 0;
+  Plan(options, &count);
+  return count;
+}
+
+absl::StatusOr<Mlp> Mlp::Create(const MlpOptions& options) {
+  DPC_RETURN_IF_ERROR(Validate(options));
+  Eigen::Index count = 0;
+  std::vector<DenseLayerLayout> layers = Plan(options, &count);
+  Mlp mlp(options, std::move(layers), Eigen::VectorXd::Zero(count));
+  mlp.Initialize();
+  return mlp;
+}
+
+absl::StatusOr<Mlp> Mlp::FromParameters(const MlpOptions& options,
+                                        Eigen::VectorXd parameters) {
+  DPC_RETURN_IF_ERROR(Validate(options));
+  Eigen::Index count = 0;
+  std::vector<DenseLayerLayout> layers = Plan(options, &count);
+  Mlp mlp(options, std::move(layers), Eigen::VectorXd::Zero(count));
+  DPC_RETURN_IF_ERROR(mlp.SetParameters(parameters));
+  return mlp;
+}
+
+absl::Status Mlp::SetParameters(const Eigen::Ref<const Eigen::VectorXd>& parameters) {
+  if (parameters.size() != parameters_.size()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "Parameter vector has ", parameters.size(), " entries; the architecture needs ",
+        parameters_.size()));
+  }
+  if (!parameters.allFinite()) {
+    for (Eigen::Index i = 0; i < parameters.size(); ++i) {
+      if (!std::isfinite(parameters(i))) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "Parameter ", i, " must be finite, got ", parameters(i)));
+      }
+    }
+  }
+  parameters_ = parameters;
+  return absl::OkStatus();
+}
+
+void Mlp::Initialize() {
+  PublicRng rng(options_.seed);
+  const double slope = options_.leaky_relu_slope;
+  for (int l = 0; l < num_layers(); ++l) {
+    const DenseLayerLayout& layer = layers_[l];
+    double variance;
+    if (layer.hidden && options_.activation == Activation::kRelu) {
+      variance = 2.0 / layer.fan_in;  // He et al. 2015, eq. 10
+    } else if (layer.hidden && options_.activation == Activation::kLeakyRelu) {
+      variance = 2.0 / ((1.0 + slope * slope) * layer.fan_in);  // He, eq. 15
+    } else {
+      variance = 2.0 / (layer.fan_in + layer.fan_out);  // Glorot & Bengio, eq. 16
+    }
+    auto w = weight(l);
+    rng.FillNormal(w);
+    w *= std::sqrt(variance);
+    bias(l).setZero();
+    if (layer.gain_offset >= 0) {
+      norm_gain(l).setOnes();
+      norm_shift(l).setZero();
+    }
+  }
+}
+
+Eigen::Map<Eigen::MatrixXd> Mlp::weight(int layer) {
+  const DenseLayerLayout& d = layers_[layer];
+  return {parameters_.data() + d.weight_offset, d.fan_in, d.fan_out};
+}
+Eigen::Map<const Eigen::MatrixXd> Mlp::weight(int layer) const {
+  const DenseLayerLayout& d = layers_[layer];
+  return {parameters_.data() + d.weight_offset, d.fan_in, d.fan_out};
+}
+Eigen::Map<Eigen::VectorXd> Mlp::bias(int layer) {
+  const DenseLayerLayout& d = layers_[layer];
+  return {parameters_.data() + d.bias_offset, d.fan_out};
+}
+Eigen::Map<const Eigen::VectorXd> Mlp::bias(int layer) const {
+  const DenseLayerLayout& d = layers_[layer];
+  return {parameters_.data() + d.bias_offset, d.fan_out};
+}
+Eigen::Map<Eigen::VectorXd> Mlp::norm_gain(int layer) {
+  const DenseLayerLayout& d = layers_[layer];
+  eigen_assert(d.gain_offset >= 0);
+  return {parameters_.data() + d.gain_offset, d.fan_out};
+}
+Eigen::Map<const Eigen::VectorXd> Mlp::norm_gain(int layer) const {
+  const DenseLayerLayout& d = layers_[layer];
+  eigen_assert(d.gain_offset >= 0);
+  return {parameters_.data() + d.gain_offset, d.fan_out};
+}
+Eigen::Map<Eigen::VectorXd> Mlp::norm_shift(int layer) {
+  const DenseLayerLayout& d = layers_[layer];
+  eigen_assert(d.shift_offset >= 0);
+  return {parameters_.data() + d.shift_offset, d.fan_out};
+}
+Eigen::Map<const Eigen::VectorXd> Mlp::norm_shift(int layer) const {
+  const DenseLayerLayout& d = layers_[layer];
+  eigen_assert(d.shift_offset >= 0);
+  return {parameters_.data() + d.shift_offset, d.fan_out};
+}
+
+void Mlp::PrepareWorkspace(Eigen::Index rows, MlpWorkspace* ws) const {
+  const int num = num_layers();
+  ws->outputs_.resize(num);
+  ws->deltas_.resize(num - 1);
+  if (options_.layer_norm) {
+    ws->normalized_.resize(num - 1);
+    ws->inv_std_.resize(num - 1);
+  }
+  // resize() is a no-op when the shape is unchanged.
+  for (int l = 0; l < num; ++l) {
+    ws->outputs_[l].resize(rows, layers_[l].fan_out);
+    if (l + 1 < num) {
+      ws->deltas_[l].resize(rows, layers_[l].fan_out);
+      if (options_.layer_norm) {
+        ws->normalized_[l].resize(rows, layers_[l].fan_out);
+        ws->inv_std_[l].resize(rows);
+      }
+    }
+  }
+  ws->row_buffer_a_.resize(rows);
+  ws->row_buffer_b_.resize(rows);
+}
+
+void Mlp::ApplyActivation(Eigen::MatrixXd* values) const {
+  auto a = values->array();
+  switch (options_.activation) {
+    case Activation::kRelu:
+      a = a.max(0.0);
+      break;
+    case Activation::kLeakyRelu:
+      a = (a > 0.0).select(a, options_.leaky_relu_slope * a);
+      break;
+    case Activation::kTanh:
+      a = a.tanh();
+      break;
+  }
+}
+
+// Multiplies `delta` (dLoss/dA) by dA/dH, written in terms of the activation
+// A itself: every supported activation is monotone, so A > 0 iff H > 0 for
+// the ReLU family, and tanh'(H) = 1 - A^2.
+void Mlp::MultiplyActivationDerivative(const Eigen::MatrixXd& activations,
+                                       Eigen::MatrixXd* delta) const {
+  auto d = delta->array();
+  const auto a = activations.array();
+  switch (options_.activation) {
+    case Activation::kRelu:
+      d = (a > 0.0).select(d, 0.0);
+      break;
+    case Activation::kLeakyRelu:
+      d = (a > 0.0).select(d, options_.leaky_relu_slope * d);
+      break;
+    case Activation::kTanh:
+      d *= 1.0 - a.square();
+      break;
+  }
+}
+
+const Eigen::MatrixXd& Mlp::Forward(const Eigen::Ref<const Eigen::MatrixXd>& input,
+                                    MlpWorkspace* ws) const {
+  eigen_assert(input.cols() == options_.input_dim);
+  const Eigen::Index n = input.rows();
+  PrepareWorkspace(n, ws);
+  ws->input_ = input;
+  for (int l = 0; l < num_layers(); ++l) {
+    const DenseLayerLayout& layer = layers_[l];
+    const Eigen::MatrixXd& x = l == 0 ? ws->input_ : ws->outputs_[l - 1];
+    Eigen::MatrixXd& h = ws->outputs_[l];
+    h.noalias() = x * weight(l);
+    h.rowwise() += bias(l).transpose();
+    if (!layer.hidden) break;
+    if (options_.layer_norm) {
+      // Ba et al. 2016, eqs. 3-4, over the units of each row:
+      //   mu = mean_j h_j, sigma = sqrt(mean_j (h_j - mu)^2 + eps),
+      //   h <- gain * (h - mu) / sigma + shift.
+      Eigen::VectorXd& mean = ws->row_buffer_a_;
+      Eigen::VectorXd& inv_std = ws->inv_std_[l];
+      Eigen::MatrixXd& normalized = ws->normalized_[l];
+      mean.noalias() = h.rowwise().mean();
+      h.colwise() -= mean;
+      inv_std.array() =
+          (h.rowwise().squaredNorm().array() / layer.fan_out + kLayerNormEpsilon).rsqrt();
+      normalized.noalias() = inv_std.asDiagonal() * h;
+      h.noalias() = normalized * norm_gain(l).asDiagonal();
+      h.rowwise() += norm_shift(l).transpose();
+    }
+    ApplyActivation(&h);
+  }
+  return ws->outputs_.back();
+}
+
+void Mlp::Backward(const Eigen::Ref<const Eigen::MatrixXd>& grad_output,
+                   MlpWorkspace* ws, Eigen::VectorXd* grad_params,
+                   Eigen::MatrixXd* grad_input) const {
+  eigen_assert(grad_params != nullptr && grad_params->size() == num_parameters());
+  eigen_assert(grad_output.cols() == options_.output_dim);
+  eigen_assert(grad_output.rows() == ws->input_.rows());
+  double* g = grad_params->data();
+  for (int l = num_layers() - 1; l >= 0; --l) {
+    const DenseLayerLayout& layer = layers_[l];
+    // dLoss/dH for this layer: the output layer is linear, so it is
+    // grad_output itself; hidden layers were filled by the layer above.
+    const Eigen::Ref<const Eigen::MatrixXd> delta =
+        layer.hidden ? Eigen::Ref<const Eigen::MatrixXd>(ws->deltas_[l]) : grad_output;
+    const Eigen::MatrixXd& x = l == 0 ? ws->input_ : ws->outputs_[l - 1];
+
+    // H = X W + 1 b^T  =>  dW = X^T dH, db = dH^T 1, dX = dH W^T.
+    Eigen::Map<Eigen::MatrixXd> grad_w(g + layer.weight_offset, layer.fan_in, layer.fan_out);
+    Eigen::Map<Eigen::VectorXd> grad_b(g + layer.bias_offset, layer.fan_out);
+    grad_w.noalias() += x.transpose() * delta;
+    grad_b.noalias() += delta.colwise().sum().transpose();
+
+    if (l == 0) {
+      if (grad_input != nullptr) grad_input->noalias() = delta * weight(l).transpose();
+      break;
+    }
+
+    // dLoss/dA of layer l-1, then through its activation and layer norm.
+    const int below = l - 1;
+    const DenseLayerLayout& prev = layers_[below];
+    Eigen::MatrixXd& d = ws->deltas_[below];
+    d.noalias() = delta * weight(l).transpose();
+    MultiplyActivationDerivative(ws->outputs_[below], &d);
+    if (options_.layer_norm) {
+      // Backward of y = gain * xhat + shift, xhat = (h - mu) / sigma, per row
+      // (Ba et al. 2016; the standard normalisation Jacobian):
+      //   dgain = sum_rows dy * xhat, dshift = sum_rows dy,
+      //   dxhat = dy * gain,
+      //   dh = (dxhat - mean_j dxhat - xhat * mean_j(dxhat * xhat)) / sigma.
+      const Eigen::MatrixXd& xhat = ws->normalized_[below];
+      Eigen::Map<Eigen::VectorXd> grad_gain(g + prev.gain_offset, prev.fan_out);
+      Eigen::Map<Eigen::VectorXd> grad_shift(g + prev.shift_offset, prev.fan_out);
+      grad_gain.noalias() += d.cwiseProduct(xhat).colwise().sum().transpose();
+      grad_shift.noalias() += d.colwise().sum().transpose();
+      d.array().rowwise() *= norm_gain(below).transpose().array();
+      Eigen::VectorXd& mean_d = ws->row_buffer_a_;
+      Eigen::VectorXd& mean_dx = ws->row_buffer_b_;
+      mean_d.noalias() = d.rowwise().mean();
+      mean_dx.noalias() = d.cwiseProduct(xhat).rowwise().mean();
+      d.colwise() -= mean_d;
+      d.array() -= xhat.array().colwise() * mean_dx.array();
+      d.array().colwise() *= ws->inv_std_[below].array();
+    }
+  }
+}
+
+}  // namespace dpcurator::nn

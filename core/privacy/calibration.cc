@@ -1,0 +1,217 @@
+#include "core/privacy/calibration.h"
+
+#include <cmath>
+#include <functional>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "core/util/status_macros.h"
+#include "core/util/validation.h"
+
+namespace dpcurator::privacy {
+namespace {
+
+constexpr int kMaxSearchSteps = 400;
+
+absl::Status ValidateTarget(double epsilon, double delta,
+                            const CalibrationOptions& options) {
+  DPC_RETURN_IF_ERROR(ValidateFinitePositive(epsilon, "Epsilon"));
+  DPC_RETURN_IF_ERROR(ValidateInOpenUnitInterval(delta, "Delta"));
+  if (!(options.relative_tolerance > 0 && options.relative_tolerance < 1)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "Relative tolerance must be in (0, 1), got ", options.relative_tolerance));
+  }
+  return absl::OkStatus();
+}
+
+// eps of prior + charge, judged exactly as the ledger would.
+absl::StatusOr<double> EpsilonWith(const EventCharge& charge,
+                                   NeighbouringRelation natural_relation,
+                                   double delta,
+                                   const CalibrationOptions& options) {
+  const AccountantState state = options.prior != nullptr
+                                    ? *options.prior
+                                    : AccountantState(natural_relation);
+  DPC_ASSIGN_OR_RETURN(EpsilonReport report,
+                       state.EpsilonIfAdded(charge, delta, options.conversion));
+  return report.epsilon;
+}
+
+// Feasibility of a candidate: eps <= target.
+using Feasible = std::function<absl::StatusOr<bool>(double)>;
+
+// Smallest s in [kMin, kMax] with feasible(s), assuming feasibility grows
+// with s; returns the feasible end of the final bracket.
+absl::StatusOr<double> SearchNoiseMultiplier(const Feasible& feasible,
+                                             double relative_tolerance) {
+  double lo = 1.0;  // infeasible end, once found
+  double hi = 1.0;  // feasible end, once found
+  DPC_ASSIGN_OR_RETURN(bool ok, feasible(1.0));
+  if (ok) {
+    while (true) {
+      lo = hi / 2.0;
+      if (lo < kMinCalibratedNoiseMultiplier) return hi;
+      DPC_ASSIGN_OR_RETURN(bool lo_ok, feasible(lo));
+      if (!lo_ok) break;
+      hi = lo;
+    }
+  } else {
+    while (true) {
+      hi = lo * 2.0;
+      if (hi > kMaxCalibratedNoiseMultiplier) {
+        return absl::OutOfRangeError(absl::StrCat(
+            "Target not reachable with noise multiplier up to ",
+            kMaxCalibratedNoiseMultiplier));
+      }
+      DPC_ASSIGN_OR_RETURN(bool hi_ok, feasible(hi));
+      if (hi_ok) break;
+      lo = hi;
+    }
+  }
+  for (int step = 0; step < kMaxSearchSteps && hi / lo - 1.0 > relative_tolerance;
+       ++step) {
+    const double mid = std::sqrt(lo * hi);
+    if (mid <= lo || mid >= hi) break;
+    DPC_ASSIGN_OR_RETURN(bool mid_ok, feasible(mid));
+    (mid_ok ? hi : lo) = mid;
+  }
+  return hi;
+}
+
+absl::StatusOr<PrivacyEvent> SampledEvent(SamplingScheme scheme, double q,
+                                          double s) {
+  return scheme == SamplingScheme::kPoisson
+             ? PrivacyEvent::PoissonSampledGaussian(q, s)
+             : PrivacyEvent::SampledWithoutReplacementGaussian(q, s);
+}
+
+NeighbouringRelation RelationOf(SamplingScheme scheme) {
+  return scheme == SamplingScheme::kPoisson ? NeighbouringRelation::kAddRemove
+                                            : NeighbouringRelation::kReplaceOne;
+}
+
+// eps of T steps: SelfCompose(step, T), whose curve is the step's curve times
+// T exactly as ComputeRdp forms it, so one curve serves every T.
+absl::StatusOr<double> EpsilonOfSteps(const PrivacyEvent& step,
+                                      const std::vector<double>& step_rdp,
+                                      int64_t steps, NeighbouringRelation relation,
+                                      double delta,
+                                      const CalibrationOptions& options) {
+  DPC_ASSIGN_OR_RETURN(PrivacyEvent event, PrivacyEvent::SelfCompose(step, steps));
+  std::vector<double> values = step_rdp;
+  for (double& v : values) v *= static_cast<double>(steps);
+  DPC_ASSIGN_OR_RETURN(RdpCurve curve, RdpCurve::FromValues(std::move(values)));
+  DPC_ASSIGN_OR_RETURN(EventCharge charge, EventCharge::WithCurve(event, curve));
+  return EpsilonWith(charge, relation, delta, options);
+}
+
+}  // namespace
+
+absl::StatusOr<double> CalibrateGaussianNoiseMultiplier(
+    int64_t num_gaussians, double epsilon, double delta,
+    const CalibrationOptions& options) {
+  DPC_RETURN_IF_ERROR(ValidatePositiveInt(num_gaussians, "Number of Gaussians"));
+  DPC_RETURN_IF_ERROR(ValidateTarget(epsilon, delta, options));
+  Feasible feasible = [&](double s) -> absl::StatusOr<bool> {
+    DPC_ASSIGN_OR_RETURN(PrivacyEvent one, PrivacyEvent::Gaussian(s));
+    DPC_ASSIGN_OR_RETURN(PrivacyEvent all,
+                         PrivacyEvent::SelfCompose(one, num_gaussians));
+    DPC_ASSIGN_OR_RETURN(EventCharge charge, EventCharge::Of(all));
+    DPC_ASSIGN_OR_RETURN(double eps, EpsilonWith(charge, NeighbouringRelation::kAddRemove,
+                                                 delta, options));
+    return eps <= epsilon;
+  };
+  return SearchNoiseMultiplier(feasible, options.relative_tolerance);
+}
+
+absl::StatusOr<double> CalibrateSampledGaussianNoiseMultiplier(
+    SamplingScheme scheme, double sampling_rate, int64_t steps, double epsilon,
+    double delta, const CalibrationOptions& options) {
+  DPC_RETURN_IF_ERROR(ValidateInUnitInterval(sampling_rate, "Sampling rate"));
+  DPC_RETURN_IF_ERROR(ValidatePositiveInt(steps, "Steps"));
+  DPC_RETURN_IF_ERROR(ValidateTarget(epsilon, delta, options));
+  Feasible feasible = [&](double s) -> absl::StatusOr<bool> {
+    DPC_ASSIGN_OR_RETURN(PrivacyEvent step, SampledEvent(scheme, sampling_rate, s));
+    DPC_ASSIGN_OR_RETURN(std::vector<double> rdp,
+                         ComputeRdp(step, DefaultRdpOrders()));
+    DPC_ASSIGN_OR_RETURN(double eps, EpsilonOfSteps(step, rdp, steps, RelationOf(scheme),
+                                                    delta, options));
+    return eps <= epsilon;
+  };
+  return SearchNoiseMultiplier(feasible, options.relative_tolerance);
+}
+
+absl::StatusOr<int64_t> MaxSteps(SamplingScheme scheme, double sampling_rate,
+                                 double noise_multiplier, double epsilon,
+                                 double delta, const CalibrationOptions& options) {
+  DPC_RETURN_IF_ERROR(ValidateTarget(epsilon, delta, options));
+  DPC_ASSIGN_OR_RETURN(PrivacyEvent step,
+                       SampledEvent(scheme, sampling_rate, noise_multiplier));
+  DPC_ASSIGN_OR_RETURN(std::vector<double> rdp, ComputeRdp(step, DefaultRdpOrders()));
+  auto feasible = [&](int64_t t) -> absl::StatusOr<bool> {
+    DPC_ASSIGN_OR_RETURN(double eps, EpsilonOfSteps(step, rdp, t, RelationOf(scheme),
+                                                    delta, options));
+    return eps <= epsilon;
+  };
+  DPC_ASSIGN_OR_RETURN(bool one_ok, feasible(1));
+  if (!one_ok) return 0;
+  int64_t lo = 1;  // feasible
+  int64_t hi = 2;  // infeasible, once found
+  while (true) {
+    if (hi > kMaxCalibratedSteps) return kMaxCalibratedSteps;
+    DPC_ASSIGN_OR_RETURN(bool ok, feasible(hi));
+    if (!ok) break;
+    lo = hi;
+    hi *= 2;
+  }
+  while (hi - lo > 1) {
+    const int64_t mid = lo + (hi - lo) / 2;
+    DPC_ASSIGN_OR_RETURN(bool ok, feasible(mid));
+    (ok ? lo : hi) = mid;
+  }
+  return lo;
+}
+
+absl::StatusOr<double> MaxSamplingRate(SamplingScheme scheme,
+                                       double noise_multiplier, int64_t steps,
+                                       double epsilon, double delta,
+                                       const CalibrationOptions& options) {
+  DPC_RETURN_IF_ERROR(ValidateFinitePositive(noise_multiplier, "Noise multiplier"));
+  DPC_RETURN_IF_ERROR(ValidatePositiveInt(steps, "Steps"));
+  DPC_RETURN_IF_ERROR(ValidateTarget(epsilon, delta, options));
+  auto feasible = [&](double q) -> absl::StatusOr<bool> {
+    DPC_ASSIGN_OR_RETURN(PrivacyEvent step, SampledEvent(scheme, q, noise_multiplier));
+    DPC_ASSIGN_OR_RETURN(std::vector<double> rdp,
+                         ComputeRdp(step, DefaultRdpOrders()));
+    DPC_ASSIGN_OR_RETURN(double eps, EpsilonOfSteps(step, rdp, steps, RelationOf(scheme),
+                                                    delta, options));
+    return eps <= epsilon;
+  };
+  DPC_ASSIGN_OR_RETURN(bool all_ok, feasible(1.0));
+  if (all_ok) return 1.0;
+  // Halve until feasible; below 2^-60 only q = 0 is left.
+  double hi = 1.0;  // infeasible
+  double lo = 0.5;  // feasible, once found
+  while (true) {
+    if (lo < 0x1p-60) {
+      DPC_ASSIGN_OR_RETURN(bool zero_ok, feasible(0.0));
+      if (zero_ok) return 0.0;
+      return absl::OutOfRangeError("Target not reachable even at sampling rate 0");
+    }
+    DPC_ASSIGN_OR_RETURN(bool ok, feasible(lo));
+    if (ok) break;
+    hi = lo;
+    lo /= 2.0;
+  }
+  for (int step = 0; step < kMaxSearchSteps && hi / lo - 1.0 > options.relative_tolerance;
+       ++step) {
+    const double mid = lo + (hi - lo) / 2.0;
+    if (mid <= lo || mid >= hi) break;
+    DPC_ASSIGN_OR_RETURN(bool ok, feasible(mid));
+    (ok ? lo : hi) = mid;
+  }
+  return lo;
+}
+
+}  // namespace dpcurator::privacy

@@ -1,0 +1,67 @@
+#ifndef DPCURATOR_CORE_PRIVACY_CALIBRATION_H_
+#define DPCURATOR_CORE_PRIVACY_CALIBRATION_H_
+
+// Calibration (PRIVACY.md "Accounting"): find a noise multiplier, step count
+// or sampling rate for a target (eps, delta). Conservative by construction:
+// every candidate is judged by the ledger's own path (AccountantState: prior
+// state, Add the event, Epsilon), and the search keeps the feasible end of
+// its bracket, so the returned value always gives eps <= target under the
+// same accountant; it is within the stated tolerance of the boundary.
+
+#include <cstdint>
+
+#include "absl/status/statusor.h"
+#include "core/privacy/accounting.h"
+#include "core/privacy/conversion.h"
+
+namespace dpcurator::privacy {
+
+enum class SamplingScheme {
+  kPoisson,             // ADD_REMOVE, PoissonSampledGaussian
+  kWithoutReplacement,  // REPLACE_ONE, SampledWithoutReplacementGaussian
+};
+
+struct CalibrationOptions {
+  ConversionOptions conversion;
+  // Budget already spent on the dataset; nullptr means a fresh state. Its
+  // relation must admit the calibrated event.
+  const AccountantState* prior = nullptr;
+  // Noise multipliers and sampling rates are bracketed until hi/lo - 1 is
+  // below this.
+  double relative_tolerance = 1e-9;
+};
+
+// Noise multipliers are searched within these bounds.
+inline constexpr double kMinCalibratedNoiseMultiplier = 1e-4;
+inline constexpr double kMaxCalibratedNoiseMultiplier = 1e7;
+// MaxSteps never answers more than this.
+inline constexpr int64_t kMaxCalibratedSteps = int64_t{1} << 40;
+
+// Smallest s (within tolerance, rounded up) such that num_gaussians plain
+// Gaussians with noise multiplier s compose to eps <= epsilon at delta: the
+// RDP bound and the exact analytic Gaussian, whichever is smaller (unless
+// options.conversion says otherwise). num_gaussians >= 1.
+absl::StatusOr<double> CalibrateGaussianNoiseMultiplier(
+    int64_t num_gaussians, double epsilon, double delta,
+    const CalibrationOptions& options = {});
+
+// Smallest s for `steps` steps of the sampled Gaussian at rate q in (0, 1].
+absl::StatusOr<double> CalibrateSampledGaussianNoiseMultiplier(
+    SamplingScheme scheme, double sampling_rate, int64_t steps, double epsilon,
+    double delta, const CalibrationOptions& options = {});
+
+// Largest T in [0, kMaxCalibratedSteps] with eps(T steps) <= epsilon.
+absl::StatusOr<int64_t> MaxSteps(SamplingScheme scheme, double sampling_rate,
+                                 double noise_multiplier, double epsilon,
+                                 double delta,
+                                 const CalibrationOptions& options = {});
+
+// Largest q in [0, 1] (within tolerance, rounded down) with eps <= epsilon.
+absl::StatusOr<double> MaxSamplingRate(SamplingScheme scheme,
+                                       double noise_multiplier, int64_t steps,
+                                       double epsilon, double delta,
+                                       const CalibrationOptions& options = {});
+
+}  // namespace dpcurator::privacy
+
+#endif  // DPCURATOR_CORE_PRIVACY_CALIBRATION_H_

@@ -1,0 +1,176 @@
+#include "core/privacy/events.h"
+
+#include <cmath>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "core/util/status_macros.h"
+#include "core/util/validation.h"
+
+namespace dpcurator::privacy {
+
+std::string RelationName(NeighbouringRelation relation) {
+  switch (relation) {
+    case NeighbouringRelation::kAddRemove:
+      return "ADD_REMOVE";
+    case NeighbouringRelation::kReplaceOne:
+      return "REPLACE_ONE";
+  }
+  return "UNKNOWN";
+}
+
+PrivacyEvent::PrivacyEvent(Variant variant, bool valid_add_remove,
+                           bool valid_replace_one)
+    : variant_(std::make_shared<const Variant>(std::move(variant))),
+      valid_add_remove_(valid_add_remove),
+      valid_replace_one_(valid_replace_one) {}
+
+absl::StatusOr<PrivacyEvent> PrivacyEvent::Gaussian(double noise_multiplier) {
+  DPC_RETURN_IF_ERROR(ValidateFinitePositive(noise_multiplier, "Noise multiplier"));
+  return PrivacyEvent(GaussianEvent{noise_multiplier}, true, true);
+}
+
+absl::StatusOr<PrivacyEvent> PrivacyEvent::PoissonSampledGaussian(
+    double sampling_rate, double noise_multiplier) {
+  DPC_RETURN_IF_ERROR(ValidateInUnitInterval(sampling_rate, "Sampling rate"));
+  DPC_RETURN_IF_ERROR(ValidateFinitePositive(noise_multiplier, "Noise multiplier"));
+  return PrivacyEvent(
+      PoissonSampledGaussianEvent{sampling_rate, noise_multiplier}, true, false);
+}
+
+absl::StatusOr<PrivacyEvent> PrivacyEvent::SampledWithoutReplacementGaussian(
+    double sampling_rate, double noise_multiplier) {
+  DPC_RETURN_IF_ERROR(ValidateInUnitInterval(sampling_rate, "Sampling rate"));
+  DPC_RETURN_IF_ERROR(ValidateFinitePositive(noise_multiplier, "Noise multiplier"));
+  return PrivacyEvent(
+      SampledWithoutReplacementGaussianEvent{sampling_rate, noise_multiplier},
+      false, true);
+}
+
+absl::StatusOr<PrivacyEvent> PrivacyEvent::Laplace(double noise_multiplier) {
+  DPC_RETURN_IF_ERROR(ValidateFinitePositive(noise_multiplier, "Noise multiplier"));
+  return PrivacyEvent(LaplaceEvent{noise_multiplier}, true, true);
+}
+
+absl::StatusOr<PrivacyEvent> PrivacyEvent::RandomizedResponse(
+    int64_t num_categories, double epsilon) {
+  if (num_categories < 2) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "Number of categories must be at least 2, got ", num_categories));
+  }
+  DPC_RETURN_IF_ERROR(ValidateFinitePositive(epsilon, "Epsilon"));
+  return PrivacyEvent(RandomizedResponseEvent{num_categories, epsilon}, false,
+                      true);
+}
+
+absl::StatusOr<PrivacyEvent> PrivacyEvent::Compose(
+    std::vector<PrivacyEvent> events) {
+  bool add_remove = true;
+  bool replace_one = true;
+  for (const PrivacyEvent& e : events) {
+    add_remove = add_remove && e.valid_add_remove_;
+    replace_one = replace_one && e.valid_replace_one_;
+  }
+  if (!add_remove && !replace_one) {
+    std::vector<std::string> parts;
+    parts.reserve(events.size());
+    for (const PrivacyEvent& e : events) parts.push_back(Describe(e));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "Composed events share no neighbouring relation: ",
+        absl::StrJoin(parts, ", ")));
+  }
+  return PrivacyEvent(ComposedEvent{std::move(events)}, add_remove, replace_one);
+}
+
+absl::StatusOr<PrivacyEvent> PrivacyEvent::SelfCompose(PrivacyEvent event,
+                                                       int64_t count) {
+  DPC_RETURN_IF_ERROR(ValidatePositiveInt(count, "Count"));
+  const bool add_remove = event.valid_add_remove_;
+  const bool replace_one = event.valid_replace_one_;
+  return PrivacyEvent(
+      SelfComposedEvent{std::make_shared<const PrivacyEvent>(std::move(event)),
+                        count},
+      add_remove, replace_one);
+}
+
+bool PrivacyEvent::IsValidFor(NeighbouringRelation relation) const {
+  return relation == NeighbouringRelation::kAddRemove ? valid_add_remove_
+                                                      : valid_replace_one_;
+}
+
+absl::Status CheckRelation(const PrivacyEvent& event,
+                           NeighbouringRelation relation) {
+  if (event.IsValidFor(relation)) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat("Event ", Describe(event), " is not defined under ",
+                   RelationName(relation), " neighbours"));
+}
+
+std::optional<double> PlainGaussianInverseVarianceSum(
+    const PrivacyEvent& event) {
+  const PrivacyEvent::Variant& v = event.variant();
+  if (const auto* g = std::get_if<GaussianEvent>(&v)) {
+    return 1.0 / (g->noise_multiplier * g->noise_multiplier);
+  }
+  if (const auto* c = std::get_if<ComposedEvent>(&v)) {
+    double sum = 0.0;
+    for (const PrivacyEvent& e : c->events) {
+      std::optional<double> part = PlainGaussianInverseVarianceSum(e);
+      if (!part.has_value()) return std::nullopt;
+      sum += *part;
+    }
+    return sum;
+  }
+  if (const auto* sc = std::get_if<SelfComposedEvent>(&v)) {
+    std::optional<double> part = PlainGaussianInverseVarianceSum(*sc->event);
+    if (!part.has_value()) return std::nullopt;
+    return *part * static_cast<double>(sc->count);
+  }
+  return std::nullopt;
+}
+
+bool IsPlainGaussian(const PrivacyEvent& event) {
+  return PlainGaussianInverseVarianceSum(event).has_value();
+}
+
+namespace {
+
+struct Describer {
+  std::string operator()(const GaussianEvent& e) const {
+    return absl::StrCat("Gaussian(s=", e.noise_multiplier, ")");
+  }
+  std::string operator()(const PoissonSampledGaussianEvent& e) const {
+    return absl::StrCat("PoissonSampledGaussian(q=", e.sampling_rate,
+                        ", s=", e.noise_multiplier, ")");
+  }
+  std::string operator()(const SampledWithoutReplacementGaussianEvent& e) const {
+    return absl::StrCat("SampledWithoutReplacementGaussian(q=", e.sampling_rate,
+                        ", s=", e.noise_multiplier, ")");
+  }
+  std::string operator()(const LaplaceEvent& e) const {
+    return absl::StrCat("Laplace(b=", e.noise_multiplier, ")");
+  }
+  std::string operator()(const RandomizedResponseEvent& e) const {
+    return absl::StrCat("RandomizedResponse(k=", e.num_categories,
+                        ", eps=", e.epsilon, ")");
+  }
+  std::string operator()(const ComposedEvent& e) const {
+    std::vector<std::string> parts;
+    parts.reserve(e.events.size());
+    for (const PrivacyEvent& p : e.events) parts.push_back(Describe(p));
+    return absl::StrCat("Composed[", absl::StrJoin(parts, ", "), "]");
+  }
+  std::string operator()(const SelfComposedEvent& e) const {
+    return absl::StrCat(Describe(*e.event), " x ", e.count);
+  }
+};
+
+}  // namespace
+
+std::string Describe(const PrivacyEvent& event) {
+  return std::visit(Describer{}, event.variant());
+}
+
+}  // namespace dpcurator::privacy

@@ -1,0 +1,130 @@
+#ifndef DPCURATOR_CORE_PRIVACY_EVENTS_H_
+#define DPCURATOR_CORE_PRIVACY_EVENTS_H_
+
+// Privacy events: what the ledger records for one release or session, as an
+// immutable value type. Every event states the neighbouring relations it is
+// valid for (PRIVACY.md "Unit of privacy and neighbouring relations"); a
+// composition is valid for a relation only if all of its parts are, and a
+// composition that is valid for none is refused when it is built.
+//
+// Factories validate their arguments; a PrivacyEvent that exists is valid.
+// Noise multipliers are noise std / L2 (Gaussian) or Laplace scale / L1
+// sensitivity, so every mechanism's sensitivity is 1 in these units.
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+
+namespace dpcurator::privacy {
+
+enum class NeighbouringRelation { kAddRemove, kReplaceOne };
+
+// "ADD_REMOVE" / "REPLACE_ONE", the spelling of PRIVACY.md.
+std::string RelationName(NeighbouringRelation relation);
+
+class PrivacyEvent;
+
+// Gaussian mechanism, no subsampling. RDP alpha / (2 s^2). Both relations.
+struct GaussianEvent {
+  double noise_multiplier;
+};
+// Poisson subsampling at rate q, then the Gaussian mechanism. ADD_REMOVE only
+// (Mironov, Talwar, Zhang 2019).
+struct PoissonSampledGaussianEvent {
+  double sampling_rate;
+  double noise_multiplier;
+};
+// Fixed-size subsampling without replacement (m = q n, n public), then the
+// Gaussian mechanism. REPLACE_ONE only (Wang, Balle, Kasiviswanathan 2019).
+struct SampledWithoutReplacementGaussianEvent {
+  double sampling_rate;
+  double noise_multiplier;
+};
+// Laplace mechanism with scale b per unit L1 sensitivity (pure DP epsilon
+// 1/b). Both relations (Mironov 2017, Prop. 6).
+struct LaplaceEvent {
+  double noise_multiplier;
+};
+// k-ary randomized response reporting the true category with probability
+// e^eps / (e^eps + k - 1). Per-record local randomization of curator-held
+// rows, defined only under REPLACE_ONE (PRIVACY.md).
+struct RandomizedResponseEvent {
+  int64_t num_categories;
+  double epsilon;
+};
+// Several events on the same data, in any order.
+struct ComposedEvent {
+  std::vector<PrivacyEvent> events;
+};
+// The same event repeated `count` times.
+struct SelfComposedEvent {
+  std::shared_ptr<const PrivacyEvent> event;
+  int64_t count;
+};
+
+class PrivacyEvent {
+ public:
+  using Variant =
+      std::variant<GaussianEvent, PoissonSampledGaussianEvent,
+                   SampledWithoutReplacementGaussianEvent, LaplaceEvent,
+                   RandomizedResponseEvent, ComposedEvent, SelfComposedEvent>;
+
+  // noise_multiplier finite and > 0.
+  static absl::StatusOr<PrivacyEvent> Gaussian(double noise_multiplier);
+  // sampling_rate in [0, 1]; noise_multiplier finite and > 0.
+  static absl::StatusOr<PrivacyEvent> PoissonSampledGaussian(
+      double sampling_rate, double noise_multiplier);
+  static absl::StatusOr<PrivacyEvent> SampledWithoutReplacementGaussian(
+      double sampling_rate, double noise_multiplier);
+  // noise_multiplier = Laplace scale / L1 sensitivity, finite and > 0.
+  static absl::StatusOr<PrivacyEvent> Laplace(double noise_multiplier);
+  // num_categories >= 2; epsilon finite and > 0.
+  static absl::StatusOr<PrivacyEvent> RandomizedResponse(int64_t num_categories,
+                                                         double epsilon);
+  // Fails if no neighbouring relation is valid for all parts. An empty
+  // composition is the event "nothing happened".
+  static absl::StatusOr<PrivacyEvent> Compose(std::vector<PrivacyEvent> events);
+  // count >= 1.
+  static absl::StatusOr<PrivacyEvent> SelfCompose(PrivacyEvent event,
+                                                  int64_t count);
+
+  const Variant& variant() const { return *variant_; }
+
+  // Whether the event's accounting is valid under `relation`.
+  bool IsValidFor(NeighbouringRelation relation) const;
+
+ private:
+  PrivacyEvent(Variant variant, bool valid_add_remove, bool valid_replace_one);
+  // Shared and immutable: copies are cheap and deep trees stay O(1) to copy.
+  std::shared_ptr<const Variant> variant_;
+  bool valid_add_remove_;
+  bool valid_replace_one_;
+};
+
+// InvalidArgument naming both relations unless event.IsValidFor(relation).
+absl::Status CheckRelation(const PrivacyEvent& event,
+                           NeighbouringRelation relation);
+
+// True when the event is a plain (not subsampled) Gaussian or a composition
+// of plain Gaussians only; such a composition is exactly one Gaussian with
+// mu = sqrt(sum_i 1/s_i^2) (Dong, Roth, Su 2019, Cor. 3.3; dp_accounting's
+// _effective_gaussian_noise_multiplier). Vacuously true for an empty
+// composition.
+bool IsPlainGaussian(const PrivacyEvent& event);
+
+// sum_i 1/s_i^2 over the plain Gaussians of the event (a self-composition
+// counts `count` times), or nullopt unless IsPlainGaussian(event).
+std::optional<double> PlainGaussianInverseVarianceSum(const PrivacyEvent& event);
+
+// For people, e.g. "PoissonSampledGaussian(q=0.01, s=1.1) x 10000".
+std::string Describe(const PrivacyEvent& event);
+
+}  // namespace dpcurator::privacy
+
+#endif  // DPCURATOR_CORE_PRIVACY_EVENTS_H_

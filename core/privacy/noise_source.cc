@@ -1,0 +1,74 @@
+#include "core/privacy/noise_source.h"
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <numbers>
+
+#include <openssl/rand.h>
+
+#include "absl/status/status.h"
+
+namespace dpcurator::privacy {
+
+double NoiseSource::UniformOpen() {
+  uint64_t bits;
+  do {
+    bits = NextU64() >> 11;
+  } while (bits == 0);
+  return static_cast<double>(bits) * 0x1.0p-53;
+}
+
+double NoiseSource::Gaussian(double stddev) {
+  if (has_spare_) {
+    has_spare_ = false;
+    return spare_ * stddev;
+  }
+  const double radius = std::sqrt(-2.0 * std::log(UniformOpen()));
+  const double angle = 2.0 * std::numbers::pi * UniformOpen();
+  spare_ = radius * std::sin(angle);
+  has_spare_ = true;
+  return radius * std::cos(angle) * stddev;
+}
+
+double NoiseSource::Laplace(double scale) {
+  // Inversion: X = -b sign(u) log(1 - 2|u|) for u uniform in (-1/2, 1/2).
+  const double u = UniformOpen() - 0.5;
+  const double magnitude = -scale * std::log1p(-2.0 * std::fabs(u));
+  return u < 0 ? -magnitude : magnitude;
+}
+
+absl::StatusOr<std::unique_ptr<SecureNoiseSource>> SecureNoiseSource::Create() {
+  if (RAND_status() != 1) {
+    return absl::FailedPreconditionError(
+        "OpenSSL's CSPRNG is not seeded; refusing to generate privacy noise");
+  }
+  return std::unique_ptr<SecureNoiseSource>(new SecureNoiseSource());
+}
+
+void SecureNoiseSource::Refill() {
+  if (RAND_bytes(reinterpret_cast<unsigned char*>(buffer_.data()),
+                 static_cast<int>(sizeof(buffer_))) != 1) {
+    std::fputs("fatal: OpenSSL RAND_bytes failed; aborting rather than releasing "
+               "under-noised values\n",
+               stderr);
+    std::abort();
+  }
+  next_ = 0;
+}
+
+uint64_t SecureNoiseSource::NextU64() {
+  if (next_ == buffer_.size()) Refill();
+  return buffer_[next_++];
+}
+
+uint64_t SecureRandomU64() {
+  uint64_t value;
+  if (RAND_bytes(reinterpret_cast<unsigned char*>(&value), sizeof(value)) != 1) {
+    std::fputs("fatal: OpenSSL RAND_bytes failed\n", stderr);
+    std::abort();
+  }
+  return value;
+}
+
+}  // namespace dpcurator::privacy

@@ -1,0 +1,107 @@
+#include "core/train/embedding_trainer.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "core/nn/adam.h"
+#include "core/util/public_rng.h"
+#include "core/util/status_macros.h"
+#include "core/util/validation.h"
+
+namespace dpcurator::train {
+
+Eigen::VectorXi StratifiedLabels(const Eigen::VectorXd& class_weights, int batch_size) {
+  const int classes = static_cast<int>(class_weights.size());
+  std::vector<int> counts(classes);
+  int total = 0;
+  for (int c = 0; c < classes; ++c) {
+    counts[c] = std::max(1, static_cast<int>(std::lround(class_weights(c) * batch_size)));
+    total += counts[c];
+  }
+  Eigen::VectorXi labels(total);
+  int row = 0;
+  for (int c = 0; c < classes; ++c) {
+    labels.segment(row, counts[c]).setConstant(c);
+    row += counts[c];
+  }
+  return labels;
+}
+
+double EmbeddingLoss(const Eigen::MatrixXd& target_means, const Eigen::MatrixXd& features,
+                     const Eigen::VectorXi& labels, Eigen::MatrixXd* grad_features) {
+  grad_features->resize(features.rows(), features.cols());
+  double loss = 0.0;
+  Eigen::Index start = 0;
+  while (start < labels.size()) {
+    const int c = labels(start);
+    Eigen::Index end = start;
+    while (end < labels.size() && labels(end) == c) ++end;
+    const Eigen::Index count = end - start;
+    const Eigen::RowVectorXd mean = features.middleRows(start, count).colwise().mean();
+    const Eigen::RowVectorXd residual = target_means.col(c).transpose() - mean;
+    loss += residual.squaredNorm();
+    // d/dh_i of ||t - (1/n_c) sum_j h_j||^2 = -2 (t - mean) / n_c.
+    grad_features->middleRows(start, count).rowwise() = (-2.0 / count) * residual;
+    start = end;
+  }
+  return loss;
+}
+
+absl::StatusOr<TrainedGenerator> TrainEmbeddingGenerator(const data::FeatureLayout& layout,
+                                                         const embed::FeatureMap& feature_map,
+                                                         const embed::EmbeddingTarget& target,
+                                                         const EmbeddingTrainerOptions& options) {
+  DPC_RETURN_IF_ERROR(ValidatePositiveInt(options.steps, "Steps"));
+  DPC_RETURN_IF_ERROR(ValidatePositiveInt(options.batch_size, "Batch size"));
+  DPC_RETURN_IF_ERROR(ValidateFinitePositive(options.learning_rate, "Learning rate"));
+  DPC_RETURN_IF_ERROR(
+      ValidateInUnitInterval(options.final_learning_rate_fraction, "Final learning-rate fraction"));
+  if (feature_map.input_dim() != layout.total_dim() ||
+      target.class_means.rows() != feature_map.output_dim() ||
+      target.class_means.cols() != target.class_weights.size()) {
+    return absl::InvalidArgumentError(
+        "the release does not match the feature map or schema (dimensions differ)");
+  }
+  const int num_classes = static_cast<int>(target.class_weights.size());
+  GeneratorOptions generator_options = options.generator;
+  generator_options.seed = options.seed;
+  DPC_ASSIGN_OR_RETURN(TabularGenerator generator,
+                       TabularGenerator::Create(layout, num_classes, generator_options));
+  nn::AdamOptions adam_options;
+  adam_options.learning_rate = options.learning_rate;
+  DPC_ASSIGN_OR_RETURN(nn::Adam adam, nn::Adam::Create(generator.num_parameters(), adam_options));
+
+  PublicRng rng(options.seed ^ 0x5DEECE66DULL);
+  const Eigen::VectorXi labels = StratifiedLabels(target.class_weights, options.batch_size);
+  Eigen::MatrixXd z(labels.size(), generator.noise_dim());
+  Eigen::MatrixXd features, grad_features, grad_encoded;
+  Eigen::VectorXd grad_params(generator.num_parameters());
+  GeneratorWorkspace workspace;
+  double loss = 0.0;
+  for (int step = 1; step <= options.steps; ++step) {
+    const double progress = static_cast<double>(step - 1) / options.steps;
+    DPC_RETURN_IF_ERROR(adam.SetLearningRate(
+        options.learning_rate * (1.0 - (1.0 - options.final_learning_rate_fraction) * progress)));
+    rng.FillNormal(z);
+    const Eigen::MatrixXd& encoded = generator.Forward(z, labels, &workspace);
+    feature_map.Features(encoded, &features);
+    loss = EmbeddingLoss(target.class_means, features, labels, &grad_features);
+    feature_map.Backward(encoded, grad_features, &grad_encoded);
+    grad_params.setZero();
+    generator.Backward(grad_encoded, &workspace, &grad_params);
+    if (!grad_params.allFinite()) {
+      return absl::InternalError(absl::StrCat("training diverged at step ", step,
+                                              " (non-finite gradient); lower --learning-rate"));
+    }
+    DPC_RETURN_IF_ERROR(adam.Step(generator.parameters(), grad_params));
+    if (options.progress &&
+        (step % std::max(1, options.progress_every) == 0 || step == options.steps)) {
+      options.progress(step, loss);
+    }
+  }
+  return TrainedGenerator{std::move(generator), target.class_weights, loss, options.steps};
+}
+
+}  // namespace dpcurator::train

@@ -1,0 +1,60 @@
+#ifndef DPCURATOR_CORE_TRAIN_EMBEDDING_TRAINER_H_
+#define DPCURATOR_CORE_TRAIN_EMBEDDING_TRAINER_H_
+
+#include <cstdint>
+#include <functional>
+
+#include "Eigen/Core"
+#include "absl/status/statusor.h"
+#include "core/data/encoder.h"
+#include "core/embed/feature_map.h"
+#include "core/embed/labelled_embedding.h"
+#include "core/train/tabular_generator.h"
+
+namespace dpcurator::train {
+
+struct EmbeddingTrainerOptions {
+  // Generator updates (DP-MERF's tabular "epochs" are single steps).
+  int steps = 2000;
+  // Generated rows per step, split over classes by the released weights.
+  int batch_size = 2048;
+  double learning_rate = 2e-3;
+  // The learning rate decays linearly to this fraction over the run.
+  double final_learning_rate_fraction = 0.1;
+  GeneratorOptions generator;
+  uint64_t seed = 1;
+  // Called every `progress_every` steps and at the end.
+  std::function<void(int step, double loss)> progress;
+  int progress_every = 100;
+};
+
+struct TrainedGenerator {
+  TabularGenerator generator;
+  Eigen::VectorXd class_weights;
+  double final_loss = 0.0;
+  int steps = 0;
+};
+
+// Stratified labels for a batch: class c gets max(1, round(w_c * n)) rows,
+// in class order, so the generated side's class-c column is a plain
+// class-conditional mean, as the released target's is (DP-MERF eq. 12 with
+// the code's weighting on both sides, dp-merf.md 1.5).
+Eigen::VectorXi StratifiedLabels(const Eigen::VectorXd& class_weights, int batch_size);
+
+// Loss of one batch, L = sum_c || target_c - mean_{i in c} h(g_i) ||^2, and
+// dL/dh per generated row (n x feature_dim). Labels must be grouped by
+// class as StratifiedLabels makes them.
+double EmbeddingLoss(const Eigen::MatrixXd& target_means, const Eigen::MatrixXd& features,
+                     const Eigen::VectorXi& labels, Eigen::MatrixXd* grad_features);
+
+// DP-MERF (Harder et al. 2021, Alg. 1 step 3): fits a class-conditional
+// generator so that its mean embedding under `feature_map` matches the
+// released target. Post-processing only: reads no private data.
+absl::StatusOr<TrainedGenerator> TrainEmbeddingGenerator(const data::FeatureLayout& layout,
+                                                         const embed::FeatureMap& feature_map,
+                                                         const embed::EmbeddingTarget& target,
+                                                         const EmbeddingTrainerOptions& options);
+
+}  // namespace dpcurator::train
+
+#endif  // DPCURATOR_CORE_TRAIN_EMBEDDING_TRAINER_H_

@@ -1,0 +1,102 @@
+#include "proto/convert.h"
+
+#include <fstream>
+#include <sstream>
+
+#include <google/protobuf/util/json_util.h>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+
+namespace dpcurator {
+
+absl::StatusOr<data::Schema> SchemaFromProto(const v1::TableSchema& proto) {
+  data::Schema::Builder builder;
+  for (const auto& column : proto.columns()) {
+    switch (column.type()) {
+      case v1::ColumnSchema::NUMERIC:
+        builder.AddNumeric(column.name(), column.lower(), column.upper(), column.integer());
+        if (column.nullable()) {
+          return absl::UnimplementedError(absl::StrCat(
+              "Numeric column '", column.name(),
+              "' is declared nullable; only categorical columns may be nullable"));
+        }
+        break;
+      case v1::ColumnSchema::CATEGORICAL: {
+        builder.AddCategorical(
+            column.name(),
+            std::vector<std::string>(column.categories().begin(), column.categories().end()),
+            column.nullable());
+        // Sorted, so that the schema (and its fingerprint) is canonical.
+        std::map<std::string, std::string> aliases(column.aliases().begin(),
+                                                   column.aliases().end());
+        for (const auto& [token, category] : aliases) {
+          builder.AddAlias(column.name(), token, category);
+        }
+        break;
+      }
+      default:
+        return absl::InvalidArgumentError(absl::StrCat(
+            "Column '", column.name(), "' needs a type: NUMERIC or CATEGORICAL"));
+    }
+  }
+  if (!proto.label().empty()) builder.SetLabel(proto.label());
+  return builder.Build();
+}
+
+v1::TableSchema SchemaToProto(const data::Schema& schema) {
+  v1::TableSchema proto;
+  for (const data::Column& column : schema.columns()) {
+    auto* out = proto.add_columns();
+    out->set_name(column.name);
+    if (column.type == data::ColumnType::kNumeric) {
+      out->set_type(v1::ColumnSchema::NUMERIC);
+      out->set_lower(column.lower);
+      out->set_upper(column.upper);
+      out->set_integer(column.integer);
+    } else {
+      out->set_type(v1::ColumnSchema::CATEGORICAL);
+      for (const auto& category : column.categories) out->add_categories(category);
+      for (const auto& [token, category] : column.aliases) (*out->mutable_aliases())[token] = category;
+      out->set_nullable(column.nullable);
+    }
+  }
+  if (schema.label_index().has_value()) {
+    proto.set_label(schema.column(*schema.label_index()).name);
+  }
+  return proto;
+}
+
+privacy::NeighbouringRelation RelationFromProto(v1::NeighbouringRelation relation) {
+  return relation == v1::REPLACE_ONE ? privacy::NeighbouringRelation::kReplaceOne
+                                     : privacy::NeighbouringRelation::kAddRemove;
+}
+
+v1::NeighbouringRelation RelationToProto(privacy::NeighbouringRelation relation) {
+  return relation == privacy::NeighbouringRelation::kReplaceOne ? v1::REPLACE_ONE
+                                                                : v1::ADD_REMOVE;
+}
+
+absl::StatusOr<v1::TableSchema> ReadSchemaFile(const std::string& path) {
+  std::ifstream input(path);
+  if (!input) return absl::NotFoundError(absl::StrCat("cannot open schema file '", path, "'"));
+  std::stringstream buffer;
+  buffer << input.rdbuf();
+  v1::TableSchema proto;
+  google::protobuf::util::JsonParseOptions options;
+  options.ignore_unknown_fields = false;
+  auto status = google::protobuf::util::JsonStringToMessage(buffer.str(), &proto, options);
+  if (!status.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("schema file '", path, "' is not a valid TableSchema JSON: ",
+                     std::string(status.message())));
+  }
+  auto schema = SchemaFromProto(proto);
+  if (!schema.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("schema file '", path, "': ", schema.status().message()));
+  }
+  return proto;
+}
+
+}  // namespace dpcurator

@@ -1,0 +1,95 @@
+#include "server/curator_server.h"
+
+#include <grpcpp/health_check_service_interface.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "core/util/status_macros.h"
+
+namespace dpcurator::server {
+namespace {
+
+absl::StatusOr<std::string> ReadFile(const std::string& path) {
+  std::ifstream input(path, std::ios::binary);
+  if (!input) return absl::NotFoundError(absl::StrCat("cannot open '", path, "'"));
+  std::stringstream buffer;
+  buffer << input.rdbuf();
+  return buffer.str();
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<CuratorServer>> CuratorServer::Start(const ServerOptions& options) {
+  if (options.db_path.empty()) {
+    return absl::InvalidArgumentError("--db is required: the SQLite file for datasets and ledger");
+  }
+  if (options.tokens_path.empty()) {
+    return absl::InvalidArgumentError(
+        "--tokens is required: a file of '<role> <token>' lines (roles: curator, analyst, device)");
+  }
+  std::shared_ptr<grpc::ServerCredentials> credentials;
+  if (!options.tls_cert_path.empty() || !options.tls_key_path.empty()) {
+    DPC_ASSIGN_OR_RETURN(std::string cert, ReadFile(options.tls_cert_path));
+    DPC_ASSIGN_OR_RETURN(std::string key, ReadFile(options.tls_key_path));
+    grpc::SslServerCredentialsOptions ssl;
+    ssl.pem_key_cert_pairs.push_back({key, cert});
+    credentials = grpc::SslServerCredentials(ssl);
+  } else if (options.insecure_dev) {
+    credentials = grpc::InsecureServerCredentials();
+  } else {
+    return absl::InvalidArgumentError(
+        "TLS is required: pass --tls-cert and --tls-key, or --insecure-dev for a plaintext "
+        "development server on a trusted host");
+  }
+  DPC_ASSIGN_OR_RETURN(TokenRegistry tokens, TokenRegistry::FromFile(options.tokens_path));
+
+  std::unique_ptr<CuratorServer> server(new CuratorServer());
+  DPC_ASSIGN_OR_RETURN(server->store_, Store::Open(options.db_path));
+  server->ledger_ = std::make_unique<Ledger>(server->store_.get());
+  DPC_ASSIGN_OR_RETURN(server->integrity_problems_, server->store_->CheckIntegrity());
+  DPC_ASSIGN_OR_RETURN(auto ledger_problems, server->ledger_->VerifyTotals());
+  server->integrity_problems_.insert(server->integrity_problems_.end(), ledger_problems.begin(),
+                                     ledger_problems.end());
+  server->authorizer_ = std::make_unique<Authorizer>(std::move(tokens));
+  server->dataset_service_ = std::make_unique<DatasetServiceImpl>(
+      server->store_.get(), server->ledger_.get(), server->authorizer_.get());
+  server->release_service_ = std::make_unique<ReleaseServiceImpl>(
+      server->store_.get(), server->ledger_.get(), server->authorizer_.get());
+
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort(options.listen_address, credentials, &server->port_);
+  builder.SetMaxReceiveMessageSize(options.max_message_bytes);
+  builder.SetMaxSendMessageSize(options.max_message_bytes);
+  builder.RegisterService(server->dataset_service_.get());
+  builder.RegisterService(server->release_service_.get());
+  std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;
+  interceptors.push_back(server->authorizer_->MakeInterceptorFactory());
+  builder.experimental().SetInterceptorCreators(std::move(interceptors));
+  server->server_ = builder.BuildAndStart();
+  if (server->server_ == nullptr || server->port_ == 0) {
+    return absl::UnavailableError(
+        absl::StrCat("cannot listen on '", options.listen_address,
+                     "' (address in use, or not host:port?)"));
+  }
+  server->server_->GetHealthCheckService()->SetServingStatus(true);
+  return server;
+}
+
+void CuratorServer::Shutdown(std::chrono::milliseconds grace) {
+  if (shut_down_) return;
+  shut_down_ = true;
+  server_->GetHealthCheckService()->SetServingStatus(false);
+  server_->Shutdown(std::chrono::system_clock::now() + grace);
+  server_->Wait();
+  store_.reset();  // closes the database after the last RPC
+}
+
+void CuratorServer::Wait() { server_->Wait(); }
+
+CuratorServer::~CuratorServer() { Shutdown(std::chrono::milliseconds(100)); }
+
+}  // namespace dpcurator::server

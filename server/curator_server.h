@@ -1,0 +1,61 @@
+#ifndef DPCURATOR_SERVER_CURATOR_SERVER_H_
+#define DPCURATOR_SERVER_CURATOR_SERVER_H_
+
+#include <grpcpp/grpcpp.h>
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "server/auth.h"
+#include "server/ledger.h"
+#include "server/service.h"
+#include "server/store.h"
+
+namespace dpcurator::server {
+
+struct ServerOptions {
+  std::string db_path;
+  std::string listen_address = "127.0.0.1:50051";
+  std::string tokens_path;
+  // Plaintext transport; only for development on a trusted host.
+  bool insecure_dev = false;
+  std::string tls_cert_path;
+  std::string tls_key_path;
+  // Largest message accepted, in bytes.
+  int max_message_bytes = 64 << 20;
+};
+
+// The curator server: store, ledger, services, health, interceptor, wired
+// together. Used by dpcurator-server's main and by in-process tests.
+class CuratorServer {
+ public:
+  static absl::StatusOr<std::unique_ptr<CuratorServer>> Start(const ServerOptions& options);
+  ~CuratorServer();
+
+  // The bound port (useful with port 0).
+  int port() const { return port_; }
+  // Health NOT_SERVING, Shutdown(deadline), then close the database.
+  void Shutdown(std::chrono::milliseconds grace = std::chrono::seconds(5));
+  void Wait();
+  Store* store() { return store_.get(); }
+  // Problems found by the start-up integrity check (empty when clean).
+  const std::vector<std::string>& integrity_problems() const { return integrity_problems_; }
+
+ private:
+  CuratorServer() = default;
+  std::unique_ptr<Store> store_;
+  std::unique_ptr<Ledger> ledger_;
+  std::unique_ptr<Authorizer> authorizer_;
+  std::unique_ptr<DatasetServiceImpl> dataset_service_;
+  std::unique_ptr<ReleaseServiceImpl> release_service_;
+  std::unique_ptr<grpc::Server> server_;
+  std::vector<std::string> integrity_problems_;
+  int port_ = 0;
+  bool shut_down_ = false;
+};
+
+}  // namespace dpcurator::server
+
+#endif  // DPCURATOR_SERVER_CURATOR_SERVER_H_

@@ -1,0 +1,479 @@
+#include "server/ledger.h"
+
+#include <cmath>
+
+#include "absl/status/status.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "core/privacy/accounting.h"
+#include "core/privacy/conversion.h"
+#include "core/privacy/rdp.h"
+#include "core/util/status_macros.h"
+#include "proto/convert.h"
+
+namespace dpcurator::server {
+namespace {
+
+std::string Num(double value) { return absl::StrFormat("%.17g", value); }
+
+struct LoadedDataset {
+  double epsilon_cap;
+  double delta;
+  privacy::NeighbouringRelation relation;
+};
+
+absl::StatusOr<LoadedDataset> LoadDatasetBudget(Database* db, const std::string& dataset_id) {
+  DPC_ASSIGN_OR_RETURN(auto query,
+                       db->Prepare("SELECT epsilon_cap, delta, relation FROM datasets WHERE id = ?"));
+  query.Bind(1, dataset_id);
+  DPC_ASSIGN_OR_RETURN(bool found, query.Step());
+  if (!found) return absl::NotFoundError(absl::StrCat("no dataset '", dataset_id, "'"));
+  return LoadedDataset{query.ColumnDouble(0), query.ColumnDouble(1),
+                       RelationFromProto(static_cast<v1::NeighbouringRelation>(query.ColumnInt(2)))};
+}
+
+absl::StatusOr<privacy::AccountantState> LoadTotals(Database* db, const std::string& dataset_id,
+                                                    privacy::NeighbouringRelation relation) {
+  DPC_ASSIGN_OR_RETURN(auto query,
+                       db->Prepare("SELECT state FROM ledger_totals WHERE dataset_id = ?"));
+  query.Bind(1, dataset_id);
+  DPC_ASSIGN_OR_RETURN(bool found, query.Step());
+  if (!found) return privacy::AccountantState(relation);
+  return privacy::AccountantState::Deserialize(query.ColumnBlob(0));
+}
+
+absl::Status SaveTotals(Database* db, const std::string& dataset_id,
+                        const privacy::AccountantState& state) {
+  DPC_ASSIGN_OR_RETURN(auto upsert,
+                       db->Prepare("INSERT INTO ledger_totals (dataset_id, state, event_count) "
+                                   "VALUES (?, ?, ?) ON CONFLICT(dataset_id) DO UPDATE SET "
+                                   "state = excluded.state, event_count = excluded.event_count"));
+  return upsert.Bind(1, dataset_id)
+      .BindBlob(2, state.Serialize())
+      .Bind(3, state.event_count())
+      .Run();
+}
+
+std::string EncodeCurve(const std::vector<double>& values) {
+  std::string bytes(values.size() * sizeof(double), '\0');
+  std::memcpy(bytes.data(), values.data(), bytes.size());
+  return bytes;
+}
+
+// Splits "a;b;c" at top-level separators (not inside parentheses).
+std::vector<absl::string_view> SplitTopLevel(absl::string_view text, char separator) {
+  std::vector<absl::string_view> parts;
+  int depth = 0;
+  size_t start = 0;
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '(') ++depth;
+    if (text[i] == ')') --depth;
+    if (text[i] == separator && depth == 0) {
+      parts.push_back(text.substr(start, i - start));
+      start = i + 1;
+    }
+  }
+  parts.push_back(text.substr(start));
+  return parts;
+}
+
+absl::StatusOr<std::vector<double>> ParseNumbers(absl::string_view args, size_t expected) {
+  std::vector<double> values;
+  for (absl::string_view part : absl::StrSplit(args, ',')) {
+    double value;
+    if (!absl::SimpleAtod(part, &value)) {
+      return absl::DataLossError(absl::StrCat("bad number '", part, "' in ledger event"));
+    }
+    values.push_back(value);
+  }
+  if (values.size() != expected) return absl::DataLossError("wrong arity in ledger event");
+  return values;
+}
+
+}  // namespace
+
+std::string EncodeEvent(const privacy::PrivacyEvent& event) {
+  using namespace privacy;
+  return std::visit(
+      [](const auto& e) -> std::string {
+        using T = std::decay_t<decltype(e)>;
+        if constexpr (std::is_same_v<T, GaussianEvent>) {
+          return absl::StrCat("gaussian(", Num(e.noise_multiplier), ")");
+        } else if constexpr (std::is_same_v<T, PoissonSampledGaussianEvent>) {
+          return absl::StrCat("poisson(", Num(e.sampling_rate), ",", Num(e.noise_multiplier), ")");
+        } else if constexpr (std::is_same_v<T, SampledWithoutReplacementGaussianEvent>) {
+          return absl::StrCat("wor(", Num(e.sampling_rate), ",", Num(e.noise_multiplier), ")");
+        } else if constexpr (std::is_same_v<T, LaplaceEvent>) {
+          return absl::StrCat("laplace(", Num(e.noise_multiplier), ")");
+        } else if constexpr (std::is_same_v<T, RandomizedResponseEvent>) {
+          return absl::StrCat("rr(", e.num_categories, ",", Num(e.epsilon), ")");
+        } else if constexpr (std::is_same_v<T, ComposedEvent>) {
+          std::string out = "compose(";
+          for (size_t i = 0; i < e.events.size(); ++i) {
+            absl::StrAppend(&out, i ? ";" : "", EncodeEvent(e.events[i]));
+          }
+          return absl::StrCat(out, ")");
+        } else {
+          return absl::StrCat("repeat(", e.count, ";", EncodeEvent(*e.event), ")");
+        }
+      },
+      event.variant());
+}
+
+absl::StatusOr<privacy::PrivacyEvent> DecodeEvent(absl::string_view text) {
+  using privacy::PrivacyEvent;
+  const size_t open = text.find('(');
+  if (open == absl::string_view::npos || text.back() != ')') {
+    return absl::DataLossError(absl::StrCat("malformed ledger event '", text, "'"));
+  }
+  const absl::string_view name = text.substr(0, open);
+  const absl::string_view args = text.substr(open + 1, text.size() - open - 2);
+  if (name == "gaussian") {
+    DPC_ASSIGN_OR_RETURN(auto v, ParseNumbers(args, 1));
+    return PrivacyEvent::Gaussian(v[0]);
+  }
+  if (name == "poisson") {
+    DPC_ASSIGN_OR_RETURN(auto v, ParseNumbers(args, 2));
+    return PrivacyEvent::PoissonSampledGaussian(v[0], v[1]);
+  }
+  if (name == "wor") {
+    DPC_ASSIGN_OR_RETURN(auto v, ParseNumbers(args, 2));
+    return PrivacyEvent::SampledWithoutReplacementGaussian(v[0], v[1]);
+  }
+  if (name == "laplace") {
+    DPC_ASSIGN_OR_RETURN(auto v, ParseNumbers(args, 1));
+    return PrivacyEvent::Laplace(v[0]);
+  }
+  if (name == "rr") {
+    DPC_ASSIGN_OR_RETURN(auto v, ParseNumbers(args, 2));
+    return PrivacyEvent::RandomizedResponse(static_cast<int64_t>(v[0]), v[1]);
+  }
+  if (name == "compose") {
+    std::vector<PrivacyEvent> parts;
+    if (!args.empty()) {
+      for (absl::string_view part : SplitTopLevel(args, ';')) {
+        DPC_ASSIGN_OR_RETURN(auto event, DecodeEvent(part));
+        parts.push_back(std::move(event));
+      }
+    }
+    return PrivacyEvent::Compose(std::move(parts));
+  }
+  if (name == "repeat") {
+    auto parts = SplitTopLevel(args, ';');
+    int64_t count;
+    if (parts.size() != 2 || !absl::SimpleAtoi(parts[0], &count)) {
+      return absl::DataLossError(absl::StrCat("malformed ledger event '", text, "'"));
+    }
+    DPC_ASSIGN_OR_RETURN(auto inner, DecodeEvent(parts[1]));
+    return PrivacyEvent::SelfCompose(std::move(inner), count);
+  }
+  return absl::DataLossError(absl::StrCat("unknown ledger event '", name, "'"));
+}
+
+absl::StatusOr<Ledger::Admission> Ledger::Admit(const std::string& dataset_id,
+                                                const std::string& idempotency_key,
+                                                const std::string& kind,
+                                                const std::string& request_bytes,
+                                                const privacy::PrivacyEvent& event) {
+  if (idempotency_key.empty()) {
+    return absl::InvalidArgumentError(
+        "a release request needs an idempotency key (the client generates one per request)");
+  }
+  std::lock_guard<std::mutex> lock(store_->mutex());
+  Database* db = store_->db();
+  DPC_ASSIGN_OR_RETURN(auto transaction, Transaction::BeginImmediate(db));
+  DPC_ASSIGN_OR_RETURN(LoadedDataset dataset, LoadDatasetBudget(db, dataset_id));
+  DPC_ASSIGN_OR_RETURN(privacy::AccountantState state,
+                       LoadTotals(db, dataset_id, dataset.relation));
+  Admission admission;
+
+  // 1. A known key: replay or resume, never a second charge.
+  DPC_ASSIGN_OR_RETURN(auto existing,
+                       db->Prepare("SELECT id, status, request, artefact, epsilon FROM releases "
+                                   "WHERE dataset_id = ? AND idempotency_key = ?"));
+  existing.Bind(1, dataset_id).Bind(2, idempotency_key);
+  DPC_ASSIGN_OR_RETURN(bool known, existing.Step());
+  std::string retry_release_id;
+  if (known) {
+    if (existing.ColumnBlob(2) != request_bytes) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "idempotency key '", idempotency_key,
+          "' was already used for a different request; use a new key for a new release"));
+    }
+    const std::string status = existing.ColumnText(1);
+    admission.release_id = existing.ColumnText(0);
+    admission.epsilon_alone = existing.ColumnDouble(4);
+    if (status == "DONE" || status == "PENDING") {
+      DPC_ASSIGN_OR_RETURN(privacy::EpsilonReport spent, state.Epsilon(dataset.delta));
+      admission.epsilon_spent = spent.epsilon;
+      admission.epsilon_remaining = std::max(0.0, dataset.epsilon_cap - spent.epsilon);
+      if (status == "DONE") {
+        admission.outcome = Admission::Outcome::kReplay;
+        admission.artefact = existing.ColumnBlob(3);
+      } else {
+        admission.outcome = Admission::Outcome::kResume;
+      }
+      return admission;
+    }
+    retry_release_id = admission.release_id;  // FAILED and refunded: charge anew
+  }
+
+  // 2. Relation, then the budget.
+  DPC_RETURN_IF_ERROR(privacy::CheckRelation(event, dataset.relation));
+  DPC_ASSIGN_OR_RETURN(privacy::EventCharge charge, privacy::EventCharge::Of(event));
+  DPC_ASSIGN_OR_RETURN(privacy::EpsilonReport before, state.Epsilon(dataset.delta));
+  DPC_ASSIGN_OR_RETURN(privacy::EpsilonReport after,
+                       state.EpsilonIfAdded(charge, dataset.delta));
+  DPC_ASSIGN_OR_RETURN(privacy::EpsilonReport alone,
+                       privacy::ComputeEpsilonReport(event, dataset.delta));
+  if (!(after.epsilon <= dataset.epsilon_cap)) {
+    return absl::ResourceExhaustedError(absl::StrFormat(
+        "privacy budget exceeded for dataset '%s': spent epsilon %.6g, requested %.6g "
+        "(this release alone; %.6g composed), cap %.6g at delta %g. Ask for a smaller "
+        "epsilon or a larger noise multiplier, or have the curator raise the cap.",
+        dataset_id, before.epsilon, alone.epsilon, after.epsilon, dataset.epsilon_cap,
+        dataset.delta));
+  }
+
+  // 3. Durable writes, then commit, before anything is computed.
+  const int64_t now = UnixNow();
+  if (retry_release_id.empty()) {
+    admission.release_id = NewId("rel");
+    DPC_ASSIGN_OR_RETURN(auto insert,
+                         db->Prepare("INSERT INTO releases (id, dataset_id, idempotency_key, kind, "
+                                     "request, status, epsilon, created_unix) VALUES (?, ?, ?, ?, "
+                                     "?, 'PENDING', ?, ?)"));
+    DPC_RETURN_IF_ERROR(insert.Bind(1, admission.release_id)
+                            .Bind(2, dataset_id)
+                            .Bind(3, idempotency_key)
+                            .Bind(4, kind)
+                            .BindBlob(5, request_bytes)
+                            .Bind(6, alone.epsilon)
+                            .Bind(7, now)
+                            .Run());
+  } else {
+    admission.release_id = retry_release_id;
+    DPC_ASSIGN_OR_RETURN(auto update,
+                         db->Prepare("UPDATE releases SET status = 'PENDING', epsilon = ? "
+                                     "WHERE id = ?"));
+    DPC_RETURN_IF_ERROR(update.Bind(1, alone.epsilon).Bind(2, admission.release_id).Run());
+  }
+  DPC_ASSIGN_OR_RETURN(std::vector<double> curve,
+                       privacy::ComputeRdp(event, privacy::DefaultRdpOrders()));
+  DPC_ASSIGN_OR_RETURN(auto record,
+                       db->Prepare("INSERT INTO ledger_events (dataset_id, release_id, kind, "
+                                   "description, relation, rdp, plain_gaussian, "
+                                   "inverse_variance_sum, epsilon_alone, refund_of, created_unix) "
+                                   "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, ?)"));
+  const auto inverse_variance = privacy::PlainGaussianInverseVarianceSum(event);
+  DPC_RETURN_IF_ERROR(record.Bind(1, dataset_id)
+                          .Bind(2, admission.release_id)
+                          .Bind(3, kind)
+                          .Bind(4, EncodeEvent(event))
+                          .Bind(5, int64_t{RelationToProto(dataset.relation)})
+                          .BindBlob(6, EncodeCurve(curve))
+                          .Bind(7, int64_t{inverse_variance.has_value() ? 1 : 0})
+                          .Bind(8, inverse_variance.value_or(0.0))
+                          .Bind(9, alone.epsilon)
+                          .Bind(10, now)
+                          .Run());
+  DPC_RETURN_IF_ERROR(state.Add(charge));
+  DPC_RETURN_IF_ERROR(SaveTotals(db, dataset_id, state));
+  DPC_ASSIGN_OR_RETURN(auto seal, db->Prepare("UPDATE datasets SET sealed = 1 WHERE id = ?"));
+  DPC_RETURN_IF_ERROR(seal.Bind(1, dataset_id).Run());
+  DPC_RETURN_IF_ERROR(transaction.Commit());
+
+  admission.outcome = Admission::Outcome::kAdmitted;
+  admission.epsilon_alone = alone.epsilon;
+  admission.epsilon_spent = after.epsilon;
+  admission.epsilon_remaining = std::max(0.0, dataset.epsilon_cap - after.epsilon);
+  return admission;
+}
+
+absl::StatusOr<std::string> Ledger::Complete(const std::string& release_id,
+                                             const std::string& artefact) {
+  std::lock_guard<std::mutex> lock(store_->mutex());
+  Database* db = store_->db();
+  DPC_ASSIGN_OR_RETURN(auto transaction, Transaction::BeginImmediate(db));
+  DPC_ASSIGN_OR_RETURN(auto update,
+                       db->Prepare("UPDATE releases SET status = 'DONE', artefact = ? WHERE id = ? "
+                                   "AND status = 'PENDING'"));
+  DPC_RETURN_IF_ERROR(update.BindBlob(1, artefact).Bind(2, release_id).Run());
+  std::string delivered = artefact;
+  if (db->Changes() == 0) {
+    DPC_ASSIGN_OR_RETURN(auto stored,
+                         db->Prepare("SELECT status, artefact FROM releases WHERE id = ?"));
+    stored.Bind(1, release_id);
+    DPC_ASSIGN_OR_RETURN(bool found, stored.Step());
+    if (!found || stored.ColumnText(0) != "DONE") {
+      return absl::FailedPreconditionError(
+          absl::StrCat("release '", release_id, "' is not pending; request it again"));
+    }
+    delivered = stored.ColumnBlob(1);
+  }
+  DPC_RETURN_IF_ERROR(transaction.Commit());
+  return delivered;
+}
+
+absl::Status Ledger::Refund(const std::string& release_id, const std::string& reason) {
+  std::lock_guard<std::mutex> lock(store_->mutex());
+  Database* db = store_->db();
+  DPC_ASSIGN_OR_RETURN(auto transaction, Transaction::BeginImmediate(db));
+  // The latest charge of this release that has not been refunded yet.
+  DPC_ASSIGN_OR_RETURN(
+      auto charge_query,
+      db->Prepare("SELECT e.id, e.dataset_id, e.kind, e.description, e.relation, e.rdp, "
+                  "e.plain_gaussian, e.inverse_variance_sum, e.epsilon_alone FROM ledger_events e "
+                  "WHERE e.release_id = ? AND e.refund_of IS NULL AND NOT EXISTS (SELECT 1 FROM "
+                  "ledger_events r WHERE r.refund_of = e.id) ORDER BY e.id DESC LIMIT 1"));
+  charge_query.Bind(1, release_id);
+  DPC_ASSIGN_OR_RETURN(bool found, charge_query.Step());
+  if (!found) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("release '", release_id, "' has no charge to refund"));
+  }
+  const int64_t event_id = charge_query.ColumnInt(0);
+  const std::string dataset_id = charge_query.ColumnText(1);
+  DPC_ASSIGN_OR_RETURN(privacy::PrivacyEvent event, DecodeEvent(charge_query.ColumnText(3)));
+  DPC_ASSIGN_OR_RETURN(LoadedDataset dataset, LoadDatasetBudget(db, dataset_id));
+  DPC_ASSIGN_OR_RETURN(privacy::AccountantState state,
+                       LoadTotals(db, dataset_id, dataset.relation));
+  DPC_RETURN_IF_ERROR(state.Subtract(event));
+  DPC_ASSIGN_OR_RETURN(auto record,
+                       db->Prepare("INSERT INTO ledger_events (dataset_id, release_id, kind, "
+                                   "description, relation, rdp, plain_gaussian, "
+                                   "inverse_variance_sum, epsilon_alone, refund_of, created_unix) "
+                                   "VALUES (?, ?, 'refund', ?, ?, ?, ?, ?, ?, ?, ?)"));
+  DPC_RETURN_IF_ERROR(record.Bind(1, dataset_id)
+                          .Bind(2, release_id)
+                          .Bind(3, absl::StrCat(charge_query.ColumnText(3), " refunded: ", reason))
+                          .Bind(4, charge_query.ColumnInt(4))
+                          .BindBlob(5, charge_query.ColumnBlob(5))
+                          .Bind(6, charge_query.ColumnInt(6))
+                          .Bind(7, charge_query.ColumnDouble(7))
+                          .Bind(8, -charge_query.ColumnDouble(8))
+                          .Bind(9, event_id)
+                          .Bind(10, UnixNow())
+                          .Run());
+  DPC_RETURN_IF_ERROR(SaveTotals(db, dataset_id, state));
+  DPC_ASSIGN_OR_RETURN(auto update,
+                       db->Prepare("UPDATE releases SET status = 'FAILED' WHERE id = ?"));
+  DPC_RETURN_IF_ERROR(update.Bind(1, release_id).Run());
+  return transaction.Commit();
+}
+
+absl::StatusOr<v1::BudgetReport> Ledger::Report(const std::string& dataset_id) {
+  std::lock_guard<std::mutex> lock(store_->mutex());
+  Database* db = store_->db();
+  DPC_ASSIGN_OR_RETURN(LoadedDataset dataset, LoadDatasetBudget(db, dataset_id));
+  DPC_ASSIGN_OR_RETURN(privacy::AccountantState state,
+                       LoadTotals(db, dataset_id, dataset.relation));
+  DPC_ASSIGN_OR_RETURN(privacy::EpsilonReport spent, state.Epsilon(dataset.delta));
+  v1::BudgetReport report;
+  report.set_dataset_id(dataset_id);
+  report.mutable_budget()->set_epsilon(dataset.epsilon_cap);
+  report.mutable_budget()->set_delta(dataset.delta);
+  report.set_epsilon_spent(spent.epsilon);
+  report.set_epsilon_remaining(std::max(0.0, dataset.epsilon_cap - spent.epsilon));
+  report.set_epsilon_rdp(spent.epsilon_rdp);
+  if (spent.epsilon_exact.has_value()) report.set_epsilon_exact(*spent.epsilon_exact);
+  report.set_optimal_order(spent.optimal_order);
+  DPC_ASSIGN_OR_RETURN(auto events,
+                       db->Prepare("SELECT id, COALESCE(release_id, ''), kind, description, "
+                                   "relation, epsilon_alone, created_unix, COALESCE(refund_of, 0) "
+                                   "FROM ledger_events WHERE dataset_id = ? ORDER BY id"));
+  events.Bind(1, dataset_id);
+  while (true) {
+    DPC_ASSIGN_OR_RETURN(bool row, events.Step());
+    if (!row) break;
+    auto* event = report.add_events();
+    event->set_id(events.ColumnInt(0));
+    event->set_release_id(events.ColumnText(1));
+    event->set_kind(events.ColumnText(2));
+    event->set_description(events.ColumnText(3));
+    event->set_relation(static_cast<v1::NeighbouringRelation>(events.ColumnInt(4)));
+    event->set_epsilon_alone(events.ColumnDouble(5));
+    event->set_created_unix(events.ColumnInt(6));
+    event->set_refund_of(events.ColumnInt(7));
+  }
+  return report;
+}
+
+absl::StatusOr<std::string> Ledger::GetArtefact(const std::string& release_id,
+                                                std::string* dataset_id) {
+  std::lock_guard<std::mutex> lock(store_->mutex());
+  DPC_ASSIGN_OR_RETURN(auto query, store_->db()->Prepare("SELECT status, artefact, dataset_id "
+                                                         "FROM releases WHERE id = ?"));
+  query.Bind(1, release_id);
+  DPC_ASSIGN_OR_RETURN(bool found, query.Step());
+  if (!found) return absl::NotFoundError(absl::StrCat("no release '", release_id, "'"));
+  if (query.ColumnText(0) != "DONE") {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "release '", release_id, "' is ", query.ColumnText(0),
+        "; retry the original request with its idempotency key"));
+  }
+  if (dataset_id != nullptr) *dataset_id = query.ColumnText(2);
+  return query.ColumnBlob(1);
+}
+
+absl::StatusOr<v1::ListReleasesResponse> Ledger::ListReleases(const std::string& dataset_id) {
+  std::lock_guard<std::mutex> lock(store_->mutex());
+  DPC_ASSIGN_OR_RETURN(auto query,
+                       store_->db()->Prepare("SELECT id, kind, idempotency_key, status, epsilon, "
+                                             "created_unix FROM releases WHERE dataset_id = ? "
+                                             "ORDER BY created_unix, id"));
+  query.Bind(1, dataset_id);
+  v1::ListReleasesResponse response;
+  while (true) {
+    DPC_ASSIGN_OR_RETURN(bool row, query.Step());
+    if (!row) break;
+    auto* release = response.add_releases();
+    release->set_id(query.ColumnText(0));
+    release->set_kind(query.ColumnText(1));
+    release->set_idempotency_key(query.ColumnText(2));
+    release->set_status(query.ColumnText(3));
+    release->set_epsilon(query.ColumnDouble(4));
+    release->set_created_unix(query.ColumnInt(5));
+  }
+  return response;
+}
+
+absl::StatusOr<std::vector<std::string>> Ledger::VerifyTotals() {
+  std::lock_guard<std::mutex> lock(store_->mutex());
+  Database* db = store_->db();
+  std::vector<std::string> problems;
+  DPC_ASSIGN_OR_RETURN(auto datasets, db->Prepare("SELECT id, relation FROM datasets"));
+  while (true) {
+    DPC_ASSIGN_OR_RETURN(bool row, datasets.Step());
+    if (!row) break;
+    const std::string dataset_id = datasets.ColumnText(0);
+    const auto relation =
+        RelationFromProto(static_cast<v1::NeighbouringRelation>(datasets.ColumnInt(1)));
+    privacy::AccountantState rebuilt(relation);
+    DPC_ASSIGN_OR_RETURN(auto events, db->Prepare("SELECT description, refund_of, kind FROM "
+                                                  "ledger_events WHERE dataset_id = ? ORDER BY id"));
+    events.Bind(1, dataset_id);
+    while (true) {
+      DPC_ASSIGN_OR_RETURN(bool event_row, events.Step());
+      if (!event_row) break;
+      std::string text = events.ColumnText(0);
+      const bool refund = !events.ColumnIsNull(1);
+      if (refund) text = text.substr(0, text.find(" refunded: "));
+      DPC_ASSIGN_OR_RETURN(privacy::PrivacyEvent event, DecodeEvent(text));
+      absl::Status status = refund ? rebuilt.Subtract(event) : rebuilt.Add(event);
+      if (!status.ok()) {
+        problems.push_back(absl::StrCat("dataset ", dataset_id, ": ", status.message()));
+      }
+    }
+    DPC_ASSIGN_OR_RETURN(privacy::AccountantState stored, LoadTotals(db, dataset_id, relation));
+    if (!(stored == rebuilt)) {
+      problems.push_back(absl::StrCat("dataset ", dataset_id,
+                                      ": running totals differ from the sum of its events"));
+    }
+  }
+  return problems;
+}
+
+}  // namespace dpcurator::server

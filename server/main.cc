@@ -1,0 +1,76 @@
+// dpcurator-server: the data-curator gRPC server.
+#include <pthread.h>
+#include <signal.h>
+
+#include <cstdio>
+#include <fstream>
+#include <thread>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/strings/str_cat.h"
+#include "server/curator_server.h"
+
+ABSL_FLAG(std::string, db, "", "SQLite database file (created if missing). Required.");
+ABSL_FLAG(std::string, listen, "127.0.0.1:50051", "host:port to listen on (port 0 = any free port)");
+ABSL_FLAG(std::string, tokens, "",
+          "token file: one '<curator|analyst|device> <token>' per line. Required.");
+ABSL_FLAG(bool, insecure_dev, false,
+          "serve plaintext (no TLS): development on a trusted host only");
+ABSL_FLAG(std::string, tls_cert, "", "PEM certificate chain for TLS");
+ABSL_FLAG(std::string, tls_key, "", "PEM private key for TLS");
+ABSL_FLAG(std::string, port_file, "", "write the bound port to this file once serving");
+ABSL_FLAG(int, shutdown_grace_ms, 5000, "time in-flight RPCs get to finish on SIGTERM");
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(
+      "the dpcurator data-curator server: holds datasets, answers only with differentially "
+      "private releases charged to a SQLite budget ledger.\n\n"
+      "  dpcurator-server --db curator.db --tokens tokens.txt --tls-cert cert.pem --tls-key key.pem\n"
+      "  dpcurator-server --db dev.db --tokens tokens.txt --insecure-dev   # plaintext, dev only");
+  absl::ParseCommandLine(argc, argv);
+
+  // Block SIGTERM/SIGINT in every thread; one thread waits for them.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  dpcurator::server::ServerOptions options;
+  options.db_path = absl::GetFlag(FLAGS_db);
+  options.listen_address = absl::GetFlag(FLAGS_listen);
+  options.tokens_path = absl::GetFlag(FLAGS_tokens);
+  options.insecure_dev = absl::GetFlag(FLAGS_insecure_dev);
+  options.tls_cert_path = absl::GetFlag(FLAGS_tls_cert);
+  options.tls_key_path = absl::GetFlag(FLAGS_tls_key);
+  auto server = dpcurator::server::CuratorServer::Start(options);
+  if (!server.ok()) {
+    std::fprintf(stderr, "dpcurator-server: %s\n", std::string(server.status().message()).c_str());
+    return 2;
+  }
+  if (options.insecure_dev && options.tls_cert_path.empty()) {
+    std::fprintf(stderr,
+                 "WARNING: --insecure-dev: serving PLAINTEXT; bearer tokens travel unencrypted. "
+                 "Use --tls-cert/--tls-key outside development.\n");
+  }
+  const auto& problems = (*server)->integrity_problems();
+  std::fprintf(stderr, "integrity check: %s\n",
+               problems.empty() ? "clean" : absl::StrCat(problems.size(), " problem(s)").c_str());
+  for (const auto& problem : problems) std::fprintf(stderr, "  integrity: %s\n", problem.c_str());
+  const std::string port_file = absl::GetFlag(FLAGS_port_file);
+  if (!port_file.empty()) {
+    std::ofstream(port_file) << (*server)->port() << "\n";
+  }
+  std::fprintf(stderr, "dpcurator-server listening on port %d (db %s)\n", (*server)->port(),
+               options.db_path.c_str());
+
+  int received = 0;
+  sigwait(&signals, &received);
+  std::fprintf(stderr, "received %s: health NOT_SERVING, draining, closing the database\n",
+               received == SIGTERM ? "SIGTERM" : "SIGINT");
+  (*server)->Shutdown(std::chrono::milliseconds(absl::GetFlag(FLAGS_shutdown_grace_ms)));
+  std::fprintf(stderr, "dpcurator-server stopped\n");
+  return 0;
+}

@@ -1,0 +1,132 @@
+#include "server/releases.h"
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "core/data/encoder.h"
+#include "core/embed/labelled_embedding.h"
+#include "core/embed/rff.h"
+#include "core/privacy/calibration.h"
+#include "core/util/status_macros.h"
+#include "core/util/validation.h"
+#include "proto/convert.h"
+
+namespace dpcurator::server {
+namespace {
+
+constexpr uint32_t kArtefactFormatVersion = 1;
+constexpr int kDefaultNumFrequencies = 500;
+constexpr int kMaxNumFrequencies = 20000;
+
+}  // namespace
+
+absl::StatusOr<ReleasePlan> PlanRelease(const v1::ReleaseRequest& request,
+                                        const v1::Dataset& dataset) {
+  ReleasePlan plan;
+  plan.resolved_request = request;
+  switch (request.kind_case()) {
+    case v1::ReleaseRequest::kRffEmbedding: {
+      plan.kind = "rff_embedding";
+      auto* params = plan.resolved_request.mutable_rff_embedding();
+      if (params->num_frequencies() == 0) params->set_num_frequencies(kDefaultNumFrequencies);
+      if (params->num_frequencies() < 1 || params->num_frequencies() > kMaxNumFrequencies) {
+        return absl::InvalidArgumentError(absl::StrCat("num_frequencies must be in [1, ",
+                                                       kMaxNumFrequencies, "], got ",
+                                                       params->num_frequencies()));
+      }
+      if (params->length_scale() < 0 || !std::isfinite(params->length_scale())) {
+        return absl::InvalidArgumentError(
+            "length_scale must be finite and positive (or 0 for the schema default)");
+      }
+      if (params->has_numeric_weight()) {
+        DPC_RETURN_IF_ERROR(ValidateInUnitInterval(params->numeric_weight(), "numeric_weight"));
+      }
+      // Frequencies are public randomness; the server draws the seed when the
+      // analyst leaves it to us, and stores it in the artefact.
+      if (params->seed() == 0) params->set_seed(privacy::SecureRandomU64() | 1);
+      break;
+    }
+    default:
+      return absl::InvalidArgumentError(
+          "release request names no kind; supported: rff_embedding");
+  }
+  if (dataset.row_count() == 0) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("dataset '", dataset.id(), "' has no rows; upload rows first"));
+  }
+  switch (request.privacy_case()) {
+    case v1::ReleaseRequest::kEpsilon: {
+      DPC_RETURN_IF_ERROR(ValidateFinitePositive(request.epsilon(), "Epsilon"));
+      DPC_ASSIGN_OR_RETURN(plan.noise_multiplier,
+                           privacy::CalibrateGaussianNoiseMultiplier(
+                               1, request.epsilon(), dataset.budget().delta()));
+      break;
+    }
+    case v1::ReleaseRequest::kNoiseMultiplier:
+      DPC_RETURN_IF_ERROR(ValidateFinitePositive(request.noise_multiplier(), "Noise multiplier"));
+      plan.noise_multiplier = request.noise_multiplier();
+      break;
+    default:
+      return absl::InvalidArgumentError(
+          "release request needs a privacy level: epsilon or noise_multiplier");
+  }
+  // One Gaussian mechanism on the whole [embedding ; counts] vector
+  // (docs/privacy.md 2.2): a single event of RDP alpha / (2 s^2).
+  DPC_ASSIGN_OR_RETURN(plan.event, privacy::PrivacyEvent::Gaussian(plan.noise_multiplier));
+  return plan;
+}
+
+absl::StatusOr<v1::Release> ComputeRelease(const ReleasePlan& plan, const v1::Dataset& dataset,
+                                           const data::Schema& schema, const data::Table& rows,
+                                           const std::string& release_id, double epsilon_alone,
+                                           privacy::NoiseSource* noise) {
+  const auto relation = RelationFromProto(dataset.relation());
+  const auto& params = plan.resolved_request.rff_embedding();
+  const data::FeatureLayout layout = data::FeatureLayout::ForFeatures(schema);
+  embed::RffOptions options;
+  options.num_frequencies = params.num_frequencies();
+  options.length_scale = params.length_scale();
+  options.numeric_weight = params.has_numeric_weight() ? params.numeric_weight() : -1.0;
+  options.seed = params.seed();
+  DPC_ASSIGN_OR_RETURN(embed::RandomFourierFeatureMap feature_map,
+                       embed::RandomFourierFeatureMap::Create(layout, options));
+  const Eigen::MatrixXd encoded = data::EncodeFeatures(schema, layout, rows);
+  const Eigen::VectorXi labels = data::ExtractLabels(schema, rows);
+  DPC_ASSIGN_OR_RETURN(auto accumulator,
+                       embed::AccumulateEmbedding(feature_map, encoded, labels,
+                                                  schema.num_classes()));
+  DPC_ASSIGN_OR_RETURN(auto noisy, embed::ReleaseLabelledEmbedding(
+                                       accumulator, relation, plan.noise_multiplier,
+                                       rows.num_rows(), noise));
+  v1::Release release;
+  release.set_id(release_id);
+  release.set_dataset_id(dataset.id());
+  release.set_idempotency_key(plan.resolved_request.idempotency_key());
+  release.set_kind(plan.kind);
+  auto* artefact = release.mutable_embedding();
+  artefact->set_format_version(kArtefactFormatVersion);
+  artefact->set_release_id(release_id);
+  artefact->set_dataset_id(dataset.id());
+  *artefact->mutable_schema() = dataset.schema();
+  artefact->set_schema_fingerprint(dataset.schema_fingerprint());
+  artefact->set_relation(dataset.relation() == v1::REPLACE_ONE ? v1::REPLACE_ONE : v1::ADD_REMOVE);
+  artefact->set_feature_map("rff");
+  artefact->set_seed(params.seed());
+  artefact->set_num_frequencies(feature_map.num_frequencies());
+  artefact->set_length_scale(feature_map.length_scale());
+  artefact->set_numeric_weight(feature_map.numeric_weight());
+  artefact->set_feature_dim(feature_map.output_dim());
+  artefact->set_num_classes(schema.num_classes());
+  artefact->mutable_class_values()->Assign(noisy.class_values.data(),
+                                           noisy.class_values.data() + noisy.class_values.size());
+  artefact->mutable_class_totals()->Assign(noisy.class_totals.data(),
+                                           noisy.class_totals.data() + noisy.class_totals.size());
+  artefact->set_public_n(noisy.public_n);
+  artefact->set_sensitivity(noisy.sensitivity);
+  artefact->set_noise_multiplier(noisy.noise_multiplier);
+  artefact->set_noise_stddev(noisy.noise_stddev);
+  artefact->set_epsilon(epsilon_alone);
+  artefact->set_delta(dataset.budget().delta());
+  return release;
+}
+
+}  // namespace dpcurator::server

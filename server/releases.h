@@ -1,0 +1,41 @@
+#ifndef DPCURATOR_SERVER_RELEASES_H_
+#define DPCURATOR_SERVER_RELEASES_H_
+
+#include <optional>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "core/data/schema.h"
+#include "core/data/table.h"
+#include "core/privacy/events.h"
+#include "core/privacy/noise_source.h"
+#include "dpcurator/v1/dpcurator.pb.h"
+
+namespace dpcurator::server {
+
+// What a release request will cost, decided before any row is read.
+struct ReleasePlan {
+  std::string kind;  // "rff_embedding"
+  double noise_multiplier = 0.0;
+  std::optional<privacy::PrivacyEvent> event;  // set by PlanRelease
+  // The request with server-chosen defaults filled in (public seed, ...):
+  // stored with the release, so a replay is exact.
+  v1::ReleaseRequest resolved_request;
+};
+
+// Validates the request against the dataset, resolves defaults and
+// calibrates the noise multiplier for a target epsilon (conservatively, at
+// the dataset's delta, for this release alone).
+absl::StatusOr<ReleasePlan> PlanRelease(const v1::ReleaseRequest& request,
+                                        const v1::Dataset& dataset);
+
+// Runs the engine for the planned release over the dataset's rows and wraps
+// the noised statistic in an artefact. Pure computation: no ledger access.
+absl::StatusOr<v1::Release> ComputeRelease(const ReleasePlan& plan, const v1::Dataset& dataset,
+                                           const data::Schema& schema, const data::Table& rows,
+                                           const std::string& release_id, double epsilon_alone,
+                                           privacy::NoiseSource* noise);
+
+}  // namespace dpcurator::server
+
+#endif  // DPCURATOR_SERVER_RELEASES_H_

@@ -1,0 +1,57 @@
+#ifndef DPCURATOR_SERVER_SERVICE_H_
+#define DPCURATOR_SERVER_SERVICE_H_
+
+#include <memory>
+
+#include "dpcurator/v1/dpcurator.grpc.pb.h"
+#include "server/auth.h"
+#include "server/ledger.h"
+#include "server/store.h"
+
+namespace dpcurator::server {
+
+// RPC handlers. Each one: (1) Authorizer::Check, (2) validation, (3) the
+// store or ledger, (4) the engine. The path of a release is visible in three
+// hops: RequestRelease -> Ledger::Admit -> ComputeRelease.
+class DatasetServiceImpl final : public v1::DatasetService::Service {
+ public:
+  DatasetServiceImpl(Store* store, Ledger* ledger, Authorizer* authorizer)
+      : store_(store), ledger_(ledger), authorizer_(authorizer) {}
+
+  grpc::Status CreateDataset(grpc::ServerContext* context, const v1::CreateDatasetRequest* request,
+                             v1::Dataset* response) override;
+  grpc::Status UploadRows(grpc::ServerContext* context,
+                          grpc::ServerReader<v1::UploadRowsRequest>* reader,
+                          v1::UploadRowsResponse* response) override;
+  grpc::Status ListDatasets(grpc::ServerContext* context, const v1::ListDatasetsRequest* request,
+                            v1::ListDatasetsResponse* response) override;
+  grpc::Status GetBudget(grpc::ServerContext* context, const v1::GetBudgetRequest* request,
+                         v1::BudgetReport* response) override;
+
+ private:
+  Store* store_;
+  Ledger* ledger_;
+  Authorizer* authorizer_;
+};
+
+class ReleaseServiceImpl final : public v1::ReleaseService::Service {
+ public:
+  ReleaseServiceImpl(Store* store, Ledger* ledger, Authorizer* authorizer)
+      : store_(store), ledger_(ledger), authorizer_(authorizer) {}
+
+  grpc::Status RequestRelease(grpc::ServerContext* context, const v1::ReleaseRequest* request,
+                              v1::Release* response) override;
+  grpc::Status GetRelease(grpc::ServerContext* context, const v1::GetReleaseRequest* request,
+                          v1::Release* response) override;
+  grpc::Status ListReleases(grpc::ServerContext* context, const v1::ListReleasesRequest* request,
+                            v1::ListReleasesResponse* response) override;
+
+ private:
+  Store* store_;
+  Ledger* ledger_;
+  Authorizer* authorizer_;
+};
+
+}  // namespace dpcurator::server
+
+#endif  // DPCURATOR_SERVER_SERVICE_H_

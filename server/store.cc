@@ -1,0 +1,309 @@
+#include "server/store.h"
+
+#include <chrono>
+#include <cstring>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "core/privacy/noise_source.h"
+#include "core/util/status_macros.h"
+#include "proto/convert.h"
+
+namespace dpcurator::server {
+namespace {
+
+// Numbered migrations; never edit one that has shipped, add a new one.
+constexpr const char* kMigrations[] = {
+    // 1: datasets, rows, releases, ledger.
+    R"sql(
+CREATE TABLE datasets (
+  id TEXT PRIMARY KEY,
+  name TEXT NOT NULL,
+  schema BLOB NOT NULL,
+  schema_fingerprint TEXT NOT NULL,
+  epsilon_cap REAL NOT NULL,
+  delta REAL NOT NULL,
+  relation INTEGER NOT NULL,
+  row_count INTEGER NOT NULL DEFAULT 0,
+  sealed INTEGER NOT NULL DEFAULT 0,
+  created_unix INTEGER NOT NULL
+);
+CREATE TABLE row_chunks (
+  dataset_id TEXT NOT NULL REFERENCES datasets(id),
+  chunk INTEGER NOT NULL,
+  num_rows INTEGER NOT NULL,
+  cells BLOB NOT NULL,
+  PRIMARY KEY (dataset_id, chunk)
+);
+CREATE TABLE releases (
+  id TEXT PRIMARY KEY,
+  dataset_id TEXT NOT NULL REFERENCES datasets(id),
+  idempotency_key TEXT NOT NULL,
+  kind TEXT NOT NULL,
+  request BLOB NOT NULL,
+  status TEXT NOT NULL CHECK (status IN ('PENDING', 'DONE', 'FAILED')),
+  artefact BLOB,
+  epsilon REAL NOT NULL,
+  created_unix INTEGER NOT NULL,
+  UNIQUE (dataset_id, idempotency_key)
+);
+CREATE TABLE ledger_events (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  dataset_id TEXT NOT NULL REFERENCES datasets(id),
+  release_id TEXT,
+  kind TEXT NOT NULL,
+  description TEXT NOT NULL,
+  relation INTEGER NOT NULL,
+  rdp BLOB NOT NULL,
+  plain_gaussian INTEGER NOT NULL,
+  inverse_variance_sum REAL NOT NULL,
+  epsilon_alone REAL NOT NULL,
+  refund_of INTEGER REFERENCES ledger_events(id),
+  created_unix INTEGER NOT NULL
+);
+CREATE INDEX ledger_events_by_dataset ON ledger_events(dataset_id, id);
+-- The ledger is append-only: a refund is a new row, never an edit.
+CREATE TRIGGER ledger_events_no_update BEFORE UPDATE ON ledger_events
+  BEGIN SELECT RAISE(ABORT, 'ledger events are append-only'); END;
+CREATE TRIGGER ledger_events_no_delete BEFORE DELETE ON ledger_events
+  BEGIN SELECT RAISE(ABORT, 'ledger events are append-only'); END;
+-- Running totals so that admission is O(grid), not O(history).
+CREATE TABLE ledger_totals (
+  dataset_id TEXT PRIMARY KEY REFERENCES datasets(id),
+  state BLOB NOT NULL,
+  event_count INTEGER NOT NULL
+);
+)sql",
+};
+
+std::string EncodeCells(const data::Table& rows) {
+  // Row-major little-endian doubles (x86-64 and aarch64 are little-endian).
+  const Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> row_major =
+      rows.cells;
+  std::string bytes(row_major.size() * sizeof(double), '\0');
+  std::memcpy(bytes.data(), row_major.data(), bytes.size());
+  return bytes;
+}
+
+v1::Dataset DatasetFromRow(const Statement& row) {
+  v1::Dataset dataset;
+  dataset.set_id(row.ColumnText(0));
+  dataset.set_name(row.ColumnText(1));
+  dataset.mutable_schema()->ParseFromString(row.ColumnBlob(2));
+  dataset.set_schema_fingerprint(row.ColumnText(3));
+  dataset.mutable_budget()->set_epsilon(row.ColumnDouble(4));
+  dataset.mutable_budget()->set_delta(row.ColumnDouble(5));
+  dataset.set_relation(static_cast<v1::NeighbouringRelation>(row.ColumnInt(6)));
+  dataset.set_row_count(row.ColumnInt(7));
+  dataset.set_sealed(row.ColumnInt(8) != 0);
+  dataset.set_created_unix(row.ColumnInt(9));
+  return dataset;
+}
+
+constexpr const char* kDatasetColumns =
+    "id, name, schema, schema_fingerprint, epsilon_cap, delta, relation, row_count, sealed, "
+    "created_unix";
+
+}  // namespace
+
+std::string NewId(const std::string& prefix) {
+  return absl::StrFormat("%s_%016x%016x", prefix, privacy::SecureRandomU64(),
+                         privacy::SecureRandomU64());
+}
+
+int64_t UnixNow() {
+  return std::chrono::duration_cast<std::chrono::seconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& path) {
+  DPC_ASSIGN_OR_RETURN(auto db, Database::Open(path));
+  std::unique_ptr<Store> store(new Store(std::move(db)));
+  DPC_RETURN_IF_ERROR(store->Migrate());
+  return store;
+}
+
+absl::Status Store::Migrate() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  DPC_RETURN_IF_ERROR(db_->Exec("CREATE TABLE IF NOT EXISTS schema_migrations ("
+                                "version INTEGER PRIMARY KEY, applied_unix INTEGER NOT NULL)"));
+  DPC_ASSIGN_OR_RETURN(auto query, db_->Prepare("SELECT COALESCE(MAX(version), 0) FROM "
+                                                "schema_migrations"));
+  DPC_ASSIGN_OR_RETURN(bool has_row, query.Step());
+  int version = has_row ? static_cast<int>(query.ColumnInt(0)) : 0;
+  constexpr int kLatest = static_cast<int>(std::size(kMigrations));
+  if (version > kLatest) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "database schema version ", version, " is newer than this server (", kLatest,
+        "); upgrade the server"));
+  }
+  for (int next = version + 1; next <= kLatest; ++next) {
+    DPC_ASSIGN_OR_RETURN(auto transaction, Transaction::BeginImmediate(db_.get()));
+    DPC_RETURN_IF_ERROR(db_->Exec(kMigrations[next - 1]));
+    DPC_ASSIGN_OR_RETURN(auto record, db_->Prepare("INSERT INTO schema_migrations VALUES (?, ?)"));
+    DPC_RETURN_IF_ERROR(record.Bind(1, int64_t{next}).Bind(2, UnixNow()).Run());
+    DPC_RETURN_IF_ERROR(transaction.Commit());
+    version = next;
+  }
+  schema_version_ = version;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<v1::Dataset> Store::CreateDataset(const v1::CreateDatasetRequest& request) {
+  DPC_ASSIGN_OR_RETURN(data::Schema schema, SchemaFromProto(request.schema()));
+  std::lock_guard<std::mutex> lock(mutex_);
+  const std::string id = NewId("ds");
+  const int64_t now = UnixNow();
+  const v1::TableSchema canonical = SchemaToProto(schema);
+  DPC_ASSIGN_OR_RETURN(auto transaction, Transaction::BeginImmediate(db_.get()));
+  DPC_ASSIGN_OR_RETURN(
+      auto insert,
+      db_->Prepare(absl::StrCat("INSERT INTO datasets (", kDatasetColumns,
+                                ") VALUES (?, ?, ?, ?, ?, ?, ?, 0, 0, ?)")));
+  const v1::NeighbouringRelation relation =
+      request.relation() == v1::REPLACE_ONE ? v1::REPLACE_ONE : v1::ADD_REMOVE;
+  DPC_RETURN_IF_ERROR(insert.Bind(1, id)
+                          .Bind(2, request.name())
+                          .BindBlob(3, canonical.SerializeAsString())
+                          .Bind(4, schema.FingerprintHex())
+                          .Bind(5, request.budget().epsilon())
+                          .Bind(6, request.budget().delta())
+                          .Bind(7, int64_t{relation})
+                          .Bind(8, now)
+                          .Run());
+  DPC_RETURN_IF_ERROR(transaction.Commit());
+  return GetDatasetLocked(id);
+}
+
+absl::StatusOr<v1::Dataset> Store::GetDataset(const std::string& dataset_id) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return GetDatasetLocked(dataset_id);
+}
+
+absl::StatusOr<v1::Dataset> Store::GetDatasetLocked(const std::string& dataset_id) {
+  DPC_ASSIGN_OR_RETURN(auto query, db_->Prepare(absl::StrCat("SELECT ", kDatasetColumns,
+                                                             " FROM datasets WHERE id = ?")));
+  query.Bind(1, dataset_id);
+  DPC_ASSIGN_OR_RETURN(bool found, query.Step());
+  if (!found) {
+    return absl::NotFoundError(absl::StrCat("no dataset '", dataset_id,
+                                            "' (list them with `dpcurator datasets`)"));
+  }
+  return DatasetFromRow(query);
+}
+
+absl::StatusOr<std::vector<v1::Dataset>> Store::ListDatasets() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  DPC_ASSIGN_OR_RETURN(auto query, db_->Prepare(absl::StrCat("SELECT ", kDatasetColumns,
+                                                             " FROM datasets ORDER BY created_unix, id")));
+  std::vector<v1::Dataset> datasets;
+  while (true) {
+    DPC_ASSIGN_OR_RETURN(bool row, query.Step());
+    if (!row) break;
+    datasets.push_back(DatasetFromRow(query));
+  }
+  return datasets;
+}
+
+absl::StatusOr<int64_t> Store::AppendRows(const std::string& dataset_id,
+                                          const data::Table& rows) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  DPC_ASSIGN_OR_RETURN(auto transaction, Transaction::BeginImmediate(db_.get()));
+  DPC_ASSIGN_OR_RETURN(v1::Dataset dataset, GetDatasetLocked(dataset_id));
+  if (dataset.sealed()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "dataset '", dataset_id,
+        "' is sealed: a release has been made from its rows; create a new dataset to add data"));
+  }
+  if (rows.cells.cols() != dataset.schema().columns_size()) {
+    return absl::InvalidArgumentError("row chunk does not match the dataset's schema");
+  }
+  DPC_ASSIGN_OR_RETURN(auto next_chunk,
+                       db_->Prepare("SELECT COALESCE(MAX(chunk), -1) + 1 FROM row_chunks "
+                                    "WHERE dataset_id = ?"));
+  next_chunk.Bind(1, dataset_id);
+  DPC_ASSIGN_OR_RETURN(bool has_row, next_chunk.Step());
+  const int64_t chunk = has_row ? next_chunk.ColumnInt(0) : 0;
+  DPC_ASSIGN_OR_RETURN(auto insert, db_->Prepare("INSERT INTO row_chunks VALUES (?, ?, ?, ?)"));
+  DPC_RETURN_IF_ERROR(insert.Bind(1, dataset_id)
+                          .Bind(2, chunk)
+                          .Bind(3, static_cast<int64_t>(rows.num_rows()))
+                          .BindBlob(4, EncodeCells(rows))
+                          .Run());
+  DPC_ASSIGN_OR_RETURN(auto update,
+                       db_->Prepare("UPDATE datasets SET row_count = row_count + ? WHERE id = ?"));
+  DPC_RETURN_IF_ERROR(update.Bind(1, static_cast<int64_t>(rows.num_rows())).Bind(2, dataset_id).Run());
+  DPC_RETURN_IF_ERROR(transaction.Commit());
+  return dataset.row_count() + rows.num_rows();
+}
+
+absl::StatusOr<data::Table> Store::LoadRows(const std::string& dataset_id,
+                                            const data::Schema& schema) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  DPC_ASSIGN_OR_RETURN(auto query, db_->Prepare("SELECT num_rows, cells FROM row_chunks WHERE "
+                                                "dataset_id = ? ORDER BY chunk"));
+  query.Bind(1, dataset_id);
+  const int columns = schema.num_columns();
+  std::vector<double> values;
+  int64_t total_rows = 0;
+  while (true) {
+    DPC_ASSIGN_OR_RETURN(bool row, query.Step());
+    if (!row) break;
+    const int64_t num_rows = query.ColumnInt(0);
+    const std::string blob = query.ColumnBlob(1);
+    if (blob.size() != static_cast<size_t>(num_rows * columns) * sizeof(double)) {
+      return absl::DataLossError(absl::StrCat("row chunk of dataset '", dataset_id,
+                                              "' has the wrong size; run the integrity check"));
+    }
+    const size_t old_size = values.size();
+    values.resize(old_size + num_rows * columns);
+    std::memcpy(values.data() + old_size, blob.data(), blob.size());
+    total_rows += num_rows;
+  }
+  data::Table table;
+  table.cells = Eigen::Map<const Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic,
+                                               Eigen::RowMajor>>(values.data(), total_rows,
+                                                                 columns);
+  return table;
+}
+
+absl::StatusOr<std::vector<std::string>> Store::CheckIntegrity() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<std::string> problems;
+  DPC_ASSIGN_OR_RETURN(auto check, db_->Prepare("PRAGMA integrity_check"));
+  while (true) {
+    DPC_ASSIGN_OR_RETURN(bool row, check.Step());
+    if (!row) break;
+    const std::string line = check.ColumnText(0);
+    if (line != "ok") problems.push_back(absl::StrCat("sqlite: ", line));
+  }
+  // Every delivered artefact has its charge: a DONE release has a ledger event.
+  DPC_ASSIGN_OR_RETURN(auto uncharged,
+                       db_->Prepare("SELECT r.id FROM releases r WHERE r.status = 'DONE' AND NOT "
+                                    "EXISTS (SELECT 1 FROM ledger_events e WHERE e.release_id = "
+                                    "r.id AND e.refund_of IS NULL)"));
+  while (true) {
+    DPC_ASSIGN_OR_RETURN(bool row, uncharged.Step());
+    if (!row) break;
+    problems.push_back(absl::StrCat("release ", uncharged.ColumnText(0), " has no ledger event"));
+  }
+  // Row counts agree with the stored chunks.
+  DPC_ASSIGN_OR_RETURN(auto counts,
+                       db_->Prepare("SELECT d.id, d.row_count, COALESCE((SELECT SUM(num_rows) "
+                                    "FROM row_chunks c WHERE c.dataset_id = d.id), 0) FROM "
+                                    "datasets d"));
+  while (true) {
+    DPC_ASSIGN_OR_RETURN(bool row, counts.Step());
+    if (!row) break;
+    if (counts.ColumnInt(1) != counts.ColumnInt(2)) {
+      problems.push_back(absl::StrCat("dataset ", counts.ColumnText(0), " row_count ",
+                                      counts.ColumnInt(1), " != stored rows ",
+                                      counts.ColumnInt(2)));
+    }
+  }
+  return problems;
+}
+
+}  // namespace dpcurator::server

@@ -1,0 +1,63 @@
+#ifndef DPCURATOR_SERVER_STORE_H_
+#define DPCURATOR_SERVER_STORE_H_
+
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "core/data/schema.h"
+#include "core/data/table.h"
+#include "dpcurator/v1/dpcurator.pb.h"
+#include "server/sqlite.h"
+
+namespace dpcurator::server {
+
+// The server's durable state in one SQLite file: datasets and their rows
+// (stored encoded: one blob of doubles per uploaded chunk), releases and the
+// ledger (server/ledger.h). Schema changes are numbered migrations applied at
+// open. Every method is safe to call from several threads: one connection,
+// serialised by mutex(); SQLite's own locking (BEGIN IMMEDIATE, busy timeout)
+// orders writers across processes.
+class Store {
+ public:
+  static absl::StatusOr<std::unique_ptr<Store>> Open(const std::string& path);
+
+  // The schema version after migrations.
+  int schema_version() const { return schema_version_; }
+
+  absl::StatusOr<v1::Dataset> CreateDataset(const v1::CreateDatasetRequest& request);
+  absl::StatusOr<v1::Dataset> GetDataset(const std::string& dataset_id);
+  absl::StatusOr<std::vector<v1::Dataset>> ListDatasets();
+
+  // Appends parsed rows as one chunk, in one transaction. Refused once the
+  // dataset is sealed (its first release fixes the data that was released).
+  absl::StatusOr<int64_t> AppendRows(const std::string& dataset_id, const data::Table& rows);
+  // Every stored row of the dataset, in upload order.
+  absl::StatusOr<data::Table> LoadRows(const std::string& dataset_id, const data::Schema& schema);
+
+  // Runs PRAGMA integrity_check and the ledger's own invariants; returns the
+  // problems found (empty when clean).
+  absl::StatusOr<std::vector<std::string>> CheckIntegrity();
+
+  Database* db() { return db_.get(); }
+  std::mutex& mutex() { return mutex_; }
+
+ private:
+  explicit Store(std::unique_ptr<Database> db) : db_(std::move(db)) {}
+  absl::Status Migrate();
+  absl::StatusOr<v1::Dataset> GetDatasetLocked(const std::string& dataset_id);
+
+  std::unique_ptr<Database> db_;
+  std::mutex mutex_;
+  int schema_version_ = 0;
+};
+
+// Random identifier with a prefix, e.g. "ds_3f9a..." (128 bits, OpenSSL).
+std::string NewId(const std::string& prefix);
+int64_t UnixNow();
+
+}  // namespace dpcurator::server
+
+#endif  // DPCURATOR_SERVER_STORE_H_
