@@ -168,10 +168,10 @@ int RunEval(const ParsedArgs& args) {
 }
 
 std::vector<OptionSpec> TrainerOptionSpecs() {
-  return {{"steps", "2000", "generator updates"},
-          {"batch-size", "2048", "generated rows per update"},
+  return {{"steps", "1000", "generator updates"},
+          {"batch-size", "1024", "generated rows per update"},
           {"learning-rate", "0.002", "Adam learning rate (decays linearly to a tenth)"},
-          {"hidden", "256,256", "generator hidden layer widths"},
+          {"hidden", "128,128", "generator hidden layer widths"},
           {"noise-dim", "16", "generator latent dimension"},
           {"seed", "1", "seed of the generator's public randomness"},
           {"quiet", "", "no progress line", true}};

@@ -4,7 +4,9 @@
 
 #include <cstdio>
 #include <fstream>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
@@ -28,8 +30,20 @@ int main(int argc, char** argv) {
       "the dpcurator data-curator server: holds datasets, answers only with differentially "
       "private releases charged to a SQLite budget ledger.\n\n"
       "  dpcurator-server --db curator.db --tokens tokens.txt --tls-cert cert.pem --tls-key key.pem\n"
-      "  dpcurator-server --db dev.db --tokens tokens.txt --insecure-dev   # plaintext, dev only");
-  absl::ParseCommandLine(argc, argv);
+      "  dpcurator-server --db dev.db --tokens tokens.txt --insecure-dev   # plaintext, dev only\n\n"
+      "Flags may be written with hyphens or underscores (--insecure-dev, --insecure_dev).");
+  // Accept --insecure-dev as well as --insecure_dev: flag names are written
+  // with hyphens in the docs, Abseil spells them with underscores.
+  std::vector<std::string> normalised(argv, argv + argc);
+  for (size_t i = 1; i < normalised.size(); ++i) {
+    std::string& arg = normalised[i];
+    if (arg.rfind("--", 0) != 0) continue;
+    const size_t end = std::min(arg.find('='), arg.size());
+    for (size_t j = 2; j < end; ++j) arg[j] = arg[j] == '-' ? '_' : arg[j];
+  }
+  std::vector<char*> normalised_argv;
+  for (auto& arg : normalised) normalised_argv.push_back(arg.data());
+  absl::ParseCommandLine(static_cast<int>(normalised_argv.size()), normalised_argv.data());
 
   // Block SIGTERM/SIGINT in every thread; one thread waits for them.
   sigset_t signals;

@@ -53,6 +53,14 @@ absl::StatusOr<LabelledEmbeddingAccumulator> AccumulateEmbedding(
                                                    " columns, the feature map expects ",
                                                    feature_map.input_dim()));
   }
+  // Labels are read block by block below: a label vector of the wrong length
+  // would be read past its end (or silently truncated).
+  if (labels.size() != encoded.rows()) {
+    return absl::InvalidArgumentError(absl::StrCat("embedding needs one label per row, got ",
+                                                   labels.size(), " labels for ",
+                                                   encoded.rows(), " rows"));
+  }
+  DPC_RETURN_IF_ERROR(ValidatePositiveInt(block_rows, "Block size"));
   LabelledEmbeddingAccumulator accumulator(feature_map.output_dim(), num_classes);
   Eigen::MatrixXd features;
   for (int64_t start = 0; start < encoded.rows(); start += block_rows) {

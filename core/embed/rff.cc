@@ -33,11 +33,13 @@ absl::StatusOr<RandomFourierFeatureMap> RandomFourierFeatureMap::Create(
   map.categorical_dim_ = layout.categorical_dim;
   map.num_categorical_columns_ = layout.num_categorical_columns();
   map.num_frequencies_ = options.num_frequencies;
+  // Only the documented sentinels select the defaults; NaN reaches the
+  // validation below and is refused.
   map.length_scale_ =
-      options.length_scale > 0 ? options.length_scale : DefaultLengthScale(layout);
+      options.length_scale <= 0 ? DefaultLengthScale(layout) : options.length_scale;
   DPC_RETURN_IF_ERROR(ValidateFinitePositive(map.length_scale_, "Length-scale"));
   double weight =
-      options.numeric_weight >= 0 ? options.numeric_weight : DefaultNumericWeight(layout);
+      options.numeric_weight < 0 ? DefaultNumericWeight(layout) : options.numeric_weight;
   DPC_RETURN_IF_ERROR(ValidateInUnitInterval(weight, "Numeric weight"));
   // A block that does not exist gets no share of the norm.
   if (layout.numeric_dim == 0) weight = 0.0;

@@ -15,9 +15,9 @@ namespace dpcurator::train {
 
 struct EmbeddingTrainerOptions {
   // Generator updates (DP-MERF's tabular "epochs" are single steps).
-  int steps = 2000;
+  int steps = 1000;
   // Generated rows per step, split over classes by the released weights.
-  int batch_size = 2048;
+  int batch_size = 1024;
   double learning_rate = 2e-3;
   // The learning rate decays linearly to this fraction over the run.
   double final_learning_rate_fraction = 0.1;

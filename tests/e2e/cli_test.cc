@@ -1,0 +1,114 @@
+// End-to-end: the installed command line, as a user runs it.
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <string>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+namespace {
+
+struct CliRun {
+  int exit_code;
+  std::string output;  // stdout only
+};
+
+CliRun RunCli(const std::string& arguments) {
+  const std::string command = std::string(DPC_CLI) + " " + arguments + " 2>/dev/null";
+  FILE* pipe = popen(command.c_str(), "r");
+  EXPECT_NE(pipe, nullptr);
+  std::string output;
+  std::array<char, 4096> buffer;
+  size_t read;
+  while ((read = fread(buffer.data(), 1, buffer.size(), pipe)) > 0) output.append(buffer.data(), read);
+  const int status = pclose(pipe);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
+}
+
+nlohmann::json RunJson(const std::string& arguments) {
+  CliRun run = RunCli(arguments);
+  EXPECT_EQ(run.exit_code, 0) << arguments;
+  return nlohmann::json::parse(run.output);
+}
+
+// PRIVACY.md test vectors through the CLI (issue "spine", done-when list).
+TEST(CliPrivacyTest, EpsilonOfOneGaussian) {
+  auto out = RunJson("privacy epsilon --noise-multiplier 1 --delta 1e-5 --json");
+  EXPECT_NEAR(out["epsilon_rdp"].get<double>(), 4.72851, 1e-5);
+  EXPECT_NEAR(out["epsilon_exact"].get<double>(), 4.37718, 1e-5);
+  EXPECT_NEAR(out["epsilon"].get<double>(), 4.37718, 1e-5);
+  EXPECT_TRUE(out.contains("optimal_order"));
+}
+
+TEST(CliPrivacyTest, CalibrateIsConservativeAndTight) {
+  auto out = RunJson("privacy calibrate --epsilon 1 --delta 1e-5 --json");
+  const double s = out["noise_multiplier"].get<double>();
+  EXPECT_GE(s, 3.73063 - 1e-5);
+  EXPECT_LE(s, 3.73063 + 1e-3);
+  EXPECT_LE(out["epsilon"].get<double>(), 1.0);
+}
+
+TEST(CliPrivacyTest, SubsampledGaussianBothRelations) {
+  auto poisson = RunJson(
+      "privacy epsilon --noise-multiplier 1.1 --sampling-rate 0.01 --steps 10000 --delta 1e-5 "
+      "--json");
+  EXPECT_NEAR(poisson["epsilon"].get<double>(), 5.632, 1e-3);
+  EXPECT_FALSE(poisson.contains("epsilon_exact"));
+  auto wor = RunJson(
+      "privacy epsilon --noise-multiplier 1.1 --sampling-rate 0.01 --steps 10000 --delta 1e-5 "
+      "--relation replace-one --json");
+  EXPECT_NEAR(wor["epsilon"].get<double>(), 11.77, 1e-2);
+}
+
+TEST(CliPrivacyTest, DeltaInvertsEpsilon) {
+  auto eps = RunJson("privacy epsilon --noise-multiplier 2 --steps 3 --delta 1e-6 --json");
+  auto delta = RunJson("privacy delta --noise-multiplier 2 --steps 3 --epsilon " +
+                       std::to_string(eps["epsilon"].get<double>() + 1e-9) + " --json");
+  EXPECT_LE(delta["delta"].get<double>(), 1.0001e-6);
+  EXPECT_GE(delta["delta"].get<double>(), 0.9e-6);
+}
+
+TEST(CliUsageTest, HelpAndErrors) {
+  CliRun help = RunCli("--help");
+  EXPECT_EQ(help.exit_code, 0);
+  EXPECT_NE(help.output.find("demo"), std::string::npos);
+  CliRun command_help = RunCli("privacy epsilon --help");
+  EXPECT_EQ(command_help.exit_code, 0);
+  EXPECT_NE(command_help.output.find("--noise-multiplier"), std::string::npos);
+  EXPECT_EQ(RunCli("privacy epsilon --delta 1e-5 --bogus 3").exit_code, 2);
+  EXPECT_EQ(RunCli("no-such-command").exit_code, 2);
+  EXPECT_NE(RunCli("privacy epsilon --noise-multiplier -1 --delta 1e-5").exit_code, 0);
+}
+
+// The main job, shortened: local server, upload, release, train, sample, eval.
+TEST(CliDemoTest, DemoRunsEndToEnd) {
+  auto out = RunJson("demo --rows 3000 --steps 150 --json");
+  EXPECT_NEAR(out["epsilon_spent"].get<double>(), 1.0, 1e-6);
+  EXPECT_NEAR(out["epsilon_remaining"].get<double>(), 2.0, 1e-6);
+  const auto& utility = out["evaluation"]["utility"];
+  ASSERT_GE(utility.size(), 2u);
+  for (const auto& row : utility) {
+    EXPECT_GT(row["roc_auc"].get<double>(), 0.5) << row.dump();
+  }
+}
+
+// The Adult benchmark's acceptance bar at (1, 1e-5), on the shared data as
+// the files are: logistic-regression TSTR ROC-AUC (from scores) >= 0.80.
+TEST(CliAdultTest, MerfAtEpsilonOneBeatsPointEight) {
+  const std::string data = std::string(DPC_SOURCE_DIR) + "/../shared/data/adult/";
+  auto out = RunJson(std::string("demo --schema ") + DPC_SOURCE_DIR +
+                     "/schemas/adult.schema.json --train-csv " + data +
+                     "adult.data --test-csv " + data + "adult.test --epsilon 1 --delta 1e-5 --json");
+  double lr_auc = 0;
+  for (const auto& row : out["evaluation"]["utility"]) {
+    if (row["classifier"] == "logistic_regression" && row["train_source"] == "synthetic") {
+      lr_auc = row["roc_auc"].get<double>();
+    }
+  }
+  EXPECT_GE(lr_auc, 0.80);
+  EXPECT_EQ(out["evaluation"]["real_test_rows"].get<int>(), 16281);
+}
+
+}  // namespace
