@@ -13,6 +13,7 @@ std::vector<Command> DatasetCommands();   // datasets create|list, upload, budge
 std::vector<Command> ReleaseCommands();   // release, releases
 std::vector<Command> ModelCommands();     // train merf, sample, eval
 std::vector<Command> DemoCommands();      // demo
+std::vector<Command> SessionCommands();   // session open|step|close|show
 
 }  // namespace dpcurator::client
 

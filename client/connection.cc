@@ -52,6 +52,7 @@ absl::StatusOr<Connection> Connection::FromArgs(const ParsedArgs& args) {
   connection.channel_ = grpc::CreateCustomChannel(connection.address_, credentials, channel_args);
   connection.datasets_ = v1::DatasetService::NewStub(connection.channel_);
   connection.releases_ = v1::ReleaseService::NewStub(connection.channel_);
+  connection.sessions_ = v1::SessionService::NewStub(connection.channel_);
   return connection;
 }
 
@@ -67,6 +68,7 @@ Connection Connection::Plaintext(const std::string& address, const std::string& 
       grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), channel_args);
   connection.datasets_ = v1::DatasetService::NewStub(connection.channel_);
   connection.releases_ = v1::ReleaseService::NewStub(connection.channel_);
+  connection.sessions_ = v1::SessionService::NewStub(connection.channel_);
   return connection;
 }
 

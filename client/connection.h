@@ -25,6 +25,7 @@ class Connection {
   std::unique_ptr<grpc::ClientContext> NewContext() const;
   v1::DatasetService::Stub& datasets() { return *datasets_; }
   v1::ReleaseService::Stub& releases() { return *releases_; }
+  v1::SessionService::Stub& sessions() { return *sessions_; }
   const std::string& address() const { return address_; }
 
  private:
@@ -34,6 +35,7 @@ class Connection {
   std::shared_ptr<grpc::Channel> channel_;
   std::shared_ptr<v1::DatasetService::Stub> datasets_;
   std::shared_ptr<v1::ReleaseService::Stub> releases_;
+  std::shared_ptr<v1::SessionService::Stub> sessions_;
 };
 
 // A gRPC status as an absl::Status whose message names the server.

@@ -127,6 +127,14 @@ int RunBudget(const ParsedArgs& args) {
                                {"epsilon_alone", e.epsilon_alone()},
                                {"refund_of", e.refund_of()}});
     }
+    out["sessions"] = nlohmann::json::array();
+    for (const auto& session : report.sessions()) {
+      out["sessions"].push_back({{"session_id", session.id()},
+                                 {"state", session.state()},
+                                 {"steps_reserved", session.steps_reserved()},
+                                 {"steps_used", session.steps_used()},
+                                 {"epsilon_reserved", session.epsilon_reserved()}});
+    }
     std::printf("%s\n", out.dump(2).c_str());
     return 0;
   }
@@ -147,6 +155,16 @@ int RunBudget(const ParsedArgs& args) {
     std::printf("%5lld  %-20s  %-14s  %10.4f  %s  %s\n", static_cast<long long>(e.id()), when,
                 e.kind().c_str(), e.epsilon_alone(), e.description().c_str(),
                 e.release_id().c_str());
+  }
+  if (report.sessions_size() > 0) {
+    std::printf("\nsessions (reservations; closing returns the steps not run)\n");
+    std::printf("%-38s %-10s %10s %10s %12s\n", "session", "state", "reserved", "used",
+                "eps reserved");
+    for (const auto& session : report.sessions()) {
+      std::printf("%-38s %-10s %10lld %10lld %12.4f\n", session.id().c_str(),
+                  session.state().c_str(), static_cast<long long>(session.steps_reserved()),
+                  static_cast<long long>(session.steps_used()), session.epsilon_reserved());
+    }
   }
   return 0;
 }

@@ -14,7 +14,8 @@ using dpcurator::client::Command;
 std::vector<Command> AllCommands() {
   std::vector<Command> all;
   for (auto group : {dpcurator::client::DemoCommands(), dpcurator::client::DatasetCommands(),
-                     dpcurator::client::ReleaseCommands(), dpcurator::client::ModelCommands(),
+                     dpcurator::client::ReleaseCommands(), dpcurator::client::SessionCommands(),
+                     dpcurator::client::ModelCommands(),
                      dpcurator::client::PrivacyCommands()}) {
     for (auto& command : group) all.push_back(std::move(command));
   }

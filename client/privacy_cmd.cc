@@ -166,6 +166,48 @@ int RunCalibrate(const ParsedArgs& args) {
     return ReportError(absl::InvalidArgumentError(
         "calibrate supports --mechanism gaussian (Laplace: b = sensitivity / epsilon)"));
   }
+  const std::string solve = args.Get("solve");
+  if (solve == "steps" || solve == "sampling-rate") {
+    // The other unknowns: the largest steps or sampling rate within target.
+    auto s = args.GetDouble("noise-multiplier");
+    if (!s.ok()) return ReportError(s.status());
+    const auto scheme = *relation == privacy::NeighbouringRelation::kAddRemove
+                            ? privacy::SamplingScheme::kPoisson
+                            : privacy::SamplingScheme::kWithoutReplacement;
+    nlohmann::json out;
+    if (solve == "steps") {
+      auto q = args.GetDouble("sampling-rate");
+      if (!q.ok()) return ReportError(q.status());
+      auto max_steps = privacy::MaxSteps(scheme, *q, *s, *epsilon, *delta);
+      if (!max_steps.ok()) return ReportError(max_steps.status());
+      out["steps"] = *max_steps;
+      out["sampling_rate"] = *q;
+    } else {
+      auto max_rate = privacy::MaxSamplingRate(scheme, *s, *steps, *epsilon, *delta);
+      if (!max_rate.ok()) return ReportError(max_rate.status());
+      out["sampling_rate"] = *max_rate;
+      out["steps"] = *steps;
+    }
+    out["noise_multiplier"] = *s;
+    out["target_epsilon"] = *epsilon;
+    out["delta"] = *delta;
+    if (args.Flag("json")) {
+      std::printf("%s\n", out.dump(2).c_str());
+    } else if (solve == "steps") {
+      std::printf("at most %lld steps at q=%g, s=%g stay within epsilon %g (delta %g)\n",
+                  static_cast<long long>(out["steps"].get<int64_t>()),
+                  out["sampling_rate"].get<double>(), *s, *epsilon, *delta);
+    } else {
+      std::printf("sampling rate at most %.6g for %lld steps at s=%g within epsilon %g (delta %g)\n",
+                  out["sampling_rate"].get<double>(), static_cast<long long>(*steps), *s,
+                  *epsilon, *delta);
+    }
+    return 0;
+  }
+  if (solve != "noise-multiplier") {
+    return ReportError(absl::InvalidArgumentError(
+        "--solve must be noise-multiplier, steps or sampling-rate"));
+  }
   absl::StatusOr<double> noise_multiplier;
   if (args.Has("sampling-rate")) {
     auto q = args.GetDouble("sampling-rate");
@@ -262,10 +304,16 @@ std::vector<Command> PrivacyCommands() {
     c.description =
         "Finds the noise multiplier conservatively: the returned value always gives epsilon\n"
         "<= target under the ledger's accountant.\n\n"
-        "  dpcurator privacy calibrate --epsilon 1 --delta 1e-5";
+        "  dpcurator privacy calibrate --epsilon 1 --delta 1e-5\n"
+        "  dpcurator privacy calibrate --solve steps --epsilon 3 --delta 1e-5 "
+        "--noise-multiplier 1.1 --sampling-rate 0.01";
     c.options = MechanismOptions();
     c.options.push_back({"epsilon", "", "target epsilon", false, true});
     c.options.push_back({"delta", "", "target delta", false, true});
+    c.options.push_back({"solve", "noise-multiplier",
+                         "what to find: noise-multiplier | steps (largest T; needs "
+                         "--noise-multiplier, --sampling-rate) | sampling-rate (largest q; needs "
+                         "--noise-multiplier, --steps)"});
     c.run = RunCalibrate;
     commands.push_back(c);
   }

@@ -37,6 +37,10 @@ const std::vector<MethodRule>& Rules() {
       {"/dpcurator.v1.ReleaseService/RequestRelease", {Role::kAnalyst}},
       {"/dpcurator.v1.ReleaseService/GetRelease", {Role::kAnalyst}},
       {"/dpcurator.v1.ReleaseService/ListReleases", {Role::kAnalyst, Role::kCurator}},
+      {"/dpcurator.v1.SessionService/OpenSession", {Role::kAnalyst}},
+      {"/dpcurator.v1.SessionService/Step", {Role::kAnalyst}},
+      {"/dpcurator.v1.SessionService/CloseSession", {Role::kAnalyst}},
+      {"/dpcurator.v1.SessionService/GetSession", {Role::kAnalyst}},
   };
   return *rules;
 }

@@ -2,6 +2,8 @@
 
 #include <grpcpp/health_check_service_interface.h>
 
+#include <algorithm>
+#include <cstdio>
 #include <fstream>
 #include <sstream>
 
@@ -58,6 +60,8 @@ absl::StatusOr<std::unique_ptr<CuratorServer>> CuratorServer::Start(const Server
       server->store_.get(), server->ledger_.get(), server->authorizer_.get());
   server->release_service_ = std::make_unique<ReleaseServiceImpl>(
       server->store_.get(), server->ledger_.get(), server->authorizer_.get());
+  server->session_service_ = std::make_unique<SessionServiceImpl>(
+      server->store_.get(), server->ledger_.get(), server->authorizer_.get());
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::ServerBuilder builder;
@@ -66,6 +70,7 @@ absl::StatusOr<std::unique_ptr<CuratorServer>> CuratorServer::Start(const Server
   builder.SetMaxSendMessageSize(options.max_message_bytes);
   builder.RegisterService(server->dataset_service_.get());
   builder.RegisterService(server->release_service_.get());
+  builder.RegisterService(server->session_service_.get());
   std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;
   interceptors.push_back(server->authorizer_->MakeInterceptorFactory());
   builder.experimental().SetInterceptorCreators(std::move(interceptors));
@@ -76,12 +81,31 @@ absl::StatusOr<std::unique_ptr<CuratorServer>> CuratorServer::Start(const Server
                      "' (address in use, or not host:port?)"));
   }
   server->server_->GetHealthCheckService()->SetServingStatus(true);
+  // Abandoned sessions: checked at a tenth of the timeout (1 s to 60 s).
+  const int64_t timeout = std::max<int64_t>(options.session_idle_timeout_seconds, 1);
+  const auto period = std::chrono::seconds(std::clamp<int64_t>(timeout / 10, 1, 60));
+  CuratorServer* self = server.get();
+  server->reaper_ = std::thread([self, timeout, period] {
+    std::unique_lock<std::mutex> lock(self->reaper_mutex_);
+    while (!self->reaper_wake_.wait_for(lock, period, [self] { return self->stopping_; })) {
+      auto closed = self->ledger_->CloseIdleSessions(timeout);
+      if (closed.ok() && *closed > 0) {
+        std::fprintf(stderr, "event=sessions_abandoned count=%d\n", *closed);
+      }
+    }
+  });
   return server;
 }
 
 void CuratorServer::Shutdown(std::chrono::milliseconds grace) {
   if (shut_down_) return;
   shut_down_ = true;
+  {
+    std::lock_guard<std::mutex> lock(reaper_mutex_);
+    stopping_ = true;
+  }
+  reaper_wake_.notify_all();
+  if (reaper_.joinable()) reaper_.join();
   server_->GetHealthCheckService()->SetServingStatus(false);
   server_->Shutdown(std::chrono::system_clock::now() + grace);
   server_->Wait();

@@ -4,6 +4,9 @@
 #include <grpcpp/grpcpp.h>
 
 #include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
 #include <memory>
 #include <string>
 
@@ -25,6 +28,9 @@ struct ServerOptions {
   std::string tls_key_path;
   // Largest message accepted, in bytes.
   int max_message_bytes = 64 << 20;
+  // An open session with no step for this long is closed and its unused
+  // budget returned (ABANDONED).
+  int64_t session_idle_timeout_seconds = 3600;
 };
 
 // The curator server: store, ledger, services, health, interceptor, wired
@@ -50,6 +56,12 @@ class CuratorServer {
   std::unique_ptr<Authorizer> authorizer_;
   std::unique_ptr<DatasetServiceImpl> dataset_service_;
   std::unique_ptr<ReleaseServiceImpl> release_service_;
+  std::unique_ptr<SessionServiceImpl> session_service_;
+  // Closes idle sessions; stopped by Shutdown().
+  std::thread reaper_;
+  std::mutex reaper_mutex_;
+  std::condition_variable reaper_wake_;
+  bool stopping_ = false;
   std::unique_ptr<grpc::Server> server_;
   std::vector<std::string> integrity_problems_;
   int port_ = 0;

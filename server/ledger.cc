@@ -18,6 +18,29 @@ namespace {
 
 std::string Num(double value) { return absl::StrFormat("%.17g", value); }
 
+constexpr absl::string_view kRefundSeparator = " refunded: ";
+
+constexpr const char* kSessionColumns =
+    "id, dataset_id, params, state, steps_reserved, noise_multiplier, epsilon_reserved, "
+    "created_unix, last_activity_unix, (SELECT COUNT(*) FROM session_steps s WHERE "
+    "s.session_id = sessions.id), step_event, reserve_event_id";
+
+v1::Session SessionFromRow(const Statement& row) {
+  v1::Session session;
+  session.set_id(row.ColumnText(0));
+  session.set_dataset_id(row.ColumnText(1));
+  session.mutable_params()->ParseFromString(row.ColumnBlob(2));
+  session.set_state(row.ColumnText(3));
+  session.set_steps_reserved(row.ColumnInt(4));
+  session.set_noise_multiplier(row.ColumnDouble(5));
+  session.set_epsilon_reserved(row.ColumnDouble(6));
+  session.set_created_unix(row.ColumnInt(7));
+  session.set_last_activity_unix(row.ColumnInt(8));
+  session.set_steps_used(row.ColumnInt(9));
+  return session;
+}
+
+
 struct LoadedDataset {
   double epsilon_cap;
   double delta;
@@ -90,6 +113,101 @@ absl::StatusOr<std::vector<double>> ParseNumbers(absl::string_view args, size_t 
   }
   if (values.size() != expected) return absl::DataLossError("wrong arity in ledger event");
   return values;
+}
+
+
+struct Charge {
+  int64_t event_id = 0;
+  double epsilon_alone = 0.0;
+  double epsilon_after = 0.0;
+};
+
+// The admission rule (PRIVACY.md, "Admission"), inside the caller's BEGIN
+// IMMEDIATE transaction: relation check, composed epsilon with the event
+// added, refusal above the cap naming spent / requested / cap; otherwise the
+// event row and the new running totals are written.
+absl::StatusOr<Charge> ChargeLocked(Database* db, const std::string& dataset_id,
+                                    const LoadedDataset& dataset,
+                                    privacy::AccountantState* state,
+                                    const privacy::PrivacyEvent& event, const std::string& kind,
+                                    const std::string& owner_id) {
+  DPC_RETURN_IF_ERROR(privacy::CheckRelation(event, dataset.relation));
+  DPC_ASSIGN_OR_RETURN(privacy::EventCharge charge, privacy::EventCharge::Of(event));
+  DPC_ASSIGN_OR_RETURN(privacy::EpsilonReport before, state->Epsilon(dataset.delta));
+  DPC_ASSIGN_OR_RETURN(privacy::EpsilonReport after,
+                       state->EpsilonIfAdded(charge, dataset.delta));
+  DPC_ASSIGN_OR_RETURN(privacy::EpsilonReport alone,
+                       privacy::ComputeEpsilonReport(event, dataset.delta));
+  if (!(after.epsilon <= dataset.epsilon_cap)) {
+    return absl::ResourceExhaustedError(absl::StrFormat(
+        "privacy budget exceeded for dataset '%s': spent epsilon %.6g, requested %.6g "
+        "(this %s alone; %.6g composed), cap %.6g at delta %g. Ask for a smaller "
+        "epsilon or a larger noise multiplier, or have the curator raise the cap.",
+        dataset_id, before.epsilon, alone.epsilon, kind, after.epsilon, dataset.epsilon_cap,
+        dataset.delta));
+  }
+  DPC_ASSIGN_OR_RETURN(std::vector<double> curve,
+                       privacy::ComputeRdp(event, privacy::DefaultRdpOrders()));
+  DPC_ASSIGN_OR_RETURN(auto record,
+                       db->Prepare("INSERT INTO ledger_events (dataset_id, release_id, kind, "
+                                   "description, relation, rdp, plain_gaussian, "
+                                   "inverse_variance_sum, epsilon_alone, refund_of, created_unix) "
+                                   "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, ?)"));
+  const auto inverse_variance = privacy::PlainGaussianInverseVarianceSum(event);
+  DPC_RETURN_IF_ERROR(record.Bind(1, dataset_id)
+                          .Bind(2, owner_id)
+                          .Bind(3, kind)
+                          .Bind(4, EncodeEvent(event))
+                          .Bind(5, int64_t{RelationToProto(dataset.relation)})
+                          .BindBlob(6, EncodeCurve(curve))
+                          .Bind(7, int64_t{inverse_variance.has_value() ? 1 : 0})
+                          .Bind(8, inverse_variance.value_or(0.0))
+                          .Bind(9, alone.epsilon)
+                          .Bind(10, UnixNow())
+                          .Run());
+  Charge result;
+  result.event_id = db->LastInsertRowId();
+  DPC_RETURN_IF_ERROR(state->Add(charge));
+  DPC_RETURN_IF_ERROR(SaveTotals(db, dataset_id, *state));
+  DPC_ASSIGN_OR_RETURN(auto seal, db->Prepare("UPDATE datasets SET sealed = 1 WHERE id = ?"));
+  DPC_RETURN_IF_ERROR(seal.Bind(1, dataset_id).Run());
+  result.epsilon_alone = alone.epsilon;
+  result.epsilon_after = after.epsilon;
+  return result;
+}
+
+// Appends a refund of `event` (all or part of the charge `refund_of`) and
+// updates the running totals. The refund row's description starts with the
+// encoded refunded event, so VerifyTotals can rebuild the totals.
+absl::Status RefundLocked(Database* db, const std::string& dataset_id,
+                          const LoadedDataset& dataset, const std::string& owner_id,
+                          const privacy::PrivacyEvent& event, int64_t refund_of,
+                          const std::string& reason) {
+  DPC_ASSIGN_OR_RETURN(privacy::AccountantState state,
+                       LoadTotals(db, dataset_id, dataset.relation));
+  DPC_RETURN_IF_ERROR(state.Subtract(event));
+  DPC_ASSIGN_OR_RETURN(std::vector<double> curve,
+                       privacy::ComputeRdp(event, privacy::DefaultRdpOrders()));
+  DPC_ASSIGN_OR_RETURN(privacy::EpsilonReport alone,
+                       privacy::ComputeEpsilonReport(event, dataset.delta));
+  const auto inverse_variance = privacy::PlainGaussianInverseVarianceSum(event);
+  DPC_ASSIGN_OR_RETURN(auto record,
+                       db->Prepare("INSERT INTO ledger_events (dataset_id, release_id, kind, "
+                                   "description, relation, rdp, plain_gaussian, "
+                                   "inverse_variance_sum, epsilon_alone, refund_of, created_unix) "
+                                   "VALUES (?, ?, 'refund', ?, ?, ?, ?, ?, ?, ?, ?)"));
+  DPC_RETURN_IF_ERROR(record.Bind(1, dataset_id)
+                          .Bind(2, owner_id)
+                          .Bind(3, absl::StrCat(EncodeEvent(event), kRefundSeparator, reason))
+                          .Bind(4, int64_t{RelationToProto(dataset.relation)})
+                          .BindBlob(5, EncodeCurve(curve))
+                          .Bind(6, int64_t{inverse_variance.has_value() ? 1 : 0})
+                          .Bind(7, inverse_variance.value_or(0.0))
+                          .Bind(8, -alone.epsilon)
+                          .Bind(9, refund_of)
+                          .Bind(10, UnixNow())
+                          .Run());
+  return SaveTotals(db, dataset_id, state);
 }
 
 }  // namespace
@@ -220,75 +338,39 @@ absl::StatusOr<Ledger::Admission> Ledger::Admit(const std::string& dataset_id,
     retry_release_id = admission.release_id;  // FAILED and refunded: charge anew
   }
 
-  // 2. Relation, then the budget.
-  DPC_RETURN_IF_ERROR(privacy::CheckRelation(event, dataset.relation));
-  DPC_ASSIGN_OR_RETURN(privacy::EventCharge charge, privacy::EventCharge::Of(event));
-  DPC_ASSIGN_OR_RETURN(privacy::EpsilonReport before, state.Epsilon(dataset.delta));
-  DPC_ASSIGN_OR_RETURN(privacy::EpsilonReport after,
-                       state.EpsilonIfAdded(charge, dataset.delta));
-  DPC_ASSIGN_OR_RETURN(privacy::EpsilonReport alone,
-                       privacy::ComputeEpsilonReport(event, dataset.delta));
-  if (!(after.epsilon <= dataset.epsilon_cap)) {
-    return absl::ResourceExhaustedError(absl::StrFormat(
-        "privacy budget exceeded for dataset '%s': spent epsilon %.6g, requested %.6g "
-        "(this release alone; %.6g composed), cap %.6g at delta %g. Ask for a smaller "
-        "epsilon or a larger noise multiplier, or have the curator raise the cap.",
-        dataset_id, before.epsilon, alone.epsilon, after.epsilon, dataset.epsilon_cap,
-        dataset.delta));
-  }
-
-  // 3. Durable writes, then commit, before anything is computed.
+  // 2. Release row, then the charge (refused above the cap; nothing is
+  // written then, the transaction rolls back).
   const int64_t now = UnixNow();
   if (retry_release_id.empty()) {
     admission.release_id = NewId("rel");
     DPC_ASSIGN_OR_RETURN(auto insert,
                          db->Prepare("INSERT INTO releases (id, dataset_id, idempotency_key, kind, "
                                      "request, status, epsilon, created_unix) VALUES (?, ?, ?, ?, "
-                                     "?, 'PENDING', ?, ?)"));
+                                     "?, 'PENDING', 0, ?)"));
     DPC_RETURN_IF_ERROR(insert.Bind(1, admission.release_id)
                             .Bind(2, dataset_id)
                             .Bind(3, idempotency_key)
                             .Bind(4, kind)
                             .BindBlob(5, request_bytes)
-                            .Bind(6, alone.epsilon)
-                            .Bind(7, now)
+                            .Bind(6, now)
                             .Run());
   } else {
     admission.release_id = retry_release_id;
     DPC_ASSIGN_OR_RETURN(auto update,
-                         db->Prepare("UPDATE releases SET status = 'PENDING', epsilon = ? "
-                                     "WHERE id = ?"));
-    DPC_RETURN_IF_ERROR(update.Bind(1, alone.epsilon).Bind(2, admission.release_id).Run());
+                         db->Prepare("UPDATE releases SET status = 'PENDING' WHERE id = ?"));
+    DPC_RETURN_IF_ERROR(update.Bind(1, admission.release_id).Run());
   }
-  DPC_ASSIGN_OR_RETURN(std::vector<double> curve,
-                       privacy::ComputeRdp(event, privacy::DefaultRdpOrders()));
-  DPC_ASSIGN_OR_RETURN(auto record,
-                       db->Prepare("INSERT INTO ledger_events (dataset_id, release_id, kind, "
-                                   "description, relation, rdp, plain_gaussian, "
-                                   "inverse_variance_sum, epsilon_alone, refund_of, created_unix) "
-                                   "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, ?)"));
-  const auto inverse_variance = privacy::PlainGaussianInverseVarianceSum(event);
-  DPC_RETURN_IF_ERROR(record.Bind(1, dataset_id)
-                          .Bind(2, admission.release_id)
-                          .Bind(3, kind)
-                          .Bind(4, EncodeEvent(event))
-                          .Bind(5, int64_t{RelationToProto(dataset.relation)})
-                          .BindBlob(6, EncodeCurve(curve))
-                          .Bind(7, int64_t{inverse_variance.has_value() ? 1 : 0})
-                          .Bind(8, inverse_variance.value_or(0.0))
-                          .Bind(9, alone.epsilon)
-                          .Bind(10, now)
-                          .Run());
-  DPC_RETURN_IF_ERROR(state.Add(charge));
-  DPC_RETURN_IF_ERROR(SaveTotals(db, dataset_id, state));
-  DPC_ASSIGN_OR_RETURN(auto seal, db->Prepare("UPDATE datasets SET sealed = 1 WHERE id = ?"));
-  DPC_RETURN_IF_ERROR(seal.Bind(1, dataset_id).Run());
+  DPC_ASSIGN_OR_RETURN(Charge charge, ChargeLocked(db, dataset_id, dataset, &state, event, kind,
+                                                   admission.release_id));
+  DPC_ASSIGN_OR_RETURN(auto price, db->Prepare("UPDATE releases SET epsilon = ? WHERE id = ?"));
+  DPC_RETURN_IF_ERROR(price.Bind(1, charge.epsilon_alone).Bind(2, admission.release_id).Run());
+  // 3. Durable (synchronous=FULL) before anything is computed.
   DPC_RETURN_IF_ERROR(transaction.Commit());
 
   admission.outcome = Admission::Outcome::kAdmitted;
-  admission.epsilon_alone = alone.epsilon;
-  admission.epsilon_spent = after.epsilon;
-  admission.epsilon_remaining = std::max(0.0, dataset.epsilon_cap - after.epsilon);
+  admission.epsilon_alone = charge.epsilon_alone;
+  admission.epsilon_spent = charge.epsilon_after;
+  admission.epsilon_remaining = std::max(0.0, dataset.epsilon_cap - charge.epsilon_after);
   return admission;
 }
 
@@ -338,26 +420,8 @@ absl::Status Ledger::Refund(const std::string& release_id, const std::string& re
   const std::string dataset_id = charge_query.ColumnText(1);
   DPC_ASSIGN_OR_RETURN(privacy::PrivacyEvent event, DecodeEvent(charge_query.ColumnText(3)));
   DPC_ASSIGN_OR_RETURN(LoadedDataset dataset, LoadDatasetBudget(db, dataset_id));
-  DPC_ASSIGN_OR_RETURN(privacy::AccountantState state,
-                       LoadTotals(db, dataset_id, dataset.relation));
-  DPC_RETURN_IF_ERROR(state.Subtract(event));
-  DPC_ASSIGN_OR_RETURN(auto record,
-                       db->Prepare("INSERT INTO ledger_events (dataset_id, release_id, kind, "
-                                   "description, relation, rdp, plain_gaussian, "
-                                   "inverse_variance_sum, epsilon_alone, refund_of, created_unix) "
-                                   "VALUES (?, ?, 'refund', ?, ?, ?, ?, ?, ?, ?, ?)"));
-  DPC_RETURN_IF_ERROR(record.Bind(1, dataset_id)
-                          .Bind(2, release_id)
-                          .Bind(3, absl::StrCat(charge_query.ColumnText(3), " refunded: ", reason))
-                          .Bind(4, charge_query.ColumnInt(4))
-                          .BindBlob(5, charge_query.ColumnBlob(5))
-                          .Bind(6, charge_query.ColumnInt(6))
-                          .Bind(7, charge_query.ColumnDouble(7))
-                          .Bind(8, -charge_query.ColumnDouble(8))
-                          .Bind(9, event_id)
-                          .Bind(10, UnixNow())
-                          .Run());
-  DPC_RETURN_IF_ERROR(SaveTotals(db, dataset_id, state));
+  DPC_RETURN_IF_ERROR(
+      RefundLocked(db, dataset_id, dataset, release_id, event, event_id, reason));
   DPC_ASSIGN_OR_RETURN(auto update,
                        db->Prepare("UPDATE releases SET status = 'FAILED' WHERE id = ?"));
   DPC_RETURN_IF_ERROR(update.Bind(1, release_id).Run());
@@ -397,6 +461,15 @@ absl::StatusOr<v1::BudgetReport> Ledger::Report(const std::string& dataset_id) {
     event->set_epsilon_alone(events.ColumnDouble(5));
     event->set_created_unix(events.ColumnInt(6));
     event->set_refund_of(events.ColumnInt(7));
+  }
+  DPC_ASSIGN_OR_RETURN(auto sessions,
+                       db->Prepare(absl::StrCat("SELECT ", kSessionColumns, " FROM sessions WHERE "
+                                                "dataset_id = ? ORDER BY created_unix, id")));
+  sessions.Bind(1, dataset_id);
+  while (true) {
+    DPC_ASSIGN_OR_RETURN(bool row, sessions.Step());
+    if (!row) break;
+    *report.add_sessions() = SessionFromRow(sessions);
   }
   return report;
 }
@@ -440,6 +513,238 @@ absl::StatusOr<v1::ListReleasesResponse> Ledger::ListReleases(const std::string&
   return response;
 }
 
+
+// ------------------------------------------------------------- sessions ---
+
+namespace {
+
+struct LoadedSession {
+  v1::Session session;
+  std::string step_event;
+  int64_t reserve_event_id = 0;
+};
+
+absl::StatusOr<LoadedSession> LoadSession(Database* db, const std::string& session_id) {
+  DPC_ASSIGN_OR_RETURN(auto query, db->Prepare(absl::StrCat("SELECT ", kSessionColumns,
+                                                            " FROM sessions WHERE id = ?")));
+  query.Bind(1, session_id);
+  DPC_ASSIGN_OR_RETURN(bool found, query.Step());
+  if (!found) return absl::NotFoundError(absl::StrCat("no session '", session_id, "'"));
+  LoadedSession loaded;
+  loaded.session = SessionFromRow(query);
+  loaded.step_event = query.ColumnText(10);
+  loaded.reserve_event_id = query.ColumnInt(11);
+  return loaded;
+}
+
+// Spent and remaining epsilon of the session's dataset, for responses.
+absl::Status FillBudget(Database* db, v1::Session* session) {
+  DPC_ASSIGN_OR_RETURN(LoadedDataset dataset, LoadDatasetBudget(db, session->dataset_id()));
+  DPC_ASSIGN_OR_RETURN(privacy::AccountantState state,
+                       LoadTotals(db, session->dataset_id(), dataset.relation));
+  DPC_ASSIGN_OR_RETURN(privacy::EpsilonReport spent, state.Epsilon(dataset.delta));
+  session->set_epsilon_spent_total(spent.epsilon);
+  session->set_epsilon_remaining(std::max(0.0, dataset.epsilon_cap - spent.epsilon));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<v1::Session> CloseSessionLocked(Database* db, const std::string& session_id,
+                                               const std::string& final_state) {
+  DPC_ASSIGN_OR_RETURN(LoadedSession loaded, LoadSession(db, session_id));
+  v1::Session& session = loaded.session;
+  if (session.state() != "OPEN") return session;
+  // The reservation is refunded whole (an exact negation of the reserve
+  // event) and the steps actually run are charged as one new event: the
+  // totals then equal a direct charge of those steps, bit for bit, and the
+  // accountant never sees a partial negation.
+  const int64_t used = session.steps_used();
+  if (used < session.steps_reserved()) {
+    DPC_ASSIGN_OR_RETURN(privacy::PrivacyEvent step_event, DecodeEvent(loaded.step_event));
+    DPC_ASSIGN_OR_RETURN(privacy::PrivacyEvent reserved,
+                         privacy::PrivacyEvent::SelfCompose(step_event, session.steps_reserved()));
+    DPC_ASSIGN_OR_RETURN(LoadedDataset dataset, LoadDatasetBudget(db, session.dataset_id()));
+    DPC_RETURN_IF_ERROR(RefundLocked(
+        db, session.dataset_id(), dataset, session_id, reserved, loaded.reserve_event_id,
+        absl::StrCat("session ", final_state == "ABANDONED" ? "abandoned" : "closed", " after ",
+                     used, " of ", session.steps_reserved(), " reserved steps")));
+    if (used > 0) {
+      DPC_ASSIGN_OR_RETURN(privacy::PrivacyEvent ran,
+                           privacy::PrivacyEvent::SelfCompose(step_event, used));
+      DPC_ASSIGN_OR_RETURN(privacy::AccountantState state,
+                           LoadTotals(db, session.dataset_id(), dataset.relation));
+      // Cannot be refused: `used` steps cost no more than the reservation
+      // the state held a moment ago.
+      DPC_RETURN_IF_ERROR(ChargeLocked(db, session.dataset_id(), dataset, &state, ran,
+                                       "session_steps", session_id)
+                              .status());
+    }
+  }
+  DPC_ASSIGN_OR_RETURN(auto update,
+                       db->Prepare("UPDATE sessions SET state = ?, last_activity_unix = ? "
+                                   "WHERE id = ?"));
+  DPC_RETURN_IF_ERROR(update.Bind(1, final_state).Bind(2, UnixNow()).Bind(3, session_id).Run());
+  session.set_state(final_state);
+  return session;
+}
+
+}  // namespace
+
+absl::StatusOr<Ledger::SessionAdmission> Ledger::OpenSession(
+    const std::string& dataset_id, const std::string& idempotency_key,
+    const std::string& request_bytes, const v1::SessionParams& params,
+    const privacy::PrivacyEvent& step_event, int64_t steps, double noise_multiplier) {
+  if (idempotency_key.empty()) {
+    return absl::InvalidArgumentError("opening a session needs an idempotency key");
+  }
+  std::lock_guard<std::mutex> lock(store_->mutex());
+  Database* db = store_->db();
+  DPC_ASSIGN_OR_RETURN(auto transaction, Transaction::BeginImmediate(db));
+  DPC_ASSIGN_OR_RETURN(LoadedDataset dataset, LoadDatasetBudget(db, dataset_id));
+  SessionAdmission admission;
+  DPC_ASSIGN_OR_RETURN(auto existing, db->Prepare("SELECT id, request FROM sessions WHERE "
+                                                  "dataset_id = ? AND idempotency_key = ?"));
+  existing.Bind(1, dataset_id).Bind(2, idempotency_key);
+  DPC_ASSIGN_OR_RETURN(bool known, existing.Step());
+  if (known) {
+    if (existing.ColumnBlob(1) != request_bytes) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "idempotency key '", idempotency_key, "' was already used for a different session"));
+    }
+    DPC_ASSIGN_OR_RETURN(LoadedSession loaded, LoadSession(db, existing.ColumnText(0)));
+    admission.replayed = true;
+    admission.session = loaded.session;
+    DPC_RETURN_IF_ERROR(FillBudget(db, &admission.session));
+    return admission;
+  }
+  DPC_ASSIGN_OR_RETURN(privacy::AccountantState state,
+                       LoadTotals(db, dataset_id, dataset.relation));
+  DPC_ASSIGN_OR_RETURN(privacy::PrivacyEvent reserved,
+                       privacy::PrivacyEvent::SelfCompose(step_event, steps));
+  const std::string session_id = NewId("ses");
+  DPC_ASSIGN_OR_RETURN(Charge charge, ChargeLocked(db, dataset_id, dataset, &state, reserved,
+                                                   "session_reserve", session_id));
+  const int64_t now = UnixNow();
+  DPC_ASSIGN_OR_RETURN(
+      auto insert,
+      db->Prepare("INSERT INTO sessions (id, dataset_id, idempotency_key, request, params, state, "
+                  "steps_reserved, noise_multiplier, step_event, reserve_event_id, "
+                  "epsilon_reserved, created_unix, last_activity_unix) VALUES (?, ?, ?, ?, ?, "
+                  "'OPEN', ?, ?, ?, ?, ?, ?, ?)"));
+  DPC_RETURN_IF_ERROR(insert.Bind(1, session_id)
+                          .Bind(2, dataset_id)
+                          .Bind(3, idempotency_key)
+                          .BindBlob(4, request_bytes)
+                          .BindBlob(5, params.SerializeAsString())
+                          .Bind(6, steps)
+                          .Bind(7, noise_multiplier)
+                          .Bind(8, EncodeEvent(step_event))
+                          .Bind(9, charge.event_id)
+                          .Bind(10, charge.epsilon_alone)
+                          .Bind(11, now)
+                          .Bind(12, now)
+                          .Run());
+  DPC_RETURN_IF_ERROR(transaction.Commit());
+  DPC_ASSIGN_OR_RETURN(LoadedSession loaded, LoadSession(db, session_id));
+  admission.session = loaded.session;
+  admission.session.set_epsilon_spent_total(charge.epsilon_after);
+  admission.session.set_epsilon_remaining(std::max(0.0, dataset.epsilon_cap - charge.epsilon_after));
+  return admission;
+}
+
+absl::StatusOr<Ledger::StepAdmission> Ledger::BeginStep(const std::string& session_id,
+                                                         int64_t step) {
+  std::lock_guard<std::mutex> lock(store_->mutex());
+  Database* db = store_->db();
+  DPC_ASSIGN_OR_RETURN(LoadedSession loaded, LoadSession(db, session_id));
+  StepAdmission admission;
+  admission.session = loaded.session;
+  DPC_ASSIGN_OR_RETURN(auto stored, db->Prepare("SELECT artefact FROM session_steps WHERE "
+                                                "session_id = ? AND step = ?"));
+  stored.Bind(1, session_id).Bind(2, step);
+  DPC_ASSIGN_OR_RETURN(bool found, stored.Step());
+  if (found) {
+    admission.stored_batch = stored.ColumnBlob(0);
+    return admission;
+  }
+  if (loaded.session.state() != "OPEN") {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "session '", session_id, "' is ", loaded.session.state(),
+        "; its unused budget was returned. Open a new session to continue"));
+  }
+  if (step < 0 || step >= loaded.session.steps_reserved()) {
+    return absl::OutOfRangeError(absl::StrCat("step ", step, " is outside the ",
+                                              loaded.session.steps_reserved(),
+                                              " steps this session reserved (0-based)"));
+  }
+  return admission;
+}
+
+absl::StatusOr<std::string> Ledger::RecordStep(const std::string& session_id, int64_t step,
+                                               const std::string& batch) {
+  std::lock_guard<std::mutex> lock(store_->mutex());
+  Database* db = store_->db();
+  DPC_ASSIGN_OR_RETURN(auto transaction, Transaction::BeginImmediate(db));
+  DPC_ASSIGN_OR_RETURN(LoadedSession loaded, LoadSession(db, session_id));
+  DPC_ASSIGN_OR_RETURN(auto stored, db->Prepare("SELECT artefact FROM session_steps WHERE "
+                                                "session_id = ? AND step = ?"));
+  stored.Bind(1, session_id).Bind(2, step);
+  DPC_ASSIGN_OR_RETURN(bool found, stored.Step());
+  if (found) return stored.ColumnBlob(0);
+  if (loaded.session.state() != "OPEN") {
+    // Closed while this step was computing: its reservation was refunded,
+    // so the result must not be delivered.
+    return absl::FailedPreconditionError(
+        absl::StrCat("session '", session_id, "' was closed while the step ran; not released"));
+  }
+  const int64_t now = UnixNow();
+  DPC_ASSIGN_OR_RETURN(auto insert, db->Prepare("INSERT INTO session_steps VALUES (?, ?, ?, ?)"));
+  DPC_RETURN_IF_ERROR(insert.Bind(1, session_id).Bind(2, step).BindBlob(3, batch).Bind(4, now).Run());
+  DPC_ASSIGN_OR_RETURN(auto touch,
+                       db->Prepare("UPDATE sessions SET last_activity_unix = ? WHERE id = ?"));
+  DPC_RETURN_IF_ERROR(touch.Bind(1, now).Bind(2, session_id).Run());
+  DPC_RETURN_IF_ERROR(transaction.Commit());
+  return batch;
+}
+
+absl::StatusOr<v1::Session> Ledger::CloseSession(const std::string& session_id,
+                                                 const std::string& final_state) {
+  std::lock_guard<std::mutex> lock(store_->mutex());
+  Database* db = store_->db();
+  DPC_ASSIGN_OR_RETURN(auto transaction, Transaction::BeginImmediate(db));
+  DPC_ASSIGN_OR_RETURN(v1::Session session, CloseSessionLocked(db, session_id, final_state));
+  DPC_RETURN_IF_ERROR(transaction.Commit());
+  DPC_RETURN_IF_ERROR(FillBudget(db, &session));
+  return session;
+}
+
+absl::StatusOr<v1::Session> Ledger::GetSession(const std::string& session_id) {
+  std::lock_guard<std::mutex> lock(store_->mutex());
+  Database* db = store_->db();
+  DPC_ASSIGN_OR_RETURN(LoadedSession loaded, LoadSession(db, session_id));
+  DPC_RETURN_IF_ERROR(FillBudget(db, &loaded.session));
+  return loaded.session;
+}
+
+absl::StatusOr<int> Ledger::CloseIdleSessions(int64_t idle_seconds) {
+  std::lock_guard<std::mutex> lock(store_->mutex());
+  Database* db = store_->db();
+  DPC_ASSIGN_OR_RETURN(auto transaction, Transaction::BeginImmediate(db));
+  DPC_ASSIGN_OR_RETURN(auto idle, db->Prepare("SELECT id FROM sessions WHERE state = 'OPEN' AND "
+                                              "last_activity_unix <= ?"));
+  idle.Bind(1, UnixNow() - idle_seconds);
+  std::vector<std::string> ids;
+  while (true) {
+    DPC_ASSIGN_OR_RETURN(bool row, idle.Step());
+    if (!row) break;
+    ids.push_back(idle.ColumnText(0));
+  }
+  for (const std::string& id : ids) {
+    DPC_RETURN_IF_ERROR(CloseSessionLocked(db, id, "ABANDONED").status());
+  }
+  DPC_RETURN_IF_ERROR(transaction.Commit());
+  return static_cast<int>(ids.size());
+}
+
 absl::StatusOr<std::vector<std::string>> Ledger::VerifyTotals() {
   std::lock_guard<std::mutex> lock(store_->mutex());
   Database* db = store_->db();
@@ -460,7 +765,7 @@ absl::StatusOr<std::vector<std::string>> Ledger::VerifyTotals() {
       if (!event_row) break;
       std::string text = events.ColumnText(0);
       const bool refund = !events.ColumnIsNull(1);
-      if (refund) text = text.substr(0, text.find(" refunded: "));
+      if (refund) text = text.substr(0, text.find(std::string(kRefundSeparator)));
       DPC_ASSIGN_OR_RETURN(privacy::PrivacyEvent event, DecodeEvent(text));
       absl::Status status = refund ? rebuilt.Subtract(event) : rebuilt.Add(event);
       if (!status.ok()) {

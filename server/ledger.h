@@ -1,6 +1,7 @@
 #ifndef DPCURATOR_SERVER_LEDGER_H_
 #define DPCURATOR_SERVER_LEDGER_H_
 
+#include <optional>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -58,6 +59,43 @@ class Ledger {
   absl::StatusOr<std::string> GetArtefact(const std::string& release_id,
                                           std::string* dataset_id);
   absl::StatusOr<v1::ListReleasesResponse> ListReleases(const std::string& dataset_id);
+
+  // ---- Sessions (iterative releases with a reservation) ----
+
+  struct SessionAdmission {
+    bool replayed = false;  // the idempotency key's session already exists
+    v1::Session session;
+  };
+  // Reserves the budget of `steps` repetitions of `step_event` in one
+  // admission (same rules as Admit: relation, cap, durable before return).
+  // `params` is the resolved SessionParams.
+  absl::StatusOr<SessionAdmission> OpenSession(const std::string& dataset_id,
+                                               const std::string& idempotency_key,
+                                               const std::string& request_bytes,
+                                               const v1::SessionParams& params,
+                                               const privacy::PrivacyEvent& step_event,
+                                               int64_t steps, double noise_multiplier);
+
+  struct StepAdmission {
+    v1::Session session;
+    std::optional<std::string> stored_batch;  // set: replay this stored step
+  };
+  // Checks that step `step` may run (session OPEN, index < steps reserved)
+  // or returns the stored result of an earlier run of the same index.
+  absl::StatusOr<StepAdmission> BeginStep(const std::string& session_id, int64_t step);
+  // Stores a computed step; if the index was stored meanwhile, returns that
+  // one (only one result per step index is ever delivered).
+  absl::StatusOr<std::string> RecordStep(const std::string& session_id, int64_t step,
+                                         const std::string& batch);
+  // Closes an open session and appends a refund event for the steps not run
+  // (exactly SelfCompose(step_event, reserved - used)). Closing a closed
+  // session is a no-op that returns it.
+  absl::StatusOr<v1::Session> CloseSession(const std::string& session_id,
+                                           const std::string& final_state = "CLOSED");
+  absl::StatusOr<v1::Session> GetSession(const std::string& session_id);
+  // Closes (ABANDONED) every open session idle for at least idle_seconds;
+  // returns how many.
+  absl::StatusOr<int> CloseIdleSessions(int64_t idle_seconds);
 
   // Recomputes every dataset's totals from its events and compares them with
   // the stored running totals; returns the mismatches.

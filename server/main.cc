@@ -24,6 +24,9 @@ ABSL_FLAG(std::string, tls_cert, "", "PEM certificate chain for TLS");
 ABSL_FLAG(std::string, tls_key, "", "PEM private key for TLS");
 ABSL_FLAG(std::string, port_file, "", "write the bound port to this file once serving");
 ABSL_FLAG(int, shutdown_grace_ms, 5000, "time in-flight RPCs get to finish on SIGTERM");
+ABSL_FLAG(int64_t, session_idle_timeout, 3600,
+          "seconds without a step after which an open session is closed and its unused budget "
+          "returned");
 
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
@@ -59,6 +62,7 @@ int main(int argc, char** argv) {
   options.insecure_dev = absl::GetFlag(FLAGS_insecure_dev);
   options.tls_cert_path = absl::GetFlag(FLAGS_tls_cert);
   options.tls_key_path = absl::GetFlag(FLAGS_tls_key);
+  options.session_idle_timeout_seconds = absl::GetFlag(FLAGS_session_idle_timeout);
   auto server = dpcurator::server::CuratorServer::Start(options);
   if (!server.ok()) {
     std::fprintf(stderr, "dpcurator-server: %s\n", std::string(server.status().message()).c_str());

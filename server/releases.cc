@@ -16,17 +16,20 @@ namespace {
 constexpr uint32_t kArtefactFormatVersion = 1;
 constexpr int kDefaultNumFrequencies = 500;
 constexpr int kMaxNumFrequencies = 20000;
+constexpr int64_t kMaxSessionSteps = int64_t{1} << 30;
 
-}  // namespace
+// Uniform integer in [0, bound), unbiased (rejection of the short tail).
+uint64_t UniformBelow(privacy::NoiseSource* noise, uint64_t bound) {
+  const uint64_t limit = UINT64_MAX - UINT64_MAX % bound;
+  uint64_t x;
+  do {
+    x = noise->NextU64();
+  } while (x >= limit);
+  return x % bound;
+}
 
-absl::StatusOr<ReleasePlan> PlanRelease(const v1::ReleaseRequest& request,
-                                        const v1::Dataset& dataset) {
-  ReleasePlan plan;
-  plan.resolved_request = request;
-  switch (request.kind_case()) {
-    case v1::ReleaseRequest::kRffEmbedding: {
-      plan.kind = "rff_embedding";
-      auto* params = plan.resolved_request.mutable_rff_embedding();
+// Fills defaults of random-feature parameters and validates them.
+absl::Status ResolveRffParams(v1::RffEmbeddingParams* params) {
       if (params->num_frequencies() == 0) params->set_num_frequencies(kDefaultNumFrequencies);
       if (params->num_frequencies() < 1 || params->num_frequencies() > kMaxNumFrequencies) {
         return absl::InvalidArgumentError(absl::StrCat("num_frequencies must be in [1, ",
@@ -43,6 +46,66 @@ absl::StatusOr<ReleasePlan> PlanRelease(const v1::ReleaseRequest& request,
       // Frequencies are public randomness; the server draws the seed when the
       // analyst leaves it to us, and stores it in the artefact.
       if (params->seed() == 0) params->set_seed(privacy::SecureRandomU64() | 1);
+      return absl::OkStatus();
+}
+
+// The noised labelled embedding of `rows` under the random-feature map of
+// `params`, wrapped in an artefact (without release id and epsilon).
+absl::StatusOr<v1::EmbeddingArtefact> EmbeddingArtefactFor(
+    const v1::RffEmbeddingParams& params, const v1::Dataset& dataset, const data::Schema& schema,
+    const data::Table& rows, double noise_multiplier, int64_t public_n,
+    privacy::NoiseSource* noise) {
+  const auto relation = RelationFromProto(dataset.relation());
+  const data::FeatureLayout layout = data::FeatureLayout::ForFeatures(schema);
+  embed::RffOptions options;
+  options.num_frequencies = params.num_frequencies();
+  options.length_scale = params.length_scale();
+  options.numeric_weight = params.has_numeric_weight() ? params.numeric_weight() : -1.0;
+  options.seed = params.seed();
+  DPC_ASSIGN_OR_RETURN(embed::RandomFourierFeatureMap feature_map,
+                       embed::RandomFourierFeatureMap::Create(layout, options));
+  const Eigen::MatrixXd encoded = data::EncodeFeatures(schema, layout, rows);
+  const Eigen::VectorXi labels = data::ExtractLabels(schema, rows);
+  DPC_ASSIGN_OR_RETURN(auto accumulator,
+                       embed::AccumulateEmbedding(feature_map, encoded, labels,
+                                                  schema.num_classes()));
+  DPC_ASSIGN_OR_RETURN(auto noisy, embed::ReleaseLabelledEmbedding(
+                                       accumulator, relation, noise_multiplier, public_n, noise));
+  v1::EmbeddingArtefact artefact;
+  artefact.set_format_version(kArtefactFormatVersion);
+  artefact.set_dataset_id(dataset.id());
+  *artefact.mutable_schema() = dataset.schema();
+  artefact.set_schema_fingerprint(dataset.schema_fingerprint());
+  artefact.set_relation(dataset.relation() == v1::REPLACE_ONE ? v1::REPLACE_ONE : v1::ADD_REMOVE);
+  artefact.set_feature_map("rff");
+  artefact.set_seed(params.seed());
+  artefact.set_num_frequencies(feature_map.num_frequencies());
+  artefact.set_length_scale(feature_map.length_scale());
+  artefact.set_numeric_weight(feature_map.numeric_weight());
+  artefact.set_feature_dim(feature_map.output_dim());
+  artefact.set_num_classes(schema.num_classes());
+  artefact.mutable_class_values()->Assign(noisy.class_values.data(),
+                                          noisy.class_values.data() + noisy.class_values.size());
+  artefact.mutable_class_totals()->Assign(noisy.class_totals.data(),
+                                          noisy.class_totals.data() + noisy.class_totals.size());
+  artefact.set_public_n(noisy.public_n);
+  artefact.set_sensitivity(noisy.sensitivity);
+  artefact.set_noise_multiplier(noisy.noise_multiplier);
+  artefact.set_noise_stddev(noisy.noise_stddev);
+  artefact.set_delta(dataset.budget().delta());
+  return artefact;
+}
+
+}  // namespace
+
+absl::StatusOr<ReleasePlan> PlanRelease(const v1::ReleaseRequest& request,
+                                        const v1::Dataset& dataset) {
+  ReleasePlan plan;
+  plan.resolved_request = request;
+  switch (request.kind_case()) {
+    case v1::ReleaseRequest::kRffEmbedding: {
+      plan.kind = "rff_embedding";
+      DPC_RETURN_IF_ERROR(ResolveRffParams(plan.resolved_request.mutable_rff_embedding()));
       break;
     }
     default:
@@ -79,54 +142,110 @@ absl::StatusOr<v1::Release> ComputeRelease(const ReleasePlan& plan, const v1::Da
                                            const data::Schema& schema, const data::Table& rows,
                                            const std::string& release_id, double epsilon_alone,
                                            privacy::NoiseSource* noise) {
-  const auto relation = RelationFromProto(dataset.relation());
-  const auto& params = plan.resolved_request.rff_embedding();
-  const data::FeatureLayout layout = data::FeatureLayout::ForFeatures(schema);
-  embed::RffOptions options;
-  options.num_frequencies = params.num_frequencies();
-  options.length_scale = params.length_scale();
-  options.numeric_weight = params.has_numeric_weight() ? params.numeric_weight() : -1.0;
-  options.seed = params.seed();
-  DPC_ASSIGN_OR_RETURN(embed::RandomFourierFeatureMap feature_map,
-                       embed::RandomFourierFeatureMap::Create(layout, options));
-  const Eigen::MatrixXd encoded = data::EncodeFeatures(schema, layout, rows);
-  const Eigen::VectorXi labels = data::ExtractLabels(schema, rows);
-  DPC_ASSIGN_OR_RETURN(auto accumulator,
-                       embed::AccumulateEmbedding(feature_map, encoded, labels,
-                                                  schema.num_classes()));
-  DPC_ASSIGN_OR_RETURN(auto noisy, embed::ReleaseLabelledEmbedding(
-                                       accumulator, relation, plan.noise_multiplier,
-                                       rows.num_rows(), noise));
   v1::Release release;
   release.set_id(release_id);
   release.set_dataset_id(dataset.id());
   release.set_idempotency_key(plan.resolved_request.idempotency_key());
   release.set_kind(plan.kind);
-  auto* artefact = release.mutable_embedding();
-  artefact->set_format_version(kArtefactFormatVersion);
-  artefact->set_release_id(release_id);
-  artefact->set_dataset_id(dataset.id());
-  *artefact->mutable_schema() = dataset.schema();
-  artefact->set_schema_fingerprint(dataset.schema_fingerprint());
-  artefact->set_relation(dataset.relation() == v1::REPLACE_ONE ? v1::REPLACE_ONE : v1::ADD_REMOVE);
-  artefact->set_feature_map("rff");
-  artefact->set_seed(params.seed());
-  artefact->set_num_frequencies(feature_map.num_frequencies());
-  artefact->set_length_scale(feature_map.length_scale());
-  artefact->set_numeric_weight(feature_map.numeric_weight());
-  artefact->set_feature_dim(feature_map.output_dim());
-  artefact->set_num_classes(schema.num_classes());
-  artefact->mutable_class_values()->Assign(noisy.class_values.data(),
-                                           noisy.class_values.data() + noisy.class_values.size());
-  artefact->mutable_class_totals()->Assign(noisy.class_totals.data(),
-                                           noisy.class_totals.data() + noisy.class_totals.size());
-  artefact->set_public_n(noisy.public_n);
-  artefact->set_sensitivity(noisy.sensitivity);
-  artefact->set_noise_multiplier(noisy.noise_multiplier);
-  artefact->set_noise_stddev(noisy.noise_stddev);
-  artefact->set_epsilon(epsilon_alone);
-  artefact->set_delta(dataset.budget().delta());
+  DPC_ASSIGN_OR_RETURN(*release.mutable_embedding(),
+                       EmbeddingArtefactFor(plan.resolved_request.rff_embedding(), dataset,
+                                            schema, rows, plan.noise_multiplier,
+                                            rows.num_rows(), noise));
+  release.mutable_embedding()->set_release_id(release_id);
+  release.mutable_embedding()->set_epsilon(epsilon_alone);
   return release;
+}
+
+absl::StatusOr<SessionPlan> PlanSession(const v1::OpenSessionRequest& request,
+                                        const v1::Dataset& dataset) {
+  SessionPlan plan;
+  plan.resolved_params = request.params();
+  v1::SessionParams& params = plan.resolved_params;
+  DPC_RETURN_IF_ERROR(ValidatePositiveInt(params.steps(), "Session steps"));
+  if (params.steps() > kMaxSessionSteps) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("Session steps must be at most ", kMaxSessionSteps, ", got ", params.steps()));
+  }
+  if (!(params.sampling_rate() > 0 && params.sampling_rate() <= 1)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("Sampling rate must be in (0, 1], got ", params.sampling_rate()));
+  }
+  DPC_RETURN_IF_ERROR(ResolveRffParams(params.mutable_rff_embedding()));
+  if (dataset.row_count() == 0) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("dataset '", dataset.id(), "' has no rows; upload rows first"));
+  }
+  const auto relation = RelationFromProto(dataset.relation());
+  const auto scheme = relation == privacy::NeighbouringRelation::kAddRemove
+                          ? privacy::SamplingScheme::kPoisson
+                          : privacy::SamplingScheme::kWithoutReplacement;
+  if (relation == privacy::NeighbouringRelation::kReplaceOne &&
+      std::llround(params.sampling_rate() * dataset.row_count()) < 1) {
+    return absl::InvalidArgumentError("sampling rate times the dataset size is below one row");
+  }
+  switch (params.privacy_case()) {
+    case v1::SessionParams::kEpsilon: {
+      DPC_RETURN_IF_ERROR(ValidateFinitePositive(params.epsilon(), "Epsilon"));
+      DPC_ASSIGN_OR_RETURN(plan.noise_multiplier,
+                           privacy::CalibrateSampledGaussianNoiseMultiplier(
+                               scheme, params.sampling_rate(), params.steps(), params.epsilon(),
+                               dataset.budget().delta()));
+      break;
+    }
+    case v1::SessionParams::kNoiseMultiplier:
+      DPC_RETURN_IF_ERROR(ValidateFinitePositive(params.noise_multiplier(), "Noise multiplier"));
+      plan.noise_multiplier = params.noise_multiplier();
+      break;
+    default:
+      return absl::InvalidArgumentError(
+          "session needs a privacy level: epsilon (for all steps) or noise_multiplier");
+  }
+  params.set_noise_multiplier(plan.noise_multiplier);
+  plan.steps = params.steps();
+  if (scheme == privacy::SamplingScheme::kPoisson) {
+    DPC_ASSIGN_OR_RETURN(plan.step_event, privacy::PrivacyEvent::PoissonSampledGaussian(
+                                              params.sampling_rate(), plan.noise_multiplier));
+  } else {
+    DPC_ASSIGN_OR_RETURN(plan.step_event,
+                         privacy::PrivacyEvent::SampledWithoutReplacementGaussian(
+                             params.sampling_rate(), plan.noise_multiplier));
+  }
+  return plan;
+}
+
+absl::StatusOr<v1::EmbeddingArtefact> ComputeSessionStep(const v1::Session& session,
+                                                         const v1::Dataset& dataset,
+                                                         const data::Schema& schema,
+                                                         const data::Table& rows,
+                                                         privacy::NoiseSource* noise) {
+  const v1::SessionParams& params = session.params();
+  const int64_t n = rows.num_rows();
+  std::vector<int64_t> chosen;
+  int64_t public_n = 0;
+  if (dataset.relation() == v1::REPLACE_ONE) {
+    // Fixed-size batch without replacement (Wang, Balle, Kasiviswanathan
+    // 2019): partial Fisher-Yates with the CSPRNG.
+    const int64_t batch = std::max<int64_t>(1, std::llround(params.sampling_rate() * n));
+    std::vector<int64_t> order(n);
+    for (int64_t i = 0; i < n; ++i) order[i] = i;
+    for (int64_t i = 0; i < batch; ++i) {
+      const int64_t j = i + static_cast<int64_t>(UniformBelow(noise, static_cast<uint64_t>(n - i)));
+      std::swap(order[i], order[j]);
+    }
+    chosen.assign(order.begin(), order.begin() + batch);
+    public_n = batch;
+  } else {
+    // Poisson sampling (Mironov, Talwar, Zhang 2019): each row independently
+    // with probability q; the batch size stays private.
+    for (int64_t i = 0; i < n; ++i) {
+      if (noise->UniformOpen() < params.sampling_rate()) chosen.push_back(i);
+    }
+  }
+  data::Table batch;
+  batch.cells.resize(static_cast<Eigen::Index>(chosen.size()), rows.cells.cols());
+  for (size_t i = 0; i < chosen.size(); ++i) batch.cells.row(i) = rows.cells.row(chosen[i]);
+  return EmbeddingArtefactFor(params.rff_embedding(), dataset, schema, batch,
+                              session.noise_multiplier(), public_n, noise);
 }
 
 }  // namespace dpcurator::server

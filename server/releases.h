@@ -36,6 +36,27 @@ absl::StatusOr<v1::Release> ComputeRelease(const ReleasePlan& plan, const v1::Da
                                            const std::string& release_id, double epsilon_alone,
                                            privacy::NoiseSource* noise);
 
+// A session's per-step mechanism, decided at open: Poisson-subsampled
+// Gaussian (ADD_REMOVE) or fixed-size sampling without replacement
+// (REPLACE_ONE), T of them reserved.
+struct SessionPlan {
+  std::optional<privacy::PrivacyEvent> step_event;
+  double noise_multiplier = 0.0;
+  int64_t steps = 0;
+  v1::SessionParams resolved_params;
+};
+absl::StatusOr<SessionPlan> PlanSession(const v1::OpenSessionRequest& request,
+                                        const v1::Dataset& dataset);
+
+// One step: draws the subsample with the noise source's randomness (it is
+// part of the mechanism), computes the batch's labelled embedding and adds
+// the Gaussian noise of the plan.
+absl::StatusOr<v1::EmbeddingArtefact> ComputeSessionStep(const v1::Session& session,
+                                                         const v1::Dataset& dataset,
+                                                         const data::Schema& schema,
+                                                         const data::Table& rows,
+                                                         privacy::NoiseSource* noise);
+
 }  // namespace dpcurator::server
 
 #endif  // DPCURATOR_SERVER_RELEASES_H_

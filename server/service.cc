@@ -93,7 +93,7 @@ grpc::Status DatasetServiceImpl::UploadRows(grpc::ServerContext* context,
       absl::Status status = builder.AddRow(cells);
       if (!status.ok()) {
         return ToGrpcStatus(absl::InvalidArgumentError(absl::StrCat(
-            "upload message ", message_index, ", row ", i, " (", response->rows_accepted() + i,
+            "upload message ", message_index, ", row ", i, " (", response->rows_accepted(),
             " rows of this upload were stored before it): ", status.message(),
             ". Nothing of this message was stored; fix the row and resend from it.")));
       }
@@ -217,6 +217,78 @@ grpc::Status ReleaseServiceImpl::ListReleases(grpc::ServerContext* context,
   DPC_GRPC_ASSIGN_OR_RETURN(Role role, authorizer_->Check(context));
   (void)role;
   DPC_GRPC_ASSIGN_OR_RETURN(*response, ledger_->ListReleases(request->dataset_id()));
+  return grpc::Status::OK;
+}
+
+grpc::Status SessionServiceImpl::OpenSession(grpc::ServerContext* context,
+                                             const v1::OpenSessionRequest* request,
+                                             v1::Session* response) {
+  DPC_GRPC_ASSIGN_OR_RETURN(Role role, authorizer_->Check(context));
+  (void)role;
+  DPC_GRPC_ASSIGN_OR_RETURN(v1::Dataset dataset, store_->GetDataset(request->dataset_id()));
+  DPC_GRPC_ASSIGN_OR_RETURN(SessionPlan plan, PlanSession(*request, dataset));
+  DPC_GRPC_ASSIGN_OR_RETURN(
+      Ledger::SessionAdmission admission,
+      ledger_->OpenSession(dataset.id(), request->idempotency_key(), request->SerializeAsString(),
+                           plan.resolved_params, *plan.step_event, plan.steps,
+                           plan.noise_multiplier));
+  *response = admission.session;
+  Log(absl::StrCat("event=session_", admission.replayed ? "replayed" : "opened",
+                   " dataset=", dataset.id(), " session=", response->id(),
+                   " steps=", response->steps_reserved(),
+                   " epsilon_reserved=", response->epsilon_reserved()));
+  return grpc::Status::OK;
+}
+
+grpc::Status SessionServiceImpl::Step(grpc::ServerContext* context,
+                                      const v1::SessionStepRequest* request,
+                                      v1::SessionStepResponse* response) {
+  DPC_GRPC_ASSIGN_OR_RETURN(Role role, authorizer_->Check(context));
+  (void)role;
+  DPC_GRPC_ASSIGN_OR_RETURN(Ledger::StepAdmission admission,
+                            ledger_->BeginStep(request->session_id(), request->step()));
+  std::string batch;
+  if (admission.stored_batch.has_value()) {
+    batch = *admission.stored_batch;
+    response->set_replayed(true);
+  } else {
+    const v1::Session& session = admission.session;
+    DPC_GRPC_ASSIGN_OR_RETURN(v1::Dataset dataset, store_->GetDataset(session.dataset_id()));
+    DPC_GRPC_ASSIGN_OR_RETURN(data::Schema schema, SchemaFromProto(dataset.schema()));
+    DPC_GRPC_ASSIGN_OR_RETURN(auto noise, privacy::SecureNoiseSource::Create());
+    DPC_GRPC_ASSIGN_OR_RETURN(data::Table rows, store_->LoadRows(dataset.id(), schema));
+    DPC_GRPC_ASSIGN_OR_RETURN(v1::EmbeddingArtefact computed,
+                              ComputeSessionStep(session, dataset, schema, rows, noise.get()));
+    computed.set_release_id(absl::StrCat(session.id(), "/", request->step()));
+    // Stored before it is returned: a retry of this index replays it.
+    DPC_GRPC_ASSIGN_OR_RETURN(batch, ledger_->RecordStep(session.id(), request->step(),
+                                                         computed.SerializeAsString()));
+  }
+  if (!response->mutable_batch()->ParseFromString(batch)) {
+    return ToGrpcStatus(absl::DataLossError("stored session step does not parse"));
+  }
+  DPC_GRPC_ASSIGN_OR_RETURN(*response->mutable_session(),
+                            ledger_->GetSession(request->session_id()));
+  return grpc::Status::OK;
+}
+
+grpc::Status SessionServiceImpl::CloseSession(grpc::ServerContext* context,
+                                              const v1::CloseSessionRequest* request,
+                                              v1::Session* response) {
+  DPC_GRPC_ASSIGN_OR_RETURN(Role role, authorizer_->Check(context));
+  (void)role;
+  DPC_GRPC_ASSIGN_OR_RETURN(*response, ledger_->CloseSession(request->session_id()));
+  Log(absl::StrCat("event=session_closed session=", response->id(), " steps_used=",
+                   response->steps_used(), " of ", response->steps_reserved()));
+  return grpc::Status::OK;
+}
+
+grpc::Status SessionServiceImpl::GetSession(grpc::ServerContext* context,
+                                            const v1::GetSessionRequest* request,
+                                            v1::Session* response) {
+  DPC_GRPC_ASSIGN_OR_RETURN(Role role, authorizer_->Check(context));
+  (void)role;
+  DPC_GRPC_ASSIGN_OR_RETURN(*response, ledger_->GetSession(request->session_id()));
   return grpc::Status::OK;
 }
 

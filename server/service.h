@@ -52,6 +52,26 @@ class ReleaseServiceImpl final : public v1::ReleaseService::Service {
   Authorizer* authorizer_;
 };
 
+class SessionServiceImpl final : public v1::SessionService::Service {
+ public:
+  SessionServiceImpl(Store* store, Ledger* ledger, Authorizer* authorizer)
+      : store_(store), ledger_(ledger), authorizer_(authorizer) {}
+
+  grpc::Status OpenSession(grpc::ServerContext* context, const v1::OpenSessionRequest* request,
+                           v1::Session* response) override;
+  grpc::Status Step(grpc::ServerContext* context, const v1::SessionStepRequest* request,
+                    v1::SessionStepResponse* response) override;
+  grpc::Status CloseSession(grpc::ServerContext* context, const v1::CloseSessionRequest* request,
+                            v1::Session* response) override;
+  grpc::Status GetSession(grpc::ServerContext* context, const v1::GetSessionRequest* request,
+                          v1::Session* response) override;
+
+ private:
+  Store* store_;
+  Ledger* ledger_;
+  Authorizer* authorizer_;
+};
+
 }  // namespace dpcurator::server
 
 #endif  // DPCURATOR_SERVER_SERVICE_H_

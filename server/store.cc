@@ -75,6 +75,33 @@ CREATE TABLE ledger_totals (
   event_count INTEGER NOT NULL
 );
 )sql",
+    // 2: sessions (iterative releases with a reservation) and their steps.
+    R"sql(
+CREATE TABLE sessions (
+  id TEXT PRIMARY KEY,
+  dataset_id TEXT NOT NULL REFERENCES datasets(id),
+  idempotency_key TEXT NOT NULL,
+  request BLOB NOT NULL,
+  params BLOB NOT NULL,
+  state TEXT NOT NULL CHECK (state IN ('OPEN', 'CLOSED', 'ABANDONED')),
+  steps_reserved INTEGER NOT NULL,
+  noise_multiplier REAL NOT NULL,
+  step_event TEXT NOT NULL,
+  reserve_event_id INTEGER NOT NULL REFERENCES ledger_events(id),
+  epsilon_reserved REAL NOT NULL,
+  created_unix INTEGER NOT NULL,
+  last_activity_unix INTEGER NOT NULL,
+  UNIQUE (dataset_id, idempotency_key)
+);
+CREATE INDEX sessions_open ON sessions(state, last_activity_unix);
+CREATE TABLE session_steps (
+  session_id TEXT NOT NULL REFERENCES sessions(id),
+  step INTEGER NOT NULL,
+  artefact BLOB NOT NULL,
+  created_unix INTEGER NOT NULL,
+  PRIMARY KEY (session_id, step)
+);
+)sql",
 };
 
 std::string EncodeCells(const data::Table& rows) {
