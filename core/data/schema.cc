@@ -82,6 +82,11 @@ absl::StatusOr<Schema> Schema::Builder::Build() const {
             "' needs finite declared bounds with lower < upper, got [", column.lower,
             ", ", column.upper, "]"));
       }
+      if (column.integer && std::ceil(column.lower) > std::floor(column.upper)) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "Integer column '", column.name, "' has no integer within its bounds [",
+            column.lower, ", ", column.upper, "]"));
+      }
       if (column.nullable) {
         return absl::UnimplementedError(absl::StrCat(
             "Numeric column '", column.name,

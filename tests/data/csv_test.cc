@@ -1,0 +1,203 @@
+#include "core/data/csv.h"
+
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace dpcurator::data {
+namespace {
+
+using Records = std::vector<std::vector<std::string>>;
+
+absl::StatusOr<Records> ReadAll(const std::string& text, CsvOptions options = {},
+                                std::vector<int64_t>* lines = nullptr) {
+  std::istringstream input(text);
+  CsvRecordReader reader(&input, options);
+  Records records;
+  std::vector<std::string> fields;
+  while (true) {
+    auto has = reader.Next(&fields);
+    if (!has.ok()) return has.status();
+    if (!*has) break;
+    records.push_back(fields);
+    if (lines != nullptr) lines->push_back(reader.line_number());
+  }
+  return records;
+}
+
+TEST(CsvRecordReaderTest, PlainFieldsKeepWhitespace) {
+  EXPECT_EQ(ReadAll("a,b , c\n1,2,3\n").value(), (Records{{"a", "b ", " c"}, {"1", "2", "3"}}));
+}
+
+TEST(CsvRecordReaderTest, QuotesAndEscapedQuotes) {
+  EXPECT_EQ(ReadAll("\"a,b\",\"say \"\"hi\"\"\",\"\"\n").value(),
+            (Records{{"a,b", "say \"hi\"", ""}}));
+  // A quoted field may hold newlines; leading whitespace before the quote is dropped.
+  EXPECT_EQ(ReadAll("x, \"multi\nline\",z\n").value(), (Records{{"x", "multi\nline", "z"}}));
+  // Empty fields at both ends.
+  EXPECT_EQ(ReadAll(",a,\n").value(), (Records{{"", "a", ""}}));
+}
+
+TEST(CsvRecordReaderTest, CrlfBlankLinesAndLastLineWithoutNewline) {
+  std::vector<int64_t> lines;
+  EXPECT_EQ(ReadAll("h1,h2\r\n\r\n1,2\r\n\n\n3,4", {}, &lines).value(),
+            (Records{{"h1", "h2"}, {"1", "2"}, {"3", "4"}}));
+  EXPECT_EQ(lines, (std::vector<int64_t>{1, 3, 6}));
+  EXPECT_EQ(ReadAll("").value(), Records{});
+  EXPECT_EQ(ReadAll("\n\r\n\n").value(), Records{});
+}
+
+TEST(CsvRecordReaderTest, OtherDelimiter) {
+  CsvOptions options;
+  options.delimiter = ';';
+  EXPECT_EQ(ReadAll("a;b,c;\"d;e\"\n", options).value(), (Records{{"a", "b,c", "d;e"}}));
+}
+
+TEST(CsvRecordReaderTest, UnterminatedQuoteIsAnError) {
+  auto result = ReadAll("a,b\n\"c,d\nmore\n");
+  ASSERT_FALSE(result.ok());
+  EXPECT_EQ(result.status().message(), "line 2: unterminated quoted field at end of input");
+}
+
+TEST(CsvRecordReaderTest, OverLongRecordIsAnError) {
+  CsvOptions options;
+  options.max_record_bytes = 16;
+  EXPECT_TRUE(ReadAll("0123456789,abcd\n", options).ok());  // 15 bytes + newline
+  auto result = ReadAll("ok\n0123456789,0123456789\n", options);
+  ASSERT_FALSE(result.ok());
+  EXPECT_EQ(result.status().message(), "line 2: record longer than 16 bytes");
+  // Also inside an unterminated quote (a garbage file cannot exhaust memory).
+  EXPECT_FALSE(ReadAll("\"" + std::string(100, 'x'), options).ok());
+}
+
+Schema TestSchema() {
+  Schema::Builder builder;
+  builder.AddNumeric("age", 17, 90, true)
+      .AddCategorical("city", {"Paris", "New York, NY", "Say \"Hi\""}, true)
+      .AddNumeric("score", 0, 1)
+      .AddCategorical("y", {"no", "yes"})
+      .AddAlias("y", "yes.", "yes")
+      .SetLabel("y");
+  return builder.Build().value();
+}
+
+class CsvFileTest : public ::testing::Test {
+ protected:
+  std::string Write(const std::string& name, const std::string& text) {
+    const std::string path = ::testing::TempDir() + "/dpc_csv_test_" + name;
+    std::ofstream out(path, std::ios::binary);
+    out << text;
+    paths_.push_back(path);
+    return path;
+  }
+  void TearDown() override {
+    for (const auto& p : paths_) std::remove(p.c_str());
+  }
+  std::vector<std::string> paths_;
+};
+
+TEST_F(CsvFileTest, HeaderMapsColumnsByNameIgnoringExtrasAndOrder) {
+  const Schema schema = TestSchema();
+  const std::string path = Write("reordered.csv",
+                                 "id, y ,score,extra,city,age\r\n"
+                                 "1,no,0.5,zzz,Paris,30\r\n"
+                                 "\r\n"
+                                 "2,yes.,1.5,zzz,\"New York, NY\",100\r\n"
+                                 "3, yes ,-1,,?,17\r\n");
+  auto table = ReadCsvFile(schema, path).value();
+  ASSERT_EQ(table.num_rows(), 3);
+  Eigen::MatrixXd expected(3, 4);
+  expected << 30, 0, 0.5, 0,  //
+      90, 1, 1, 1,            //
+      17, 3, 0, 1;
+  EXPECT_EQ(table.cells, expected);
+  EXPECT_EQ(table.clamped_cells, 3);  // 1.5 -> 1, 100 -> 90, -1 -> 0
+}
+
+TEST_F(CsvFileTest, MissingOrDuplicateColumnIsAnError) {
+  const Schema schema = TestSchema();
+  auto missing = ReadCsvFile(schema, Write("missing.csv", "age,city,y\n30,Paris,no\n"));
+  EXPECT_EQ(missing.status().message(),
+            ::testing::TempDir() + "/dpc_csv_test_missing.csv: header has no column 'score' "
+            "(the schema declares it; the header must name every schema column)");
+  auto twice = ReadCsvFile(schema, Write("twice.csv", "age,city,score,y,age\n"));
+  EXPECT_NE(twice.status().message().find("header names column 'age' twice"), std::string::npos);
+}
+
+TEST_F(CsvFileTest, ErrorsNameFileAndLine) {
+  const Schema schema = TestSchema();
+  const std::string path = Write("bad.csv", "age,city,score,y\n30,Paris,0.5,no\n\n31,Rome,0.5,no\n");
+  auto bad = ReadCsvFile(schema, path);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().message(),
+            path + ":4: Column 'city': 'Rome' is not a declared category (declare it in the "
+                   "schema; categories are never learned from rows)");
+  auto short_row = ReadCsvFile(schema, Write("short.csv", "age,city,score,y\n30,Paris\n"));
+  EXPECT_NE(short_row.status().message().find(":2: row has 2 fields"), std::string::npos);
+  auto quote = ReadCsvFile(schema, Write("quote.csv", "age,city,score,y\n30,\"Paris,0.5,no\n"));
+  EXPECT_NE(quote.status().message().find("line 2: unterminated quoted field"), std::string::npos);
+  EXPECT_EQ(ReadCsvFile(schema, Write("empty.csv", "")).status().message(),
+            ::testing::TempDir() + "/dpc_csv_test_empty.csv: empty file");
+  EXPECT_EQ(ReadCsvFile(schema, "/nonexistent/dir/x.csv").status().code(),
+            absl::StatusCode::kNotFound);
+  CsvOptions small;
+  small.max_record_bytes = 20;
+  auto long_record = ReadCsvFile(
+      schema, Write("long.csv", "age,city,score,y\n30,Paris,0.5,no\n30,Paris,0.555555555555,no\n"),
+      small);
+  EXPECT_NE(long_record.status().message().find("line 3: record longer than 20 bytes"),
+            std::string::npos);
+}
+
+TEST_F(CsvFileTest, NoHeaderTakesSchemaOrder) {
+  const Schema schema = TestSchema();
+  CsvOptions options;
+  options.has_header = false;
+  auto table = ReadCsvFile(schema, Write("noheader.csv", "30,Paris,0.25,no\n40,,0.75,yes\n"), options)
+                   .value();
+  Eigen::MatrixXd expected(2, 4);
+  expected << 30, 0, 0.25, 0,  //
+      40, 3, 0.75, 1;
+  EXPECT_EQ(table.cells, expected);
+}
+
+TEST_F(CsvFileTest, WriteThenReadRoundTrips) {
+  const Schema schema = TestSchema();
+  Table table;
+  table.cells.resize(4, 4);
+  table.cells << 17, 0, 0, 0,  //
+      90, 1, 1, 1,             //
+      45, 2, 0.123456, 0,      //
+      50, 3, 0.5, 1;
+  std::ostringstream out;
+  WriteCsv(schema, table, &out);
+  EXPECT_EQ(out.str(),
+            "age,city,score,y\n17,Paris,0,no\n90,\"New York, NY\",1,yes\n"
+            "45,\"Say \"\"Hi\"\"\",0.123456,no\n50,?,0.5,yes\n");
+  auto back = ReadCsvFile(schema, Write("roundtrip.csv", out.str())).value();
+  EXPECT_EQ(back.cells, table.cells);
+  EXPECT_EQ(back.clamped_cells, 0);
+}
+
+TEST(TableBuilderTest, RowsAreAllOrNothing) {
+  const Schema schema = TestSchema();
+  TableBuilder builder(schema);
+  ASSERT_TRUE(builder.AddRow({"30", "Paris", "0.5", "no"}).ok());
+  EXPECT_EQ(builder.AddRow({"30", "Paris", "0.5"}).message(),
+            "row has 3 fields, the schema declares 4");
+  EXPECT_FALSE(builder.AddRow({"1000", "Paris", "x", "no"}).ok());  // clamps, then fails
+  EXPECT_EQ(builder.num_rows(), 1);
+  ASSERT_TRUE(builder.AddRow({"1000", "", "0.5", "yes"}).ok());
+  const Table table = builder.Finish();
+  EXPECT_EQ(table.num_rows(), 2);
+  EXPECT_EQ(table.clamped_cells, 1);  // the failed row's clamp is not counted
+  EXPECT_EQ(table.cells(1, 0), 90);
+  EXPECT_EQ(builder.num_rows(), 0);  // Finish resets
+}
+
+}  // namespace
+}  // namespace dpcurator::data

@@ -1,0 +1,140 @@
+#include "core/data/encoder.h"
+
+#include <cmath>
+
+#include "core/data/demo.h"
+#include "core/util/public_rng.h"
+#include "gtest/gtest.h"
+
+namespace dpcurator::data {
+namespace {
+
+Schema MixedSchema() {
+  Schema::Builder builder;
+  builder.AddCategorical("c1", {"a", "b", "c"}, /*nullable=*/true)
+      .AddNumeric("n1", -5, 5, /*integer=*/true)
+      .AddCategorical("y", {"u", "v", "w"})
+      .AddNumeric("n2", 1000, 1e6, /*integer=*/true)
+      .AddCategorical("c2", {"only"})
+      .AddNumeric("n3", 0.25, 0.75)
+      .SetLabel("y");
+  return builder.Build().value();
+}
+
+TEST(FeatureLayoutTest, NumericFirstThenOneHotBlocksLabelExcluded) {
+  const Schema schema = MixedSchema();
+  const FeatureLayout layout = FeatureLayout::ForFeatures(schema);
+  EXPECT_EQ(layout.numeric_dim, 3);
+  EXPECT_EQ(layout.categorical_dim, 4 + 1);
+  EXPECT_EQ(layout.total_dim(), 8);
+  EXPECT_EQ(layout.num_categorical_columns(), 2);
+  ASSERT_EQ(layout.numeric.size(), 3u);
+  EXPECT_EQ(layout.numeric[0].column, 1);
+  EXPECT_EQ(layout.numeric[1].column, 3);
+  EXPECT_EQ(layout.numeric[2].column, 5);
+  EXPECT_EQ(layout.numeric[2].offset, 2);
+  ASSERT_EQ(layout.categorical.size(), 2u);
+  EXPECT_EQ(layout.categorical[0].column, 0);
+  EXPECT_EQ(layout.categorical[0].offset, 3);
+  EXPECT_EQ(layout.categorical[0].levels, 4);  // three categories + missing
+  EXPECT_EQ(layout.categorical[1].column, 4);
+  EXPECT_EQ(layout.categorical[1].offset, 7);
+}
+
+TEST(EncoderTest, ScalesByDeclaredBoundsClampsAndOneHots) {
+  const Schema schema = MixedSchema();
+  const FeatureLayout layout = FeatureLayout::ForFeatures(schema);
+  Table table;
+  table.cells.resize(3, 6);
+  table.cells << 0, -5, 2, 1000, 0, 0.5,  //
+      3, 5, 0, 1e6, 0, 0.25,               //
+      1, 1e9, 1, -1e9, 0, 0.8;             // out-of-bounds cells (a hand-made table)
+  const Eigen::MatrixXd encoded = EncodeFeatures(schema, layout, table);
+  Eigen::MatrixXd expected(3, 8);
+  expected << 0, 0, 0.5, 1, 0, 0, 0, 1,  //
+      1, 1, 0, 0, 0, 0, 1, 1,            //
+      1, 0, 1, 0, 1, 0, 0, 1;
+  EXPECT_LE((encoded - expected).cwiseAbs().maxCoeff(), 1e-15);
+  EXPECT_EQ(ExtractLabels(schema, table), Eigen::Vector3i(2, 0, 1));
+  // Every encoded row is in the domain: numerics in [0,1], one 1 per block.
+  EXPECT_GE(encoded.minCoeff(), 0.0);
+  EXPECT_LE(encoded.maxCoeff(), 1.0);
+  EXPECT_EQ(encoded.middleCols(3, 4).rowwise().sum(), Eigen::Vector3d::Ones());
+}
+
+TEST(EncoderTest, UnlabelledSchemaGivesLabelZero) {
+  Schema::Builder builder;
+  builder.AddNumeric("x", 0, 1).AddCategorical("c", {"a", "b"});
+  const Schema schema = builder.Build().value();
+  Table table;
+  table.cells = Eigen::MatrixXd::Zero(4, 2);
+  EXPECT_EQ(ExtractLabels(schema, table), Eigen::Vector4i::Zero());
+}
+
+// Encode then Decode (argmax) is the identity on tables whose numerics are
+// integer-valued and inside the bounds (and within rounding otherwise).
+TEST(EncoderTest, EncodeDecodeRoundTrip) {
+  const Schema schema = MixedSchema();
+  const FeatureLayout layout = FeatureLayout::ForFeatures(schema);
+  PublicRng rng(42);
+  const int n = 2000;
+  Table table;
+  table.cells.resize(n, 6);
+  for (int i = 0; i < n; ++i) {
+    table.cells(i, 0) = static_cast<double>(rng.UniformInt(4));
+    table.cells(i, 1) = -5.0 + static_cast<double>(rng.UniformInt(11));
+    table.cells(i, 2) = static_cast<double>(rng.UniformInt(3));
+    table.cells(i, 3) = 1000.0 + static_cast<double>(rng.UniformInt(999001));
+    table.cells(i, 4) = 0;
+    table.cells(i, 5) = 0.25 + 0.5 * rng.Uniform();
+  }
+  const Eigen::MatrixXd encoded = EncodeFeatures(schema, layout, table);
+  const Eigen::VectorXi labels = ExtractLabels(schema, table);
+  const Table decoded = DecodeFeatures(schema, layout, encoded, labels, Eigen::MatrixXd());
+  ASSERT_EQ(decoded.cells.rows(), n);
+  for (int c : {0, 1, 2, 3, 4}) EXPECT_EQ(decoded.cells.col(c), table.cells.col(c)) << c;
+  EXPECT_LE((decoded.cells.col(5) - table.cells.col(5)).cwiseAbs().maxCoeff(), 1e-15);
+  // Sampling decode of one-hot blocks ignores the uniforms.
+  Eigen::MatrixXd uniforms(n, 2);
+  rng.FillUniform(uniforms);
+  const Table sampled = DecodeFeatures(schema, layout, encoded, labels, uniforms);
+  EXPECT_EQ(sampled.cells.leftCols(5), decoded.cells.leftCols(5));
+}
+
+TEST(DecoderTest, GeneratorOutputsAreMappedIntoTheDomain) {
+  const Schema schema = MixedSchema();
+  const FeatureLayout layout = FeatureLayout::ForFeatures(schema);
+  Eigen::MatrixXd encoded(2, 8);
+  // Numerics outside [0,1] are clamped; integers rounded; soft blocks argmax.
+  encoded << -0.3, 1.7, 0.5, 0.1, 0.6, 0.2, 0.1, 0.4,  //
+      0.46, 0.0016, 1.0, -1, -2, 0.5, -0.1, 0.0;
+  const Table table = DecodeFeatures(schema, layout, encoded, Eigen::Vector2i(1, 2),
+                                     Eigen::MatrixXd());
+  Eigen::MatrixXd expected(2, 6);
+  expected << 1, -5, 1, 1e6, 0, 0.5,  //
+      2, 0, 2, 2598, 0, 0.75;  // 1000 + 0.0016 * 999000 = 2598.4
+  EXPECT_LE((table.cells - expected).cwiseAbs().maxCoeff(), 1e-9) << table.cells;
+}
+
+// Sampling decode draws level l with probability max(w_l, 0) / sum.
+TEST(DecoderTest, SamplingFollowsTheClippedWeights) {
+  Schema::Builder builder;
+  builder.AddCategorical("c", {"a", "b", "c", "d"});
+  const Schema schema = builder.Build().value();
+  const FeatureLayout layout = FeatureLayout::ForFeatures(schema);
+  const int n = 40000;
+  Eigen::MatrixXd encoded(n, 4);
+  encoded.rowwise() = Eigen::RowVector4d(0.2, -0.5, 0.6, 0.2);
+  PublicRng rng(3);
+  Eigen::MatrixXd uniforms(n, 1);
+  rng.FillUniform(uniforms);
+  const Table table = DecodeFeatures(schema, layout, encoded, Eigen::VectorXi::Zero(n), uniforms);
+  const double p[] = {0.2, 0.0, 0.6, 0.2};
+  for (int l = 0; l < 4; ++l) {
+    const double freq = (table.cells.col(0).array() == l).cast<double>().mean();
+    EXPECT_NEAR(freq, p[l], 5 * std::sqrt(p[l] * (1 - p[l]) / n) + 1e-12) << l;
+  }
+}
+
+}  // namespace
+}  // namespace dpcurator::data

@@ -1,0 +1,257 @@
+#include "core/data/schema.h"
+
+#include <cmath>
+#include <limits>
+#include <set>
+#include <vector>
+#include <string>
+
+#include "gtest/gtest.h"
+
+namespace dpcurator::data {
+namespace {
+
+std::string BuildError(const Schema::Builder& builder) {
+  auto schema = builder.Build();
+  EXPECT_FALSE(schema.ok());
+  return std::string(schema.status().message());
+}
+
+TEST(SchemaBuilderTest, RejectsEmptyAndUnnamed) {
+  EXPECT_EQ(BuildError(Schema::Builder()), "Schema must have at least one column");
+  Schema::Builder unnamed;
+  unnamed.AddNumeric("", 0, 1);
+  EXPECT_EQ(BuildError(unnamed), "Column names must be non-empty");
+  Schema::Builder only_label;
+  only_label.AddCategorical("y", {"a", "b"}).SetLabel("y");
+  EXPECT_EQ(BuildError(only_label), "Schema must have at least one feature column");
+}
+
+TEST(SchemaBuilderTest, RejectsDuplicateNames) {
+  Schema::Builder builder;
+  builder.AddNumeric("age", 0, 100).AddCategorical("age", {"young", "old"});
+  EXPECT_EQ(BuildError(builder), "Column name 'age' is declared twice");
+}
+
+TEST(SchemaBuilderTest, RejectsBadBounds) {
+  Schema::Builder equal;
+  equal.AddNumeric("x", 1, 1);
+  EXPECT_EQ(BuildError(equal),
+            "Numeric column 'x' needs finite declared bounds with lower < upper, got [1, 1]");
+  Schema::Builder reversed;
+  reversed.AddNumeric("x", 2, -2);
+  EXPECT_EQ(BuildError(reversed),
+            "Numeric column 'x' needs finite declared bounds with lower < upper, got [2, -2]");
+  Schema::Builder infinite;
+  infinite.AddNumeric("x", 0, std::numeric_limits<double>::infinity());
+  EXPECT_EQ(BuildError(infinite),
+            "Numeric column 'x' needs finite declared bounds with lower < upper, got [0, inf]");
+  Schema::Builder nan;
+  nan.AddNumeric("x", std::nan(""), 1);
+  EXPECT_NE(BuildError(nan).find("needs finite declared bounds"), std::string::npos);
+}
+
+TEST(SchemaBuilderTest, RejectsBadCategories) {
+  Schema::Builder empty;
+  empty.AddCategorical("c", {});
+  EXPECT_EQ(BuildError(empty), "Categorical column 'c' must declare its categories");
+  Schema::Builder twice;
+  twice.AddCategorical("c", {"a", "b", "a"});
+  EXPECT_EQ(BuildError(twice), "Categorical column 'c' declares category 'a' twice");
+  Schema::Builder missing_token;
+  missing_token.AddCategorical("c", {"a", "?"});
+  EXPECT_EQ(BuildError(missing_token),
+            "Categorical column 'c' declares category '?', which is a missing-value token; "
+            "declare the column nullable instead");
+  // With other missing tokens, "?" is an ordinary category.
+  Schema::Builder custom;
+  custom.AddCategorical("c", {"a", "?"}).SetMissingTokens({"NA"});
+  EXPECT_TRUE(custom.Build().ok());
+}
+
+TEST(SchemaBuilderTest, RejectsBadLabels) {
+  Schema::Builder numeric;
+  numeric.AddNumeric("x", 0, 1).AddNumeric("y", 0, 1).SetLabel("y");
+  const std::string message =
+      "Label column 'y' must be categorical, not nullable, with at least two categories";
+  EXPECT_EQ(BuildError(numeric), message);
+  Schema::Builder nullable;
+  nullable.AddNumeric("x", 0, 1).AddCategorical("y", {"a", "b"}, true).SetLabel("y");
+  EXPECT_EQ(BuildError(nullable), message);
+  Schema::Builder one_class;
+  one_class.AddNumeric("x", 0, 1).AddCategorical("y", {"a"}).SetLabel("y");
+  EXPECT_EQ(BuildError(one_class), message);
+  Schema::Builder undeclared;
+  undeclared.AddNumeric("x", 0, 1).SetLabel("z");
+  EXPECT_EQ(BuildError(undeclared), "Label column 'z' is not declared");
+}
+
+TEST(SchemaBuilderTest, RejectsBadAliases) {
+  Schema::Builder undeclared_category;
+  undeclared_category.AddNumeric("x", 0, 1)
+      .AddCategorical("Y", {"<=50K", ">50K"})
+      .AddAlias("Y", ">50K.", ">50k");
+  EXPECT_EQ(BuildError(undeclared_category),
+            "Alias '>50K.' of column 'Y' targets undeclared category '>50k'");
+  Schema::Builder unknown_column;
+  unknown_column.AddNumeric("x", 0, 1).AddAlias("Z", "a", "b");
+  EXPECT_EQ(BuildError(unknown_column), "Alias refers to unknown column 'Z'");
+  Schema::Builder numeric;
+  numeric.AddNumeric("x", 0, 1).AddAlias("x", "one", "1");
+  EXPECT_EQ(BuildError(numeric), "Alias on column 'x', which is not categorical");
+}
+
+Schema AdultLike() {
+  Schema::Builder builder;
+  builder.AddNumeric("age", 17, 90, /*integer=*/true)
+      .AddCategorical("workclass", {"Private", "State-gov"}, /*nullable=*/true)
+      .AddNumeric("hours", 1, 99)
+      .AddCategorical("Y", {"<=50K", ">50K"})
+      .AddAlias("Y", ">50K.", ">50K")
+      .AddAlias("Y", "<=50K.", "<=50K")
+      .SetLabel("Y");
+  return builder.Build().value();
+}
+
+TEST(SchemaTest, Accessors) {
+  const Schema schema = AdultLike();
+  EXPECT_EQ(schema.num_columns(), 4);
+  EXPECT_EQ(schema.label_index(), 3);
+  EXPECT_EQ(schema.num_classes(), 2);
+  EXPECT_EQ(schema.feature_indices(), (std::vector<int>{0, 1, 2}));
+  EXPECT_EQ(schema.NumLevels(1), 3);  // two categories and the missing level
+  EXPECT_EQ(schema.NumLevels(3), 2);
+  EXPECT_EQ(schema.LevelName(1, 1), "State-gov");
+  EXPECT_EQ(schema.LevelName(1, 2), "");
+  EXPECT_EQ(schema.FindColumn("hours"), 2);
+  EXPECT_EQ(schema.FindColumn("nope"), std::nullopt);
+  Schema::Builder unlabelled;
+  unlabelled.AddNumeric("x", 0, 1);
+  EXPECT_EQ(unlabelled.Build().value().num_classes(), 1);
+}
+
+TEST(ParseCellTest, NumericTrimClampAndErrors) {
+  const Schema schema = AdultLike();
+  auto cell = schema.ParseCell(0, "  39\t").value();
+  EXPECT_EQ(cell.value, 39);
+  EXPECT_FALSE(cell.clamped);
+  cell = schema.ParseCell(0, "17").value();  // the bound itself is inside
+  EXPECT_EQ(cell.value, 17);
+  EXPECT_FALSE(cell.clamped);
+  cell = schema.ParseCell(0, "5").value();
+  EXPECT_EQ(cell.value, 17);
+  EXPECT_TRUE(cell.clamped);
+  cell = schema.ParseCell(0, " 1e9 ").value();
+  EXPECT_EQ(cell.value, 90);
+  EXPECT_TRUE(cell.clamped);
+  cell = schema.ParseCell(2, "40.5").value();
+  EXPECT_EQ(cell.value, 40.5);
+  EXPECT_EQ(schema.ParseCell(0, "?").status().message(),
+            "Column 'age': missing value, and the column is not nullable");
+  EXPECT_EQ(schema.ParseCell(0, "  ").status().message(),
+            "Column 'age': missing value, and the column is not nullable");
+  EXPECT_EQ(schema.ParseCell(0, "forty").status().message(),
+            "Column 'age': 'forty' is not a finite number");
+  EXPECT_FALSE(schema.ParseCell(0, "inf").ok());
+  EXPECT_FALSE(schema.ParseCell(0, "nan").ok());
+  EXPECT_FALSE(schema.ParseCell(0, "1e999").ok());
+  EXPECT_EQ(schema.ParseCell(7, "1").status().code(), absl::StatusCode::kOutOfRange);
+}
+
+TEST(ParseCellTest, CategoricalMissingAndAliases) {
+  const Schema schema = AdultLike();
+  EXPECT_EQ(schema.ParseCell(1, " State-gov ").value().value, 1);
+  // Nullable: "?" and "" are the missing level, after the declared ones.
+  EXPECT_EQ(schema.ParseCell(1, " ?").value().value, 2);
+  EXPECT_EQ(schema.ParseCell(1, "").value().value, 2);
+  // Not nullable.
+  EXPECT_EQ(schema.ParseCell(3, "?").status().message(),
+            "Column 'Y': missing value, and the column is not nullable");
+  // Aliases (Adult's test file writes ">50K.").
+  EXPECT_EQ(schema.ParseCell(3, ">50K.").value().value, 1);
+  EXPECT_EQ(schema.ParseCell(3, " <=50K.").value().value, 0);
+  EXPECT_EQ(schema.ParseCell(3, ">50K").value().value, 1);
+  // Case matters; categories are never learned from rows.
+  auto unknown = schema.ParseCell(1, "private");
+  EXPECT_EQ(unknown.status().message(),
+            "Column 'workclass': 'private' is not a declared category (declare it in the "
+            "schema; categories are never learned from rows)");
+}
+
+TEST(ParseCellTest, CustomMissingTokens) {
+  Schema::Builder builder;
+  builder.AddCategorical("c", {"a", "b"}, true).SetMissingTokens({"NA"});
+  const Schema schema = builder.Build().value();
+  EXPECT_EQ(schema.ParseCell(0, "NA").value().value, 2);
+  EXPECT_FALSE(schema.ParseCell(0, "?").ok());  // no longer a missing token
+  EXPECT_FALSE(schema.ParseCell(0, "").ok());
+}
+
+TEST(FormatCellTest, LevelsIntegersAndMissing) {
+  const Schema schema = AdultLike();
+  EXPECT_EQ(schema.FormatCell(0, 38.6), "39");
+  EXPECT_EQ(schema.FormatCell(2, 40.25), "40.25");
+  EXPECT_EQ(schema.FormatCell(1, 0), "Private");
+  EXPECT_EQ(schema.FormatCell(1, 2), "?");
+  EXPECT_EQ(schema.FormatCell(3, 1), ">50K");
+}
+
+TEST(FingerprintTest, StableAndSensitiveToEveryDeclaredProperty) {
+  const Schema a = AdultLike();
+  const Schema b = AdultLike();
+  EXPECT_EQ(a.Fingerprint(), b.Fingerprint());
+  EXPECT_EQ(a.FingerprintHex(), b.FingerprintHex());
+  EXPECT_EQ(a.FingerprintHex().size(), 16u);
+  EXPECT_EQ(a.FingerprintHex().find_first_not_of("0123456789abcdef"), std::string::npos);
+  // Pinned: artefacts and models store this value, so the canonical text must
+  // not drift between versions.
+  EXPECT_EQ(a.FingerprintHex(), "e2129b9b8dd89233");
+
+  auto variant = [](auto edit) {
+    Schema::Builder builder;
+    edit(builder);
+    return builder.Build().value().FingerprintHex();
+  };
+  const std::string base = a.FingerprintHex();
+  std::set<std::string> seen = {base};
+  const std::vector<std::string> variants = {
+      variant([](Schema::Builder& s) {  // bound
+        s.AddNumeric("age", 17, 91, true).AddCategorical("workclass", {"Private", "State-gov"}, true)
+            .AddNumeric("hours", 1, 99).AddCategorical("Y", {"<=50K", ">50K"}).SetLabel("Y");
+      }),
+      variant([](Schema::Builder& s) {  // integer flag
+        s.AddNumeric("age", 17, 90, false).AddCategorical("workclass", {"Private", "State-gov"}, true)
+            .AddNumeric("hours", 1, 99).AddCategorical("Y", {"<=50K", ">50K"}).SetLabel("Y");
+      }),
+      variant([](Schema::Builder& s) {  // nullable flag
+        s.AddNumeric("age", 17, 90, true).AddCategorical("workclass", {"Private", "State-gov"}, false)
+            .AddNumeric("hours", 1, 99).AddCategorical("Y", {"<=50K", ">50K"}).SetLabel("Y");
+      }),
+      variant([](Schema::Builder& s) {  // category order
+        s.AddNumeric("age", 17, 90, true).AddCategorical("workclass", {"State-gov", "Private"}, true)
+            .AddNumeric("hours", 1, 99).AddCategorical("Y", {"<=50K", ">50K"}).SetLabel("Y");
+      }),
+      variant([](Schema::Builder& s) {  // column name
+        s.AddNumeric("Age", 17, 90, true).AddCategorical("workclass", {"Private", "State-gov"}, true)
+            .AddNumeric("hours", 1, 99).AddCategorical("Y", {"<=50K", ">50K"}).SetLabel("Y");
+      }),
+      variant([](Schema::Builder& s) {  // no label
+        s.AddNumeric("age", 17, 90, true).AddCategorical("workclass", {"Private", "State-gov"}, true)
+            .AddNumeric("hours", 1, 99).AddCategorical("Y", {"<=50K", ">50K"});
+      }),
+      variant([](Schema::Builder& s) {  // column order
+        s.AddCategorical("workclass", {"Private", "State-gov"}, true).AddNumeric("age", 17, 90, true)
+            .AddNumeric("hours", 1, 99).AddCategorical("Y", {"<=50K", ">50K"}).SetLabel("Y");
+      }),
+      variant([](Schema::Builder& s) {  // type
+        s.AddNumeric("age", 17, 90, true).AddCategorical("workclass", {"Private", "State-gov"}, true)
+            .AddCategorical("hours", {"1", "99"}).AddCategorical("Y", {"<=50K", ">50K"}).SetLabel("Y");
+      }),
+  };
+  for (size_t i = 0; i < variants.size(); ++i) {
+    EXPECT_TRUE(seen.insert(variants[i]).second) << "variant " << i << " collides";
+  }
+}
+
+}  // namespace
+}  // namespace dpcurator::data
