@@ -1,0 +1,393 @@
+// Authentication and authorisation, table-driven over every protected RPC:
+// missing and unknown tokens are UNAUTHENTICATED, roles outside
+// AllowedRoles(method) are PERMISSION_DENIED, refused calls have no side
+// effects, and the health service answers without a token.
+
+#include <grpcpp/generic/generic_stub.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <functional>
+#include <future>
+#include <map>
+#include <optional>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "core/data/demo.h"
+#include "server/auth.h"
+#include "tests/server/server_test_util.h"
+
+namespace dpcurator::server::testing {
+namespace {
+
+// How a call presents itself.
+struct Credentials {
+  std::string label;
+  std::optional<std::string> authorization;  // nullopt: no metadata at all
+};
+
+struct Stubs {
+  std::unique_ptr<v1::DatasetService::Stub> datasets;
+  std::unique_ptr<v1::ReleaseService::Stub> releases;
+  std::unique_ptr<v1::SessionService::Stub> sessions;
+};
+
+// Ids the calls refer to, so that an authorised call would really act.
+struct Targets {
+  std::string released_dataset;  // sealed, one release
+  std::string open_dataset;      // rows, no release yet
+  std::string release_id;
+  std::string session_id;  // set by the first authorised OpenSession
+  int key_counter = 0;
+};
+
+using RpcCall = std::function<grpc::Status(Stubs&, grpc::ClientContext*, Targets&)>;
+
+// One entry per RPC in ProtectedMethods(); AuthTable.CoversEveryProtectedMethod
+// fails when a method is added without an entry here.
+const std::map<std::string, RpcCall>& RpcTable() {
+  static const auto* table = new std::map<std::string, RpcCall>{
+      {"/dpcurator.v1.DatasetService/CreateDataset",
+       [](Stubs& s, grpc::ClientContext* c, Targets&) {
+         v1::CreateDatasetRequest request;
+         request.set_name("auth-created");
+         *request.mutable_schema() = DemoSchemaProto();
+         request.mutable_budget()->set_epsilon(1.0);
+         request.mutable_budget()->set_delta(1e-5);
+         v1::Dataset response;
+         return s.datasets->CreateDataset(c, request, &response);
+       }},
+      {"/dpcurator.v1.DatasetService/UploadRows",
+       [](Stubs& s, grpc::ClientContext* c, Targets& t) {
+         v1::UploadRowsResponse response;
+         auto writer = s.datasets->UploadRows(c, &response);
+         v1::UploadRowsRequest message;
+         message.set_dataset_id(t.open_dataset);
+         for (auto& row : DemoRows(data::GenerateDemoTable(10, 99))) {
+           *message.add_rows() = std::move(row);
+         }
+         writer->Write(message);
+         writer->WritesDone();
+         return writer->Finish();
+       }},
+      {"/dpcurator.v1.DatasetService/ListDatasets",
+       [](Stubs& s, grpc::ClientContext* c, Targets&) {
+         v1::ListDatasetsResponse response;
+         return s.datasets->ListDatasets(c, v1::ListDatasetsRequest(), &response);
+       }},
+      {"/dpcurator.v1.DatasetService/GetBudget",
+       [](Stubs& s, grpc::ClientContext* c, Targets& t) {
+         v1::GetBudgetRequest request;
+         request.set_dataset_id(t.released_dataset);
+         v1::BudgetReport response;
+         return s.datasets->GetBudget(c, request, &response);
+       }},
+      {"/dpcurator.v1.ReleaseService/RequestRelease",
+       [](Stubs& s, grpc::ClientContext* c, Targets& t) {
+         v1::ReleaseRequest request;
+         request.set_dataset_id(t.open_dataset);
+         request.set_idempotency_key(absl::StrCat("auth-key-", ++t.key_counter));
+         request.set_epsilon(0.5);
+         request.mutable_rff_embedding()->set_num_frequencies(50);
+         v1::Release response;
+         return s.releases->RequestRelease(c, request, &response);
+       }},
+      {"/dpcurator.v1.ReleaseService/GetRelease",
+       [](Stubs& s, grpc::ClientContext* c, Targets& t) {
+         v1::GetReleaseRequest request;
+         request.set_release_id(t.release_id);
+         v1::Release response;
+         return s.releases->GetRelease(c, request, &response);
+       }},
+      {"/dpcurator.v1.ReleaseService/ListReleases",
+       [](Stubs& s, grpc::ClientContext* c, Targets& t) {
+         v1::ListReleasesRequest request;
+         request.set_dataset_id(t.released_dataset);
+         v1::ListReleasesResponse response;
+         return s.releases->ListReleases(c, request, &response);
+       }},
+      {"/dpcurator.v1.SessionService/OpenSession",
+       [](Stubs& s, grpc::ClientContext* c, Targets& t) {
+         v1::OpenSessionRequest request;
+         request.set_dataset_id(t.open_dataset);
+         request.set_idempotency_key(absl::StrCat("auth-session-", ++t.key_counter));
+         request.mutable_params()->set_steps(3);
+         request.mutable_params()->set_sampling_rate(0.5);
+         request.mutable_params()->set_noise_multiplier(2.0);
+         request.mutable_params()->mutable_rff_embedding()->set_num_frequencies(50);
+         v1::Session response;
+         grpc::Status status = s.sessions->OpenSession(c, request, &response);
+         if (status.ok() && t.session_id.empty()) t.session_id = response.id();
+         return status;
+       }},
+      {"/dpcurator.v1.SessionService/Step",
+       [](Stubs& s, grpc::ClientContext* c, Targets& t) {
+         v1::SessionStepRequest request;
+         request.set_session_id(t.session_id);
+         request.set_step(0);
+         v1::SessionStepResponse response;
+         return s.sessions->Step(c, request, &response);
+       }},
+      {"/dpcurator.v1.SessionService/CloseSession",
+       [](Stubs& s, grpc::ClientContext* c, Targets& t) {
+         v1::CloseSessionRequest request;
+         request.set_session_id(t.session_id);
+         v1::Session response;
+         return s.sessions->CloseSession(c, request, &response);
+       }},
+      {"/dpcurator.v1.SessionService/GetSession",
+       [](Stubs& s, grpc::ClientContext* c, Targets& t) {
+         v1::GetSessionRequest request;
+         request.set_session_id(t.session_id);
+         v1::Session response;
+         return s.sessions->GetSession(c, request, &response);
+       }},
+  };
+  return *table;
+}
+
+const char* TokenOf(Role role) {
+  switch (role) {
+    case Role::kCurator:
+      return kCuratorToken;
+    case Role::kAnalyst:
+      return kAnalystToken;
+    case Role::kDevice:
+      return kDeviceToken;
+  }
+  return "";
+}
+
+TEST(AuthTable, CoversEveryProtectedMethod) {
+  std::set<std::string> protected_methods(ProtectedMethods().begin(), ProtectedMethods().end());
+  std::set<std::string> tested;
+  for (const auto& [method, call] : RpcTable()) tested.insert(method);
+  EXPECT_EQ(tested, protected_methods)
+      << "add an RpcTable() entry for each new protected method";
+}
+
+// Every RPC of the wire API has an auth rule: a method without one is
+// refused to everyone, which must be a decision, not an accident.
+TEST(AuthTable, EveryWireRpcHasARule) {
+  std::set<std::string> protected_methods(ProtectedMethods().begin(), ProtectedMethods().end());
+  const google::protobuf::FileDescriptor* file = v1::Dataset::descriptor()->file();
+  std::set<std::string> declared;
+  for (int s = 0; s < file->service_count(); ++s) {
+    const auto* service = file->service(s);
+    for (int m = 0; m < service->method_count(); ++m) {
+      declared.insert(absl::StrCat("/", service->full_name(), "/", service->method(m)->name()));
+    }
+  }
+  EXPECT_EQ(declared, protected_methods)
+      << "add the new RPCs to server/auth.cc's Rules() and to RpcTable() here";
+  for (const auto& method : ProtectedMethods()) {
+    EXPECT_FALSE(AllowedRoles(method).empty()) << method;
+    EXPECT_FALSE(IsPublicMethod(method)) << method;
+  }
+  EXPECT_TRUE(IsPublicMethod("/grpc.health.v1.Health/Check"));
+  EXPECT_TRUE(AllowedRoles("/dpcurator.v1.DatasetService/NoSuchMethod").empty());
+}
+
+TEST(AuthTable, RolesMatchTheWireContract) {
+  using R = std::vector<Role>;
+  EXPECT_EQ(AllowedRoles("/dpcurator.v1.DatasetService/CreateDataset"), R{Role::kCurator});
+  EXPECT_EQ(AllowedRoles("/dpcurator.v1.DatasetService/UploadRows"), R{Role::kCurator});
+  EXPECT_EQ(AllowedRoles("/dpcurator.v1.ReleaseService/RequestRelease"), R{Role::kAnalyst});
+  EXPECT_EQ(AllowedRoles("/dpcurator.v1.ReleaseService/GetRelease"), R{Role::kAnalyst});
+  // Devices only submit LDP reports; no dataset or release RPC is theirs.
+  for (const auto& [method, call] : RpcTable()) {
+    const auto roles = AllowedRoles(method);
+    EXPECT_EQ(std::count(roles.begin(), roles.end(), Role::kDevice), 0) << method;
+  }
+}
+
+class AuthTest : public ServerTest {
+ protected:
+  void SetUp() override {
+    ServerTest::SetUp();
+    channel_ = grpc::CreateChannel(address(), grpc::InsecureChannelCredentials());
+    stubs_.datasets = v1::DatasetService::NewStub(channel_);
+    stubs_.releases = v1::ReleaseService::NewStub(channel_);
+    stubs_.sessions = v1::SessionService::NewStub(channel_);
+
+    v1::Dataset released;
+    ASSERT_TRUE(CreateDataset(10.0, 1e-5, v1::ADD_REMOVE, &released, "released").ok());
+    ASSERT_TRUE(UploadDemoRows(released.id(), 200, 1).ok());
+    v1::Release release;
+    grpc::Status status = RequestRelease(RffRequest(released.id(), 0.5, "setup-key"), &release);
+    ASSERT_TRUE(status.ok()) << status.error_message();
+    v1::Dataset open;
+    ASSERT_TRUE(CreateDataset(10.0, 1e-5, v1::ADD_REMOVE, &open, "open").ok());
+    ASSERT_TRUE(UploadDemoRows(open.id(), 200, 2).ok());
+    targets_.released_dataset = released.id();
+    targets_.open_dataset = open.id();
+    targets_.release_id = release.id();
+  }
+
+  grpc::Status Call(const std::string& method, const std::optional<std::string>& authorization) {
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+    if (authorization.has_value()) context.AddMetadata("authorization", *authorization);
+    return RpcTable().at(method)(stubs_, &context, targets_);
+  }
+
+  // What the server holds, as the curator sees it.
+  struct Snapshot {
+    int datasets = 0;
+    int64_t open_rows = 0;
+    bool open_sealed = false;
+    int released_events = 0;
+    int open_events = 0;
+    int released_releases = 0;
+    int open_releases = 0;
+    int open_sessions = 0;
+    bool operator==(const Snapshot&) const = default;
+    friend void PrintTo(const Snapshot& s, std::ostream* os) {
+      *os << "{datasets=" << s.datasets << " open_rows=" << s.open_rows
+          << " open_sealed=" << s.open_sealed << " released_events=" << s.released_events
+          << " open_events=" << s.open_events << " released_releases=" << s.released_releases
+          << " open_releases=" << s.open_releases << " open_sessions=" << s.open_sessions
+          << "}";
+    }
+  };
+  Snapshot Take() {
+    Snapshot snapshot;
+    auto curator = Curator();
+    auto context = curator.NewContext();
+    v1::ListDatasetsResponse list;
+    EXPECT_TRUE(curator.datasets().ListDatasets(context.get(), v1::ListDatasetsRequest(), &list).ok());
+    snapshot.datasets = list.datasets_size();
+    for (const auto& d : list.datasets()) {
+      if (d.id() == targets_.open_dataset) {
+        snapshot.open_rows = d.row_count();
+        snapshot.open_sealed = d.sealed();
+      }
+    }
+    for (const auto& [id, events, releases] :
+         {std::tuple{targets_.released_dataset, &snapshot.released_events,
+                     &snapshot.released_releases},
+          std::tuple{targets_.open_dataset, &snapshot.open_events, &snapshot.open_releases}}) {
+      v1::BudgetReport report;
+      auto budget_context = curator.NewContext();
+      v1::GetBudgetRequest budget_request;
+      budget_request.set_dataset_id(id);
+      EXPECT_TRUE(curator.datasets().GetBudget(budget_context.get(), budget_request, &report).ok());
+      *events = report.events_size();
+      if (id == targets_.open_dataset) snapshot.open_sessions = report.sessions_size();
+      auto list_context = curator.NewContext();
+      v1::ListReleasesRequest list_request;
+      list_request.set_dataset_id(id);
+      v1::ListReleasesResponse releases_response;
+      EXPECT_TRUE(curator.releases()
+                      .ListReleases(list_context.get(), list_request, &releases_response)
+                      .ok());
+      *releases = releases_response.releases_size();
+    }
+    return snapshot;
+  }
+
+  std::shared_ptr<grpc::Channel> channel_;
+  Stubs stubs_;
+  Targets targets_;
+};
+
+TEST_F(AuthTest, RefusedCallsAreRefusedWithTheRightCodeAndChangeNothing) {
+  const Snapshot before = Take();
+  EXPECT_EQ(before.datasets, 2);
+  EXPECT_EQ(before.open_rows, 200);
+  EXPECT_EQ(before.released_events, 1);
+
+  const std::vector<Credentials> unauthenticated = {
+      {"no token", std::nullopt},
+      {"unknown token", absl::StrCat("Bearer ", kUnknownToken)},
+      {"token without Bearer", std::string(kCuratorToken)},
+      {"empty bearer", std::string("Bearer ")},
+  };
+  int refused = 0;
+  for (const auto& method : ProtectedMethods()) {
+    if (RpcTable().count(method) == 0) {
+      ADD_FAILURE() << method << " has no entry in RpcTable()";
+      continue;
+    }
+    for (const auto& credentials : unauthenticated) {
+      grpc::Status status = Call(method, credentials.authorization);
+      EXPECT_EQ(status.error_code(), grpc::StatusCode::UNAUTHENTICATED)
+          << method << " with " << credentials.label << ": " << status.error_message();
+      ++refused;
+    }
+    const std::vector<Role> allowed = AllowedRoles(method);
+    for (Role role : {Role::kCurator, Role::kAnalyst, Role::kDevice}) {
+      if (std::find(allowed.begin(), allowed.end(), role) != allowed.end()) continue;
+      grpc::Status status = Call(method, absl::StrCat("Bearer ", TokenOf(role)));
+      EXPECT_EQ(status.error_code(), grpc::StatusCode::PERMISSION_DENIED)
+          << method << " as " << RoleName(role) << ": " << status.error_message();
+      EXPECT_THAT(status.error_message(), ::testing::HasSubstr(RoleName(role))) << method;
+      ++refused;
+    }
+  }
+  // At least: 11 methods x 4 unauthenticated + device on 11 + analyst on 2 +
+  // curator on 2 + 4 (sessions).
+  EXPECT_GE(refused, 11 * 4 + 11 + 2 + 2 + 4);
+
+  EXPECT_EQ(Take(), before) << "a refused call changed the server's state";
+}
+
+TEST_F(AuthTest, AllowedRolesPassAuthorisation) {
+  for (const auto& method : ProtectedMethods()) {
+    if (RpcTable().count(method) == 0) {
+      ADD_FAILURE() << method << " has no entry in RpcTable()";
+      continue;
+    }
+    for (Role role : AllowedRoles(method)) {
+      grpc::Status status = Call(method, absl::StrCat("Bearer ", TokenOf(role)));
+      EXPECT_TRUE(status.ok()) << method << " as " << RoleName(role) << ": "
+                               << status.error_code() << " " << status.error_message();
+    }
+  }
+  const Snapshot after = Take();
+  EXPECT_EQ(after.datasets, 3);           // one CreateDataset
+  EXPECT_EQ(after.open_rows, 210);        // one UploadRows of 10 rows
+  // One RequestRelease and one session reservation (closed: its unused
+  // steps are refunded by an appended event).
+  EXPECT_GE(after.open_events, 2);
+  EXPECT_EQ(after.open_sessions, 1);
+  EXPECT_TRUE(after.open_sealed);
+}
+
+// grpc.health.v1.Health/Check through a generic stub: Debian's gRPC ships no
+// generated health stub, so the request (empty HealthCheckRequest) and the
+// response (field 1 = ServingStatus, SERVING = 1 -> bytes 08 01) are encoded
+// by hand.
+grpc::Status HealthCheck(const std::shared_ptr<grpc::Channel>& channel, std::string* body) {
+  grpc::GenericStub stub(channel);
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  grpc::ByteBuffer request;  // empty message
+  grpc::Slice empty("");
+  request = grpc::ByteBuffer(&empty, 1);
+  grpc::ByteBuffer response;
+  std::promise<grpc::Status> done;
+  stub.UnaryCall(&context, "/grpc.health.v1.Health/Check", grpc::StubOptions(), &request,
+                 &response, [&done](grpc::Status status) { done.set_value(std::move(status)); });
+  grpc::Status status = done.get_future().get();
+  body->clear();
+  std::vector<grpc::Slice> slices;
+  if (status.ok() && response.Dump(&slices).ok()) {
+    for (const auto& slice : slices) {
+      body->append(reinterpret_cast<const char*>(slice.begin()), slice.size());
+    }
+  }
+  return status;
+}
+
+TEST_F(AuthTest, HealthAnswersServingWithoutToken) {
+  std::string body;
+  grpc::Status status = HealthCheck(channel_, &body);
+  ASSERT_TRUE(status.ok()) << status.error_code() << " " << status.error_message();
+  EXPECT_EQ(body, std::string("\x08\x01", 2));
+}
+
+}  // namespace
+}  // namespace dpcurator::server::testing

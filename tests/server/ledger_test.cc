@@ -1,0 +1,187 @@
+// The ledger on its own: Store::Open on a temporary SQLite file, then
+// admission, refund and the relation check without gRPC.
+
+#include "server/ledger.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "core/privacy/events.h"
+#include "server/store.h"
+#include "tests/server/server_test_util.h"
+
+namespace dpcurator::server::testing {
+namespace {
+
+using ::testing::HasSubstr;
+
+class LedgerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::make_unique<TempDir>();
+    auto store = Store::Open(dir_->File("ledger.db"));
+    ASSERT_TRUE(store.ok()) << store.status();
+    store_ = std::move(store).value();
+    ledger_ = std::make_unique<Ledger>(store_.get());
+  }
+
+  std::string NewDataset(v1::NeighbouringRelation relation, double cap = 1.5) {
+    v1::CreateDatasetRequest request;
+    request.set_name("ledger");
+    *request.mutable_schema() = DemoSchemaProto();
+    request.mutable_budget()->set_epsilon(cap);
+    request.mutable_budget()->set_delta(1e-5);
+    request.set_relation(relation);
+    auto dataset = store_->CreateDataset(request);
+    EXPECT_TRUE(dataset.ok()) << dataset.status();
+    return dataset.ok() ? dataset->id() : "";
+  }
+
+  std::unique_ptr<TempDir> dir_;
+  std::unique_ptr<Store> store_;
+  std::unique_ptr<Ledger> ledger_;
+};
+
+TEST_F(LedgerTest, RefundRestoresBudgetExactly) {
+  const std::string dataset = NewDataset(v1::ADD_REMOVE);
+  auto event = privacy::PrivacyEvent::Gaussian(5.0);
+  ASSERT_TRUE(event.ok());
+  auto admission = ledger_->Admit(dataset, "key-1", "rff_embedding", "request-1", *event);
+  ASSERT_TRUE(admission.ok()) << admission.status();
+  EXPECT_EQ(admission->outcome, Ledger::Admission::Outcome::kAdmitted);
+  EXPECT_GT(admission->epsilon_spent, 0.0);
+  EXPECT_DOUBLE_EQ(admission->epsilon_spent, admission->epsilon_alone);
+  auto sealed = store_->GetDataset(dataset);
+  ASSERT_TRUE(sealed.ok());
+  EXPECT_TRUE(sealed->sealed());
+
+  auto charged = ledger_->Report(dataset);
+  ASSERT_TRUE(charged.ok()) << charged.status();
+  EXPECT_DOUBLE_EQ(charged->epsilon_spent(), admission->epsilon_spent);
+  ASSERT_EQ(charged->events_size(), 1);
+
+  ASSERT_TRUE(ledger_->Refund(admission->release_id, "engine failed").ok());
+  auto refunded = ledger_->Report(dataset);
+  ASSERT_TRUE(refunded.ok()) << refunded.status();
+  EXPECT_EQ(refunded->epsilon_spent(), 0.0);
+  EXPECT_EQ(refunded->epsilon_remaining(), 1.5);
+  ASSERT_EQ(refunded->events_size(), 2);
+  // The charge row is unchanged; the refund is a new row pointing at it.
+  EXPECT_EQ(refunded->events(0).SerializeAsString(), charged->events(0).SerializeAsString());
+  EXPECT_EQ(refunded->events(1).kind(), "refund");
+  EXPECT_EQ(refunded->events(1).refund_of(), refunded->events(0).id());
+  EXPECT_EQ(refunded->events(1).release_id(), admission->release_id);
+  EXPECT_THAT(refunded->events(1).description(), HasSubstr("engine failed"));
+
+  auto problems = ledger_->VerifyTotals();
+  ASSERT_TRUE(problems.ok()) << problems.status();
+  EXPECT_TRUE(problems->empty()) << ::testing::PrintToString(*problems);
+  auto integrity = store_->CheckIntegrity();
+  ASSERT_TRUE(integrity.ok());
+  EXPECT_TRUE(integrity->empty()) << ::testing::PrintToString(*integrity);
+
+  // Nothing left to refund; the failed release is not fetchable.
+  EXPECT_EQ(ledger_->Refund(admission->release_id, "again").code(),
+            absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(ledger_->GetArtefact(admission->release_id, nullptr).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+  auto releases = ledger_->ListReleases(dataset);
+  ASSERT_TRUE(releases.ok());
+  ASSERT_EQ(releases->releases_size(), 1);
+  EXPECT_EQ(releases->releases(0).status(), "FAILED");
+
+  // The refunded budget can be spent again, under the same key.
+  auto retry = ledger_->Admit(dataset, "key-1", "rff_embedding", "request-1", *event);
+  ASSERT_TRUE(retry.ok()) << retry.status();
+  EXPECT_EQ(retry->outcome, Ledger::Admission::Outcome::kAdmitted);
+  EXPECT_EQ(retry->release_id, admission->release_id);
+  EXPECT_DOUBLE_EQ(retry->epsilon_spent, admission->epsilon_spent);
+}
+
+TEST_F(LedgerTest, CompleteThenReplayAndPendingResume) {
+  const std::string dataset = NewDataset(v1::ADD_REMOVE, 10.0);
+  auto event = privacy::PrivacyEvent::Gaussian(4.0);
+  ASSERT_TRUE(event.ok());
+  auto admission = ledger_->Admit(dataset, "k", "rff_embedding", "req", *event);
+  ASSERT_TRUE(admission.ok());
+  // Admitted but not completed (a crash): the same key resumes, no charge.
+  auto resume = ledger_->Admit(dataset, "k", "rff_embedding", "req", *event);
+  ASSERT_TRUE(resume.ok());
+  EXPECT_EQ(resume->outcome, Ledger::Admission::Outcome::kResume);
+  EXPECT_EQ(resume->release_id, admission->release_id);
+  auto delivered = ledger_->Complete(admission->release_id, "artefact-bytes");
+  ASSERT_TRUE(delivered.ok());
+  EXPECT_EQ(*delivered, "artefact-bytes");
+  // A second completion delivers the first artefact, never a second one.
+  auto again = ledger_->Complete(admission->release_id, "other-bytes");
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(*again, "artefact-bytes");
+  auto replay = ledger_->Admit(dataset, "k", "rff_embedding", "req", *event);
+  ASSERT_TRUE(replay.ok());
+  EXPECT_EQ(replay->outcome, Ledger::Admission::Outcome::kReplay);
+  EXPECT_EQ(replay->artefact, "artefact-bytes");
+  auto different = ledger_->Admit(dataset, "k", "rff_embedding", "other request", *event);
+  EXPECT_EQ(different.status().code(), absl::StatusCode::kFailedPrecondition);
+  auto report = ledger_->Report(dataset);
+  ASSERT_TRUE(report.ok());
+  EXPECT_EQ(report->events_size(), 1);
+  EXPECT_EQ(ledger_->Admit(dataset, "", "rff_embedding", "req", *event).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST_F(LedgerTest, EventOfTheWrongRelationIsRefused) {
+  const std::string replace_one = NewDataset(v1::REPLACE_ONE);
+  auto poisson = privacy::PrivacyEvent::PoissonSampledGaussian(0.01, 1.0);
+  ASSERT_TRUE(poisson.ok());
+  auto refused = ledger_->Admit(replace_one, "poisson", "dpsgd", "req", *poisson);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument) << refused.status();
+
+  const std::string add_remove = NewDataset(v1::ADD_REMOVE);
+  auto wor = privacy::PrivacyEvent::SampledWithoutReplacementGaussian(0.01, 1.0);
+  ASSERT_TRUE(wor.ok());
+  EXPECT_FALSE(ledger_->Admit(add_remove, "wor", "dpsgd", "req", *wor).ok());
+  auto rr = privacy::PrivacyEvent::RandomizedResponse(3, 1.0);
+  ASSERT_TRUE(rr.ok());
+  EXPECT_FALSE(ledger_->Admit(add_remove, "rr", "noisy_samples", "req", *rr).ok());
+
+  // Refusals write nothing and do not seal.
+  for (const std::string& dataset : {replace_one, add_remove}) {
+    auto report = ledger_->Report(dataset);
+    ASSERT_TRUE(report.ok());
+    EXPECT_EQ(report->events_size(), 0);
+    EXPECT_EQ(report->epsilon_spent(), 0.0);
+    auto listed = store_->GetDataset(dataset);
+    ASSERT_TRUE(listed.ok());
+    EXPECT_FALSE(listed->sealed());
+    auto releases = ledger_->ListReleases(dataset);
+    ASSERT_TRUE(releases.ok());
+    EXPECT_EQ(releases->releases_size(), 0);
+  }
+
+  // The matching relations are admitted.
+  EXPECT_TRUE(ledger_->Admit(add_remove, "poisson", "dpsgd", "req", *poisson).ok());
+  EXPECT_TRUE(ledger_->Admit(replace_one, "wor", "dpsgd", "req", *wor).ok());
+  auto problems = ledger_->VerifyTotals();
+  ASSERT_TRUE(problems.ok());
+  EXPECT_TRUE(problems->empty()) << ::testing::PrintToString(*problems);
+}
+
+TEST_F(LedgerTest, OverCapRefusalWritesNothing) {
+  const std::string dataset = NewDataset(v1::ADD_REMOVE, 0.5);
+  auto event = privacy::PrivacyEvent::Gaussian(1.0);  // eps ~ 4.4 at 1e-5
+  ASSERT_TRUE(event.ok());
+  auto refused = ledger_->Admit(dataset, "big", "rff_embedding", "req", *event);
+  ASSERT_EQ(refused.status().code(), absl::StatusCode::kResourceExhausted) << refused.status();
+  EXPECT_THAT(refused.status().message(), HasSubstr("spent epsilon 0,"));
+  EXPECT_THAT(refused.status().message(), HasSubstr("cap 0.5 "));
+  auto report = ledger_->Report(dataset);
+  ASSERT_TRUE(report.ok());
+  EXPECT_EQ(report->events_size(), 0);
+  auto listed = store_->GetDataset(dataset);
+  ASSERT_TRUE(listed.ok());
+  EXPECT_FALSE(listed->sealed());
+}
+
+}  // namespace
+}  // namespace dpcurator::server::testing

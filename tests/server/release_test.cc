@@ -1,0 +1,328 @@
+// End-to-end release path over gRPC: admission and refusal, idempotent
+// retries, restart durability, relation-dependent visibility and artefacts,
+// and the refund of a release whose computation failed.
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <mutex>
+
+#include "core/data/demo.h"
+#include "server/ledger.h"
+#include "tests/server/server_test_util.h"
+
+namespace dpcurator::server::testing {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr double kDelta = 1e-5;
+
+class ReleaseTest : public ServerTest {};
+
+// Cap 1.5 at delta 1e-5. Releases compose exactly (one Gaussian with
+// mu = sqrt(sum 1/s_i^2)), not linearly: two releases of epsilon 1 cost
+// 1.46517 together and fit under 1.5, which linear composition would refuse.
+// So the refusal after the first release is for epsilon 1.2 (composed
+// 1.61833), and a third epsilon-1 release is refused after the second.
+TEST_F(ReleaseTest, ReleaseOverCapIsRefusedWithSpentRequestedCap) {
+  v1::Dataset dataset;
+  ASSERT_TRUE(CreateDataset(1.5, kDelta, v1::ADD_REMOVE, &dataset).ok());
+  ASSERT_TRUE(UploadDemoRows(dataset.id(), 500, 7).ok());
+
+  v1::Release first;
+  grpc::Status status = RequestRelease(RffRequest(dataset.id(), 1.0, "budget-key-1"), &first);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_FALSE(first.replayed());
+  // One plain Gaussian calibrated to epsilon 1: the ledger reports the exact
+  // analytic composition, so the total is 1 up to calibration accuracy.
+  EXPECT_NEAR(first.epsilon_spent_total(), 1.0, 1e-6);
+  EXPECT_NEAR(first.epsilon_remaining(), 0.5, 1e-6);
+  EXPECT_LE(first.embedding().epsilon(), 1.0 + 1e-12);
+  // PRIVACY.md test vector: sigma(eps=1, delta=1e-5) = 3.73063.
+  EXPECT_NEAR(first.embedding().noise_multiplier(), 3.73063, 1e-4);
+
+  v1::BudgetReport before;
+  ASSERT_TRUE(GetBudget(dataset.id(), &before).ok());
+  EXPECT_NEAR(before.epsilon_spent(), 1.0, 1e-6);
+  ASSERT_TRUE(before.has_epsilon_exact());
+  EXPECT_NEAR(before.epsilon_exact(), 1.0, 1e-6);
+  EXPECT_LE(before.epsilon_exact(), before.epsilon_rdp());
+  EXPECT_DOUBLE_EQ(before.budget().epsilon(), 1.5);
+  EXPECT_DOUBLE_EQ(before.budget().delta(), kDelta);
+  ASSERT_EQ(before.events_size(), 1);
+  EXPECT_EQ(before.events(0).release_id(), first.id());
+
+  v1::Release refused;
+  status = RequestRelease(RffRequest(dataset.id(), 1.2, "budget-key-2"), &refused);
+  ASSERT_EQ(status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << status.error_message();
+  EXPECT_THAT(status.error_message(), HasSubstr("spent epsilon 1,"));
+  EXPECT_THAT(status.error_message(), HasSubstr("requested 1.2 "));
+  EXPECT_THAT(status.error_message(), HasSubstr("1.61833 composed"));
+  EXPECT_THAT(status.error_message(), HasSubstr("cap 1.5 "));
+
+  v1::BudgetReport after;
+  ASSERT_TRUE(GetBudget(dataset.id(), &after).ok());
+  ASSERT_EQ(after.events_size(), 1);
+  EXPECT_EQ(after.events(0).id(), before.events(0).id());
+  EXPECT_DOUBLE_EQ(after.epsilon_spent(), before.epsilon_spent());
+
+  // A second epsilon-1 release fits: sqrt composition, 1.46517 < 1.5.
+  v1::Release second;
+  status = RequestRelease(RffRequest(dataset.id(), 1.0, "budget-key-3"), &second);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_NEAR(second.epsilon_spent_total(), 1.46517, 1e-4);
+  v1::BudgetReport two;
+  ASSERT_TRUE(GetBudget(dataset.id(), &two).ok());
+  EXPECT_NEAR(two.epsilon_spent(), 1.46517, 1e-4);
+  EXPECT_EQ(two.events_size(), 2);
+
+  // A third does not.
+  status = RequestRelease(RffRequest(dataset.id(), 1.0, "budget-key-4"), &refused);
+  ASSERT_EQ(status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << status.error_message();
+  EXPECT_THAT(status.error_message(), HasSubstr("spent epsilon 1.4651"));
+  EXPECT_THAT(status.error_message(), HasSubstr("requested 1 "));
+  EXPECT_THAT(status.error_message(), HasSubstr("cap 1.5 "));
+  v1::BudgetReport three;
+  ASSERT_TRUE(GetBudget(dataset.id(), &three).ok());
+  EXPECT_EQ(three.events_size(), 2);
+  EXPECT_DOUBLE_EQ(three.epsilon_spent(), two.epsilon_spent());
+
+  // The refused requests left no release behind.
+  auto analyst = Analyst();
+  auto context = analyst.NewContext();
+  v1::ListReleasesRequest list_request;
+  list_request.set_dataset_id(dataset.id());
+  v1::ListReleasesResponse list;
+  ASSERT_TRUE(analyst.releases().ListReleases(context.get(), list_request, &list).ok());
+  ASSERT_EQ(list.releases_size(), 2);
+  for (const auto& release : list.releases()) {
+    EXPECT_EQ(release.status(), "DONE");
+    EXPECT_TRUE(release.id() == first.id() || release.id() == second.id()) << release.id();
+  }
+}
+
+TEST_F(ReleaseTest, SameIdempotencyKeyReplaysWithoutCharge) {
+  v1::Dataset dataset;
+  ASSERT_TRUE(CreateDataset(3.0, kDelta, v1::ADD_REMOVE, &dataset).ok());
+  ASSERT_TRUE(UploadDemoRows(dataset.id(), 500, 11).ok());
+  v1::ReleaseRequest request = RffRequest(dataset.id(), 1.0, "idem-key");
+  // Leave the seed to the server: the replay must still be byte-identical.
+  request.mutable_rff_embedding()->clear_seed();
+
+  v1::Release first;
+  grpc::Status status = RequestRelease(request, &first);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_FALSE(first.replayed());
+  EXPECT_NE(first.embedding().seed(), 0u);
+  v1::BudgetReport after_first;
+  ASSERT_TRUE(GetBudget(dataset.id(), &after_first).ok());
+
+  v1::Release second;
+  status = RequestRelease(request, &second);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_TRUE(second.replayed());
+  EXPECT_EQ(second.id(), first.id());
+  ASSERT_GT(first.embedding().class_values_size(), 0);
+  EXPECT_THAT(second.embedding().class_values(),
+              ::testing::ElementsAreArray(first.embedding().class_values()));
+  EXPECT_EQ(second.embedding().SerializeAsString(), first.embedding().SerializeAsString());
+  EXPECT_DOUBLE_EQ(second.epsilon_spent_total(), first.epsilon_spent_total());
+
+  v1::BudgetReport after_second;
+  ASSERT_TRUE(GetBudget(dataset.id(), &after_second).ok());
+  EXPECT_EQ(after_second.events_size(), 1);
+  EXPECT_DOUBLE_EQ(after_second.epsilon_spent(), after_first.epsilon_spent());
+
+  // The same key for a different request is a client bug, not a replay.
+  v1::ReleaseRequest different = request;
+  different.set_epsilon(0.5);
+  v1::Release third;
+  status = RequestRelease(different, &third);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::FAILED_PRECONDITION) << status.error_message();
+  EXPECT_THAT(status.error_message(), HasSubstr("idem-key"));
+  v1::BudgetReport after_third;
+  ASSERT_TRUE(GetBudget(dataset.id(), &after_third).ok());
+  EXPECT_EQ(after_third.events_size(), 1);
+  EXPECT_DOUBLE_EQ(after_third.epsilon_spent(), after_first.epsilon_spent());
+}
+
+TEST_F(ReleaseTest, LedgerAndArtefactSurviveRestart) {
+  v1::Dataset dataset;
+  ASSERT_TRUE(CreateDataset(1.5, kDelta, v1::ADD_REMOVE, &dataset).ok());
+  ASSERT_TRUE(UploadDemoRows(dataset.id(), 500, 3).ok());
+  v1::Release release;
+  const v1::ReleaseRequest request = RffRequest(dataset.id(), 1.0, "restart-key");
+  grpc::Status status = RequestRelease(request, &release);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  v1::BudgetReport before;
+  ASSERT_TRUE(GetBudget(dataset.id(), &before).ok());
+  ASSERT_EQ(before.events_size(), 1);
+
+  StopServer();
+  StartServer();
+  ASSERT_NE(server_, nullptr);
+  EXPECT_TRUE(server_->integrity_problems().empty())
+      << ::testing::PrintToString(server_->integrity_problems());
+
+  v1::BudgetReport after;
+  ASSERT_TRUE(GetBudget(dataset.id(), &after).ok());
+  EXPECT_EQ(after.epsilon_spent(), before.epsilon_spent());
+  EXPECT_EQ(after.epsilon_rdp(), before.epsilon_rdp());
+  ASSERT_EQ(after.events_size(), before.events_size());
+  for (int i = 0; i < after.events_size(); ++i) {
+    EXPECT_EQ(after.events(i).SerializeAsString(), before.events(i).SerializeAsString());
+  }
+
+  auto analyst = Analyst();
+  auto context = analyst.NewContext();
+  v1::GetReleaseRequest get;
+  get.set_release_id(release.id());
+  v1::Release fetched;
+  status = analyst.releases().GetRelease(context.get(), get, &fetched);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(fetched.embedding().SerializeAsString(), release.embedding().SerializeAsString());
+
+  // A retry of the original request after the restart is still a free replay.
+  v1::Release replay;
+  status = RequestRelease(request, &replay);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_TRUE(replay.replayed());
+  EXPECT_EQ(replay.embedding().SerializeAsString(), release.embedding().SerializeAsString());
+
+  // The dataset is still sealed and the cap still binds.
+  v1::Dataset listed;
+  ASSERT_TRUE(FindDataset(Curator(), dataset.id(), &listed).ok());
+  EXPECT_TRUE(listed.sealed());
+  EXPECT_EQ(listed.row_count(), 500);
+  v1::Release refused;
+  // (epsilon 1.2 on top of 1 composes to 1.61833 > 1.5; epsilon 1 would fit.)
+  status = RequestRelease(RffRequest(dataset.id(), 1.2, "restart-key-2"), &refused);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << status.error_message();
+  v1::BudgetReport final_report;
+  ASSERT_TRUE(GetBudget(dataset.id(), &final_report).ok());
+  EXPECT_EQ(final_report.events_size(), 1);
+}
+
+TEST_F(ReleaseTest, AddRemoveHidesRowCountFromAnalysts) {
+  v1::Dataset dataset;
+  ASSERT_TRUE(CreateDataset(2.0, kDelta, v1::ADD_REMOVE, &dataset).ok());
+  EXPECT_EQ(dataset.relation(), v1::ADD_REMOVE);
+  ASSERT_TRUE(UploadDemoRows(dataset.id(), 500, 5).ok());
+
+  v1::Dataset as_curator;
+  ASSERT_TRUE(FindDataset(Curator(), dataset.id(), &as_curator).ok());
+  EXPECT_EQ(as_curator.row_count(), 500);
+  v1::Dataset as_analyst;
+  ASSERT_TRUE(FindDataset(Analyst(), dataset.id(), &as_analyst).ok());
+  EXPECT_EQ(as_analyst.row_count(), 0);
+
+  // The release publishes noisy per-class counts, not a public n.
+  v1::Release release;
+  grpc::Status status = RequestRelease(RffRequest(dataset.id(), 1.0, "ar-key"), &release);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  const auto& artefact = release.embedding();
+  EXPECT_EQ(artefact.relation(), v1::ADD_REMOVE);
+  EXPECT_EQ(artefact.public_n(), 0);
+  EXPECT_DOUBLE_EQ(artefact.sensitivity(), std::sqrt(2.0));
+  ASSERT_EQ(artefact.class_totals_size(), 2);
+  const data::Table table = data::GenerateDemoTable(500, 5);
+  const double yes = table.cells.col(7).sum();
+  // noise std = s * sqrt(2) ~ 5.3 at epsilon 1: 40 is more than 7 sigma.
+  EXPECT_NEAR(artefact.class_totals(0), 500 - yes, 40.0);
+  EXPECT_NEAR(artefact.class_totals(1), yes, 40.0);
+  // Still hidden after the release.
+  ASSERT_TRUE(FindDataset(Analyst(), dataset.id(), &as_analyst).ok());
+  EXPECT_EQ(as_analyst.row_count(), 0);
+  EXPECT_TRUE(as_analyst.sealed());
+}
+
+TEST_F(ReleaseTest, ReplaceOneArtefactHasPublicNAndProportions) {
+  v1::Dataset dataset;
+  ASSERT_TRUE(CreateDataset(2.0, kDelta, v1::REPLACE_ONE, &dataset).ok());
+  EXPECT_EQ(dataset.relation(), v1::REPLACE_ONE);
+  constexpr int64_t kRows = 500;
+  ASSERT_TRUE(UploadDemoRows(dataset.id(), kRows, 9).ok());
+
+  // The size is public under REPLACE_ONE.
+  v1::Dataset as_analyst;
+  ASSERT_TRUE(FindDataset(Analyst(), dataset.id(), &as_analyst).ok());
+  EXPECT_EQ(as_analyst.row_count(), kRows);
+
+  v1::Release release;
+  grpc::Status status = RequestRelease(RffRequest(dataset.id(), 1.0, "ro-key"), &release);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  const auto& artefact = release.embedding();
+  EXPECT_EQ(artefact.relation(), v1::REPLACE_ONE);
+  EXPECT_EQ(artefact.public_n(), kRows);
+  EXPECT_DOUBLE_EQ(artefact.sensitivity(), 2.0 / kRows);
+  EXPECT_DOUBLE_EQ(artefact.noise_stddev(), artefact.noise_multiplier() * artefact.sensitivity());
+  EXPECT_EQ(artefact.num_frequencies(), 50);
+  EXPECT_EQ(artefact.feature_dim() * artefact.num_classes(), artefact.class_values_size());
+  ASSERT_EQ(artefact.class_totals_size(), 2);
+  const data::Table table = data::GenerateDemoTable(kRows, 9);
+  const double yes = table.cells.col(7).sum() / kRows;
+  // noise std = s * 2/n ~ 0.015 at epsilon 1: 0.1 is more than 6 sigma.
+  EXPECT_NEAR(artefact.class_totals(0), 1.0 - yes, 0.1);
+  EXPECT_NEAR(artefact.class_totals(1), yes, 0.1);
+}
+
+// A computation that fails after admission (here: a row chunk corrupted on
+// disk, so LoadRows fails) releases nothing and is refunded with a new
+// ledger row; the charge row is never edited.
+TEST_F(ReleaseTest, FailedComputationIsRefunded) {
+  v1::Dataset dataset;
+  ASSERT_TRUE(CreateDataset(1.5, kDelta, v1::ADD_REMOVE, &dataset).ok());
+  ASSERT_TRUE(UploadDemoRows(dataset.id(), 500, 13).ok());
+  {
+    std::lock_guard<std::mutex> lock(server_->store()->mutex());
+    ASSERT_TRUE(server_->store()->db()->Exec("UPDATE row_chunks SET cells = X'00'").ok());
+  }
+  const v1::ReleaseRequest request = RffRequest(dataset.id(), 1.0, "refund-key");
+  v1::Release release;
+  grpc::Status status = RequestRelease(request, &release);
+  ASSERT_EQ(status.error_code(), grpc::StatusCode::DATA_LOSS) << status.error_message();
+
+  v1::BudgetReport report;
+  ASSERT_TRUE(GetBudget(dataset.id(), &report).ok());
+  EXPECT_EQ(report.epsilon_spent(), 0.0);
+  EXPECT_EQ(report.epsilon_remaining(), 1.5);
+  ASSERT_EQ(report.events_size(), 2);
+  EXPECT_EQ(report.events(0).refund_of(), 0);
+  EXPECT_EQ(report.events(1).kind(), "refund");
+  EXPECT_EQ(report.events(1).refund_of(), report.events(0).id());
+  EXPECT_EQ(report.events(1).release_id(), report.events(0).release_id());
+
+  // The release is FAILED, not fetchable; a retry with the same key is
+  // charged anew (and here refunded again).
+  auto analyst = Analyst();
+  {
+    auto context = analyst.NewContext();
+    v1::ListReleasesRequest list_request;
+    list_request.set_dataset_id(dataset.id());
+    v1::ListReleasesResponse list;
+    ASSERT_TRUE(analyst.releases().ListReleases(context.get(), list_request, &list).ok());
+    ASSERT_EQ(list.releases_size(), 1);
+    EXPECT_EQ(list.releases(0).status(), "FAILED");
+    auto get_context = analyst.NewContext();
+    v1::GetReleaseRequest get;
+    get.set_release_id(list.releases(0).id());
+    v1::Release fetched;
+    EXPECT_EQ(analyst.releases().GetRelease(get_context.get(), get, &fetched).error_code(),
+              grpc::StatusCode::FAILED_PRECONDITION);
+  }
+  status = RequestRelease(request, &release);
+  ASSERT_EQ(status.error_code(), grpc::StatusCode::DATA_LOSS) << status.error_message();
+  ASSERT_TRUE(GetBudget(dataset.id(), &report).ok());
+  EXPECT_EQ(report.epsilon_spent(), 0.0);
+  ASSERT_EQ(report.events_size(), 4);
+  EXPECT_EQ(report.events(3).refund_of(), report.events(2).id());
+
+  Ledger ledger(server_->store());
+  auto problems = ledger.VerifyTotals();
+  ASSERT_TRUE(problems.ok()) << problems.status();
+  EXPECT_TRUE(problems->empty()) << ::testing::PrintToString(*problems);
+}
+
+}  // namespace
+}  // namespace dpcurator::server::testing

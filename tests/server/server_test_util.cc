@@ -1,0 +1,180 @@
+#include "tests/server/server_test_util.h"
+
+#include <stdlib.h>
+
+#include <filesystem>
+#include <fstream>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "core/data/demo.h"
+#include "proto/convert.h"
+
+namespace dpcurator::server::testing {
+
+TempDir::TempDir() {
+  std::string base = ::testing::TempDir();
+  if (base.empty()) base = "/tmp/";
+  if (base.back() != '/') base.push_back('/');
+  std::string pattern = absl::StrCat(base, "dpc_server_test_XXXXXX");
+  std::vector<char> buffer(pattern.begin(), pattern.end());
+  buffer.push_back('\0');
+  const char* made = mkdtemp(buffer.data());
+  EXPECT_NE(made, nullptr) << "mkdtemp failed for " << pattern;
+  path_ = made != nullptr ? std::string(made) : pattern;
+}
+
+TempDir::~TempDir() {
+  std::error_code ignored;
+  std::filesystem::remove_all(path_, ignored);
+}
+
+v1::TableSchema DemoSchemaProto() { return SchemaToProto(data::DemoSchema()); }
+
+std::vector<v1::Row> DemoRows(const data::Table& table) {
+  const data::Schema schema = data::DemoSchema();
+  std::vector<v1::Row> rows;
+  rows.reserve(table.num_rows());
+  for (int64_t i = 0; i < table.num_rows(); ++i) {
+    v1::Row row;
+    for (int c = 0; c < schema.num_columns(); ++c) {
+      row.add_cells(schema.FormatCell(c, table.cells(i, c)));
+    }
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+void ServerTest::SetUp() {
+  dir_ = std::make_unique<TempDir>();
+  db_path_ = dir_->File("curator.db");
+  tokens_path_ = dir_->File("tokens.txt");
+  {
+    std::ofstream tokens(tokens_path_);
+    tokens << "# test tokens\n"
+           << "curator " << kCuratorToken << "\n"
+           << "analyst " << kAnalystToken << "\n"
+           << "device " << kDeviceToken << "\n";
+    ASSERT_TRUE(tokens.good());
+  }
+  StartServer();
+}
+
+void ServerTest::TearDown() {
+  StopServer();
+  dir_.reset();
+}
+
+void ServerTest::StartServer() {
+  ServerOptions options;
+  options.db_path = db_path_;
+  options.listen_address = "127.0.0.1:0";
+  options.tokens_path = tokens_path_;
+  options.insecure_dev = true;
+  auto started = CuratorServer::Start(options);
+  ASSERT_TRUE(started.ok()) << started.status();
+  server_ = std::move(started).value();
+  ASSERT_GT(server_->port(), 0);
+}
+
+void ServerTest::StopServer() {
+  if (server_ == nullptr) return;
+  server_->Shutdown(std::chrono::milliseconds(500));
+  server_.reset();
+}
+
+std::string ServerTest::address() const {
+  return absl::StrCat("127.0.0.1:", server_ != nullptr ? server_->port() : 0);
+}
+
+client::Connection ServerTest::Curator() const {
+  return client::Connection::Plaintext(address(), kCuratorToken, std::chrono::seconds(30));
+}
+client::Connection ServerTest::Analyst() const {
+  return client::Connection::Plaintext(address(), kAnalystToken, std::chrono::seconds(30));
+}
+client::Connection ServerTest::Device() const {
+  return client::Connection::Plaintext(address(), kDeviceToken, std::chrono::seconds(30));
+}
+
+grpc::Status ServerTest::CreateDataset(double epsilon_cap, double delta,
+                                       v1::NeighbouringRelation relation, v1::Dataset* dataset,
+                                       const std::string& name) {
+  v1::CreateDatasetRequest request;
+  request.set_name(name);
+  *request.mutable_schema() = DemoSchemaProto();
+  request.mutable_budget()->set_epsilon(epsilon_cap);
+  request.mutable_budget()->set_delta(delta);
+  request.set_relation(relation);
+  auto connection = Curator();
+  auto context = connection.NewContext();
+  return connection.datasets().CreateDataset(context.get(), request, dataset);
+}
+
+grpc::Status ServerTest::UploadMessages(const std::vector<v1::UploadRowsRequest>& messages,
+                                        v1::UploadRowsResponse* response) {
+  auto connection = Curator();
+  auto context = connection.NewContext();
+  auto writer = connection.datasets().UploadRows(context.get(), response);
+  for (const auto& message : messages) {
+    if (!writer->Write(message)) break;  // the server ended the stream; Finish says why
+  }
+  writer->WritesDone();
+  return writer->Finish();
+}
+
+grpc::Status ServerTest::UploadDemoRows(const std::string& dataset_id, int64_t num_rows,
+                                        uint64_t seed, v1::UploadRowsResponse* response) {
+  v1::UploadRowsRequest message;
+  message.set_dataset_id(dataset_id);
+  for (auto& row : DemoRows(data::GenerateDemoTable(num_rows, seed))) {
+    *message.add_rows() = std::move(row);
+  }
+  v1::UploadRowsResponse local;
+  return UploadMessages({message}, response != nullptr ? response : &local);
+}
+
+v1::ReleaseRequest ServerTest::RffRequest(const std::string& dataset_id, double epsilon,
+                                          const std::string& idempotency_key) {
+  v1::ReleaseRequest request;
+  request.set_dataset_id(dataset_id);
+  request.set_idempotency_key(idempotency_key);
+  request.set_epsilon(epsilon);
+  request.mutable_rff_embedding()->set_num_frequencies(50);
+  request.mutable_rff_embedding()->set_seed(12345);
+  return request;
+}
+
+grpc::Status ServerTest::RequestRelease(const v1::ReleaseRequest& request, v1::Release* release) {
+  auto connection = Analyst();
+  auto context = connection.NewContext();
+  return connection.releases().RequestRelease(context.get(), request, release);
+}
+
+grpc::Status ServerTest::GetBudget(const std::string& dataset_id, v1::BudgetReport* report) {
+  auto connection = Analyst();
+  auto context = connection.NewContext();
+  v1::GetBudgetRequest request;
+  request.set_dataset_id(dataset_id);
+  return connection.datasets().GetBudget(context.get(), request, report);
+}
+
+grpc::Status ServerTest::FindDataset(const client::Connection& connection,
+                                     const std::string& dataset_id, v1::Dataset* dataset) {
+  auto context = connection.NewContext();
+  v1::ListDatasetsResponse response;
+  // Connection's stubs are shared pointers; a copy is cheap.
+  client::Connection copy = connection;
+  grpc::Status status =
+      copy.datasets().ListDatasets(context.get(), v1::ListDatasetsRequest(), &response);
+  if (!status.ok()) return status;
+  for (const auto& d : response.datasets()) {
+    if (d.id() == dataset_id) {
+      *dataset = d;
+      return grpc::Status::OK;
+    }
+  }
+  return grpc::Status(grpc::StatusCode::NOT_FOUND, "dataset not listed: " + dataset_id);
+}
+
+}  // namespace dpcurator::server::testing

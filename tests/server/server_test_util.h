@@ -1,0 +1,89 @@
+#ifndef DPCURATOR_TESTS_SERVER_SERVER_TEST_UTIL_H_
+#define DPCURATOR_TESTS_SERVER_SERVER_TEST_UTIL_H_
+
+// Shared fixture for the server integration tests: a fresh temporary
+// directory per test (SQLite file + token file) and a real CuratorServer on
+// 127.0.0.1:0, reached over plaintext gRPC.
+
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "client/connection.h"
+#include "core/data/schema.h"
+#include "core/data/table.h"
+#include "dpcurator/v1/dpcurator.grpc.pb.h"
+#include "server/curator_server.h"
+
+namespace dpcurator::server::testing {
+
+inline constexpr char kCuratorToken[] = "curator-token-0123456789abcdef";
+inline constexpr char kAnalystToken[] = "analyst-token-0123456789abcdef";
+inline constexpr char kDeviceToken[] = "device-token-0123456789abcdef";
+inline constexpr char kUnknownToken[] = "unknown-token-0123456789abcdef";
+
+// A fresh directory under ::testing::TempDir() (mkdtemp), removed by the
+// destructor.
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::string& path() const { return path_; }
+  std::string File(const std::string& name) const { return path_ + "/" + name; }
+
+ private:
+  std::string path_;
+};
+
+// The demo schema as it goes on the wire.
+v1::TableSchema DemoSchemaProto();
+// The demo table rendered as upload rows (schema column order).
+std::vector<v1::Row> DemoRows(const data::Table& table);
+
+class ServerTest : public ::testing::Test {
+ protected:
+  void SetUp() override;
+  void TearDown() override;
+
+  // Starts a server on the fixture's database (again, after StopServer()).
+  void StartServer();
+  // Shutdown, then destroy: the database is closed.
+  void StopServer();
+
+  std::string address() const;
+  client::Connection Curator() const;
+  client::Connection Analyst() const;
+  client::Connection Device() const;
+
+  // Curator creates a demo-schema dataset; the returned status is the RPC's.
+  grpc::Status CreateDataset(double epsilon_cap, double delta, v1::NeighbouringRelation relation,
+                             v1::Dataset* dataset, const std::string& name = "demo");
+  // Curator uploads GenerateDemoTable(num_rows, seed) in one stream.
+  grpc::Status UploadDemoRows(const std::string& dataset_id, int64_t num_rows, uint64_t seed,
+                              v1::UploadRowsResponse* response = nullptr);
+  // Curator uploads the given messages (one stream, one message each).
+  grpc::Status UploadMessages(const std::vector<v1::UploadRowsRequest>& messages,
+                              v1::UploadRowsResponse* response);
+  // Analyst requests a small rff_embedding release at this epsilon.
+  static v1::ReleaseRequest RffRequest(const std::string& dataset_id, double epsilon,
+                                       const std::string& idempotency_key);
+  grpc::Status RequestRelease(const v1::ReleaseRequest& request, v1::Release* release);
+  grpc::Status GetBudget(const std::string& dataset_id, v1::BudgetReport* report);
+  // The dataset as the curator (or analyst) sees it in ListDatasets.
+  grpc::Status FindDataset(const client::Connection& connection, const std::string& dataset_id,
+                           v1::Dataset* dataset);
+
+  std::unique_ptr<TempDir> dir_;
+  std::string db_path_;
+  std::string tokens_path_;
+  std::unique_ptr<CuratorServer> server_;
+};
+
+}  // namespace dpcurator::server::testing
+
+#endif  // DPCURATOR_TESTS_SERVER_SERVER_TEST_UTIL_H_

@@ -1,0 +1,148 @@
+// Upload validation: rows outside the public schema are refused with a
+// message naming the column and the row, the offending message is stored
+// whole or not at all, and a sealed dataset takes no more rows.
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "core/data/demo.h"
+#include "tests/server/server_test_util.h"
+
+namespace dpcurator::server::testing {
+namespace {
+
+using ::testing::HasSubstr;
+
+class UploadTest : public ServerTest {
+ protected:
+  void SetUp() override {
+    ServerTest::SetUp();
+    ASSERT_TRUE(CreateDataset(2.0, 1e-5, v1::ADD_REMOVE, &dataset_).ok());
+  }
+
+  v1::UploadRowsRequest Message(int64_t num_rows, uint64_t seed, bool with_id = true) {
+    v1::UploadRowsRequest message;
+    if (with_id) message.set_dataset_id(dataset_.id());
+    for (auto& row : DemoRows(data::GenerateDemoTable(num_rows, seed))) {
+      *message.add_rows() = std::move(row);
+    }
+    return message;
+  }
+
+  int64_t StoredRows() {
+    v1::Dataset listed;
+    EXPECT_TRUE(FindDataset(Curator(), dataset_.id(), &listed).ok());
+    return listed.row_count();
+  }
+
+  v1::Dataset dataset_;
+};
+
+TEST_F(UploadTest, ValidRowsAreCountedAndClampedCellsReported) {
+  v1::UploadRowsRequest first = Message(30, 1);
+  v1::UploadRowsRequest second = Message(20, 2, /*with_id=*/false);
+  second.mutable_rows(0)->set_cells(1, "500");  // age above the declared 80
+  v1::UploadRowsResponse response;
+  grpc::Status status = UploadMessages({first, second}, &response);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(response.rows_accepted(), 50);
+  EXPECT_EQ(response.total_rows(), 50);
+  EXPECT_EQ(response.cells_clamped(), 1);
+  EXPECT_EQ(StoredRows(), 50);
+}
+
+TEST_F(UploadTest, UndeclaredCategoryIsRefusedNamingColumnAndRow) {
+  v1::UploadRowsRequest message = Message(10, 3);
+  message.mutable_rows(4)->set_cells(0, "atlantis");  // region
+  v1::UploadRowsResponse response;
+  grpc::Status status = UploadMessages({message}, &response);
+  ASSERT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << status.error_message();
+  EXPECT_THAT(status.error_message(), HasSubstr("'region'"));
+  EXPECT_THAT(status.error_message(), HasSubstr("row 4"));
+  EXPECT_THAT(status.error_message(), HasSubstr("atlantis"));
+  EXPECT_THAT(status.error_message(), HasSubstr("not a declared category"));
+  EXPECT_EQ(StoredRows(), 0) << "rows of a refused message were stored";
+}
+
+TEST_F(UploadTest, NonNumberInNumericColumnIsRefusedNamingColumnAndRow) {
+  v1::UploadRowsRequest message = Message(10, 4);
+  message.mutable_rows(7)->set_cells(3, "lots");  // income
+  v1::UploadRowsResponse response;
+  grpc::Status status = UploadMessages({message}, &response);
+  ASSERT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << status.error_message();
+  EXPECT_THAT(status.error_message(), HasSubstr("'income'"));
+  EXPECT_THAT(status.error_message(), HasSubstr("row 7"));
+  EXPECT_THAT(status.error_message(), HasSubstr("not a finite number"));
+  EXPECT_EQ(StoredRows(), 0);
+
+  // Non-finite numbers are not numbers either.
+  message = Message(3, 5);
+  message.mutable_rows(1)->set_cells(5, "nan");  // tenure
+  status = UploadMessages({message}, &response);
+  ASSERT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << status.error_message();
+  EXPECT_THAT(status.error_message(), HasSubstr("'tenure'"));
+  EXPECT_EQ(StoredRows(), 0);
+}
+
+TEST_F(UploadTest, WrongFieldCountIsRefused) {
+  v1::UploadRowsRequest message = Message(5, 6);
+  message.mutable_rows(2)->mutable_cells()->RemoveLast();
+  v1::UploadRowsResponse response;
+  grpc::Status status = UploadMessages({message}, &response);
+  ASSERT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << status.error_message();
+  EXPECT_THAT(status.error_message(), HasSubstr("row 2"));
+  EXPECT_EQ(StoredRows(), 0);
+}
+
+// Earlier messages of the stream are stored; the bad one is stored not at
+// all, and the error says how many rows did make it.
+TEST_F(UploadTest, BadMessageIsStoredWholeOrNotAtAll) {
+  v1::UploadRowsRequest good = Message(5, 7);
+  v1::UploadRowsRequest bad = Message(4, 8, /*with_id=*/false);
+  bad.mutable_rows(2)->set_cells(4, "platinum");  // plan
+  v1::UploadRowsResponse response;
+  grpc::Status status = UploadMessages({good, bad}, &response);
+  ASSERT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << status.error_message();
+  EXPECT_THAT(status.error_message(), HasSubstr("upload message 1, row 2"));
+  EXPECT_THAT(status.error_message(), HasSubstr("'plan'"));
+  EXPECT_THAT(status.error_message(), HasSubstr("5 rows of this upload were stored"));
+  EXPECT_EQ(StoredRows(), 5);
+}
+
+TEST_F(UploadTest, UploadsToAnotherDatasetOrUnknownDatasetAreRefused) {
+  v1::UploadRowsRequest message = Message(3, 9);
+  message.set_dataset_id("ds_does_not_exist");
+  v1::UploadRowsResponse response;
+  grpc::Status status = UploadMessages({message}, &response);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::NOT_FOUND) << status.error_message();
+
+  v1::Dataset other;
+  ASSERT_TRUE(CreateDataset(2.0, 1e-5, v1::ADD_REMOVE, &other, "other").ok());
+  v1::UploadRowsRequest first = Message(3, 10);
+  v1::UploadRowsRequest second = Message(3, 11);
+  second.set_dataset_id(other.id());
+  status = UploadMessages({first, second}, &response);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << status.error_message();
+  v1::Dataset listed_other;
+  ASSERT_TRUE(FindDataset(Curator(), other.id(), &listed_other).ok());
+  EXPECT_EQ(listed_other.row_count(), 0);
+}
+
+TEST_F(UploadTest, SealedAfterFirstRelease) {
+  ASSERT_TRUE(UploadDemoRows(dataset_.id(), 500, 12).ok());
+  v1::Release release;
+  grpc::Status status = RequestRelease(RffRequest(dataset_.id(), 1.0, "seal-key"), &release);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+
+  v1::UploadRowsResponse response;
+  status = UploadMessages({Message(10, 13)}, &response);
+  ASSERT_EQ(status.error_code(), grpc::StatusCode::FAILED_PRECONDITION) << status.error_message();
+  EXPECT_THAT(status.error_message(), HasSubstr("sealed"));
+  EXPECT_EQ(StoredRows(), 500);
+  v1::Dataset listed;
+  ASSERT_TRUE(FindDataset(Curator(), dataset_.id(), &listed).ok());
+  EXPECT_TRUE(listed.sealed());
+}
+
+}  // namespace
+}  // namespace dpcurator::server::testing
