@@ -43,8 +43,10 @@ inline data::Schema RandomSchema(const SchemaSpec& spec, PublicRng* rng) {
     if (p.kind == 0) {
       const double lower = -1e3 + 2e3 * rng->Uniform();
       const double width = std::pow(10.0, -2.0 + 6.0 * rng->Uniform());
-      builder.AddNumeric(absl::StrCat("num", p.index), lower, lower + width,
-                         /*integer=*/rng->Uniform() < 0.3);
+      // An integer column must hold an integer within its bounds (the
+      // schema refuses it otherwise).
+      const bool integer = rng->Uniform() < 0.3 && std::ceil(lower) <= std::floor(lower + width);
+      builder.AddNumeric(absl::StrCat("num", p.index), lower, lower + width, integer);
     } else if (p.kind == 1) {
       const int levels = 1 + static_cast<int>(rng->UniformInt(6));
       std::vector<std::string> categories;

@@ -1,0 +1,185 @@
+#include "core/train/pearl_trainer.h"
+
+#include <algorithm>
+#include <cmath>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "core/nn/adam.h"
+#include "core/util/public_rng.h"
+#include "core/util/status_macros.h"
+#include "core/util/validation.h"
+
+namespace dpcurator::train {
+
+absl::StatusOr<PearlCritic> PearlCritic::Create(const Eigen::MatrixXd& frequencies,
+                                                double length_scale) {
+  DPC_RETURN_IF_ERROR(ValidateFinitePositive(length_scale, "Length-scale"));
+  DPC_RETURN_IF_ERROR(ValidatePositiveInt(frequencies.rows(), "Number of frequencies"));
+  DPC_RETURN_IF_ERROR(ValidatePositiveInt(frequencies.cols(), "Frequency dimension"));
+  if (!frequencies.allFinite()) {
+    return absl::InvalidArgumentError("frequencies must be finite");
+  }
+  PearlCritic critic;
+  critic.half_squared_frequencies_ = 0.5 * frequencies.array().square().matrix();
+  // s0 = l^2: t_il ~ N(0, 1/l^2) has precision l^2 (pearl.md 1.2 F: s0 = sig
+  // = D~^2).
+  critic.base_precisions_ =
+      Eigen::VectorXd::Constant(frequencies.cols(), length_scale * length_scale);
+  critic.precisions_ = critic.base_precisions_;
+  critic.UpdateWeights();
+  return critic;
+}
+
+absl::Status PearlCritic::SetPrecisions(const Eigen::VectorXd& precisions) {
+  if (precisions.size() != precisions_.size() || !precisions.allFinite()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "critic precisions must be ", precisions_.size(), " finite values"));
+  }
+  precisions_ = precisions;
+  UpdateWeights();
+  return absl::OkStatus();
+}
+
+void PearlCritic::UpdateWeights() {
+  // u_i = sum_l (t_il^2 / 2)(s0_l - s_l); alpha = softmax(u) (pearl.md 1.2 F),
+  // shifted by max u for stability (log-space, pearl.md pitfall 6).
+  const Eigen::VectorXd u = half_squared_frequencies_ * (base_precisions_ - precisions_);
+  weights_ = (u.array() - u.maxCoeff()).exp().matrix();
+  weights_ /= weights_.sum();
+}
+
+Eigen::VectorXd PearlCritic::Gradient(const Eigen::VectorXd& per_frequency_loss) const {
+  // dL/ds_l = -sum_i alpha_i (f_i - L) t_il^2 / 2 (pearl.md 1.2 F).
+  const double loss = weights_.dot(per_frequency_loss);
+  const Eigen::VectorXd centred =
+      (weights_.array() * (per_frequency_loss.array() - loss)).matrix();
+  return -(half_squared_frequencies_.transpose() * centred);
+}
+
+double PearlLoss(const Eigen::MatrixXd& target_means, const Eigen::MatrixXd& features,
+                 const Eigen::VectorXi& labels, const Eigen::VectorXd& frequency_weights,
+                 Eigen::VectorXd* per_frequency_loss, Eigen::MatrixXd* grad_features) {
+  const Eigen::Index k = frequency_weights.size();
+  const double kd = static_cast<double>(k);
+  per_frequency_loss->setZero(k);
+  if (grad_features != nullptr) grad_features->resize(features.rows(), features.cols());
+  Eigen::Index start = 0;
+  while (start < labels.size()) {
+    const int c = labels(start);
+    Eigen::Index end = start;
+    while (end < labels.size() && labels(end) == c) ++end;
+    const Eigen::Index count = end - start;
+    // r_c = target_c - mean_{j in c} h(g_j): [Re; Im](Phi~_c - Phi^_{Q,c}) / sqrt(k).
+    const Eigen::RowVectorXd residual =
+        target_means.col(c).transpose() - features.middleRows(start, count).colwise().mean();
+    // f_{c,i} = |Phi~_c(t_i) - Phi^_{Q,c}(t_i)|^2 = k (r_i^2 + r_{k+i}^2) (pearl.md 1.2 G).
+    per_frequency_loss->array() +=
+        kd * (residual.head(k).array().square() + residual.tail(k).array().square()).transpose();
+    if (grad_features != nullptr) {
+      // dL/dh_j = -(2 k / n_c) [alpha o r_cos ; alpha o r_sin] for j in class c.
+      Eigen::RowVectorXd grad(2 * k);
+      grad.head(k) = residual.head(k).cwiseProduct(frequency_weights.transpose());
+      grad.tail(k) = residual.tail(k).cwiseProduct(frequency_weights.transpose());
+      grad *= -2.0 * kd / static_cast<double>(count);
+      grad_features->middleRows(start, count).rowwise() = grad;
+    }
+    start = end;
+  }
+  // L = sum_i alpha_i f_i (Eq. 1 with self-normalised weights, pearl.md 1.2 F).
+  return frequency_weights.dot(*per_frequency_loss);
+}
+
+absl::StatusOr<TrainedPearlGenerator> TrainPearlGenerator(
+    const data::FeatureLayout& layout, const embed::CharacteristicFunctionMap& feature_map,
+    const embed::EmbeddingTarget& target, const PearlTrainerOptions& options) {
+  DPC_RETURN_IF_ERROR(ValidatePositiveInt(options.steps, "Steps"));
+  DPC_RETURN_IF_ERROR(ValidatePositiveInt(options.batch_size, "Batch size"));
+  DPC_RETURN_IF_ERROR(ValidateFinitePositive(options.learning_rate, "Learning rate"));
+  DPC_RETURN_IF_ERROR(
+      ValidateInUnitInterval(options.final_learning_rate_fraction, "Final learning-rate fraction"));
+  DPC_RETURN_IF_ERROR(
+      ValidateFinitePositive(options.critic_learning_rate, "Critic learning rate"));
+  DPC_RETURN_IF_ERROR(ValidatePositiveInt(options.generator_steps_per_critic_step,
+                                          "Generator steps per critic step"));
+  if (feature_map.input_dim() != layout.total_dim() ||
+      target.class_means.rows() != feature_map.output_dim() ||
+      target.class_means.cols() != target.class_weights.size()) {
+    return absl::InvalidArgumentError(
+        "the release does not match the feature map or schema (dimensions differ)");
+  }
+  const int num_classes = static_cast<int>(target.class_weights.size());
+  GeneratorOptions generator_options = options.generator;
+  generator_options.seed = options.seed;
+  DPC_ASSIGN_OR_RETURN(TabularGenerator generator,
+                       TabularGenerator::Create(layout, num_classes, generator_options));
+  nn::AdamOptions adam_options;
+  adam_options.learning_rate = options.learning_rate;
+  DPC_ASSIGN_OR_RETURN(nn::Adam adam, nn::Adam::Create(generator.num_parameters(), adam_options));
+  DPC_ASSIGN_OR_RETURN(PearlCritic critic, PearlCritic::Create(feature_map.frequencies(),
+                                                               feature_map.length_scale()));
+  nn::AdamOptions critic_adam_options;
+  critic_adam_options.learning_rate = options.critic_learning_rate;
+  critic_adam_options.maximize = true;  // sup over omega (Eq. 1)
+  DPC_ASSIGN_OR_RETURN(nn::Adam critic_adam,
+                       nn::Adam::Create(critic.precisions().size(), critic_adam_options));
+
+  PublicRng rng(options.seed ^ 0x5DEECE66DULL);
+  const Eigen::VectorXi labels = StratifiedLabels(target.class_weights, options.batch_size);
+  Eigen::MatrixXd z(labels.size(), generator.noise_dim());
+  Eigen::MatrixXd features, grad_features, grad_encoded;
+  Eigen::VectorXd per_frequency_loss;
+  Eigen::VectorXd grad_params(generator.num_parameters());
+  Eigen::VectorXd precisions;
+  GeneratorWorkspace workspace;
+  double loss = 0.0;
+  int critic_steps = 0;
+  for (int step = 1; step <= options.steps; ++step) {
+    // Generator step: descent on L(theta) at fixed alpha (Alg. 1 line 18).
+    const double progress = static_cast<double>(step - 1) / options.steps;
+    DPC_RETURN_IF_ERROR(adam.SetLearningRate(
+        options.learning_rate * (1.0 - (1.0 - options.final_learning_rate_fraction) * progress)));
+    rng.FillNormal(z);
+    const Eigen::MatrixXd& encoded = generator.Forward(z, labels, &workspace);
+    feature_map.Features(encoded, &features);
+    loss = PearlLoss(target.class_means, features, labels, critic.weights(), &per_frequency_loss,
+                     &grad_features);
+    feature_map.BackwardFromFeatures(features, grad_features, &grad_encoded);
+    grad_params.setZero();
+    generator.Backward(grad_encoded, &workspace, &grad_params);
+    if (!grad_params.allFinite()) {
+      return absl::InternalError(absl::StrCat("training diverged at step ", step,
+                                              " (non-finite gradient); lower --learning-rate"));
+    }
+    DPC_RETURN_IF_ERROR(adam.Step(generator.parameters(), grad_params));
+
+    // Critic step every n_gen generator steps, on a fresh batch: ascent on
+    // L(s) at fixed theta (Alg. 1, pearl.md 1.2 H).
+    if (options.use_critic && step % options.generator_steps_per_critic_step == 0) {
+      rng.FillNormal(z);
+      const Eigen::MatrixXd& critic_rows = generator.Forward(z, labels, &workspace);
+      feature_map.Features(critic_rows, &features);
+      PearlLoss(target.class_means, features, labels, critic.weights(), &per_frequency_loss,
+                /*grad_features=*/nullptr);
+      const Eigen::VectorXd critic_grad = critic.Gradient(per_frequency_loss);
+      if (!critic_grad.allFinite()) {
+        return absl::InternalError(absl::StrCat("critic diverged at step ", step,
+                                                " (non-finite gradient)"));
+      }
+      precisions = critic.precisions();
+      DPC_RETURN_IF_ERROR(critic_adam.Step(precisions, critic_grad));
+      DPC_RETURN_IF_ERROR(critic.SetPrecisions(precisions));
+      ++critic_steps;
+    }
+    if (options.progress &&
+        (step % std::max(1, options.progress_every) == 0 || step == options.steps)) {
+      options.progress(step, loss);
+    }
+  }
+  TrainedPearlGenerator result{
+      TrainedGenerator{std::move(generator), target.class_weights, loss, options.steps},
+      critic.precisions(), critic.weights(), critic_steps};
+  return result;
+}
+
+}  // namespace dpcurator::train
