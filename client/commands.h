@@ -14,6 +14,7 @@ std::vector<Command> ReleaseCommands();   // release, releases
 std::vector<Command> ModelCommands();     // train merf, sample, eval
 std::vector<Command> DemoCommands();      // demo
 std::vector<Command> SessionCommands();   // session open|step|close|show
+std::vector<Command> CollectionCommands();  // collections ..., device submit, train sinkhorn
 
 }  // namespace dpcurator::client
 

@@ -53,6 +53,7 @@ absl::StatusOr<Connection> Connection::FromArgs(const ParsedArgs& args) {
   connection.datasets_ = v1::DatasetService::NewStub(connection.channel_);
   connection.releases_ = v1::ReleaseService::NewStub(connection.channel_);
   connection.sessions_ = v1::SessionService::NewStub(connection.channel_);
+  connection.collections_ = v1::CollectionService::NewStub(connection.channel_);
   return connection;
 }
 
@@ -69,6 +70,7 @@ Connection Connection::Plaintext(const std::string& address, const std::string& 
   connection.datasets_ = v1::DatasetService::NewStub(connection.channel_);
   connection.releases_ = v1::ReleaseService::NewStub(connection.channel_);
   connection.sessions_ = v1::SessionService::NewStub(connection.channel_);
+  connection.collections_ = v1::CollectionService::NewStub(connection.channel_);
   return connection;
 }
 

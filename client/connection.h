@@ -26,6 +26,7 @@ class Connection {
   v1::DatasetService::Stub& datasets() { return *datasets_; }
   v1::ReleaseService::Stub& releases() { return *releases_; }
   v1::SessionService::Stub& sessions() { return *sessions_; }
+  v1::CollectionService::Stub& collections() { return *collections_; }
   const std::string& address() const { return address_; }
 
  private:
@@ -36,6 +37,7 @@ class Connection {
   std::shared_ptr<v1::DatasetService::Stub> datasets_;
   std::shared_ptr<v1::ReleaseService::Stub> releases_;
   std::shared_ptr<v1::SessionService::Stub> sessions_;
+  std::shared_ptr<v1::CollectionService::Stub> collections_;
 };
 
 // A gRPC status as an absl::Status whose message names the server.

@@ -254,46 +254,91 @@ int RunDemo(const ParsedArgs& args) {
     say(absl::StrFormat("curator: dataset %s, %d rows uploaded in %.2fs", dataset.id(),
                         uploaded->rows_accepted(), upload_seconds));
 
-    // 2. Analyst: one DP-MERF release.
-    t = Clock::now();
-    v1::ReleaseRequest request;
-    request.set_dataset_id(dataset.id());
-    request.set_idempotency_key(NewIdempotencyKey());
-    request.set_epsilon(*epsilon);
-    request.mutable_rff_embedding()->set_num_frequencies(static_cast<int>(*frequencies));
-    v1::Release release;
-    {
-      auto context = analyst.NewContext();
-      grpc::Status status = analyst.releases().RequestRelease(context.get(), request, &release);
-      if (!status.ok()) return ReportError(RpcError(status, "release"));
+    // 2-3. For each method: analyst requests a release, the trainer fits,
+    // samples and evaluates from the artefact alone.
+    std::vector<std::string> methods;
+    if (args.Get("method") == "both") {
+      methods = {"merf", "pearl"};
+    } else if (args.Get("method") == "merf" || args.Get("method") == "pearl") {
+      methods = {args.Get("method")};
+    } else {
+      return ReportError(absl::InvalidArgumentError("--method must be merf, pearl or both"));
     }
-    const double release_seconds = SecondsSince(t);
-    say(absl::StrFormat(
-        "analyst: release %s (rff_embedding, D=%d, noise multiplier %.4f) in %.2fs",
-        release.id(), 2 * release.embedding().num_frequencies(),
-        release.embedding().noise_multiplier(), release_seconds));
-
-    // 3. Trainer: fit, sample, evaluate (released artefact only).
-    t = Clock::now();
-    const int steps = trainer_options->steps;
-    trainer_options->progress = [&](int step, double loss) {
-      if (json) return;
-      std::fprintf(stderr, "\rtrainer: step %5d / %d, loss %.5f, %.1fs", step, steps, loss,
-                   SecondsSince(t));
-      if (step == steps) std::fprintf(stderr, "\n");
+    struct MethodResult {
+      std::string method;
+      v1::Release release;
+      eval::EvalReport report;
+      double release_seconds = 0, train_seconds = 0, sample_seconds = 0, eval_seconds = 0;
     };
-    auto model = TrainMerfModel(release, *trainer_options);
-    if (!model.ok()) return ReportError(model.status());
-    const double train_seconds = SecondsSince(t);
-    t = Clock::now();
-    auto synthetic = SampleModel(*model, demo->train.num_rows(), 7);
-    if (!synthetic.ok()) return ReportError(synthetic.status());
-    const double sample_seconds = SecondsSince(t);
-    t = Clock::now();
-    eval::EvalOptions eval_options;
-    auto report = eval::Evaluate(*schema, *synthetic, demo->test, eval_options, &demo->train);
-    if (!report.ok()) return ReportError(report.status());
-    const double eval_seconds = SecondsSince(t);
+    std::vector<MethodResult> results;
+    for (const std::string& method : methods) {
+      MethodResult result;
+      result.method = method;
+      t = Clock::now();
+      v1::ReleaseRequest request;
+      request.set_dataset_id(dataset.id());
+      request.set_idempotency_key(NewIdempotencyKey());
+      request.set_epsilon(*epsilon);
+      if (method == "merf") {
+        request.mutable_rff_embedding()->set_num_frequencies(static_cast<int>(*frequencies));
+      } else {
+        request.mutable_charfn_embedding()->set_num_frequencies(static_cast<int>(*frequencies));
+        request.mutable_charfn_embedding()->set_private_length_scale(
+            args.Flag("private-length-scale"));
+        if (args.Has("pearl-length-scale")) {
+          auto length_scale = args.GetDouble("pearl-length-scale");
+          if (!length_scale.ok()) return ReportError(length_scale.status());
+          request.mutable_charfn_embedding()->set_length_scale(*length_scale);
+        }
+      }
+      {
+        auto context = analyst.NewContext();
+        grpc::Status status =
+            analyst.releases().RequestRelease(context.get(), request, &result.release);
+        if (!status.ok()) return ReportError(RpcError(status, "release"));
+      }
+      result.release_seconds = SecondsSince(t);
+      const auto& artefact = result.release.embedding();
+      say(absl::StrFormat("analyst: %s release %s (%s, %d frequencies, length-scale %.3f%s, "
+                          "noise multiplier %.4f) in %.2fs",
+                          method, result.release.id(), result.release.kind(),
+                          artefact.num_frequencies(), artefact.length_scale(),
+                          artefact.length_scale_private() ? " private" : "",
+                          artefact.noise_multiplier(), result.release_seconds));
+      t = Clock::now();
+      const int steps = trainer_options->steps;
+      trainer_options->progress = [&](int step, double loss) {
+        if (json) return;
+        std::fprintf(stderr, "\rtrainer (%s): step %5d / %d, loss %.5f, %.1fs", method.c_str(),
+                     step, steps, loss, SecondsSince(t));
+        if (step == steps) std::fprintf(stderr, "\n");
+      };
+      auto model = method == "merf"
+                       ? TrainMerfModel(result.release, *trainer_options)
+                       : TrainPearlModel(result.release, *trainer_options,
+                                         PearlOptions{.use_critic = !args.Flag("pearl-no-critic")});
+      if (!model.ok()) return ReportError(model.status());
+      result.train_seconds = SecondsSince(t);
+      t = Clock::now();
+      auto synthetic = SampleModel(*model, demo->train.num_rows(), 7);
+      if (!synthetic.ok()) return ReportError(synthetic.status());
+      result.sample_seconds = SecondsSince(t);
+      t = Clock::now();
+      eval::EvalOptions eval_options;
+      // The real-data reference rows once, with the first method.
+      auto report = eval::Evaluate(*schema, *synthetic, demo->test, eval_options,
+                                   results.empty() ? &demo->train : nullptr);
+      if (!report.ok()) return ReportError(report.status());
+      result.report = *std::move(report);
+      result.eval_seconds = SecondsSince(t);
+      if (args.Has("save-synthetic")) {
+        std::ofstream output(methods.size() == 1
+                                 ? args.Get("save-synthetic")
+                                 : absl::StrCat(args.Get("save-synthetic"), ".", method));
+        data::WriteCsv(*schema, *synthetic, &output);
+      }
+      results.push_back(std::move(result));
+    }
 
     v1::BudgetReport budget_report;
     {
@@ -303,42 +348,67 @@ int RunDemo(const ParsedArgs& args) {
       grpc::Status status = analyst.datasets().GetBudget(context.get(), budget_request, &budget_report);
       if (!status.ok()) return ReportError(RpcError(status, "budget"));
     }
-    if (args.Has("save-synthetic")) {
-      std::ofstream output(args.Get("save-synthetic"));
-      data::WriteCsv(*schema, *synthetic, &output);
-    }
     const double wall_seconds = SecondsSince(wall_start);
+    auto average_auc = [](const eval::EvalReport& report) {
+      double sum = 0;
+      int count = 0;
+      for (const auto& row : report.utility) {
+        if (row.train_source == "synthetic") {
+          sum += row.roc_auc;
+          ++count;
+        }
+      }
+      return count > 0 ? sum / count : 0.0;
+    };
     if (json) {
       nlohmann::json out;
       out["dataset"] = demo->name;
-      out["release_id"] = release.id();
-      out["epsilon_release"] = release.embedding().epsilon();
       out["epsilon_spent"] = budget_report.epsilon_spent();
       out["epsilon_remaining"] = budget_report.epsilon_remaining();
       out["epsilon_cap"] = budget_report.budget().epsilon();
       out["delta"] = budget_report.budget().delta();
-      out["noise_multiplier"] = release.embedding().noise_multiplier();
-      out["evaluation"] = EvalReportJson(*report);
-      out["seconds"] = {{"upload", upload_seconds}, {"release", release_seconds},
-                        {"train", train_seconds},   {"sample", sample_seconds},
-                        {"eval", eval_seconds},     {"wall", wall_seconds}};
+      out["results"] = nlohmann::json::array();
+      for (const auto& r : results) {
+        out["results"].push_back(
+            {{"method", r.method},
+             {"release_id", r.release.id()},
+             {"epsilon_release", r.release.embedding().epsilon()},
+             {"noise_multiplier", r.release.embedding().noise_multiplier()},
+             {"length_scale", r.release.embedding().length_scale()},
+             {"average_tstr_roc_auc", average_auc(r.report)},
+             {"evaluation", EvalReportJson(r.report)},
+             {"seconds",
+              {{"release", r.release_seconds}, {"train", r.train_seconds},
+               {"sample", r.sample_seconds}, {"eval", r.eval_seconds}}}});
+      }
+      // The first method's fields at the top level, for simple consumers.
+      out["release_id"] = results[0].release.id();
+      out["evaluation"] = EvalReportJson(results[0].report);
+      out["seconds"] = {{"upload", upload_seconds}, {"wall", wall_seconds}};
       std::printf("%s\n", out.dump(2).c_str());
     } else {
       std::printf("\n== dpcurator demo report ==\n");
       std::printf("dataset            %s (%lld train rows, %lld held-out rows)\n",
                   demo->name.c_str(), static_cast<long long>(demo->train.num_rows()),
                   static_cast<long long>(demo->test.num_rows()));
-      std::printf("artefact           %s (rff_embedding, noise multiplier %.4f)\n",
-                  release.id().c_str(), release.embedding().noise_multiplier());
+      for (const auto& r : results) {
+        std::printf("artefact (%s)     %s (%s, noise multiplier %.4f, epsilon %.4f)\n",
+                    r.method.c_str(), r.release.id().c_str(), r.release.kind().c_str(),
+                    r.release.embedding().noise_multiplier(), r.release.embedding().epsilon());
+      }
       std::printf("privacy            epsilon spent %.4f of %.4f at delta %g; remaining %.4f\n",
                   budget_report.epsilon_spent(), budget_report.budget().epsilon(),
                   budget_report.budget().delta(), budget_report.epsilon_remaining());
-      std::printf("\ntrain on synthetic / test on real (and the real-data reference):\n%s",
-                  FormatEvalReport(*report).c_str());
-      std::printf("\ntimings            upload %.2fs, release %.2fs, train %.2fs, sample %.2fs, "
-                  "eval %.2fs; wall %.2fs\n",
-                  upload_seconds, release_seconds, train_seconds, sample_seconds, eval_seconds,
-                  wall_seconds);
+      for (const auto& r : results) {
+        std::printf("\n[%s] train on synthetic / test on real%s (average synthetic ROC-AUC "
+                    "%.4f):\n%s",
+                    r.method.c_str(), &r == &results[0] ? " (and the real-data reference)" : "",
+                    average_auc(r.report), FormatEvalReport(r.report).c_str());
+        std::printf("[%s] timings: release %.2fs, train %.2fs, sample %.2fs, eval %.2fs\n",
+                    r.method.c_str(), r.release_seconds, r.train_seconds, r.sample_seconds,
+                    r.eval_seconds);
+      }
+      std::printf("\nwall time          %.2fs (upload %.2fs)\n", wall_seconds, upload_seconds);
     }
   }
   std::error_code ignored;
@@ -354,7 +424,11 @@ std::vector<Command> DemoCommands() {
       {"delta", "1e-5", "delta of the dataset budget"},
       {"budget", "3", "epsilon cap of the dataset"},
       {"rows", "20000", "demo table: training rows (held-out: a quarter, at least 1000)"},
-      {"num-frequencies", "500", "rff: D/2 frequencies"},
+      {"num-frequencies", "500", "frequencies (rff: D/2; charfn: k)"},
+      {"method", "merf", "merf (DP-MERF) | pearl (PEARL) | both, on the same split and budget"},
+      {"private-length-scale", "", "pearl: spend part of epsilon on a DP length-scale", true},
+      {"pearl-length-scale", "", "pearl: declared length-scale (default: from the schema)"},
+      {"pearl-no-critic", "", "pearl: uniform frequency weights (the paper's ablation)", true},
       {"schema", "", "your own table: schema JSON (with --train-csv, --test-csv)"},
       {"train-csv", "", "your own table: training rows, uploaded to the local server"},
       {"test-csv", "", "your own table: held-out rows for evaluation"},

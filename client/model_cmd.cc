@@ -53,7 +53,7 @@ absl::StatusOr<train::EmbeddingTrainerOptions> TrainerOptionsFromArgs(const Pars
   return options;
 }
 
-int RunTrainMerf(const ParsedArgs& args) {
+int RunTrain(const ParsedArgs& args, const std::string& method) {
   v1::Release release;
   if (auto s = ReadProtoFile(args.Get("release"), &release); !s.ok()) return ReportError(s);
   auto options = TrainerOptionsFromArgs(args);
@@ -64,11 +64,24 @@ int RunTrainMerf(const ParsedArgs& args) {
     if (quiet) return;
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    std::fprintf(stderr, "\rtrain merf: step %6d / %d  loss %.6f  %.1fs", step, options->steps,
-                 loss, seconds);
+    std::fprintf(stderr, "\rtrain %s: step %6d / %d  loss %.6f  %.1fs", method.c_str(), step,
+                 options->steps, loss, seconds);
     if (step == options->steps) std::fprintf(stderr, "\n");
   };
-  auto model = TrainMerfModel(release, *options);
+  absl::StatusOr<v1::GeneratorModel> model;
+  if (method == "pearl") {
+    PearlOptions pearl;
+    pearl.use_critic = !args.Flag("no-critic");
+    auto every = args.GetInt("critic-every");
+    auto critic_lr = args.GetDouble("critic-learning-rate");
+    if (!every.ok()) return ReportError(every.status());
+    if (!critic_lr.ok()) return ReportError(critic_lr.status());
+    pearl.generator_steps_per_critic_step = static_cast<int>(*every);
+    pearl.critic_learning_rate = *critic_lr;
+    model = TrainPearlModel(release, *options, pearl);
+  } else {
+    model = TrainMerfModel(release, *options);
+  }
   if (!model.ok()) return ReportError(model.status());
   if (auto s = WriteProtoFile(*model, args.Get("out")); !s.ok()) return ReportError(s);
   std::printf("model written to %s (release %s, epsilon %.4f; training used no budget)\n",
@@ -196,7 +209,19 @@ std::vector<Command> ModelCommands() {
       "fit a generator to a DP-MERF release (no budget, no private data)",
       "Minimises the distance between the released class-conditional mean embedding and the\n"
       "generator's (Harder et al. 2021, Alg. 1), with labels from the released class weights.",
-      train_options, RunTrainMerf});
+      train_options, [](const ParsedArgs& args) { return RunTrain(args, "merf"); }});
+  std::vector<OptionSpec> pearl_options = train_options;
+  pearl_options[0] = {"release", "release.pb", "charfn_embedding artefact from `dpcurator release`"};
+  pearl_options.push_back({"critic-every", "10", "generator steps per critic step"});
+  pearl_options.push_back({"critic-learning-rate", "0.01", "critic Adam learning rate"});
+  pearl_options.push_back({"no-critic", "", "keep frequency weights uniform (ablation)", true});
+  commands.push_back(Command{
+      "train pearl",
+      "fit a generator to a PEARL release with the adversarial critic (no budget)",
+      "Matches the released class-conditional characteristic-function embedding, with a\n"
+      "critic that re-weights frequencies (Liew et al. 2022, Alg. 1; per-dimension precisions,\n"
+      "self-normalised weights), one critic step every --critic-every generator steps.",
+      pearl_options, [](const ParsedArgs& args) { return RunTrain(args, "pearl"); }});
   commands.push_back(Command{"sample", "draw synthetic rows in the original schema (CSV)", "",
                              {{"model", "model.pb", "model file"},
                               {"rows", "10000", "number of rows"},

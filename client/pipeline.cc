@@ -1,4 +1,5 @@
 #include "client/pipeline.h"
+#include "client/sinkhorn_model.h"
 
 #include <fstream>
 
@@ -7,10 +8,12 @@
 #include "absl/strings/str_format.h"
 #include "core/data/csv.h"
 #include "core/data/encoder.h"
+#include "core/embed/charfn.h"
 #include "core/embed/labelled_embedding.h"
 #include "core/embed/rff.h"
 #include "core/privacy/noise_source.h"
 #include "core/util/public_rng.h"
+#include "core/train/pearl_trainer.h"
 #include "core/util/status_macros.h"
 #include "proto/convert.h"
 #include <chrono>
@@ -107,26 +110,32 @@ absl::StatusOr<v1::UploadRowsResponse> UploadCsv(Connection& connection,
   return FinishUpload(writer, response);
 }
 
-absl::StatusOr<v1::GeneratorModel> TrainMerfModel(const v1::Release& release,
-                                                  const train::EmbeddingTrainerOptions& options) {
-  if (!release.has_embedding() || release.embedding().feature_map() != "rff") {
-    return absl::InvalidArgumentError(
-        "this artefact is not an rff_embedding release; `train merf` needs one");
+namespace {
+
+// What every trainer needs from an embedding artefact: the schema, its
+// layout, and the post-processed target.
+struct LoadedArtefact {
+  data::Schema schema;
+  data::FeatureLayout layout;
+  embed::EmbeddingTarget target;
+};
+
+absl::StatusOr<LoadedArtefact> LoadArtefact(const v1::Release& release,
+                                            const std::string& feature_map, int feature_dim) {
+  if (!release.has_embedding() || release.embedding().feature_map() != feature_map) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "this artefact is not a ", feature_map == "rff" ? "rff_embedding" : "charfn_embedding",
+        " release (it is '", release.embedding().feature_map(), "'): use ",
+        feature_map == "rff" ? "`train pearl` for charfn releases"
+                             : "`train merf` for rff releases"));
   }
   const v1::EmbeddingArtefact& artefact = release.embedding();
   DPC_ASSIGN_OR_RETURN(data::Schema schema, SchemaFromProto(artefact.schema()));
   if (schema.FingerprintHex() != artefact.schema_fingerprint()) {
     return absl::DataLossError("artefact schema does not match its fingerprint");
   }
-  const data::FeatureLayout layout = data::FeatureLayout::ForFeatures(schema);
-  embed::RffOptions rff;
-  rff.num_frequencies = artefact.num_frequencies();
-  rff.length_scale = artefact.length_scale();
-  rff.numeric_weight = artefact.numeric_weight();
-  rff.seed = artefact.seed();
-  DPC_ASSIGN_OR_RETURN(auto feature_map, embed::RandomFourierFeatureMap::Create(layout, rff));
   const int classes = artefact.num_classes();
-  if (feature_map.output_dim() != artefact.feature_dim() ||
+  if (feature_dim != artefact.feature_dim() ||
       artefact.class_values_size() != artefact.feature_dim() * classes ||
       artefact.class_totals_size() != classes || classes != schema.num_classes()) {
     return absl::DataLossError("artefact dimensions are inconsistent; fetch it again");
@@ -135,15 +144,18 @@ absl::StatusOr<v1::GeneratorModel> TrainMerfModel(const v1::Release& release,
   noisy.relation = RelationFromProto(artefact.relation());
   noisy.class_values = Eigen::Map<const Eigen::MatrixXd>(artefact.class_values().data(),
                                                          artefact.feature_dim(), classes);
-  noisy.class_totals =
-      Eigen::Map<const Eigen::VectorXd>(artefact.class_totals().data(), classes);
+  noisy.class_totals = Eigen::Map<const Eigen::VectorXd>(artefact.class_totals().data(), classes);
   noisy.public_n = artefact.public_n();
-  const embed::EmbeddingTarget target = embed::ToEmbeddingTarget(noisy);
-  DPC_ASSIGN_OR_RETURN(train::TrainedGenerator trained,
-                       train::TrainEmbeddingGenerator(layout, feature_map, target, options));
+  const data::FeatureLayout layout = data::FeatureLayout::ForFeatures(schema);
+  return LoadedArtefact{std::move(schema), layout, embed::ToEmbeddingTarget(noisy)};
+}
+
+v1::GeneratorModel PackageModel(const v1::Release& release, const std::string& method,
+                                const train::TrainedGenerator& trained) {
+  const v1::EmbeddingArtefact& artefact = release.embedding();
   v1::GeneratorModel model;
   model.set_format_version(kModelFormatVersion);
-  model.set_method("merf");
+  model.set_method(method);
   model.set_release_id(release.id());
   model.set_dataset_id(release.dataset_id());
   *model.mutable_schema() = artefact.schema();
@@ -155,9 +167,9 @@ absl::StatusOr<v1::GeneratorModel> TrainMerfModel(const v1::Release& release,
   for (int width : generator_options.hidden) model.add_hidden(width);
   model.set_activation(nn::ActivationName(generator_options.activation));
   model.set_layer_norm(generator_options.layer_norm);
-  model.set_num_classes(classes);
+  model.set_num_classes(static_cast<int>(trained.class_weights.size()));
   model.mutable_class_weights()->Assign(trained.class_weights.data(),
-                                        trained.class_weights.data() + classes);
+                                        trained.class_weights.data() + trained.class_weights.size());
   const Eigen::VectorXd& parameters = trained.generator.parameters();
   model.mutable_parameters()->Assign(parameters.data(), parameters.data() + parameters.size());
   model.set_steps(trained.steps);
@@ -168,6 +180,57 @@ absl::StatusOr<v1::GeneratorModel> TrainMerfModel(const v1::Release& release,
   return model;
 }
 
+}  // namespace
+
+absl::StatusOr<v1::GeneratorModel> TrainMerfModel(const v1::Release& release,
+                                                  const train::EmbeddingTrainerOptions& options) {
+  DPC_ASSIGN_OR_RETURN(data::Schema schema, SchemaFromProto(release.embedding().schema()));
+  const data::FeatureLayout layout = data::FeatureLayout::ForFeatures(schema);
+  embed::RffOptions rff;
+  rff.num_frequencies = release.embedding().num_frequencies();
+  rff.length_scale = release.embedding().length_scale();
+  rff.numeric_weight = release.embedding().numeric_weight();
+  rff.seed = release.embedding().seed();
+  DPC_ASSIGN_OR_RETURN(auto feature_map, embed::RandomFourierFeatureMap::Create(layout, rff));
+  DPC_ASSIGN_OR_RETURN(LoadedArtefact loaded,
+                       LoadArtefact(release, "rff", feature_map.output_dim()));
+  DPC_ASSIGN_OR_RETURN(train::TrainedGenerator trained,
+                       train::TrainEmbeddingGenerator(loaded.layout, feature_map, loaded.target,
+                                                      options));
+  return PackageModel(release, "merf", trained);
+}
+
+absl::StatusOr<v1::GeneratorModel> TrainPearlModel(const v1::Release& release,
+                                                   const train::EmbeddingTrainerOptions& options,
+                                                   const PearlOptions& pearl) {
+  DPC_ASSIGN_OR_RETURN(data::Schema schema, SchemaFromProto(release.embedding().schema()));
+  const data::FeatureLayout layout = data::FeatureLayout::ForFeatures(schema);
+  embed::CharfnOptions charfn;
+  charfn.num_frequencies = release.embedding().num_frequencies();
+  charfn.length_scale = release.embedding().length_scale();
+  charfn.seed = release.embedding().seed();
+  charfn.numeric_length_scale = release.embedding().numeric_length_scale();
+  DPC_ASSIGN_OR_RETURN(auto feature_map, embed::CharacteristicFunctionMap::Create(layout, charfn));
+  DPC_ASSIGN_OR_RETURN(LoadedArtefact loaded,
+                       LoadArtefact(release, "charfn", feature_map.output_dim()));
+  train::PearlTrainerOptions pearl_options;
+  pearl_options.steps = options.steps;
+  pearl_options.batch_size = options.batch_size;
+  pearl_options.learning_rate = options.learning_rate;
+  pearl_options.final_learning_rate_fraction = options.final_learning_rate_fraction;
+  pearl_options.generator = options.generator;
+  pearl_options.seed = options.seed;
+  pearl_options.progress = options.progress;
+  pearl_options.progress_every = options.progress_every;
+  pearl_options.use_critic = pearl.use_critic;
+  pearl_options.critic_learning_rate = pearl.critic_learning_rate;
+  pearl_options.generator_steps_per_critic_step = pearl.generator_steps_per_critic_step;
+  DPC_ASSIGN_OR_RETURN(train::TrainedPearlGenerator trained,
+                       train::TrainPearlGenerator(loaded.layout, feature_map, loaded.target,
+                                                  pearl_options));
+  return PackageModel(release, "pearl", trained.trained);
+}
+
 absl::StatusOr<data::Table> SampleModel(const v1::GeneratorModel& model, int64_t num_rows,
                                         uint64_t seed) {
   if (model.format_version() != kModelFormatVersion) {
@@ -176,6 +239,9 @@ absl::StatusOr<data::Table> SampleModel(const v1::GeneratorModel& model, int64_t
         kModelFormatVersion, "); retrain with this version of dpcurator"));
   }
   if (num_rows <= 0) return absl::InvalidArgumentError("--rows must be positive");
+  // Local-DP reports: a PointGenerator in R^d, decoded under the label-less
+  // collection schema (client/sinkhorn_model.h).
+  if (model.method() == "sinkhorn") return SampleSinkhornModel(model, num_rows, seed);
   DPC_ASSIGN_OR_RETURN(data::Schema schema, SchemaFromProto(model.schema()));
   const data::FeatureLayout layout = data::FeatureLayout::ForFeatures(schema);
   train::GeneratorOptions options;

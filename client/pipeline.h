@@ -39,9 +39,23 @@ struct TrainOptions {
   train::EmbeddingTrainerOptions trainer;
 };
 
-// Fits a generator to an rff_embedding release and packages it as a model.
+// Fits a generator to an rff_embedding release (DP-MERF) and packages it as
+// a model.
 absl::StatusOr<v1::GeneratorModel> TrainMerfModel(const v1::Release& release,
                                                   const train::EmbeddingTrainerOptions& options);
+
+// PEARL's critic settings on top of the shared trainer options.
+struct PearlOptions {
+  bool use_critic = true;
+  double critic_learning_rate = 1e-2;
+  int generator_steps_per_critic_step = 10;
+};
+
+// Fits a generator with PEARL's adversarial re-weighting to a
+// charfn_embedding release.
+absl::StatusOr<v1::GeneratorModel> TrainPearlModel(const v1::Release& release,
+                                                   const train::EmbeddingTrainerOptions& options,
+                                                   const PearlOptions& pearl);
 
 // Draws rows in the original schema from a model.
 absl::StatusOr<data::Table> SampleModel(const v1::GeneratorModel& model, int64_t num_rows,

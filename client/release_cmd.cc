@@ -34,23 +34,34 @@ int RunRelease(const ParsedArgs& args) {
     if (!s.ok()) return ReportError(s.status());
     request.set_noise_multiplier(*s);
   }
-  if (args.Get("kind") != "rff_embedding") {
-    return ReportError(absl::InvalidArgumentError(
-        absl::StrCat("--kind '", args.Get("kind"), "' is not supported; use rff_embedding")));
-  }
-  auto* params = request.mutable_rff_embedding();
   auto frequencies = args.GetInt("num-frequencies");
   if (!frequencies.ok()) return ReportError(frequencies.status());
-  params->set_num_frequencies(static_cast<int>(*frequencies));
+  double length_scale = 0;
   if (args.Has("length-scale")) {
-    auto length_scale = args.GetDouble("length-scale");
-    if (!length_scale.ok()) return ReportError(length_scale.status());
-    params->set_length_scale(*length_scale);
+    auto parsed = args.GetDouble("length-scale");
+    if (!parsed.ok()) return ReportError(parsed.status());
+    length_scale = *parsed;
   }
+  uint64_t seed = 0;
   if (args.Has("seed")) {
-    auto seed = args.GetInt("seed");
-    if (!seed.ok()) return ReportError(seed.status());
-    params->set_seed(static_cast<uint64_t>(*seed));
+    auto parsed = args.GetInt("seed");
+    if (!parsed.ok()) return ReportError(parsed.status());
+    seed = static_cast<uint64_t>(*parsed);
+  }
+  if (args.Get("kind") == "rff_embedding") {
+    auto* params = request.mutable_rff_embedding();
+    params->set_num_frequencies(static_cast<int>(*frequencies));
+    params->set_length_scale(length_scale);
+    params->set_seed(seed);
+  } else if (args.Get("kind") == "charfn_embedding") {
+    auto* params = request.mutable_charfn_embedding();
+    params->set_num_frequencies(static_cast<int>(*frequencies));
+    params->set_length_scale(length_scale);
+    params->set_private_length_scale(args.Flag("private-length-scale"));
+    params->set_seed(seed);
+  } else {
+    return ReportError(absl::InvalidArgumentError(absl::StrCat(
+        "--kind '", args.Get("kind"), "' is not supported; use rff_embedding or charfn_embedding")));
   }
   v1::Release release;
   auto context = connection->NewContext();
@@ -115,11 +126,15 @@ std::vector<Command> ReleaseCommands() {
       "artefact. Retrying with the same --key returns the stored artefact at no charge.\n\n"
       "  dpcurator release --dataset ds_... --epsilon 1 --out merf.release",
       WithConnection({{"dataset", "", "dataset id", false, true},
-                      {"kind", "rff_embedding", "release kind: rff_embedding"},
+                      {"kind", "rff_embedding",
+                       "release kind: rff_embedding (DP-MERF) | charfn_embedding (PEARL)"},
+                      {"private-length-scale", "",
+                       "charfn: release a DP mean distance as the length-scale (same event)",
+                       true},
                       {"epsilon", "", "target epsilon of this release (at the dataset's delta)"},
                       {"noise-multiplier", "", "explicit noise multiplier instead of --epsilon"},
-                      {"num-frequencies", "500", "rff: D/2 frequencies"},
-                      {"length-scale", "", "rff: kernel length-scale (default: from the schema)"},
+                      {"num-frequencies", "500", "rff: D/2 frequencies; charfn: k frequencies"},
+                      {"length-scale", "", "kernel length-scale (default: from the schema)"},
                       {"seed", "", "public seed of the frequencies (default: server draws one)"},
                       {"key", "", "idempotency key (default: a fresh random key)"},
                       {"out", "release.pb", "artefact file to write"}}),

@@ -41,6 +41,13 @@ const std::vector<MethodRule>& Rules() {
       {"/dpcurator.v1.SessionService/Step", {Role::kAnalyst}},
       {"/dpcurator.v1.SessionService/CloseSession", {Role::kAnalyst}},
       {"/dpcurator.v1.SessionService/GetSession", {Role::kAnalyst}},
+      // Local-DP collections: the mechanism parameters are public.
+      {"/dpcurator.v1.CollectionService/CreateCollection", {Role::kCurator}},
+      {"/dpcurator.v1.CollectionService/GetCollection",
+       {Role::kCurator, Role::kAnalyst, Role::kDevice}},
+      {"/dpcurator.v1.CollectionService/CloseCollection", {Role::kCurator}},
+      {"/dpcurator.v1.CollectionService/SubmitReports", {Role::kDevice}},
+      {"/dpcurator.v1.CollectionService/DownloadReports", {Role::kAnalyst}},
   };
   return *rules;
 }

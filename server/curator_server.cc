@@ -62,6 +62,8 @@ absl::StatusOr<std::unique_ptr<CuratorServer>> CuratorServer::Start(const Server
       server->store_.get(), server->ledger_.get(), server->authorizer_.get());
   server->session_service_ = std::make_unique<SessionServiceImpl>(
       server->store_.get(), server->ledger_.get(), server->authorizer_.get());
+  server->collection_service_ = std::make_unique<CollectionServiceImpl>(
+      server->store_.get(), server->authorizer_.get());
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::ServerBuilder builder;
@@ -71,6 +73,7 @@ absl::StatusOr<std::unique_ptr<CuratorServer>> CuratorServer::Start(const Server
   builder.RegisterService(server->dataset_service_.get());
   builder.RegisterService(server->release_service_.get());
   builder.RegisterService(server->session_service_.get());
+  builder.RegisterService(server->collection_service_.get());
   std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;
   interceptors.push_back(server->authorizer_->MakeInterceptorFactory());
   builder.experimental().SetInterceptorCreators(std::move(interceptors));

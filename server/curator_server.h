@@ -12,6 +12,7 @@
 
 #include "absl/status/statusor.h"
 #include "server/auth.h"
+#include "server/collection_service.h"
 #include "server/ledger.h"
 #include "server/service.h"
 #include "server/store.h"
@@ -57,6 +58,7 @@ class CuratorServer {
   std::unique_ptr<DatasetServiceImpl> dataset_service_;
   std::unique_ptr<ReleaseServiceImpl> release_service_;
   std::unique_ptr<SessionServiceImpl> session_service_;
+  std::unique_ptr<CollectionServiceImpl> collection_service_;
   // Closes idle sessions; stopped by Shutdown().
   std::thread reaper_;
   std::mutex reaper_mutex_;

@@ -3,7 +3,9 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "core/data/encoder.h"
+#include "core/embed/charfn.h"
 #include "core/embed/labelled_embedding.h"
+#include "core/embed/pairwise_distance.h"
 #include "core/embed/rff.h"
 #include "core/privacy/calibration.h"
 #include "core/util/status_macros.h"
@@ -49,39 +51,29 @@ absl::Status ResolveRffParams(v1::RffEmbeddingParams* params) {
       return absl::OkStatus();
 }
 
-// The noised labelled embedding of `rows` under the random-feature map of
-// `params`, wrapped in an artefact (without release id and epsilon).
-absl::StatusOr<v1::EmbeddingArtefact> EmbeddingArtefactFor(
-    const v1::RffEmbeddingParams& params, const v1::Dataset& dataset, const data::Schema& schema,
-    const data::Table& rows, double noise_multiplier, int64_t public_n,
-    privacy::NoiseSource* noise) {
-  const auto relation = RelationFromProto(dataset.relation());
-  const data::FeatureLayout layout = data::FeatureLayout::ForFeatures(schema);
-  embed::RffOptions options;
-  options.num_frequencies = params.num_frequencies();
-  options.length_scale = params.length_scale();
-  options.numeric_weight = params.has_numeric_weight() ? params.numeric_weight() : -1.0;
-  options.seed = params.seed();
-  DPC_ASSIGN_OR_RETURN(embed::RandomFourierFeatureMap feature_map,
-                       embed::RandomFourierFeatureMap::Create(layout, options));
-  const Eigen::MatrixXd encoded = data::EncodeFeatures(schema, layout, rows);
-  const Eigen::VectorXi labels = data::ExtractLabels(schema, rows);
+// The noised labelled embedding of `rows` under `feature_map`, wrapped in an
+// artefact with the fields every embedding kind shares (the caller adds the
+// feature map's own parameters, the release id and epsilon).
+absl::StatusOr<v1::EmbeddingArtefact> LabelledArtefactFor(const embed::FeatureMap& feature_map,
+                                                          const v1::Dataset& dataset,
+                                                          const data::Schema& schema,
+                                                          const Eigen::MatrixXd& encoded,
+                                                          const Eigen::VectorXi& labels,
+                                                          double noise_multiplier,
+                                                          int64_t public_n,
+                                                          privacy::NoiseSource* noise) {
   DPC_ASSIGN_OR_RETURN(auto accumulator,
                        embed::AccumulateEmbedding(feature_map, encoded, labels,
                                                   schema.num_classes()));
   DPC_ASSIGN_OR_RETURN(auto noisy, embed::ReleaseLabelledEmbedding(
-                                       accumulator, relation, noise_multiplier, public_n, noise));
+                                       accumulator, RelationFromProto(dataset.relation()),
+                                       noise_multiplier, public_n, noise));
   v1::EmbeddingArtefact artefact;
   artefact.set_format_version(kArtefactFormatVersion);
   artefact.set_dataset_id(dataset.id());
   *artefact.mutable_schema() = dataset.schema();
   artefact.set_schema_fingerprint(dataset.schema_fingerprint());
   artefact.set_relation(dataset.relation() == v1::REPLACE_ONE ? v1::REPLACE_ONE : v1::ADD_REMOVE);
-  artefact.set_feature_map("rff");
-  artefact.set_seed(params.seed());
-  artefact.set_num_frequencies(feature_map.num_frequencies());
-  artefact.set_length_scale(feature_map.length_scale());
-  artefact.set_numeric_weight(feature_map.numeric_weight());
   artefact.set_feature_dim(feature_map.output_dim());
   artefact.set_num_classes(schema.num_classes());
   artefact.mutable_class_values()->Assign(noisy.class_values.data(),
@@ -93,6 +85,89 @@ absl::StatusOr<v1::EmbeddingArtefact> EmbeddingArtefactFor(
   artefact.set_noise_multiplier(noisy.noise_multiplier);
   artefact.set_noise_stddev(noisy.noise_stddev);
   artefact.set_delta(dataset.budget().delta());
+  return artefact;
+}
+
+// DP-MERF: the random-feature map of `params` over `rows`.
+absl::StatusOr<v1::EmbeddingArtefact> EmbeddingArtefactFor(
+    const v1::RffEmbeddingParams& params, const v1::Dataset& dataset, const data::Schema& schema,
+    const data::Table& rows, double noise_multiplier, int64_t public_n,
+    privacy::NoiseSource* noise) {
+  const data::FeatureLayout layout = data::FeatureLayout::ForFeatures(schema);
+  embed::RffOptions options;
+  options.num_frequencies = params.num_frequencies();
+  options.length_scale = params.length_scale();
+  options.numeric_weight = params.has_numeric_weight() ? params.numeric_weight() : -1.0;
+  options.seed = params.seed();
+  DPC_ASSIGN_OR_RETURN(embed::RandomFourierFeatureMap feature_map,
+                       embed::RandomFourierFeatureMap::Create(layout, options));
+  DPC_ASSIGN_OR_RETURN(
+      v1::EmbeddingArtefact artefact,
+      LabelledArtefactFor(feature_map, dataset, schema, data::EncodeFeatures(schema, layout, rows),
+                          data::ExtractLabels(schema, rows), noise_multiplier, public_n, noise));
+  artefact.set_feature_map("rff");
+  artefact.set_seed(params.seed());
+  artefact.set_num_frequencies(feature_map.num_frequencies());
+  artefact.set_length_scale(feature_map.length_scale());
+  artefact.set_numeric_weight(feature_map.numeric_weight());
+  return artefact;
+}
+
+// PEARL: optionally the private mean-distance release (hash-chain
+// estimator, docs/privacy.md 2.5), then the characteristic-function
+// embedding with that length-scale; both with the same noise multiplier.
+absl::StatusOr<v1::EmbeddingArtefact> CharfnArtefactFor(const v1::CharfnEmbeddingParams& params,
+                                                        const v1::Dataset& dataset,
+                                                        const data::Schema& schema,
+                                                        const data::Table& rows,
+                                                        double noise_multiplier,
+                                                        privacy::NoiseSource* noise) {
+  const data::FeatureLayout layout = data::FeatureLayout::ForFeatures(schema);
+  const Eigen::MatrixXd encoded = data::EncodeFeatures(schema, layout, rows);
+  const auto relation = RelationFromProto(dataset.relation());
+  double length_scale = params.length_scale() > 0 ? params.length_scale()
+                                                  : embed::DefaultCharfnLengthScale(layout);
+  std::optional<embed::NoisyDistanceStatistic> distance;
+  const double diameter = embed::EncodedRowDiameter(layout);
+  if (params.private_length_scale()) {
+    DPC_ASSIGN_OR_RETURN(auto chain, embed::ChainDistanceAccumulator::Create(
+                                         layout.total_dim(), diameter, params.seed()));
+    DPC_RETURN_IF_ERROR(chain.Add(encoded));
+    DPC_ASSIGN_OR_RETURN(distance, embed::ReleaseMeanDistance(
+                                       chain.Finish(), embed::DistanceEstimator::kHashChain,
+                                       relation, diameter, noise_multiplier, rows.num_rows(),
+                                       noise));
+    length_scale =
+        embed::LengthScaleFromMeanDistance(embed::NoisyMeanDistance(*distance), diameter);
+  }
+  embed::CharfnOptions options;
+  options.num_frequencies = params.num_frequencies();
+  options.length_scale = length_scale;
+  options.seed = params.seed();
+  // The numeric block's own scale: declared, or the schema-only default of
+  // the random-feature release (docs/privacy.md 2.5).
+  if (params.numeric_length_scale() > 0) {
+    options.numeric_length_scale = params.numeric_length_scale();
+  } else if (params.numeric_length_scale() == 0) {
+    options.numeric_length_scale = embed::DefaultLengthScale(layout);
+  }
+  DPC_ASSIGN_OR_RETURN(embed::CharacteristicFunctionMap feature_map,
+                       embed::CharacteristicFunctionMap::Create(layout, options));
+  DPC_ASSIGN_OR_RETURN(
+      v1::EmbeddingArtefact artefact,
+      LabelledArtefactFor(feature_map, dataset, schema, encoded, data::ExtractLabels(schema, rows),
+                          noise_multiplier, rows.num_rows(), noise));
+  artefact.set_feature_map("charfn");
+  artefact.set_seed(params.seed());
+  artefact.set_num_frequencies(feature_map.num_frequencies());
+  artefact.set_length_scale(feature_map.length_scale());
+  artefact.set_row_diameter(diameter);
+  artefact.set_numeric_length_scale(feature_map.numeric_length_scale());
+  if (distance.has_value()) {
+    artefact.set_length_scale_private(true);
+    artefact.set_noisy_mean_distance(embed::NoisyMeanDistance(*distance));
+    artefact.set_distance_sensitivity(distance->sensitivity);
+  }
   return artefact;
 }
 
@@ -108,20 +183,46 @@ absl::StatusOr<ReleasePlan> PlanRelease(const v1::ReleaseRequest& request,
       DPC_RETURN_IF_ERROR(ResolveRffParams(plan.resolved_request.mutable_rff_embedding()));
       break;
     }
+    case v1::ReleaseRequest::kCharfnEmbedding: {
+      plan.kind = "charfn_embedding";
+      auto* params = plan.resolved_request.mutable_charfn_embedding();
+      if (params->num_frequencies() == 0) params->set_num_frequencies(kDefaultNumFrequencies);
+      if (params->num_frequencies() < 1 || params->num_frequencies() > kMaxNumFrequencies) {
+        return absl::InvalidArgumentError(absl::StrCat("num_frequencies must be in [1, ",
+                                                       kMaxNumFrequencies, "], got ",
+                                                       params->num_frequencies()));
+      }
+      if (params->length_scale() < 0 || !std::isfinite(params->length_scale())) {
+        return absl::InvalidArgumentError(
+            "length_scale must be finite and positive (or 0 for the default)");
+      }
+      if (params->private_length_scale() && params->length_scale() > 0) {
+        return absl::InvalidArgumentError(
+            "give either a declared length_scale or private_length_scale, not both");
+      }
+      if (params->seed() == 0) params->set_seed(privacy::SecureRandomU64() | 1);
+      break;
+    }
     default:
       return absl::InvalidArgumentError(
-          "release request names no kind; supported: rff_embedding");
+          "release request names no kind; supported: rff_embedding, charfn_embedding");
   }
   if (dataset.row_count() == 0) {
     return absl::FailedPreconditionError(
         absl::StrCat("dataset '", dataset.id(), "' has no rows; upload rows first"));
   }
+  // PEARL's private length-scale is a second Gaussian release with the same
+  // noise multiplier (pearl.md section 2, "equal share"); both go in one
+  // composed event.
+  const bool private_length_scale = request.kind_case() == v1::ReleaseRequest::kCharfnEmbedding &&
+                                    request.charfn_embedding().private_length_scale();
+  const int gaussians = private_length_scale ? 2 : 1;
   switch (request.privacy_case()) {
     case v1::ReleaseRequest::kEpsilon: {
       DPC_RETURN_IF_ERROR(ValidateFinitePositive(request.epsilon(), "Epsilon"));
       DPC_ASSIGN_OR_RETURN(plan.noise_multiplier,
                            privacy::CalibrateGaussianNoiseMultiplier(
-                               1, request.epsilon(), dataset.budget().delta()));
+                               gaussians, request.epsilon(), dataset.budget().delta()));
       break;
     }
     case v1::ReleaseRequest::kNoiseMultiplier:
@@ -133,8 +234,15 @@ absl::StatusOr<ReleasePlan> PlanRelease(const v1::ReleaseRequest& request,
           "release request needs a privacy level: epsilon or noise_multiplier");
   }
   // One Gaussian mechanism on the whole [embedding ; counts] vector
-  // (docs/privacy.md 2.2): a single event of RDP alpha / (2 s^2).
-  DPC_ASSIGN_OR_RETURN(plan.event, privacy::PrivacyEvent::Gaussian(plan.noise_multiplier));
+  // (docs/privacy.md 2.2): a single event of RDP alpha / (2 s^2); with a
+  // private length-scale, two such events composed.
+  DPC_ASSIGN_OR_RETURN(privacy::PrivacyEvent gaussian,
+                       privacy::PrivacyEvent::Gaussian(plan.noise_multiplier));
+  if (gaussians == 1) {
+    plan.event = gaussian;
+  } else {
+    DPC_ASSIGN_OR_RETURN(plan.event, privacy::PrivacyEvent::Compose({gaussian, gaussian}));
+  }
   return plan;
 }
 
@@ -147,10 +255,16 @@ absl::StatusOr<v1::Release> ComputeRelease(const ReleasePlan& plan, const v1::Da
   release.set_dataset_id(dataset.id());
   release.set_idempotency_key(plan.resolved_request.idempotency_key());
   release.set_kind(plan.kind);
-  DPC_ASSIGN_OR_RETURN(*release.mutable_embedding(),
-                       EmbeddingArtefactFor(plan.resolved_request.rff_embedding(), dataset,
-                                            schema, rows, plan.noise_multiplier,
-                                            rows.num_rows(), noise));
+  if (plan.resolved_request.kind_case() == v1::ReleaseRequest::kCharfnEmbedding) {
+    DPC_ASSIGN_OR_RETURN(*release.mutable_embedding(),
+                         CharfnArtefactFor(plan.resolved_request.charfn_embedding(), dataset,
+                                           schema, rows, plan.noise_multiplier, noise));
+  } else {
+    DPC_ASSIGN_OR_RETURN(*release.mutable_embedding(),
+                         EmbeddingArtefactFor(plan.resolved_request.rff_embedding(), dataset,
+                                              schema, rows, plan.noise_multiplier,
+                                              rows.num_rows(), noise));
+  }
   release.mutable_embedding()->set_release_id(release_id);
   release.mutable_embedding()->set_epsilon(epsilon_alone);
   return release;

@@ -102,6 +102,29 @@ CREATE TABLE session_steps (
   PRIMARY KEY (session_id, step)
 );
 )sql",
+    // 3: local-DP collections and their reports (one row per report, the
+    // report's values as a blob of little-endian doubles).
+    R"sql(
+CREATE TABLE collections (
+  id TEXT PRIMARY KEY,
+  name TEXT NOT NULL,
+  params BLOB NOT NULL,
+  state TEXT NOT NULL CHECK (state IN ('OPEN', 'CLOSED')),
+  dimension INTEGER NOT NULL,
+  noise_scale REAL NOT NULL,
+  regularizer REAL NOT NULL,
+  cost_exponent INTEGER NOT NULL,
+  report_count INTEGER NOT NULL DEFAULT 0,
+  created_unix INTEGER NOT NULL
+);
+CREATE TABLE ldp_reports (
+  collection_id TEXT NOT NULL REFERENCES collections(id),
+  report_id BLOB NOT NULL,
+  report BLOB NOT NULL,
+  created_unix INTEGER NOT NULL,
+  PRIMARY KEY (collection_id, report_id)
+) WITHOUT ROWID;
+)sql",
 };
 
 std::string EncodeCells(const data::Table& rows) {
@@ -328,6 +351,20 @@ absl::StatusOr<std::vector<std::string>> Store::CheckIntegrity() {
       problems.push_back(absl::StrCat("dataset ", counts.ColumnText(0), " row_count ",
                                       counts.ColumnInt(1), " != stored rows ",
                                       counts.ColumnInt(2)));
+    }
+  }
+  // Collection report counts agree with the stored reports.
+  DPC_ASSIGN_OR_RETURN(auto reports,
+                       db_->Prepare("SELECT c.id, c.report_count, (SELECT COUNT(*) FROM "
+                                    "ldp_reports r WHERE r.collection_id = c.id) FROM "
+                                    "collections c"));
+  while (true) {
+    DPC_ASSIGN_OR_RETURN(bool row, reports.Step());
+    if (!row) break;
+    if (reports.ColumnInt(1) != reports.ColumnInt(2)) {
+      problems.push_back(absl::StrCat("collection ", reports.ColumnText(0), " report_count ",
+                                      reports.ColumnInt(1), " != stored reports ",
+                                      reports.ColumnInt(2)));
     }
   }
   return problems;

@@ -41,6 +41,29 @@ class Store {
   // problems found (empty when clean).
   absl::StatusOr<std::vector<std::string>> CheckIntegrity();
 
+  // Local-DP collections (server/collection_store.cc). `resolved` holds the
+  // validated parameters with the radius filled in.
+  absl::StatusOr<v1::Collection> CreateCollection(const std::string& name,
+                                                  const v1::CollectionParams& resolved,
+                                                  int dimension, double noise_scale,
+                                                  double regularizer, int cost_exponent);
+  absl::StatusOr<v1::Collection> GetCollection(const std::string& collection_id);
+  absl::StatusOr<v1::Collection> CloseCollection(const std::string& collection_id);
+  // Validates and stores one batch of reports in ONE transaction (committed
+  // before this returns): bad reports are listed as rejections, the good ones
+  // stored, a report id already stored is counted as a duplicate and kept
+  // once. FAILED_PRECONDITION when the collection is closed, NOT_FOUND when
+  // it does not exist. `batch_index` is copied into the ack.
+  absl::StatusOr<v1::SubmitReportsAck> IngestReports(const std::string& collection_id,
+                                                     const v1::SubmitReportsRequest& batch,
+                                                     int64_t batch_index);
+  // One page of stored reports in report-id order after `after_report_id`
+  // (empty: from the start): at most `max_rows` rows appended row-major to
+  // `values`; returns the rows read and sets `last_report_id`.
+  absl::StatusOr<int> ReadReportPage(const std::string& collection_id, int dimension,
+                                     const std::string& after_report_id, int max_rows,
+                                     std::vector<double>* values, std::string* last_report_id);
+
   Database* db() { return db_.get(); }
   std::mutex& mutex() { return mutex_; }
 
@@ -49,8 +72,13 @@ class Store {
   absl::Status Migrate();
   absl::StatusOr<v1::Dataset> GetDatasetLocked(const std::string& dataset_id);
 
+  absl::StatusOr<v1::Collection> GetCollectionLocked(const std::string& collection_id);
+
   std::unique_ptr<Database> db_;
   std::mutex mutex_;
+  // Prepared once and reused across rows and batches (ingestion speed).
+  std::unique_ptr<Statement> insert_report_;
+  std::unique_ptr<Statement> count_reports_;
   int schema_version_ = 0;
 };
 

@@ -94,6 +94,20 @@ TEST(CliDemoTest, DemoRunsEndToEnd) {
   }
 }
 
+// Both one-shot kinds on one dataset: two releases at epsilon 1 compose
+// exactly (two plain Gaussians, s = 3.73063 each: mu = sqrt(2)/s).
+TEST(CliDemoTest, MerfAndPearlShareTheLedger) {
+  auto out = RunJson("demo --rows 3000 --steps 100 --method both --json");
+  ASSERT_EQ(out["results"].size(), 2u);
+  EXPECT_EQ(out["results"][0]["method"], "merf");
+  EXPECT_EQ(out["results"][1]["method"], "pearl");
+  EXPECT_NEAR(out["epsilon_spent"].get<double>(), 1.46517, 1e-4);
+  for (const auto& result : out["results"]) {
+    EXPECT_NEAR(result["epsilon_release"].get<double>(), 1.0, 1e-6);
+    EXPECT_GT(result["average_tstr_roc_auc"].get<double>(), 0.5);
+  }
+}
+
 // The Adult benchmark's acceptance bar at (1, 1e-5), on the shared data as
 // the files are: logistic-regression TSTR ROC-AUC (from scores) >= 0.80.
 TEST(CliAdultTest, MerfAtEpsilonOneBeatsPointEight) {

@@ -14,6 +14,7 @@
 #include <optional>
 #include <set>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "core/data/demo.h"
 #include "server/auth.h"
@@ -32,6 +33,7 @@ struct Stubs {
   std::unique_ptr<v1::DatasetService::Stub> datasets;
   std::unique_ptr<v1::ReleaseService::Stub> releases;
   std::unique_ptr<v1::SessionService::Stub> sessions;
+  std::unique_ptr<v1::CollectionService::Stub> collections;
 };
 
 // Ids the calls refer to, so that an authorised call would really act.
@@ -40,6 +42,8 @@ struct Targets {
   std::string open_dataset;      // rows, no release yet
   std::string release_id;
   std::string session_id;  // set by the first authorised OpenSession
+  std::string collection_id;           // open local-DP collection
+  std::string closable_collection_id;  // the one CloseCollection closes
   int key_counter = 0;
 };
 
@@ -144,6 +148,53 @@ const std::map<std::string, RpcCall>& RpcTable() {
          v1::Session response;
          return s.sessions->GetSession(c, request, &response);
        }},
+      {"/dpcurator.v1.CollectionService/CreateCollection",
+       [](Stubs& s, grpc::ClientContext* c, Targets&) {
+         v1::CreateCollectionRequest request;
+         request.set_name("auth-collection");
+         *request.mutable_params() = LdpCollectionParams();
+         v1::Collection response;
+         return s.collections->CreateCollection(c, request, &response);
+       }},
+      {"/dpcurator.v1.CollectionService/GetCollection",
+       [](Stubs& s, grpc::ClientContext* c, Targets& t) {
+         v1::GetCollectionRequest request;
+         request.set_collection_id(t.collection_id);
+         v1::Collection response;
+         return s.collections->GetCollection(c, request, &response);
+       }},
+      {"/dpcurator.v1.CollectionService/CloseCollection",
+       [](Stubs& s, grpc::ClientContext* c, Targets& t) {
+         v1::CloseCollectionRequest request;
+         request.set_collection_id(t.closable_collection_id);
+         v1::Collection response;
+         return s.collections->CloseCollection(c, request, &response);
+       }},
+      {"/dpcurator.v1.CollectionService/SubmitReports",
+       [](Stubs& s, grpc::ClientContext* c, Targets& t) {
+         auto stream = s.collections->SubmitReports(c);
+         v1::SubmitReportsRequest batch;
+         batch.set_collection_id(t.collection_id);
+         v1::Report* report = batch.add_reports();
+         report->set_report_id(std::string(16, static_cast<char>(++t.key_counter)));
+         for (int j = 0; j < LdpCollectionDimension(); ++j) report->add_values(0.5);
+         stream->Write(batch);
+         stream->WritesDone();
+         v1::SubmitReportsAck ack;
+         while (stream->Read(&ack)) {
+         }
+         return stream->Finish();
+       }},
+      {"/dpcurator.v1.CollectionService/DownloadReports",
+       [](Stubs& s, grpc::ClientContext* c, Targets& t) {
+         v1::DownloadReportsRequest request;
+         request.set_collection_id(t.collection_id);
+         auto reader = s.collections->DownloadReports(c, request);
+         v1::ReportChunk chunk;
+         while (reader->Read(&chunk)) {
+         }
+         return reader->Finish();
+       }},
   };
   return *table;
 }
@@ -196,8 +247,14 @@ TEST(AuthTable, RolesMatchTheWireContract) {
   EXPECT_EQ(AllowedRoles("/dpcurator.v1.DatasetService/UploadRows"), R{Role::kCurator});
   EXPECT_EQ(AllowedRoles("/dpcurator.v1.ReleaseService/RequestRelease"), R{Role::kAnalyst});
   EXPECT_EQ(AllowedRoles("/dpcurator.v1.ReleaseService/GetRelease"), R{Role::kAnalyst});
-  // Devices only submit LDP reports; no dataset or release RPC is theirs.
+  EXPECT_EQ(AllowedRoles("/dpcurator.v1.CollectionService/SubmitReports"), R{Role::kDevice});
+  EXPECT_EQ(AllowedRoles("/dpcurator.v1.CollectionService/DownloadReports"), R{Role::kAnalyst});
+  EXPECT_EQ(AllowedRoles("/dpcurator.v1.CollectionService/CreateCollection"), R{Role::kCurator});
+  EXPECT_EQ(AllowedRoles("/dpcurator.v1.CollectionService/CloseCollection"), R{Role::kCurator});
+  // Devices only submit LDP reports (and read a collection's public
+  // parameters); no dataset, release or session RPC is theirs.
   for (const auto& [method, call] : RpcTable()) {
+    if (absl::StartsWith(method, "/dpcurator.v1.CollectionService/")) continue;
     const auto roles = AllowedRoles(method);
     EXPECT_EQ(std::count(roles.begin(), roles.end(), Role::kDevice), 0) << method;
   }
@@ -211,6 +268,13 @@ class AuthTest : public ServerTest {
     stubs_.datasets = v1::DatasetService::NewStub(channel_);
     stubs_.releases = v1::ReleaseService::NewStub(channel_);
     stubs_.sessions = v1::SessionService::NewStub(channel_);
+    stubs_.collections = v1::CollectionService::NewStub(channel_);
+
+    v1::Collection collection;
+    ASSERT_TRUE(CreateLdpCollection("auth-open", &collection).ok());
+    targets_.collection_id = collection.id();
+    ASSERT_TRUE(CreateLdpCollection("auth-closable", &collection).ok());
+    targets_.closable_collection_id = collection.id();
 
     v1::Dataset released;
     ASSERT_TRUE(CreateDataset(10.0, 1e-5, v1::ADD_REMOVE, &released, "released").ok());

@@ -31,6 +31,32 @@ TempDir::~TempDir() {
 
 v1::TableSchema DemoSchemaProto() { return SchemaToProto(data::DemoSchema()); }
 
+int LdpCollectionDimension() { return 4; }
+
+v1::CollectionParams LdpCollectionParams() {
+  v1::CollectionParams params;
+  for (int j = 0; j < LdpCollectionDimension(); ++j) {
+    v1::ColumnSchema* column = params.mutable_schema()->add_columns();
+    column->set_name(absl::StrCat("x", j));
+    column->set_type(v1::ColumnSchema::NUMERIC);
+    column->set_lower(0.0);
+    column->set_upper(1.0);
+  }
+  params.set_mechanism("laplace-l1");
+  params.set_epsilon(1.0);
+  return params;
+}
+
+grpc::Status ServerTest::CreateLdpCollection(const std::string& name, v1::Collection* collection,
+                                             const v1::CollectionParams& params) {
+  auto curator = Curator();
+  auto context = curator.NewContext();
+  v1::CreateCollectionRequest request;
+  request.set_name(name);
+  *request.mutable_params() = params;
+  return curator.collections().CreateCollection(context.get(), request, collection);
+}
+
 std::vector<v1::Row> DemoRows(const data::Table& table) {
   const data::Schema schema = data::DemoSchema();
   std::vector<v1::Row> rows;

@@ -45,6 +45,11 @@ v1::TableSchema DemoSchemaProto();
 // The demo table rendered as upload rows (schema column order).
 std::vector<v1::Row> DemoRows(const data::Table& table);
 
+// A small local-DP collection: LdpCollectionDimension() numeric columns in
+// [0, 1], laplace-l1, epsilon 1, default radius.
+v1::CollectionParams LdpCollectionParams();
+int LdpCollectionDimension();
+
 class ServerTest : public ::testing::Test {
  protected:
   void SetUp() override;
@@ -77,6 +82,10 @@ class ServerTest : public ::testing::Test {
   // The dataset as the curator (or analyst) sees it in ListDatasets.
   grpc::Status FindDataset(const client::Connection& connection, const std::string& dataset_id,
                            v1::Dataset* dataset);
+
+  // Curator creates a collection (LdpCollectionParams() unless given).
+  grpc::Status CreateLdpCollection(const std::string& name, v1::Collection* collection,
+                                   const v1::CollectionParams& params = LdpCollectionParams());
 
   std::unique_ptr<TempDir> dir_;
   std::string db_path_;

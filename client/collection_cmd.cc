@@ -1,0 +1,285 @@
+// Local-DP collections: the curator declares one (public mechanism), devices
+// privatise their records locally and submit them, analysts download the
+// reports (no budget: already local DP) and fit a generator with the
+// deconvolving Sinkhorn trainer (ldp-sinkhorn.md).
+#include <chrono>
+#include <cstdio>
+
+#include <nlohmann/json.hpp>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "client/commands.h"
+#include "client/connection.h"
+#include "client/device.h"
+#include "client/pipeline.h"
+#include "client/sinkhorn_model.h"
+#include "core/data/csv.h"
+#include "proto/collection.h"
+#include "proto/convert.h"
+
+namespace dpcurator::client {
+namespace {
+
+// Must match kModelFormatVersion in pipeline.cc (SampleModel checks it).
+constexpr uint32_t kModelFormatVersion = 1;
+
+std::vector<OptionSpec> WithConnection(std::vector<OptionSpec> options) {
+  for (auto& option : ConnectionOptions()) options.push_back(option);
+  return options;
+}
+
+const char* StateName(v1::Collection::State state) {
+  return state == v1::Collection::OPEN ? "OPEN" : "CLOSED";
+}
+
+void PrintCollection(const v1::Collection& c, bool json) {
+  if (json) {
+    nlohmann::json out = {{"collection_id", c.id()},
+                          {"name", c.name()},
+                          {"state", StateName(c.state())},
+                          {"mechanism", c.params().mechanism()},
+                          {"epsilon", c.params().epsilon()},
+                          {"delta", c.params().delta()},
+                          {"radius", c.params().radius()},
+                          {"dimension", c.dimension()},
+                          {"noise_scale", c.noise_scale()},
+                          {"regularizer", c.regularizer()},
+                          {"cost_exponent", c.cost_exponent()},
+                          {"report_count", c.report_count()}};
+    std::printf("%s\n", out.dump(2).c_str());
+    return;
+  }
+  std::printf("collection %s '%s' (%s): %lld reports\n", c.id().c_str(), c.name().c_str(),
+              StateName(c.state()), static_cast<long long>(c.report_count()));
+  std::printf("  mechanism %s, epsilon %g, delta %g, radius %g, dimension %d\n",
+              c.params().mechanism().c_str(), c.params().epsilon(), c.params().delta(),
+              c.params().radius(), c.dimension());
+  std::printf("  noise scale %.6g per coordinate; trainer cost p=%d, lambda %.6g\n",
+              c.noise_scale(), c.cost_exponent(), c.regularizer());
+}
+
+int RunCreate(const ParsedArgs& args) {
+  auto schema = ReadSchemaFile(args.Get("schema"));
+  if (!schema.ok()) return ReportError(schema.status());
+  v1::CreateCollectionRequest request;
+  request.set_name(args.Get("name"));
+  auto* params = request.mutable_params();
+  *params->mutable_schema() = *schema;
+  params->set_mechanism(args.Get("mechanism"));
+  auto epsilon = args.GetDouble("epsilon");
+  if (!epsilon.ok()) return ReportError(epsilon.status());
+  params->set_epsilon(*epsilon);
+  if (args.Has("delta")) {
+    auto delta = args.GetDouble("delta");
+    if (!delta.ok()) return ReportError(delta.status());
+    params->set_delta(*delta);
+  }
+  if (args.Has("radius")) {
+    auto radius = args.GetDouble("radius");
+    if (!radius.ok()) return ReportError(radius.status());
+    params->set_radius(*radius);
+  }
+  // Validate locally first for a clear message (the server checks again).
+  if (auto mechanism = MechanismFromParams(*params); !mechanism.ok()) {
+    return ReportError(mechanism.status());
+  }
+  auto connection = Connection::FromArgs(args);
+  if (!connection.ok()) return ReportError(connection.status());
+  auto context = connection->NewContext();
+  v1::Collection collection;
+  grpc::Status status = connection->collections().CreateCollection(context.get(), request,
+                                                                    &collection);
+  if (!status.ok()) return ReportError(RpcError(status, "CreateCollection"));
+  PrintCollection(collection, args.Flag("json"));
+  return 0;
+}
+
+absl::StatusOr<v1::Collection> FetchCollection(Connection& connection, const std::string& id) {
+  auto context = connection.NewContext();
+  v1::GetCollectionRequest request;
+  request.set_collection_id(id);
+  v1::Collection collection;
+  grpc::Status status = connection.collections().GetCollection(context.get(), request, &collection);
+  if (!status.ok()) return RpcError(status, "GetCollection");
+  return collection;
+}
+
+int RunShow(const ParsedArgs& args) {
+  auto connection = Connection::FromArgs(args);
+  if (!connection.ok()) return ReportError(connection.status());
+  auto collection = FetchCollection(*connection, args.Get("collection"));
+  if (!collection.ok()) return ReportError(collection.status());
+  PrintCollection(*collection, args.Flag("json"));
+  return 0;
+}
+
+int RunClose(const ParsedArgs& args) {
+  auto connection = Connection::FromArgs(args);
+  if (!connection.ok()) return ReportError(connection.status());
+  auto context = connection->NewContext();
+  v1::CloseCollectionRequest request;
+  request.set_collection_id(args.Get("collection"));
+  v1::Collection collection;
+  grpc::Status status =
+      connection->collections().CloseCollection(context.get(), request, &collection);
+  if (!status.ok()) return ReportError(RpcError(status, "CloseCollection"));
+  PrintCollection(collection, args.Flag("json"));
+  return 0;
+}
+
+int RunDownload(const ParsedArgs& args) {
+  auto connection = Connection::FromArgs(args);
+  if (!connection.ok()) return ReportError(connection.status());
+  auto context = connection->NewContext();
+  v1::DownloadReportsRequest request;
+  request.set_collection_id(args.Get("collection"));
+  auto reader = connection->collections().DownloadReports(context.get(), request);
+  v1::ReportsFile file;
+  file.set_format_version(kReportsFileFormatVersion);
+  v1::ReportChunk chunk;
+  bool first = true;
+  while (reader->Read(&chunk)) {
+    if (first) *file.mutable_collection() = chunk.collection();
+    first = false;
+    file.set_rows(file.rows() + chunk.rows());
+    file.mutable_values()->Add(chunk.values().begin(), chunk.values().end());
+  }
+  grpc::Status status = reader->Finish();
+  if (!status.ok()) return ReportError(RpcError(status, "DownloadReports"));
+  if (file.values_size() != file.rows() * file.collection().dimension()) {
+    return ReportError(absl::DataLossError("downloaded reports do not match their dimension"));
+  }
+  if (auto s = WriteProtoFile(file, args.Get("out")); !s.ok()) return ReportError(s);
+  std::printf("%lld reports of collection %s (%s, epsilon %g, lambda %.6g) written to %s\n",
+              static_cast<long long>(file.rows()), file.collection().id().c_str(),
+              file.collection().params().mechanism().c_str(),
+              file.collection().params().epsilon(), file.collection().regularizer(),
+              args.Get("out").c_str());
+  return 0;
+}
+
+int RunSubmit(const ParsedArgs& args) {
+  auto batch = args.GetInt("batch");
+  if (!batch.ok()) return ReportError(batch.status());
+  auto connection = Connection::FromArgs(args);
+  if (!connection.ok()) return ReportError(connection.status());
+  // The public parameters; the record never leaves this process un-noised.
+  auto collection = FetchCollection(*connection, args.Get("collection"));
+  if (!collection.ok()) return ReportError(collection.status());
+  auto mechanism = MechanismFromCollection(*collection);
+  if (!mechanism.ok()) return ReportError(mechanism.status());
+  auto schema = CollectionSchema(collection->params());
+  if (!schema.ok()) return ReportError(schema.status());
+  auto table = data::ReadCsvFile(*schema, args.Get("csv"));
+  if (!table.ok()) return ReportError(table.status());
+  auto noise = privacy::SecureNoiseSource::Create();
+  if (!noise.ok()) return ReportError(noise.status());
+  auto reports = PrivatizeReports(*mechanism, EncodeRows(*schema, *table), noise->get());
+  if (!reports.ok()) return ReportError(reports.status());
+  auto summary =
+      SubmitReports(*connection, collection->id(), *reports, static_cast<int>(*batch));
+  if (!summary.ok()) return ReportError(summary.status());
+  std::printf("accepted %lld, duplicates %lld, rejected %zu (of %zu reports, %d stream%s)\n",
+              static_cast<long long>(summary->accepted),
+              static_cast<long long>(summary->duplicates), summary->rejections.size(),
+              reports->size(), summary->attempts, summary->attempts == 1 ? "" : "s");
+  for (const auto& r : summary->rejections) {
+    std::printf("  rejected row %d (report %s): %s\n", r.index() + 1, r.report_id_hex().c_str(),
+                r.reason().c_str());
+  }
+  return summary->rejections.empty() ? 0 : 1;
+}
+
+int RunTrainSinkhorn(const ParsedArgs& args) {
+  v1::ReportsFile reports;
+  if (auto s = ReadProtoFile(args.Get("reports"), &reports); !s.ok()) return ReportError(s);
+  train::SinkhornTrainerOptions options;
+  auto steps = args.GetInt("steps");
+  auto batch = args.GetInt("batch-size");
+  auto lr = args.GetDouble("learning-rate");
+  auto seed = args.GetInt("seed");
+  for (const absl::Status& s : {steps.status(), batch.status(), lr.status(), seed.status()}) {
+    if (!s.ok()) return ReportError(s);
+  }
+  options.steps = static_cast<int>(*steps);
+  options.batch_size = static_cast<int>(*batch);
+  options.learning_rate = *lr;
+  options.seed = static_cast<uint64_t>(*seed);
+  options.generator.seed = static_cast<uint64_t>(*seed);
+  options.naive = args.Flag("naive");
+  const bool quiet = args.Flag("quiet");
+  const auto start = std::chrono::steady_clock::now();
+  options.progress = [&](int step, double loss) {
+    if (quiet) return;
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    std::fprintf(stderr, "\rtrain sinkhorn: step %6d / %d  loss %.6f  %.1fs", step,
+                 options.steps, loss, seconds);
+    if (step == options.steps) std::fprintf(stderr, "\n");
+  };
+  auto model = TrainSinkhornModel(reports, options, kModelFormatVersion);
+  if (!model.ok()) return ReportError(model.status());
+  if (auto s = WriteProtoFile(*model, args.Get("out")); !s.ok()) return ReportError(s);
+  std::printf("sinkhorn generator (%s, %d steps, final loss %.6f) written to %s\n",
+              options.naive ? "naive baseline" : "deconvolving", model->steps(),
+              model->final_loss(), args.Get("out").c_str());
+  return 0;
+}
+
+}  // namespace
+
+std::vector<Command> CollectionCommands() {
+  std::vector<Command> commands;
+  commands.push_back(Command{
+      "collections create", "declare a local-DP collection (curator)",
+      "Devices project each record onto the public ball of radius R (l1 or l2) and add\n"
+      "Laplace or Gaussian noise calibrated to the diameter 2R (docs/privacy.md).",
+      WithConnection({{"name", "", "collection name", false, true},
+                      {"schema", "", "schema JSON (a label is encoded as an ordinary column)",
+                       false, true},
+                      {"mechanism", "", "laplace-l1 or gaussian-l2", false, true},
+                      {"epsilon", "", "per-report epsilon", false, true},
+                      {"delta", "", "delta (gaussian-l2 only)"},
+                      {"radius", "", "ball radius R (default: the encoded rows' max norm)"},
+                      {"json", "", "print JSON", true}}),
+      RunCreate});
+  commands.push_back(Command{"collections show", "a collection's public parameters and count", "",
+                             WithConnection({{"collection", "", "collection id", false, true},
+                                             {"json", "", "print JSON", true}}),
+                             RunShow});
+  commands.push_back(Command{"collections close", "stop accepting reports (curator)", "",
+                             WithConnection({{"collection", "", "collection id", false, true},
+                                             {"json", "", "print JSON", true}}),
+                             RunClose});
+  commands.push_back(Command{
+      "collections download", "download the privatised reports (analyst; no budget)", "",
+      WithConnection({{"collection", "", "collection id", false, true},
+                      {"out", "reports.pb", "output reports file"}}),
+      RunDownload});
+  commands.push_back(Command{
+      "device submit", "privatise CSV rows locally and submit them (device)",
+      "Fetches the collection's public mechanism, encodes and privatises each row on this\n"
+      "machine, and streams the reports with random 128-bit ids; a broken stream is resumed\n"
+      "and resent batches are deduplicated by the server.",
+      WithConnection({{"collection", "", "collection id", false, true},
+                      {"csv", "", "CSV of records (header line)", false, true},
+                      {"batch", "1000", "reports per acknowledged batch"}}),
+      RunSubmit});
+  commands.push_back(Command{
+      "train sinkhorn", "fit a generator to local-DP reports (no budget, post-processing)",
+      "Algorithm 1 of Reshetova et al.: entropic OT with the mechanism's cost and lambda\n"
+      "deconvolves the device noise; --naive fits the noisy reports instead (baseline).",
+      {{"reports", "reports.pb", "reports file from `collections download`"},
+       {"out", "model.pb", "output model"},
+       {"steps", "2000", "training steps"},
+       {"batch-size", "512", "generated points and reports per step"},
+       {"learning-rate", "0.001", "Adam learning rate"},
+       {"seed", "1", "training seed"},
+       {"naive", "", "no deconvolution (unregularised OT baseline)", true},
+       {"quiet", "", "no progress line", true}},
+      RunTrainSinkhorn});
+  return commands;
+}
+
+}  // namespace dpcurator::client

@@ -1,0 +1,92 @@
+#include "client/sinkhorn_model.h"
+
+#include <chrono>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "core/data/encoder.h"
+#include "core/nn/activation.h"
+#include "core/util/public_rng.h"
+#include "core/util/status_macros.h"
+#include "proto/collection.h"
+#include "proto/convert.h"
+
+namespace dpcurator::client {
+
+absl::StatusOr<v1::GeneratorModel> TrainSinkhornModel(const v1::ReportsFile& reports,
+                                                      const train::SinkhornTrainerOptions& options,
+                                                      uint32_t model_format_version) {
+  if (reports.format_version() != kReportsFileFormatVersion) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("reports file format version ", reports.format_version(),
+                     " is not supported (expected ", kReportsFileFormatVersion, ")"));
+  }
+  const v1::Collection& collection = reports.collection();
+  DPC_ASSIGN_OR_RETURN(ldp::LdpMechanism mechanism, MechanismFromCollection(collection));
+  const int d = mechanism.dimension();
+  if (reports.rows() <= 0) {
+    return absl::FailedPreconditionError("the reports file holds no reports");
+  }
+  if (reports.values_size() != reports.rows() * d) {
+    return absl::DataLossError(absl::StrCat("reports file has ", reports.values_size(),
+                                            " values for ", reports.rows(), " rows of ", d));
+  }
+  const Eigen::MatrixXd data =
+      Eigen::Map<const Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>>(
+          reports.values().data(), reports.rows(), d);
+  DPC_ASSIGN_OR_RETURN(train::TrainedPointGenerator trained,
+                       train::TrainSinkhornGenerator(data, mechanism, options));
+  DPC_ASSIGN_OR_RETURN(data::Schema label_free, CollectionSchema(collection.params()));
+  v1::GeneratorModel model;
+  model.set_format_version(model_format_version);
+  model.set_method("sinkhorn");
+  model.set_collection_id(collection.id());
+  *model.mutable_schema() = SchemaToProto(label_free);
+  model.set_schema_fingerprint(label_free.FingerprintHex());
+  model.set_epsilon(mechanism.epsilon());
+  model.set_delta(mechanism.delta());
+  const train::PointGeneratorOptions& g = trained.generator.options();
+  model.set_latent_dim(g.latent_dim);
+  model.set_noise_dim(g.latent_dim);
+  model.set_output_dim(trained.generator.output_dim());
+  for (int width : g.hidden) model.add_hidden(width);
+  model.set_activation(nn::ActivationName(g.activation));
+  model.set_num_classes(1);
+  const Eigen::VectorXd& parameters = trained.generator.parameters();
+  model.mutable_parameters()->Add(parameters.data(), parameters.data() + parameters.size());
+  model.set_steps(trained.steps);
+  model.set_final_loss(trained.final_loss);
+  model.set_created_unix(std::chrono::duration_cast<std::chrono::seconds>(
+                             std::chrono::system_clock::now().time_since_epoch())
+                             .count());
+  return model;
+}
+
+absl::StatusOr<data::Table> SampleSinkhornModel(const v1::GeneratorModel& model, int64_t num_rows,
+                                                uint64_t seed) {
+  if (num_rows <= 0) return absl::InvalidArgumentError("--rows must be positive");
+  DPC_ASSIGN_OR_RETURN(data::Schema schema, SchemaFromProto(model.schema()));
+  const data::FeatureLayout layout = data::FeatureLayout::ForFeatures(schema);
+  if (layout.total_dim() != model.output_dim()) {
+    return absl::InvalidArgumentError(absl::StrCat("model output dimension ", model.output_dim(),
+                                                   " does not match its schema's encoded width ",
+                                                   layout.total_dim()));
+  }
+  train::PointGeneratorOptions options;
+  options.latent_dim = model.latent_dim();
+  options.hidden.assign(model.hidden().begin(), model.hidden().end());
+  DPC_ASSIGN_OR_RETURN(options.activation, nn::ParseActivation(model.activation()));
+  Eigen::VectorXd parameters =
+      Eigen::Map<const Eigen::VectorXd>(model.parameters().data(), model.parameters_size());
+  DPC_ASSIGN_OR_RETURN(auto generator,
+                       train::PointGenerator::FromParameters(model.output_dim(), options,
+                                                             std::move(parameters)));
+  PublicRng rng(seed);
+  const Eigen::MatrixXd points = generator.Sample(num_rows, &rng);
+  // Argmax per categorical block (uniforms empty); numerics mapped back to
+  // the declared bounds. No label: the schema is label-less.
+  return data::DecodeFeatures(schema, layout, points, Eigen::VectorXi::Zero(num_rows),
+                              Eigen::MatrixXd());
+}
+
+}  // namespace dpcurator::client

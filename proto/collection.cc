@@ -1,0 +1,67 @@
+#include "proto/collection.h"
+
+#include <cmath>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "core/util/status_macros.h"
+#include "proto/convert.h"
+
+namespace dpcurator {
+
+absl::StatusOr<data::Schema> CollectionSchema(const v1::CollectionParams& params) {
+  v1::TableSchema copy = params.schema();
+  copy.clear_label();
+  if (copy.columns_size() == 0) {
+    return absl::InvalidArgumentError("a collection needs a schema with at least one column");
+  }
+  return SchemaFromProto(copy);
+}
+
+int CollectionDimension(const data::Schema& label_free) {
+  return data::FeatureLayout::ForFeatures(label_free).total_dim();
+}
+
+double DefaultCollectionRadius(const data::Schema& label_free, ldp::LdpKind kind) {
+  const data::FeatureLayout layout = data::FeatureLayout::ForFeatures(label_free);
+  const double ones = layout.numeric_dim + layout.num_categorical_columns();
+  return kind == ldp::LdpKind::kGaussianL2 ? std::sqrt(ones) : ones;
+}
+
+absl::StatusOr<ldp::LdpMechanism> MechanismFromParams(const v1::CollectionParams& params,
+                                                      v1::CollectionParams* resolved) {
+  DPC_ASSIGN_OR_RETURN(data::Schema schema, CollectionSchema(params));
+  DPC_ASSIGN_OR_RETURN(ldp::LdpKind kind, ldp::ParseLdpKind(params.mechanism()));
+  double radius = params.radius();
+  if (!(radius >= 0.0) || !std::isfinite(radius)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("collection radius must be finite and >= 0 (0 = default), got ", radius));
+  }
+  if (radius == 0.0) radius = DefaultCollectionRadius(schema, kind);
+  ldp::LdpMechanism::Builder builder;
+  builder.SetKind(kind)
+      .SetDimension(CollectionDimension(schema))
+      .SetRadius(radius)
+      .SetEpsilon(params.epsilon());
+  if (params.delta() != 0.0 || kind == ldp::LdpKind::kGaussianL2) builder.SetDelta(params.delta());
+  DPC_ASSIGN_OR_RETURN(ldp::LdpMechanism mechanism, builder.Build());
+  if (resolved != nullptr) {
+    *resolved = params;
+    *resolved->mutable_schema() = SchemaToProto(*SchemaFromProto(params.schema()));
+    resolved->set_mechanism(ldp::LdpKindName(kind));
+    resolved->set_radius(radius);
+  }
+  return mechanism;
+}
+
+absl::StatusOr<ldp::LdpMechanism> MechanismFromCollection(const v1::Collection& collection) {
+  DPC_ASSIGN_OR_RETURN(ldp::LdpMechanism mechanism, MechanismFromParams(collection.params()));
+  if (mechanism.dimension() != collection.dimension()) {
+    return absl::DataLossError(absl::StrCat("collection ", collection.id(), " declares dimension ",
+                                            collection.dimension(), " but its schema encodes to ",
+                                            mechanism.dimension()));
+  }
+  return mechanism;
+}
+
+}  // namespace dpcurator

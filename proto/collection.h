@@ -1,0 +1,42 @@
+#ifndef DPCURATOR_PROTO_COLLECTION_H_
+#define DPCURATOR_PROTO_COLLECTION_H_
+
+// Local-DP collections: the derivations from public CollectionParams that the
+// server (CreateCollection), the device (SubmitReports) and the trainer
+// (`train sinkhorn`) must agree on. Everything here is a function of the
+// public schema and parameters only, never of data.
+
+#include "absl/status/statusor.h"
+#include "core/data/encoder.h"
+#include "core/data/schema.h"
+#include "core/ldp/mechanism.h"
+#include "dpcurator/v1/dpcurator.pb.h"
+
+namespace dpcurator {
+
+// The collection's record schema with the label cleared: a label column is
+// then encoded as an ordinary one-hot block, like every other categorical.
+absl::StatusOr<data::Schema> CollectionSchema(const v1::CollectionParams& params);
+
+// Encoded width d = d_num + V of the label-less schema.
+int CollectionDimension(const data::Schema& label_free);
+
+// The default public radius: the largest norm of an encoded row (numerics in
+// [0,1], one one-hot bit per categorical column), sqrt(d_num + C) for the l2
+// ball and d_num + C for the l1 ball, C the number of categorical columns.
+// (The "sqrt(d_num + V)" / "d_num + V" over-bounds this for V > C; we
+// use the tight bound.)
+double DefaultCollectionRadius(const data::Schema& label_free, ldp::LdpKind kind);
+
+// Validates the parameters, fills in the default radius, and builds the
+// mechanism. `resolved` (optional) receives the parameters with the radius
+// set and the schema canonical.
+absl::StatusOr<ldp::LdpMechanism> MechanismFromParams(const v1::CollectionParams& params,
+                                                      v1::CollectionParams* resolved = nullptr);
+
+// The mechanism of a stored collection (params already resolved).
+absl::StatusOr<ldp::LdpMechanism> MechanismFromCollection(const v1::Collection& collection);
+
+}  // namespace dpcurator
+
+#endif  // DPCURATOR_PROTO_COLLECTION_H_

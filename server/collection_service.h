@@ -1,0 +1,46 @@
+#ifndef DPCURATOR_SERVER_COLLECTION_SERVICE_H_
+#define DPCURATOR_SERVER_COLLECTION_SERVICE_H_
+
+#include "dpcurator/v1/dpcurator.grpc.pb.h"
+#include "server/auth.h"
+#include "server/store.h"
+
+namespace dpcurator::server {
+
+// Local-DP collections: the curator declares the public mechanism, devices
+// submit privatised reports (validated, deduplicated, acknowledged after
+// commit), analysts download them. No ledger: the guarantee is paid on the
+// device and everything downstream is post-processing.
+class CollectionServiceImpl final : public v1::CollectionService::Service {
+ public:
+  CollectionServiceImpl(Store* store, Authorizer* authorizer)
+      : store_(store), authorizer_(authorizer) {}
+
+  grpc::Status CreateCollection(grpc::ServerContext* context,
+                                const v1::CreateCollectionRequest* request,
+                                v1::Collection* response) override;
+  grpc::Status GetCollection(grpc::ServerContext* context, const v1::GetCollectionRequest* request,
+                             v1::Collection* response) override;
+  grpc::Status CloseCollection(grpc::ServerContext* context,
+                               const v1::CloseCollectionRequest* request,
+                               v1::Collection* response) override;
+  grpc::Status SubmitReports(
+      grpc::ServerContext* context,
+      grpc::ServerReaderWriter<v1::SubmitReportsAck, v1::SubmitReportsRequest>* stream) override;
+  grpc::Status DownloadReports(grpc::ServerContext* context,
+                               const v1::DownloadReportsRequest* request,
+                               grpc::ServerWriter<v1::ReportChunk>* writer) override;
+
+  // Reports per SubmitReports message, at most.
+  static constexpr int kMaxReportsPerBatch = 10000;
+  // Payload of a download chunk, at most.
+  static constexpr int kMaxChunkBytes = 4 << 20;
+
+ private:
+  Store* store_;
+  Authorizer* authorizer_;
+};
+
+}  // namespace dpcurator::server
+
+#endif  // DPCURATOR_SERVER_COLLECTION_SERVICE_H_

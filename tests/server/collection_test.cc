@@ -1,0 +1,384 @@
+// Local-DP collections: validated, deduplicated, durable ingestion with acks
+// after commit; role checks; free download with the mechanism parameters.
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "absl/strings/str_cat.h"
+#include "client/device.h"
+#include "client/pipeline.h"
+#include "client/sinkhorn_model.h"
+#include "core/privacy/noise_source.h"
+#include "proto/collection.h"
+#include "tests/server/server_test_util.h"
+
+namespace dpcurator::server::testing {
+namespace {
+
+using ::testing::HasSubstr;
+
+v1::Report MakeReport(const std::string& id, std::vector<double> values) {
+  v1::Report report;
+  report.set_report_id(id);
+  for (double v : values) report.add_values(v);
+  return report;
+}
+
+std::string Id(int k) {
+  std::string id(16, '\0');
+  id[0] = static_cast<char>(k & 0xff);
+  id[1] = static_cast<char>((k >> 8) & 0xff);
+  id[15] = 'x';
+  return id;
+}
+
+std::vector<double> Row(double v) { return std::vector<double>(LdpCollectionDimension(), v); }
+
+std::vector<std::vector<double>> Sorted(std::vector<std::vector<double>> rows) {
+  std::sort(rows.begin(), rows.end());
+  return rows;
+}
+
+struct StreamResult {
+  std::vector<v1::SubmitReportsAck> acks;
+  grpc::Status status;
+};
+
+// One SubmitReports stream carrying `batches` in order.
+StreamResult Submit(client::Connection connection, const std::string& collection_id,
+                    const std::vector<std::vector<v1::Report>>& batches) {
+  StreamResult result;
+  auto context = connection.NewContext();
+  auto stream = connection.collections().SubmitReports(context.get());
+  for (const auto& reports : batches) {
+    v1::SubmitReportsRequest batch;
+    batch.set_collection_id(collection_id);
+    for (const auto& r : reports) *batch.add_reports() = r;
+    if (!stream->Write(batch)) break;
+  }
+  stream->WritesDone();
+  v1::SubmitReportsAck ack;
+  while (stream->Read(&ack)) result.acks.push_back(ack);
+  result.status = stream->Finish();
+  return result;
+}
+
+struct Download {
+  v1::Collection collection;
+  int64_t rows = 0;
+  int chunks = 0;
+  std::vector<std::vector<double>> values;
+  grpc::Status status;
+};
+
+Download DownloadAll(client::Connection connection, const std::string& collection_id) {
+  Download out;
+  auto context = connection.NewContext();
+  v1::DownloadReportsRequest request;
+  request.set_collection_id(collection_id);
+  auto reader = connection.collections().DownloadReports(context.get(), request);
+  v1::ReportChunk chunk;
+  while (reader->Read(&chunk)) {
+    if (out.chunks == 0) out.collection = chunk.collection();
+    ++out.chunks;
+    const int d = out.collection.dimension();
+    EXPECT_EQ(chunk.values_size(), chunk.rows() * d);
+    for (int i = 0; i < chunk.rows(); ++i) {
+      out.values.emplace_back(chunk.values().begin() + i * d,
+                              chunk.values().begin() + (i + 1) * d);
+    }
+    out.rows += chunk.rows();
+  }
+  out.status = reader->Finish();
+  return out;
+}
+
+class CollectionTest : public ServerTest {
+ protected:
+  void SetUp() override {
+    ServerTest::SetUp();
+    grpc::Status status = CreateLdpCollection("c", &collection_);
+    ASSERT_TRUE(status.ok()) << status.error_message();
+  }
+
+  v1::Collection Get(const client::Connection& connection) {
+    auto c = connection;
+    auto context = c.NewContext();
+    v1::GetCollectionRequest request;
+    request.set_collection_id(collection_.id());
+    v1::Collection collection;
+    grpc::Status status = c.collections().GetCollection(context.get(), request, &collection);
+    EXPECT_TRUE(status.ok()) << status.error_message();
+    return collection;
+  }
+
+  v1::Collection collection_;
+};
+
+TEST_F(CollectionTest, CreateResolvesThePublicParameters) {
+  EXPECT_EQ(collection_.state(), v1::Collection::OPEN);
+  EXPECT_EQ(collection_.dimension(), 4);
+  EXPECT_EQ(collection_.params().mechanism(), "laplace-l1");
+  // Default l1 radius: d_num = 4; Laplace b = 2R / eps = 8 = lambda, p = 1.
+  EXPECT_DOUBLE_EQ(collection_.params().radius(), 4.0);
+  EXPECT_DOUBLE_EQ(collection_.noise_scale(), 8.0);
+  EXPECT_DOUBLE_EQ(collection_.regularizer(), 8.0);
+  EXPECT_EQ(collection_.cost_exponent(), 1);
+
+  v1::CollectionParams bad = LdpCollectionParams();
+  bad.set_mechanism("laplace-l3");
+  v1::Collection ignored;
+  EXPECT_EQ(CreateLdpCollection("bad", &ignored, bad).error_code(),
+            grpc::StatusCode::INVALID_ARGUMENT);
+  bad = LdpCollectionParams();
+  bad.set_epsilon(-1.0);
+  EXPECT_EQ(CreateLdpCollection("bad", &ignored, bad).error_code(),
+            grpc::StatusCode::INVALID_ARGUMENT);
+}
+
+TEST_F(CollectionTest, DuplicateReportIdIsStoredOnce) {
+  StreamResult first = Submit(Device(), collection_.id(),
+                              {{MakeReport(Id(1), Row(0.1)), MakeReport(Id(2), Row(0.2)),
+                                MakeReport(Id(1), Row(0.9))}});
+  ASSERT_TRUE(first.status.ok()) << first.status.error_message();
+  ASSERT_EQ(first.acks.size(), 1u);
+  EXPECT_EQ(first.acks[0].accepted(), 2);
+  EXPECT_EQ(first.acks[0].duplicates(), 1);
+  // A resend (as after a broken stream) stores nothing new.
+  StreamResult again = Submit(Device(), collection_.id(),
+                              {{MakeReport(Id(1), Row(0.1))}, {MakeReport(Id(2), Row(0.2))}});
+  ASSERT_TRUE(again.status.ok());
+  ASSERT_EQ(again.acks.size(), 2u);
+  EXPECT_EQ(again.acks[0].batch_index(), 0);
+  EXPECT_EQ(again.acks[1].batch_index(), 1);
+  EXPECT_EQ(again.acks[0].accepted() + again.acks[1].accepted(), 0);
+  EXPECT_EQ(again.acks[0].duplicates() + again.acks[1].duplicates(), 2);
+  EXPECT_EQ(Get(Curator()).report_count(), 2);
+  Download download = DownloadAll(Analyst(), collection_.id());
+  ASSERT_TRUE(download.status.ok()) << download.status.error_message();
+  EXPECT_EQ(download.rows, 2);
+  // The first copy of report 1 is the one kept.
+  EXPECT_EQ(Sorted(download.values), Sorted({Row(0.1), Row(0.2)}));
+}
+
+TEST_F(CollectionTest, BadReportsAreNamedAndTheOthersStored) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  std::vector<double> with_nan = Row(0.3);
+  with_nan[2] = nan;
+  std::vector<double> huge = Row(0.3);
+  huge[1] = 1e12;
+  StreamResult result = Submit(Device(), collection_.id(),
+                               {{MakeReport(Id(10), Row(0.1)),        // 0 good
+                                 MakeReport(Id(11), with_nan),        // 1 NaN
+                                 MakeReport(Id(12), {0.1, 0.2}),      // 2 wrong dimension
+                                 MakeReport("short", Row(0.1)),       // 3 bad id
+                                 MakeReport(Id(14), huge),            // 4 garbage
+                                 MakeReport(Id(15), Row(-0.5))}});    // 5 good
+  ASSERT_TRUE(result.status.ok()) << result.status.error_message();
+  ASSERT_EQ(result.acks.size(), 1u);
+  const auto& ack = result.acks[0];
+  EXPECT_EQ(ack.accepted(), 2);
+  EXPECT_EQ(ack.duplicates(), 0);
+  ASSERT_EQ(ack.rejections_size(), 4);
+  EXPECT_EQ(ack.rejections(0).index(), 1);
+  EXPECT_THAT(ack.rejections(0).reason(), HasSubstr("not finite"));
+  EXPECT_EQ(ack.rejections(0).report_id_hex(), absl::StrCat("0b", std::string(28, '0'), "78"));
+  EXPECT_EQ(ack.rejections(1).index(), 2);
+  EXPECT_THAT(ack.rejections(1).reason(), HasSubstr("dimension"));
+  EXPECT_EQ(ack.rejections(2).index(), 3);
+  EXPECT_THAT(ack.rejections(2).reason(), HasSubstr("16 bytes"));
+  EXPECT_EQ(ack.rejections(3).index(), 4);
+  EXPECT_THAT(ack.rejections(3).reason(), HasSubstr("bound"));
+  Download download = DownloadAll(Analyst(), collection_.id());
+  EXPECT_EQ(Sorted(download.values), Sorted({Row(0.1), Row(-0.5)}));
+}
+
+TEST_F(CollectionTest, AcknowledgedReportSurvivesRestart) {
+  StreamResult result =
+      Submit(Device(), collection_.id(), {{MakeReport(Id(20), Row(0.25))},
+                                          {MakeReport(Id(21), Row(0.75))}});
+  ASSERT_TRUE(result.status.ok());
+  ASSERT_EQ(result.acks.size(), 2u);
+  StopServer();
+  StartServer();
+  EXPECT_EQ(Get(Analyst()).report_count(), 2);
+  Download download = DownloadAll(Analyst(), collection_.id());
+  ASSERT_TRUE(download.status.ok());
+  EXPECT_EQ(Sorted(download.values), Sorted({Row(0.25), Row(0.75)}));
+  EXPECT_TRUE(server_->integrity_problems().empty());
+}
+
+TEST_F(CollectionTest, RolesAreEnforced) {
+  // Devices may read the public parameters, nothing else but submitting.
+  EXPECT_EQ(Get(Device()).id(), collection_.id());
+  {
+    auto device = Device();
+    auto context = device.NewContext();
+    v1::CreateCollectionRequest request;
+    request.set_name("by-device");
+    *request.mutable_params() = LdpCollectionParams();
+    v1::Collection response;
+    EXPECT_EQ(device.collections().CreateCollection(context.get(), request, &response).error_code(),
+              grpc::StatusCode::PERMISSION_DENIED);
+  }
+  {
+    auto device = Device();
+    auto context = device.NewContext();
+    v1::CloseCollectionRequest request;
+    request.set_collection_id(collection_.id());
+    v1::Collection response;
+    EXPECT_EQ(device.collections().CloseCollection(context.get(), request, &response).error_code(),
+              grpc::StatusCode::PERMISSION_DENIED);
+  }
+  EXPECT_EQ(DownloadAll(Device(), collection_.id()).status.error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+  {
+    auto device = Device();
+    auto context = device.NewContext();
+    v1::ListDatasetsResponse response;
+    EXPECT_EQ(device.datasets().ListDatasets(context.get(), {}, &response).error_code(),
+              grpc::StatusCode::PERMISSION_DENIED);
+  }
+  // Analysts and curators may not submit.
+  for (auto connection : {Analyst(), Curator()}) {
+    StreamResult result =
+        Submit(connection, collection_.id(), {{MakeReport(Id(30), Row(0.5))}});
+    EXPECT_EQ(result.status.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+    EXPECT_TRUE(result.acks.empty());
+  }
+  EXPECT_EQ(Get(Curator()).report_count(), 0);
+  EXPECT_EQ(Get(Curator()).state(), v1::Collection::OPEN);
+}
+
+TEST_F(CollectionTest, DownloadReturnsExactlyTheStoredReportsAndTheMechanism) {
+  auto mechanism = MechanismFromCollection(collection_);
+  ASSERT_TRUE(mechanism.ok()) << mechanism.status();
+  privacy::SeededNoiseSource noise(7);
+  Eigen::MatrixXd records = Eigen::MatrixXd::Constant(2500, 4, 0.5);
+  auto reports = client::PrivatizeReports(*mechanism, records, &noise);
+  ASSERT_TRUE(reports.ok()) << reports.status();
+  auto device = Device();
+  auto summary = client::SubmitReports(device, collection_.id(), *reports, 1000);
+  ASSERT_TRUE(summary.ok()) << summary.status();
+  EXPECT_EQ(summary->accepted, 2500);
+  EXPECT_EQ(summary->duplicates, 0);
+  EXPECT_TRUE(summary->rejections.empty());
+  EXPECT_EQ(summary->attempts, 1);
+  // Resending everything (a retry after a lost ack) stores nothing twice.
+  auto resend = client::SubmitReports(device, collection_.id(), *reports, 700);
+  ASSERT_TRUE(resend.ok()) << resend.status();
+  EXPECT_EQ(resend->accepted, 0);
+  EXPECT_EQ(resend->duplicates, 2500);
+
+  Download download = DownloadAll(Analyst(), collection_.id());
+  ASSERT_TRUE(download.status.ok()) << download.status.error_message();
+  EXPECT_EQ(download.rows, 2500);
+  EXPECT_EQ(download.collection.id(), collection_.id());
+  EXPECT_EQ(download.collection.params().mechanism(), "laplace-l1");
+  EXPECT_DOUBLE_EQ(download.collection.params().epsilon(), 1.0);
+  EXPECT_DOUBLE_EQ(download.collection.params().radius(), 4.0);
+  EXPECT_DOUBLE_EQ(download.collection.noise_scale(), mechanism->noise_scale());
+  EXPECT_DOUBLE_EQ(download.collection.regularizer(), mechanism->regularizer());
+  EXPECT_EQ(download.collection.cost_exponent(), 1);
+  EXPECT_EQ(download.collection.report_count(), 2500);
+  std::vector<std::vector<double>> sent;
+  for (const auto& r : *reports) sent.emplace_back(r.values().begin(), r.values().end());
+  std::sort(sent.begin(), sent.end());
+  std::vector<std::vector<double>> got = download.values;
+  std::sort(got.begin(), got.end());
+  EXPECT_EQ(got, sent);  // bit-exact
+}
+
+// The trainer path end to end: download -> train sinkhorn -> sample decodes
+// rows of the label-less schema (a few steps only; quality is the core
+// tests' business).
+TEST_F(CollectionTest, DownloadedReportsTrainASinkhornModelThatSamples) {
+  auto mechanism = MechanismFromCollection(collection_);
+  ASSERT_TRUE(mechanism.ok());
+  privacy::SeededNoiseSource noise(3);
+  Eigen::MatrixXd records = Eigen::MatrixXd::Constant(300, 4, 0.25);
+  auto reports = client::PrivatizeReports(*mechanism, records, &noise);
+  ASSERT_TRUE(reports.ok());
+  auto device = Device();
+  ASSERT_TRUE(client::SubmitReports(device, collection_.id(), *reports, 100).ok());
+  Download download = DownloadAll(Analyst(), collection_.id());
+  ASSERT_TRUE(download.status.ok());
+  v1::ReportsFile file;
+  file.set_format_version(client::kReportsFileFormatVersion);
+  *file.mutable_collection() = download.collection;
+  file.set_rows(download.rows);
+  for (const auto& row : download.values) file.mutable_values()->Add(row.begin(), row.end());
+  train::SinkhornTrainerOptions options;
+  options.steps = 3;
+  options.batch_size = 64;
+  options.generator.hidden = {16};
+  auto model = client::TrainSinkhornModel(file, options, 1);
+  ASSERT_TRUE(model.ok()) << model.status();
+  EXPECT_EQ(model->method(), "sinkhorn");
+  EXPECT_EQ(model->output_dim(), 4);
+  EXPECT_EQ(model->collection_id(), collection_.id());
+  auto table = client::SampleModel(*model, 50, 9);
+  ASSERT_TRUE(table.ok()) << table.status();
+  ASSERT_EQ(table->num_rows(), 50);
+  ASSERT_EQ(table->cells.cols(), 4);
+  EXPECT_GE(table->cells.minCoeff(), 0.0);
+  EXPECT_LE(table->cells.maxCoeff(), 1.0);
+}
+
+TEST_F(CollectionTest, DownloadOfALargeCollectionIsChunked) {
+  v1::CollectionParams params = LdpCollectionParams();
+  // 600 columns: 4 MiB holds < 900 rows per chunk.
+  params.mutable_schema()->clear_columns();
+  for (int j = 0; j < 600; ++j) {
+    v1::ColumnSchema* column = params.mutable_schema()->add_columns();
+    column->set_name(absl::StrCat("c", j));
+    column->set_type(v1::ColumnSchema::NUMERIC);
+    column->set_lower(0.0);
+    column->set_upper(1.0);
+  }
+  v1::Collection wide;
+  ASSERT_TRUE(CreateLdpCollection("wide", &wide, params).ok());
+  std::vector<v1::Report> reports;
+  for (int i = 0; i < 2000; ++i) {
+    reports.push_back(MakeReport(Id(i), std::vector<double>(600, i * 1e-3)));
+  }
+  auto device = Device();
+  auto summary = client::SubmitReports(device, wide.id(), reports, 500);
+  ASSERT_TRUE(summary.ok()) << summary.status();
+  EXPECT_EQ(summary->accepted, 2000);
+  Download download = DownloadAll(Analyst(), wide.id());
+  ASSERT_TRUE(download.status.ok()) << download.status.error_message();
+  EXPECT_EQ(download.rows, 2000);
+  EXPECT_GE(download.chunks, 3);
+}
+
+TEST_F(CollectionTest, ClosedCollectionRefusesReports) {
+  ASSERT_TRUE(Submit(Device(), collection_.id(), {{MakeReport(Id(40), Row(0.5))}}).status.ok());
+  {
+    auto curator = Curator();
+    auto context = curator.NewContext();
+    v1::CloseCollectionRequest request;
+    request.set_collection_id(collection_.id());
+    v1::Collection closed;
+    ASSERT_TRUE(curator.collections().CloseCollection(context.get(), request, &closed).ok());
+    EXPECT_EQ(closed.state(), v1::Collection::CLOSED);
+  }
+  StreamResult result = Submit(Device(), collection_.id(), {{MakeReport(Id(41), Row(0.5))}});
+  EXPECT_EQ(result.status.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_THAT(result.status.error_message(), HasSubstr("closed"));
+  EXPECT_TRUE(result.acks.empty());
+  // The device client does not retry a refusal.
+  auto device = Device();
+  auto summary =
+      client::SubmitReports(device, collection_.id(), {MakeReport(Id(42), Row(0.5))}, 10);
+  EXPECT_EQ(summary.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(Get(Analyst()).report_count(), 1);
+  EXPECT_EQ(DownloadAll(Analyst(), collection_.id()).rows, 1);
+}
+
+}  // namespace
+}  // namespace dpcurator::server::testing
