@@ -114,6 +114,11 @@ std::vector<OptionSpec> ConnectionOptions() {
   };
 }
 
+std::vector<OptionSpec> WithConnection(std::vector<OptionSpec> options) {
+  for (auto& option : ConnectionOptions()) options.push_back(option);
+  return options;
+}
+
 int ReportError(const absl::Status& status) {
   std::fprintf(stderr, "dpcurator: %s\n", std::string(status.message()).c_str());
   switch (status.code()) {

@@ -56,6 +56,8 @@ struct Command {
 
 // Options every server-talking command shares.
 std::vector<OptionSpec> ConnectionOptions();
+// `options` followed by ConnectionOptions().
+std::vector<OptionSpec> WithConnection(std::vector<OptionSpec> options);
 
 // Prints "dpcurator: <message>" to stderr and returns the exit code for a
 // status (2 usage, 3 refused by the server, 1 other).

@@ -24,11 +24,6 @@ namespace {
 // Must match kModelFormatVersion in pipeline.cc (SampleModel checks it).
 constexpr uint32_t kModelFormatVersion = 1;
 
-std::vector<OptionSpec> WithConnection(std::vector<OptionSpec> options) {
-  for (auto& option : ConnectionOptions()) options.push_back(option);
-  return options;
-}
-
 const char* StateName(v1::Collection::State state) {
   return state == v1::Collection::OPEN ? "OPEN" : "CLOSED";
 }

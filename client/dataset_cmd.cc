@@ -16,11 +16,6 @@
 namespace dpcurator::client {
 namespace {
 
-std::vector<OptionSpec> WithConnection(std::vector<OptionSpec> options) {
-  for (auto& option : ConnectionOptions()) options.push_back(option);
-  return options;
-}
-
 int RunCreate(const ParsedArgs& args) {
   auto connection = Connection::FromArgs(args);
   if (!connection.ok()) return ReportError(connection.status());

@@ -10,11 +10,6 @@
 namespace dpcurator::client {
 namespace {
 
-std::vector<OptionSpec> WithConnection(std::vector<OptionSpec> options) {
-  for (auto& option : ConnectionOptions()) options.push_back(option);
-  return options;
-}
-
 int RunRelease(const ParsedArgs& args) {
   auto connection = Connection::FromArgs(args);
   if (!connection.ok()) return ReportError(connection.status());

@@ -14,11 +14,6 @@
 namespace dpcurator::client {
 namespace {
 
-std::vector<OptionSpec> WithConnection(std::vector<OptionSpec> options) {
-  for (auto& option : ConnectionOptions()) options.push_back(option);
-  return options;
-}
-
 void PrintSession(const v1::Session& s, bool json) {
   if (json) {
     nlohmann::json out = {{"session_id", s.id()},

@@ -30,25 +30,33 @@ uint64_t UniformBelow(privacy::NoiseSource* noise, uint64_t bound) {
   return x % bound;
 }
 
+// Defaults and validation shared by the embedding kinds: the number of
+// frequencies (0 = default) and a declared length-scale (0 = default).
+template <typename Params>
+absl::Status ResolveFrequencyParams(Params* params) {
+  if (params->num_frequencies() == 0) params->set_num_frequencies(kDefaultNumFrequencies);
+  if (params->num_frequencies() < 1 || params->num_frequencies() > kMaxNumFrequencies) {
+    return absl::InvalidArgumentError(absl::StrCat("num_frequencies must be in [1, ",
+                                                   kMaxNumFrequencies, "], got ",
+                                                   params->num_frequencies()));
+  }
+  if (params->length_scale() < 0 || !std::isfinite(params->length_scale())) {
+    return absl::InvalidArgumentError(
+        "length_scale must be finite and positive (or 0 for the schema default)");
+  }
+  // Frequencies are public randomness; the server draws the seed when the
+  // analyst leaves it to us, and stores it in the artefact.
+  if (params->seed() == 0) params->set_seed(privacy::SecureRandomU64() | 1);
+  return absl::OkStatus();
+}
+
 // Fills defaults of random-feature parameters and validates them.
 absl::Status ResolveRffParams(v1::RffEmbeddingParams* params) {
-      if (params->num_frequencies() == 0) params->set_num_frequencies(kDefaultNumFrequencies);
-      if (params->num_frequencies() < 1 || params->num_frequencies() > kMaxNumFrequencies) {
-        return absl::InvalidArgumentError(absl::StrCat("num_frequencies must be in [1, ",
-                                                       kMaxNumFrequencies, "], got ",
-                                                       params->num_frequencies()));
-      }
-      if (params->length_scale() < 0 || !std::isfinite(params->length_scale())) {
-        return absl::InvalidArgumentError(
-            "length_scale must be finite and positive (or 0 for the schema default)");
-      }
-      if (params->has_numeric_weight()) {
-        DPC_RETURN_IF_ERROR(ValidateInUnitInterval(params->numeric_weight(), "numeric_weight"));
-      }
-      // Frequencies are public randomness; the server draws the seed when the
-      // analyst leaves it to us, and stores it in the artefact.
-      if (params->seed() == 0) params->set_seed(privacy::SecureRandomU64() | 1);
-      return absl::OkStatus();
+  DPC_RETURN_IF_ERROR(ResolveFrequencyParams(params));
+  if (params->has_numeric_weight()) {
+    DPC_RETURN_IF_ERROR(ValidateInUnitInterval(params->numeric_weight(), "numeric_weight"));
+  }
+  return absl::OkStatus();
 }
 
 // The noised labelled embedding of `rows` under `feature_map`, wrapped in an
@@ -186,21 +194,11 @@ absl::StatusOr<ReleasePlan> PlanRelease(const v1::ReleaseRequest& request,
     case v1::ReleaseRequest::kCharfnEmbedding: {
       plan.kind = "charfn_embedding";
       auto* params = plan.resolved_request.mutable_charfn_embedding();
-      if (params->num_frequencies() == 0) params->set_num_frequencies(kDefaultNumFrequencies);
-      if (params->num_frequencies() < 1 || params->num_frequencies() > kMaxNumFrequencies) {
-        return absl::InvalidArgumentError(absl::StrCat("num_frequencies must be in [1, ",
-                                                       kMaxNumFrequencies, "], got ",
-                                                       params->num_frequencies()));
-      }
-      if (params->length_scale() < 0 || !std::isfinite(params->length_scale())) {
-        return absl::InvalidArgumentError(
-            "length_scale must be finite and positive (or 0 for the default)");
-      }
+      DPC_RETURN_IF_ERROR(ResolveFrequencyParams(params));
       if (params->private_length_scale() && params->length_scale() > 0) {
         return absl::InvalidArgumentError(
             "give either a declared length_scale or private_length_scale, not both");
       }
-      if (params->seed() == 0) params->set_seed(privacy::SecureRandomU64() | 1);
       break;
     }
     default:
