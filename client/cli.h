@@ -59,6 +59,25 @@ std::vector<OptionSpec> ConnectionOptions();
 // `options` followed by ConnectionOptions().
 std::vector<OptionSpec> WithConnection(std::vector<OptionSpec> options);
 
+// The privacy level of a release or session: exactly one of --epsilon and
+// --noise-multiplier, handed to the matching setter of the request.
+template <typename Message>
+absl::Status SetPrivacyLevel(const ParsedArgs& args, Message* message) {
+  if (args.Has("epsilon") == args.Has("noise-multiplier")) {
+    return absl::InvalidArgumentError("give exactly one of --epsilon and --noise-multiplier");
+  }
+  if (args.Has("epsilon")) {
+    auto epsilon = args.GetDouble("epsilon");
+    if (!epsilon.ok()) return epsilon.status();
+    message->set_epsilon(*epsilon);
+  } else {
+    auto noise_multiplier = args.GetDouble("noise-multiplier");
+    if (!noise_multiplier.ok()) return noise_multiplier.status();
+    message->set_noise_multiplier(*noise_multiplier);
+  }
+  return absl::OkStatus();
+}
+
 // Prints "dpcurator: <message>" to stderr and returns the exit code for a
 // status (2 usage, 3 refused by the server, 1 other).
 int ReportError(const absl::Status& status);

@@ -16,19 +16,7 @@ int RunRelease(const ParsedArgs& args) {
   v1::ReleaseRequest request;
   request.set_dataset_id(args.Get("dataset"));
   request.set_idempotency_key(args.Has("key") ? args.Get("key") : NewIdempotencyKey());
-  if (args.Has("epsilon") == args.Has("noise-multiplier")) {
-    return ReportError(
-        absl::InvalidArgumentError("give exactly one of --epsilon and --noise-multiplier"));
-  }
-  if (args.Has("epsilon")) {
-    auto epsilon = args.GetDouble("epsilon");
-    if (!epsilon.ok()) return ReportError(epsilon.status());
-    request.set_epsilon(*epsilon);
-  } else {
-    auto s = args.GetDouble("noise-multiplier");
-    if (!s.ok()) return ReportError(s.status());
-    request.set_noise_multiplier(*s);
-  }
+  if (auto set = SetPrivacyLevel(args, &request); !set.ok()) return ReportError(set);
   auto frequencies = args.GetInt("num-frequencies");
   if (!frequencies.ok()) return ReportError(frequencies.status());
   double length_scale = 0;

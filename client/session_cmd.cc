@@ -53,19 +53,7 @@ int RunOpen(const ParsedArgs& args) {
   params->set_steps(*steps);
   params->set_sampling_rate(*q);
   params->mutable_rff_embedding()->set_num_frequencies(static_cast<int>(*frequencies));
-  if (args.Has("epsilon") == args.Has("noise-multiplier")) {
-    return ReportError(
-        absl::InvalidArgumentError("give exactly one of --epsilon and --noise-multiplier"));
-  }
-  if (args.Has("epsilon")) {
-    auto epsilon = args.GetDouble("epsilon");
-    if (!epsilon.ok()) return ReportError(epsilon.status());
-    params->set_epsilon(*epsilon);
-  } else {
-    auto s = args.GetDouble("noise-multiplier");
-    if (!s.ok()) return ReportError(s.status());
-    params->set_noise_multiplier(*s);
-  }
+  if (auto set = SetPrivacyLevel(args, params); !set.ok()) return ReportError(set);
   v1::Session session;
   auto context = connection->NewContext();
   grpc::Status status = connection->sessions().OpenSession(context.get(), request, &session);

@@ -291,9 +291,19 @@ absl::StatusOr<SessionPlan> PlanSession(const v1::OpenSessionRequest& request,
   const auto scheme = relation == privacy::NeighbouringRelation::kAddRemove
                           ? privacy::SamplingScheme::kPoisson
                           : privacy::SamplingScheme::kWithoutReplacement;
-  if (relation == privacy::NeighbouringRelation::kReplaceOne &&
-      std::llround(params.sampling_rate() * dataset.row_count()) < 1) {
-    return absl::InvalidArgumentError("sampling rate times the dataset size is below one row");
+  if (relation == privacy::NeighbouringRelation::kReplaceOne) {
+    // Fixed-size batches of m = floor(q n) rows: the accountant must see the
+    // rate actually used, m / n (never the rounded-up one), or Wang et al.'s
+    // bound would be applied to a smaller sampling rate than the real one.
+    const int64_t batch = static_cast<int64_t>(
+        std::floor(params.sampling_rate() * static_cast<double>(dataset.row_count())));
+    if (batch < 1) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "sampling rate ", params.sampling_rate(), " times the dataset size ",
+          dataset.row_count(), " is below one row; raise --sampling-rate"));
+    }
+    params.set_sampling_rate(static_cast<double>(batch) /
+                             static_cast<double>(dataset.row_count()));
   }
   switch (params.privacy_case()) {
     case v1::SessionParams::kEpsilon: {
@@ -337,7 +347,10 @@ absl::StatusOr<v1::EmbeddingArtefact> ComputeSessionStep(const v1::Session& sess
   if (dataset.relation() == v1::REPLACE_ONE) {
     // Fixed-size batch without replacement (Wang, Balle, Kasiviswanathan
     // 2019): partial Fisher-Yates with the CSPRNG.
-    const int64_t batch = std::max<int64_t>(1, std::llround(params.sampling_rate() * n));
+    // floor: the batch fraction never exceeds the rate the ledger charged
+    // (PlanSession resolved q to m / n exactly).
+    const int64_t batch = std::max<int64_t>(
+        1, static_cast<int64_t>(std::floor(params.sampling_rate() * static_cast<double>(n) + 1e-9)));
     std::vector<int64_t> order(n);
     for (int64_t i = 0; i < n; ++i) order[i] = i;
     for (int64_t i = 0; i < batch; ++i) {

@@ -49,41 +49,62 @@ double EmbeddingLoss(const Eigen::MatrixXd& target_means, const Eigen::MatrixXd&
   return loss;
 }
 
-absl::StatusOr<TrainedGenerator> TrainEmbeddingGenerator(const data::FeatureLayout& layout,
-                                                         const embed::FeatureMap& feature_map,
-                                                         const embed::EmbeddingTarget& target,
-                                                         const EmbeddingTrainerOptions& options) {
-  DPC_RETURN_IF_ERROR(ValidatePositiveInt(options.steps, "Steps"));
-  DPC_RETURN_IF_ERROR(ValidatePositiveInt(options.batch_size, "Batch size"));
-  DPC_RETURN_IF_ERROR(ValidateFinitePositive(options.learning_rate, "Learning rate"));
+absl::StatusOr<GeneratorFit> PrepareGeneratorFit(const data::FeatureLayout& layout,
+                                                 const embed::FeatureMap& feature_map,
+                                                 const embed::EmbeddingTarget& target, int steps,
+                                                 int batch_size, double learning_rate,
+                                                 double final_learning_rate_fraction,
+                                                 const GeneratorOptions& generator, uint64_t seed) {
+  DPC_RETURN_IF_ERROR(ValidatePositiveInt(steps, "Steps"));
+  DPC_RETURN_IF_ERROR(ValidatePositiveInt(batch_size, "Batch size"));
+  DPC_RETURN_IF_ERROR(ValidateFinitePositive(learning_rate, "Learning rate"));
   DPC_RETURN_IF_ERROR(
-      ValidateInUnitInterval(options.final_learning_rate_fraction, "Final learning-rate fraction"));
+      ValidateInUnitInterval(final_learning_rate_fraction, "Final learning-rate fraction"));
   if (feature_map.input_dim() != layout.total_dim() ||
       target.class_means.rows() != feature_map.output_dim() ||
       target.class_means.cols() != target.class_weights.size()) {
     return absl::InvalidArgumentError(
-        "the release does not match the feature map or schema (dimensions differ)");
+        "the release does not match the feature map or schema (dimensions differ); fetch the "
+        "artefact again or check it belongs to this schema");
   }
-  const int num_classes = static_cast<int>(target.class_weights.size());
-  GeneratorOptions generator_options = options.generator;
-  generator_options.seed = options.seed;
-  DPC_ASSIGN_OR_RETURN(TabularGenerator generator,
-                       TabularGenerator::Create(layout, num_classes, generator_options));
+  GeneratorOptions generator_options = generator;
+  generator_options.seed = seed;
+  DPC_ASSIGN_OR_RETURN(TabularGenerator built,
+                       TabularGenerator::Create(layout, static_cast<int>(target.class_weights.size()),
+                                                generator_options));
   nn::AdamOptions adam_options;
-  adam_options.learning_rate = options.learning_rate;
-  DPC_ASSIGN_OR_RETURN(nn::Adam adam, nn::Adam::Create(generator.num_parameters(), adam_options));
+  adam_options.learning_rate = learning_rate;
+  DPC_ASSIGN_OR_RETURN(nn::Adam adam, nn::Adam::Create(built.num_parameters(), adam_options));
+  Eigen::VectorXi labels = StratifiedLabels(target.class_weights, batch_size);
+  return GeneratorFit{std::move(built), std::move(adam), std::move(labels)};
+}
 
+double ScheduledLearningRate(double learning_rate, double final_fraction, int step, int steps) {
+  const double progress = static_cast<double>(step - 1) / steps;
+  return learning_rate * (1.0 - (1.0 - final_fraction) * progress);
+}
+
+absl::StatusOr<TrainedGenerator> TrainEmbeddingGenerator(const data::FeatureLayout& layout,
+                                                         const embed::FeatureMap& feature_map,
+                                                         const embed::EmbeddingTarget& target,
+                                                         const EmbeddingTrainerOptions& options) {
+  DPC_ASSIGN_OR_RETURN(GeneratorFit fit,
+                       PrepareGeneratorFit(layout, feature_map, target, options.steps,
+                                           options.batch_size, options.learning_rate,
+                                           options.final_learning_rate_fraction,
+                                           options.generator, options.seed));
+  TabularGenerator& generator = fit.generator;
+  nn::Adam& adam = fit.adam;
+  const Eigen::VectorXi& labels = fit.labels;
   PublicRng rng(options.seed ^ 0x5DEECE66DULL);
-  const Eigen::VectorXi labels = StratifiedLabels(target.class_weights, options.batch_size);
   Eigen::MatrixXd z(labels.size(), generator.noise_dim());
   Eigen::MatrixXd features, grad_features, grad_encoded;
   Eigen::VectorXd grad_params(generator.num_parameters());
   GeneratorWorkspace workspace;
   double loss = 0.0;
   for (int step = 1; step <= options.steps; ++step) {
-    const double progress = static_cast<double>(step - 1) / options.steps;
-    DPC_RETURN_IF_ERROR(adam.SetLearningRate(
-        options.learning_rate * (1.0 - (1.0 - options.final_learning_rate_fraction) * progress)));
+    DPC_RETURN_IF_ERROR(adam.SetLearningRate(ScheduledLearningRate(
+        options.learning_rate, options.final_learning_rate_fraction, step, options.steps)));
     rng.FillNormal(z);
     const Eigen::MatrixXd& encoded = generator.Forward(z, labels, &workspace);
     feature_map.Features(encoded, &features);
@@ -101,7 +122,7 @@ absl::StatusOr<TrainedGenerator> TrainEmbeddingGenerator(const data::FeatureLayo
       options.progress(step, loss);
     }
   }
-  return TrainedGenerator{std::move(generator), target.class_weights, loss, options.steps};
+  return TrainedGenerator{std::move(fit.generator), target.class_weights, loss, options.steps};
 }
 
 }  // namespace dpcurator::train

@@ -9,6 +9,7 @@
 #include "core/data/encoder.h"
 #include "core/embed/feature_map.h"
 #include "core/embed/labelled_embedding.h"
+#include "core/nn/adam.h"
 #include "core/train/tabular_generator.h"
 
 namespace dpcurator::train {
@@ -46,6 +47,25 @@ Eigen::VectorXi StratifiedLabels(const Eigen::VectorXd& class_weights, int batch
 // class as StratifiedLabels makes them.
 double EmbeddingLoss(const Eigen::MatrixXd& target_means, const Eigen::MatrixXd& features,
                      const Eigen::VectorXi& labels, Eigen::MatrixXd* grad_features);
+
+// What every embedding trainer (DP-MERF, PEARL) starts from: validated
+// options, a generator seeded from the public seed, its Adam optimiser and
+// the stratified batch labels.
+struct GeneratorFit {
+  TabularGenerator generator;
+  nn::Adam adam;
+  Eigen::VectorXi labels;
+};
+absl::StatusOr<GeneratorFit> PrepareGeneratorFit(const data::FeatureLayout& layout,
+                                                 const embed::FeatureMap& feature_map,
+                                                 const embed::EmbeddingTarget& target, int steps,
+                                                 int batch_size, double learning_rate,
+                                                 double final_learning_rate_fraction,
+                                                 const GeneratorOptions& generator, uint64_t seed);
+
+// The linear decay both trainers use: learning_rate at step 1, falling to
+// final_fraction * learning_rate over the run.
+double ScheduledLearningRate(double learning_rate, double final_fraction, int step, int steps);
 
 // DP-MERF (Harder et al. 2021, Alg. 1 step 3): fits a class-conditional
 // generator so that its mean embedding under `feature_map` matches the

@@ -93,29 +93,18 @@ double PearlLoss(const Eigen::MatrixXd& target_means, const Eigen::MatrixXd& fea
 absl::StatusOr<TrainedPearlGenerator> TrainPearlGenerator(
     const data::FeatureLayout& layout, const embed::CharacteristicFunctionMap& feature_map,
     const embed::EmbeddingTarget& target, const PearlTrainerOptions& options) {
-  DPC_RETURN_IF_ERROR(ValidatePositiveInt(options.steps, "Steps"));
-  DPC_RETURN_IF_ERROR(ValidatePositiveInt(options.batch_size, "Batch size"));
-  DPC_RETURN_IF_ERROR(ValidateFinitePositive(options.learning_rate, "Learning rate"));
-  DPC_RETURN_IF_ERROR(
-      ValidateInUnitInterval(options.final_learning_rate_fraction, "Final learning-rate fraction"));
   DPC_RETURN_IF_ERROR(
       ValidateFinitePositive(options.critic_learning_rate, "Critic learning rate"));
   DPC_RETURN_IF_ERROR(ValidatePositiveInt(options.generator_steps_per_critic_step,
                                           "Generator steps per critic step"));
-  if (feature_map.input_dim() != layout.total_dim() ||
-      target.class_means.rows() != feature_map.output_dim() ||
-      target.class_means.cols() != target.class_weights.size()) {
-    return absl::InvalidArgumentError(
-        "the release does not match the feature map or schema (dimensions differ)");
-  }
-  const int num_classes = static_cast<int>(target.class_weights.size());
-  GeneratorOptions generator_options = options.generator;
-  generator_options.seed = options.seed;
-  DPC_ASSIGN_OR_RETURN(TabularGenerator generator,
-                       TabularGenerator::Create(layout, num_classes, generator_options));
-  nn::AdamOptions adam_options;
-  adam_options.learning_rate = options.learning_rate;
-  DPC_ASSIGN_OR_RETURN(nn::Adam adam, nn::Adam::Create(generator.num_parameters(), adam_options));
+  DPC_ASSIGN_OR_RETURN(GeneratorFit fit,
+                       PrepareGeneratorFit(layout, feature_map, target, options.steps,
+                                           options.batch_size, options.learning_rate,
+                                           options.final_learning_rate_fraction,
+                                           options.generator, options.seed));
+  TabularGenerator& generator = fit.generator;
+  nn::Adam& adam = fit.adam;
+  const Eigen::VectorXi& labels = fit.labels;
   DPC_ASSIGN_OR_RETURN(PearlCritic critic, PearlCritic::Create(feature_map.frequencies(),
                                                                feature_map.length_scale()));
   nn::AdamOptions critic_adam_options;
@@ -125,7 +114,6 @@ absl::StatusOr<TrainedPearlGenerator> TrainPearlGenerator(
                        nn::Adam::Create(critic.precisions().size(), critic_adam_options));
 
   PublicRng rng(options.seed ^ 0x5DEECE66DULL);
-  const Eigen::VectorXi labels = StratifiedLabels(target.class_weights, options.batch_size);
   Eigen::MatrixXd z(labels.size(), generator.noise_dim());
   Eigen::MatrixXd features, grad_features, grad_encoded;
   Eigen::VectorXd per_frequency_loss;
@@ -136,9 +124,8 @@ absl::StatusOr<TrainedPearlGenerator> TrainPearlGenerator(
   int critic_steps = 0;
   for (int step = 1; step <= options.steps; ++step) {
     // Generator step: descent on L(theta) at fixed alpha (Alg. 1 line 18).
-    const double progress = static_cast<double>(step - 1) / options.steps;
-    DPC_RETURN_IF_ERROR(adam.SetLearningRate(
-        options.learning_rate * (1.0 - (1.0 - options.final_learning_rate_fraction) * progress)));
+    DPC_RETURN_IF_ERROR(adam.SetLearningRate(ScheduledLearningRate(
+        options.learning_rate, options.final_learning_rate_fraction, step, options.steps)));
     rng.FillNormal(z);
     const Eigen::MatrixXd& encoded = generator.Forward(z, labels, &workspace);
     feature_map.Features(encoded, &features);
@@ -177,7 +164,7 @@ absl::StatusOr<TrainedPearlGenerator> TrainPearlGenerator(
     }
   }
   TrainedPearlGenerator result{
-      TrainedGenerator{std::move(generator), target.class_weights, loss, options.steps},
+      TrainedGenerator{std::move(fit.generator), target.class_weights, loss, options.steps},
       critic.precisions(), critic.weights(), critic_steps};
   return result;
 }

@@ -148,10 +148,13 @@ TEST_F(SessionTest, ReplaceOneUsesSamplingWithoutReplacement) {
   ASSERT_TRUE(CreateDataset(20.0, 1e-5, v1::REPLACE_ONE, &dataset).ok());
   ASSERT_TRUE(UploadDemoRows(dataset.id(), 400, 14).ok());
   v1::Session session;
-  ASSERT_TRUE(Open(OpenRequest(dataset.id(), 5, 0.05, 2.0), &session).ok());
+  // q n = 20.52: the batch is floor(q n) = 20 rows and the ledger is charged
+  // for the rate actually used, 20/400 = 0.05 (not 0.0513, and never 21 rows).
+  ASSERT_TRUE(Open(OpenRequest(dataset.id(), 5, 0.0513, 2.0), &session).ok());
+  EXPECT_DOUBLE_EQ(session.params().sampling_rate(), 0.05);
   v1::SessionStepResponse step;
   ASSERT_TRUE(RunStep(session.id(), 0, &step).ok());
-  EXPECT_EQ(step.batch().public_n(), 20);                 // q n rows, public
+  EXPECT_EQ(step.batch().public_n(), 20);                    // m rows, public
   EXPECT_NEAR(step.batch().sensitivity(), 2.0 / 20, 1e-15);  // means with public m
   auto wor_step = privacy::PrivacyEvent::SampledWithoutReplacementGaussian(0.05, 2.0);
   auto reserved = privacy::PrivacyEvent::SelfCompose(*wor_step, 5);
