@@ -26,6 +26,9 @@ using privacy::PrivacyEvent;
 std::vector<OptionSpec> MechanismOptions() {
   return {
       {"mechanism", "gaussian", "gaussian | laplace | randomized-response"},
+      {"noise", "discrete",
+       "plain Gaussians: discrete (grid noise, what the server's releases draw; RDP "
+       "conversion only) | continuous (also the exact analytic Gaussian bound)"},
       {"noise-multiplier", "", "Gaussian: noise std / L2 sensitivity; Laplace: scale / L1 sensitivity"},
       {"sampling-rate", "", "per-step sampling rate q in [0,1] (Gaussian; omit for no subsampling)"},
       {"steps", "1", "number of repetitions T"},
@@ -47,8 +50,21 @@ absl::StatusOr<privacy::NeighbouringRelation> RelationArg(const ParsedArgs& args
   return *relation;
 }
 
-// The event described by the flags, with noise multiplier `s` (for calibrate).
-absl::StatusOr<PrivacyEvent> EventFromArgs(const ParsedArgs& args, std::optional<double> s) {
+// --noise: whether plain Gaussians are the server's discrete (grid) noise,
+// charged by the RDP conversion only, or continuous noise, which also has the
+// exact analytic bound (docs/privacy.md 3.2, 4.2).
+absl::StatusOr<bool> DiscreteNoiseArg(const ParsedArgs& args) {
+  const std::string noise = args.Get("noise");
+  if (noise == "discrete") return true;
+  if (noise == "continuous") return false;
+  return absl::InvalidArgumentError(
+      absl::StrCat("--noise must be discrete or continuous, got '", noise, "'"));
+}
+
+// The event described by the flags, with noise multiplier `s` (for calibrate);
+// plain Gaussians are DiscreteGaussian events when `discrete`.
+absl::StatusOr<PrivacyEvent> EventFromArgs(const ParsedArgs& args, std::optional<double> s,
+                                           bool discrete) {
   DPC_ASSIGN_OR_RETURN(auto relation, RelationArg(args));
   DPC_ASSIGN_OR_RETURN(int64_t steps, args.GetInt("steps"));
   DPC_ASSIGN_OR_RETURN(int64_t count, args.GetInt("count"));
@@ -75,6 +91,8 @@ absl::StatusOr<PrivacyEvent> EventFromArgs(const ParsedArgs& args, std::optional
         DPC_ASSIGN_OR_RETURN(step_event,
                              PrivacyEvent::SampledWithoutReplacementGaussian(q, noise));
       }
+    } else if (discrete) {
+      DPC_ASSIGN_OR_RETURN(step_event, PrivacyEvent::DiscreteGaussian(noise));
     } else {
       DPC_ASSIGN_OR_RETURN(step_event, PrivacyEvent::Gaussian(noise));
     }
@@ -105,27 +123,49 @@ absl::StatusOr<PrivacyEvent> EventFromArgs(const ParsedArgs& args, std::optional
   return event;
 }
 
-nlohmann::json ReportJson(const privacy::EpsilonReport& report) {
+// For --noise discrete: the exact analytic bound the same multipliers would
+// have with continuous noise. Shown for comparison only, never charged: it is
+// not proven for the discrete noise the server draws (docs/privacy.md 4.2).
+std::optional<double> ContinuousExactEpsilon(const ParsedArgs& args, std::optional<double> s,
+                                             double delta) {
+  auto twin = EventFromArgs(args, s, /*discrete=*/false);
+  if (!twin.ok()) return std::nullopt;
+  auto report = privacy::ComputeEpsilonReport(*twin, delta);
+  if (!report.ok()) return std::nullopt;
+  return report->epsilon_exact;
+}
+
+nlohmann::json ReportJson(const privacy::EpsilonReport& report,
+                          const std::optional<double>& continuous_exact) {
   nlohmann::json out;
   out["epsilon"] = report.epsilon;
   out["epsilon_rdp"] = report.epsilon_rdp;
   if (report.epsilon_exact.has_value()) out["epsilon_exact"] = *report.epsilon_exact;
+  if (continuous_exact.has_value()) out["epsilon_exact_if_continuous"] = *continuous_exact;
   out["optimal_order"] = report.optimal_order;
   out["order_at_grid_edge"] = report.order_at_grid_edge;
   return out;
 }
 
 void PrintReport(const PrivacyEvent& event, double delta, const privacy::EpsilonReport& report,
-                 std::optional<double> noise_multiplier) {
+                 std::optional<double> noise_multiplier,
+                 const std::optional<double>& continuous_exact) {
   std::printf("event            %s\n", privacy::Describe(event).c_str());
   if (noise_multiplier.has_value()) std::printf("noise multiplier %.6f\n", *noise_multiplier);
   std::printf("delta            %g\n", delta);
-  std::printf("epsilon          %.6f   (the bound the ledger uses: the smaller valid one)\n",
+  std::printf("epsilon          %.6f   (what the ledger charges: the smallest valid bound)\n",
               report.epsilon);
   std::printf("  RDP conversion %.6f   at order %g\n", report.epsilon_rdp, report.optimal_order);
   if (report.epsilon_exact.has_value()) {
-    std::printf("  exact Gaussian %.6f   (analytic Gaussian, Balle & Wang 2018)\n",
+    std::printf("  exact Gaussian %.6f   (analytic Gaussian, Balle & Wang 2018; continuous "
+                "noise only)\n",
                 *report.epsilon_exact);
+  }
+  if (continuous_exact.has_value()) {
+    std::printf("  if continuous  %.6f   (analytic Gaussian for continuous noise: not a bound "
+                "for\n                            the discrete noise the server draws; not "
+                "charged)\n",
+                *continuous_exact);
   }
   if (report.order_at_grid_edge) {
     std::printf("warning: the optimal order is at the edge of the order grid; the bound is "
@@ -134,20 +174,24 @@ void PrintReport(const PrivacyEvent& event, double delta, const privacy::Epsilon
 }
 
 int RunEpsilon(const ParsedArgs& args) {
-  auto event = EventFromArgs(args, std::nullopt);
+  auto discrete = DiscreteNoiseArg(args);
+  if (!discrete.ok()) return ReportError(discrete.status());
+  auto event = EventFromArgs(args, std::nullopt, *discrete);
   if (!event.ok()) return ReportError(event.status());
   auto delta = args.GetDouble("delta");
   if (!delta.ok()) return ReportError(delta.status());
   auto report = privacy::ComputeEpsilonReport(*event, *delta);
   if (!report.ok()) return ReportError(report.status());
+  std::optional<double> continuous_exact;
+  if (*discrete) continuous_exact = ContinuousExactEpsilon(args, std::nullopt, *delta);
   if (args.Flag("json")) {
-    nlohmann::json out = ReportJson(*report);
+    nlohmann::json out = ReportJson(*report, continuous_exact);
     out["delta"] = *delta;
     out["event"] = privacy::Describe(*event);
     if (args.Has("noise-multiplier")) out["noise_multiplier"] = *args.GetDouble("noise-multiplier");
     std::printf("%s\n", out.dump(2).c_str());
   } else {
-    PrintReport(*event, *delta, *report, std::nullopt);
+    PrintReport(*event, *delta, *report, std::nullopt, continuous_exact);
   }
   return 0;
 }
@@ -159,6 +203,8 @@ int RunCalibrate(const ParsedArgs& args) {
   if (!delta.ok()) return ReportError(delta.status());
   auto relation = RelationArg(args);
   if (!relation.ok()) return ReportError(relation.status());
+  auto discrete = DiscreteNoiseArg(args);
+  if (!discrete.ok()) return ReportError(discrete.status());
   auto steps = args.GetInt("steps");
   auto count = args.GetInt("count");
   if (!steps.ok() || !count.ok()) return ReportError(absl::InvalidArgumentError("bad --steps/--count"));
@@ -209,42 +255,63 @@ int RunCalibrate(const ParsedArgs& args) {
         "--solve must be noise-multiplier, steps or sampling-rate"));
   }
   absl::StatusOr<double> noise_multiplier;
+  // For --noise discrete, the continuous calibration too, for comparison.
+  std::optional<double> continuous_multiplier;
   if (args.Has("sampling-rate")) {
     auto q = args.GetDouble("sampling-rate");
     if (!q.ok()) return ReportError(q.status());
     if (*count != 1) {
       return ReportError(absl::InvalidArgumentError("--count applies to plain Gaussians only"));
     }
+    // Subsampled Gaussians are RDP-only for either kind of noise.
     noise_multiplier = privacy::CalibrateSampledGaussianNoiseMultiplier(
         *relation == privacy::NeighbouringRelation::kAddRemove
             ? privacy::SamplingScheme::kPoisson
             : privacy::SamplingScheme::kWithoutReplacement,
         *q, *steps, *epsilon, *delta);
+  } else if (*discrete) {
+    noise_multiplier =
+        privacy::CalibrateDiscreteGaussianNoiseMultiplier(*steps * *count, *epsilon, *delta);
+    auto continuous =
+        privacy::CalibrateGaussianNoiseMultiplier(*steps * *count, *epsilon, *delta);
+    if (continuous.ok()) continuous_multiplier = *continuous;
   } else {
     noise_multiplier =
         privacy::CalibrateGaussianNoiseMultiplier(*steps * *count, *epsilon, *delta);
   }
   if (!noise_multiplier.ok()) return ReportError(noise_multiplier.status());
-  auto event = EventFromArgs(args, *noise_multiplier);
+  auto event = EventFromArgs(args, *noise_multiplier, *discrete);
   if (!event.ok()) return ReportError(event.status());
   auto report = privacy::ComputeEpsilonReport(*event, *delta);
   if (!report.ok()) return ReportError(report.status());
+  std::optional<double> continuous_exact;
+  if (*discrete) continuous_exact = ContinuousExactEpsilon(args, *noise_multiplier, *delta);
   if (args.Flag("json")) {
-    nlohmann::json out = ReportJson(*report);
+    nlohmann::json out = ReportJson(*report, continuous_exact);
     out["noise_multiplier"] = *noise_multiplier;
+    if (continuous_multiplier.has_value()) {
+      out["noise_multiplier_if_continuous"] = *continuous_multiplier;
+    }
     out["target_epsilon"] = *epsilon;
     out["delta"] = *delta;
     out["event"] = privacy::Describe(*event);
     std::printf("%s\n", out.dump(2).c_str());
   } else {
     std::printf("target epsilon   %g (calibration never overshoots)\n", *epsilon);
-    PrintReport(*event, *delta, *report, *noise_multiplier);
+    PrintReport(*event, *delta, *report, *noise_multiplier, continuous_exact);
+    if (continuous_multiplier.has_value()) {
+      std::printf("continuous noise would need s = %.6f (analytic Gaussian); the server draws\n"
+                  "discrete noise and calibrates as above\n",
+                  *continuous_multiplier);
+    }
   }
   return 0;
 }
 
 int RunDelta(const ParsedArgs& args) {
-  auto event = EventFromArgs(args, std::nullopt);
+  auto discrete = DiscreteNoiseArg(args);
+  if (!discrete.ok()) return ReportError(discrete.status());
+  auto event = EventFromArgs(args, std::nullopt, *discrete);
   if (!event.ok()) return ReportError(event.status());
   auto epsilon = args.GetDouble("epsilon");
   if (!epsilon.ok()) return ReportError(epsilon.status());
@@ -253,6 +320,7 @@ int RunDelta(const ParsedArgs& args) {
   auto delta = privacy::RdpToDelta(privacy::DefaultRdpOrders(), *rdp, *epsilon);
   if (!delta.ok()) return ReportError(delta.status());
   std::optional<double> exact;
+  // Continuous plain Gaussians only (IsPlainGaussian is false for discrete).
   if (auto inverse_variance = privacy::PlainGaussianInverseVarianceSum(*event)) {
     auto d = privacy::AnalyticGaussianDelta(*epsilon, std::sqrt(*inverse_variance));
     if (d.ok()) exact = *d;
@@ -287,9 +355,14 @@ std::vector<Command> PrivacyCommands() {
     c.summary = "epsilon of a mechanism at a delta (offline accountant)";
     c.description =
         "Composes the mechanism's RDP curve on the ledger's order grid and converts it to\n"
-        "(epsilon, delta): the improved RDP conversion, and for plain Gaussians also the exact\n"
-        "analytic Gaussian; 'epsilon' is the smaller, the value the ledger charges.\n\n"
+        "(epsilon, delta) by the improved RDP conversion; 'epsilon' is what the ledger charges.\n"
+        "The server's releases draw discrete (grid) Gaussian noise and are charged by the RDP\n"
+        "conversion only: that is --noise discrete, the default. --noise continuous is a\n"
+        "continuous Gaussian, which also has the exact analytic bound (Balle & Wang 2018) and\n"
+        "gets the smaller of the two; with discrete noise that bound is shown for comparison\n"
+        "only ('if continuous'), never charged.\n\n"
         "  dpcurator privacy epsilon --noise-multiplier 1 --delta 1e-5\n"
+        "  dpcurator privacy epsilon --noise-multiplier 1 --delta 1e-5 --noise continuous\n"
         "  dpcurator privacy epsilon --noise-multiplier 1.1 --sampling-rate 0.01 --steps 10000 "
         "--delta 1e-5";
     c.options = MechanismOptions();
@@ -303,7 +376,10 @@ std::vector<Command> PrivacyCommands() {
     c.summary = "smallest noise multiplier for a target (epsilon, delta)";
     c.description =
         "Finds the noise multiplier conservatively: the returned value always gives epsilon\n"
-        "<= target under the ledger's accountant.\n\n"
+        "<= target under the ledger's accountant. By default (--noise discrete) plain Gaussians\n"
+        "are calibrated as the server calibrates its releases: discrete noise, RDP conversion\n"
+        "only (s = 4.0454 at epsilon 1, delta 1e-5); the continuous analytic value (3.7306) is\n"
+        "printed for comparison. --noise continuous calibrates a continuous Gaussian.\n\n"
         "  dpcurator privacy calibrate --epsilon 1 --delta 1e-5\n"
         "  dpcurator privacy calibrate --solve steps --epsilon 3 --delta 1e-5 "
         "--noise-multiplier 1.1 --sampling-rate 0.01";

@@ -219,6 +219,10 @@ std::string EncodeEvent(const privacy::PrivacyEvent& event) {
         using T = std::decay_t<decltype(e)>;
         if constexpr (std::is_same_v<T, GaussianEvent>) {
           return absl::StrCat("gaussian(", Num(e.noise_multiplier), ")");
+        } else if constexpr (std::is_same_v<T, DiscreteGaussianEvent>) {
+          // Its own name: "gaussian(s)" rows written before the server drew
+          // discrete noise keep their continuous meaning (and exact path).
+          return absl::StrCat("discrete_gaussian(", Num(e.noise_multiplier), ")");
         } else if constexpr (std::is_same_v<T, PoissonSampledGaussianEvent>) {
           return absl::StrCat("poisson(", Num(e.sampling_rate), ",", Num(e.noise_multiplier), ")");
         } else if constexpr (std::is_same_v<T, SampledWithoutReplacementGaussianEvent>) {
@@ -251,6 +255,10 @@ absl::StatusOr<privacy::PrivacyEvent> DecodeEvent(absl::string_view text) {
   if (name == "gaussian") {
     DPC_ASSIGN_OR_RETURN(auto v, ParseNumbers(args, 1));
     return PrivacyEvent::Gaussian(v[0]);
+  }
+  if (name == "discrete_gaussian") {
+    DPC_ASSIGN_OR_RETURN(auto v, ParseNumbers(args, 1));
+    return PrivacyEvent::DiscreteGaussian(v[0]);
   }
   if (name == "poisson") {
     DPC_ASSIGN_OR_RETURN(auto v, ParseNumbers(args, 2));

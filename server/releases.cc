@@ -199,6 +199,13 @@ absl::StatusOr<ReleasePlan> PlanRelease(const v1::ReleaseRequest& request,
         return absl::InvalidArgumentError(
             "give either a declared length_scale or private_length_scale, not both");
       }
+      // NaN would pass as "< 0" (same as length_scale) and inf would fail
+      // only in the engine, after the ledger charged: refuse both here.
+      if (!std::isfinite(params->numeric_length_scale())) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "numeric_length_scale must be finite (> 0 declared, 0 = schema default, < 0 = the "
+            "same as length_scale), got ", params->numeric_length_scale()));
+      }
       break;
     }
     default:
@@ -219,7 +226,7 @@ absl::StatusOr<ReleasePlan> PlanRelease(const v1::ReleaseRequest& request,
     case v1::ReleaseRequest::kEpsilon: {
       DPC_RETURN_IF_ERROR(ValidateFinitePositive(request.epsilon(), "Epsilon"));
       DPC_ASSIGN_OR_RETURN(plan.noise_multiplier,
-                           privacy::CalibrateGaussianNoiseMultiplier(
+                           privacy::CalibrateDiscreteGaussianNoiseMultiplier(
                                gaussians, request.epsilon(), dataset.budget().delta()));
       break;
     }
@@ -233,9 +240,11 @@ absl::StatusOr<ReleasePlan> PlanRelease(const v1::ReleaseRequest& request,
   }
   // One Gaussian mechanism on the whole [embedding ; counts] vector
   // (docs/privacy.md 2.2): a single event of RDP alpha / (2 s^2); with a
-  // private length-scale, two such events composed.
+  // private length-scale, two such events composed. The noise is the grid's
+  // discrete Gaussian (docs/privacy.md 4.2), so the event is the discrete
+  // kind: RDP conversion only, and the calibration above judges that kind.
   DPC_ASSIGN_OR_RETURN(privacy::PrivacyEvent gaussian,
-                       privacy::PrivacyEvent::Gaussian(plan.noise_multiplier));
+                       privacy::PrivacyEvent::DiscreteGaussian(plan.noise_multiplier));
   if (gaussians == 1) {
     plan.event = gaussian;
   } else {

@@ -5,6 +5,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "core/privacy/discrete_noise.h"
 #include "core/util/status_macros.h"
 #include "core/util/validation.h"
 
@@ -108,11 +109,21 @@ absl::StatusOr<NoisyLabelledEmbedding> ReleaseLabelledEmbedding(
     release.class_totals = accumulator.counts() / static_cast<double>(public_n);
     release.public_n = public_n;
   }
-  for (Eigen::Index j = 0; j < release.class_values.cols(); ++j)
-    for (Eigen::Index i = 0; i < release.class_values.rows(); ++i)
-      release.class_values(i, j) += noise->Gaussian(release.noise_stddev);
-  for (Eigen::Index c = 0; c < release.class_totals.size(); ++c)
-    release.class_totals(c) += noise->Gaussian(release.noise_stddev);
+  // One Gaussian mechanism on the joint vector [values ; totals], snapped to
+  // a power-of-two grid with discrete Gaussian noise (docs/privacy.md 4.2):
+  // the noise is inflated for the rounding distance, the charged multiplier
+  // s is unchanged.
+  const Eigen::Index num_values = release.class_values.size();
+  const Eigen::Index num_totals = release.class_totals.size();
+  Eigen::VectorXd joint(num_values + num_totals);
+  joint << Eigen::Map<const Eigen::VectorXd>(release.class_values.data(), num_values),
+      release.class_totals;
+  DPC_ASSIGN_OR_RETURN(const privacy::GridNoise grid_noise,
+                       privacy::AddGridGaussianNoise(joint, noise_multiplier, sensitivity, noise));
+  Eigen::Map<Eigen::VectorXd>(release.class_values.data(), num_values) = joint.head(num_values);
+  release.class_totals = joint.tail(num_totals);
+  release.noise_grid = grid_noise.grid;
+  release.applied_noise_stddev = grid_noise.scale();
   return release;
 }
 

@@ -55,10 +55,17 @@ struct NoisyLabelledEmbedding {
   double noise_multiplier = 0.0;
   double noise_stddev = 0.0;  // = noise_multiplier * sensitivity
   int64_t public_n = 0;       // REPLACE_ONE only
+  // Every released entry is a multiple of this power of two, and the noise
+  // is discrete Gaussian with scale applied_noise_stddev >= noise_stddev,
+  // inflated for the rounding distance (docs/privacy.md 4.2). A
+  // ZeroNoiseSource (tests) leaves the exact, unsnapped statistic.
+  double noise_grid = 0.0;
+  double applied_noise_stddev = 0.0;
 };
 
 // The Gaussian mechanism on the whole vector at once: one accounting event
-// with RDP alpha / (2 s^2) (PRIVACY.md, "Gaussian mechanism").
+// with RDP alpha / (2 s^2) (PRIVACY.md, "Gaussian mechanism"), drawn as
+// grid-snapped discrete Gaussian noise (privacy::AddGridGaussianNoise).
 absl::StatusOr<NoisyLabelledEmbedding> ReleaseLabelledEmbedding(
     const LabelledEmbeddingAccumulator& accumulator, privacy::NeighbouringRelation relation,
     double noise_multiplier, int64_t public_n, privacy::NoiseSource* noise);

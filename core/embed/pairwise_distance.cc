@@ -6,6 +6,7 @@
 #include <numeric>
 
 #include "absl/strings/str_cat.h"
+#include "core/privacy/discrete_noise.h"
 #include "core/util/status_macros.h"
 #include "core/util/validation.h"
 
@@ -279,8 +280,13 @@ absl::StatusOr<NoisyDistanceStatistic> ReleaseMeanDistance(
     release.values.resize(1);
     release.values << statistic.distance_sum / pairs;
   }
-  for (Eigen::Index i = 0; i < release.values.size(); ++i)
-    release.values(i) += noise->Gaussian(release.noise_stddev);
+  // Grid-snapped discrete Gaussian noise (docs/privacy.md 4.2): same
+  // multiplier s, noise inflated for the rounding distance.
+  DPC_ASSIGN_OR_RETURN(const privacy::GridNoise grid_noise,
+                       privacy::AddGridGaussianNoise(release.values, noise_multiplier,
+                                                     sensitivity, noise));
+  release.noise_grid = grid_noise.grid;
+  release.applied_noise_stddev = grid_noise.scale();
   return release;
 }
 

@@ -120,6 +120,10 @@ struct NoisyDistanceStatistic {
   double noise_multiplier = 0.0;
   double noise_stddev = 0.0;  // = noise_multiplier * sensitivity
   int64_t public_n = 0;       // n, n_min, or 0 (as passed)
+  // Grid and discrete Gaussian scale actually used (>= noise_stddev,
+  // inflated for the rounding distance; docs/privacy.md 4.2).
+  double noise_grid = 0.0;
+  double applied_noise_stddev = 0.0;
 };
 
 // The Gaussian mechanism on the released vector: one accounting event with

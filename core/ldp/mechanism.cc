@@ -7,7 +7,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "core/privacy/analytic_gaussian.h"
+#include "core/privacy/calibration.h"
 #include "core/util/status_macros.h"
 #include "core/util/validation.h"
 
@@ -94,28 +94,48 @@ absl::StatusOr<LdpMechanism> LdpMechanism::Builder::Build() const {
   // Sensitivity = diameter of the ball (PRIVACY.md "Local DP"; pitfall 1).
   const double sensitivity = 2.0 * radius_;
   double noise_scale = 0.0;
+  privacy::GridNoise grid_noise;
   switch (*kind_) {
-    case LdpKind::kLaplaceL1:
+    case LdpKind::kLaplaceL1: {
       if (delta_ != 0.0) {
         return absl::InvalidArgumentError(absl::StrCat(
             "Delta must be unset for laplace-l1 (pure eps-LDP), got ", delta_));
       }
       // Laplace mechanism: b = Delta_1 / eps (Sec. 1.1, Sec. 2 "Calibration").
       noise_scale = sensitivity / epsilon_;
+      // Discrete Laplace at integer scale t on the grid g is pure
+      // (Delta_int / t)-DP; with b' = (2R + d g) / eps that is eps
+      // (docs/privacy.md 4.2).
+      DPC_ASSIGN_OR_RETURN(grid_noise,
+                           privacy::GridLaplaceNoise(epsilon_, sensitivity, dimension_));
       break;
+    }
     case LdpKind::kGaussianL2: {
       DPC_RETURN_IF_ERROR(ValidateInOpenUnitInterval(delta_, "Delta"));
-      // Analytic Gaussian mechanism (Balle & Wang 2018, Thm. 8) with the l2
-      // sensitivity 2R; tighter than, and a valid replacement for, eq. (5).
+      // The noise is a discrete Gaussian, whose proven guarantee is its RDP
+      // curve alpha Delta^2 / (2 sigma^2) (CKS20 Thm. 4; docs/privacy.md
+      // 4.2), so sigma comes from the RDP conversion (CKS20 Prop. 12) at the
+      // l2 sensitivity 2R, not from the analytic Gaussian mechanism (Balle &
+      // Wang 2018), which is proven for continuous noise only. Still tighter
+      // than the paper's eq. (5) at the eps we use.
       DPC_ASSIGN_OR_RETURN(noise_scale,
-                           privacy::AnalyticGaussianSigma(epsilon_, delta_, sensitivity));
+                           privacy::RdpGaussianSigma(epsilon_, delta_, sensitivity));
+      // The grid is fixed by the nominal sigma; the snapped report has l2
+      // sensitivity at most 2R + sqrt(d) g, so sigma is recomputed there.
+      DPC_ASSIGN_OR_RETURN(const int exponent, privacy::GridExponentFor(noise_scale));
+      const double inflated_sensitivity =
+          sensitivity + std::sqrt(static_cast<double>(dimension_)) * std::ldexp(1.0, exponent);
+      DPC_ASSIGN_OR_RETURN(const double inflated_sigma,
+                           privacy::RdpGaussianSigma(epsilon_, delta_, inflated_sensitivity));
+      DPC_ASSIGN_OR_RETURN(grid_noise, privacy::MakeGridNoise(privacy::GridNoiseKind::kGaussian,
+                                                              exponent, inflated_sigma));
       break;
     }
   }
   if (!std::isfinite(noise_scale) || noise_scale <= 0) {
     return absl::InternalError(absl::StrCat("derived noise scale is invalid: ", noise_scale));
   }
-  return LdpMechanism(*kind_, dimension_, radius_, epsilon_, delta_, noise_scale);
+  return LdpMechanism(*kind_, dimension_, radius_, epsilon_, delta_, noise_scale, grid_noise);
 }
 
 double LdpMechanism::noise_stddev() const {
@@ -143,12 +163,10 @@ absl::StatusOr<Eigen::VectorXd> LdpMechanism::Privatize(const Eigen::VectorXd& r
   if (!record.allFinite()) {
     return absl::InvalidArgumentError("record has a non-finite entry");
   }
-  // Y = Proj_R(x) + N, N i.i.d. per coordinate (Sec. 2.1, Sec. 4.1).
+  // Y = Proj_R(x) + N, N i.i.d. per coordinate (Sec. 2.1, Sec. 4.1), with
+  // Proj_R(x) snapped to the grid and N an exact multiple of it.
   Eigen::VectorXd y = Project(record);
-  for (Eigen::Index i = 0; i < y.size(); ++i) {
-    y(i) += kind_ == LdpKind::kLaplaceL1 ? noise->Laplace(noise_scale_)
-                                         : noise->Gaussian(noise_scale_);
-  }
+  DPC_RETURN_IF_ERROR(privacy::AddGridNoise(grid_noise_, y, noise));
   return y;
 }
 

@@ -19,6 +19,7 @@
 #include "Eigen/Core"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "core/privacy/discrete_noise.h"
 #include "core/privacy/noise_source.h"
 
 namespace dpcurator::ldp {
@@ -29,10 +30,11 @@ enum class LdpKind {
   // trainer uses the l1 cost ||x - y||_1 (p = 1) and lambda = b (Cor. 1 read
   // as W_{1, Delta/eps}; pitfall 2).
   kLaplaceL1,
-  // (eps, delta)-LDP: projection onto the l2 ball, N(0, sigma^2) per
-  // coordinate with sigma = AnalyticGaussianSigma(eps, delta, 2R) (Balle &
-  // Wang 2018, Thm. 8, in place of the paper's looser eq. (5)). The trainer
-  // uses the squared l2 cost (p = 2) and lambda = 2 sigma^2 (Cor. 2).
+  // (eps, delta)-LDP: projection onto the l2 ball, discrete Gaussian noise of
+  // scale sigma per coordinate with sigma = RdpGaussianSigma(eps, delta, 2R)
+  // (the RDP route, which is what is proven for discrete noise; the paper
+  // uses eq. (5)). The trainer uses the squared l2 cost (p = 2) and
+  // lambda = 2 sigma^2 (Cor. 2).
   kGaussianL2,
 };
 
@@ -73,7 +75,13 @@ class LdpMechanism {
 
     // Validates the parameters and derives the noise scale:
     //   Laplace:  b = 2R / eps                       (Sec. 1.1, Delta_1 = 2R)
-    //   Gaussian: sigma = AnalyticGaussianSigma(eps, delta, 2R)
+    //   Gaussian: sigma = RdpGaussianSigma(eps, delta, 2R)
+    // and the grid noise actually drawn (docs/privacy.md 4.2): reports are
+    // snapped to g = 2^(floor(log2 scale) - 20), which moves each of the d
+    // coordinates by at most g/2, so the noise is inflated to
+    //   Laplace:  b' = (2R + d g) / eps                        (L1)
+    //   Gaussian: sigma' = RdpGaussianSigma(eps, delta, 2R + sqrt(d) g)
+    // and rounded up to whole grid units.
     absl::StatusOr<LdpMechanism> Build() const;
 
    private:
@@ -92,8 +100,15 @@ class LdpMechanism {
   double delta() const { return delta_; }
   // The diameter of the ball, 2R (l1 for Laplace, l2 for Gaussian).
   double sensitivity() const { return 2.0 * radius_; }
-  // The per-coordinate noise parameter: Laplace scale b, or Gaussian sigma.
+  // The per-coordinate noise parameter: Laplace scale b, or Gaussian sigma,
+  // as the mechanism's formula gives it (before the grid's inflation; the
+  // trainer's regulariser uses this value, a relative 1e-4 or less from the
+  // applied one).
   double noise_scale() const { return noise_scale_; }
+  // Reports are exact multiples of this power of two.
+  double noise_grid() const { return grid_noise_.grid; }
+  // The scale of the discrete noise actually drawn (>= noise_scale()).
+  double applied_noise_scale() const { return grid_noise_.scale(); }
   // Per-coordinate standard deviation: sqrt(2) b (Var Laplace = 2 b^2), or
   // sigma.
   double noise_stddev() const;
@@ -108,9 +123,10 @@ class LdpMechanism {
   // The projection of this mechanism (l1 or l2 ball of radius R).
   Eigen::VectorXd Project(const Eigen::VectorXd& record) const;
 
-  // The device side: Project, then add i.i.d. noise per coordinate drawn
-  // from `noise` in coordinate order (Laplace(b) or N(0, sigma^2)). Fails on
-  // a record of the wrong dimension or with a non-finite entry.
+  // The device side: Project, snap to the grid, then add i.i.d. grid noise
+  // per coordinate drawn from `noise` in coordinate order (discrete Laplace
+  // or discrete Gaussian at applied_noise_scale()). Fails on a record of the
+  // wrong dimension or with a non-finite entry.
   absl::StatusOr<Eigen::VectorXd> Privatize(const Eigen::VectorXd& record,
                                             privacy::NoiseSource* noise) const;
 
@@ -120,13 +136,14 @@ class LdpMechanism {
 
  private:
   LdpMechanism(LdpKind kind, int dimension, double radius, double epsilon,
-               double delta, double noise_scale)
+               double delta, double noise_scale, const privacy::GridNoise& grid_noise)
       : kind_(kind),
         dimension_(dimension),
         radius_(radius),
         epsilon_(epsilon),
         delta_(delta),
-        noise_scale_(noise_scale) {}
+        noise_scale_(noise_scale),
+        grid_noise_(grid_noise) {}
 
   LdpKind kind_;
   int dimension_;
@@ -134,6 +151,7 @@ class LdpMechanism {
   double epsilon_;
   double delta_;
   double noise_scale_;
+  privacy::GridNoise grid_noise_;
 };
 
 }  // namespace dpcurator::ldp

@@ -3,8 +3,10 @@
 
 // The ledger's running privacy state for one dataset (PRIVACY.md
 // "Accounting"): the composed RDP curve on DefaultRdpOrders(), whether every
-// event so far is a plain Gaussian, and sum 1/s_i^2 for the exact Gaussian
-// conversion. Admission is O(grid): copy, Add, Epsilon; never O(history).
+// event so far is a plain continuous Gaussian (IsPlainGaussian: a discrete
+// Gaussian counts as "not plain", so while one is in the net history the
+// exact path is off), and sum 1/s_i^2 for the exact Gaussian conversion.
+// Admission is O(grid): copy, Add, Epsilon; never O(history).
 //
 // Exactness. Totals are kept in unsigned 128-bit fixed point (64 integer and
 // 64 fraction bits) per order; each event's value is rounded UP onto that

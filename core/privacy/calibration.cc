@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -13,6 +14,7 @@ namespace dpcurator::privacy {
 namespace {
 
 constexpr int kMaxSearchSteps = 400;
+constexpr double kInfinity = std::numeric_limits<double>::infinity();
 
 absl::Status ValidateTarget(double epsilon, double delta,
                             const CalibrationOptions& options) {
@@ -106,15 +108,15 @@ absl::StatusOr<double> EpsilonOfSteps(const PrivacyEvent& step,
   return EpsilonWith(charge, relation, delta, options);
 }
 
-}  // namespace
-
-absl::StatusOr<double> CalibrateGaussianNoiseMultiplier(
-    int64_t num_gaussians, double epsilon, double delta,
-    const CalibrationOptions& options) {
+// num_gaussians events made by `make_event` (a Gaussian factory) with
+// multiplier s, judged as the ledger would.
+absl::StatusOr<double> CalibrateRepeatedGaussian(
+    absl::StatusOr<PrivacyEvent> (*make_event)(double), int64_t num_gaussians,
+    double epsilon, double delta, const CalibrationOptions& options) {
   DPC_RETURN_IF_ERROR(ValidatePositiveInt(num_gaussians, "Number of Gaussians"));
   DPC_RETURN_IF_ERROR(ValidateTarget(epsilon, delta, options));
   Feasible feasible = [&](double s) -> absl::StatusOr<bool> {
-    DPC_ASSIGN_OR_RETURN(PrivacyEvent one, PrivacyEvent::Gaussian(s));
+    DPC_ASSIGN_OR_RETURN(PrivacyEvent one, make_event(s));
     DPC_ASSIGN_OR_RETURN(PrivacyEvent all,
                          PrivacyEvent::SelfCompose(one, num_gaussians));
     DPC_ASSIGN_OR_RETURN(EventCharge charge, EventCharge::Of(all));
@@ -123,6 +125,39 @@ absl::StatusOr<double> CalibrateGaussianNoiseMultiplier(
     return eps <= epsilon;
   };
   return SearchNoiseMultiplier(feasible, options.relative_tolerance);
+}
+
+}  // namespace
+
+absl::StatusOr<double> CalibrateGaussianNoiseMultiplier(
+    int64_t num_gaussians, double epsilon, double delta,
+    const CalibrationOptions& options) {
+  return CalibrateRepeatedGaussian(&PrivacyEvent::Gaussian, num_gaussians, epsilon,
+                                   delta, options);
+}
+
+absl::StatusOr<double> CalibrateDiscreteGaussianNoiseMultiplier(
+    int64_t num_gaussians, double epsilon, double delta,
+    const CalibrationOptions& options) {
+  return CalibrateRepeatedGaussian(&PrivacyEvent::DiscreteGaussian, num_gaussians,
+                                   epsilon, delta, options);
+}
+
+absl::StatusOr<double> RdpGaussianSigma(double epsilon, double delta,
+                                        double sensitivity) {
+  DPC_RETURN_IF_ERROR(ValidateFinitePositive(sensitivity, "Sensitivity"));
+  DPC_ASSIGN_OR_RETURN(const double s,
+                       CalibrateDiscreteGaussianNoiseMultiplier(1, epsilon, delta));
+  // RDP scales with (sensitivity / sigma)^2, so the multiplier for unit
+  // sensitivity serves every sensitivity. One step up from the rounded
+  // product makes sigma >= s * sensitivity exactly, hence
+  // fl(sigma / sensitivity) >= s (division rounds monotonically).
+  const double sigma = std::nextafter(s * sensitivity, kInfinity);
+  if (!std::isfinite(sigma)) {
+    return absl::OutOfRangeError(absl::StrCat(
+        "Gaussian sigma overflows for sensitivity ", sensitivity));
+  }
+  return sigma;
 }
 
 absl::StatusOr<double> CalibrateSampledGaussianNoiseMultiplier(

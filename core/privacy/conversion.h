@@ -1,9 +1,11 @@
 #ifndef DPCURATOR_CORE_PRIVACY_CONVERSION_H_
 #define DPCURATOR_CORE_PRIVACY_CONVERSION_H_
 
-// From RDP curves (and, for plain Gaussians, the exact analytic Gaussian) to
-// (eps, delta)-DP statements. PRIVACY.md "Accounting": the ledger reports
-// the smaller of valid bounds, never anything else.
+// From RDP curves (and, for plain continuous Gaussians, the exact analytic
+// Gaussian) to (eps, delta)-DP statements. PRIVACY.md "Accounting": the
+// ledger reports the smaller of valid bounds, never anything else. Discrete
+// (grid) Gaussian events get the RDP conversion only (events.h
+// DiscreteGaussianEvent): the exact profile is proven for continuous noise.
 
 #include <optional>
 
@@ -57,22 +59,25 @@ absl::StatusOr<RdpDelta> RdpToDelta(absl::Span<const double> orders,
 
 struct ConversionOptions {
   RdpConversion rdp_conversion = RdpConversion::kImproved;
-  // When every event is a plain Gaussian, also use the exact composition and
-  // Balle & Wang 2018 Thm. 8 (PRIVACY.md); false gives the RDP bound only.
+  // When every event is a plain continuous Gaussian (IsPlainGaussian), also
+  // use the exact composition and Balle & Wang 2018 Thm. 8 (PRIVACY.md);
+  // false gives the RDP bound only. Never applies to discrete Gaussians.
   bool use_exact_gaussian = true;
 };
 
 struct EpsilonReport {
   double epsilon;       // min of the valid bounds below
   double epsilon_rdp;   // RDP conversion on the grid
-  std::optional<double> epsilon_exact;  // only when all events are plain Gaussians
+  // Only when every event is a plain continuous Gaussian; never with a
+  // DiscreteGaussian event anywhere in the history.
+  std::optional<double> epsilon_exact;
   double optimal_order;                 // of the RDP conversion
   bool order_at_grid_edge;              // of the RDP conversion
 };
 
 // Report for a curve on DefaultRdpOrders() and, when every event was a plain
-// Gaussian, sum_i 1/s_i^2 (mu^2 of the equivalent single Gaussian; +inf
-// allowed, meaning no exact bound).
+// continuous Gaussian, sum_i 1/s_i^2 (mu^2 of the equivalent single
+// Gaussian; +inf allowed, meaning no exact bound).
 absl::StatusOr<EpsilonReport> MakeEpsilonReport(
     absl::Span<const double> rdp_on_default_grid,
     std::optional<double> plain_gaussian_inverse_variance_sum, double delta,

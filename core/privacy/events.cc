@@ -32,6 +32,11 @@ absl::StatusOr<PrivacyEvent> PrivacyEvent::Gaussian(double noise_multiplier) {
   return PrivacyEvent(GaussianEvent{noise_multiplier}, true, true);
 }
 
+absl::StatusOr<PrivacyEvent> PrivacyEvent::DiscreteGaussian(double noise_multiplier) {
+  DPC_RETURN_IF_ERROR(ValidateFinitePositive(noise_multiplier, "Noise multiplier"));
+  return PrivacyEvent(DiscreteGaussianEvent{noise_multiplier}, true, true);
+}
+
 absl::StatusOr<PrivacyEvent> PrivacyEvent::PoissonSampledGaussian(
     double sampling_rate, double noise_multiplier) {
   DPC_RETURN_IF_ERROR(ValidateInUnitInterval(sampling_rate, "Sampling rate"));
@@ -114,6 +119,7 @@ std::optional<double> PlainGaussianInverseVarianceSum(
   if (const auto* g = std::get_if<GaussianEvent>(&v)) {
     return 1.0 / (g->noise_multiplier * g->noise_multiplier);
   }
+  // DiscreteGaussianEvent falls through to nullopt on purpose (events.h).
   if (const auto* c = std::get_if<ComposedEvent>(&v)) {
     double sum = 0.0;
     for (const PrivacyEvent& e : c->events) {
@@ -140,6 +146,9 @@ namespace {
 struct Describer {
   std::string operator()(const GaussianEvent& e) const {
     return absl::StrCat("Gaussian(s=", e.noise_multiplier, ")");
+  }
+  std::string operator()(const DiscreteGaussianEvent& e) const {
+    return absl::StrCat("DiscreteGaussian(s=", e.noise_multiplier, ")");
   }
   std::string operator()(const PoissonSampledGaussianEvent& e) const {
     return absl::StrCat("PoissonSampledGaussian(q=", e.sampling_rate,

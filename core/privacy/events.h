@@ -30,8 +30,22 @@ std::string RelationName(NeighbouringRelation relation);
 
 class PrivacyEvent;
 
-// Gaussian mechanism, no subsampling. RDP alpha / (2 s^2). Both relations.
+// Gaussian mechanism with continuous noise, no subsampling. RDP
+// alpha / (2 s^2) (Mironov 2017, Prop. 7) and, besides, the exact Gaussian
+// privacy profile (Balle & Wang 2018, Thm. 8). Both relations. Kept for
+// continuous-noise mechanisms and for the ledgers written before the server
+// drew discrete noise ("gaussian(s)" rows keep this meaning).
 struct GaussianEvent {
+  double noise_multiplier;
+};
+// Discrete Gaussian noise on a grid (docs/privacy.md 4.2: integer shift of at
+// most 1/s noise standard deviations, core/privacy/discrete_noise.h), no
+// subsampling. Its RDP is exactly the continuous curve alpha / (2 s^2)
+// (Canonne, Kamath, Steinke 2020, Thm. 4 / Prop. 5, additive over
+// independent coordinates), and that curve is the only guarantee we claim:
+// the continuous Gaussian's exact (eps, delta) profile is not proven for it,
+// so such an event is never a "plain Gaussian" below. Both relations.
+struct DiscreteGaussianEvent {
   double noise_multiplier;
 };
 // Poisson subsampling at rate q, then the Gaussian mechanism. ADD_REMOVE only
@@ -71,12 +85,16 @@ struct SelfComposedEvent {
 class PrivacyEvent {
  public:
   using Variant =
-      std::variant<GaussianEvent, PoissonSampledGaussianEvent,
+      std::variant<GaussianEvent, DiscreteGaussianEvent,
+                   PoissonSampledGaussianEvent,
                    SampledWithoutReplacementGaussianEvent, LaplaceEvent,
                    RandomizedResponseEvent, ComposedEvent, SelfComposedEvent>;
 
   // noise_multiplier finite and > 0.
   static absl::StatusOr<PrivacyEvent> Gaussian(double noise_multiplier);
+  // The same for discrete (grid) Gaussian noise: every release the server
+  // draws is charged as this.
+  static absl::StatusOr<PrivacyEvent> DiscreteGaussian(double noise_multiplier);
   // sampling_rate in [0, 1]; noise_multiplier finite and > 0.
   static absl::StatusOr<PrivacyEvent> PoissonSampledGaussian(
       double sampling_rate, double noise_multiplier);
@@ -111,11 +129,13 @@ class PrivacyEvent {
 absl::Status CheckRelation(const PrivacyEvent& event,
                            NeighbouringRelation relation);
 
-// True when the event is a plain (not subsampled) Gaussian or a composition
-// of plain Gaussians only; such a composition is exactly one Gaussian with
+// True when the event is a plain (not subsampled) continuous Gaussian or a
+// composition of those only; such a composition is exactly one Gaussian with
 // mu = sqrt(sum_i 1/s_i^2) (Dong, Roth, Su 2019, Cor. 3.3; dp_accounting's
 // _effective_gaussian_noise_multiplier). Vacuously true for an empty
-// composition.
+// composition. False as soon as a DiscreteGaussian is involved: that
+// identity (and the analytic conversion built on it) is a statement about
+// the continuous Gaussian only.
 bool IsPlainGaussian(const PrivacyEvent& event);
 
 // sum_i 1/s_i^2 over the plain Gaussians of the event (a self-composition

@@ -1,9 +1,7 @@
 #include "core/privacy/noise_source.h"
 
-#include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <numbers>
 
 #include <openssl/rand.h>
 
@@ -17,25 +15,6 @@ double NoiseSource::UniformOpen() {
     bits = NextU64() >> 11;
   } while (bits == 0);
   return static_cast<double>(bits) * 0x1.0p-53;
-}
-
-double NoiseSource::Gaussian(double stddev) {
-  if (has_spare_) {
-    has_spare_ = false;
-    return spare_ * stddev;
-  }
-  const double radius = std::sqrt(-2.0 * std::log(UniformOpen()));
-  const double angle = 2.0 * std::numbers::pi * UniformOpen();
-  spare_ = radius * std::sin(angle);
-  has_spare_ = true;
-  return radius * std::cos(angle) * stddev;
-}
-
-double NoiseSource::Laplace(double scale) {
-  // Inversion: X = -b sign(u) log(1 - 2|u|) for u uniform in (-1/2, 1/2).
-  const double u = UniformOpen() - 0.5;
-  const double magnitude = -scale * std::log1p(-2.0 * std::fabs(u));
-  return u < 0 ? -magnitude : magnitude;
 }
 
 absl::StatusOr<std::unique_ptr<SecureNoiseSource>> SecureNoiseSource::Create() {

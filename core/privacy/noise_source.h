@@ -19,18 +19,16 @@ class NoiseSource {
   virtual ~NoiseSource() = default;
   // 64 uniformly random bits.
   virtual uint64_t NextU64() = 0;
-  // Uniform in (0, 1): 53 random bits, never exactly 0.
+  // Uniform in (0, 1): 53 random bits, never exactly 0. For sampling
+  // decisions (Poisson subsampling), never for noise on released values.
   double UniformOpen();
-  // N(0, stddev^2) by the Box-Muller transform over UniformOpen. (The exact
-  // grid-snapped sampler of PRIVACY.md "Noise generation" replaces this in
-  // the hardening milestone; every caller already goes through here.)
-  virtual double Gaussian(double stddev);
-  // Laplace(0, scale) by inversion.
-  virtual double Laplace(double scale);
-
- private:
-  bool has_spare_ = false;
-  double spare_ = 0.0;
+  // False only for ZeroNoiseSource: the grid-noise layer then leaves values
+  // exactly as they are (core/privacy/discrete_noise.h, AddGridNoise).
+  virtual bool adds_noise() const { return true; }
+  // Privacy noise itself is drawn only by the exact integer samplers of
+  // core/privacy/discrete_noise.h (discrete Gaussian and Laplace on a
+  // power-of-two grid), from NextU64: there are deliberately no
+  // floating-point Gaussian or Laplace samplers here (Mironov 2012).
 };
 
 // OpenSSL RAND_bytes, buffered. Fails closed: if the CSPRNG reports an error
@@ -58,12 +56,14 @@ class SeededNoiseSource final : public NoiseSource {
   PublicRng rng_;
 };
 
-// No noise at all: for tests of release logic only.
+// No noise at all: for tests of release logic only. Releases through the
+// grid-noise layer return the exact statistic (neither snapped nor noised).
+// Never pass it to the samplers of discrete_noise.h directly: its constant
+// bits can make their rejection loops run forever.
 class ZeroNoiseSource final : public NoiseSource {
  public:
   uint64_t NextU64() override { return 0x8000000000000000ULL; }
-  double Gaussian(double) override { return 0.0; }
-  double Laplace(double) override { return 0.0; }
+  bool adds_noise() const override { return false; }
 };
 
 // Fresh 64-bit value from the CSPRNG, for public seeds and identifiers.

@@ -252,6 +252,10 @@ struct RdpVisitor {
   absl::StatusOr<std::vector<double>> operator()(const GaussianEvent& e) const {
     return Map([&](double a) { return GaussianRdp(e.noise_multiplier, a); });
   }
+  // Same curve: CKS20 Thm. 4 / Prop. 5 (integer shifts; docs/privacy.md 4.2).
+  absl::StatusOr<std::vector<double>> operator()(const DiscreteGaussianEvent& e) const {
+    return Map([&](double a) { return GaussianRdp(e.noise_multiplier, a); });
+  }
   absl::StatusOr<std::vector<double>> operator()(
       const PoissonSampledGaussianEvent& e) const {
     return Map([&](double a) {

@@ -2,6 +2,7 @@
 #include <sys/wait.h>
 
 #include <array>
+#include <cmath>
 #include <cstdio>
 #include <string>
 
@@ -33,21 +34,50 @@ nlohmann::json RunJson(const std::string& arguments) {
   return nlohmann::json::parse(run.output);
 }
 
-// PRIVACY.md test vectors through the CLI (issue "spine", done-when list).
+// PRIVACY.md test vectors through the CLI (issue "spine", done-when list),
+// for a continuous Gaussian (--noise continuous).
 TEST(CliPrivacyTest, EpsilonOfOneGaussian) {
-  auto out = RunJson("privacy epsilon --noise-multiplier 1 --delta 1e-5 --json");
+  auto out = RunJson("privacy epsilon --noise-multiplier 1 --delta 1e-5 --noise continuous --json");
   EXPECT_NEAR(out["epsilon_rdp"].get<double>(), 4.72851, 1e-5);
   EXPECT_NEAR(out["epsilon_exact"].get<double>(), 4.37718, 1e-5);
   EXPECT_NEAR(out["epsilon"].get<double>(), 4.37718, 1e-5);
+  EXPECT_FALSE(out.contains("epsilon_exact_if_continuous"));
   EXPECT_TRUE(out.contains("optimal_order"));
 }
 
 TEST(CliPrivacyTest, CalibrateIsConservativeAndTight) {
-  auto out = RunJson("privacy calibrate --epsilon 1 --delta 1e-5 --json");
+  auto out = RunJson("privacy calibrate --epsilon 1 --delta 1e-5 --noise continuous --json");
   const double s = out["noise_multiplier"].get<double>();
   EXPECT_GE(s, 3.73063 - 1e-5);
   EXPECT_LE(s, 3.73063 + 1e-3);
   EXPECT_LE(out["epsilon"].get<double>(), 1.0);
+}
+
+// The default is the server's noise: a discrete Gaussian, charged by the RDP
+// conversion only (4.72851 at s = 1); the continuous exact bound is shown
+// apart, for comparison, and is not the charged epsilon.
+TEST(CliPrivacyTest, DefaultIsTheServersDiscreteNoise) {
+  auto out = RunJson("privacy epsilon --noise-multiplier 1 --delta 1e-5 --json");
+  EXPECT_NEAR(out["epsilon"].get<double>(), 4.72851, 1e-5);
+  EXPECT_EQ(out["epsilon"].get<double>(), out["epsilon_rdp"].get<double>());
+  EXPECT_FALSE(out.contains("epsilon_exact"));
+  EXPECT_NEAR(out["epsilon_exact_if_continuous"].get<double>(), 4.37718, 1e-5);
+  EXPECT_NE(out["event"].get<std::string>().find("DiscreteGaussian"), std::string::npos);
+
+  auto calibrated = RunJson("privacy calibrate --epsilon 1 --delta 1e-5 --json");
+  const double s = calibrated["noise_multiplier"].get<double>();
+  EXPECT_GE(s, 4.04538);
+  EXPECT_LE(s, 4.04540);
+  EXPECT_LE(calibrated["epsilon"].get<double>(), 1.0);
+  EXPECT_NEAR(calibrated["noise_multiplier_if_continuous"].get<double>(), 3.73063, 1e-4);
+  // The same calibration for two releases (e.g. PEARL with a private
+  // length-scale): RDP adds the curves, so sqrt(2) times the multiplier.
+  auto two = RunJson("privacy calibrate --epsilon 1 --delta 1e-5 --count 2 --json");
+  EXPECT_NEAR(two["noise_multiplier"].get<double>() / s, std::sqrt(2.0), 1e-6);
+
+  CliRun help = RunCli("privacy calibrate --help");
+  EXPECT_NE(help.output.find("--noise "), std::string::npos);  // not --noise-multiplier
+  EXPECT_NE(RunCli("privacy epsilon --noise-multiplier 1 --delta 1e-5 --noise gaussian").exit_code, 0);
 }
 
 TEST(CliPrivacyTest, SubsampledGaussianBothRelations) {
@@ -94,14 +124,14 @@ TEST(CliDemoTest, DemoRunsEndToEnd) {
   }
 }
 
-// Both one-shot kinds on one dataset: two releases at epsilon 1 compose
-// exactly (two plain Gaussians, s = 3.73063 each: mu = sqrt(2)/s).
+// Both one-shot kinds on one dataset: two releases at epsilon 1 (discrete
+// Gaussians, s = 4.04539 each) compose by adding their RDP curves: 1.45999.
 TEST(CliDemoTest, MerfAndPearlShareTheLedger) {
   auto out = RunJson("demo --rows 3000 --steps 100 --method both --json");
   ASSERT_EQ(out["results"].size(), 2u);
   EXPECT_EQ(out["results"][0]["method"], "merf");
   EXPECT_EQ(out["results"][1]["method"], "pearl");
-  EXPECT_NEAR(out["epsilon_spent"].get<double>(), 1.46517, 1e-4);
+  EXPECT_NEAR(out["epsilon_spent"].get<double>(), 1.45999, 1e-4);
   for (const auto& result : out["results"]) {
     EXPECT_NEAR(result["epsilon_release"].get<double>(), 1.0, 1e-6);
     EXPECT_GT(result["average_tstr_roc_auc"].get<double>(), 0.5);

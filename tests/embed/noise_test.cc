@@ -1,11 +1,15 @@
-// Distribution tests of the privacy noise (PRIVACY.md "Tests check the
-// distribution, not only the mean"): mean and standard deviation within five
-// standard errors (CLT), and a Kolmogorov-Smirnov test against the exact
-// CDF at a fixed level. Seeded sources make the verdict deterministic; the
-// secure source is tested at a level (1e-4) at which a correct sampler fails
-// once in ten thousand runs. The *Power tests show that these checks do fail
-// on the classic mistakes (std sigma instead of sigma * Delta, uniform
-// instead of Gaussian noise, a 10% wrong scale).
+// Distribution tests of the privacy noise as releases draw it (PRIVACY.md
+// "Tests check the distribution, not only the mean"): grid-snapped discrete
+// Gaussian and Laplace noise (core/privacy/discrete_noise.h) has mean and
+// standard deviation within five standard errors (CLT) of the continuous
+// law it stands for, and passes a Kolmogorov-Smirnov test against that law's
+// CDF at a fixed level (the grid is 2^-20 of the scale, far below the KS
+// resolution). Seeded sources make the verdict deterministic; the secure
+// source is tested at a level (1e-4) at which a correct sampler fails once in
+// ten thousand runs. The *Power tests show that these checks do fail on the
+// classic mistakes (std sigma instead of sigma * Delta, uniform instead of
+// Gaussian noise, a 10% wrong scale). The exact-pmf tests of the samplers
+// themselves are in tests/privacy/discrete_noise_test.cc.
 
 #include <algorithm>
 #include <cmath>
@@ -14,6 +18,7 @@
 #include <vector>
 
 #include "core/embed/labelled_embedding.h"
+#include "core/privacy/discrete_noise.h"
 #include "core/privacy/noise_source.h"
 #include "core/util/public_rng.h"
 #include "gtest/gtest.h"
@@ -122,8 +127,27 @@ TEST_P(ReleaseNoiseTest, SeededReleaseNoiseIsGaussianWithStdMultiplierTimesSensi
   const auto noisy = ReleaseLabelledEmbedding(acc, relation, s, n, &seeded).value();
   const double sensitivity = relation == NeighbouringRelation::kAddRemove ? std::sqrt(2.0) : 2.0 / n;
   const double sigma = s * sensitivity;
+  // The charged std is s * Delta; the applied one is inflated for the
+  // rounding distance: s (Delta + sqrt(d) g), rounded up to whole grid units.
   EXPECT_DOUBLE_EQ(noisy.noise_stddev, sigma);
-  ExpectDistribution(NoiseOf(noisy, exact), sigma, GaussianCdf(sigma), 0.0, 1e-3);
+  const double d = static_cast<double>(noisy.class_values.size() + noisy.class_totals.size());
+  EXPECT_GE(noisy.applied_noise_stddev, s * (sensitivity + std::sqrt(d) * noisy.noise_grid));
+  EXPECT_LE(noisy.applied_noise_stddev,
+            s * (sensitivity + std::sqrt(d) * noisy.noise_grid) + noisy.noise_grid);
+  EXPECT_LT(noisy.applied_noise_stddev / sigma, 1.001);
+  ExpectDistribution(NoiseOf(noisy, exact), noisy.applied_noise_stddev,
+                     GaussianCdf(noisy.applied_noise_stddev), 0.0, 1e-3);
+  // Every released entry is an exact multiple of the power-of-two grid.
+  int e = 0;
+  ASSERT_EQ(std::frexp(noisy.noise_grid, &e), 0.5);
+  for (Eigen::Index i = 0; i < noisy.class_values.size(); ++i) {
+    const double units = noisy.class_values.data()[i] / noisy.noise_grid;
+    ASSERT_EQ(units, std::round(units));
+  }
+  for (Eigen::Index c = 0; c < noisy.class_totals.size(); ++c) {
+    const double units = noisy.class_totals(c) / noisy.noise_grid;
+    ASSERT_EQ(units, std::round(units));
+  }
 }
 
 // The totals (counts or proportions) get the same noise as the values: many
@@ -145,7 +169,10 @@ TEST_P(ReleaseNoiseTest, TotalsAndValuesGetTheSameNoise) {
     values.insert(values.end(), noise.begin(), noise.begin() + 8);
     totals.insert(totals.end(), noise.begin() + 8, noise.end());
   }
-  const double sigma = s * LabelledEmbeddingSensitivity(relation, 3).value();
+  const double sigma = ReleaseLabelledEmbedding(acc, relation, s, 3, &seeded)
+                           .value()
+                           .applied_noise_stddev;
+  EXPECT_NEAR(sigma / (s * LabelledEmbeddingSensitivity(relation, 3).value()), 1.0, 1e-5);
   ExpectDistribution(totals, sigma, GaussianCdf(sigma), 0.0, 1e-3);
   ExpectDistribution(values, sigma, GaussianCdf(sigma), 0.0, 1e-3);
 }
@@ -154,36 +181,43 @@ INSTANTIATE_TEST_SUITE_P(Relations, ReleaseNoiseTest,
                          ::testing::Values(NeighbouringRelation::kAddRemove,
                                            NeighbouringRelation::kReplaceOne));
 
-std::vector<double> Draw(privacy::NoiseSource* source, int n,
-                         double (privacy::NoiseSource::*method)(double), double scale) {
-  std::vector<double> x(n);
-  for (double& v : x) v = (source->*method)(scale);
-  return x;
+enum class Kind { kGaussian, kLaplace };
+
+// n draws of grid noise standing for N(0, scale^2) or Laplace(scale): the
+// grid of a one-coordinate mechanism with that scale (inflation 2^-20
+// relative), added to zeros.
+std::vector<double> Draw(privacy::NoiseSource* source, int n, Kind kind, double scale) {
+  const privacy::GridNoise spec = kind == Kind::kGaussian
+                                      ? privacy::GridGaussianNoise(scale, 1.0, 1).value()
+                                      : privacy::GridLaplaceNoise(1.0, scale, 1).value();
+  Eigen::VectorXd values = Eigen::VectorXd::Zero(n);
+  EXPECT_TRUE(privacy::AddGridNoise(spec, values, source).ok());
+  return std::vector<double>(values.data(), values.data() + n);
 }
 
-TEST(NoiseSourceTest, SeededGaussian) {
+TEST(GridNoiseDistributionTest, SeededGaussian) {
   for (double sigma : {1e-3, 1.0, 250.0}) {
     privacy::SeededNoiseSource source(1234);
-    ExpectDistribution(Draw(&source, 40000, &privacy::NoiseSource::Gaussian, sigma), sigma,
-                       GaussianCdf(sigma), 0.0, 1e-3);
+    ExpectDistribution(Draw(&source, 40000, Kind::kGaussian, sigma), sigma, GaussianCdf(sigma),
+                       0.0, 1e-3);
   }
 }
 
-TEST(NoiseSourceTest, SeededLaplace) {
+TEST(GridNoiseDistributionTest, SeededLaplace) {
   for (double b : {0.01, 1.0, 40.0}) {
     privacy::SeededNoiseSource source(4321);
     // Laplace(b): sd b sqrt(2), excess kurtosis 3.
-    ExpectDistribution(Draw(&source, 40000, &privacy::NoiseSource::Laplace, b), b * std::sqrt(2.0),
-                       LaplaceCdf(b), 3.0, 1e-3);
+    ExpectDistribution(Draw(&source, 40000, Kind::kLaplace, b), b * std::sqrt(2.0), LaplaceCdf(b),
+                       3.0, 1e-3);
   }
 }
 
-TEST(NoiseSourceTest, SecureGaussianAndLaplace) {
+TEST(GridNoiseDistributionTest, SecureGaussianAndLaplace) {
   auto source = privacy::SecureNoiseSource::Create().value();
-  ExpectDistribution(Draw(source.get(), 40000, &privacy::NoiseSource::Gaussian, 3.0), 3.0,
-                     GaussianCdf(3.0), 0.0, 1e-4);
-  ExpectDistribution(Draw(source.get(), 40000, &privacy::NoiseSource::Laplace, 2.0),
-                     2.0 * std::sqrt(2.0), LaplaceCdf(2.0), 3.0, 1e-4);
+  ExpectDistribution(Draw(source.get(), 40000, Kind::kGaussian, 3.0), 3.0, GaussianCdf(3.0), 0.0,
+                     1e-4);
+  ExpectDistribution(Draw(source.get(), 40000, Kind::kLaplace, 2.0), 2.0 * std::sqrt(2.0),
+                     LaplaceCdf(2.0), 3.0, 1e-4);
 }
 
 TEST(NoiseSourceTest, UniformOpenNeverHitsTheEnds) {
@@ -207,18 +241,16 @@ TEST(NoiseSourceTest, UniformOpenNeverHitsTheEnds) {
 
 TEST(NoiseSourceTest, SeededSourcesAreReproducible) {
   privacy::SeededNoiseSource a(5), b(5), c(6);
-  for (int i = 0; i < 100; ++i) {
-    const double x = a.Gaussian(1.0);
-    EXPECT_EQ(x, b.Gaussian(1.0));
-    EXPECT_NE(x, c.Gaussian(1.0));
-  }
+  const auto x = Draw(&a, 100, Kind::kGaussian, 1.0);
+  EXPECT_EQ(x, Draw(&b, 100, Kind::kGaussian, 1.0));
+  EXPECT_NE(x, Draw(&c, 100, Kind::kGaussian, 1.0));
 }
 
 // --- The checks above can fail: each classic mistake is rejected. ---
 
 TEST(NoiseTestPowerTest, WrongScaleIsRejectedByKs) {
   privacy::SeededNoiseSource source(1234);
-  const auto x = Draw(&source, 40000, &privacy::NoiseSource::Gaussian, 1.1);
+  const auto x = Draw(&source, 40000, Kind::kGaussian, 1.1);
   EXPECT_GT(KsStatistic(x, GaussianCdf(1.0)), KsCritical(1e-3, x.size()));
 }
 
@@ -236,14 +268,14 @@ TEST(NoiseTestPowerTest, StdSigmaInsteadOfSigmaTimesSensitivityIsRejected) {
   // dp-merf.md pitfall 1: std s instead of s * Delta (REPLACE_ONE, n = 40).
   privacy::SeededNoiseSource source(3);
   const double s = 1.7, sigma = s * 2.0 / 40;
-  const auto x = Draw(&source, 40000, &privacy::NoiseSource::Gaussian, s);
+  const auto x = Draw(&source, 40000, Kind::kGaussian, s);
   EXPECT_GT(std::fabs(MomentsOf(x).sd - sigma), 5 * sigma / std::sqrt(2.0 * x.size()));
   EXPECT_GT(KsStatistic(x, GaussianCdf(sigma)), KsCritical(1e-3, x.size()));
 }
 
 TEST(NoiseTestPowerTest, LaplaceIsNotGaussian) {
   privacy::SeededNoiseSource source(2);
-  const auto x = Draw(&source, 40000, &privacy::NoiseSource::Laplace, 1.0 / std::sqrt(2.0));
+  const auto x = Draw(&source, 40000, Kind::kLaplace, 1.0 / std::sqrt(2.0));
   EXPECT_NEAR(MomentsOf(x).sd, 1.0, 0.03);
   EXPECT_GT(KsStatistic(x, GaussianCdf(1.0)), KsCritical(1e-3, x.size()));
 }

@@ -6,6 +6,9 @@
 
 #include "absl/status/status.h"
 #include "core/privacy/analytic_gaussian.h"
+#include "core/privacy/calibration.h"
+#include "core/privacy/conversion.h"
+#include "core/privacy/rdp.h"
 #include "core/privacy/noise_source.h"
 #include "core/util/public_rng.h"
 #include "gtest/gtest.h"
@@ -141,7 +144,9 @@ TEST(LdpMechanismTest, LaplaceScaleIsDiameterOverEpsilon) {
   EXPECT_EQ(mechanism->delta(), 0.0);
 }
 
-TEST(LdpMechanismTest, GaussianSigmaIsAnalyticAtDiameter) {
+// The noise is discrete, so sigma comes from the RDP route (docs/privacy.md
+// 2.6, 4.2), at the diameter 2R.
+TEST(LdpMechanismTest, GaussianSigmaIsTheRdpRouteAtDiameter) {
   auto mechanism = LdpMechanism::Builder()
                        .SetKind(LdpKind::kGaussianL2)
                        .SetDimension(2)
@@ -150,17 +155,32 @@ TEST(LdpMechanismTest, GaussianSigmaIsAnalyticAtDiameter) {
                        .SetDelta(1e-4)
                        .Build();
   ASSERT_TRUE(mechanism.ok()) << mechanism.status();
-  const double sigma = privacy::AnalyticGaussianSigma(5.0, 1e-4, 2.0).value();
-  EXPECT_EQ(mechanism->noise_scale(), sigma);
+  const double sigma = mechanism->noise_scale();
+  EXPECT_EQ(sigma, privacy::RdpGaussianSigma(5.0, 1e-4, 2.0).value());
   EXPECT_EQ(mechanism->noise_stddev(), sigma);
   EXPECT_EQ(mechanism->regularizer(), 2.0 * sigma * sigma);  // lambda = 2 sigma^2
   EXPECT_EQ(mechanism->cost_exponent(), 2);
-  // The analytic sigma is below the paper's eq. (5) bound (0.9020 Delta at
-  // eps = 5, delta = 1e-4) but above half of it (it is calibrated to 2R, not R).
-  EXPECT_LT(sigma, 0.9020 * 2.0);
+  // (eps, delta)-LDP at sensitivity 2R, checked from the closed-form curve
+  // alpha (2R)^2 / (2 sigma^2) (CKS20 Thm. 4) and the improved conversion;
+  // 1e-6 less noise would miss (1e-6 relative: the calibration tolerance).
+  auto epsilon_at = [](double s) {
+    std::vector<double> rdp;
+    for (double a : privacy::DefaultRdpOrders()) rdp.push_back(a * 4.0 / (2 * s * s));
+    return privacy::RdpToEpsilon(privacy::DefaultRdpOrders(), rdp, 1e-4).value().epsilon;
+  };
+  EXPECT_LE(epsilon_at(sigma), 5.0);
+  EXPECT_GT(epsilon_at(sigma * (1 - 1e-6)), 5.0);
+  // Not the analytic Gaussian's sigma, which holds for continuous noise only
+  // and is smaller; still above half of the paper's eq. (5) value (0.9020
+  // Delta at eps = 5, delta = 1e-4): it is calibrated to 2R, not R.
+  EXPECT_GT(sigma, privacy::AnalyticGaussianSigma(5.0, 1e-4, 2.0).value());
   EXPECT_GT(sigma, 0.9020);
-  // And it is (eps, delta)-DP at sensitivity 2R: delta(eps; 2R / sigma) <= delta.
-  EXPECT_LE(privacy::AnalyticGaussianDelta(5.0, 2.0 / sigma).value(), 1e-4 * (1 + 1e-9));
+  // The grid's applied scale is the same route at 2R + sqrt(d) g, rounded up
+  // to whole grid units.
+  const double g = mechanism->noise_grid();
+  const double needed = privacy::RdpGaussianSigma(5.0, 1e-4, 2.0 + std::sqrt(2.0) * g).value();
+  EXPECT_GE(mechanism->applied_noise_scale(), needed);
+  EXPECT_LE(mechanism->applied_noise_scale(), needed + 1.001 * g);
 }
 
 TEST(LdpMechanismTest, BuilderValidates) {

@@ -25,7 +25,7 @@ TEST_F(ConcurrencyTest, ThirtyTwoClientsExactlyKAdmitted) {
   constexpr double kNoise = 4.0;
   constexpr double kDelta = 1e-5;
   auto epsilon_of = [&](int count) {
-    auto one = privacy::PrivacyEvent::Gaussian(kNoise);
+    auto one = privacy::PrivacyEvent::DiscreteGaussian(kNoise);  // what the server charges
     auto many = privacy::PrivacyEvent::SelfCompose(*one, count);
     return privacy::ComputeEpsilonReport(*many, kDelta)->epsilon;
   };

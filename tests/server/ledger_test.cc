@@ -6,7 +6,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "core/privacy/conversion.h"
 #include "core/privacy/events.h"
+#include "core/privacy/rdp.h"
 #include "server/store.h"
 #include "tests/server/server_test_util.h"
 
@@ -181,6 +183,68 @@ TEST_F(LedgerTest, OverCapRefusalWritesNothing) {
   auto listed = store_->GetDataset(dataset);
   ASSERT_TRUE(listed.ok());
   EXPECT_FALSE(listed->sealed());
+}
+
+// Discrete (grid) Gaussian events, what the server charges now, are stored
+// under their own name and get the RDP conversion only; "gaussian(s)" rows
+// (every release written before, continuous noise) keep their meaning and
+// the exact analytic path; a dataset holding both is charged by RDP only.
+TEST_F(LedgerTest, DiscreteGaussianIsStoredApartAndChargedByRdpOnly) {
+  using privacy::PrivacyEvent;
+  // The text form: the old name still decodes to a continuous event.
+  auto old_row = DecodeEvent("gaussian(3)");
+  ASSERT_TRUE(old_row.ok()) << old_row.status();
+  EXPECT_TRUE(privacy::IsPlainGaussian(*old_row));
+  const PrivacyEvent discrete = PrivacyEvent::DiscreteGaussian(3.0).value();
+  EXPECT_EQ(EncodeEvent(discrete), "discrete_gaussian(3)");
+  auto back = DecodeEvent(EncodeEvent(discrete));
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_FALSE(privacy::IsPlainGaussian(*back));
+  EXPECT_EQ(privacy::Describe(*back), "DiscreteGaussian(s=3)");
+  auto pair = DecodeEvent("compose(discrete_gaussian(2.5);discrete_gaussian(2.5))");
+  ASSERT_TRUE(pair.ok()) << pair.status();
+  EXPECT_FALSE(privacy::IsPlainGaussian(*pair));
+  EXPECT_FALSE(DecodeEvent("discrete_gaussian(0)").ok());
+
+  // RDP epsilon of sum_i alpha / (2 s_i^2), computed here from the closed form.
+  auto rdp_epsilon = [](double inverse_variance_sum) {
+    std::vector<double> rdp;
+    for (double a : privacy::DefaultRdpOrders()) rdp.push_back(a * inverse_variance_sum / 2.0);
+    return privacy::RdpToEpsilon(privacy::DefaultRdpOrders(), rdp, 1e-5).value().epsilon;
+  };
+
+  // A dataset with an old continuous charge: exact path, below RDP.
+  const std::string dataset = NewDataset(v1::ADD_REMOVE, 10.0);
+  ASSERT_TRUE(ledger_->Admit(dataset, "old", "rff_embedding", "r1", *old_row).ok());
+  auto before = ledger_->Report(dataset);
+  ASSERT_TRUE(before.ok()) << before.status();
+  ASSERT_TRUE(before->has_epsilon_exact());
+  EXPECT_EQ(before->epsilon_spent(), before->epsilon_exact());
+  EXPECT_LT(before->epsilon_exact(), before->epsilon_rdp());
+  // Then a discrete one: RDP of the summed curves, and nothing else.
+  auto admitted = ledger_->Admit(dataset, "new", "rff_embedding", "r2", discrete);
+  ASSERT_TRUE(admitted.ok()) << admitted.status();
+  EXPECT_NEAR(admitted->epsilon_alone, rdp_epsilon(1 / 9.0), 1e-12);
+  auto after = ledger_->Report(dataset);
+  ASSERT_TRUE(after.ok()) << after.status();
+  EXPECT_FALSE(after->has_epsilon_exact());
+  EXPECT_EQ(after->epsilon_spent(), after->epsilon_rdp());
+  EXPECT_NEAR(after->epsilon_spent(), rdp_epsilon(2 / 9.0), 1e-12);
+  ASSERT_EQ(after->events_size(), 2);
+  EXPECT_THAT(after->events(1).description(), HasSubstr("discrete_gaussian(3)"));
+
+  // A dataset with discrete charges only: RDP only.
+  const std::string fresh = NewDataset(v1::REPLACE_ONE, 10.0);
+  ASSERT_TRUE(ledger_->Admit(fresh, "d", "charfn_embedding", "r3", *pair).ok());
+  auto only = ledger_->Report(fresh);
+  ASSERT_TRUE(only.ok()) << only.status();
+  EXPECT_FALSE(only->has_epsilon_exact());
+  EXPECT_NEAR(only->epsilon_spent(), rdp_epsilon(2 / 6.25), 1e-12);
+
+  // Rebuilding the totals from the stored rows decodes both names.
+  auto problems = ledger_->VerifyTotals();
+  ASSERT_TRUE(problems.ok()) << problems.status();
+  EXPECT_TRUE(problems->empty()) << ::testing::PrintToString(*problems);
 }
 
 }  // namespace
