@@ -110,6 +110,8 @@ std::vector<OptionSpec> ConnectionOptions() {
       {"token", "", "bearer token (env DPCURATOR_TOKEN)"},
       {"insecure", "", "plaintext connection, for a server started with --insecure-dev", true},
       {"tls-ca", "", "PEM file of the CA that signed the server's certificate"},
+      {"tls-cert", "", "PEM client certificate, for a server started with --tls-client-ca"},
+      {"tls-key", "", "PEM private key of --tls-cert"},
       {"deadline", "120", "seconds before a call gives up"},
   };
 }

@@ -15,6 +15,7 @@ std::vector<Command> ModelCommands();     // train merf, sample, eval
 std::vector<Command> DemoCommands();      // demo
 std::vector<Command> SessionCommands();   // session open|step|close|show
 std::vector<Command> CollectionCommands();  // collections ..., device submit, train sinkhorn
+std::vector<Command> AdminCommands();       // admin token create|revoke|list, admin audit
 
 }  // namespace dpcurator::client
 

@@ -15,6 +15,16 @@ std::string EnvOr(const char* name, const std::string& fallback) {
   return value != nullptr && *value != '\0' ? value : fallback;
 }
 
+absl::StatusOr<std::string> ReadPem(const ParsedArgs& args, const std::string& option) {
+  std::ifstream input(args.Get(option));
+  if (!input) {
+    return absl::NotFoundError(absl::StrCat("cannot open --", option, " '", args.Get(option), "'"));
+  }
+  std::stringstream buffer;
+  buffer << input.rdbuf();
+  return buffer.str();
+}
+
 }  // namespace
 
 absl::StatusOr<Connection> Connection::FromArgs(const ParsedArgs& args) {
@@ -33,17 +43,28 @@ absl::StatusOr<Connection> Connection::FromArgs(const ParsedArgs& args) {
   connection.deadline_ = std::chrono::seconds(*deadline);
   std::shared_ptr<grpc::ChannelCredentials> credentials;
   if (args.Flag("insecure")) {
+    if (args.Has("tls-ca") || args.Has("tls-cert") || args.Has("tls-key")) {
+      return absl::InvalidArgumentError("--insecure is plaintext: drop the --tls-* options");
+    }
     credentials = grpc::InsecureChannelCredentials();
   } else {
     grpc::SslCredentialsOptions ssl;
     if (args.Has("tls-ca")) {
-      std::ifstream input(args.Get("tls-ca"));
-      if (!input) {
-        return absl::NotFoundError(absl::StrCat("cannot open --tls-ca '", args.Get("tls-ca"), "'"));
-      }
-      std::stringstream buffer;
-      buffer << input.rdbuf();
-      ssl.pem_root_certs = buffer.str();
+      auto ca = ReadPem(args, "tls-ca");
+      if (!ca.ok()) return ca.status();
+      ssl.pem_root_certs = *std::move(ca);
+    }
+    if (args.Has("tls-cert") != args.Has("tls-key")) {
+      return absl::InvalidArgumentError(
+          "a client certificate needs both --tls-cert and --tls-key");
+    }
+    if (args.Has("tls-cert")) {
+      auto cert = ReadPem(args, "tls-cert");
+      if (!cert.ok()) return cert.status();
+      auto key = ReadPem(args, "tls-key");
+      if (!key.ok()) return key.status();
+      ssl.pem_cert_chain = *std::move(cert);
+      ssl.pem_private_key = *std::move(key);
     }
     credentials = grpc::SslCredentials(ssl);
   }
@@ -54,6 +75,7 @@ absl::StatusOr<Connection> Connection::FromArgs(const ParsedArgs& args) {
   connection.releases_ = v1::ReleaseService::NewStub(connection.channel_);
   connection.sessions_ = v1::SessionService::NewStub(connection.channel_);
   connection.collections_ = v1::CollectionService::NewStub(connection.channel_);
+  connection.admin_ = v1::AdminService::NewStub(connection.channel_);
   return connection;
 }
 
@@ -71,6 +93,7 @@ Connection Connection::Plaintext(const std::string& address, const std::string& 
   connection.releases_ = v1::ReleaseService::NewStub(connection.channel_);
   connection.sessions_ = v1::SessionService::NewStub(connection.channel_);
   connection.collections_ = v1::CollectionService::NewStub(connection.channel_);
+  connection.admin_ = v1::AdminService::NewStub(connection.channel_);
   return connection;
 }
 

@@ -17,6 +17,9 @@ namespace dpcurator::client {
 // deadline, so nothing blocks forever.
 class Connection {
  public:
+  // TLS unless --insecure: --tls-ca verifies the server (default: the system
+  // roots); --tls-cert and --tls-key present a client certificate to a server
+  // started with --tls-client-ca.
   static absl::StatusOr<Connection> FromArgs(const ParsedArgs& args);
   static Connection Plaintext(const std::string& address, const std::string& token,
                               std::chrono::seconds deadline = std::chrono::seconds(120));
@@ -27,6 +30,7 @@ class Connection {
   v1::ReleaseService::Stub& releases() { return *releases_; }
   v1::SessionService::Stub& sessions() { return *sessions_; }
   v1::CollectionService::Stub& collections() { return *collections_; }
+  v1::AdminService::Stub& admin() { return *admin_; }
   const std::string& address() const { return address_; }
 
  private:
@@ -38,6 +42,7 @@ class Connection {
   std::shared_ptr<v1::ReleaseService::Stub> releases_;
   std::shared_ptr<v1::SessionService::Stub> sessions_;
   std::shared_ptr<v1::CollectionService::Stub> collections_;
+  std::shared_ptr<v1::AdminService::Stub> admin_;
 };
 
 // A gRPC status as an absl::Status whose message names the server.

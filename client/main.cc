@@ -15,7 +15,7 @@ std::vector<Command> AllCommands() {
   std::vector<Command> all;
   for (auto group : {dpcurator::client::DemoCommands(), dpcurator::client::DatasetCommands(),
                      dpcurator::client::ReleaseCommands(), dpcurator::client::SessionCommands(),
-                     dpcurator::client::CollectionCommands(),
+                     dpcurator::client::CollectionCommands(), dpcurator::client::AdminCommands(),
                      dpcurator::client::ModelCommands(),
                      dpcurator::client::PrivacyCommands()}) {
     for (auto& command : group) all.push_back(std::move(command));

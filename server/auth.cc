@@ -1,8 +1,8 @@
 #include "server/auth.h"
 
-#include <openssl/crypto.h>
 #include <openssl/sha.h>
 
+#include <algorithm>
 #include <fstream>
 
 #include "absl/status/status.h"
@@ -10,18 +10,13 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "core/util/status_macros.h"
 
 namespace dpcurator::server {
 namespace {
 
 constexpr size_t kMinTokenLength = 16;
 constexpr absl::string_view kBearerPrefix = "Bearer ";
-
-std::string Sha256(absl::string_view text) {
-  unsigned char digest[SHA256_DIGEST_LENGTH];
-  SHA256(reinterpret_cast<const unsigned char*>(text.data()), text.size(), digest);
-  return std::string(reinterpret_cast<const char*>(digest), sizeof(digest));
-}
 
 struct MethodRule {
   const char* method;
@@ -48,6 +43,11 @@ const std::vector<MethodRule>& Rules() {
       {"/dpcurator.v1.CollectionService/CloseCollection", {Role::kCurator}},
       {"/dpcurator.v1.CollectionService/SubmitReports", {Role::kDevice}},
       {"/dpcurator.v1.CollectionService/DownloadReports", {Role::kAnalyst}},
+      // Tokens and the audit log.
+      {"/dpcurator.v1.AdminService/CreateToken", {Role::kCurator}},
+      {"/dpcurator.v1.AdminService/RevokeToken", {Role::kCurator}},
+      {"/dpcurator.v1.AdminService/ListTokens", {Role::kCurator}},
+      {"/dpcurator.v1.AdminService/ListAudit", {Role::kCurator}},
   };
   return *rules;
 }
@@ -56,26 +56,31 @@ class AuthInterceptor final : public grpc::experimental::Interceptor {
  public:
   AuthInterceptor(Authorizer* authorizer, grpc::experimental::ServerRpcInfo* info)
       : authorizer_(authorizer), info_(info) {}
-  ~AuthInterceptor() override { authorizer_->Forget(info_->server_context()); }
+  ~AuthInterceptor() override {
+    // A call that never reached PRE_SEND_STATUS (cancelled) is still audited.
+    if (!finished_) {
+      authorizer_->Finish(info_->server_context(),
+                          grpc::Status(grpc::StatusCode::CANCELLED, "call ended without status"));
+    }
+  }
 
   void Intercept(grpc::experimental::InterceptorBatchMethods* methods) override {
     using grpc::experimental::InterceptionHookPoints;
     if (methods->QueryInterceptionHookPoint(InterceptionHookPoints::POST_RECV_INITIAL_METADATA)) {
       const auto* metadata = methods->GetRecvInitialMetadata();
       static const std::multimap<grpc::string_ref, grpc::string_ref> kEmpty;
-      grpc::Status verdict = authorizer_->Decide(info_->method(), metadata ? *metadata : kEmpty);
-      std::optional<Role> role;
-      if (verdict.ok() && metadata != nullptr) {
-        // Decide() put the role in the message of an OK status.
-        role = ParseRole(verdict.error_message());
-      }
-      authorizer_->Record(info_->server_context(), verdict.ok() ? grpc::Status::OK : verdict,
-                          role);
-      if (!verdict.ok()) refused_ = verdict;
+      Authorizer::Decision decision =
+          authorizer_->Decide(info_->method(), metadata ? *metadata : kEmpty);
+      if (!decision.status.ok()) refused_ = decision.status;
+      authorizer_->Record(info_->server_context(), info_->method(), std::move(decision));
     }
-    if (methods->QueryInterceptionHookPoint(InterceptionHookPoints::PRE_SEND_STATUS) &&
-        refused_.has_value()) {
-      methods->ModifySendStatus(*refused_);
+    if (methods->QueryInterceptionHookPoint(InterceptionHookPoints::PRE_SEND_STATUS)) {
+      if (refused_.has_value()) methods->ModifySendStatus(*refused_);
+      // Audited before the status leaves: a client that has its answer can
+      // already read the call's audit row.
+      authorizer_->Finish(info_->server_context(),
+                          refused_.has_value() ? *refused_ : methods->GetSendStatus());
+      finished_ = true;
     }
     methods->Proceed();
   }
@@ -84,6 +89,7 @@ class AuthInterceptor final : public grpc::experimental::Interceptor {
   Authorizer* authorizer_;
   grpc::experimental::ServerRpcInfo* info_;
   std::optional<grpc::Status> refused_;
+  bool finished_ = false;
 };
 
 class AuthInterceptorFactory final
@@ -120,6 +126,12 @@ std::optional<Role> ParseRole(absl::string_view name) {
   return std::nullopt;
 }
 
+std::string TokenDigest(absl::string_view token) {
+  unsigned char digest[SHA256_DIGEST_LENGTH];
+  SHA256(reinterpret_cast<const unsigned char*>(token.data()), token.size(), digest);
+  return std::string(reinterpret_cast<const char*>(digest), sizeof(digest));
+}
+
 absl::StatusOr<TokenRegistry> TokenRegistry::FromFile(const std::string& path) {
   std::ifstream input(path);
   if (!input) {
@@ -142,34 +154,58 @@ absl::StatusOr<TokenRegistry> TokenRegistry::FromFile(const std::string& path) {
       return absl::InvalidArgumentError(absl::StrCat(path, ":", line_number, ": unknown role '",
                                                      parts[0], "' (curator, analyst, device)"));
     }
-    auto status = registry.Add(*role, parts[1]);
+    auto status = registry.Add(*role, parts[1], absl::StrCat("file:", line_number));
     if (!status.ok()) {
       return absl::InvalidArgumentError(absl::StrCat(path, ":", line_number, ": ", status.message()));
     }
   }
-  if (registry.size() == 0) {
-    return absl::InvalidArgumentError(absl::StrCat("token file '", path, "' has no tokens"));
-  }
   return registry;
 }
 
-absl::Status TokenRegistry::Add(Role role, absl::string_view token) {
+absl::Status TokenRegistry::Add(Role role, absl::string_view token, std::string id) {
   if (token.size() < kMinTokenLength) {
     return absl::InvalidArgumentError(
         absl::StrCat("tokens must be at least ", kMinTokenLength, " characters"));
   }
-  digests_.emplace_back(Sha256(token), role);
+  if (id.empty()) id = absl::StrCat("file:", by_digest_.size() + 1);
+  return AddDigest(TokenDigest(token), Principal{std::move(id), role});
+}
+
+absl::Status TokenRegistry::AddDigest(std::string digest, Principal principal) {
+  if (digest.size() != SHA256_DIGEST_LENGTH) {
+    return absl::InvalidArgumentError("a token digest is 32 bytes (SHA-256)");
+  }
+  auto [it, inserted] = by_digest_.try_emplace(std::move(digest), principal);
+  if (!inserted) {
+    return absl::AlreadyExistsError(absl::StrCat("token ", principal.id, " is the same token as ",
+                                                 it->second.id, "; give each one its own"));
+  }
   return absl::OkStatus();
 }
 
-absl::StatusOr<Role> TokenRegistry::Lookup(absl::string_view token) const {
-  const std::string digest = Sha256(token);
-  std::optional<Role> found;
-  for (const auto& [known, role] : digests_) {
-    if (CRYPTO_memcmp(known.data(), digest.data(), digest.size()) == 0) found = role;
+bool TokenRegistry::Remove(absl::string_view id) {
+  for (auto it = by_digest_.begin(); it != by_digest_.end(); ++it) {
+    if (it->second.id == id) {
+      by_digest_.erase(it);
+      return true;
+    }
   }
-  if (!found.has_value()) return absl::UnauthenticatedError("unknown or revoked token");
-  return *found;
+  return false;
+}
+
+absl::StatusOr<Principal> TokenRegistry::Lookup(absl::string_view token) const {
+  auto it = by_digest_.find(TokenDigest(token));
+  if (it == by_digest_.end()) return absl::UnauthenticatedError("unknown or revoked token");
+  return it->second;
+}
+
+std::vector<Principal> TokenRegistry::Principals() const {
+  std::vector<Principal> principals;
+  principals.reserve(by_digest_.size());
+  for (const auto& [digest, principal] : by_digest_) principals.push_back(principal);
+  std::sort(principals.begin(), principals.end(),
+            [](const Principal& a, const Principal& b) { return a.id < b.id; });
+  return principals;
 }
 
 bool IsPublicMethod(absl::string_view method) {
@@ -192,40 +228,56 @@ const std::vector<std::string>& ProtectedMethods() {
   return *methods;
 }
 
-grpc::Status Authorizer::Decide(
+Authorizer::Decision Authorizer::Decide(
     absl::string_view method,
-    const std::multimap<grpc::string_ref, grpc::string_ref>& metadata) {
-  if (IsPublicMethod(method)) return grpc::Status::OK;
+    const std::multimap<grpc::string_ref, grpc::string_ref>& metadata) const {
+  if (IsPublicMethod(method)) return {grpc::Status::OK, std::nullopt};
   auto it = metadata.find("authorization");
   if (it == metadata.end()) {
-    return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
-                        "missing bearer token: send 'authorization: Bearer <token>' "
-                        "(dpcurator --token or $DPCURATOR_TOKEN)");
+    return {grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
+                         "missing bearer token: send 'authorization: Bearer <token>' "
+                         "(dpcurator --token or $DPCURATOR_TOKEN)"),
+            std::nullopt};
   }
   absl::string_view header(it->second.data(), it->second.size());
   if (!absl::StartsWith(header, kBearerPrefix)) {
-    return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
-                        "authorization metadata must be 'Bearer <token>'");
+    return {grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
+                         "authorization metadata must be 'Bearer <token>'"),
+            std::nullopt};
   }
-  auto role = tokens_.Lookup(header.substr(kBearerPrefix.size()));
-  if (!role.ok()) {
-    return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, std::string(role.status().message()));
+  absl::StatusOr<Principal> principal;
+  {
+    std::shared_lock<std::shared_mutex> lock(tokens_mutex_);
+    principal = tokens_.Lookup(header.substr(kBearerPrefix.size()));
+  }
+  if (!principal.ok()) {
+    return {grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
+                         std::string(principal.status().message())),
+            std::nullopt};
   }
   const std::vector<Role> allowed = AllowedRoles(method);
-  if (std::find(allowed.begin(), allowed.end(), *role) == allowed.end()) {
+  if (std::find(allowed.begin(), allowed.end(), principal->role) == allowed.end()) {
     std::string names;
     for (Role r : allowed) absl::StrAppend(&names, names.empty() ? "" : " or ", RoleName(r));
-    return grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
-                        absl::StrCat("role ", RoleName(*role), " may not call ", method,
-                                     names.empty() ? "" : absl::StrCat(" (needs ", names, ")")));
+    return {grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
+                         absl::StrCat("role ", RoleName(principal->role), " may not call ", method,
+                                      names.empty() ? "" : absl::StrCat(" (needs ", names, ")"))),
+            *std::move(principal)};
   }
-  // OK; the role travels in the message to the interceptor.
-  return grpc::Status(grpc::StatusCode::OK, RoleName(*role));
+  return {grpc::Status::OK, *std::move(principal)};
 }
 
-void Authorizer::Record(const void* call, grpc::Status verdict, std::optional<Role> role) {
+void Authorizer::Record(const void* call, absl::string_view method, Decision decision) {
+  Verdict verdict;
+  verdict.status = std::move(decision.status);
+  verdict.record.method = std::string(method);
+  if (decision.principal.has_value()) {
+    verdict.record.principal = decision.principal->id;
+    verdict.record.role = decision.principal->role;
+    if (verdict.status.ok()) verdict.role = decision.principal->role;
+  }
   std::lock_guard<std::mutex> lock(mutex_);
-  verdicts_[call] = Verdict{std::move(verdict), role};
+  verdicts_[call] = std::move(verdict);
 }
 
 std::optional<grpc::Status> Authorizer::VerdictFor(const void* call) {
@@ -233,6 +285,20 @@ std::optional<grpc::Status> Authorizer::VerdictFor(const void* call) {
   auto it = verdicts_.find(call);
   if (it == verdicts_.end()) return std::nullopt;
   return it->second.status;
+}
+
+void Authorizer::Finish(const void* call, const grpc::Status& final_status) {
+  CallRecord record;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = verdicts_.find(call);
+    if (it == verdicts_.end()) return;
+    record = std::move(it->second.record);
+    verdicts_.erase(it);
+  }
+  if (audit_ == nullptr || IsPublicMethod(record.method)) return;
+  record.code = static_cast<int>(final_status.error_code());
+  audit_(record);
 }
 
 void Authorizer::Forget(const void* call) {
@@ -250,6 +316,47 @@ absl::StatusOr<Role> Authorizer::Check(const grpc::ServerContextBase* context) {
   if (!it->second.status.ok()) return FromGrpcStatus(it->second.status);
   if (!it->second.role.has_value()) return absl::PermissionDeniedError("call has no role");
   return *it->second.role;
+}
+
+absl::StatusOr<Principal> Authorizer::Caller(const grpc::ServerContextBase* context) {
+  DPC_ASSIGN_OR_RETURN(Role role, Check(context));
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = verdicts_.find(static_cast<const void*>(context));
+  if (it == verdicts_.end()) return absl::PermissionDeniedError("call was not authorised");
+  return Principal{it->second.record.principal, role};
+}
+
+void Authorizer::NoteTarget(const grpc::ServerContextBase* context, absl::string_view target) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = verdicts_.find(static_cast<const void*>(context));
+  if (it != verdicts_.end()) it->second.record.target = std::string(target);
+}
+
+void Authorizer::NoteEpsilon(const grpc::ServerContextBase* context, double epsilon) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = verdicts_.find(static_cast<const void*>(context));
+  if (it != verdicts_.end()) it->second.record.epsilon = epsilon;
+}
+
+void Authorizer::NoteDetail(const grpc::ServerContextBase* context, absl::string_view detail) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = verdicts_.find(static_cast<const void*>(context));
+  if (it != verdicts_.end()) it->second.record.detail = std::string(detail);
+}
+
+absl::Status Authorizer::AddToken(std::string digest, Principal principal) {
+  std::unique_lock<std::shared_mutex> lock(tokens_mutex_);
+  return tokens_.AddDigest(std::move(digest), std::move(principal));
+}
+
+bool Authorizer::RevokeToken(absl::string_view id) {
+  std::unique_lock<std::shared_mutex> lock(tokens_mutex_);
+  return tokens_.Remove(id);
+}
+
+std::vector<Principal> Authorizer::Principals() const {
+  std::shared_lock<std::shared_mutex> lock(tokens_mutex_);
+  return tokens_.Principals();
 }
 
 std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>

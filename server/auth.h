@@ -4,8 +4,10 @@
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/support/server_interceptor.h>
 
+#include <functional>
 #include <mutex>
 #include <optional>
+#include <shared_mutex>
 #include <string>
 #include <vector>
 
@@ -19,20 +21,42 @@ enum class Role { kCurator, kAnalyst, kDevice };
 const char* RoleName(Role role);
 std::optional<Role> ParseRole(absl::string_view name);
 
-// Bearer tokens and their roles. Only SHA-256 digests of tokens are kept in
-// memory; comparison is on digests with CRYPTO_memcmp.
+// Who made a call: the token's id (never the token) and its role. Ids are
+// "tok_<hex>" for tokens made by AdminService.CreateToken and "file:<line>"
+// for tokens read from the --tokens file.
+struct Principal {
+  std::string id;
+  Role role = Role::kAnalyst;
+};
+
+// SHA-256 of a token, 32 raw bytes: the only form in which the server keeps
+// a token, in memory and in the database.
+std::string TokenDigest(absl::string_view token);
+
+// Bearer tokens and their principals, indexed by digest. Not thread-safe;
+// Authorizer guards its registry with a mutex.
 class TokenRegistry {
  public:
   // Reads a token file: one "<role> <token>" per line, '#' comments. Tokens
-  // must be at least 16 characters.
+  // must be at least 16 characters. Principal ids are "file:<line>". An
+  // empty file (no tokens) is allowed: the database may hold the tokens.
   static absl::StatusOr<TokenRegistry> FromFile(const std::string& path);
-  absl::Status Add(Role role, absl::string_view token);
-  // The role of a presented token, or UNAUTHENTICATED.
-  absl::StatusOr<Role> Lookup(absl::string_view token) const;
-  size_t size() const { return digests_.size(); }
+  // A token in clear (file tokens, tests); `id` defaults to "file:<n>".
+  absl::Status Add(Role role, absl::string_view token, std::string id = "");
+  // A token known by its digest only (from the database).
+  absl::Status AddDigest(std::string digest, Principal principal);
+  // Forgets the token with this principal id; false when none had it.
+  bool Remove(absl::string_view id);
+  // The principal of a presented token, or UNAUTHENTICATED.
+  absl::StatusOr<Principal> Lookup(absl::string_view token) const;
+  std::vector<Principal> Principals() const;
+  size_t size() const { return by_digest_.size(); }
 
  private:
-  std::vector<std::pair<std::string, Role>> digests_;
+  // Keyed by SHA-256 digest. A hash lookup's timing can only tell an
+  // attacker about digests, which are preimage-resistant: it reveals nothing
+  // usable about any token.
+  absl::flat_hash_map<std::string, Principal> by_digest_;
 };
 
 // Which roles may call which RPC (full method name, e.g.
@@ -42,6 +66,22 @@ bool IsPublicMethod(absl::string_view method);
 std::vector<Role> AllowedRoles(absl::string_view method);
 const std::vector<std::string>& ProtectedMethods();
 
+// What the audit log records about one protected call. The interceptor
+// fills the caller, method and outcome; the handler adds the object it acted
+// on and the epsilon it charged (Authorizer::Note*).
+struct CallRecord {
+  std::string method;
+  std::string principal;  // empty: not authenticated
+  std::optional<Role> role;
+  std::string target;
+  double epsilon = 0.0;
+  std::string detail;
+  int code = 0;  // grpc::StatusCode of the final status
+};
+// Called once per protected call, after the handler returned and before the
+// status is sent (so a client that sees the status can read the row).
+using AuditSink = std::function<void(const CallRecord&)>;
+
 // The interceptor decides, once per call, whether the caller may run the
 // method, and records the verdict for the handler. gRPC 1.51's server
 // interceptors cannot end a call early, so (1) every handler starts with
@@ -50,17 +90,38 @@ const std::vector<std::string>& ProtectedMethods();
 // client sees UNAUTHENTICATED / PERMISSION_DENIED whatever the handler did.
 class Authorizer {
  public:
-  explicit Authorizer(TokenRegistry tokens) : tokens_(std::move(tokens)) {}
+  explicit Authorizer(TokenRegistry tokens, AuditSink audit = nullptr)
+      : tokens_(std::move(tokens)), audit_(std::move(audit)) {}
 
+  struct Decision {
+    grpc::Status status;
+    // Set whenever the token is valid, also when its role is refused.
+    std::optional<Principal> principal;
+  };
   // Called by the interceptor.
-  grpc::Status Decide(absl::string_view method, const std::multimap<grpc::string_ref,
-                                                                    grpc::string_ref>& metadata);
-  void Record(const void* call, grpc::Status verdict, std::optional<Role> role);
+  Decision Decide(absl::string_view method,
+                  const std::multimap<grpc::string_ref, grpc::string_ref>& metadata) const;
+  void Record(const void* call, absl::string_view method, Decision decision);
   std::optional<grpc::Status> VerdictFor(const void* call);
+  // Ends a call: hands its record, with `final_status`, to the audit sink
+  // (protected methods only) and forgets it.
+  void Finish(const void* call, const grpc::Status& final_status);
   void Forget(const void* call);
 
   // Called first by every handler: OK with the caller's role, or the refusal.
   absl::StatusOr<Role> Check(const grpc::ServerContextBase* context);
+  // The authorised caller of a call that passed Check().
+  absl::StatusOr<Principal> Caller(const grpc::ServerContextBase* context);
+
+  // Audit annotations by handlers (no-ops for unknown calls).
+  void NoteTarget(const grpc::ServerContextBase* context, absl::string_view target);
+  void NoteEpsilon(const grpc::ServerContextBase* context, double epsilon);
+  void NoteDetail(const grpc::ServerContextBase* context, absl::string_view detail);
+
+  // Token changes by the admin service; effective from the next call.
+  absl::Status AddToken(std::string digest, Principal principal);
+  bool RevokeToken(absl::string_view id);
+  std::vector<Principal> Principals() const;
 
   std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface> MakeInterceptorFactory();
 
@@ -68,8 +129,11 @@ class Authorizer {
   struct Verdict {
     grpc::Status status;
     std::optional<Role> role;
+    CallRecord record;
   };
+  mutable std::shared_mutex tokens_mutex_;
   TokenRegistry tokens_;
+  AuditSink audit_;
   std::mutex mutex_;
   absl::flat_hash_map<const void*, Verdict> verdicts_;
 };

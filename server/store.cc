@@ -125,6 +125,43 @@ CREATE TABLE ldp_reports (
   PRIMARY KEY (collection_id, report_id)
 ) WITHOUT ROWID;
 )sql",
+    // 4: bearer tokens (SHA-256 digests only, never the token) and the audit
+    // log. A token row is never deleted, and only its revocation may be
+    // written once; audit rows are append-only like ledger events.
+    R"sql(
+CREATE TABLE tokens (
+  id TEXT PRIMARY KEY,
+  role TEXT NOT NULL CHECK (role IN ('curator', 'analyst', 'device')),
+  digest BLOB NOT NULL UNIQUE CHECK (length(digest) = 32),
+  label TEXT NOT NULL,
+  created_unix INTEGER NOT NULL,
+  created_by TEXT NOT NULL,
+  revoked_unix INTEGER,
+  revoked_by TEXT
+);
+CREATE TRIGGER tokens_no_delete BEFORE DELETE ON tokens
+  BEGIN SELECT RAISE(ABORT, 'tokens are revoked, never deleted'); END;
+CREATE TRIGGER tokens_revoke_only BEFORE UPDATE ON tokens
+  WHEN OLD.revoked_unix IS NOT NULL OR NEW.revoked_unix IS NULL OR NEW.id IS NOT OLD.id
+    OR NEW.role IS NOT OLD.role OR NEW.digest IS NOT OLD.digest OR NEW.label IS NOT OLD.label
+    OR NEW.created_unix IS NOT OLD.created_unix OR NEW.created_by IS NOT OLD.created_by
+  BEGIN SELECT RAISE(ABORT, 'a token can only be revoked, once'); END;
+CREATE TABLE audit_log (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  created_unix INTEGER NOT NULL,
+  principal TEXT NOT NULL,
+  role TEXT NOT NULL,
+  method TEXT NOT NULL,
+  target TEXT NOT NULL,
+  code INTEGER NOT NULL,
+  epsilon REAL NOT NULL,
+  detail TEXT NOT NULL
+);
+CREATE TRIGGER audit_log_no_update BEFORE UPDATE ON audit_log
+  BEGIN SELECT RAISE(ABORT, 'the audit log is append-only'); END;
+CREATE TRIGGER audit_log_no_delete BEFORE DELETE ON audit_log
+  BEGIN SELECT RAISE(ABORT, 'the audit log is append-only'); END;
+)sql",
 };
 
 std::string EncodeCells(const data::Table& rows) {

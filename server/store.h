@@ -64,6 +64,23 @@ class Store {
                                      const std::string& after_report_id, int max_rows,
                                      std::vector<double>* values, std::string* last_report_id);
 
+  // Bearer tokens and the audit log (server/admin_store.cc). Tokens are
+  // kept as SHA-256 digests; `info.revoked_unix` 0 means valid.
+  struct StoredToken {
+    v1::TokenInfo info;
+    std::string digest;  // 32 bytes
+  };
+  // ALREADY_EXISTS when the id or the digest is taken.
+  absl::Status InsertToken(const v1::TokenInfo& info, const std::string& digest);
+  absl::StatusOr<std::vector<StoredToken>> ListTokens(bool include_revoked);
+  // NOT_FOUND for an unknown id, FAILED_PRECONDITION when already revoked.
+  absl::StatusOr<v1::TokenInfo> RevokeToken(const std::string& token_id,
+                                            const std::string& revoked_by);
+  // One row, in its own (autocommit) transaction.
+  absl::Status AppendAudit(const v1::AuditRecord& record);
+  // Newest first: at most `limit` rows with id < before_id (0: no bound).
+  absl::StatusOr<std::vector<v1::AuditRecord>> ListAudit(int limit, int64_t before_id);
+
   Database* db() { return db_.get(); }
   std::mutex& mutex() { return mutex_; }
 

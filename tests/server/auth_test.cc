@@ -1,5 +1,5 @@
 // Authentication and authorisation, table-driven over every protected RPC:
-// missing and unknown tokens are UNAUTHENTICATED, roles outside
+// missing, unknown and revoked tokens are UNAUTHENTICATED, roles outside
 // AllowedRoles(method) are PERMISSION_DENIED, refused calls have no side
 // effects, and the health service answers without a token.
 
@@ -34,6 +34,7 @@ struct Stubs {
   std::unique_ptr<v1::ReleaseService::Stub> releases;
   std::unique_ptr<v1::SessionService::Stub> sessions;
   std::unique_ptr<v1::CollectionService::Stub> collections;
+  std::unique_ptr<v1::AdminService::Stub> admin;
 };
 
 // Ids the calls refer to, so that an authorised call would really act.
@@ -44,6 +45,7 @@ struct Targets {
   std::string session_id;  // set by the first authorised OpenSession
   std::string collection_id;           // open local-DP collection
   std::string closable_collection_id;  // the one CloseCollection closes
+  std::string revocable_token_id;      // the one RevokeToken revokes
   int key_counter = 0;
 };
 
@@ -195,6 +197,31 @@ const std::map<std::string, RpcCall>& RpcTable() {
          }
          return reader->Finish();
        }},
+      {"/dpcurator.v1.AdminService/CreateToken",
+       [](Stubs& s, grpc::ClientContext* c, Targets&) {
+         v1::CreateTokenRequest request;
+         request.set_role(v1::ROLE_ANALYST);
+         request.set_label("auth-table");
+         v1::CreateTokenResponse response;
+         return s.admin->CreateToken(c, request, &response);
+       }},
+      {"/dpcurator.v1.AdminService/RevokeToken",
+       [](Stubs& s, grpc::ClientContext* c, Targets& t) {
+         v1::RevokeTokenRequest request;
+         request.set_token_id(t.revocable_token_id);
+         v1::TokenInfo response;
+         return s.admin->RevokeToken(c, request, &response);
+       }},
+      {"/dpcurator.v1.AdminService/ListTokens",
+       [](Stubs& s, grpc::ClientContext* c, Targets&) {
+         v1::ListTokensResponse response;
+         return s.admin->ListTokens(c, v1::ListTokensRequest(), &response);
+       }},
+      {"/dpcurator.v1.AdminService/ListAudit",
+       [](Stubs& s, grpc::ClientContext* c, Targets&) {
+         v1::ListAuditResponse response;
+         return s.admin->ListAudit(c, v1::ListAuditRequest(), &response);
+       }},
   };
   return *table;
 }
@@ -251,6 +278,10 @@ TEST(AuthTable, RolesMatchTheWireContract) {
   EXPECT_EQ(AllowedRoles("/dpcurator.v1.CollectionService/DownloadReports"), R{Role::kAnalyst});
   EXPECT_EQ(AllowedRoles("/dpcurator.v1.CollectionService/CreateCollection"), R{Role::kCurator});
   EXPECT_EQ(AllowedRoles("/dpcurator.v1.CollectionService/CloseCollection"), R{Role::kCurator});
+  for (const char* method : {"CreateToken", "RevokeToken", "ListTokens", "ListAudit"}) {
+    EXPECT_EQ(AllowedRoles(absl::StrCat("/dpcurator.v1.AdminService/", method)), R{Role::kCurator})
+        << method;
+  }
   // Devices only submit LDP reports (and read a collection's public
   // parameters); no dataset, release or session RPC is theirs.
   for (const auto& [method, call] : RpcTable()) {
@@ -269,6 +300,10 @@ class AuthTest : public ServerTest {
     stubs_.releases = v1::ReleaseService::NewStub(channel_);
     stubs_.sessions = v1::SessionService::NewStub(channel_);
     stubs_.collections = v1::CollectionService::NewStub(channel_);
+    stubs_.admin = v1::AdminService::NewStub(channel_);
+    v1::CreateTokenResponse revocable;
+    ASSERT_TRUE(CreateToken(v1::ROLE_ANALYST, "revocable", &revocable).ok());
+    targets_.revocable_token_id = revocable.info().token_id();
 
     v1::Collection collection;
     ASSERT_TRUE(CreateLdpCollection("auth-open", &collection).ok());
@@ -307,13 +342,15 @@ class AuthTest : public ServerTest {
     int released_releases = 0;
     int open_releases = 0;
     int open_sessions = 0;
+    int tokens = 0;  // valid and revoked
+    int revoked_tokens = 0;
     bool operator==(const Snapshot&) const = default;
     friend void PrintTo(const Snapshot& s, std::ostream* os) {
       *os << "{datasets=" << s.datasets << " open_rows=" << s.open_rows
           << " open_sealed=" << s.open_sealed << " released_events=" << s.released_events
           << " open_events=" << s.open_events << " released_releases=" << s.released_releases
           << " open_releases=" << s.open_releases << " open_sessions=" << s.open_sessions
-          << "}";
+          << " tokens=" << s.tokens << " revoked_tokens=" << s.revoked_tokens << "}";
     }
   };
   Snapshot Take() {
@@ -323,6 +360,13 @@ class AuthTest : public ServerTest {
     v1::ListDatasetsResponse list;
     EXPECT_TRUE(curator.datasets().ListDatasets(context.get(), v1::ListDatasetsRequest(), &list).ok());
     snapshot.datasets = list.datasets_size();
+    auto tokens_context = curator.NewContext();
+    v1::ListTokensRequest tokens_request;
+    tokens_request.set_include_revoked(true);
+    v1::ListTokensResponse tokens;
+    EXPECT_TRUE(curator.admin().ListTokens(tokens_context.get(), tokens_request, &tokens).ok());
+    snapshot.tokens = tokens.tokens_size();
+    for (const auto& token : tokens.tokens()) snapshot.revoked_tokens += token.revoked_unix() != 0;
     for (const auto& d : list.datasets()) {
       if (d.id() == targets_.open_dataset) {
         snapshot.open_rows = d.row_count();
@@ -358,17 +402,28 @@ class AuthTest : public ServerTest {
 };
 
 TEST_F(AuthTest, RefusedCallsAreRefusedWithTheRightCodeAndChangeNothing) {
-  const Snapshot before = Take();
-  EXPECT_EQ(before.datasets, 2);
-  EXPECT_EQ(before.open_rows, 200);
-  EXPECT_EQ(before.released_events, 1);
-
-  const std::vector<Credentials> unauthenticated = {
+  std::vector<Credentials> unauthenticated = {
       {"no token", std::nullopt},
       {"unknown token", absl::StrCat("Bearer ", kUnknownToken)},
       {"token without Bearer", std::string(kCuratorToken)},
       {"empty bearer", std::string("Bearer ")},
   };
+  // Revoked tokens of every role, made and revoked through the admin RPCs:
+  // for each method, a revoked token of an allowed role is among them.
+  for (v1::Role role : {v1::ROLE_CURATOR, v1::ROLE_ANALYST, v1::ROLE_DEVICE}) {
+    v1::CreateTokenResponse created;
+    ASSERT_TRUE(CreateToken(role, "to be revoked", &created).ok());
+    ASSERT_TRUE(RevokeToken(created.info().token_id()).ok());
+    unauthenticated.push_back({absl::StrCat("revoked ", v1::Role_Name(role), " token"),
+                               absl::StrCat("Bearer ", created.token())});
+  }
+
+  const Snapshot before = Take();
+  EXPECT_EQ(before.datasets, 2);
+  EXPECT_EQ(before.open_rows, 200);
+  EXPECT_EQ(before.released_events, 1);
+  EXPECT_EQ(before.revoked_tokens, 3);
+
   int refused = 0;
   for (const auto& method : ProtectedMethods()) {
     if (RpcTable().count(method) == 0) {
@@ -418,6 +473,9 @@ TEST_F(AuthTest, AllowedRolesPassAuthorisation) {
   EXPECT_GE(after.open_events, 2);
   EXPECT_EQ(after.open_sessions, 1);
   EXPECT_TRUE(after.open_sealed);
+  // One CreateToken and one RevokeToken (of the revocable token).
+  EXPECT_EQ(after.tokens, 3 + 1 + 1);  // file tokens, revocable, created
+  EXPECT_EQ(after.revoked_tokens, 1);
 }
 
 // grpc.health.v1.Health/Check through a generic stub: Debian's gRPC ships no

@@ -123,6 +123,37 @@ client::Connection ServerTest::Device() const {
   return client::Connection::Plaintext(address(), kDeviceToken, std::chrono::seconds(30));
 }
 
+client::Connection ServerTest::WithToken(const std::string& token) const {
+  return client::Connection::Plaintext(address(), token, std::chrono::seconds(30));
+}
+
+grpc::Status ServerTest::CreateToken(v1::Role role, const std::string& label,
+                                     v1::CreateTokenResponse* response) {
+  auto connection = Curator();
+  auto context = connection.NewContext();
+  v1::CreateTokenRequest request;
+  request.set_role(role);
+  request.set_label(label);
+  return connection.admin().CreateToken(context.get(), request, response);
+}
+
+grpc::Status ServerTest::RevokeToken(const std::string& token_id, v1::TokenInfo* info) {
+  auto connection = Curator();
+  auto context = connection.NewContext();
+  v1::RevokeTokenRequest request;
+  request.set_token_id(token_id);
+  v1::TokenInfo local;
+  return connection.admin().RevokeToken(context.get(), request, info != nullptr ? info : &local);
+}
+
+grpc::Status ServerTest::ListAudit(int limit, v1::ListAuditResponse* response) {
+  auto connection = Curator();
+  auto context = connection.NewContext();
+  v1::ListAuditRequest request;
+  request.set_limit(limit);
+  return connection.admin().ListAudit(context.get(), request, response);
+}
+
 grpc::Status ServerTest::CreateDataset(double epsilon_cap, double delta,
                                        v1::NeighbouringRelation relation, v1::Dataset* dataset,
                                        const std::string& name) {

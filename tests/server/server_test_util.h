@@ -64,6 +64,14 @@ class ServerTest : public ::testing::Test {
   client::Connection Curator() const;
   client::Connection Analyst() const;
   client::Connection Device() const;
+  client::Connection WithToken(const std::string& token) const;
+
+  // Curator (file token) creates / revokes a token through AdminService.
+  grpc::Status CreateToken(v1::Role role, const std::string& label,
+                           v1::CreateTokenResponse* response);
+  grpc::Status RevokeToken(const std::string& token_id, v1::TokenInfo* info = nullptr);
+  // The newest audit rows, newest first (curator).
+  grpc::Status ListAudit(int limit, v1::ListAuditResponse* response);
 
   // Curator creates a demo-schema dataset; the returned status is the RPC's.
   grpc::Status CreateDataset(double epsilon_cap, double delta, v1::NeighbouringRelation relation,
@@ -89,6 +97,7 @@ class ServerTest : public ::testing::Test {
 
   std::unique_ptr<TempDir> dir_;
   std::string db_path_;
+  // The --tokens file; StartServer() passes none when this is empty.
   std::string tokens_path_;
   std::unique_ptr<CuratorServer> server_;
 };

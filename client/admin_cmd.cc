@@ -1,0 +1,210 @@
+// Curator commands: bearer tokens (create, revoke, list) and the audit log.
+#include <cstdio>
+#include <ctime>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "client/commands.h"
+#include "client/connection.h"
+
+namespace dpcurator::client {
+namespace {
+
+std::string RoleText(v1::Role role) {
+  switch (role) {
+    case v1::ROLE_CURATOR:
+      return "curator";
+    case v1::ROLE_ANALYST:
+      return "analyst";
+    case v1::ROLE_DEVICE:
+      return "device";
+    default:
+      return "?";
+  }
+}
+
+std::string TimeText(int64_t unix_seconds) {
+  if (unix_seconds == 0) return "-";
+  char text[32];
+  std::time_t t = unix_seconds;
+  std::strftime(text, sizeof(text), "%Y-%m-%d %H:%M:%S", std::gmtime(&t));
+  return text;
+}
+
+nlohmann::json TokenJson(const v1::TokenInfo& info) {
+  return {{"token_id", info.token_id()},       {"role", RoleText(info.role())},
+          {"label", info.label()},             {"created_unix", info.created_unix()},
+          {"created_by", info.created_by()},   {"revoked_unix", info.revoked_unix()},
+          {"revoked_by", info.revoked_by()}};
+}
+
+int RunTokenCreate(const ParsedArgs& args) {
+  v1::CreateTokenRequest request;
+  const std::string role = args.Get("role");
+  if (role == "curator") {
+    request.set_role(v1::ROLE_CURATOR);
+  } else if (role == "analyst") {
+    request.set_role(v1::ROLE_ANALYST);
+  } else if (role == "device") {
+    request.set_role(v1::ROLE_DEVICE);
+  } else {
+    return ReportError(
+        absl::InvalidArgumentError("--role must be curator, analyst or device"));
+  }
+  request.set_label(args.Get("label"));
+  auto connection = Connection::FromArgs(args);
+  if (!connection.ok()) return ReportError(connection.status());
+  v1::CreateTokenResponse response;
+  auto context = connection->NewContext();
+  grpc::Status status = connection->admin().CreateToken(context.get(), request, &response);
+  if (!status.ok()) return ReportError(RpcError(status, "create token"));
+  if (args.Flag("json")) {
+    nlohmann::json out = TokenJson(response.info());
+    out["token"] = response.token();
+    std::printf("%s\n", out.dump(2).c_str());
+    return 0;
+  }
+  std::printf("created %s token %s%s\n", RoleText(response.info().role()).c_str(),
+              response.info().token_id().c_str(),
+              response.info().label().empty()
+                  ? ""
+                  : absl::StrCat(" (", response.info().label(), ")").c_str());
+  std::printf("\n  %s\n\n", response.token().c_str());
+  std::printf(
+      "This is the only time the token is shown: the server keeps only its SHA-256 digest.\n"
+      "Hand it over securely; its holder uses it as DPCURATOR_TOKEN or --token.\n");
+  return 0;
+}
+
+int RunTokenRevoke(const ParsedArgs& args) {
+  auto connection = Connection::FromArgs(args);
+  if (!connection.ok()) return ReportError(connection.status());
+  v1::RevokeTokenRequest request;
+  request.set_token_id(args.Get("id"));
+  v1::TokenInfo info;
+  auto context = connection->NewContext();
+  grpc::Status status = connection->admin().RevokeToken(context.get(), request, &info);
+  if (!status.ok()) return ReportError(RpcError(status, "revoke token"));
+  if (args.Flag("json")) {
+    std::printf("%s\n", TokenJson(info).dump(2).c_str());
+  } else {
+    std::printf("revoked %s token %s at %s UTC; calls with it are refused from now on\n",
+                RoleText(info.role()).c_str(), info.token_id().c_str(),
+                TimeText(info.revoked_unix()).c_str());
+  }
+  return 0;
+}
+
+int RunTokenList(const ParsedArgs& args) {
+  auto connection = Connection::FromArgs(args);
+  if (!connection.ok()) return ReportError(connection.status());
+  v1::ListTokensRequest request;
+  request.set_include_revoked(args.Flag("all"));
+  v1::ListTokensResponse response;
+  auto context = connection->NewContext();
+  grpc::Status status = connection->admin().ListTokens(context.get(), request, &response);
+  if (!status.ok()) return ReportError(RpcError(status, "list tokens"));
+  if (args.Flag("json")) {
+    nlohmann::json out = nlohmann::json::array();
+    for (const auto& info : response.tokens()) out.push_back(TokenJson(info));
+    std::printf("%s\n", out.dump(2).c_str());
+    return 0;
+  }
+  std::printf("%-38s %-8s %-20s %-20s %-38s %s\n", "token id", "role", "created (UTC)",
+              "revoked (UTC)", "created by", "label");
+  for (const auto& info : response.tokens()) {
+    std::printf("%-38s %-8s %-20s %-20s %-38s %s\n", info.token_id().c_str(),
+                RoleText(info.role()).c_str(), TimeText(info.created_unix()).c_str(),
+                TimeText(info.revoked_unix()).c_str(),
+                info.created_by().empty() ? "-" : info.created_by().c_str(),
+                info.label().c_str());
+  }
+  return 0;
+}
+
+int RunAudit(const ParsedArgs& args) {
+  auto limit = args.GetInt("limit");
+  if (!limit.ok()) return ReportError(limit.status());
+  if (*limit <= 0 || *limit > 10000) {
+    return ReportError(absl::InvalidArgumentError("--limit must be between 1 and 10000"));
+  }
+  auto connection = Connection::FromArgs(args);
+  if (!connection.ok()) return ReportError(connection.status());
+  v1::ListAuditRequest request;
+  request.set_limit(static_cast<int32_t>(*limit));
+  v1::ListAuditResponse response;
+  auto context = connection->NewContext();
+  grpc::Status status = connection->admin().ListAudit(context.get(), request, &response);
+  if (!status.ok()) return ReportError(RpcError(status, "audit"));
+  if (args.Flag("json")) {
+    nlohmann::json out = nlohmann::json::array();
+    for (const auto& r : response.records()) {
+      out.push_back({{"id", r.id()},
+                     {"created_unix", r.created_unix()},
+                     {"principal", r.principal()},
+                     {"role", r.role() == v1::ROLE_UNSPECIFIED ? "" : RoleText(r.role())},
+                     {"method", r.method()},
+                     {"target", r.target()},
+                     {"code", r.code()},
+                     {"epsilon", r.epsilon()},
+                     {"detail", r.detail()}});
+    }
+    std::printf("%s\n", out.dump(2).c_str());
+    return 0;
+  }
+  // Oldest of the page first, like a log.
+  std::printf("%7s  %-19s  %-38s  %-8s  %-40s  %4s  %8s  %s\n", "id", "time (UTC)", "principal",
+              "role", "method", "code", "epsilon", "target / detail");
+  for (int i = response.records_size() - 1; i >= 0; --i) {
+    const auto& r = response.records(i);
+    std::string method = r.method();
+    if (!method.empty() && method[0] == '/') method = method.substr(1);
+    if (method.rfind("dpcurator.v1.", 0) == 0) method = method.substr(13);
+    std::printf("%7lld  %-19s  %-38s  %-8s  %-40s  %4d  %8.4f  %s%s%s\n",
+                static_cast<long long>(r.id()), TimeText(r.created_unix()).c_str(),
+                r.principal().empty() ? "(unauthenticated)" : r.principal().c_str(),
+                r.role() == v1::ROLE_UNSPECIFIED ? "-" : RoleText(r.role()).c_str(),
+                method.c_str(), r.code(), r.epsilon(), r.target().c_str(),
+                r.detail().empty() ? "" : "  ", r.detail().c_str());
+  }
+  return 0;
+}
+
+}  // namespace
+
+std::vector<Command> AdminCommands() {
+  std::vector<Command> commands;
+  commands.push_back(Command{
+      "admin token create", "make a bearer token for a role; shown once (curator)",
+      "The token is 192 random bits with a 'dpc_' prefix. The server stores only its SHA-256\n"
+      "digest, so it cannot be shown again: lost tokens are revoked and replaced.",
+      WithConnection({{"role", "", "curator | analyst | device", false, true},
+                      {"label", "", "who or what holds it, e.g. 'alice laptop'"},
+                      {"json", "", "print JSON (includes the token)", true}}),
+      RunTokenCreate});
+  commands.push_back(Command{
+      "admin token revoke", "revoke a token by id; refused from the next call on (curator)",
+      "Ids are listed by `dpcurator admin token list`. The last valid curator token cannot be\n"
+      "revoked. Tokens from the server's --tokens file are revoked by editing that file.",
+      WithConnection({{"id", "", "token id (tok_...)", false, true},
+                      {"json", "", "print JSON", true}}),
+      RunTokenRevoke});
+  commands.push_back(Command{
+      "admin token list", "list token ids, roles and labels (curator; never the tokens)", "",
+      WithConnection({{"all", "", "include revoked tokens", true},
+                      {"json", "", "print JSON", true}}),
+      RunTokenList});
+  commands.push_back(Command{
+      "admin audit", "the audit log: who called what, when, and the epsilon charged (curator)",
+      "One row per protected call (one per report stream), refused calls included; the code is\n"
+      "the gRPC status (0 OK, 3 invalid, 5 not found, 7 permission denied, 8 budget\n"
+      "exhausted, 16 unauthenticated).",
+      WithConnection({{"limit", "50", "newest rows to show"}, {"json", "", "print JSON", true}}),
+      RunAudit});
+  return commands;
+}
+
+}  // namespace dpcurator::client

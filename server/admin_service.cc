@@ -1,0 +1,172 @@
+#include "server/admin_service.h"
+
+#include <openssl/rand.h>
+
+#include <algorithm>
+
+#include "absl/status/status.h"
+#include "absl/strings/escaping.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "core/util/status_macros.h"
+#include "server/audit.h"
+#include "server/log.h"
+
+namespace dpcurator::server {
+namespace {
+
+// 192 bits: far beyond guessing, and the "dpc_" prefix lets secret scanners
+// and people recognise a leaked token.
+constexpr int kTokenRandomBytes = 24;
+constexpr char kTokenPrefix[] = "dpc_";
+constexpr char kFilePrincipalPrefix[] = "file:";
+
+absl::Status ValidateLabel(const std::string& label) {
+  if (label.size() > AdminServiceImpl::kMaxLabelLength) {
+    return absl::InvalidArgumentError(absl::StrCat("token label must be at most ",
+                                                   AdminServiceImpl::kMaxLabelLength,
+                                                   " characters"));
+  }
+  for (unsigned char c : label) {
+    if (c < 0x20 || c == 0x7f) {
+      return absl::InvalidArgumentError("token label must not contain control characters");
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> NewBearerToken() {
+  unsigned char bytes[kTokenRandomBytes];
+  if (RAND_bytes(bytes, sizeof(bytes)) != 1) {
+    return absl::InternalError("OpenSSL RAND_bytes failed: cannot make a token");
+  }
+  return absl::StrCat(kTokenPrefix,
+                      absl::BytesToHexString(absl::string_view(
+                          reinterpret_cast<const char*>(bytes), sizeof(bytes))));
+}
+
+absl::Status AdminServiceImpl::LoadTokens(Store* store, Authorizer* authorizer) {
+  DPC_ASSIGN_OR_RETURN(auto tokens, store->ListTokens(/*include_revoked=*/false));
+  for (auto& token : tokens) {
+    auto role = RoleFromProto(token.info.role());
+    if (!role.has_value()) {
+      return absl::DataLossError(
+          absl::StrCat("token ", token.info.token_id(), " has no valid role in the database"));
+    }
+    DPC_RETURN_IF_ERROR(
+        authorizer->AddToken(std::move(token.digest), Principal{token.info.token_id(), *role}));
+  }
+  return absl::OkStatus();
+}
+
+grpc::Status AdminServiceImpl::CreateToken(grpc::ServerContext* context,
+                                           const v1::CreateTokenRequest* request,
+                                           v1::CreateTokenResponse* response) {
+  auto caller = authorizer_->Caller(context);
+  if (!caller.ok()) return ToGrpcStatus(caller.status());
+  const std::optional<Role> role = RoleFromProto(request->role());
+  if (!role.has_value()) {
+    return ToGrpcStatus(
+        absl::InvalidArgumentError("a token needs a role: curator, analyst or device"));
+  }
+  if (auto status = ValidateLabel(request->label()); !status.ok()) return ToGrpcStatus(status);
+  auto token = NewBearerToken();
+  if (!token.ok()) return ToGrpcStatus(token.status());
+  const std::string digest = TokenDigest(*token);
+  v1::TokenInfo info;
+  info.set_token_id(NewId("tok"));
+  info.set_role(request->role());
+  info.set_label(request->label());
+  info.set_created_unix(UnixNow());
+  info.set_created_by(caller->id);
+  authorizer_->NoteTarget(context, info.token_id());
+  authorizer_->NoteDetail(context, absl::StrCat("role=", RoleName(*role)));
+  // Durable first: a token that works is a token the database knows.
+  if (auto status = store_->InsertToken(info, digest); !status.ok()) {
+    return ToGrpcStatus(status);
+  }
+  if (auto status = authorizer_->AddToken(digest, Principal{info.token_id(), *role});
+      !status.ok()) {
+    return ToGrpcStatus(status);
+  }
+  *response->mutable_info() = info;
+  response->set_token(*std::move(token));
+  // The token id only: never the token.
+  LogEvent(LogLevel::kInfo, "token_created")
+      .Str("token_id", info.token_id())
+      .Str("token_role", RoleName(*role))
+      .Str("by", caller->id);
+  return grpc::Status::OK;
+}
+
+grpc::Status AdminServiceImpl::RevokeToken(grpc::ServerContext* context,
+                                           const v1::RevokeTokenRequest* request,
+                                           v1::TokenInfo* response) {
+  auto caller = authorizer_->Caller(context);
+  if (!caller.ok()) return ToGrpcStatus(caller.status());
+  const std::string& id = request->token_id();
+  authorizer_->NoteTarget(context, id);
+  std::lock_guard<std::mutex> lock(revoke_mutex_);
+  const std::vector<Principal> valid = authorizer_->Principals();
+  auto found = std::find_if(valid.begin(), valid.end(),
+                            [&](const Principal& p) { return p.id == id; });
+  if (absl::StartsWith(id, kFilePrincipalPrefix)) {
+    if (found == valid.end()) {
+      return ToGrpcStatus(absl::NotFoundError(absl::StrCat("no token '", id, "'")));
+    }
+    return ToGrpcStatus(absl::FailedPreconditionError(
+        absl::StrCat("token ", id, " comes from the server's --tokens file: delete line ",
+                     id.substr(sizeof(kFilePrincipalPrefix) - 1),
+                     " of that file and restart the server to revoke it")));
+  }
+  if (found != valid.end() && found->role == Role::kCurator) {
+    const auto curators = std::count_if(valid.begin(), valid.end(), [](const Principal& p) {
+      return p.role == Role::kCurator;
+    });
+    if (curators <= 1) {
+      return ToGrpcStatus(absl::FailedPreconditionError(absl::StrCat(
+          "token ", id, " is the last valid curator token",
+          id == caller->id ? " (the one this call uses)" : "",
+          ": revoking it would leave nobody able to administer this server. Create another "
+          "curator token first (dpcurator admin token create --role curator)")));
+    }
+  }
+  auto revoked = store_->RevokeToken(id, caller->id);
+  if (!revoked.ok()) return ToGrpcStatus(revoked.status());
+  authorizer_->RevokeToken(id);
+  *response = *std::move(revoked);
+  LogEvent(LogLevel::kInfo, "token_revoked").Str("token_id", id).Str("by", caller->id);
+  return grpc::Status::OK;
+}
+
+grpc::Status AdminServiceImpl::ListTokens(grpc::ServerContext* context,
+                                          const v1::ListTokensRequest* request,
+                                          v1::ListTokensResponse* response) {
+  if (auto role = authorizer_->Check(context); !role.ok()) return ToGrpcStatus(role.status());
+  // Tokens from the --tokens file first (they have no database row).
+  for (const Principal& principal : authorizer_->Principals()) {
+    if (!absl::StartsWith(principal.id, kFilePrincipalPrefix)) continue;
+    v1::TokenInfo* info = response->add_tokens();
+    info->set_token_id(principal.id);
+    info->set_role(RoleToProto(principal.role));
+    info->set_label("from the --tokens file");
+  }
+  auto stored = store_->ListTokens(request->include_revoked());
+  if (!stored.ok()) return ToGrpcStatus(stored.status());
+  for (auto& token : *stored) *response->add_tokens() = std::move(token.info);
+  return grpc::Status::OK;
+}
+
+grpc::Status AdminServiceImpl::ListAudit(grpc::ServerContext* context,
+                                         const v1::ListAuditRequest* request,
+                                         v1::ListAuditResponse* response) {
+  if (auto role = authorizer_->Check(context); !role.ok()) return ToGrpcStatus(role.status());
+  auto records = store_->ListAudit(request->limit(), request->before_id());
+  if (!records.ok()) return ToGrpcStatus(records.status());
+  for (auto& record : *records) *response->add_records() = std::move(record);
+  return grpc::Status::OK;
+}
+
+}  // namespace dpcurator::server

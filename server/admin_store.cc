@@ -1,0 +1,162 @@
+// Store methods for bearer tokens and the audit log (migration 4 in
+// store.cc).
+#include <algorithm>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "core/util/status_macros.h"
+#include "server/store.h"
+
+namespace dpcurator::server {
+namespace {
+
+constexpr const char* kTokenColumns =
+    "id, role, digest, label, created_unix, created_by, revoked_unix, revoked_by";
+constexpr const char* kAuditColumns =
+    "id, created_unix, principal, role, method, target, code, epsilon, detail";
+// ListAudit's page size when none is asked for, and its ceiling.
+constexpr int kDefaultAuditLimit = 100;
+constexpr int kMaxAuditLimit = 10000;
+
+v1::Role RoleFromText(const std::string& text) {
+  if (text == "curator") return v1::ROLE_CURATOR;
+  if (text == "analyst") return v1::ROLE_ANALYST;
+  if (text == "device") return v1::ROLE_DEVICE;
+  return v1::ROLE_UNSPECIFIED;
+}
+
+const char* RoleText(v1::Role role) {
+  switch (role) {
+    case v1::ROLE_CURATOR:
+      return "curator";
+    case v1::ROLE_ANALYST:
+      return "analyst";
+    case v1::ROLE_DEVICE:
+      return "device";
+    default:
+      return "";
+  }
+}
+
+Store::StoredToken TokenFromRow(const Statement& row) {
+  Store::StoredToken token;
+  token.info.set_token_id(row.ColumnText(0));
+  token.info.set_role(RoleFromText(row.ColumnText(1)));
+  token.digest = row.ColumnBlob(2);
+  token.info.set_label(row.ColumnText(3));
+  token.info.set_created_unix(row.ColumnInt(4));
+  token.info.set_created_by(row.ColumnText(5));
+  if (!row.ColumnIsNull(6)) token.info.set_revoked_unix(row.ColumnInt(6));
+  if (!row.ColumnIsNull(7)) token.info.set_revoked_by(row.ColumnText(7));
+  return token;
+}
+
+}  // namespace
+
+absl::Status Store::InsertToken(const v1::TokenInfo& info, const std::string& digest) {
+  if (RoleText(info.role())[0] == '\0') {
+    return absl::InvalidArgumentError("a token needs a role: curator, analyst or device");
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  DPC_ASSIGN_OR_RETURN(auto insert,
+                       db_->Prepare(absl::StrCat("INSERT INTO tokens (", kTokenColumns,
+                                                 ") VALUES (?, ?, ?, ?, ?, ?, NULL, NULL)")));
+  return insert.Bind(1, info.token_id())
+      .Bind(2, RoleText(info.role()))
+      .BindBlob(3, digest)
+      .Bind(4, info.label())
+      .Bind(5, info.created_unix())
+      .Bind(6, info.created_by())
+      .Run();
+}
+
+absl::StatusOr<std::vector<Store::StoredToken>> Store::ListTokens(bool include_revoked) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  DPC_ASSIGN_OR_RETURN(
+      auto query, db_->Prepare(absl::StrCat("SELECT ", kTokenColumns, " FROM tokens",
+                                            include_revoked ? "" : " WHERE revoked_unix IS NULL",
+                                            " ORDER BY created_unix, id")));
+  std::vector<StoredToken> tokens;
+  while (true) {
+    DPC_ASSIGN_OR_RETURN(bool row, query.Step());
+    if (!row) break;
+    tokens.push_back(TokenFromRow(query));
+  }
+  return tokens;
+}
+
+absl::StatusOr<v1::TokenInfo> Store::RevokeToken(const std::string& token_id,
+                                                 const std::string& revoked_by) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  DPC_ASSIGN_OR_RETURN(auto transaction, Transaction::BeginImmediate(db_.get()));
+  DPC_ASSIGN_OR_RETURN(auto query, db_->Prepare(absl::StrCat("SELECT ", kTokenColumns,
+                                                             " FROM tokens WHERE id = ?")));
+  query.Bind(1, token_id);
+  DPC_ASSIGN_OR_RETURN(bool found, query.Step());
+  if (!found) {
+    return absl::NotFoundError(
+        absl::StrCat("no token '", token_id, "' (list them with `dpcurator admin token list`)"));
+  }
+  StoredToken token = TokenFromRow(query);
+  if (token.info.revoked_unix() != 0) {
+    return absl::FailedPreconditionError(absl::StrCat("token ", token_id,
+                                                      " is already revoked (at unix time ",
+                                                      token.info.revoked_unix(), ")"));
+  }
+  const int64_t now = UnixNow();
+  DPC_ASSIGN_OR_RETURN(auto update, db_->Prepare("UPDATE tokens SET revoked_unix = ?, "
+                                                 "revoked_by = ? WHERE id = ?"));
+  DPC_RETURN_IF_ERROR(update.Bind(1, now).Bind(2, revoked_by).Bind(3, token_id).Run());
+  DPC_RETURN_IF_ERROR(transaction.Commit());
+  token.info.set_revoked_unix(now);
+  token.info.set_revoked_by(revoked_by);
+  return token.info;
+}
+
+absl::Status Store::AppendAudit(const v1::AuditRecord& record) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  DPC_ASSIGN_OR_RETURN(auto insert,
+                       db_->Prepare("INSERT INTO audit_log (created_unix, principal, role, "
+                                    "method, target, code, epsilon, detail) VALUES (?, ?, ?, ?, "
+                                    "?, ?, ?, ?)"));
+  return insert.Bind(1, record.created_unix())
+      .Bind(2, record.principal())
+      .Bind(3, RoleText(record.role()))
+      .Bind(4, record.method())
+      .Bind(5, record.target())
+      .Bind(6, int64_t{record.code()})
+      .Bind(7, record.epsilon())
+      .Bind(8, record.detail())
+      .Run();
+}
+
+absl::StatusOr<std::vector<v1::AuditRecord>> Store::ListAudit(int limit, int64_t before_id) {
+  if (limit < 0) return absl::InvalidArgumentError("limit must be >= 0");
+  if (limit == 0) limit = kDefaultAuditLimit;
+  limit = std::min(limit, kMaxAuditLimit);
+  std::lock_guard<std::mutex> lock(mutex_);
+  DPC_ASSIGN_OR_RETURN(auto query,
+                       db_->Prepare(absl::StrCat("SELECT ", kAuditColumns,
+                                                 " FROM audit_log WHERE (? = 0 OR id < ?) ORDER "
+                                                 "BY id DESC LIMIT ?")));
+  query.Bind(1, before_id).Bind(2, before_id).Bind(3, int64_t{limit});
+  std::vector<v1::AuditRecord> records;
+  while (true) {
+    DPC_ASSIGN_OR_RETURN(bool row, query.Step());
+    if (!row) break;
+    v1::AuditRecord record;
+    record.set_id(query.ColumnInt(0));
+    record.set_created_unix(query.ColumnInt(1));
+    record.set_principal(query.ColumnText(2));
+    record.set_role(RoleFromText(query.ColumnText(3)));
+    record.set_method(query.ColumnText(4));
+    record.set_target(query.ColumnText(5));
+    record.set_code(static_cast<int32_t>(query.ColumnInt(6)));
+    record.set_epsilon(query.ColumnDouble(7));
+    record.set_detail(query.ColumnText(8));
+    records.push_back(std::move(record));
+  }
+  return records;
+}
+
+}  // namespace dpcurator::server
