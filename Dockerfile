@@ -5,6 +5,7 @@ RUN apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq 
       build-essential cmake ninja-build pkg-config \
       libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler \
       libabsl-dev libeigen3-dev libsqlite3-dev libssl-dev nlohmann-json3-dev \
+      prometheus-cpp-dev \
     && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY . .
@@ -16,7 +17,7 @@ RUN cmake -S . -B /build -G Ninja -DCMAKE_BUILD_TYPE=Release -DDPC_NATIVE=OFF \
 FROM debian:bookworm-slim
 RUN apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
       libgrpc++1.51 libprotobuf32 libsqlite3-0 libssl3 ca-certificates \
-      libabsl20220623 \
+      libabsl20220623 libprometheus-cpp-core1.0 libprometheus-cpp-pull1.0 \
     && rm -rf /var/lib/apt/lists/* \
     && useradd --system --uid 10001 --home /var/lib/dpcurator --create-home dpcurator
 COPY --from=build /build/server/dpcurator-server /build/client/dpcurator \

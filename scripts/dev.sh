@@ -21,7 +21,7 @@ PACKAGES=(
   build-essential cmake ninja-build pkg-config
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev libeigen3-dev libsqlite3-dev libssl-dev libgtest-dev
-  nlohmann-json3-dev libbenchmark-dev
+  nlohmann-json3-dev libbenchmark-dev prometheus-cpp-dev openssl
 )
 
 install_missing() {

@@ -1,19 +1,13 @@
 #include "server/collection_service.h"
 
 #include <algorithm>
-#include <cstdio>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "proto/collection.h"
+#include "server/log.h"
 
 namespace dpcurator::server {
-namespace {
-
-void Log(const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); }
-
-}  // namespace
-
 grpc::Status CollectionServiceImpl::CreateCollection(grpc::ServerContext* context,
                                                      const v1::CreateCollectionRequest* request,
                                                      v1::Collection* response) {
@@ -29,9 +23,12 @@ grpc::Status CollectionServiceImpl::CreateCollection(grpc::ServerContext* contex
                                              mechanism->cost_exponent());
   if (!collection.ok()) return ToGrpcStatus(collection.status());
   *response = *std::move(collection);
-  Log(absl::StrCat("event=collection_created collection=", response->id(),
-                   " mechanism=", resolved.mechanism(), " epsilon=", resolved.epsilon(),
-                   " dimension=", response->dimension()));
+  authorizer_->NoteTarget(context, response->id());
+  LogEvent(LogLevel::kInfo, "collection_created")
+      .Str("collection", response->id())
+      .Str("mechanism", resolved.mechanism())
+      .Num("epsilon", resolved.epsilon())
+      .Int("dimension", response->dimension());
   return grpc::Status::OK;
 }
 
@@ -39,6 +36,7 @@ grpc::Status CollectionServiceImpl::GetCollection(grpc::ServerContext* context,
                                                   const v1::GetCollectionRequest* request,
                                                   v1::Collection* response) {
   if (auto role = authorizer_->Check(context); !role.ok()) return ToGrpcStatus(role.status());
+  authorizer_->NoteTarget(context, request->collection_id());
   auto collection = store_->GetCollection(request->collection_id());
   if (!collection.ok()) return ToGrpcStatus(collection.status());
   *response = *std::move(collection);
@@ -49,11 +47,13 @@ grpc::Status CollectionServiceImpl::CloseCollection(grpc::ServerContext* context
                                                     const v1::CloseCollectionRequest* request,
                                                     v1::Collection* response) {
   if (auto role = authorizer_->Check(context); !role.ok()) return ToGrpcStatus(role.status());
+  authorizer_->NoteTarget(context, request->collection_id());
   auto collection = store_->CloseCollection(request->collection_id());
   if (!collection.ok()) return ToGrpcStatus(collection.status());
   *response = *std::move(collection);
-  Log(absl::StrCat("event=collection_closed collection=", response->id(),
-                   " reports=", response->report_count()));
+  LogEvent(LogLevel::kInfo, "collection_closed")
+      .Str("collection", response->id())
+      .Int("reports", response->report_count());
   return grpc::Status::OK;
 }
 
@@ -65,6 +65,8 @@ grpc::Status CollectionServiceImpl::SubmitReports(
   std::string collection_id;
   int64_t batch_index = 0;
   int64_t accepted = 0;
+  int64_t rejected = 0;
+  int64_t duplicates = 0;
   while (stream->Read(&batch)) {
     if (!batch.collection_id().empty()) {
       if (!collection_id.empty() && batch.collection_id() != collection_id) {
@@ -72,6 +74,7 @@ grpc::Status CollectionServiceImpl::SubmitReports(
             "a SubmitReports stream carries reports of one collection only"));
       }
       collection_id = batch.collection_id();
+      authorizer_->NoteTarget(context, collection_id);
     }
     if (collection_id.empty()) {
       return ToGrpcStatus(
@@ -87,11 +90,24 @@ grpc::Status CollectionServiceImpl::SubmitReports(
     auto ack = store_->IngestReports(collection_id, batch, batch_index);
     if (!ack.ok()) return ToGrpcStatus(ack.status());
     accepted += ack->accepted();
+    rejected += ack->rejections_size();
+    duplicates += ack->duplicates();
+    // One audit row per stream, with the counts so far (the stream may end
+    // with an error after some batches were committed).
+    authorizer_->NoteDetail(context, absl::StrCat("batches=", batch_index + 1,
+                                                  " accepted=", accepted, " duplicates=",
+                                                  duplicates, " rejected=", rejected));
+    metrics_->RecordReports(collection_id, *ack);
     if (!stream->Write(*ack)) break;  // client gone; what was committed stays
     ++batch_index;
   }
-  Log(absl::StrCat("event=reports_submitted collection=", collection_id,
-                   " batches=", batch_index, " accepted=", accepted));
+  // Counts only: never a report id, a value or a rejection's message.
+  LogEvent(LogLevel::kInfo, "reports_submitted")
+      .Str("collection", collection_id)
+      .Int("batches", batch_index)
+      .Int("accepted", accepted)
+      .Int("rejected", rejected)
+      .Int("duplicates", duplicates);
   return grpc::Status::OK;
 }
 
@@ -99,6 +115,7 @@ grpc::Status CollectionServiceImpl::DownloadReports(grpc::ServerContext* context
                                                     const v1::DownloadReportsRequest* request,
                                                     grpc::ServerWriter<v1::ReportChunk>* writer) {
   if (auto role = authorizer_->Check(context); !role.ok()) return ToGrpcStatus(role.status());
+  authorizer_->NoteTarget(context, request->collection_id());
   auto collection = store_->GetCollection(request->collection_id());
   if (!collection.ok()) return ToGrpcStatus(collection.status());
   const int dimension = std::max(1, collection->dimension());
@@ -129,7 +146,9 @@ grpc::Status CollectionServiceImpl::DownloadReports(grpc::ServerContext* context
     after = std::move(last);
   }
   // No ledger charge: the reports are already local-DP (post-processing).
-  Log(absl::StrCat("event=reports_downloaded collection=", collection->id(), " rows=", total));
+  LogEvent(LogLevel::kInfo, "reports_downloaded")
+      .Str("collection", collection->id())
+      .Int("rows", total);
   return grpc::Status::OK;
 }
 

@@ -3,6 +3,7 @@
 
 #include "dpcurator/v1/dpcurator.grpc.pb.h"
 #include "server/auth.h"
+#include "server/metrics.h"
 #include "server/store.h"
 
 namespace dpcurator::server {
@@ -13,8 +14,8 @@ namespace dpcurator::server {
 // device and everything downstream is post-processing.
 class CollectionServiceImpl final : public v1::CollectionService::Service {
  public:
-  CollectionServiceImpl(Store* store, Authorizer* authorizer)
-      : store_(store), authorizer_(authorizer) {}
+  CollectionServiceImpl(Store* store, Authorizer* authorizer, Metrics* metrics)
+      : store_(store), authorizer_(authorizer), metrics_(metrics) {}
 
   grpc::Status CreateCollection(grpc::ServerContext* context,
                                 const v1::CreateCollectionRequest* request,
@@ -39,6 +40,7 @@ class CollectionServiceImpl final : public v1::CollectionService::Service {
  private:
   Store* store_;
   Authorizer* authorizer_;
+  Metrics* metrics_;
 };
 
 }  // namespace dpcurator::server

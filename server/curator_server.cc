@@ -3,13 +3,13 @@
 #include <grpcpp/health_check_service_interface.h>
 
 #include <algorithm>
-#include <cstdio>
 #include <fstream>
 #include <sstream>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "core/util/status_macros.h"
+#include "server/log.h"
 
 namespace dpcurator::server {
 namespace {
@@ -28,17 +28,21 @@ absl::StatusOr<std::unique_ptr<CuratorServer>> CuratorServer::Start(const Server
   if (options.db_path.empty()) {
     return absl::InvalidArgumentError("--db is required: the SQLite file for datasets and ledger");
   }
-  if (options.tokens_path.empty()) {
-    return absl::InvalidArgumentError(
-        "--tokens is required: a file of '<role> <token>' lines (roles: curator, analyst, device)");
-  }
   std::shared_ptr<grpc::ServerCredentials> credentials;
   if (!options.tls_cert_path.empty() || !options.tls_key_path.empty()) {
     DPC_ASSIGN_OR_RETURN(std::string cert, ReadFile(options.tls_cert_path));
     DPC_ASSIGN_OR_RETURN(std::string key, ReadFile(options.tls_key_path));
     grpc::SslServerCredentialsOptions ssl;
     ssl.pem_key_cert_pairs.push_back({key, cert});
+    if (!options.tls_client_ca_path.empty()) {
+      DPC_ASSIGN_OR_RETURN(ssl.pem_root_certs, ReadFile(options.tls_client_ca_path));
+      ssl.client_certificate_request =
+          GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY;
+    }
     credentials = grpc::SslServerCredentials(ssl);
+  } else if (!options.tls_client_ca_path.empty()) {
+    return absl::InvalidArgumentError(
+        "--tls-client-ca needs TLS: pass --tls-cert and --tls-key as well");
   } else if (options.insecure_dev) {
     credentials = grpc::InsecureServerCredentials();
   } else {
@@ -46,24 +50,50 @@ absl::StatusOr<std::unique_ptr<CuratorServer>> CuratorServer::Start(const Server
         "TLS is required: pass --tls-cert and --tls-key, or --insecure-dev for a plaintext "
         "development server on a trusted host");
   }
-  DPC_ASSIGN_OR_RETURN(TokenRegistry tokens, TokenRegistry::FromFile(options.tokens_path));
+  TokenRegistry tokens;
+  if (!options.tokens_path.empty()) {
+    DPC_ASSIGN_OR_RETURN(tokens, TokenRegistry::FromFile(options.tokens_path));
+  }
+  DPC_ASSIGN_OR_RETURN(
+      std::unique_ptr<Metrics> metrics,
+      Metrics::Builder().SetListenAddress(options.metrics_listen_address).Build());
 
   std::unique_ptr<CuratorServer> server(new CuratorServer());
+  server->metrics_ = std::move(metrics);
   DPC_ASSIGN_OR_RETURN(server->store_, Store::Open(options.db_path));
   server->ledger_ = std::make_unique<Ledger>(server->store_.get());
   DPC_ASSIGN_OR_RETURN(server->integrity_problems_, server->store_->CheckIntegrity());
   DPC_ASSIGN_OR_RETURN(auto ledger_problems, server->ledger_->VerifyTotals());
   server->integrity_problems_.insert(server->integrity_problems_.end(), ledger_problems.begin(),
                                      ledger_problems.end());
-  server->authorizer_ = std::make_unique<Authorizer>(std::move(tokens));
+  // The budget gauges start from the ledger, not from zero.
+  if (absl::Status loaded = RefreshAllBudgets(*server->store_, *server->ledger_, *server->metrics_);
+      !loaded.ok()) {
+    LogEvent(LogLevel::kWarning, "metrics_refresh_failed").Code(loaded.code());
+  }
+  server->audit_log_ = std::make_unique<AuditLog>(server->store_.get());
+  server->authorizer_ =
+      std::make_unique<Authorizer>(std::move(tokens), server->audit_log_->Sink());
+  // Tokens made by AdminService.CreateToken and not revoked.
+  DPC_RETURN_IF_ERROR(AdminServiceImpl::LoadTokens(server->store_.get(), server->authorizer_.get()));
+  if (server->authorizer_->Principals().empty()) {
+    return absl::InvalidArgumentError(
+        "no tokens: pass --tokens with a file of '<role> <token>' lines (at least one curator "
+        "token) to bootstrap; later tokens come from `dpcurator admin token create`");
+  }
+  server->admin_service_ =
+      std::make_unique<AdminServiceImpl>(server->store_.get(), server->authorizer_.get());
   server->dataset_service_ = std::make_unique<DatasetServiceImpl>(
-      server->store_.get(), server->ledger_.get(), server->authorizer_.get());
+      server->store_.get(), server->ledger_.get(), server->authorizer_.get(),
+      server->metrics_.get());
   server->release_service_ = std::make_unique<ReleaseServiceImpl>(
-      server->store_.get(), server->ledger_.get(), server->authorizer_.get());
+      server->store_.get(), server->ledger_.get(), server->authorizer_.get(),
+      server->metrics_.get());
   server->session_service_ = std::make_unique<SessionServiceImpl>(
-      server->store_.get(), server->ledger_.get(), server->authorizer_.get());
+      server->store_.get(), server->ledger_.get(), server->authorizer_.get(),
+      server->metrics_.get());
   server->collection_service_ = std::make_unique<CollectionServiceImpl>(
-      server->store_.get(), server->authorizer_.get());
+      server->store_.get(), server->authorizer_.get(), server->metrics_.get());
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::ServerBuilder builder;
@@ -74,7 +104,10 @@ absl::StatusOr<std::unique_ptr<CuratorServer>> CuratorServer::Start(const Server
   builder.RegisterService(server->release_service_.get());
   builder.RegisterService(server->session_service_.get());
   builder.RegisterService(server->collection_service_.get());
+  builder.RegisterService(server->admin_service_.get());
   std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;
+  // Metrics first (Metrics::MakeInterceptorFactory says why), then auth.
+  interceptors.push_back(server->metrics_->MakeInterceptorFactory(server->authorizer_.get()));
   interceptors.push_back(server->authorizer_->MakeInterceptorFactory());
   builder.experimental().SetInterceptorCreators(std::move(interceptors));
   server->server_ = builder.BuildAndStart();
@@ -93,7 +126,13 @@ absl::StatusOr<std::unique_ptr<CuratorServer>> CuratorServer::Start(const Server
     while (!self->reaper_wake_.wait_for(lock, period, [self] { return self->stopping_; })) {
       auto closed = self->ledger_->CloseIdleSessions(timeout);
       if (closed.ok() && *closed > 0) {
-        std::fprintf(stderr, "event=sessions_abandoned count=%d\n", *closed);
+        // Their unused steps were refunded: the gauges follow.
+        if (absl::Status refreshed =
+                RefreshAllBudgets(*self->store_, *self->ledger_, *self->metrics_);
+            !refreshed.ok()) {
+          LogEvent(LogLevel::kWarning, "metrics_refresh_failed").Code(refreshed.code());
+        }
+        LogEvent(LogLevel::kInfo, "sessions_abandoned").Int("count", *closed);
       }
     }
   });
@@ -109,6 +148,10 @@ void CuratorServer::Shutdown(std::chrono::milliseconds grace) {
   }
   reaper_wake_.notify_all();
   if (reaper_.joinable()) reaper_.join();
+  if (server_ == nullptr) {  // Start() failed before the gRPC server existed
+    store_.reset();
+    return;
+  }
   server_->GetHealthCheckService()->SetServingStatus(false);
   server_->Shutdown(std::chrono::system_clock::now() + grace);
   server_->Wait();

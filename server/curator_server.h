@@ -11,9 +11,12 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "server/admin_service.h"
+#include "server/audit.h"
 #include "server/auth.h"
 #include "server/collection_service.h"
 #include "server/ledger.h"
+#include "server/metrics.h"
 #include "server/service.h"
 #include "server/store.h"
 
@@ -22,16 +25,29 @@ namespace dpcurator::server {
 struct ServerOptions {
   std::string db_path;
   std::string listen_address = "127.0.0.1:50051";
+  // Bootstrap tokens ("<role> <token>" lines, principals "file:<line>").
+  // Optional once the database holds a valid token (AdminService).
   std::string tokens_path;
   // Plaintext transport; only for development on a trusted host.
   bool insecure_dev = false;
   std::string tls_cert_path;
   std::string tls_key_path;
-  // Largest message accepted, in bytes.
+  // PEM CA bundle: when set, every client must present a certificate signed
+  // by it (mutual TLS), in addition to its bearer token.
+  std::string tls_client_ca_path;
+  // Largest message received or sent, in bytes; gRPC refuses a larger one
+  // with RESOURCE_EXHAUSTED before any handler runs. Deliberately 64 MiB: it
+  // bounds the memory one message can pin while holding a full batch
+  // (10 000 reports of dimension up to about 800, or 100 000 upload rows of
+  // about 600 bytes). fuzz/README.md lists every input limit.
   int max_message_bytes = 64 << 20;
   // An open session with no step for this long is closed and its unused
   // budget returned (ABANDONED).
   int64_t session_idle_timeout_seconds = 3600;
+  // host:port of the Prometheus /metrics endpoint; empty (the default): no
+  // endpoint. Unauthenticated plaintext HTTP, so opt-in and never 0.0.0.0
+  // unless asked for.
+  std::string metrics_listen_address;
 };
 
 // The curator server: store, ledger, services, health, interceptor, wired
@@ -47,6 +63,10 @@ class CuratorServer {
   void Shutdown(std::chrono::milliseconds grace = std::chrono::seconds(5));
   void Wait();
   Store* store() { return store_.get(); }
+  // Audit rows that could not be written since start (logged, not fatal).
+  int64_t audit_failures() const { return audit_log_->failures(); }
+  // Always present; serving /metrics only with a metrics_listen_address.
+  Metrics* metrics() { return metrics_.get(); }
   // Problems found by the start-up integrity check (empty when clean).
   const std::vector<std::string>& integrity_problems() const { return integrity_problems_; }
 
@@ -54,7 +74,11 @@ class CuratorServer {
   CuratorServer() = default;
   std::unique_ptr<Store> store_;
   std::unique_ptr<Ledger> ledger_;
+  std::unique_ptr<AuditLog> audit_log_;
   std::unique_ptr<Authorizer> authorizer_;
+  std::unique_ptr<AdminServiceImpl> admin_service_;
+  // Before the services and the gRPC server: destroyed after them.
+  std::unique_ptr<Metrics> metrics_;
   std::unique_ptr<DatasetServiceImpl> dataset_service_;
   std::unique_ptr<ReleaseServiceImpl> release_service_;
   std::unique_ptr<SessionServiceImpl> session_service_;

@@ -13,15 +13,25 @@
 #include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
 #include "server/curator_server.h"
+#include "server/log.h"
 
 ABSL_FLAG(std::string, db, "", "SQLite database file (created if missing). Required.");
 ABSL_FLAG(std::string, listen, "127.0.0.1:50051", "host:port to listen on (port 0 = any free port)");
 ABSL_FLAG(std::string, tokens, "",
-          "token file: one '<curator|analyst|device> <token>' per line. Required.");
+          "bootstrap token file: one '<curator|analyst|device> <token>' per line. Required until "
+          "the database holds a token made by `dpcurator admin token create`.");
 ABSL_FLAG(bool, insecure_dev, false,
           "serve plaintext (no TLS): development on a trusted host only");
 ABSL_FLAG(std::string, tls_cert, "", "PEM certificate chain for TLS");
 ABSL_FLAG(std::string, tls_key, "", "PEM private key for TLS");
+ABSL_FLAG(std::string, tls_client_ca, "",
+          "PEM CA bundle: require client certificates signed by it (mutual TLS)");
+// Off by default: the endpoint is unauthenticated plaintext HTTP (Debian's
+// civetweb has no TLS) and names datasets and their budgets, so exposing it is
+// an operator's decision, like --insecure-dev. 127.0.0.1:9464 keeps it on the
+// host; 0.0.0.0 only behind a network policy that admits the scraper alone.
+ABSL_FLAG(std::string, metrics_listen, "",
+          "host:port for Prometheus metrics at /metrics (e.g. 127.0.0.1:9464); empty = off");
 ABSL_FLAG(std::string, port_file, "", "write the bound port to this file once serving");
 ABSL_FLAG(int, shutdown_grace_ms, 5000, "time in-flight RPCs get to finish on SIGTERM");
 ABSL_FLAG(int64_t, session_idle_timeout, 3600,
@@ -62,33 +72,45 @@ int main(int argc, char** argv) {
   options.insecure_dev = absl::GetFlag(FLAGS_insecure_dev);
   options.tls_cert_path = absl::GetFlag(FLAGS_tls_cert);
   options.tls_key_path = absl::GetFlag(FLAGS_tls_key);
+  options.tls_client_ca_path = absl::GetFlag(FLAGS_tls_client_ca);
   options.session_idle_timeout_seconds = absl::GetFlag(FLAGS_session_idle_timeout);
+  options.metrics_listen_address = absl::GetFlag(FLAGS_metrics_listen);
   auto server = dpcurator::server::CuratorServer::Start(options);
+  using dpcurator::server::LogEvent;
+  using dpcurator::server::LogLevel;
   if (!server.ok()) {
-    std::fprintf(stderr, "dpcurator-server: %s\n", std::string(server.status().message()).c_str());
+    // Start-up errors name flags and files, never data.
+    LogEvent(LogLevel::kError, "start_failed")
+        .Code(server.status().code())
+        .Str("error", server.status().message());
     return 2;
   }
   if (options.insecure_dev && options.tls_cert_path.empty()) {
-    std::fprintf(stderr,
-                 "WARNING: --insecure-dev: serving PLAINTEXT; bearer tokens travel unencrypted. "
-                 "Use --tls-cert/--tls-key outside development.\n");
+    LogEvent(LogLevel::kWarning, "plaintext_transport")
+        .Str("detail",
+             "--insecure-dev: serving PLAINTEXT; bearer tokens travel unencrypted. Use "
+             "--tls-cert/--tls-key outside development.");
   }
   const auto& problems = (*server)->integrity_problems();
-  std::fprintf(stderr, "integrity check: %s\n",
-               problems.empty() ? "clean" : absl::StrCat(problems.size(), " problem(s)").c_str());
-  for (const auto& problem : problems) std::fprintf(stderr, "  integrity: %s\n", problem.c_str());
+  LogEvent(problems.empty() ? LogLevel::kInfo : LogLevel::kError, "integrity_check")
+      .Int("problems", static_cast<int64_t>(problems.size()));
+  for (const auto& problem : problems) {
+    LogEvent(LogLevel::kError, "integrity_problem").Str("problem", problem);
+  }
   const std::string port_file = absl::GetFlag(FLAGS_port_file);
   if (!port_file.empty()) {
     std::ofstream(port_file) << (*server)->port() << "\n";
   }
-  std::fprintf(stderr, "dpcurator-server listening on port %d (db %s)\n", (*server)->port(),
-               options.db_path.c_str());
+  LogEvent(LogLevel::kInfo, "server_started")
+      .Int("port", (*server)->port())
+      .Int("metrics_port", (*server)->metrics()->port())
+      .Str("db", options.db_path);
 
   int received = 0;
   sigwait(&signals, &received);
-  std::fprintf(stderr, "received %s: health NOT_SERVING, draining, closing the database\n",
-               received == SIGTERM ? "SIGTERM" : "SIGINT");
+  // Health NOT_SERVING, draining, then the database is closed.
+  LogEvent(LogLevel::kInfo, "shutdown").Str("signal", received == SIGTERM ? "SIGTERM" : "SIGINT");
   (*server)->Shutdown(std::chrono::milliseconds(absl::GetFlag(FLAGS_shutdown_grace_ms)));
-  std::fprintf(stderr, "dpcurator-server stopped\n");
+  LogEvent(LogLevel::kInfo, "server_stopped");
   return 0;
 }

@@ -1,13 +1,12 @@
 #include "server/service.h"
 
-#include <cstdio>
-
 #include "absl/strings/str_cat.h"
 #include "core/data/csv.h"
 #include "core/privacy/noise_source.h"
 #include "core/util/status_macros.h"
 #include "core/util/validation.h"
 #include "proto/convert.h"
+#include "server/log.h"
 #include "server/releases.h"
 
 namespace dpcurator::server {
@@ -36,8 +35,6 @@ absl::Status ValidateBudget(const v1::Budget& budget) {
   return ValidateInOpenUnitInterval(budget.delta(), "Budget delta");
 }
 
-void Log(const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); }
-
 }  // namespace
 
 grpc::Status DatasetServiceImpl::CreateDataset(grpc::ServerContext* context,
@@ -50,8 +47,12 @@ grpc::Status DatasetServiceImpl::CreateDataset(grpc::ServerContext* context,
   }
   DPC_GRPC_RETURN_IF_ERROR(ValidateBudget(request->budget()));
   DPC_GRPC_ASSIGN_OR_RETURN(*response, store_->CreateDataset(*request));
-  Log(absl::StrCat("event=dataset_created dataset=", response->id(), " relation=",
-                   v1::NeighbouringRelation_Name(response->relation())));
+  authorizer_->NoteTarget(context, response->id());
+  RefreshBudget(*ledger_, *metrics_, response->id());
+  LogEvent(LogLevel::kInfo, "dataset_created")
+      .Str("role", RoleName(role))
+      .Str("dataset", response->id())
+      .Str("relation", v1::NeighbouringRelation_Name(response->relation()));
   return grpc::Status::OK;
 }
 
@@ -68,6 +69,7 @@ grpc::Status DatasetServiceImpl::UploadRows(grpc::ServerContext* context,
   while (reader->Read(&message)) {
     if (dataset_id.empty()) {
       dataset_id = message.dataset_id();
+      authorizer_->NoteTarget(context, dataset_id);
       if (dataset_id.empty()) {
         return ToGrpcStatus(
             absl::InvalidArgumentError("the first upload message must name the dataset"));
@@ -110,8 +112,12 @@ grpc::Status DatasetServiceImpl::UploadRows(grpc::ServerContext* context,
     return ToGrpcStatus(absl::InvalidArgumentError("upload stream carried no messages"));
   }
   response->set_total_rows(total);
-  Log(absl::StrCat("event=rows_uploaded dataset=", dataset_id, " rows=", response->rows_accepted(),
-                   " clamped_cells=", response->cells_clamped()));
+  // Counts only: never a cell (PRIVACY.md).
+  LogEvent(LogLevel::kInfo, "rows_uploaded")
+      .Str("role", RoleName(role))
+      .Str("dataset", dataset_id)
+      .Int("rows", response->rows_accepted())
+      .Int("clamped_cells", response->cells_clamped());
   return grpc::Status::OK;
 }
 
@@ -135,8 +141,10 @@ grpc::Status DatasetServiceImpl::GetBudget(grpc::ServerContext* context,
                                            const v1::GetBudgetRequest* request,
                                            v1::BudgetReport* response) {
   DPC_GRPC_ASSIGN_OR_RETURN(Role role, authorizer_->Check(context));
+  authorizer_->NoteTarget(context, request->dataset_id());
   (void)role;
   DPC_GRPC_ASSIGN_OR_RETURN(*response, ledger_->Report(request->dataset_id()));
+  metrics_->UpdateBudget(*response);  // free: the report is at hand
   return grpc::Status::OK;
 }
 
@@ -144,6 +152,7 @@ grpc::Status ReleaseServiceImpl::RequestRelease(grpc::ServerContext* context,
                                                 const v1::ReleaseRequest* request,
                                                 v1::Release* response) {
   DPC_GRPC_ASSIGN_OR_RETURN(Role role, authorizer_->Check(context));
+  authorizer_->NoteTarget(context, request->dataset_id());
   (void)role;
   DPC_GRPC_ASSIGN_OR_RETURN(v1::Dataset dataset, store_->GetDataset(request->dataset_id()));
   DPC_GRPC_ASSIGN_OR_RETURN(data::Schema schema, SchemaFromProto(dataset.schema()));
@@ -152,10 +161,19 @@ grpc::Status ReleaseServiceImpl::RequestRelease(grpc::ServerContext* context,
   DPC_GRPC_ASSIGN_OR_RETURN(ReleasePlan plan, PlanRelease(*request, dataset));
   // The idempotency check compares the analyst's request, not the resolved
   // one (the server-drawn seed differs between attempts).
-  DPC_GRPC_ASSIGN_OR_RETURN(
-      Ledger::Admission admission,
+  absl::StatusOr<Ledger::Admission> admitted =
       ledger_->Admit(dataset.id(), request->idempotency_key(), plan.kind,
-                     request->SerializeAsString(), *plan.event));
+                     request->SerializeAsString(), *plan.event);
+  if (!admitted.ok()) {
+    // Counted by the metrics interceptor (dpcurator_release_refusals_total).
+    LogEvent(LogLevel::kInfo, "release_refused")
+        .Str("role", RoleName(role))
+        .Str("dataset", dataset.id())
+        .Str("kind", plan.kind)
+        .Code(admitted.status().code());
+    return ToGrpcStatus(admitted.status());
+  }
+  Ledger::Admission admission = *std::move(admitted);
   if (admission.outcome == Ledger::Admission::Outcome::kReplay) {
     if (!response->ParseFromString(admission.artefact)) {
       return ToGrpcStatus(absl::DataLossError("stored release does not parse"));
@@ -163,9 +181,17 @@ grpc::Status ReleaseServiceImpl::RequestRelease(grpc::ServerContext* context,
     response->set_replayed(true);
     response->set_epsilon_spent_total(admission.epsilon_spent);
     response->set_epsilon_remaining(admission.epsilon_remaining);
-    Log(absl::StrCat("event=release_replayed dataset=", dataset.id(), " release=",
-                     admission.release_id));
+    LogEvent(LogLevel::kInfo, "release_replayed")
+        .Str("role", RoleName(role))
+        .Str("dataset", dataset.id())
+        .Str("release", admission.release_id);
     return grpc::Status::OK;
+  }
+  // Audit: the charge this call made (a resumed admission was charged by
+  // the call that crashed; a refund below takes it back).
+  authorizer_->NoteDetail(context, absl::StrCat("release=", admission.release_id));
+  if (admission.outcome == Ledger::Admission::Outcome::kAdmitted) {
+    authorizer_->NoteEpsilon(context, admission.epsilon_alone);
   }
   // Hop 2 -> 3: the engine over the stored rows.
   auto noise = privacy::SecureNoiseSource::Create();
@@ -179,8 +205,14 @@ grpc::Status ReleaseServiceImpl::RequestRelease(grpc::ServerContext* context,
   if (!computed.ok()) {
     // Nothing was released: give the budget back with a refund event.
     absl::Status refund = ledger_->Refund(admission.release_id, std::string(computed.status().message()));
-    Log(absl::StrCat("event=release_failed dataset=", dataset.id(), " release=",
-                     admission.release_id, " refunded=", refund.ok() ? "yes" : "no"));
+    if (refund.ok()) authorizer_->NoteEpsilon(context, 0.0);
+    RefreshBudget(*ledger_, *metrics_, dataset.id());
+    LogEvent(LogLevel::kError, "release_failed")
+        .Str("role", RoleName(role))
+        .Str("dataset", dataset.id())
+        .Str("release", admission.release_id)
+        .Code(computed.status().code())
+        .Bool("refunded", refund.ok());
     return ToGrpcStatus(computed.status());
   }
   computed->set_created_unix(UnixNow());
@@ -191,9 +223,16 @@ grpc::Status ReleaseServiceImpl::RequestRelease(grpc::ServerContext* context,
   }
   response->set_epsilon_spent_total(admission.epsilon_spent);
   response->set_epsilon_remaining(admission.epsilon_remaining);
-  Log(absl::StrCat("event=release dataset=", dataset.id(), " release=", admission.release_id,
-                   " kind=", plan.kind, " epsilon=", admission.epsilon_alone,
-                   " epsilon_spent=", admission.epsilon_spent));
+  metrics_->RecordRelease(plan.kind, dataset.id());
+  metrics_->SetEpsilon(dataset.id(), admission.epsilon_spent, admission.epsilon_remaining);
+  LogEvent(LogLevel::kInfo, "release")
+      .Str("role", RoleName(role))
+      .Str("dataset", dataset.id())
+      .Str("release", admission.release_id)
+      .Str("kind", plan.kind)
+      .Num("epsilon", admission.epsilon_alone)
+      .Num("epsilon_spent", admission.epsilon_spent)
+      .Num("epsilon_remaining", admission.epsilon_remaining);
   return grpc::Status::OK;
 }
 
@@ -201,6 +240,7 @@ grpc::Status ReleaseServiceImpl::GetRelease(grpc::ServerContext* context,
                                             const v1::GetReleaseRequest* request,
                                             v1::Release* response) {
   DPC_GRPC_ASSIGN_OR_RETURN(Role role, authorizer_->Check(context));
+  authorizer_->NoteTarget(context, request->release_id());
   (void)role;
   DPC_GRPC_ASSIGN_OR_RETURN(std::string artefact,
                             ledger_->GetArtefact(request->release_id(), nullptr));
@@ -215,6 +255,7 @@ grpc::Status ReleaseServiceImpl::ListReleases(grpc::ServerContext* context,
                                               const v1::ListReleasesRequest* request,
                                               v1::ListReleasesResponse* response) {
   DPC_GRPC_ASSIGN_OR_RETURN(Role role, authorizer_->Check(context));
+  authorizer_->NoteTarget(context, request->dataset_id());
   (void)role;
   DPC_GRPC_ASSIGN_OR_RETURN(*response, ledger_->ListReleases(request->dataset_id()));
   return grpc::Status::OK;
@@ -224,6 +265,7 @@ grpc::Status SessionServiceImpl::OpenSession(grpc::ServerContext* context,
                                              const v1::OpenSessionRequest* request,
                                              v1::Session* response) {
   DPC_GRPC_ASSIGN_OR_RETURN(Role role, authorizer_->Check(context));
+  authorizer_->NoteTarget(context, request->dataset_id());
   (void)role;
   DPC_GRPC_ASSIGN_OR_RETURN(v1::Dataset dataset, store_->GetDataset(request->dataset_id()));
   DPC_GRPC_ASSIGN_OR_RETURN(SessionPlan plan, PlanSession(*request, dataset));
@@ -233,10 +275,15 @@ grpc::Status SessionServiceImpl::OpenSession(grpc::ServerContext* context,
                            plan.resolved_params, *plan.step_event, plan.steps,
                            plan.noise_multiplier));
   *response = admission.session;
-  Log(absl::StrCat("event=session_", admission.replayed ? "replayed" : "opened",
-                   " dataset=", dataset.id(), " session=", response->id(),
-                   " steps=", response->steps_reserved(),
-                   " epsilon_reserved=", response->epsilon_reserved()));
+  authorizer_->NoteDetail(context, absl::StrCat("session=", response->id()));
+  if (!admission.replayed) authorizer_->NoteEpsilon(context, response->epsilon_reserved());
+  RefreshBudget(*ledger_, *metrics_, dataset.id());
+  LogEvent(LogLevel::kInfo, admission.replayed ? "session_replayed" : "session_opened")
+      .Str("role", RoleName(role))
+      .Str("dataset", dataset.id())
+      .Str("session", response->id())
+      .Int("steps", response->steps_reserved())
+      .Num("epsilon", response->epsilon_reserved());
   return grpc::Status::OK;
 }
 
@@ -244,6 +291,8 @@ grpc::Status SessionServiceImpl::Step(grpc::ServerContext* context,
                                       const v1::SessionStepRequest* request,
                                       v1::SessionStepResponse* response) {
   DPC_GRPC_ASSIGN_OR_RETURN(Role role, authorizer_->Check(context));
+  authorizer_->NoteTarget(context, request->session_id());
+  authorizer_->NoteDetail(context, absl::StrCat("step=", request->step()));
   (void)role;
   DPC_GRPC_ASSIGN_OR_RETURN(Ledger::StepAdmission admission,
                             ledger_->BeginStep(request->session_id(), request->step()));
@@ -276,10 +325,16 @@ grpc::Status SessionServiceImpl::CloseSession(grpc::ServerContext* context,
                                               const v1::CloseSessionRequest* request,
                                               v1::Session* response) {
   DPC_GRPC_ASSIGN_OR_RETURN(Role role, authorizer_->Check(context));
+  authorizer_->NoteTarget(context, request->session_id());
   (void)role;
   DPC_GRPC_ASSIGN_OR_RETURN(*response, ledger_->CloseSession(request->session_id()));
-  Log(absl::StrCat("event=session_closed session=", response->id(), " steps_used=",
-                   response->steps_used(), " of ", response->steps_reserved()));
+  RefreshBudget(*ledger_, *metrics_, response->dataset_id());  // the unused steps' refund
+  LogEvent(LogLevel::kInfo, "session_closed")
+      .Str("role", RoleName(role))
+      .Str("dataset", response->dataset_id())
+      .Str("session", response->id())
+      .Int("steps_used", response->steps_used())
+      .Int("steps_reserved", response->steps_reserved());
   return grpc::Status::OK;
 }
 
@@ -287,6 +342,7 @@ grpc::Status SessionServiceImpl::GetSession(grpc::ServerContext* context,
                                             const v1::GetSessionRequest* request,
                                             v1::Session* response) {
   DPC_GRPC_ASSIGN_OR_RETURN(Role role, authorizer_->Check(context));
+  authorizer_->NoteTarget(context, request->session_id());
   (void)role;
   DPC_GRPC_ASSIGN_OR_RETURN(*response, ledger_->GetSession(request->session_id()));
   return grpc::Status::OK;

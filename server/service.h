@@ -6,6 +6,7 @@
 #include "dpcurator/v1/dpcurator.grpc.pb.h"
 #include "server/auth.h"
 #include "server/ledger.h"
+#include "server/metrics.h"
 #include "server/store.h"
 
 namespace dpcurator::server {
@@ -15,8 +16,8 @@ namespace dpcurator::server {
 // hops: RequestRelease -> Ledger::Admit -> ComputeRelease.
 class DatasetServiceImpl final : public v1::DatasetService::Service {
  public:
-  DatasetServiceImpl(Store* store, Ledger* ledger, Authorizer* authorizer)
-      : store_(store), ledger_(ledger), authorizer_(authorizer) {}
+  DatasetServiceImpl(Store* store, Ledger* ledger, Authorizer* authorizer, Metrics* metrics)
+      : store_(store), ledger_(ledger), authorizer_(authorizer), metrics_(metrics) {}
 
   grpc::Status CreateDataset(grpc::ServerContext* context, const v1::CreateDatasetRequest* request,
                              v1::Dataset* response) override;
@@ -32,12 +33,13 @@ class DatasetServiceImpl final : public v1::DatasetService::Service {
   Store* store_;
   Ledger* ledger_;
   Authorizer* authorizer_;
+  Metrics* metrics_;
 };
 
 class ReleaseServiceImpl final : public v1::ReleaseService::Service {
  public:
-  ReleaseServiceImpl(Store* store, Ledger* ledger, Authorizer* authorizer)
-      : store_(store), ledger_(ledger), authorizer_(authorizer) {}
+  ReleaseServiceImpl(Store* store, Ledger* ledger, Authorizer* authorizer, Metrics* metrics)
+      : store_(store), ledger_(ledger), authorizer_(authorizer), metrics_(metrics) {}
 
   grpc::Status RequestRelease(grpc::ServerContext* context, const v1::ReleaseRequest* request,
                               v1::Release* response) override;
@@ -50,12 +52,13 @@ class ReleaseServiceImpl final : public v1::ReleaseService::Service {
   Store* store_;
   Ledger* ledger_;
   Authorizer* authorizer_;
+  Metrics* metrics_;
 };
 
 class SessionServiceImpl final : public v1::SessionService::Service {
  public:
-  SessionServiceImpl(Store* store, Ledger* ledger, Authorizer* authorizer)
-      : store_(store), ledger_(ledger), authorizer_(authorizer) {}
+  SessionServiceImpl(Store* store, Ledger* ledger, Authorizer* authorizer, Metrics* metrics)
+      : store_(store), ledger_(ledger), authorizer_(authorizer), metrics_(metrics) {}
 
   grpc::Status OpenSession(grpc::ServerContext* context, const v1::OpenSessionRequest* request,
                            v1::Session* response) override;
@@ -70,6 +73,7 @@ class SessionServiceImpl final : public v1::SessionService::Service {
   Store* store_;
   Ledger* ledger_;
   Authorizer* authorizer_;
+  Metrics* metrics_;
 };
 
 }  // namespace dpcurator::server
