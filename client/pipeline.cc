@@ -25,10 +25,19 @@ constexpr uint32_t kModelFormatVersion = 1;
 
 absl::StatusOr<v1::UploadRowsResponse> FinishUpload(
     std::unique_ptr<grpc::ClientWriter<v1::UploadRowsRequest>>& writer,
-    v1::UploadRowsResponse& response) {
+    v1::UploadRowsResponse& response, int64_t rows_sent) {
   writer->WritesDone();
   grpc::Status status = writer->Finish();
   if (!status.ok()) return RpcError(status, "upload refused");
+  // A message the server cannot decode ends its stream like a normal end
+  // (gRPC's sync API cannot tell them apart), so the count is the only
+  // witness of a cut-short upload.
+  if (response.rows_accepted() != rows_sent) {
+    return absl::DataLossError(absl::StrCat(
+        "the server stored ", response.rows_accepted(), " of the ", rows_sent,
+        " rows sent (the stream was cut short); check the rows after the last stored one "
+        "and upload them again"));
+  }
   return response;
 }
 
@@ -58,7 +67,7 @@ absl::StatusOr<v1::UploadRowsResponse> UploadTable(Connection& connection,
       message.Clear();
     }
   }
-  return FinishUpload(writer, response);
+  return FinishUpload(writer, response, table.num_rows());
 }
 
 absl::StatusOr<v1::UploadRowsResponse> UploadCsv(Connection& connection,
@@ -72,6 +81,7 @@ absl::StatusOr<v1::UploadRowsResponse> UploadCsv(Connection& connection,
   std::vector<std::string> fields;
   DPC_ASSIGN_OR_RETURN(bool has_header, reader.Next(&fields));
   if (!has_header) return absl::InvalidArgumentError(absl::StrCat(csv_path, ": empty file"));
+  const size_t header_fields = fields.size();
   auto mapping = data::MapHeader(schema, fields);
   if (!mapping.ok()) {
     return absl::InvalidArgumentError(absl::StrCat(csv_path, ": ", mapping.status().message()));
@@ -81,6 +91,7 @@ absl::StatusOr<v1::UploadRowsResponse> UploadCsv(Connection& connection,
   auto writer = connection.datasets().UploadRows(context.get(), &response);
   v1::UploadRowsRequest message;
   message.set_dataset_id(dataset_id);
+  int64_t rows_sent = 0;
   while (true) {
     auto more = reader.Next(&fields);
     if (!more.ok()) {
@@ -89,17 +100,19 @@ absl::StatusOr<v1::UploadRowsResponse> UploadCsv(Connection& connection,
       return absl::InvalidArgumentError(absl::StrCat(csv_path, ": ", more.status().message()));
     }
     if (*more) {
+      if (fields.size() != header_fields) {
+        writer->WritesDone();
+        writer->Finish().error_code();
+        return absl::InvalidArgumentError(
+            absl::StrCat(csv_path, ":", reader.line_number(), ": row has ", fields.size(),
+                         " fields, the header has ", header_fields, " (the ",
+                         rows_sent - message.rows_size(), " rows sent before it are stored)"));
+      }
       auto* row = message.add_rows();
       for (int c = 0; c < schema.num_columns(); ++c) {
-        const int field = (*mapping)[c];
-        if (field >= static_cast<int>(fields.size())) {
-          writer->WritesDone();
-          writer->Finish().error_code();
-          return absl::InvalidArgumentError(absl::StrCat(
-              csv_path, ":", reader.line_number(), ": row has ", fields.size(), " fields"));
-        }
-        row->add_cells(fields[field]);
+        row->add_cells(fields[(*mapping)[c]]);
       }
+      ++rows_sent;
     }
     if ((message.rows_size() == rows_per_message || !*more) && message.rows_size() > 0) {
       if (!writer->Write(message)) break;
@@ -107,7 +120,7 @@ absl::StatusOr<v1::UploadRowsResponse> UploadCsv(Connection& connection,
     }
     if (!*more) break;
   }
-  return FinishUpload(writer, response);
+  return FinishUpload(writer, response, rows_sent);
 }
 
 namespace {

@@ -64,4 +64,30 @@ absl::StatusOr<ldp::LdpMechanism> MechanismFromCollection(const v1::Collection& 
   return mechanism;
 }
 
+double ReportValueBound(double radius) { return 1e6 * (radius + 1.0); }
+
+absl::Status ValidateReport(const v1::Report& report, int dimension, double value_bound) {
+  if (report.report_id().size() != kReportIdBytes) {
+    return absl::InvalidArgumentError(absl::StrCat("report_id must be exactly ", kReportIdBytes,
+                                                   " bytes, got ", report.report_id().size()));
+  }
+  if (report.values_size() != dimension) {
+    return absl::InvalidArgumentError(absl::StrCat("report has ", report.values_size(),
+                                                   " values; the collection's dimension is ",
+                                                   dimension));
+  }
+  for (int j = 0; j < dimension; ++j) {
+    const double v = report.values(j);
+    if (!std::isfinite(v)) {
+      return absl::InvalidArgumentError(absl::StrCat("value ", j, " is not finite"));
+    }
+    // Also refuses everything when the bound itself is NaN (a corrupt row).
+    if (!(std::fabs(v) <= value_bound)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("value ", j, " = ", v, " exceeds the public bound ", value_bound));
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace dpcurator

@@ -37,6 +37,24 @@ absl::StatusOr<ldp::LdpMechanism> MechanismFromParams(const v1::CollectionParams
 // The mechanism of a stored collection (params already resolved).
 absl::StatusOr<ldp::LdpMechanism> MechanismFromCollection(const v1::Collection& collection);
 
+// A report id is exactly this many random bytes (128 bits), drawn on the
+// device; the server stores each id once.
+inline constexpr size_t kReportIdBytes = 16;
+
+// Largest |value| accepted in a report coordinate, 1e6 (R + 1) for radius R.
+// A generous public bound: a projected record has norm <= R and the noise
+// (docs/privacy.md 2.6) is nowhere near 1e6 (R + 1) per coordinate, so a
+// larger value is garbage, not a report. A function of public parameters
+// only, so refusing a report reveals nothing about other reports.
+double ReportValueBound(double radius);
+
+// The server's check of one report against its collection (dimension and
+// value bound from the stored, resolved collection): id length, number of
+// values, every value finite and within the bound. InvalidArgument names
+// the first problem; the message is the rejection reason sent back to the
+// device. Pure, so the fuzz target (fuzz/report_fuzz.cc) runs the same code.
+absl::Status ValidateReport(const v1::Report& report, int dimension, double value_bound);
+
 }  // namespace dpcurator
 
 #endif  // DPCURATOR_PROTO_COLLECTION_H_

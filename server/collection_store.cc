@@ -6,6 +6,7 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "core/util/status_macros.h"
+#include "proto/collection.h"
 #include "server/store.h"
 
 namespace dpcurator::server {
@@ -14,8 +15,6 @@ namespace {
 constexpr const char* kCollectionColumns =
     "id, name, params, state, dimension, noise_scale, regularizer, cost_exponent, report_count, "
     "created_unix";
-
-constexpr size_t kReportIdBytes = 16;
 
 v1::Collection CollectionFromRow(const Statement& row) {
   v1::Collection collection;
@@ -100,10 +99,7 @@ absl::StatusOr<v1::SubmitReportsAck> Store::IngestReports(const std::string& col
         absl::StrCat("collection '", collection_id, "' is closed and accepts no more reports"));
   }
   const int dimension = collection.dimension();
-  // A generous public bound: a projected record has norm <= R, and the noise
-  // is never anywhere near 1e6 (R + 1) per coordinate; larger values are
-  // garbage, not reports.
-  const double bound = 1e6 * (collection.params().radius() + 1.0);
+  const double bound = ReportValueBound(collection.params().radius());
   if (insert_report_ == nullptr) {
     DPC_ASSIGN_OR_RETURN(Statement insert,
                          db_->Prepare("INSERT OR IGNORE INTO ldp_reports (collection_id, "
@@ -119,31 +115,12 @@ absl::StatusOr<v1::SubmitReportsAck> Store::IngestReports(const std::string& col
   int duplicates = 0;
   for (int i = 0; i < batch.reports_size(); ++i) {
     const v1::Report& report = batch.reports(i);
-    std::string reason;
-    if (report.report_id().size() != kReportIdBytes) {
-      reason = absl::StrCat("report_id must be exactly ", kReportIdBytes, " bytes, got ",
-                            report.report_id().size());
-    } else if (report.values_size() != dimension) {
-      reason = absl::StrCat("report has ", report.values_size(),
-                            " values; the collection's dimension is ", dimension);
-    } else {
-      for (int j = 0; j < dimension; ++j) {
-        const double v = report.values(j);
-        if (!std::isfinite(v)) {
-          reason = absl::StrCat("value ", j, " is not finite");
-          break;
-        }
-        if (std::fabs(v) > bound) {
-          reason = absl::StrCat("value ", j, " = ", v, " exceeds the public bound ", bound);
-          break;
-        }
-      }
-    }
-    if (!reason.empty()) {
+    // The same pure check the fuzz target runs (proto/collection.h).
+    if (absl::Status valid = ValidateReport(report, dimension, bound); !valid.ok()) {
       v1::Rejection* rejection = ack.add_rejections();
       rejection->set_index(i);
       rejection->set_report_id_hex(absl::BytesToHexString(report.report_id().substr(0, 64)));
-      rejection->set_reason(std::move(reason));
+      rejection->set_reason(std::string(valid.message()));
       continue;
     }
     absl::string_view bytes(reinterpret_cast<const char*>(report.values().data()),

@@ -128,69 +128,91 @@ Table TableBuilder::Finish() {
   return table;
 }
 
+absl::StatusOr<Table> ReadCsv(const Schema& schema, std::istream* input,
+                              const CsvOptions& options, absl::string_view source) {
+  CsvRecordReader reader(input, options);
+  std::vector<std::string> fields;
+  std::vector<int> mapping(schema.num_columns());
+  for (int c = 0; c < schema.num_columns(); ++c) mapping[c] = c;
+  size_t expected_fields = static_cast<size_t>(schema.num_columns());
+  if (options.has_header) {
+    auto has = reader.Next(&fields);
+    if (!has.ok()) return absl::InvalidArgumentError(absl::StrCat(source, ": ", has.status().message()));
+    if (!*has) return absl::InvalidArgumentError(absl::StrCat(source, ": empty file"));
+    auto mapped = MapHeader(schema, fields);
+    if (!mapped.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(source, ": ", mapped.status().message()));
+    }
+    mapping = *std::move(mapped);
+    expected_fields = fields.size();
+  }
+  TableBuilder builder(schema);
+  std::vector<std::string> ordered(schema.num_columns());
+  while (true) {
+    auto has = reader.Next(&fields);
+    if (!has.ok()) return absl::InvalidArgumentError(absl::StrCat(source, ": ", has.status().message()));
+    if (!*has) break;
+    if (fields.size() != expected_fields) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          source, ":", reader.line_number(), ": row has ", fields.size(), " fields, expected ",
+          expected_fields, options.has_header ? " (as many as the header)" : " (one per schema column)",
+          "; quote fields that contain the delimiter"));
+    }
+    for (int c = 0; c < schema.num_columns(); ++c) {
+      ordered[c] = std::move(fields[mapping[c]]);
+    }
+    absl::Status status = builder.AddRow(ordered);
+    if (!status.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(source, ":", reader.line_number(), ": ", status.message()));
+    }
+  }
+  return builder.Finish();
+}
+
 absl::StatusOr<Table> ReadCsvFile(const Schema& schema, const std::string& path,
                                   const CsvOptions& options) {
   std::ifstream input(path);
   if (!input) {
     return absl::NotFoundError(absl::StrCat("cannot open '", path, "' for reading"));
   }
-  CsvRecordReader reader(&input, options);
-  std::vector<std::string> fields;
-  std::vector<int> mapping(schema.num_columns());
-  for (int c = 0; c < schema.num_columns(); ++c) mapping[c] = c;
-  if (options.has_header) {
-    auto has = reader.Next(&fields);
-    if (!has.ok()) return absl::InvalidArgumentError(absl::StrCat(path, ": ", has.status().message()));
-    if (!*has) return absl::InvalidArgumentError(absl::StrCat(path, ": empty file"));
-    auto mapped = MapHeader(schema, fields);
-    if (!mapped.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat(path, ": ", mapped.status().message()));
-    }
-    mapping = *std::move(mapped);
-  }
-  TableBuilder builder(schema);
-  std::vector<std::string> ordered(schema.num_columns());
-  while (true) {
-    auto has = reader.Next(&fields);
-    if (!has.ok()) return absl::InvalidArgumentError(absl::StrCat(path, ": ", has.status().message()));
-    if (!*has) break;
-    for (int c = 0; c < schema.num_columns(); ++c) {
-      if (mapping[c] >= static_cast<int>(fields.size())) {
-        return absl::InvalidArgumentError(absl::StrCat(path, ":", reader.line_number(), ": row has ",
-                                                       fields.size(), " fields, expected ",
-                                                       mapping[c] + 1, " or more"));
-      }
-      ordered[c] = std::move(fields[mapping[c]]);
-    }
-    absl::Status status = builder.AddRow(ordered);
-    if (!status.ok()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(path, ":", reader.line_number(), ": ", status.message()));
-    }
-  }
-  return builder.Finish();
+  return ReadCsv(schema, &input, options, path);
 }
+
+namespace {
+
+// RFC 4180 quoting where the reader needs it. CR must be quoted too: outside
+// quotes the reader drops it (CRLF line ends).
+void WriteField(absl::string_view text, std::ostream* output) {
+  if (text.find_first_of(",\"\n\r") == absl::string_view::npos) {
+    *output << text;
+    return;
+  }
+  *output << '"';
+  for (char ch : text) {
+    if (ch == '"') *output << '"';
+    *output << ch;
+  }
+  *output << '"';
+}
+
+}  // namespace
 
 void WriteCsv(const Schema& schema, const Table& table, std::ostream* output) {
   for (int c = 0; c < schema.num_columns(); ++c) {
     if (c > 0) *output << ',';
-    *output << schema.column(c).name;
+    WriteField(schema.column(c).name, output);
   }
   *output << '\n';
   for (Eigen::Index i = 0; i < table.cells.rows(); ++i) {
     for (int c = 0; c < schema.num_columns(); ++c) {
       if (c > 0) *output << ',';
       const std::string text = schema.FormatCell(c, table.cells(i, c));
-      const bool quote = text.find_first_of(",\"\n") != std::string::npos;
-      if (quote) {
-        *output << '"';
-        for (char ch : text) {
-          if (ch == '"') *output << '"';
-          *output << ch;
-        }
-        *output << '"';
+      // A lone empty field would be a blank line, which the reader skips.
+      if (text.empty() && schema.num_columns() == 1) {
+        *output << "\"\"";
       } else {
-        *output << text;
+        WriteField(text, output);
       }
     }
     *output << '\n';

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "core/data/schema.h"
 #include "core/data/table.h"
@@ -66,12 +67,22 @@ class TableBuilder {
   int64_t clamped_cells_ = 0;
 };
 
-// Reads a whole CSV file into a Table under `schema`. Errors name the file and
-// line. Lines that fail to parse are errors, not silently dropped.
+// Reads CSV text from `input` into a Table under `schema`. Errors start with
+// `source` (a file name, for people) and the line. Lines that fail to parse
+// are errors, not silently dropped, and so is a record whose field count
+// differs from the header's (or, without a header, from the schema's): a
+// stray delimiter would otherwise shift every later cell into the wrong
+// column.
+absl::StatusOr<Table> ReadCsv(const Schema& schema, std::istream* input,
+                              const CsvOptions& options, absl::string_view source);
+
+// ReadCsv over the file at `path`.
 absl::StatusOr<Table> ReadCsvFile(const Schema& schema, const std::string& path,
                                   const CsvOptions& options = {});
 
-// Writes a table with a header line, in the schema's column order.
+// Writes a table with a header line, in the schema's column order. Fields
+// holding a delimiter, quote, CR or LF are quoted, so ReadCsv reads back the
+// same cells.
 void WriteCsv(const Schema& schema, const Table& table, std::ostream* output);
 
 }  // namespace dpcurator::data

@@ -18,6 +18,17 @@ namespace dpcurator::data {
 
 const std::string Schema::kMissingLevelName = "";
 
+namespace {
+
+// Cells and header names are trimmed before they are matched (ParseCell,
+// MapHeader), so a declared name with surrounding whitespace could never be
+// matched by any upload: refuse it when the schema is built.
+bool HasSurroundingWhitespace(absl::string_view text) {
+  return absl::StripAsciiWhitespace(text).size() != text.size();
+}
+
+}  // namespace
+
 Schema::Builder& Schema::Builder::AddNumeric(std::string name, double lower,
                                              double upper, bool integer) {
   Column column;
@@ -70,6 +81,11 @@ absl::StatusOr<Schema> Schema::Builder::Build() const {
     if (column.name.empty()) {
       return absl::InvalidArgumentError("Column names must be non-empty");
     }
+    if (HasSurroundingWhitespace(column.name)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "Column name '", absl::CHexEscape(column.name),
+          "' has leading or trailing whitespace; CSV headers are trimmed, so remove it"));
+    }
     if (!names.insert(column.name).second) {
       return absl::InvalidArgumentError(
           absl::StrCat("Column name '", column.name, "' is declared twice"));
@@ -81,6 +97,16 @@ absl::StatusOr<Schema> Schema::Builder::Build() const {
             "Numeric column '", column.name,
             "' needs finite declared bounds with lower < upper, got [", column.lower,
             ", ", column.upper, "]"));
+      }
+      // The encoder scales by 1 / (upper - lower) (core/data/encoder.cc): a
+      // width that overflows to inf, or whose inverse does, would turn
+      // in-domain values into NaN features.
+      const double width = column.upper - column.lower;
+      if (!std::isfinite(width) || !std::isfinite(1.0 / width)) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "Numeric column '", column.name, "' has declared bounds [", column.lower, ", ",
+            column.upper, "] whose width is not a usable finite number; declare narrower "
+            "(or, if tiny, wider) bounds"));
       }
       if (column.integer && std::ceil(column.lower) > std::floor(column.upper)) {
         return absl::InvalidArgumentError(absl::StrCat(
@@ -99,6 +125,12 @@ absl::StatusOr<Schema> Schema::Builder::Build() const {
       }
       absl::flat_hash_set<std::string> seen;
       for (const std::string& category : column.categories) {
+        if (HasSurroundingWhitespace(category)) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "Categorical column '", column.name, "' declares category '",
+              absl::CHexEscape(category),
+              "' with leading or trailing whitespace; cells are trimmed, so remove it"));
+        }
         if (!seen.insert(category).second) {
           return absl::InvalidArgumentError(absl::StrCat(
               "Categorical column '", column.name, "' declares category '", category,
@@ -131,6 +163,11 @@ absl::StatusOr<Schema> Schema::Builder::Build() const {
       return absl::InvalidArgumentError(absl::StrCat("Alias '", token, "' of column '",
                                                      column_name, "' targets undeclared category '",
                                                      category, "'"));
+    }
+    if (HasSurroundingWhitespace(token)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "Alias '", absl::CHexEscape(token), "' of column '", column_name,
+          "' has leading or trailing whitespace; cells are trimmed, so remove it"));
     }
     column.aliases.emplace_back(token, category);
   }
@@ -247,13 +284,19 @@ absl::StatusOr<ParsedCell> Schema::ParseCell(int column, absl::string_view token
 std::string Schema::FormatCell(int column, double value) const {
   const Column& c = columns_[column];
   if (c.type == ColumnType::kCategorical) {
-    const int level = static_cast<int>(value);
-    if (level >= 0 && level < static_cast<int>(c.categories.size())) {
-      return c.categories[level];
+    // A table built by hand may hold anything; only a valid level index is
+    // a category (the comparison is false for NaN, and no cast overflows).
+    if (value >= 0 && value < static_cast<double>(c.categories.size())) {
+      return c.categories[static_cast<size_t>(value)];
     }
     return missing_tokens_.size() > 1 ? missing_tokens_[1] : "";
   }
-  if (c.integer) return absl::StrCat(static_cast<long long>(std::llround(value)));
+  if (c.integer) {
+    // Not llround: declared bounds may exceed the range of long long.
+    double rounded = std::round(value);
+    if (rounded == 0) rounded = 0;  // no "-0"
+    return absl::StrFormat("%.0f", rounded);
+  }
   return absl::StrFormat("%.6g", value);
 }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -30,11 +31,26 @@ absl::StatusOr<LdpKind> ParseLdpKind(absl::string_view name) {
       "unknown local-DP mechanism '", name, "' (expected laplace-l1 or gaussian-l2)"));
 }
 
+namespace {
+
+// The privacy argument needs ||Proj(x)|| <= R exactly (sensitivity 2R), but
+// x * (R / ||x||) can land a few ulps outside: shrink by 2^-50 until inside.
+template <typename Norm>
+Eigen::VectorXd ShrinkIntoBall(Eigen::VectorXd w, double radius, Norm norm) {
+  while (norm(w) > radius) w *= 1.0 - 0x1.0p-50;
+  return w;
+}
+
+}  // namespace
+
 Eigen::VectorXd ProjectL2Ball(const Eigen::VectorXd& v, double radius) {
   // x * min(1, R / ||x||_2) (ldp-sinkhorn.md Sec. 1.1 "Projections").
-  const double norm = v.norm();
+  // stableNorm: a plain sum of squares overflows above ~1e154.
+  const double norm = v.stableNorm();
   if (norm <= radius) return v;
-  return v * (radius / norm);
+  return ShrinkIntoBall(v * (radius / norm), radius, [](const Eigen::VectorXd& w) {
+    return w.stableNorm();
+  });
 }
 
 Eigen::VectorXd ProjectL1Ball(const Eigen::VectorXd& v, double radius) {
@@ -60,7 +76,16 @@ Eigen::VectorXd ProjectL1Ball(const Eigen::VectorXd& v, double radius) {
     const double magnitude = std::max(std::fabs(v(i)) - theta, 0.0);
     w(i) = v(i) < 0 ? -magnitude : magnitude;
   }
-  return w;
+  const auto l1_norm = [](const Eigen::VectorXd& x) { return x.lpNorm<1>(); };
+  if (!(l1_norm(w) <= radius * (1 + 0x1.0p-30))) {
+    // Beyond rounding (which ShrinkIntoBall absorbs): when |v| dwarfs R
+    // (about 2^52 R), sum - R rounds to sum and theta cannot be resolved; radial scaling is then a point of the ball too
+    // (not the nearest one, which only utility would notice).
+    // Divided by max |v_i| first, so the l1 norm cannot overflow.
+    const Eigen::VectorXd unit = v / v.cwiseAbs().maxCoeff();
+    w = unit * (radius / unit.lpNorm<1>());
+  }
+  return ShrinkIntoBall(std::move(w), radius, l1_norm);
 }
 
 LdpMechanism::Builder& LdpMechanism::Builder::SetKind(LdpKind kind) {

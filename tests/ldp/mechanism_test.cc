@@ -107,6 +107,34 @@ TEST(ProjectL1BallTest, KnownExample) {
             1e-15);
 }
 
+// Found by fuzz/report_fuzz: with |x| around 1e17 R the l1 threshold cannot
+// be resolved, and the l2 norm overflowed above ~1e154; the privacy
+// argument needs every output inside the ball, exactly, at any scale.
+TEST(ProjectBallTest, HugeFiniteRecordsLandInsideTheBallExactly) {
+  PublicRng rng(11);
+  for (double scale : {1.0, 1e8, 1e17, 1e30, 1e154, 1e200, 1e307}) {
+    for (int trial = 0; trial < 50; ++trial) {
+      const int d = 1 + static_cast<int>(rng.UniformInt(12));
+      const Eigen::VectorXd v = RandomVector(&rng, d, 1.0) * scale;
+      for (double radius : {1.0, 4.0, 0.01}) {
+        const Eigen::VectorXd w1 = ProjectL1Ball(v, radius);
+        const Eigen::VectorXd w2 = ProjectL2Ball(v, radius);
+        ASSERT_TRUE(w1.allFinite() && w2.allFinite()) << "scale " << scale;
+        EXPECT_LE(w1.lpNorm<1>(), radius) << "scale " << scale << " d " << d;
+        EXPECT_LE(w2.stableNorm(), radius) << "scale " << scale << " d " << d;
+        // Still useful projections: outside points reach the sphere (to the
+        // precision |v| leaves for R).
+        if (v.lpNorm<1>() > 2 * radius) {
+          EXPECT_GE(w1.lpNorm<1>(), radius * (1 - 1e-4));
+        }
+        if (v.stableNorm() > 2 * radius) {
+          EXPECT_GE(w2.stableNorm(), radius * (1 - 1e-9));
+        }
+      }
+    }
+  }
+}
+
 TEST(ProjectL2BallTest, RadialScalingIsTheProjection) {
   PublicRng rng(5);
   for (int trial = 0; trial < 200; ++trial) {
