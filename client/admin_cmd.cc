@@ -9,21 +9,14 @@
 #include "absl/strings/str_cat.h"
 #include "client/commands.h"
 #include "client/connection.h"
+#include "proto/convert.h"
 
 namespace dpcurator::client {
 namespace {
 
 std::string RoleText(v1::Role role) {
-  switch (role) {
-    case v1::ROLE_CURATOR:
-      return "curator";
-    case v1::ROLE_ANALYST:
-      return "analyst";
-    case v1::ROLE_DEVICE:
-      return "device";
-    default:
-      return "?";
-  }
+  const std::string name = RoleProtoName(role);
+  return name.empty() ? "?" : name;
 }
 
 std::string TimeText(int64_t unix_seconds) {

@@ -77,26 +77,52 @@ v1::NeighbouringRelation RelationToProto(privacy::NeighbouringRelation relation)
                                                                 : v1::ADD_REMOVE;
 }
 
+absl::StatusOr<v1::TableSchema> ParseSchemaJson(absl::string_view json) {
+  v1::TableSchema proto;
+  google::protobuf::util::JsonParseOptions options;
+  options.ignore_unknown_fields = false;
+  auto status = google::protobuf::util::JsonStringToMessage(
+      google::protobuf::StringPiece(json.data(), json.size()), &proto, options);
+  if (!status.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("not a valid TableSchema JSON: ",
+                                                   std::string(status.message())));
+  }
+  auto schema = SchemaFromProto(proto);
+  if (!schema.ok()) return schema.status();
+  return proto;
+}
+
 absl::StatusOr<v1::TableSchema> ReadSchemaFile(const std::string& path) {
   std::ifstream input(path);
   if (!input) return absl::NotFoundError(absl::StrCat("cannot open schema file '", path, "'"));
   std::stringstream buffer;
   buffer << input.rdbuf();
-  v1::TableSchema proto;
-  google::protobuf::util::JsonParseOptions options;
-  options.ignore_unknown_fields = false;
-  auto status = google::protobuf::util::JsonStringToMessage(buffer.str(), &proto, options);
-  if (!status.ok()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("schema file '", path, "' is not a valid TableSchema JSON: ",
-                     std::string(status.message())));
-  }
-  auto schema = SchemaFromProto(proto);
-  if (!schema.ok()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("schema file '", path, "': ", schema.status().message()));
+  auto proto = ParseSchemaJson(buffer.str());
+  if (!proto.ok()) {
+    return absl::Status(proto.status().code(),
+                        absl::StrCat("schema file '", path, "': ", proto.status().message()));
   }
   return proto;
+}
+
+const char* RoleProtoName(v1::Role role) {
+  switch (role) {
+    case v1::ROLE_CURATOR:
+      return "curator";
+    case v1::ROLE_ANALYST:
+      return "analyst";
+    case v1::ROLE_DEVICE:
+      return "device";
+    default:
+      return "";
+  }
+}
+
+v1::Role RoleProtoFromName(absl::string_view name) {
+  for (v1::Role role : {v1::ROLE_CURATOR, v1::ROLE_ANALYST, v1::ROLE_DEVICE}) {
+    if (name == RoleProtoName(role)) return role;
+  }
+  return v1::ROLE_UNSPECIFIED;
 }
 
 }  // namespace dpcurator

@@ -5,6 +5,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "core/util/status_macros.h"
+#include "proto/convert.h"
 #include "server/store.h"
 
 namespace dpcurator::server {
@@ -18,30 +19,10 @@ constexpr const char* kAuditColumns =
 constexpr int kDefaultAuditLimit = 100;
 constexpr int kMaxAuditLimit = 10000;
 
-v1::Role RoleFromText(const std::string& text) {
-  if (text == "curator") return v1::ROLE_CURATOR;
-  if (text == "analyst") return v1::ROLE_ANALYST;
-  if (text == "device") return v1::ROLE_DEVICE;
-  return v1::ROLE_UNSPECIFIED;
-}
-
-const char* RoleText(v1::Role role) {
-  switch (role) {
-    case v1::ROLE_CURATOR:
-      return "curator";
-    case v1::ROLE_ANALYST:
-      return "analyst";
-    case v1::ROLE_DEVICE:
-      return "device";
-    default:
-      return "";
-  }
-}
-
 Store::StoredToken TokenFromRow(const Statement& row) {
   Store::StoredToken token;
   token.info.set_token_id(row.ColumnText(0));
-  token.info.set_role(RoleFromText(row.ColumnText(1)));
+  token.info.set_role(RoleProtoFromName(row.ColumnText(1)));
   token.digest = row.ColumnBlob(2);
   token.info.set_label(row.ColumnText(3));
   token.info.set_created_unix(row.ColumnInt(4));
@@ -54,7 +35,7 @@ Store::StoredToken TokenFromRow(const Statement& row) {
 }  // namespace
 
 absl::Status Store::InsertToken(const v1::TokenInfo& info, const std::string& digest) {
-  if (RoleText(info.role())[0] == '\0') {
+  if (RoleProtoName(info.role())[0] == '\0') {
     return absl::InvalidArgumentError("a token needs a role: curator, analyst or device");
   }
   std::lock_guard<std::mutex> lock(mutex_);
@@ -62,7 +43,7 @@ absl::Status Store::InsertToken(const v1::TokenInfo& info, const std::string& di
                        db_->Prepare(absl::StrCat("INSERT INTO tokens (", kTokenColumns,
                                                  ") VALUES (?, ?, ?, ?, ?, ?, NULL, NULL)")));
   return insert.Bind(1, info.token_id())
-      .Bind(2, RoleText(info.role()))
+      .Bind(2, RoleProtoName(info.role()))
       .BindBlob(3, digest)
       .Bind(4, info.label())
       .Bind(5, info.created_unix())
@@ -121,7 +102,7 @@ absl::Status Store::AppendAudit(const v1::AuditRecord& record) {
                                     "?, ?, ?, ?)"));
   return insert.Bind(1, record.created_unix())
       .Bind(2, record.principal())
-      .Bind(3, RoleText(record.role()))
+      .Bind(3, RoleProtoName(record.role()))
       .Bind(4, record.method())
       .Bind(5, record.target())
       .Bind(6, int64_t{record.code()})
@@ -148,7 +129,7 @@ absl::StatusOr<std::vector<v1::AuditRecord>> Store::ListAudit(int limit, int64_t
     record.set_id(query.ColumnInt(0));
     record.set_created_unix(query.ColumnInt(1));
     record.set_principal(query.ColumnText(2));
-    record.set_role(RoleFromText(query.ColumnText(3)));
+    record.set_role(RoleProtoFromName(query.ColumnText(3)));
     record.set_method(query.ColumnText(4));
     record.set_target(query.ColumnText(5));
     record.set_code(static_cast<int32_t>(query.ColumnInt(6)));
