@@ -43,30 +43,6 @@ std::vector<std::vector<double>> Sorted(std::vector<std::vector<double>> rows) {
   return rows;
 }
 
-struct StreamResult {
-  std::vector<v1::SubmitReportsAck> acks;
-  grpc::Status status;
-};
-
-// One SubmitReports stream carrying `batches` in order.
-StreamResult Submit(client::Connection connection, const std::string& collection_id,
-                    const std::vector<std::vector<v1::Report>>& batches) {
-  StreamResult result;
-  auto context = connection.NewContext();
-  auto stream = connection.collections().SubmitReports(context.get());
-  for (const auto& reports : batches) {
-    v1::SubmitReportsRequest batch;
-    batch.set_collection_id(collection_id);
-    for (const auto& r : reports) *batch.add_reports() = r;
-    if (!stream->Write(batch)) break;
-  }
-  stream->WritesDone();
-  v1::SubmitReportsAck ack;
-  while (stream->Read(&ack)) result.acks.push_back(ack);
-  result.status = stream->Finish();
-  return result;
-}
-
 struct Download {
   v1::Collection collection;
   int64_t rows = 0;
@@ -141,7 +117,7 @@ TEST_F(CollectionTest, CreateResolvesThePublicParameters) {
 }
 
 TEST_F(CollectionTest, DuplicateReportIdIsStoredOnce) {
-  StreamResult first = Submit(Device(), collection_.id(),
+  ReportStreamResult first = SubmitReportBatches(Device(), collection_.id(),
                               {{MakeReport(Id(1), Row(0.1)), MakeReport(Id(2), Row(0.2)),
                                 MakeReport(Id(1), Row(0.9))}});
   ASSERT_TRUE(first.status.ok()) << first.status.error_message();
@@ -149,7 +125,7 @@ TEST_F(CollectionTest, DuplicateReportIdIsStoredOnce) {
   EXPECT_EQ(first.acks[0].accepted(), 2);
   EXPECT_EQ(first.acks[0].duplicates(), 1);
   // A resend (as after a broken stream) stores nothing new.
-  StreamResult again = Submit(Device(), collection_.id(),
+  ReportStreamResult again = SubmitReportBatches(Device(), collection_.id(),
                               {{MakeReport(Id(1), Row(0.1))}, {MakeReport(Id(2), Row(0.2))}});
   ASSERT_TRUE(again.status.ok());
   ASSERT_EQ(again.acks.size(), 2u);
@@ -171,7 +147,7 @@ TEST_F(CollectionTest, BadReportsAreNamedAndTheOthersStored) {
   with_nan[2] = nan;
   std::vector<double> huge = Row(0.3);
   huge[1] = 1e12;
-  StreamResult result = Submit(Device(), collection_.id(),
+  ReportStreamResult result = SubmitReportBatches(Device(), collection_.id(),
                                {{MakeReport(Id(10), Row(0.1)),        // 0 good
                                  MakeReport(Id(11), with_nan),        // 1 NaN
                                  MakeReport(Id(12), {0.1, 0.2}),      // 2 wrong dimension
@@ -198,8 +174,8 @@ TEST_F(CollectionTest, BadReportsAreNamedAndTheOthersStored) {
 }
 
 TEST_F(CollectionTest, AcknowledgedReportSurvivesRestart) {
-  StreamResult result =
-      Submit(Device(), collection_.id(), {{MakeReport(Id(20), Row(0.25))},
+  ReportStreamResult result =
+      SubmitReportBatches(Device(), collection_.id(), {{MakeReport(Id(20), Row(0.25))},
                                           {MakeReport(Id(21), Row(0.75))}});
   ASSERT_TRUE(result.status.ok());
   ASSERT_EQ(result.acks.size(), 2u);
@@ -245,8 +221,8 @@ TEST_F(CollectionTest, RolesAreEnforced) {
   }
   // Analysts and curators may not submit.
   for (auto connection : {Analyst(), Curator()}) {
-    StreamResult result =
-        Submit(connection, collection_.id(), {{MakeReport(Id(30), Row(0.5))}});
+    ReportStreamResult result =
+        SubmitReportBatches(connection, collection_.id(), {{MakeReport(Id(30), Row(0.5))}});
     EXPECT_EQ(result.status.error_code(), grpc::StatusCode::PERMISSION_DENIED);
     EXPECT_TRUE(result.acks.empty());
   }
@@ -357,7 +333,7 @@ TEST_F(CollectionTest, DownloadOfALargeCollectionIsChunked) {
 }
 
 TEST_F(CollectionTest, ClosedCollectionRefusesReports) {
-  ASSERT_TRUE(Submit(Device(), collection_.id(), {{MakeReport(Id(40), Row(0.5))}}).status.ok());
+  ASSERT_TRUE(SubmitReportBatches(Device(), collection_.id(), {{MakeReport(Id(40), Row(0.5))}}).status.ok());
   {
     auto curator = Curator();
     auto context = curator.NewContext();
@@ -367,7 +343,7 @@ TEST_F(CollectionTest, ClosedCollectionRefusesReports) {
     ASSERT_TRUE(curator.collections().CloseCollection(context.get(), request, &closed).ok());
     EXPECT_EQ(closed.state(), v1::Collection::CLOSED);
   }
-  StreamResult result = Submit(Device(), collection_.id(), {{MakeReport(Id(41), Row(0.5))}});
+  ReportStreamResult result = SubmitReportBatches(Device(), collection_.id(), {{MakeReport(Id(41), Row(0.5))}});
   EXPECT_EQ(result.status.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
   EXPECT_THAT(result.status.error_message(), HasSubstr("closed"));
   EXPECT_TRUE(result.acks.empty());

@@ -18,6 +18,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -401,20 +402,9 @@ std::vector<v1::SubmitReportsAck> SubmitBatches(client::Connection connection,
                                                 const std::string& collection_id,
                                                 const std::vector<std::vector<v1::Report>>& batches,
                                                 grpc::Status* status) {
-  std::vector<v1::SubmitReportsAck> acks;
-  auto context = connection.NewContext();
-  auto stream = connection.collections().SubmitReports(context.get());
-  for (const auto& reports : batches) {
-    v1::SubmitReportsRequest batch;
-    batch.set_collection_id(collection_id);
-    for (const auto& r : reports) *batch.add_reports() = r;
-    if (!stream->Write(batch)) break;
-  }
-  stream->WritesDone();
-  v1::SubmitReportsAck ack;
-  while (stream->Read(&ack)) acks.push_back(ack);
-  *status = stream->Finish();
-  return acks;
+  ReportStreamResult result = SubmitReportBatches(std::move(connection), collection_id, batches);
+  *status = result.status;
+  return std::move(result.acks);
 }
 
 // A value no honest report carries: far outside the public bound

@@ -234,4 +234,23 @@ grpc::Status ServerTest::FindDataset(const client::Connection& connection,
   return grpc::Status(grpc::StatusCode::NOT_FOUND, "dataset not listed: " + dataset_id);
 }
 
+ReportStreamResult SubmitReportBatches(client::Connection connection,
+                                       const std::string& collection_id,
+                                       const std::vector<std::vector<v1::Report>>& batches) {
+  ReportStreamResult result;
+  auto context = connection.NewContext();
+  auto stream = connection.collections().SubmitReports(context.get());
+  for (const auto& reports : batches) {
+    v1::SubmitReportsRequest batch;
+    batch.set_collection_id(collection_id);
+    for (const auto& r : reports) *batch.add_reports() = r;
+    if (!stream->Write(batch)) break;
+  }
+  stream->WritesDone();
+  v1::SubmitReportsAck ack;
+  while (stream->Read(&ack)) result.acks.push_back(ack);
+  result.status = stream->Finish();
+  return result;
+}
+
 }  // namespace dpcurator::server::testing

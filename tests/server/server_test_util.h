@@ -11,6 +11,7 @@
 #include <chrono>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "client/connection.h"
 #include "core/data/schema.h"
@@ -49,6 +50,16 @@ std::vector<v1::Row> DemoRows(const data::Table& table);
 // [0, 1], laplace-l1, epsilon 1, default radius.
 v1::CollectionParams LdpCollectionParams();
 int LdpCollectionDimension();
+
+// One SubmitReports stream carrying `batches` in order: the acks read back
+// and the final status.
+struct ReportStreamResult {
+  std::vector<v1::SubmitReportsAck> acks;
+  grpc::Status status;
+};
+ReportStreamResult SubmitReportBatches(client::Connection connection,
+                                       const std::string& collection_id,
+                                       const std::vector<std::vector<v1::Report>>& batches);
 
 class ServerTest : public ::testing::Test {
  protected:
