@@ -280,13 +280,6 @@ void Authorizer::Record(const void* call, absl::string_view method, Decision dec
   verdicts_[call] = std::move(verdict);
 }
 
-std::optional<grpc::Status> Authorizer::VerdictFor(const void* call) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  auto it = verdicts_.find(call);
-  if (it == verdicts_.end()) return std::nullopt;
-  return it->second.status;
-}
-
 void Authorizer::Finish(const void* call, const grpc::Status& final_status) {
   CallRecord record;
   {
@@ -299,11 +292,6 @@ void Authorizer::Finish(const void* call, const grpc::Status& final_status) {
   if (audit_ == nullptr || IsPublicMethod(record.method)) return;
   record.code = static_cast<int>(final_status.error_code());
   audit_(record);
-}
-
-void Authorizer::Forget(const void* call) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  verdicts_.erase(call);
 }
 
 absl::StatusOr<Role> Authorizer::Check(const grpc::ServerContextBase* context) {

@@ -102,11 +102,9 @@ class Authorizer {
   Decision Decide(absl::string_view method,
                   const std::multimap<grpc::string_ref, grpc::string_ref>& metadata) const;
   void Record(const void* call, absl::string_view method, Decision decision);
-  std::optional<grpc::Status> VerdictFor(const void* call);
   // Ends a call: hands its record, with `final_status`, to the audit sink
   // (protected methods only) and forgets it.
   void Finish(const void* call, const grpc::Status& final_status);
-  void Forget(const void* call);
 
   // Called first by every handler: OK with the caller's role, or the refusal.
   absl::StatusOr<Role> Check(const grpc::ServerContextBase* context);
