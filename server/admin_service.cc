@@ -114,7 +114,8 @@ grpc::Status AdminServiceImpl::RevokeToken(grpc::ServerContext* context,
                             [&](const Principal& p) { return p.id == id; });
   if (absl::StartsWith(id, kFilePrincipalPrefix)) {
     if (found == valid.end()) {
-      return ToGrpcStatus(absl::NotFoundError(absl::StrCat("no token '", id, "'")));
+      return ToGrpcStatus(absl::NotFoundError(absl::StrCat(
+          "no token '", id, "' (list them with `dpcurator admin token list`)")));
     }
     return ToGrpcStatus(absl::FailedPreconditionError(
         absl::StrCat("token ", id, " comes from the server's --tokens file: delete line ",
