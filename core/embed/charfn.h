@@ -63,7 +63,7 @@ class CharacteristicFunctionMap final : public FeatureMap {
   // cos and sin of the phases), saving the recomputation of T x and of the
   // trigonometric functions. Same result as Backward.
   void BackwardFromFeatures(const Eigen::MatrixXd& features, const Eigen::MatrixXd& grad_features,
-                            Eigen::MatrixXd* grad_encoded) const;
+                            Eigen::MatrixXd* grad_encoded) const override;
 
   double length_scale() const { return length_scale_; }
   // 0 when the numeric block uses length_scale().

@@ -20,6 +20,12 @@ class FeatureMap {
   // writes dL/d(encoded) (n x input_dim).
   virtual void Backward(const Eigen::MatrixXd& encoded, const Eigen::MatrixXd& grad_features,
                         Eigen::MatrixXd* grad_encoded) const = 0;
+  // The same gradient from the features Features() just returned for those
+  // rows: the trainers' hot path, which must not recompute the cos/sin
+  // (most of a step's cost) that the forward pass already holds.
+  virtual void BackwardFromFeatures(const Eigen::MatrixXd& features,
+                                    const Eigen::MatrixXd& grad_features,
+                                    Eigen::MatrixXd* grad_encoded) const = 0;
 };
 
 }  // namespace dpcurator::embed

@@ -81,18 +81,25 @@ void RandomFourierFeatureMap::Features(const Eigen::MatrixXd& encoded,
 void RandomFourierFeatureMap::Backward(const Eigen::MatrixXd& encoded,
                                        const Eigen::MatrixXd& grad_features,
                                        Eigen::MatrixXd* grad_encoded) const {
-  const Eigen::Index n = encoded.rows();
+  Eigen::MatrixXd features;
+  Features(encoded, &features);
+  BackwardFromFeatures(features, grad_features, grad_encoded);
+}
+
+void RandomFourierFeatureMap::BackwardFromFeatures(const Eigen::MatrixXd& features,
+                                                   const Eigen::MatrixXd& grad_features,
+                                                   Eigen::MatrixXd* grad_encoded) const {
+  const Eigen::Index n = features.rows();
   grad_encoded->resize(n, input_dim());
   const int f = num_frequencies_;
   if (numeric_dim_ > 0) {
-    // d/dA of c*[cos A, sin A]: -c G_cos * sin A + c G_sin * cos A
-    // (dp-merf.md 1.5, "analytic gradient"), then dA/du = W.
-    Eigen::MatrixXd phases(n, f);
-    phases.noalias() = encoded.leftCols(numeric_dim_) * frequencies_.transpose();
+    // d/dA of c [cos A, sin A] is c (G_sin o cos A - G_cos o sin A)
+    // (dp-merf.md 1.5, "analytic gradient"), and c cos A, c sin A are the
+    // features' numeric blocks themselves; then dA/du = W.
     Eigen::MatrixXd grad_phases =
-        numeric_scale_ * (grad_features.middleCols(f, f).array() * phases.array().cos() -
-                          grad_features.leftCols(f).array() * phases.array().sin())
-                             .matrix();
+        (grad_features.middleCols(f, f).array() * features.leftCols(f).array() -
+         grad_features.leftCols(f).array() * features.middleCols(f, f).array())
+            .matrix();
     grad_encoded->leftCols(numeric_dim_).noalias() = grad_phases * frequencies_;
   }
   if (categorical_dim_ > 0) {

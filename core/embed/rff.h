@@ -48,6 +48,8 @@ class RandomFourierFeatureMap final : public FeatureMap {
   void Features(const Eigen::MatrixXd& encoded, Eigen::MatrixXd* features) const override;
   void Backward(const Eigen::MatrixXd& encoded, const Eigen::MatrixXd& grad_features,
                 Eigen::MatrixXd* grad_encoded) const override;
+  void BackwardFromFeatures(const Eigen::MatrixXd& features, const Eigen::MatrixXd& grad_features,
+                            Eigen::MatrixXd* grad_encoded) const override;
 
   double length_scale() const { return length_scale_; }
   double numeric_weight() const { return numeric_weight_; }

@@ -109,7 +109,7 @@ absl::StatusOr<TrainedGenerator> TrainEmbeddingGenerator(const data::FeatureLayo
     const Eigen::MatrixXd& encoded = generator.Forward(z, labels, &workspace);
     feature_map.Features(encoded, &features);
     loss = EmbeddingLoss(target.class_means, features, labels, &grad_features);
-    feature_map.Backward(encoded, grad_features, &grad_encoded);
+    feature_map.BackwardFromFeatures(features, grad_features, &grad_encoded);
     grad_params.setZero();
     generator.Backward(grad_encoded, &workspace, &grad_params);
     if (!grad_params.allFinite()) {
