@@ -29,6 +29,17 @@ bool HasSurroundingWhitespace(absl::string_view text) {
 
 }  // namespace
 
+absl::StatusOr<ColumnTypeName> ParseColumnTypeName(absl::string_view name) {
+  const std::string lower = absl::AsciiStrToLower(absl::StripAsciiWhitespace(name));
+  if (lower == "numeric" || lower == "real") return ColumnTypeName{ColumnType::kNumeric, false};
+  if (lower == "integer") return ColumnTypeName{ColumnType::kNumeric, true};
+  if (lower == "categorical" || lower == "nominal") {
+    return ColumnTypeName{ColumnType::kCategorical, false};
+  }
+  return absl::InvalidArgumentError(absl::StrCat("unknown type '", absl::CHexEscape(name),
+                                                 "' (accepted: ", kAcceptedColumnTypeNames, ")"));
+}
+
 Schema::Builder& Schema::Builder::AddNumeric(std::string name, double lower,
                                              double upper, bool integer) {
   Column column;

@@ -34,6 +34,18 @@ struct Column {
   bool nullable = false;
 };
 
+// A column type as a schema file or an ARFF header spells it. Accepted,
+// case-insensitive: "numeric", "real", "integer" (numeric with integer
+// rounding), "categorical", "nominal". Errors list the accepted names.
+struct ColumnTypeName {
+  ColumnType type = ColumnType::kNumeric;
+  bool integer = false;
+};
+inline constexpr char kAcceptedColumnTypeNames[] =
+    "NUMERIC, CATEGORICAL, and the ARFF spellings REAL, INTEGER (numeric, integer: true), "
+    "NOMINAL (categorical); case-insensitive";
+absl::StatusOr<ColumnTypeName> ParseColumnTypeName(absl::string_view name);
+
 // The result of parsing one cell.
 struct ParsedCell {
   double value = 0.0;    // numeric value, or level index for categoricals

@@ -1,0 +1,71 @@
+#include "core/data/draft.h"
+
+#include <gtest/gtest.h>
+
+namespace dpcurator::data {
+namespace {
+
+TEST(DraftTest, InfersTypesBoundsCategoriesAndMarksWhatCameFromRows) {
+  SchemaDrafter drafter({"age", "income", "colour", "y"}, {});
+  const std::vector<std::vector<std::string>> rows = {
+      {"31", "1000.5", "red", "yes"}, {"45", "20", "?", "no"}, {" 19 ", "3e3", "blue", "no"}};
+  for (const auto& row : rows) ASSERT_TRUE(drafter.AddRow(row).ok());
+  auto draft = drafter.Finish(std::string("y"));
+  ASSERT_TRUE(draft.ok()) << draft.status();
+  EXPECT_EQ(draft->rows, 3);
+  ASSERT_EQ(draft->columns.size(), 4u);
+  const DraftColumn& age = draft->columns[0];
+  EXPECT_EQ(age.type, ColumnType::kNumeric);
+  EXPECT_EQ(age.lower, 19);
+  EXPECT_EQ(age.upper, 45);
+  EXPECT_TRUE(age.integer);
+  EXPECT_TRUE(age.data_derived);
+  EXPECT_FALSE(draft->columns[1].integer);
+  EXPECT_EQ(draft->columns[1].upper, 3000);
+  const DraftColumn& colour = draft->columns[2];
+  EXPECT_EQ(colour.type, ColumnType::kCategorical);
+  EXPECT_EQ(colour.categories, (std::vector<std::string>{"blue", "red"}));
+  EXPECT_TRUE(colour.nullable);
+  EXPECT_TRUE(colour.data_derived);
+  EXPECT_EQ(draft->label, "y");
+}
+
+TEST(DraftTest, DeclaredNominalValuesAreNotDataDerived) {
+  DraftHint nominal;
+  nominal.kind = DraftHint::Kind::kCategorical;
+  nominal.categories = {"good", "bad", "unused"};
+  DraftHint integer;
+  integer.kind = DraftHint::Kind::kNumeric;
+  integer.integer = true;
+  SchemaDrafter drafter({"n", "class"}, {integer, nominal});
+  ASSERT_TRUE(drafter.AddRow({"3", "good"}).ok());
+  ASSERT_TRUE(drafter.AddRow({"3", "bad"}).ok());
+  auto draft = drafter.Finish(std::string("class"));
+  ASSERT_TRUE(draft.ok()) << draft.status();
+  EXPECT_FALSE(draft->columns[1].data_derived);
+  EXPECT_EQ(draft->columns[1].categories, nominal.categories);  // declared order, unused kept
+  EXPECT_TRUE(draft->columns[0].data_derived);
+  EXPECT_EQ(draft->columns[0].lower, 3);
+  EXPECT_EQ(draft->columns[0].upper, 4);  // a constant column still gets lower < upper
+  // A value outside the declared list, or a non-number in a numeric column.
+  EXPECT_FALSE(drafter.AddRow({"3", "ugly"}).ok());
+  EXPECT_FALSE(drafter.AddRow({"three", "good"}).ok());
+}
+
+TEST(DraftTest, MissingNumericsAreNotedAndLabelsChecked) {
+  SchemaDrafter drafter({"x", "y"}, {});
+  ASSERT_TRUE(drafter.AddRow({"1", "a"}).ok());
+  ASSERT_TRUE(drafter.AddRow({"?", "b"}).ok());
+  auto draft = drafter.Finish(std::nullopt);
+  ASSERT_TRUE(draft.ok());
+  EXPECT_EQ(draft->columns[0].type, ColumnType::kNumeric);
+  EXPECT_EQ(draft->columns[0].missing, 1);
+  ASSERT_EQ(draft->columns[0].notes.size(), 1u);
+  EXPECT_FALSE(draft->label.has_value());
+  EXPECT_FALSE(drafter.Finish(std::string("x")).ok());       // numeric label
+  EXPECT_FALSE(drafter.Finish(std::string("nope")).ok());    // unknown column
+  EXPECT_FALSE(SchemaDrafter({"x"}, {}).Finish(std::nullopt).ok());  // no rows
+}
+
+}  // namespace
+}  // namespace dpcurator::data
