@@ -1,6 +1,7 @@
 #include "client/cli.h"
 
 #include <cstdio>
+#include <cstdlib>
 
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
@@ -77,6 +78,10 @@ absl::StatusOr<ParsedArgs> ParseArgs(const std::vector<OptionSpec>& specs,
     parsed.values_[name] = *value;
   }
   for (const auto& spec : specs) {
+    if (parsed.values_.count(spec.name) == 0 && !spec.env.empty()) {
+      const char* value = std::getenv(spec.env.c_str());
+      if (value != nullptr && *value != '\0') parsed.values_[spec.name] = value;
+    }
     if (parsed.values_.count(spec.name) == 0) {
       if (spec.required) {
         return absl::InvalidArgumentError(
@@ -97,6 +102,7 @@ std::string FormatHelp(const std::string& usage, const std::string& description,
     if (left.size() < 30) left.resize(30, ' ');
     absl::StrAppend(&out, left, " ", spec.help);
     if (spec.required) absl::StrAppend(&out, " (required)");
+    if (!spec.env.empty()) absl::StrAppend(&out, " (env ", spec.env, ")");
     if (!spec.default_value.empty() && !spec.is_flag)
       absl::StrAppend(&out, " [default: ", spec.default_value, "]");
     absl::StrAppend(&out, "\n");
@@ -106,13 +112,19 @@ std::string FormatHelp(const std::string& usage, const std::string& description,
 
 std::vector<OptionSpec> ConnectionOptions() {
   return {
-      {"server", "", "curator server host:port (env DPCURATOR_SERVER; default 127.0.0.1:50051)"},
-      {"token", "", "bearer token (env DPCURATOR_TOKEN)"},
-      {"insecure", "", "plaintext connection, for a server started with --insecure-dev", true},
-      {"tls-ca", "", "PEM file of the CA that signed the server's certificate"},
-      {"tls-cert", "", "PEM client certificate, for a server started with --tls-client-ca"},
-      {"tls-key", "", "PEM private key of --tls-cert"},
-      {"deadline", "120", "seconds before a call gives up"},
+      {"server", "", "curator server host:port (default 127.0.0.1:50051)", false, false,
+       "DPCURATOR_SERVER"},
+      {"token", "", "bearer token", false, false, "DPCURATOR_TOKEN"},
+      {"insecure", "",
+       "plaintext connection, for a server started with --insecure-dev (--insecure=false "
+       "overrides the variable)",
+       true, false, "DPCURATOR_INSECURE"},
+      {"tls-ca", "", "PEM file of the CA that signed the server's certificate", false, false,
+       "DPCURATOR_TLS_CA"},
+      {"tls-cert", "", "PEM client certificate, for a server started with --tls-client-ca",
+       false, false, "DPCURATOR_TLS_CERT"},
+      {"tls-key", "", "PEM private key of --tls-cert", false, false, "DPCURATOR_TLS_KEY"},
+      {"deadline", "120", "seconds before a call gives up", false, false, "DPCURATOR_DEADLINE"},
   };
 }
 

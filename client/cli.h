@@ -20,6 +20,10 @@ struct OptionSpec {
   std::string help;
   bool is_flag = false;       // boolean, takes no value
   bool required = false;
+  // Environment variable read when the option is not on the command line
+  // (an explicit option wins; the variable wins over the default). A flag's
+  // variable reads as Flag() does: "1", "true" or "yes" set it.
+  std::string env = "";
 };
 
 class ParsedArgs {
@@ -38,8 +42,8 @@ class ParsedArgs {
   std::vector<std::string> positional_;
 };
 
-// Parses "--name value", "--name=value" and "--flag". Environment fallbacks
-// are applied by the caller.
+// Parses "--name value", "--name=value" and "--flag", then fills options
+// left out from their `env` variable, then from their default.
 absl::StatusOr<ParsedArgs> ParseArgs(const std::vector<OptionSpec>& specs,
                                      const std::vector<std::string>& args);
 std::string FormatHelp(const std::string& usage, const std::string& description,
@@ -54,7 +58,9 @@ struct Command {
   std::function<int(const ParsedArgs&)> run;
 };
 
-// Options every server-talking command shares.
+// Options every server-talking command shares, each with a DPCURATOR_<NAME>
+// environment fallback (DPCURATOR_SERVER, DPCURATOR_TOKEN, DPCURATOR_INSECURE,
+// DPCURATOR_TLS_CA, DPCURATOR_TLS_CERT, DPCURATOR_TLS_KEY, DPCURATOR_DEADLINE).
 std::vector<OptionSpec> ConnectionOptions();
 // `options` followed by ConnectionOptions().
 std::vector<OptionSpec> WithConnection(std::vector<OptionSpec> options);

@@ -9,10 +9,13 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "client/commands.h"
+#include "client/progress.h"
 #include "client/connection.h"
 #include "client/device.h"
 #include "client/pipeline.h"
+#include "client/schema_file.h"
 #include "client/sinkhorn_model.h"
 #include "core/data/csv.h"
 #include "proto/collection.h"
@@ -55,7 +58,7 @@ void PrintCollection(const v1::Collection& c, bool json) {
 }
 
 int RunCreate(const ParsedArgs& args) {
-  auto schema = ReadSchemaFile(args.Get("schema"));
+  auto schema = ReadSchemaForPublishing(args.Get("schema"), args.Flag(kAcceptDataDerivedFlag));
   if (!schema.ok()) return ReportError(schema.status());
   v1::CreateCollectionRequest request;
   request.set_name(args.Get("name"));
@@ -162,6 +165,16 @@ int RunSubmit(const ParsedArgs& args) {
   // The public parameters; the record never leaves this process un-noised.
   auto collection = FetchCollection(*connection, args.Get("collection"));
   if (!collection.ok()) return ReportError(collection.status());
+  DeviceLimits limits;
+  auto max_epsilon = args.GetDouble("max-epsilon");
+  auto max_delta = args.GetDouble("max-delta");
+  if (!max_epsilon.ok()) return ReportError(max_epsilon.status());
+  if (!max_delta.ok()) return ReportError(max_delta.status());
+  limits.max_epsilon = *max_epsilon;
+  limits.max_delta = *max_delta;
+  if (auto status = CheckDeviceLimits(collection->params(), limits); !status.ok()) {
+    return ReportError(status);
+  }
   auto mechanism = MechanismFromCollection(*collection);
   if (!mechanism.ok()) return ReportError(mechanism.status());
   auto schema = CollectionSchema(collection->params());
@@ -205,13 +218,18 @@ int RunTrainSinkhorn(const ParsedArgs& args) {
   options.naive = args.Flag("naive");
   const bool quiet = args.Flag("quiet");
   const auto start = std::chrono::steady_clock::now();
+  Progress progress;
   options.progress = [&](int step, double loss) {
     if (quiet) return;
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    std::fprintf(stderr, "\rtrain sinkhorn: step %6d / %d  loss %.6f  %.1fs", step,
-                 options.steps, loss, seconds);
-    if (step == options.steps) std::fprintf(stderr, "\n");
+    const std::string line = absl::StrFormat("train sinkhorn: step %6d / %d  loss %.6f  %.1fs",
+                                             step, options.steps, loss, seconds);
+    if (step == options.steps) {
+      progress.Finish(line);
+    } else {
+      progress.Update(line);
+    }
   };
   auto model = TrainSinkhornModel(reports, options, kModelFormatVersion);
   if (!model.ok()) return ReportError(model.status());
@@ -233,6 +251,8 @@ std::vector<Command> CollectionCommands() {
       WithConnection({{"name", "", "collection name", false, true},
                       {"schema", "", "schema JSON (a label is encoded as an ordinary column)",
                        false, true},
+                      {kAcceptDataDerivedFlag, "",
+                       "publish bounds and categories `schema draft` read from the data", true},
                       {"mechanism", "", "laplace-l1 or gaussian-l2", false, true},
                       {"epsilon", "", "per-report epsilon", false, true},
                       {"delta", "", "delta (gaussian-l2 only)"},
@@ -256,10 +276,18 @@ std::vector<Command> CollectionCommands() {
       "device submit", "privatise CSV rows locally and submit them (device)",
       "Fetches the collection's public mechanism, encodes and privatises each row on this\n"
       "machine, and streams the reports with random 128-bit ids; a broken stream is resumed\n"
-      "and resent batches are deduplicated by the server.",
+      "and resent batches are deduplicated by the server. The device does not trust the\n"
+      "announced parameters: it refuses (and sends nothing) when they are weaker than its\n"
+      "own ceiling, --max-epsilon and, for gaussian-l2, --max-delta.",
       WithConnection({{"collection", "", "collection id", false, true},
                       {"csv", "", "CSV of records (header line)", false, true},
-                      {"batch", "1000", "reports per acknowledged batch"}}),
+                      {"batch", "1000", "reports per acknowledged batch"},
+                      {"max-epsilon", "10",
+                       "largest per-report epsilon this device accepts (local-DP experiments "
+                       "use 0.5..10; at 10 the likelihood ratio e^10 ~ 22,000 protects little)",
+                       false, false, "DPCURATOR_MAX_EPSILON"},
+                      {"max-delta", "1e-5", "largest delta accepted for gaussian-l2", false,
+                       false, "DPCURATOR_MAX_DELTA"}}),
       RunSubmit});
   commands.push_back(Command{
       "train sinkhorn", "fit a generator to local-DP reports (no budget, post-processing)",

@@ -16,6 +16,7 @@ std::vector<Command> DemoCommands();      // demo
 std::vector<Command> SessionCommands();   // session open|step|close|show
 std::vector<Command> CollectionCommands();  // collections ..., device submit, train sinkhorn
 std::vector<Command> AdminCommands();       // admin token create|revoke|list, admin audit
+std::vector<Command> SchemaCommands();      // schema draft|check
 
 }  // namespace dpcurator::client
 

@@ -44,7 +44,9 @@ absl::StatusOr<Connection> Connection::FromArgs(const ParsedArgs& args) {
   std::shared_ptr<grpc::ChannelCredentials> credentials;
   if (args.Flag("insecure")) {
     if (args.Has("tls-ca") || args.Has("tls-cert") || args.Has("tls-key")) {
-      return absl::InvalidArgumentError("--insecure is plaintext: drop the --tls-* options");
+      return absl::InvalidArgumentError(
+          "--insecure is plaintext: drop the --tls-* options (or unset DPCURATOR_TLS_CA, "
+          "DPCURATOR_TLS_CERT, DPCURATOR_TLS_KEY)");
     }
     credentials = grpc::InsecureChannelCredentials();
   } else {

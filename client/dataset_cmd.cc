@@ -10,6 +10,7 @@
 #include "client/commands.h"
 #include "client/connection.h"
 #include "client/pipeline.h"
+#include "client/schema_file.h"
 #include "core/privacy/relation.h"
 #include "proto/convert.h"
 
@@ -19,7 +20,7 @@ namespace {
 int RunCreate(const ParsedArgs& args) {
   auto connection = Connection::FromArgs(args);
   if (!connection.ok()) return ReportError(connection.status());
-  auto schema = ReadSchemaFile(args.Get("schema"));
+  auto schema = ReadSchemaForPublishing(args.Get("schema"), args.Flag(kAcceptDataDerivedFlag));
   if (!schema.ok()) return ReportError(schema.status());
   auto epsilon = args.GetDouble("epsilon");
   auto delta = args.GetDouble("delta");
@@ -50,6 +51,10 @@ int RunCreate(const ParsedArgs& args) {
 }
 
 int RunUpload(const ParsedArgs& args) {
+  if (args.Has("csv") == args.Has("arff")) {
+    return ReportError(absl::InvalidArgumentError(
+        "give exactly one of --csv FILE and --arff FILE (see dpcurator upload --help)"));
+  }
   auto connection = Connection::FromArgs(args);
   if (!connection.ok()) return ReportError(connection.status());
   // The dataset's own schema decides how cells are read.
@@ -67,8 +72,17 @@ int RunUpload(const ParsedArgs& args) {
   }
   auto schema = SchemaFromProto(dataset->schema());
   if (!schema.ok()) return ReportError(schema.status());
-  auto response = UploadCsv(*connection, dataset->id(), *schema, args.Get("csv"));
+  auto response = args.Has("csv")
+                      ? UploadCsv(*connection, dataset->id(), *schema, args.Get("csv"))
+                      : UploadArff(*connection, dataset->id(), *schema, args.Get("arff"));
   if (!response.ok()) return ReportError(response.status());
+  if (args.Flag("json")) {
+    nlohmann::json out = {{"rows_accepted", response->rows_accepted()},
+                          {"cells_clamped", response->cells_clamped()},
+                          {"total_rows", response->total_rows()}};
+    std::printf("%s\n", out.dump(2).c_str());
+    return 0;
+  }
   std::printf("uploaded %lld rows (%lld cells clamped to declared bounds); dataset has %lld rows\n",
               static_cast<long long>(response->rows_accepted()),
               static_cast<long long>(response->cells_clamped()),
@@ -171,10 +185,16 @@ std::vector<Command> DatasetCommands() {
   commands.push_back(Command{
       "datasets create",
       "register a dataset with its public schema, budget and neighbouring relation (curator)",
-      "The schema file is JSON (see schemas/adult.schema.json): column types, declared bounds\n"
-      "and categories. Nothing about the domain is ever learned from rows.",
+      "The schema file is JSON (docs/schema.md; `dpcurator schema draft` writes a first one):\n"
+      "column types, declared bounds and categories. Nothing about the domain is ever learned\n"
+      "from rows, so a schema still carrying \"data_derived\": true markers is refused unless\n"
+      "--accept-data-derived says to publish those values as they are.",
       WithConnection({{"name", "", "dataset name", false, true},
                       {"schema", "", "schema JSON file", false, true},
+                      {kAcceptDataDerivedFlag, "",
+                       "publish bounds and categories that `schema draft` read from the data "
+                       "(they stay marked data_derived otherwise, and are refused)",
+                       true},
                       {"epsilon", "", "total epsilon budget (cap)", false, true},
                       {"delta", "1e-5", "delta of the budget"},
                       {"relation", "add-remove", "add-remove | replace-one"},
@@ -184,11 +204,15 @@ std::vector<Command> DatasetCommands() {
                              "Row counts are shown to curators, and to analysts under replace-one.",
                              WithConnection({}), RunList});
   commands.push_back(Command{
-      "upload", "stream a CSV file's rows into a dataset (curator)",
-      "The header is matched to the schema by column name; a bad row stops the upload with\n"
-      "its line and column named. Uploads are refused once a release has been made.",
+      "upload", "stream a CSV or ARFF file's rows into a dataset (curator)",
+      "The header (CSV) or the @attribute names (ARFF) are matched to the schema by column\n"
+      "name; extra columns are ignored. Every row is checked before it is sent: a bad row\n"
+      "stops the upload with FILE:LINE (1-based, header counted) and the column named; the\n"
+      "rows before it are stored. Uploads are refused once a release has been made.",
       WithConnection({{"dataset", "", "dataset id", false, true},
-                      {"csv", "", "CSV file with a header line", false, true}}),
+                      {"csv", "", "CSV file with a header line (or --arff)"},
+                      {"arff", "", "ARFF file: its @data section is uploaded (or --csv)"},
+                      {"json", "", "print JSON (docs/json.md)", true}}),
       RunUpload});
   commands.push_back(Command{
       "budget", "spent and remaining epsilon, and the ledger's event history",

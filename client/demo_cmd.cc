@@ -21,6 +21,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "client/commands.h"
+#include "client/progress.h"
+#include "client/schema_file.h"
 #include "client/connection.h"
 #include "client/pipeline.h"
 #include "core/data/csv.h"
@@ -154,7 +156,7 @@ absl::StatusOr<DemoData> LoadData(const ParsedArgs& args) {
       return absl::InvalidArgumentError(
           "--schema, --train-csv and --test-csv go together (a table of your own)");
     }
-    auto schema_proto = ReadSchemaFile(args.Get("schema"));
+    auto schema_proto = ReadSchemaForLocalUse(args.Get("schema"));
     if (!schema_proto.ok()) return schema_proto.status();
     demo.schema_proto = *schema_proto;
     auto schema = SchemaFromProto(demo.schema_proto);
@@ -307,11 +309,16 @@ int RunDemo(const ParsedArgs& args) {
                           artefact.noise_multiplier(), result.release_seconds));
       t = Clock::now();
       const int steps = trainer_options->steps;
+      Progress progress;
       trainer_options->progress = [&](int step, double loss) {
         if (json) return;
-        std::fprintf(stderr, "\rtrainer (%s): step %5d / %d, loss %.5f, %.1fs", method.c_str(),
-                     step, steps, loss, SecondsSince(t));
-        if (step == steps) std::fprintf(stderr, "\n");
+        const std::string line = absl::StrFormat("trainer (%s): step %5d / %d, loss %.5f, %.1fs",
+                                                 method, step, steps, loss, SecondsSince(t));
+        if (step == steps) {
+          progress.Finish(line);
+        } else {
+          progress.Update(line);
+        }
       };
       auto model = method == "merf"
                        ? TrainMerfModel(result.release, *trainer_options)

@@ -17,6 +17,25 @@ Eigen::MatrixXd EncodeRows(const data::Schema& label_free, const data::Table& ta
   return data::EncodeFeatures(label_free, layout, table);
 }
 
+absl::Status CheckDeviceLimits(const v1::CollectionParams& announced, const DeviceLimits& limits) {
+  const double epsilon = announced.epsilon();
+  if (!(epsilon > 0) || !(epsilon <= limits.max_epsilon)) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "refusing to privatise: the collection announces epsilon ", epsilon,
+        " per report, above this device's ceiling --max-epsilon ", limits.max_epsilon,
+        " (raise --max-epsilon or DPCURATOR_MAX_EPSILON only if you accept weaker privacy "
+        "for your record; nothing was sent)"));
+  }
+  if (announced.mechanism() == "gaussian-l2" && !(announced.delta() <= limits.max_delta)) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "refusing to privatise: the collection announces delta ", announced.delta(),
+        ", above this device's ceiling --max-delta ", limits.max_delta,
+        " (raise --max-delta or DPCURATOR_MAX_DELTA only if you accept weaker privacy for "
+        "your record; nothing was sent)"));
+  }
+  return absl::OkStatus();
+}
+
 std::string NewReportId() {
   const uint64_t words[2] = {privacy::SecureRandomU64(), privacy::SecureRandomU64()};
   std::string id(16, '\0');

@@ -21,6 +21,23 @@
 
 namespace dpcurator::client {
 
+// The device's own floor: the weakest privacy it will apply to its record,
+// whatever a server announces. Defaults: epsilon <= 10 per report (the
+// local-DP papers' experiments stay within 0.5..10; at 10 the likelihood
+// ratio e^10 ~ 22,000 is already little protection) and, for gaussian-l2,
+// delta <= 1e-5.
+struct DeviceLimits {
+  static constexpr double kDefaultMaxEpsilon = 10.0;
+  static constexpr double kDefaultMaxDelta = 1e-5;
+  double max_epsilon = kDefaultMaxEpsilon;
+  double max_delta = kDefaultMaxDelta;
+};
+
+// OK when the announced parameters are at least as private as `limits`;
+// otherwise FailedPrecondition naming the limit hit, the announced value and
+// the option that raises the limit. Nothing is privatised or sent then.
+absl::Status CheckDeviceLimits(const v1::CollectionParams& announced, const DeviceLimits& limits);
+
 // Encodes each row of `table` (read under `label_free`, the collection's
 // schema with the label cleared) with FeatureLayout: numerics scaled to
 // [0,1] by the declared bounds, one one-hot block per categorical column.

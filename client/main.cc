@@ -3,6 +3,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "client/cli.h"
 #include "client/commands.h"
@@ -13,7 +14,8 @@ using dpcurator::client::Command;
 
 std::vector<Command> AllCommands() {
   std::vector<Command> all;
-  for (auto group : {dpcurator::client::DemoCommands(), dpcurator::client::DatasetCommands(),
+  for (auto group : {dpcurator::client::DemoCommands(), dpcurator::client::SchemaCommands(),
+                     dpcurator::client::DatasetCommands(),
                      dpcurator::client::ReleaseCommands(), dpcurator::client::SessionCommands(),
                      dpcurator::client::CollectionCommands(), dpcurator::client::AdminCommands(),
                      dpcurator::client::ModelCommands(),
@@ -28,10 +30,14 @@ void PrintUsage(const std::vector<Command>& commands) {
       "dpcurator: differentially private synthetic data from a curator server.\n\n"
       "usage: dpcurator <command> [options]     (dpcurator <command> --help for its options)\n\n"
       "commands:\n");
-  for (const auto& c : commands) std::printf("  %-20s %s\n", c.name.c_str(), c.summary.c_str());
+  for (const auto& c : commands) std::printf("  %-20s  %s\n", c.name.c_str(), c.summary.c_str());
   std::printf(
       "\nStart here: `dpcurator demo` runs the whole pipeline on a local server.\n"
-      "Server-facing commands read DPCURATOR_SERVER and DPCURATOR_TOKEN.\n");
+      "New data? `dpcurator schema draft --csv FILE` (or --arff FILE) writes a first schema.\n"
+      "Server-facing commands read their connection options from the environment:\n"
+      "DPCURATOR_SERVER, DPCURATOR_TOKEN, DPCURATOR_INSECURE=1, DPCURATOR_TLS_CA,\n"
+      "DPCURATOR_TLS_CERT, DPCURATOR_TLS_KEY, DPCURATOR_DEADLINE (an explicit option wins).\n"
+      "--json outputs: docs/json.md.\n");
 }
 
 }  // namespace
@@ -64,6 +70,33 @@ int main(int argc, char** argv) {
     }
   }
   if (chosen == nullptr) {
+    // A command group ("train", "session", "admin token"): list its commands.
+    std::vector<const Command*> group;
+    std::string prefix;
+    for (const auto& word : args) {
+      if (absl::StartsWith(word, "-")) break;
+      const std::string candidate = prefix.empty() ? word : absl::StrCat(prefix, " ", word);
+      bool any = false;
+      for (const auto& c : commands) any = any || absl::StartsWith(c.name, candidate + " ");
+      if (!any) break;
+      prefix = candidate;
+    }
+    if (!prefix.empty()) {
+      bool help = false;
+      for (const auto& a : args) help = help || a == "--help" || a == "-h";
+      FILE* out = help ? stdout : stderr;
+      if (!help) {
+        std::fprintf(out, "dpcurator %s: name one of its commands\n\n", prefix.c_str());
+      }
+      std::fprintf(out, "usage: dpcurator %s <command> [options]   (dpcurator %s <command> --help)\n\n"
+                   "commands:\n", prefix.c_str(), prefix.c_str());
+      for (const auto& c : commands) {
+        if (absl::StartsWith(c.name, prefix + " ")) {
+          std::fprintf(out, "  %-20s  %s\n", c.name.c_str(), c.summary.c_str());
+        }
+      }
+      return help ? 0 : 2;
+    }
     std::fprintf(stderr, "dpcurator: unknown command '%s'\n\n", args[0].c_str());
     PrintUsage(commands);
     return 2;

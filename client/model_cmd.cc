@@ -9,8 +9,11 @@
 #include "absl/status/status.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "client/commands.h"
+#include "client/progress.h"
+#include "client/schema_file.h"
 #include "client/pipeline.h"
 #include "core/data/csv.h"
 #include "core/eval/evaluator.h"
@@ -60,13 +63,18 @@ int RunTrain(const ParsedArgs& args, const std::string& method) {
   if (!options.ok()) return ReportError(options.status());
   const bool quiet = args.Flag("quiet");
   const auto start = std::chrono::steady_clock::now();
+  Progress progress;
   options->progress = [&](int step, double loss) {
     if (quiet) return;
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    std::fprintf(stderr, "\rtrain %s: step %6d / %d  loss %.6f  %.1fs", method.c_str(), step,
-                 options->steps, loss, seconds);
-    if (step == options->steps) std::fprintf(stderr, "\n");
+    const std::string line = absl::StrFormat("train %s: step %6d / %d  loss %.6f  %.1fs", method,
+                                             step, options->steps, loss, seconds);
+    if (step == options->steps) {
+      progress.Finish(line);
+    } else {
+      progress.Update(line);
+    }
   };
   absl::StatusOr<v1::GeneratorModel> model;
   if (method == "pearl") {
@@ -150,7 +158,7 @@ int RunEval(const ParsedArgs& args) {
     if (auto s = ReadProtoFile(args.Get("model"), &model); !s.ok()) return ReportError(s);
     schema_proto = model.schema();
   } else if (args.Has("schema")) {
-    auto read = ReadSchemaFile(args.Get("schema"));
+    auto read = ReadSchemaForLocalUse(args.Get("schema"));
     if (!read.ok()) return ReportError(read.status());
     schema_proto = *read;
   } else {

@@ -32,6 +32,21 @@ absl::StatusOr<v1::UploadRowsResponse> UploadCsv(Connection& connection,
                                                  const std::string& csv_path,
                                                  int rows_per_message = 2000);
 
+// Streams the data section of an ARFF file; the @attribute names are matched
+// to the schema like a CSV header.
+absl::StatusOr<v1::UploadRowsResponse> UploadArff(Connection& connection,
+                                                  const std::string& dataset_id,
+                                                  const data::Schema& schema,
+                                                  const std::string& arff_path,
+                                                  int rows_per_message = 2000);
+
+// A server refusal that names "upload message M, row R" rewritten to start
+// with "path:LINE: ", LINE the 1-based line of that row in the file (the
+// header counted), from `row_lines` (the line of each row sent, in order).
+// Other statuses come back unchanged.
+absl::Status CiteUploadLine(const absl::Status& status, const std::string& path,
+                            const std::vector<int64_t>& row_lines, int rows_per_message);
+
 // A fresh idempotency key (128 random bits).
 std::string NewIdempotencyKey();
 

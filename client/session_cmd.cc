@@ -7,7 +7,9 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "client/commands.h"
+#include "client/progress.h"
 #include "client/connection.h"
 #include "client/pipeline.h"
 
@@ -72,6 +74,7 @@ int RunStep(const ParsedArgs& args) {
   v1::SessionStepResponse response;
   std::ofstream out;
   if (args.Has("out")) out.open(args.Get("out"), std::ios::binary | std::ios::app);
+  Progress progress;
   for (int64_t step = *first; step < *first + *count; ++step) {
     v1::SessionStepRequest request;
     request.set_session_id(args.Get("session"));
@@ -90,12 +93,16 @@ int RunStep(const ParsedArgs& args) {
       out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
     }
     if (!args.Flag("quiet")) {
-      std::fprintf(stderr, "\rstep %lld done (%lld of %lld used)", static_cast<long long>(step),
-                   static_cast<long long>(response.session().steps_used()),
-                   static_cast<long long>(response.session().steps_reserved()));
+      const std::string line = absl::StrFormat(
+          "step %d done (%d of %d used)", step, response.session().steps_used(),
+          response.session().steps_reserved());
+      if (step + 1 == *first + *count) {
+        progress.Finish(line);
+      } else {
+        progress.Update(line);
+      }
     }
   }
-  if (!args.Flag("quiet")) std::fprintf(stderr, "\n");
   PrintSession(response.session(), args.Flag("json"));
   return 0;
 }

@@ -1,0 +1,246 @@
+// `dpcurator schema draft` and `schema check`: a first schema from the
+// curator's own CSV or ARFF file, on the curator's own machine, with every
+// bound and category list read from the rows marked "data_derived" (see
+// client/schema_file.h and docs/schema.md).
+#include <cstdio>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "absl/status/status.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "client/commands.h"
+#include "client/schema_file.h"
+#include "core/data/arff.h"
+#include "core/data/csv.h"
+#include "core/data/draft.h"
+
+namespace dpcurator::client {
+namespace {
+
+constexpr char kDataDerivedAdvice[] =
+    "Their bounds or categories were read from your rows. Registering a schema publishes it,\n"
+    "and a minimum, a maximum or a rare category can be one person's value. For each marked\n"
+    "column, replace the values with public ones (a codebook, a regulation, the instrument's\n"
+    "range, domain knowledge) and delete the \"data_derived\" line, or pass\n"
+    "--accept-data-derived to `datasets create` to publish them as they are.\n"
+    "Numeric bounds trade utility for nothing when too wide: values are scaled by the declared\n"
+    "width, so a range ten times wider than the data squeezes it into a tenth of the encoding\n"
+    "and the noise costs more; the server cannot warn about it without reading the data.\n"
+    "Take the tightest range that is public. See docs/schema.md.\n";
+
+struct DraftInput {
+  std::vector<std::string> names;
+  std::vector<data::DraftHint> hints;
+  std::optional<std::string> default_label;
+  std::string label_reason;
+  std::vector<bool> declared;  // categories declared by the file's header
+};
+
+absl::Status Located(const std::string& path, int64_t line, const absl::Status& status) {
+  return absl::InvalidArgumentError(absl::StrCat(path, ":", line, ": ", status.message()));
+}
+
+absl::StatusOr<data::SchemaDraft> DraftFromArff(const std::string& path,
+                                                const std::optional<std::string>& label,
+                                                bool no_label, DraftInput* input) {
+  std::ifstream stream(path);
+  if (!stream) return absl::NotFoundError(absl::StrCat("cannot open '", path, "'"));
+  data::ArffReader reader(&stream, path);
+  auto header = reader.ReadHeader();
+  if (!header.ok()) return header.status();
+  for (const data::ArffAttribute& attribute : header->attributes) {
+    data::DraftHint hint;
+    switch (attribute.kind) {
+      case data::ArffAttribute::Kind::kNumeric:
+        hint.kind = data::DraftHint::Kind::kNumeric;
+        hint.integer = attribute.integer;
+        break;
+      case data::ArffAttribute::Kind::kNominal:
+        hint.kind = data::DraftHint::Kind::kCategorical;
+        hint.categories = attribute.values;
+        break;
+      case data::ArffAttribute::Kind::kString:
+        hint.kind = data::DraftHint::Kind::kCategorical;
+        break;
+      case data::ArffAttribute::Kind::kDate:
+        return absl::UnimplementedError(absl::StrCat(
+            path, ":", attribute.line, ": attribute '", attribute.name,
+            "' is a date; dates are not supported: convert it to a number (e.g. days since a "
+            "public reference date) or drop it"));
+    }
+    input->names.push_back(attribute.name);
+    input->declared.push_back(!hint.categories.empty());
+    input->hints.push_back(std::move(hint));
+  }
+  const data::ArffAttribute& last = header->attributes.back();
+  if (last.kind == data::ArffAttribute::Kind::kNominal && last.values.size() >= 2) {
+    input->default_label = last.name;
+    input->label_reason = "the last attribute, nominal: the ARFF convention for the class";
+  }
+  data::SchemaDrafter drafter(input->names, input->hints);
+  std::vector<std::string> fields;
+  while (true) {
+    auto more = reader.Next(&fields);
+    if (!more.ok()) return more.status();
+    if (!*more) break;
+    if (auto status = drafter.AddRow(fields); !status.ok()) {
+      return Located(path, reader.line_number(), status);
+    }
+  }
+  return drafter.Finish(no_label ? std::nullopt : label.has_value() ? label : input->default_label);
+}
+
+absl::StatusOr<data::SchemaDraft> DraftFromCsv(const std::string& path,
+                                               const std::optional<std::string>& label,
+                                               DraftInput* input) {
+  std::ifstream stream(path);
+  if (!stream) return absl::NotFoundError(absl::StrCat("cannot open '", path, "'"));
+  data::CsvRecordReader reader(&stream, {});
+  std::vector<std::string> fields;
+  auto has_header = reader.Next(&fields);
+  if (!has_header.ok()) return absl::InvalidArgumentError(absl::StrCat(path, ": ", has_header.status().message()));
+  if (!*has_header) return absl::InvalidArgumentError(absl::StrCat(path, ": empty file"));
+  for (const std::string& name : fields) {
+    input->names.push_back(std::string(absl::StripAsciiWhitespace(name)));
+  }
+  input->declared.assign(input->names.size(), false);
+  data::SchemaDrafter drafter(input->names, {});
+  while (true) {
+    auto more = reader.Next(&fields);
+    if (!more.ok()) return absl::InvalidArgumentError(absl::StrCat(path, ": ", more.status().message()));
+    if (!*more) break;
+    if (auto status = drafter.AddRow(fields); !status.ok()) {
+      return Located(path, reader.line_number(), status);
+    }
+  }
+  return drafter.Finish(label);
+}
+
+std::string Domain(const data::DraftColumn& column) {
+  if (column.type == data::ColumnType::kNumeric) {
+    return absl::StrFormat("[%g, %g]%s", column.lower, column.upper,
+                           column.integer ? " integer" : "");
+  }
+  std::string list = absl::StrJoin(column.categories, ",");
+  if (list.size() > 28) list = absl::StrCat(list.substr(0, 25), "...");
+  return absl::StrCat(column.categories.size(), ": ", list, column.nullable ? " +missing" : "");
+}
+
+int RunDraft(const ParsedArgs& args) {
+  std::string path = args.Get("csv");
+  bool arff = args.Has("arff");
+  if (args.Has("csv") == arff) {
+    return ReportError(absl::InvalidArgumentError("give exactly one of --csv FILE and --arff FILE"));
+  }
+  if (arff) path = args.Get("arff");
+  if (!arff && absl::EndsWithIgnoreCase(path, ".arff")) arff = true;
+  std::optional<std::string> label;
+  if (args.Has("label")) label = args.Get("label");
+  if (args.Flag("no-label") && label.has_value()) {
+    return ReportError(absl::InvalidArgumentError("--label and --no-label contradict each other"));
+  }
+  DraftInput input;
+  auto draft = arff ? DraftFromArff(path, label, args.Flag("no-label"), &input)
+                    : DraftFromCsv(path, label, &input);
+  if (!draft.ok()) return ReportError(draft.status());
+  const std::string json = DraftToSchemaJson(*draft);
+  // Check the draft reads back as a schema, as `datasets create` will.
+  if (auto check = ParseSchemaFileText(json, "the draft"); !check.ok()) {
+    return ReportError(check.status());
+  }
+  const std::string out = args.Get("out");
+  FILE* report = stdout;
+  if (out == "-") {
+    std::fputs(json.c_str(), stdout);
+    report = stderr;
+  } else {
+    std::ofstream output(out);
+    if (!output || !(output << json)) {
+      return ReportError(absl::UnavailableError(absl::StrCat("cannot write '", out, "'")));
+    }
+  }
+  std::fprintf(report, "drafted a schema for %zu columns from %lld rows of %s%s\n",
+               draft->columns.size(), static_cast<long long>(draft->rows), path.c_str(),
+               out == "-" ? "" : absl::StrCat(" into ", out).c_str());
+  std::fprintf(report, "  %-24s %-12s %-36s %s\n", "column", "type", "domain", "source");
+  std::vector<std::string> flagged;
+  for (size_t c = 0; c < draft->columns.size(); ++c) {
+    const data::DraftColumn& column = draft->columns[c];
+    if (column.data_derived) flagged.push_back(column.name);
+    std::fprintf(report, "  %-24s %-12s %-36s %s\n", column.name.c_str(),
+                 column.type == data::ColumnType::kNumeric ? "numeric" : "categorical",
+                 Domain(column).c_str(),
+                 column.data_derived ? "DATA-DERIVED" : "declared in the file's header");
+    for (const std::string& note : column.notes) std::fprintf(report, "      note: %s\n", note.c_str());
+  }
+  if (draft->label.has_value()) {
+    std::fprintf(report, "label: %s (%s; change it with --label, drop it with --no-label)\n",
+                 draft->label->c_str(),
+                 label.has_value() ? "from --label" : input.label_reason.c_str());
+  } else {
+    std::fprintf(report, "no label column (name one with --label for DP-MERF and PEARL releases)\n");
+  }
+  if (!flagged.empty()) {
+    std::fprintf(report, "\n%zu column(s) carry \"data_derived\": true: %s.\n%s", flagged.size(),
+                 absl::StrJoin(flagged, ", ").c_str(), kDataDerivedAdvice);
+  }
+  return 0;
+}
+
+int RunCheck(const ParsedArgs& args) {
+  auto file = ReadSchemaFileWithMarkers(args.Get("schema"));
+  if (!file.ok()) return ReportError(file.status());
+  if (args.Flag("json")) {
+    nlohmann::json out = {{"columns", file->schema.columns_size()},
+                          {"label", file->schema.label()},
+                          {"data_derived", file->data_derived}};
+    std::printf("%s\n", out.dump(2).c_str());
+    return file->data_derived.empty() ? 0 : 4;
+  }
+  std::printf("%s: a valid schema, %d columns%s\n", args.Get("schema").c_str(),
+              file->schema.columns_size(),
+              file->schema.label().empty() ? ", no label"
+                                           : absl::StrCat(", label '", file->schema.label(), "'").c_str());
+  if (!file->data_derived.empty()) {
+    std::printf("still marked data_derived: %s\n%s", absl::StrJoin(file->data_derived, ", ").c_str(),
+                kDataDerivedAdvice);
+    return 4;
+  }
+  return 0;
+}
+
+}  // namespace
+
+std::vector<Command> SchemaCommands() {
+  std::vector<Command> commands;
+  commands.push_back(Command{
+      "schema draft", "draft a schema from your own CSV or ARFF file, locally (curator)",
+      "Reads the file on this machine (nothing is sent anywhere) and writes schema JSON:\n"
+      "column names, types (ARFF numeric/real/integer and {nominal} are taken from the header;\n"
+      "CSV columns are numeric when every present value is a number), bounds, categories,\n"
+      "nullable where '?' or an empty cell occurs, and a label. Every bound and category list\n"
+      "read from the rows carries \"data_derived\": true; `datasets create` refuses those\n"
+      "until you replace them with public values (and delete the marker) or pass\n"
+      "--accept-data-derived. See docs/schema.md.",
+      {{"csv", "", "CSV file with a header line (a .arff name is read as ARFF)"},
+       {"arff", "", "ARFF file (@attribute header and @data rows)"},
+       {"out", "-", "schema file to write; - for standard output (the report goes to stderr)"},
+       {"label", "", "label column (default for ARFF: the last attribute when nominal; CSV: none)"},
+       {"no-label", "", "draft without a label column", true}},
+      RunDraft});
+  commands.push_back(Command{
+      "schema check", "validate a schema file and list columns still marked data_derived",
+      "Exit status 0: valid and no markers; 4: valid, markers remain; 2: invalid (the error\n"
+      "names the column and field and lists the accepted values).",
+      {{"schema", "", "schema JSON file", false, true},
+       {"json", "", "print JSON (docs/json.md)", true}},
+      RunCheck});
+  return commands;
+}
+
+}  // namespace dpcurator::client
