@@ -174,7 +174,7 @@ std::vector<Command> AdminCommands() {
       "admin token create", "make a bearer token for a role; shown once (curator)",
       "The token is 192 random bits with a 'dpc_' prefix. The server stores only its SHA-256\n"
       "digest, so it cannot be shown again: lost tokens are revoked and replaced.",
-      WithConnection({{"role", "", "curator | analyst | device", false, true},
+      WithConnection({{"role", "", "role of the token", false, true, "", {"curator", "analyst", "device"}},
                       {"label", "", "who or what holds it, e.g. 'alice laptop'"},
                       {"json", "", "print JSON (includes the token)", true}}),
       RunTokenCreate});

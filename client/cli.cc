@@ -1,5 +1,6 @@
 #include "client/cli.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 
@@ -7,6 +8,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 
 namespace dpcurator::client {
 
@@ -78,6 +80,13 @@ absl::StatusOr<ParsedArgs> ParseArgs(const std::vector<OptionSpec>& specs,
     parsed.values_[name] = *value;
   }
   for (const auto& spec : specs) {
+    if (auto it = parsed.values_.find(spec.name);
+        it != parsed.values_.end() && !spec.choices.empty() &&
+        std::find(spec.choices.begin(), spec.choices.end(), it->second) == spec.choices.end()) {
+      return absl::InvalidArgumentError(absl::StrCat("--", spec.name, " '", it->second,
+                                                     "' is not one of: ",
+                                                     absl::StrJoin(spec.choices, ", ")));
+    }
     if (parsed.values_.count(spec.name) == 0 && !spec.env.empty()) {
       const char* value = std::getenv(spec.env.c_str());
       if (value != nullptr && *value != '\0') parsed.values_[spec.name] = value;
@@ -102,6 +111,9 @@ std::string FormatHelp(const std::string& usage, const std::string& description,
     if (left.size() < 30) left.resize(30, ' ');
     absl::StrAppend(&out, left, " ", spec.help);
     if (spec.required) absl::StrAppend(&out, " (required)");
+    if (!spec.choices.empty()) {
+      absl::StrAppend(&out, " {", absl::StrJoin(spec.choices, "|"), "}");
+    }
     if (!spec.env.empty()) absl::StrAppend(&out, " (env ", spec.env, ")");
     if (!spec.default_value.empty() && !spec.is_flag)
       absl::StrAppend(&out, " [default: ", spec.default_value, "]");

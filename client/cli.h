@@ -24,6 +24,9 @@ struct OptionSpec {
   // (an explicit option wins; the variable wins over the default). A flag's
   // variable reads as Flag() does: "1", "true" or "yes" set it.
   std::string env = "";
+  // The accepted values, when the option takes one of a fixed set: ParseArgs
+  // refuses others (listing these) and --help shows them.
+  std::vector<std::string> choices = {};
 };
 
 class ParsedArgs {

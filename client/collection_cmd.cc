@@ -253,7 +253,7 @@ std::vector<Command> CollectionCommands() {
                        false, true},
                       {kAcceptDataDerivedFlag, "",
                        "publish bounds and categories `schema draft` read from the data", true},
-                      {"mechanism", "", "laplace-l1 or gaussian-l2", false, true},
+                      {"mechanism", "", "local mechanism", false, true, "", {"laplace-l1", "gaussian-l2"}},
                       {"epsilon", "", "per-report epsilon", false, true},
                       {"delta", "", "delta (gaussian-l2 only)"},
                       {"radius", "", "ball radius R (default: the encoded rows' max norm)"},

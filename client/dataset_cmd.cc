@@ -197,7 +197,8 @@ std::vector<Command> DatasetCommands() {
                        true},
                       {"epsilon", "", "total epsilon budget (cap)", false, true},
                       {"delta", "1e-5", "delta of the budget"},
-                      {"relation", "add-remove", "add-remove | replace-one"},
+                      {"relation", "add-remove", "neighbouring relation of the budget", false, false, "",
+                       {"add-remove", "replace-one"}},
                       {"json", "", "print JSON", true}}),
       RunCreate});
   commands.push_back(Command{"datasets list", "list datasets (curator, analyst)",

@@ -269,3 +269,21 @@ TEST(DeviceLimitsTest, RefusesAGaussianDeltaAboveTheCeiling) {
 
 }  // namespace
 }  // namespace dpcurator::client
+
+namespace dpcurator::client {
+namespace {
+
+TEST(ChoicesTest, OptionsWithFixedValuesRefuseOthersAndListThem) {
+  const std::vector<OptionSpec> specs = {
+      {"relation", "add-remove", "relation", false, false, "", {"add-remove", "replace-one"}}};
+  EXPECT_TRUE(ParseArgs(specs, {"--relation", "replace-one"}).ok());
+  EXPECT_TRUE(ParseArgs(specs, {}).ok());
+  auto refused = ParseArgs(specs, {"--relation=both"});
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(std::string(refused.status().message()),
+            "--relation 'both' is not one of: add-remove, replace-one");
+  EXPECT_NE(FormatHelp("u", "d", specs).find("{add-remove|replace-one}"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace dpcurator::client
