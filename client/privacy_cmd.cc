@@ -85,11 +85,16 @@ absl::StatusOr<PrivacyEvent> EventFromArgs(const ParsedArgs& args, std::optional
     }
     if (args.Has("sampling-rate")) {
       DPC_ASSIGN_OR_RETURN(double q, args.GetDouble("sampling-rate"));
+      // Discrete noise: the bounds proven for the grid's discrete Gaussian
+      // (docs/privacy.md 4.5), what the server charges its session steps.
       if (relation == privacy::NeighbouringRelation::kAddRemove) {
-        DPC_ASSIGN_OR_RETURN(step_event, PrivacyEvent::PoissonSampledGaussian(q, noise));
-      } else {
         DPC_ASSIGN_OR_RETURN(step_event,
-                             PrivacyEvent::SampledWithoutReplacementGaussian(q, noise));
+                             discrete ? PrivacyEvent::PoissonSampledDiscreteGaussian(q, noise)
+                                      : PrivacyEvent::PoissonSampledGaussian(q, noise));
+      } else {
+        DPC_ASSIGN_OR_RETURN(
+            step_event, discrete ? PrivacyEvent::SampledWithoutReplacementDiscreteGaussian(q, noise)
+                                 : PrivacyEvent::SampledWithoutReplacementGaussian(q, noise));
       }
     } else if (discrete) {
       DPC_ASSIGN_OR_RETURN(step_event, PrivacyEvent::DiscreteGaussian(noise));
@@ -220,16 +225,19 @@ int RunCalibrate(const ParsedArgs& args) {
     const auto scheme = *relation == privacy::NeighbouringRelation::kAddRemove
                             ? privacy::SamplingScheme::kPoisson
                             : privacy::SamplingScheme::kWithoutReplacement;
+    privacy::CalibrationOptions options;
+    options.sampled_noise =
+        *discrete ? privacy::SampledNoise::kDiscrete : privacy::SampledNoise::kContinuous;
     nlohmann::json out;
     if (solve == "steps") {
       auto q = args.GetDouble("sampling-rate");
       if (!q.ok()) return ReportError(q.status());
-      auto max_steps = privacy::MaxSteps(scheme, *q, *s, *epsilon, *delta);
+      auto max_steps = privacy::MaxSteps(scheme, *q, *s, *epsilon, *delta, options);
       if (!max_steps.ok()) return ReportError(max_steps.status());
       out["steps"] = *max_steps;
       out["sampling_rate"] = *q;
     } else {
-      auto max_rate = privacy::MaxSamplingRate(scheme, *s, *steps, *epsilon, *delta);
+      auto max_rate = privacy::MaxSamplingRate(scheme, *s, *steps, *epsilon, *delta, options);
       if (!max_rate.ok()) return ReportError(max_rate.status());
       out["sampling_rate"] = *max_rate;
       out["steps"] = *steps;
@@ -263,12 +271,16 @@ int RunCalibrate(const ParsedArgs& args) {
     if (*count != 1) {
       return ReportError(absl::InvalidArgumentError("--count applies to plain Gaussians only"));
     }
-    // Subsampled Gaussians are RDP-only for either kind of noise.
+    // Subsampled Gaussians are RDP-only for either kind of noise; discrete
+    // noise is judged by its own (discrete_poisson / discrete_wor) curves.
+    privacy::CalibrationOptions options;
+    options.sampled_noise =
+        *discrete ? privacy::SampledNoise::kDiscrete : privacy::SampledNoise::kContinuous;
     noise_multiplier = privacy::CalibrateSampledGaussianNoiseMultiplier(
         *relation == privacy::NeighbouringRelation::kAddRemove
             ? privacy::SamplingScheme::kPoisson
             : privacy::SamplingScheme::kWithoutReplacement,
-        *q, *steps, *epsilon, *delta);
+        *q, *steps, *epsilon, *delta, options);
   } else if (*discrete) {
     noise_multiplier =
         privacy::CalibrateDiscreteGaussianNoiseMultiplier(*steps * *count, *epsilon, *delta);

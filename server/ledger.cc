@@ -227,6 +227,14 @@ std::string EncodeEvent(const privacy::PrivacyEvent& event) {
           return absl::StrCat("poisson(", Num(e.sampling_rate), ",", Num(e.noise_multiplier), ")");
         } else if constexpr (std::is_same_v<T, SampledWithoutReplacementGaussianEvent>) {
           return absl::StrCat("wor(", Num(e.sampling_rate), ",", Num(e.noise_multiplier), ")");
+        } else if constexpr (std::is_same_v<T, PoissonSampledDiscreteGaussianEvent>) {
+          // Their own names, as for discrete_gaussian: "poisson" and "wor"
+          // rows keep their continuous-noise curves.
+          return absl::StrCat("discrete_poisson(", Num(e.sampling_rate), ",",
+                              Num(e.noise_multiplier), ")");
+        } else if constexpr (std::is_same_v<T, SampledWithoutReplacementDiscreteGaussianEvent>) {
+          return absl::StrCat("discrete_wor(", Num(e.sampling_rate), ",", Num(e.noise_multiplier),
+                              ")");
         } else if constexpr (std::is_same_v<T, LaplaceEvent>) {
           return absl::StrCat("laplace(", Num(e.noise_multiplier), ")");
         } else if constexpr (std::is_same_v<T, RandomizedResponseEvent>) {
@@ -267,6 +275,14 @@ absl::StatusOr<privacy::PrivacyEvent> DecodeEvent(absl::string_view text) {
   if (name == "wor") {
     DPC_ASSIGN_OR_RETURN(auto v, ParseNumbers(args, 2));
     return PrivacyEvent::SampledWithoutReplacementGaussian(v[0], v[1]);
+  }
+  if (name == "discrete_poisson") {
+    DPC_ASSIGN_OR_RETURN(auto v, ParseNumbers(args, 2));
+    return PrivacyEvent::PoissonSampledDiscreteGaussian(v[0], v[1]);
+  }
+  if (name == "discrete_wor") {
+    DPC_ASSIGN_OR_RETURN(auto v, ParseNumbers(args, 2));
+    return PrivacyEvent::SampledWithoutReplacementDiscreteGaussian(v[0], v[1]);
   }
   if (name == "laplace") {
     DPC_ASSIGN_OR_RETURN(auto v, ParseNumbers(args, 1));

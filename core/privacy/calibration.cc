@@ -82,7 +82,12 @@ absl::StatusOr<double> SearchNoiseMultiplier(const Feasible& feasible,
 }
 
 absl::StatusOr<PrivacyEvent> SampledEvent(SamplingScheme scheme, double q,
-                                          double s) {
+                                          double s, SampledNoise noise) {
+  if (noise == SampledNoise::kDiscrete) {
+    return scheme == SamplingScheme::kPoisson
+               ? PrivacyEvent::PoissonSampledDiscreteGaussian(q, s)
+               : PrivacyEvent::SampledWithoutReplacementDiscreteGaussian(q, s);
+  }
   return scheme == SamplingScheme::kPoisson
              ? PrivacyEvent::PoissonSampledGaussian(q, s)
              : PrivacyEvent::SampledWithoutReplacementGaussian(q, s);
@@ -167,7 +172,8 @@ absl::StatusOr<double> CalibrateSampledGaussianNoiseMultiplier(
   DPC_RETURN_IF_ERROR(ValidatePositiveInt(steps, "Steps"));
   DPC_RETURN_IF_ERROR(ValidateTarget(epsilon, delta, options));
   Feasible feasible = [&](double s) -> absl::StatusOr<bool> {
-    DPC_ASSIGN_OR_RETURN(PrivacyEvent step, SampledEvent(scheme, sampling_rate, s));
+    DPC_ASSIGN_OR_RETURN(PrivacyEvent step, SampledEvent(scheme, sampling_rate, s,
+                                                               options.sampled_noise));
     DPC_ASSIGN_OR_RETURN(std::vector<double> rdp,
                          ComputeRdp(step, DefaultRdpOrders()));
     DPC_ASSIGN_OR_RETURN(double eps, EpsilonOfSteps(step, rdp, steps, RelationOf(scheme),
@@ -177,12 +183,22 @@ absl::StatusOr<double> CalibrateSampledGaussianNoiseMultiplier(
   return SearchNoiseMultiplier(feasible, options.relative_tolerance);
 }
 
+absl::StatusOr<double> CalibrateSampledDiscreteGaussianNoiseMultiplier(
+    SamplingScheme scheme, double sampling_rate, int64_t steps, double epsilon,
+    double delta, const CalibrationOptions& options) {
+  CalibrationOptions discrete = options;
+  discrete.sampled_noise = SampledNoise::kDiscrete;
+  return CalibrateSampledGaussianNoiseMultiplier(scheme, sampling_rate, steps, epsilon,
+                                                 delta, discrete);
+}
+
 absl::StatusOr<int64_t> MaxSteps(SamplingScheme scheme, double sampling_rate,
                                  double noise_multiplier, double epsilon,
                                  double delta, const CalibrationOptions& options) {
   DPC_RETURN_IF_ERROR(ValidateTarget(epsilon, delta, options));
   DPC_ASSIGN_OR_RETURN(PrivacyEvent step,
-                       SampledEvent(scheme, sampling_rate, noise_multiplier));
+                       SampledEvent(scheme, sampling_rate, noise_multiplier,
+                                                options.sampled_noise));
   DPC_ASSIGN_OR_RETURN(std::vector<double> rdp, ComputeRdp(step, DefaultRdpOrders()));
   auto feasible = [&](int64_t t) -> absl::StatusOr<bool> {
     DPC_ASSIGN_OR_RETURN(double eps, EpsilonOfSteps(step, rdp, t, RelationOf(scheme),
@@ -216,7 +232,8 @@ absl::StatusOr<double> MaxSamplingRate(SamplingScheme scheme,
   DPC_RETURN_IF_ERROR(ValidatePositiveInt(steps, "Steps"));
   DPC_RETURN_IF_ERROR(ValidateTarget(epsilon, delta, options));
   auto feasible = [&](double q) -> absl::StatusOr<bool> {
-    DPC_ASSIGN_OR_RETURN(PrivacyEvent step, SampledEvent(scheme, q, noise_multiplier));
+    DPC_ASSIGN_OR_RETURN(PrivacyEvent step, SampledEvent(scheme, q, noise_multiplier,
+                                                               options.sampled_noise));
     DPC_ASSIGN_OR_RETURN(std::vector<double> rdp,
                          ComputeRdp(step, DefaultRdpOrders()));
     DPC_ASSIGN_OR_RETURN(double eps, EpsilonOfSteps(step, rdp, steps, RelationOf(scheme),

@@ -21,6 +21,12 @@ enum class SamplingScheme {
   kWithoutReplacement,  // REPLACE_ONE, SampledWithoutReplacementGaussian
 };
 
+// The noise a sampled Gaussian step draws: continuous (PoissonSampledGaussian,
+// SampledWithoutReplacementGaussian) or the grid's discrete Gaussian
+// (PoissonSampledDiscreteGaussian, SampledWithoutReplacementDiscreteGaussian:
+// what the server's session steps draw and are charged as).
+enum class SampledNoise { kContinuous, kDiscrete };
+
 struct CalibrationOptions {
   ConversionOptions conversion;
   // Budget already spent on the dataset; nullptr means a fresh state. Its
@@ -29,6 +35,9 @@ struct CalibrationOptions {
   // Noise multipliers and sampling rates are bracketed until hi/lo - 1 is
   // below this.
   double relative_tolerance = 1e-9;
+  // Which events CalibrateSampledGaussianNoiseMultiplier, MaxSteps and
+  // MaxSamplingRate judge.
+  SampledNoise sampled_noise = SampledNoise::kContinuous;
 };
 
 // Noise multipliers are searched within these bounds.
@@ -66,6 +75,13 @@ absl::StatusOr<double> RdpGaussianSigma(double epsilon, double delta,
 
 // Smallest s for `steps` steps of the sampled Gaussian at rate q in (0, 1].
 absl::StatusOr<double> CalibrateSampledGaussianNoiseMultiplier(
+    SamplingScheme scheme, double sampling_rate, int64_t steps, double epsilon,
+    double delta, const CalibrationOptions& options = {});
+
+// The same for the grid's discrete Gaussian steps the server draws
+// (PoissonSampledDiscreteGaussian / SampledWithoutReplacementDiscreteGaussian):
+// options.sampled_noise is taken as SampledNoise::kDiscrete.
+absl::StatusOr<double> CalibrateSampledDiscreteGaussianNoiseMultiplier(
     SamplingScheme scheme, double sampling_rate, int64_t steps, double epsilon,
     double delta, const CalibrationOptions& options = {});
 

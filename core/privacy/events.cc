@@ -54,6 +54,24 @@ absl::StatusOr<PrivacyEvent> PrivacyEvent::SampledWithoutReplacementGaussian(
       false, true);
 }
 
+absl::StatusOr<PrivacyEvent> PrivacyEvent::PoissonSampledDiscreteGaussian(
+    double sampling_rate, double noise_multiplier) {
+  DPC_RETURN_IF_ERROR(ValidateInUnitInterval(sampling_rate, "Sampling rate"));
+  DPC_RETURN_IF_ERROR(ValidateFinitePositive(noise_multiplier, "Noise multiplier"));
+  return PrivacyEvent(
+      PoissonSampledDiscreteGaussianEvent{sampling_rate, noise_multiplier}, true,
+      false);
+}
+
+absl::StatusOr<PrivacyEvent> PrivacyEvent::SampledWithoutReplacementDiscreteGaussian(
+    double sampling_rate, double noise_multiplier) {
+  DPC_RETURN_IF_ERROR(ValidateInUnitInterval(sampling_rate, "Sampling rate"));
+  DPC_RETURN_IF_ERROR(ValidateFinitePositive(noise_multiplier, "Noise multiplier"));
+  return PrivacyEvent(SampledWithoutReplacementDiscreteGaussianEvent{
+                          sampling_rate, noise_multiplier},
+                      false, true);
+}
+
 absl::StatusOr<PrivacyEvent> PrivacyEvent::Laplace(double noise_multiplier) {
   DPC_RETURN_IF_ERROR(ValidateFinitePositive(noise_multiplier, "Noise multiplier"));
   return PrivacyEvent(LaplaceEvent{noise_multiplier}, true, true);
@@ -157,6 +175,15 @@ struct Describer {
   std::string operator()(const SampledWithoutReplacementGaussianEvent& e) const {
     return absl::StrCat("SampledWithoutReplacementGaussian(q=", e.sampling_rate,
                         ", s=", e.noise_multiplier, ")");
+  }
+  std::string operator()(const PoissonSampledDiscreteGaussianEvent& e) const {
+    return absl::StrCat("PoissonSampledDiscreteGaussian(q=", e.sampling_rate,
+                        ", s=", e.noise_multiplier, ")");
+  }
+  std::string operator()(
+      const SampledWithoutReplacementDiscreteGaussianEvent& e) const {
+    return absl::StrCat("SampledWithoutReplacementDiscreteGaussian(q=",
+                        e.sampling_rate, ", s=", e.noise_multiplier, ")");
   }
   std::string operator()(const LaplaceEvent& e) const {
     return absl::StrCat("Laplace(b=", e.noise_multiplier, ")");

@@ -60,6 +60,21 @@ struct SampledWithoutReplacementGaussianEvent {
   double sampling_rate;
   double noise_multiplier;
 };
+// The two session steps above with the grid's discrete Gaussian noise (what
+// the server draws since it snaps to a grid; docs/privacy.md 4.5). Their
+// curves are bounds proven for discrete noise with an integer shift, not the
+// continuous ones (rdp.h PoissonSampledDiscreteGaussianRdp and
+// SampledWithoutReplacementDiscreteGaussianRdp). Stored as
+// "discrete_poisson(q,s)" and "discrete_wor(q,s)"; "poisson(q,s)" and
+// "wor(q,s)" rows keep their continuous meaning. Relations as above.
+struct PoissonSampledDiscreteGaussianEvent {
+  double sampling_rate;
+  double noise_multiplier;
+};
+struct SampledWithoutReplacementDiscreteGaussianEvent {
+  double sampling_rate;
+  double noise_multiplier;
+};
 // Laplace mechanism with scale b per unit L1 sensitivity (pure DP epsilon
 // 1/b). Both relations (Mironov 2017, Prop. 6).
 struct LaplaceEvent {
@@ -87,7 +102,9 @@ class PrivacyEvent {
   using Variant =
       std::variant<GaussianEvent, DiscreteGaussianEvent,
                    PoissonSampledGaussianEvent,
-                   SampledWithoutReplacementGaussianEvent, LaplaceEvent,
+                   SampledWithoutReplacementGaussianEvent,
+                   PoissonSampledDiscreteGaussianEvent,
+                   SampledWithoutReplacementDiscreteGaussianEvent, LaplaceEvent,
                    RandomizedResponseEvent, ComposedEvent, SelfComposedEvent>;
 
   // noise_multiplier finite and > 0.
@@ -99,6 +116,12 @@ class PrivacyEvent {
   static absl::StatusOr<PrivacyEvent> PoissonSampledGaussian(
       double sampling_rate, double noise_multiplier);
   static absl::StatusOr<PrivacyEvent> SampledWithoutReplacementGaussian(
+      double sampling_rate, double noise_multiplier);
+  // The same with discrete (grid) Gaussian noise: every session step the
+  // server draws is charged as one of these.
+  static absl::StatusOr<PrivacyEvent> PoissonSampledDiscreteGaussian(
+      double sampling_rate, double noise_multiplier);
+  static absl::StatusOr<PrivacyEvent> SampledWithoutReplacementDiscreteGaussian(
       double sampling_rate, double noise_multiplier);
   // noise_multiplier = Laplace scale / L1 sensitivity, finite and > 0.
   static absl::StatusOr<PrivacyEvent> Laplace(double noise_multiplier);

@@ -198,7 +198,9 @@ std::vector<double> LogForwardDifferences(double s, int n) {
 // log(1 + q^2 C(a,2) min(4(e^{eps(2)}-1), 2 e^{eps(2)})
 //       + sum_{j=3}^{a} q^j C(a,j) min(4 sqrt(Delta^{2 floor(j/2)}
 //         Delta^{2 ceil(j/2)}), 2 e^{(j-1) eps(j)})).
-double LogWorBoundInteger(double q, double s, int alpha) {
+// With `gaussian_moments` false only Thm. 9's general terms are used (any
+// mechanism with RDP eps(j) = j/(2 s^2) and eps(inf) = inf).
+double LogWorBoundInteger(double q, double s, int alpha, bool gaussian_moments = true) {
   if (alpha == 1) return 0.0;
   auto cgf = [s](double x) { return x * (x + 1.0) / (2.0 * s * s); };
   const double eps2 = 2.0 / (2.0 * s * s);
@@ -207,8 +209,9 @@ double LogWorBoundInteger(double q, double s, int alpha) {
   const double log2 = std::numbers::ln2;
   const double log4 = 2.0 * std::numbers::ln2;
   const std::vector<double> log_binom = LogAbsBinomials(alpha, alpha);
+  const bool use_moments = gaussian_moments && alpha <= kWorExactMaxOrder;
   std::vector<double> deltas;
-  if (alpha <= kWorExactMaxOrder) deltas = LogForwardDifferences(s, alpha);
+  if (use_moments) deltas = LogForwardDifferences(s, alpha);
   double log_a = 0.0;
   for (int i = 2; i <= alpha; ++i) {
     double term;
@@ -217,7 +220,7 @@ double LogWorBoundInteger(double q, double s, int alpha) {
              std::min(log4 + log_f2m1, eps2 + log2);
     } else {
       term = log2 + cgf(i - 1.0);
-      if (alpha <= kWorExactMaxOrder) {
+      if (use_moments) {
         const double lo = deltas[2 * (i / 2) - 1];
         const double hi = deltas[2 * ((i + 1) / 2) - 1];
         term = std::min(log4 + 0.5 * (lo + hi), term);
@@ -227,6 +230,58 @@ double LogWorBoundInteger(double q, double s, int alpha) {
     log_a = LogAdd(log_a, term);
   }
   return log_a;
+}
+
+// log(1 + e^x) without overflow, and accurate for very negative x.
+double Log1pExp(double x) {
+  return x > 0 ? x + std::log1p(std::exp(-x)) : std::log1p(std::exp(x));
+}
+
+// E[(L-1)^4] = e^{6c} - 4 e^{3c} + 6 e^{c} - 3 for the likelihood ratio L of
+// two Gaussians (or discrete Gaussians with an integer shift) with
+// c = ||mu||^2 / sigma^2 (from E[L^k] = e^{k(k-1) c/2}); increasing in c.
+// For small c by its power series sum_{n>=2} (6^n - 4 3^n + 6) c^n / n!,
+// whose terms are all positive (no cancellation).
+double FourthCentralMoment(double c) {
+  if (c >= 0.5) return std::exp(6.0 * c) - 4.0 * std::exp(3.0 * c) + 6.0 * std::exp(c) - 3.0;
+  double sum = 0.0;
+  double term = 1.0;  // c^n / n!
+  double six = 1.0, three = 1.0;
+  for (int n = 1; n < 60; ++n) {
+    term *= c / n;
+    six *= 6.0;
+    three *= 3.0;
+    if (n >= 2) sum += (six - 4.0 * three + 6.0) * term;
+  }
+  return sum;
+}
+
+// Upper bound on the cumulant (alpha-1) D_alpha, both directions, of one
+// Poisson-sampled discrete Gaussian step at integer alpha >= 2
+// (rdp.h PoissonSampledDiscreteGaussianRdp; docs/privacy.md 4.5), capped
+// by the unsampled (alpha-1) alpha/(2 s^2).
+double LogPoissonDiscreteBoundInteger(double q, double s, int alpha) {
+  const double a = alpha;
+  const double cap = (a - 1.0) * a / (2.0 * s * s);
+  // Forward: A_alpha of Mironov, Talwar, Zhang 2019, Sec. 3.3.
+  const double forward = LogAInteger(q, s, alpha);
+  // Reverse: log(1 + C(a,2) q^2 w + C(a+1,3) q^3 (1-q)^-(a+2) min(1, w)),
+  // w = expm1(1/s^2), evaluated in log space.
+  const double inv_var = 1.0 / (s * s);
+  const double log_w = inv_var > 1.0 ? inv_var + std::log1p(-std::exp(-inv_var))
+                                      : std::log(std::expm1(inv_var));
+  const double log_q = std::log(q);
+  const double second = std::log(a * (a - 1.0) / 2.0) + 2.0 * log_q + log_w;
+  const double third = std::log((a + 1.0) * a * (a - 1.0) / 6.0) + 3.0 * log_q -
+                       (a + 2.0) * std::log1p(-q) + std::min(0.0, log_w);
+  // Or the fourth-order version: the cubic term E[(L-1)^3] >= 0 enters with
+  // a minus sign and is dropped, the remainder is
+  // C(a+2,4) q^4 (1-q)^-(a+3) E[(L-1)^4].
+  const double fourth = std::log((a + 2.0) * (a + 1.0) * a * (a - 1.0) / 24.0) +
+                        4.0 * log_q - (a + 3.0) * std::log1p(-q) +
+                        std::log(FourthCentralMoment(inv_var));
+  const double reverse = Log1pExp(LogAdd(second, std::min(third, fourth)));
+  return std::min(cap, std::max(forward, reverse));
 }
 
 absl::Status ValidateOrder(double order) {
@@ -267,6 +322,19 @@ struct RdpVisitor {
     return Map([&](double a) {
       return SampledWithoutReplacementGaussianRdp(e.sampling_rate,
                                                   e.noise_multiplier, a);
+    });
+  }
+  absl::StatusOr<std::vector<double>> operator()(
+      const PoissonSampledDiscreteGaussianEvent& e) const {
+    return Map([&](double a) {
+      return PoissonSampledDiscreteGaussianRdp(e.sampling_rate, e.noise_multiplier, a);
+    });
+  }
+  absl::StatusOr<std::vector<double>> operator()(
+      const SampledWithoutReplacementDiscreteGaussianEvent& e) const {
+    return Map([&](double a) {
+      return SampledWithoutReplacementDiscreteGaussianRdp(e.sampling_rate,
+                                                          e.noise_multiplier, a);
     });
   }
   absl::StatusOr<std::vector<double>> operator()(const LaplaceEvent& e) const {
@@ -386,6 +454,43 @@ double SampledWithoutReplacementGaussianRdp(double sampling_rate,
   const double y = LogWorBoundInteger(sampling_rate, noise_multiplier,
                                       static_cast<int>(lo) + 1);
   return std::min(unsampled, ((1.0 - t) * x + t * y) / (order - 1.0));
+}
+
+double PoissonSampledDiscreteGaussianRdp(double sampling_rate,
+                                         double noise_multiplier, double order) {
+  if (sampling_rate == 0.0) return 0.0;
+  const double unsampled = GaussianRdp(noise_multiplier, order);
+  if (sampling_rate == 1.0) return unsampled;
+  // Chord of the convex cumulant between floor and ceil (the cumulant is 0
+  // at order 1); at an integer order this is the integer bound itself.
+  const int lo = static_cast<int>(std::floor(order));
+  const double t = order - lo;
+  const double at_lo =
+      lo <= 1 ? 0.0 : LogPoissonDiscreteBoundInteger(sampling_rate, noise_multiplier, lo);
+  const double at_hi =
+      t == 0.0 ? 0.0
+               : LogPoissonDiscreteBoundInteger(sampling_rate, noise_multiplier, lo + 1);
+  const double rdp = ((1.0 - t) * at_lo + t * at_hi) / (order - 1.0);
+  return std::max(0.0, std::min(rdp, unsampled));
+}
+
+double SampledWithoutReplacementDiscreteGaussianRdp(double sampling_rate,
+                                                    double noise_multiplier,
+                                                    double order) {
+  if (sampling_rate == 0.0) return 0.0;
+  const double unsampled = GaussianRdp(noise_multiplier, order);
+  if (sampling_rate == 1.0) return unsampled;
+  // Thm. 9 (general terms only) at the integer orders around `order`, and
+  // Cor. 10 in between, as in SampledWithoutReplacementGaussianRdp.
+  const int lo = static_cast<int>(std::floor(order));
+  const double t = order - lo;
+  const double at_lo = LogWorBoundInteger(sampling_rate, noise_multiplier, lo,
+                                          /*gaussian_moments=*/false);
+  const double at_hi =
+      t == 0.0 ? 0.0
+               : LogWorBoundInteger(sampling_rate, noise_multiplier, lo + 1,
+                                    /*gaussian_moments=*/false);
+  return std::max(0.0, std::min(unsampled, ((1.0 - t) * at_lo + t * at_hi) / (order - 1.0)));
 }
 
 double LaplaceRdp(double noise_multiplier, double order) {

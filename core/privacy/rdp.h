@@ -66,6 +66,37 @@ double PoissonSampledGaussianRdpSignedSeries(double sampling_rate,
 double SampledWithoutReplacementGaussianRdp(double sampling_rate,
                                             double noise_multiplier,
                                             double order);
+// Session steps with the grid's discrete Gaussian noise (docs/privacy.md
+// 4.5). The step adds N_Z(0, sigma^2) i.i.d. to a snapped vector whose
+// neighbouring batches differ by an integer vector mu with
+// ||mu|| / sigma <= 1/s. Each bound below is for that mechanism, both
+// directions of the Renyi divergence; fractional orders by the chord of
+// (alpha-1) RDP between the neighbouring integer orders (a cumulant
+// generating function is convex, so the chord of valid integer bounds is a
+// valid bound; Wang, Balle, Kasiviswanathan 2019, Cor. 10), and everything
+// capped by the unsampled alpha/(2 s^2) (CKS20 Prop. 5 and joint
+// quasi-convexity, van Erven & Harremoes 2014, Thm. 13).
+//
+// Poisson (ADD_REMOVE), integer alpha >= 2: (alpha-1) RDP <= max of
+//  * forward, D(mix || base): log A_alpha, A_alpha the binomial sum of
+//    Mironov, Talwar, Zhang 2019 Sec. 3.3. Exact for an integer shift: the
+//    moments E_base[(P_mu/P_0)^k] = exp(k(k-1)||mu||^2/(2 sigma^2)) are the
+//    continuous ones (the shifted normaliser equals the unshifted one);
+//  * reverse, D(base || mix): log(1 + C(a,2) q^2 w + C(a+1,3) q^3
+//    (1-q)^-(a+2) min(1, w)), w = e^{1/s^2} - 1, from the third-order
+//    Taylor bound of (1+x)^{1-a} with x = q(L-1) >= -q, E[L-1] = 0 and
+//    E[(L-1)^2] = e^{||mu||^2/sigma^2} - 1 <= w; or the fourth-order one,
+//    C(a+2,4) q^4 (1-q)^-(a+3) E[(L-1)^4] in place of the cubic term,
+//    whichever is smaller (docs/privacy.md 4.5).
+double PoissonSampledDiscreteGaussianRdp(double sampling_rate,
+                                         double noise_multiplier, double order);
+// Without replacement (REPLACE_ONE): Wang, Balle, Kasiviswanathan 2019,
+// Thm. 9 for a general mechanism with RDP eps(j) = j/(2 s^2) (CKS20 Prop. 5)
+// and eps(inf) = inf, i.e. without the Gaussian-specific forward-difference
+// terms that SampledWithoutReplacementGaussianRdp uses up to order 256.
+double SampledWithoutReplacementDiscreteGaussianRdp(double sampling_rate,
+                                                    double noise_multiplier,
+                                                    double order);
 // Mironov 2017, Prop. 6 with eps = 1/b:
 // eps + log(1 + (a-1)(exp((1-2a) eps) - 1)/(2a-1)) / (a-1).
 double LaplaceRdp(double noise_multiplier, double order);
