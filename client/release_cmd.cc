@@ -1,6 +1,8 @@
 // Analyst commands: request a release, fetch or list stored ones.
 #include <cstdio>
 
+#include <nlohmann/json.hpp>
+
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "client/commands.h"
@@ -56,6 +58,20 @@ int RunRelease(const ParsedArgs& args) {
   }
   auto written = WriteProtoFile(release, args.Get("out"));
   if (!written.ok()) return ReportError(written);
+  if (args.Flag("json")) {
+    nlohmann::json out = {{"release_id", release.id()},
+                          {"dataset_id", release.dataset_id()},
+                          {"kind", release.kind()},
+                          {"replayed", release.replayed()},
+                          {"epsilon", release.embedding().epsilon()},
+                          {"noise_multiplier", release.embedding().noise_multiplier()},
+                          {"epsilon_spent_total", release.epsilon_spent_total()},
+                          {"epsilon_remaining", release.epsilon_remaining()},
+                          {"idempotency_key", request.idempotency_key()},
+                          {"out", args.Get("out")}};
+    std::printf("%s\n", out.dump(2).c_str());
+    return 0;
+  }
   std::printf("%s %s: epsilon %.4f for this release; dataset spent %.4f, remaining %.4f\n",
               release.replayed() ? "replayed stored release" : "released", release.id().c_str(),
               release.embedding().epsilon(), release.epsilon_spent_total(),
@@ -110,7 +126,8 @@ std::vector<Command> ReleaseCommands() {
       "  dpcurator release --dataset ds_... --epsilon 1 --out merf.release",
       WithConnection({{"dataset", "", "dataset id", false, true},
                       {"kind", "rff_embedding",
-                       "release kind: rff_embedding (DP-MERF) | charfn_embedding (PEARL)"},
+                       "release kind: rff_embedding (DP-MERF) or charfn_embedding (PEARL)", false,
+                       false, "", {"rff_embedding", "charfn_embedding"}},
                       {"private-length-scale", "",
                        "charfn: release a DP mean distance as the length-scale (same event)",
                        true},
@@ -120,7 +137,8 @@ std::vector<Command> ReleaseCommands() {
                       {"length-scale", "", "kernel length-scale (default: from the schema)"},
                       {"seed", "", "public seed of the frequencies (default: server draws one)"},
                       {"key", "", "idempotency key (default: a fresh random key)"},
-                      {"out", "release.pb", "artefact file to write"}}),
+                      {"out", "release.pb", "artefact file to write"},
+                      {"json", "", "print JSON (docs/json.md)", true}}),
       RunRelease});
   commands.push_back(Command{"release get", "fetch a stored release again (free)", "",
                              WithConnection({{"id", "", "release id", false, true},

@@ -50,7 +50,8 @@ class FirstHourTest : public ::testing::Test {
            ("dpc_first_hour_" + std::to_string(getpid()) + "_" +
             std::to_string(std::chrono::steady_clock::now().time_since_epoch().count()));
     fs::create_directories(dir_);
-    std::ofstream(dir_ / "tokens.txt") << "curator curator-token-e2e\nanalyst analyst-token-e2e\n";
+    std::ofstream(dir_ / "tokens.txt") << "curator curator-token-e2e\nanalyst analyst-token-e2e\n"
+                                              "device device-token-e2e-0\n";
     const std::string port_file = (dir_ / "port").string();
     pid_ = fork();
     ASSERT_GE(pid_, 0);
@@ -263,9 +264,14 @@ TEST_F(FirstHourTest, ArffFromSchemaDraftToReleaseModelAndSamples) {
 
   // 5. Analyst: one release; trainer: a model (progress off a terminal is
   // plain lines, no '\r'); samples in the original schema.
-  CliRun release = Cli("release --dataset " + dataset + " --epsilon 1 --out german.release",
-                    Env("analyst-token-e2e"));
+  CliRun release = Cli(
+      "release --dataset " + dataset + " --epsilon 1 --out german.release --json",
+      Env("analyst-token-e2e"));
   ASSERT_EQ(release.exit_code, 0) << release.err;
+  const nlohmann::json released = nlohmann::json::parse(release.out);
+  EXPECT_EQ(released["kind"], "rff_embedding");
+  EXPECT_NEAR(released["epsilon"].get<double>(), 1.0, 1e-9);
+  EXPECT_NEAR(released["epsilon_remaining"].get<double>(), 2.0, 1e-6);
   CliRun train = Cli("train merf --release german.release --out german.model --steps 150");
   ASSERT_EQ(train.exit_code, 0) << train.err;
   EXPECT_EQ(train.err.find('\r'), std::string::npos);
@@ -360,6 +366,65 @@ TEST_F(FirstHourTest, EveryCommandAnswersHelpAndGroupsListTheirCommands) {
   CliRun upload = Cli("upload --help");
   EXPECT_NE(upload.out.find("(env DPCURATOR_INSECURE)"), std::string::npos) << upload.out;
   EXPECT_NE(upload.out.find("--arff"), std::string::npos);
+}
+
+// A CSV drafts too (to standard output, the report on standard error), and
+// a schema error lists the accepted values.
+TEST_F(FirstHourTest, CsvDraftAndSchemaErrors) {
+  std::ofstream(dir_ / "s.csv") << "age,colour,outcome\n31,red,yes\n45,,no\n19,blue,no\n";
+  CliRun draft = Cli("schema draft --csv s.csv --label outcome");
+  ASSERT_EQ(draft.exit_code, 0) << draft.err;
+  const nlohmann::json schema = nlohmann::json::parse(draft.out);
+  EXPECT_EQ(schema["columns"][0]["type"], "NUMERIC");
+  EXPECT_EQ(schema["columns"][0]["lower"], 19);
+  EXPECT_EQ(schema["columns"][1]["nullable"], true);
+  EXPECT_EQ(schema["label"], "outcome");
+  EXPECT_NE(draft.err.find("DATA-DERIVED"), std::string::npos) << draft.err;
+  EXPECT_NE(draft.err.find("age, colour, outcome"), std::string::npos) << draft.err;
+
+  std::ofstream(dir_ / "bad.json")
+      << R"({"columns": [{"name": "age", "type": "numeric", "lower": 0, "upper": 99},
+                         {"name": "job", "type": "text", "categories": ["a"]}]})";
+  CliRun check = Cli("schema check --schema bad.json");
+  EXPECT_EQ(check.exit_code, 2);
+  EXPECT_NE(check.err.find("bad.json: column 2 ('job'): unknown type 'text' (accepted: NUMERIC, "
+                           "CATEGORICAL"),
+            std::string::npos)
+      << check.err;
+  CliRun create = Cli("datasets create --name x --schema bad.json --epsilon 1",
+                      Env("curator-token-e2e"));
+  EXPECT_EQ(create.exit_code, 2);
+  EXPECT_NE(create.err.find("unknown type 'text'"), std::string::npos) << create.err;
+}
+
+// A device refuses an announced epsilon above its own ceiling, names the
+// limit and sends nothing; raising its ceiling (here from the environment)
+// lets it submit.
+TEST_F(FirstHourTest, DeviceRefusesParametersWeakerThanItsCeiling) {
+  std::ofstream(dir_ / "survey.json")
+      << R"({"columns": [{"name": "x", "type": "numeric", "lower": 0, "upper": 1},
+                         {"name": "c", "type": "nominal", "categories": ["a", "b"]}]})";
+  CliRun created = Cli("collections create --name s --schema survey.json --mechanism laplace-l1 "
+                       "--epsilon 20 --json",
+                       Env("curator-token-e2e"));
+  ASSERT_EQ(created.exit_code, 0) << created.err;
+  const std::string collection = nlohmann::json::parse(created.out)["collection_id"];
+  std::ofstream(dir_ / "mine.csv") << "x,c\n0.5,a\n";
+  CliRun refused = Cli("device submit --collection " + collection + " --csv mine.csv",
+                       Env("device-token-e2e-0"));
+  EXPECT_NE(refused.exit_code, 0);
+  EXPECT_NE(refused.err.find("epsilon 20"), std::string::npos) << refused.err;
+  EXPECT_NE(refused.err.find("--max-epsilon 10"), std::string::npos) << refused.err;
+  CliRun shown = Cli("collections show --collection " + collection + " --json",
+                     Env("curator-token-e2e"));
+  ASSERT_EQ(shown.exit_code, 0) << shown.err;
+  EXPECT_EQ(nlohmann::json::parse(shown.out)["report_count"], 0);
+
+  CliRun accepted = Cli("device submit --collection " + collection + " --csv mine.csv",
+                        Env("device-token-e2e-0") + " DPCURATOR_MAX_EPSILON=25");
+  EXPECT_EQ(accepted.exit_code, 0) << accepted.err;
+  shown = Cli("collections show --collection " + collection + " --json", Env("curator-token-e2e"));
+  EXPECT_EQ(nlohmann::json::parse(shown.out)["report_count"], 1);
 }
 
 }  // namespace
