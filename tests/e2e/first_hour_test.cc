@@ -347,6 +347,9 @@ TEST_F(FirstHourTest, EveryCommandAnswersHelpAndGroupsListTheirCommands) {
   std::istringstream lines(all.out);
   int commands = 0;
   bool in_list = false;
+  const std::string json_doc = ReadAll(std::string(DPC_SOURCE_DIR) + "/docs/json.md");
+  ASSERT_FALSE(json_doc.empty());
+  std::string undocumented_json;
   for (std::string line; std::getline(lines, line);) {
     if (line == "commands:") {
       in_list = true;
@@ -360,9 +363,15 @@ TEST_F(FirstHourTest, EveryCommandAnswersHelpAndGroupsListTheirCommands) {
     CliRun help = Cli(name + " --help");
     EXPECT_EQ(help.exit_code, 0) << name;
     EXPECT_NE(help.out.find("usage: dpcurator " + name), std::string::npos) << name;
+    if (help.out.find("  --json ") != std::string::npos &&
+        json_doc.find("`" + name + " --json`") == std::string::npos) {
+      undocumented_json += " " + name;
+    }
     ++commands;
   }
   EXPECT_GT(commands, 25);
+  EXPECT_TRUE(undocumented_json.empty()) << "--json of these commands is not in docs/json.md:"
+                                         << undocumented_json;
   CliRun upload = Cli("upload --help");
   EXPECT_NE(upload.out.find("(env DPCURATOR_INSECURE)"), std::string::npos) << upload.out;
   EXPECT_NE(upload.out.find("--arff"), std::string::npos);
