@@ -88,8 +88,10 @@ int main(int argc, char** argv) {
       if (!help) {
         std::fprintf(out, "dpcurator %s: name one of its commands\n\n", prefix.c_str());
       }
-      std::fprintf(out, "usage: dpcurator %s <command> [options]   (dpcurator %s <command> --help)\n\n"
-                   "commands:\n", prefix.c_str(), prefix.c_str());
+      std::fprintf(out,
+                   "usage: dpcurator %s <command> [options]   (dpcurator %s <command> --help)"
+                   "\n\ncommands:\n",
+                   prefix.c_str(), prefix.c_str());
       for (const auto& c : commands) {
         if (absl::StartsWith(c.name, prefix + " ")) {
           std::fprintf(out, "  %-20s  %s\n", c.name.c_str(), c.summary.c_str());

@@ -4,7 +4,6 @@
 // client/schema_file.h and docs/schema.md).
 #include <cstdio>
 #include <fstream>
-
 #include <nlohmann/json.hpp>
 
 #include "absl/status/status.h"
@@ -103,7 +102,8 @@ absl::StatusOr<data::SchemaDraft> DraftFromCsv(const std::string& path,
   data::CsvRecordReader reader(&stream, {});
   std::vector<std::string> fields;
   auto has_header = reader.Next(&fields);
-  if (!has_header.ok()) return absl::InvalidArgumentError(absl::StrCat(path, ": ", has_header.status().message()));
+  if (!has_header.ok())
+    return absl::InvalidArgumentError(absl::StrCat(path, ": ", has_header.status().message()));
   if (!*has_header) return absl::InvalidArgumentError(absl::StrCat(path, ": empty file"));
   for (const std::string& name : fields) {
     input->names.push_back(std::string(absl::StripAsciiWhitespace(name)));
@@ -112,7 +112,8 @@ absl::StatusOr<data::SchemaDraft> DraftFromCsv(const std::string& path,
   data::SchemaDrafter drafter(input->names, {});
   while (true) {
     auto more = reader.Next(&fields);
-    if (!more.ok()) return absl::InvalidArgumentError(absl::StrCat(path, ": ", more.status().message()));
+    if (!more.ok())
+      return absl::InvalidArgumentError(absl::StrCat(path, ": ", more.status().message()));
     if (!*more) break;
     if (auto status = drafter.AddRow(fields); !status.ok()) {
       return Located(path, reader.line_number(), status);
@@ -135,7 +136,8 @@ int RunDraft(const ParsedArgs& args) {
   std::string path = args.Get("csv");
   bool arff = args.Has("arff");
   if (args.Has("csv") == arff) {
-    return ReportError(absl::InvalidArgumentError("give exactly one of --csv FILE and --arff FILE"));
+    return ReportError(
+        absl::InvalidArgumentError("give exactly one of --csv FILE and --arff FILE"));
   }
   if (arff) path = args.Get("arff");
   if (!arff && absl::EndsWithIgnoreCase(path, ".arff")) arff = true;
@@ -176,14 +178,16 @@ int RunDraft(const ParsedArgs& args) {
                  column.type == data::ColumnType::kNumeric ? "numeric" : "categorical",
                  Domain(column).c_str(),
                  column.data_derived ? "DATA-DERIVED" : "declared in the file's header");
-    for (const std::string& note : column.notes) std::fprintf(report, "      note: %s\n", note.c_str());
+    for (const std::string& note : column.notes)
+      std::fprintf(report, "      note: %s\n", note.c_str());
   }
   if (draft->label.has_value()) {
     std::fprintf(report, "label: %s (%s; change it with --label, drop it with --no-label)\n",
                  draft->label->c_str(),
                  label.has_value() ? "from --label" : input.label_reason.c_str());
   } else {
-    std::fprintf(report, "no label column (name one with --label for DP-MERF and PEARL releases)\n");
+    std::fprintf(report,
+                 "no label column (name one with --label for DP-MERF and PEARL releases)\n");
   }
   if (!flagged.empty()) {
     std::fprintf(report, "\n%zu column(s) carry \"data_derived\": true: %s.\n%s", flagged.size(),
@@ -202,13 +206,13 @@ int RunCheck(const ParsedArgs& args) {
     std::printf("%s\n", out.dump(2).c_str());
     return file->data_derived.empty() ? 0 : 4;
   }
-  std::printf("%s: a valid schema, %d columns%s\n", args.Get("schema").c_str(),
-              file->schema.columns_size(),
-              file->schema.label().empty() ? ", no label"
-                                           : absl::StrCat(", label '", file->schema.label(), "'").c_str());
+  std::printf(
+      "%s: a valid schema, %d columns%s\n", args.Get("schema").c_str(), file->schema.columns_size(),
+      file->schema.label().empty() ? ", no label"
+                                   : absl::StrCat(", label '", file->schema.label(), "'").c_str());
   if (!file->data_derived.empty()) {
-    std::printf("still marked data_derived: %s\n%s", absl::StrJoin(file->data_derived, ", ").c_str(),
-                kDataDerivedAdvice);
+    std::printf("still marked data_derived: %s\n%s",
+                absl::StrJoin(file->data_derived, ", ").c_str(), kDataDerivedAdvice);
     return 4;
   }
   return 0;
@@ -219,7 +223,8 @@ int RunCheck(const ParsedArgs& args) {
 std::vector<Command> SchemaCommands() {
   std::vector<Command> commands;
   commands.push_back(Command{
-      "schema draft", "draft a schema from your own CSV or ARFF file, locally (curator)",
+      "schema draft",
+      "draft a schema from your own CSV or ARFF file, locally (curator)",
       "Reads the file on this machine (nothing is sent anywhere) and writes schema JSON:\n"
       "column names, types (ARFF numeric/real/integer and {nominal} are taken from the header;\n"
       "CSV columns are numeric when every present value is a number), bounds, categories,\n"
@@ -234,7 +239,8 @@ std::vector<Command> SchemaCommands() {
        {"no-label", "", "draft without a label column", true}},
       RunDraft});
   commands.push_back(Command{
-      "schema check", "validate a schema file and list columns still marked data_derived",
+      "schema check",
+      "validate a schema file and list columns still marked data_derived",
       "Exit status 0: valid and no markers; 4: valid, markers remain; 2: invalid (the error\n"
       "names the column and field and lists the accepted values).",
       {{"schema", "", "schema JSON file", false, true},

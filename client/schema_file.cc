@@ -2,10 +2,9 @@
 
 #include <cmath>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
-
-#include <nlohmann/json.hpp>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -75,13 +74,15 @@ absl::StatusOr<SchemaFile> ParseSchemaFileText(absl::string_view text, absl::str
     Json::sax_parse(text.begin(), text.end(), &sax);
     std::string detail = sax.message;
     // "[json.exception.parse_error.101] parse error at line 3, column 5: ..."
-    if (auto colon = detail.find(": "); colon != std::string::npos) detail = detail.substr(colon + 2);
-    return absl::InvalidArgumentError(absl::StrCat(source, ":", LineAndColumn(text, sax.position),
-                                                   ": not valid JSON: ", detail));
+    if (auto colon = detail.find(": "); colon != std::string::npos)
+      detail = detail.substr(colon + 2);
+    return absl::InvalidArgumentError(
+        absl::StrCat(source, ":", LineAndColumn(text, sax.position), ": not valid JSON: ", detail));
   }
   if (!json.is_object()) {
     return error("", absl::StrCat("a schema is a JSON object {\"columns\": [...], \"label\": ...}, "
-                                  "got ", KindName(json)));
+                                  "got ",
+                                  KindName(json)));
   }
   SchemaFile file;
   for (const auto& [key, value] : json.items()) {
@@ -100,8 +101,8 @@ absl::StatusOr<SchemaFile> ParseSchemaFileText(absl::string_view text, absl::str
   for (const Json& column : json["columns"]) {
     ++index;
     std::string where = absl::StrCat("column ", index);
-    if (!column.is_object()) return error(where, absl::StrCat(": must be an object, got ",
-                                                              KindName(column)));
+    if (!column.is_object())
+      return error(where, absl::StrCat(": must be an object, got ", KindName(column)));
     if (column.contains("name") && column["name"].is_string()) {
       absl::StrAppend(&where, " ('", column["name"].get<std::string>(), "')");
     }
@@ -113,9 +114,8 @@ absl::StatusOr<SchemaFile> ParseSchemaFileText(absl::string_view text, absl::str
         if (!value.is_string()) return error(where, "\"name\" must be a string");
         out->set_name(value.get<std::string>());
       } else if (key == "type") {
-        if (value.is_number_integer() &&
-            (value.get<int>() == v1::ColumnSchema::NUMERIC ||
-             value.get<int>() == v1::ColumnSchema::CATEGORICAL)) {
+        if (value.is_number_integer() && (value.get<int>() == v1::ColumnSchema::NUMERIC ||
+                                          value.get<int>() == v1::ColumnSchema::CATEGORICAL)) {
           out->set_type(static_cast<v1::ColumnSchema::Type>(value.get<int>()));
           continue;
         }
@@ -130,8 +130,8 @@ absl::StatusOr<SchemaFile> ParseSchemaFileText(absl::string_view text, absl::str
         if (type->integer && !has_integer) out->set_integer(true);
       } else if (key == "lower" || key == "upper") {
         if (!value.is_number()) {
-          return error(where, absl::StrCat("\"", key, "\" must be a number, got ",
-                                           KindName(value)));
+          return error(where,
+                       absl::StrCat("\"", key, "\" must be a number, got ", KindName(value)));
         }
         if (key == "lower") {
           out->set_lower(value.get<double>());
@@ -140,8 +140,8 @@ absl::StatusOr<SchemaFile> ParseSchemaFileText(absl::string_view text, absl::str
         }
       } else if (key == "integer" || key == "nullable" || key == "data_derived") {
         if (!value.is_boolean()) {
-          return error(where, absl::StrCat("\"", key, "\" must be true or false, got ",
-                                           KindName(value)));
+          return error(where,
+                       absl::StrCat("\"", key, "\" must be true or false, got ", KindName(value)));
         }
         if (key == "integer") {
           has_integer = true;
@@ -171,13 +171,14 @@ absl::StatusOr<SchemaFile> ParseSchemaFileText(absl::string_view text, absl::str
           (*out->mutable_aliases())[token] = category.get<std::string>();
         }
       } else {
-        return error(where, absl::StrCat("unknown key \"", key, "\" (accepted: ", kColumnKeys,
-                                         ")"));
+        return error(where,
+                     absl::StrCat("unknown key \"", key, "\" (accepted: ", kColumnKeys, ")"));
       }
     }
     if (out->type() == v1::ColumnSchema::TYPE_UNSPECIFIED) {
-      return error(where, absl::StrCat("\"type\" is missing (accepted: ",
-                                       data::kAcceptedColumnTypeNames, ")"));
+      return error(
+          where,
+          absl::StrCat("\"type\" is missing (accepted: ", data::kAcceptedColumnTypeNames, ")"));
     }
   }
   auto schema = SchemaFromProto(file.schema);

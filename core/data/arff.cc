@@ -108,8 +108,8 @@ absl::StatusOr<std::vector<std::string>> SplitArffValues(absl::string_view text)
       }
       while (i < n && absl::ascii_isspace(static_cast<unsigned char>(text[i]))) ++i;
       if (i < n && text[i] != ',') {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "unexpected text after the quoted value '", value, "' (expected a comma)"));
+        return absl::InvalidArgumentError(absl::StrCat("unexpected text after the quoted value '",
+                                                       value, "' (expected a comma)"));
       }
     } else {
       const size_t start = i;
@@ -160,8 +160,8 @@ absl::StatusOr<ArffHeader> ArffReader::ReadHeader() {
         }
         auto values = SplitArffValues(rest.substr(1, rest.size() - 2));
         if (!values.ok()) {
-          return Error(line_, absl::StrCat("attribute '", attribute.name,
-                                           "': ", values.status().message()));
+          return Error(
+              line_, absl::StrCat("attribute '", attribute.name, "': ", values.status().message()));
         }
         if (values->size() == 1 && values->front().empty()) values->clear();
         attribute.kind = ArffAttribute::Kind::kNominal;
@@ -183,10 +183,9 @@ absl::StatusOr<ArffHeader> ArffReader::ReadHeader() {
         } else if (type == "date") {
           attribute.kind = ArffAttribute::Kind::kDate;
         } else {
-          return Error(line_, absl::StrCat(
-                                  "attribute '", attribute.name, "': unknown type '", type,
-                                  "' (accepted, case-insensitive: numeric, real, integer, "
-                                  "string, date, or a nominal list {a,b,...})"));
+          return Error(line_, absl::StrCat("attribute '", attribute.name, "': unknown type '", type,
+                                           "' (accepted, case-insensitive: numeric, real, integer, "
+                                           "string, date, or a nominal list {a,b,...})"));
         }
       }
       header.attributes.push_back(std::move(attribute));
@@ -212,8 +211,9 @@ absl::StatusOr<bool> ArffReader::Next(std::vector<std::string>* fields) {
     if (line.empty()) continue;
     row_line_ = line_;
     if (line.front() == '{') {
-      return Error(line_, "sparse ARFF rows ({index value, ...}) are not supported; write the "
-                          "rows out in full");
+      return Error(line_,
+                   "sparse ARFF rows ({index value, ...}) are not supported; write the "
+                   "rows out in full");
     }
     auto values = SplitArffValues(line);
     if (!values.ok()) return Error(line_, values.status().message());

@@ -39,8 +39,7 @@ struct ArffHeader {
 // Errors start with `source` and the 1-based line ("german.arff:12: ...").
 class ArffReader {
  public:
-  ArffReader(std::istream* input, std::string source)
-      : input_(input), source_(std::move(source)) {}
+  ArffReader(std::istream* input, std::string source) : input_(input), source_(std::move(source)) {}
 
   // Reads through the `@data` line. Call once, before Next.
   absl::StatusOr<ArffHeader> ReadHeader();

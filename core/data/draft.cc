@@ -22,25 +22,22 @@ SchemaDrafter::SchemaDrafter(std::vector<std::string> names, std::vector<DraftHi
 
 absl::Status SchemaDrafter::AddRow(const std::vector<std::string>& cells) {
   if (cells.size() != names_.size()) {
-    return absl::InvalidArgumentError(absl::StrCat("row has ", cells.size(), " fields, expected ",
-                                                   names_.size()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("row has ", cells.size(), " fields, expected ", names_.size()));
   }
   for (size_t c = 0; c < cells.size(); ++c) {
     const absl::string_view token = absl::StripAsciiWhitespace(cells[c]);
     Stats& stats = stats_[c];
     const DraftHint& hint = hints_[c];
-    if (std::find(missing_tokens_.begin(), missing_tokens_.end(), token) !=
-        missing_tokens_.end()) {
+    if (std::find(missing_tokens_.begin(), missing_tokens_.end(), token) != missing_tokens_.end()) {
       ++stats.missing;
       continue;
     }
     if (hint.kind == DraftHint::Kind::kCategorical && !hint.categories.empty() &&
-        std::find(hint.categories.begin(), hint.categories.end(), token) ==
-            hint.categories.end()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("column '", names_[c], "': '", token,
-                       "' is not one of the values the header declares (",
-                       absl::StrJoin(hint.categories, ", "), ")"));
+        std::find(hint.categories.begin(), hint.categories.end(), token) == hint.categories.end()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "column '", names_[c], "': '", token, "' is not one of the values the header declares (",
+          absl::StrJoin(hint.categories, ", "), ")"));
     }
     double value = 0;
     const bool is_number = absl::SimpleAtod(token, &value) && std::isfinite(value);
@@ -55,7 +52,8 @@ absl::Status SchemaDrafter::AddRow(const std::vector<std::string>& cells) {
         stats.min = std::min(stats.min, value);
         stats.max = std::max(stats.max, value);
       }
-      stats.all_integer = stats.all_integer && value == std::floor(value) && std::fabs(value) < 9e15;
+      stats.all_integer =
+          stats.all_integer && value == std::floor(value) && std::fabs(value) < 9e15;
     } else {
       stats.all_numeric = false;
     }
@@ -79,9 +77,9 @@ absl::StatusOr<SchemaDraft> SchemaDrafter::Finish(const std::optional<std::strin
     DraftColumn column;
     column.name = names_[c];
     column.missing = stats.missing;
-    const bool numeric = hint.kind == DraftHint::Kind::kNumeric ||
-                         (hint.kind == DraftHint::Kind::kInfer && stats.all_numeric &&
-                          stats.present > 0);
+    const bool numeric =
+        hint.kind == DraftHint::Kind::kNumeric ||
+        (hint.kind == DraftHint::Kind::kInfer && stats.all_numeric && stats.present > 0);
     if (numeric) {
       column.type = ColumnType::kNumeric;
       column.integer = hint.integer || (stats.present > 0 && stats.all_integer);
@@ -90,9 +88,10 @@ absl::StatusOr<SchemaDraft> SchemaDrafter::Finish(const std::optional<std::strin
       if (!(column.lower < column.upper)) column.upper = column.lower + 1.0;
       column.data_derived = true;
       if (stats.missing > 0) {
-        column.notes.push_back(absl::StrCat(
-            stats.missing, " missing value(s): numeric columns cannot be nullable; impute them "
-                           "or drop the column before upload"));
+        column.notes.push_back(
+            absl::StrCat(stats.missing,
+                         " missing value(s): numeric columns cannot be nullable; impute them "
+                         "or drop the column before upload"));
       }
     } else {
       column.type = ColumnType::kCategorical;
@@ -114,8 +113,8 @@ absl::StatusOr<SchemaDraft> SchemaDrafter::Finish(const std::optional<std::strin
         }
       }
       if (column.categories.empty()) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "column '", column.name, "' has no values at all; drop it from the file"));
+        return absl::InvalidArgumentError(
+            absl::StrCat("column '", column.name, "' has no values at all; drop it from the file"));
       }
       column.nullable = stats.missing > 0;
       if (stats.all_numeric && stats.present > 0 && hint.kind == DraftHint::Kind::kCategorical) {
@@ -132,14 +131,14 @@ absl::StatusOr<SchemaDraft> SchemaDrafter::Finish(const std::optional<std::strin
       names.push_back(column.name);
     }
     if (found == nullptr) {
-      return absl::InvalidArgumentError(absl::StrCat("label '", *label, "' is not a column (",
-                                                     absl::StrJoin(names, ", "), ")"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("label '", *label, "' is not a column (", absl::StrJoin(names, ", "), ")"));
     }
     if (found->type != ColumnType::kCategorical || found->categories.size() < 2 ||
         found->nullable) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "label '", *label,
-          "' must be a categorical column with at least two values and none missing"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("label '", *label,
+                       "' must be a categorical column with at least two values and none missing"));
     }
     draft.label = *label;
   }

@@ -1,8 +1,8 @@
 #include "core/data/arff.h"
 
-#include <sstream>
-
 #include <gtest/gtest.h>
+
+#include <sstream>
 
 namespace dpcurator::data {
 namespace {
@@ -75,7 +75,8 @@ TEST(ArffTest, ErrorsNameFileAndLine) {
     EXPECT_NE(message.find("numeric, real, integer"), std::string::npos) << message;
   }
   {
-    std::istringstream input("@relation r\n@attribute x numeric\n@attribute y {a,b}\n@data\n1,a\n2\n");
+    std::istringstream input(
+        "@relation r\n@attribute x numeric\n@attribute y {a,b}\n@data\n1,a\n2\n");
     ArffReader reader(&input, "bad.arff");
     ASSERT_TRUE(reader.ReadHeader().ok());
     std::vector<std::string> fields;

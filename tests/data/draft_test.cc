@@ -62,8 +62,8 @@ TEST(DraftTest, MissingNumericsAreNotedAndLabelsChecked) {
   EXPECT_EQ(draft->columns[0].missing, 1);
   ASSERT_EQ(draft->columns[0].notes.size(), 1u);
   EXPECT_FALSE(draft->label.has_value());
-  EXPECT_FALSE(drafter.Finish(std::string("x")).ok());       // numeric label
-  EXPECT_FALSE(drafter.Finish(std::string("nope")).ok());    // unknown column
+  EXPECT_FALSE(drafter.Finish(std::string("x")).ok());               // numeric label
+  EXPECT_FALSE(drafter.Finish(std::string("nope")).ok());            // unknown column
   EXPECT_FALSE(SchemaDrafter({"x"}, {}).Finish(std::nullopt).ok());  // no rows
 }
 

@@ -1,10 +1,10 @@
 // Unit tests of the client library (client/): the pieces of issue 11 C that
 // need no server.
+#include <gtest/gtest.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <string>
-
-#include <gtest/gtest.h>
 
 #include "absl/status/status.h"
 #include "client/cli.h"
@@ -22,9 +22,9 @@ namespace {
 class EnvTest : public ::testing::Test {
  protected:
   void TearDown() override {
-    for (const char* name : {"DPCURATOR_SERVER", "DPCURATOR_TOKEN", "DPCURATOR_INSECURE",
-                             "DPCURATOR_TLS_CA", "DPCURATOR_TLS_CERT", "DPCURATOR_TLS_KEY",
-                             "DPCURATOR_DEADLINE"}) {
+    for (const char* name :
+         {"DPCURATOR_SERVER", "DPCURATOR_TOKEN", "DPCURATOR_INSECURE", "DPCURATOR_TLS_CA",
+          "DPCURATOR_TLS_CERT", "DPCURATOR_TLS_KEY", "DPCURATOR_DEADLINE"}) {
       unsetenv(name);
     }
   }
@@ -33,7 +33,8 @@ class EnvTest : public ::testing::Test {
 TEST_F(EnvTest, EveryConnectionOptionHasADpcuratorVariable) {
   for (const OptionSpec& spec : ConnectionOptions()) {
     std::string expected = "DPCURATOR_";
-    for (char c : spec.name) expected.push_back(c == '-' ? '_' : static_cast<char>(std::toupper(c)));
+    for (char c : spec.name)
+      expected.push_back(c == '-' ? '_' : static_cast<char>(std::toupper(c)));
     EXPECT_EQ(spec.env, expected) << spec.name;
   }
 }
@@ -56,8 +57,8 @@ TEST_F(EnvTest, AnExplicitOptionWins) {
   setenv("DPCURATOR_INSECURE", "1", 1);
   setenv("DPCURATOR_SERVER", "curator:1", 1);
   setenv("DPCURATOR_DEADLINE", "7", 1);
-  auto parsed = ParseArgs(WithConnection({}),
-                          {"--insecure=false", "--server", "other:2", "--deadline=9"});
+  auto parsed =
+      ParseArgs(WithConnection({}), {"--insecure=false", "--server", "other:2", "--deadline=9"});
   ASSERT_TRUE(parsed.ok()) << parsed.status();
   EXPECT_FALSE(parsed->Flag("insecure"));
   EXPECT_EQ(parsed->Get("server"), "other:2");
@@ -146,8 +147,8 @@ TEST(SchemaFileTest, AnUnknownTypeListsTheAcceptedNames) {
   const std::string message(file.status().message());
   EXPECT_NE(message.find("s.json: column 1 ('age'): unknown type 'numerc'"), std::string::npos)
       << message;
-  for (const char* name : {"NUMERIC", "CATEGORICAL", "REAL", "INTEGER", "NOMINAL",
-                           "case-insensitive"}) {
+  for (const char* name :
+       {"NUMERIC", "CATEGORICAL", "REAL", "INTEGER", "NOMINAL", "case-insensitive"}) {
     EXPECT_NE(message.find(name), std::string::npos) << message;
   }
 }
@@ -224,10 +225,10 @@ TEST(UploadLineTest, ServerRowIndicesMapToFileLines) {
                             .message()),
             "d.csv:9: upload message 2, row 0: x");
   // Out of range or unrelated messages stay as they are.
-  EXPECT_EQ(CiteUploadLine(absl::InvalidArgumentError("upload message 3, row 0: x"), "d.csv",
-                           lines, 2)
-                .message(),
-            "upload message 3, row 0: x");
+  EXPECT_EQ(
+      CiteUploadLine(absl::InvalidArgumentError("upload message 3, row 0: x"), "d.csv", lines, 2)
+          .message(),
+      "upload message 3, row 0: x");
   EXPECT_EQ(CiteUploadLine(absl::UnavailableError("down"), "d.csv", lines, 2).message(), "down");
 }
 

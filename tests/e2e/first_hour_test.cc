@@ -4,6 +4,7 @@
 // 400 rows; no data set is downloaded or copied) goes from `schema draft`
 // to a release, a trained model and synthetic rows, with no hand-written
 // JSON beyond replacing the bounds the draft flagged as data-derived.
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -15,14 +16,12 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <random>
 #include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 namespace {
 
@@ -51,7 +50,7 @@ class FirstHourTest : public ::testing::Test {
             std::to_string(std::chrono::steady_clock::now().time_since_epoch().count()));
     fs::create_directories(dir_);
     std::ofstream(dir_ / "tokens.txt") << "curator curator-token-e2e\nanalyst analyst-token-e2e\n"
-                                              "device device-token-e2e-0\n";
+                                          "device device-token-e2e-0\n";
     const std::string port_file = (dir_ / "port").string();
     pid_ = fork();
     ASSERT_GE(pid_, 0);
@@ -88,9 +87,9 @@ class FirstHourTest : public ::testing::Test {
   CliRun Cli(const std::string& arguments, const std::string& env = "") {
     const fs::path out = dir_ / "stdout.txt";
     const fs::path err = dir_ / "stderr.txt";
-    const std::string command = "cd '" + dir_.string() + "' && env " + env + " " + DPC_CLI +
-                                " " + arguments + " >'" + out.string() + "' 2>'" +
-                                err.string() + "' </dev/null";
+    const std::string command = "cd '" + dir_.string() + "' && env " + env + " " + DPC_CLI + " " +
+                                arguments + " >'" + out.string() + "' 2>'" + err.string() +
+                                "' </dev/null";
     const int status = std::system(command.c_str());
     CliRun run;
     run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
@@ -126,11 +125,11 @@ void WriteGermanLikeArff(const fs::path& path, int rows, uint64_t seed,
   const std::vector<std::string> history = {"'no credits/all paid'", "'all paid'",
                                             "'existing paid'", "'delayed previously'",
                                             "'critical/other existing credit'"};
-  const std::vector<std::string> purpose = {"'new car'", "'used car'", "furniture/equipment",
-                                            "radio/tv", "'domestic appliance'", "repairs",
-                                            "education", "retraining", "business", "other"};
-  const std::vector<std::string> savings = {"'<100'", "'100<=X<500'", "'500<=X<1000'",
-                                            "'>=1000'", "'no known savings'"};
+  const std::vector<std::string> purpose = {
+      "'new car'", "'used car'", "furniture/equipment", "radio/tv", "'domestic appliance'",
+      "repairs",   "education",  "retraining",          "business", "other"};
+  const std::vector<std::string> savings = {"'<100'", "'100<=X<500'", "'500<=X<1000'", "'>=1000'",
+                                            "'no known savings'"};
   const std::vector<std::string> employment = {"unemployed", "'<1'", "'1<=X<4'", "'4<=X<7'",
                                                "'>=7'"};
   const std::vector<std::string> personal = {"'male div/sep'", "'female div/dep/mar'",
@@ -180,23 +179,29 @@ void WriteGermanLikeArff(const fs::path& path, int rows, uint64_t seed,
     const std::string check = pick(checking);
     const int duration = uniform(4, 60);
     const std::string saving = uniform(0, 40) == 0 ? "?" : pick(savings);
-    double risk = (check == "'<0'" ? 1.2 : check == "'no checking'" ? -1.2 : 0.0) +
+    double risk = (check == "'<0'"            ? 1.2
+                   : check == "'no checking'" ? -1.2
+                                              : 0.0) +
                   (duration - 24) / 15.0 + (saving == "'<100'" ? 0.5 : -0.2);
     const bool bad = std::bernoulli_distribution(1.0 / (1.0 + std::exp(-risk)))(rng);
     out << check << "," << duration << "," << pick(history) << "," << pick(purpose) << ","
         << uniform(250, 15000) + 0.5 * uniform(0, 1) << "," << saving << "," << pick(employment)
         << "," << uniform(1, 4) << "," << pick(personal) << "," << pick(parties) << ","
-        << uniform(1, 4) << "," << pick(property) << "," << uniform(19, 75) << ","
-        << pick(plans) << "," << pick(housing) << "," << uniform(1, 4) << "," << pick(job) << ","
-        << uniform(1, 2) << "," << pick({"none", "yes"}) << "," << pick({"yes", "no"}) << "," << (bad ? "bad" : "good")
-        << "\n";
+        << uniform(1, 4) << "," << pick(property) << "," << uniform(19, 75) << "," << pick(plans)
+        << "," << pick(housing) << "," << uniform(1, 4) << "," << pick(job) << "," << uniform(1, 2)
+        << "," << pick({"none", "yes"}) << "," << pick({"yes", "no"}) << ","
+        << (bad ? "bad" : "good") << "\n";
   }
 }
 
 // Public bounds a curator would take from the codebook, not from the rows.
 const std::map<std::string, std::pair<double, double>> kPublicBounds = {
-    {"duration", {1, 72}},         {"credit amount", {0, 20000}}, {"installment_commitment", {1, 4}},
-    {"residence_since", {1, 4}},   {"age", {18, 100}},            {"existing_credits", {1, 4}},
+    {"duration", {1, 72}},
+    {"credit amount", {0, 20000}},
+    {"installment_commitment", {1, 4}},
+    {"residence_since", {1, 4}},
+    {"age", {18, 100}},
+    {"existing_credits", {1, 4}},
     {"num_dependents", {1, 2}},
 };
 
@@ -232,7 +237,7 @@ TEST_F(FirstHourTest, ArffFromSchemaDraftToReleaseModelAndSamples) {
   // 2. The flagged schema cannot be registered by accident; `schema check`
   // says so too (exit 4).
   CliRun refused = Cli("datasets create --name german --schema german.schema.json --epsilon 3",
-                    Env("curator-token-e2e"));
+                       Env("curator-token-e2e"));
   EXPECT_NE(refused.exit_code, 0);
   EXPECT_NE(refused.err.find("data_derived"), std::string::npos) << refused.err;
   EXPECT_NE(refused.err.find("credit amount"), std::string::npos) << refused.err;
@@ -253,20 +258,20 @@ TEST_F(FirstHourTest, ArffFromSchemaDraftToReleaseModelAndSamples) {
 
   // 4. Register and upload the ARFF data section; the connection comes from
   // the environment alone.
-  CliRun created = Cli("datasets create --name german --schema german.schema.json --epsilon 3 --json",
-                    Env("curator-token-e2e"));
+  CliRun created =
+      Cli("datasets create --name german --schema german.schema.json --epsilon 3 --json",
+          Env("curator-token-e2e"));
   ASSERT_EQ(created.exit_code, 0) << created.err;
   const std::string dataset = nlohmann::json::parse(created.out)["dataset_id"];
-  CliRun uploaded = Cli("upload --dataset " + dataset + " --arff german.arff --json",
-                     Env("curator-token-e2e"));
+  CliRun uploaded =
+      Cli("upload --dataset " + dataset + " --arff german.arff --json", Env("curator-token-e2e"));
   ASSERT_EQ(uploaded.exit_code, 0) << uploaded.err;
   EXPECT_EQ(nlohmann::json::parse(uploaded.out)["rows_accepted"], 400);
 
   // 5. Analyst: one release; trainer: a model (progress off a terminal is
   // plain lines, no '\r'); samples in the original schema.
-  CliRun release = Cli(
-      "release --dataset " + dataset + " --epsilon 1 --out german.release --json",
-      Env("analyst-token-e2e"));
+  CliRun release = Cli("release --dataset " + dataset + " --epsilon 1 --out german.release --json",
+                       Env("analyst-token-e2e"));
   ASSERT_EQ(release.exit_code, 0) << release.err;
   const nlohmann::json released = nlohmann::json::parse(release.out);
   EXPECT_EQ(released["kind"], "rff_embedding");
@@ -314,9 +319,10 @@ TEST_F(FirstHourTest, UploadErrorCitesTheFileLine) {
   ASSERT_GT(bad_line, 20);
   WriteGermanLikeArff(dir_ / "good.arff", 50, 8);
   ASSERT_EQ(Cli("schema draft --arff good.arff --out s.json").exit_code, 0);
-  CliRun created = Cli("datasets create --name bad --schema s.json --epsilon 1 --accept-data-derived "
-                    "--json",
-                    Env("curator-token-e2e"));
+  CliRun created =
+      Cli("datasets create --name bad --schema s.json --epsilon 1 --accept-data-derived "
+          "--json",
+          Env("curator-token-e2e"));
   ASSERT_EQ(created.exit_code, 0) << created.err;
   const std::string dataset = nlohmann::json::parse(created.out)["dataset_id"];
   // The draft's bounds come from good.arff; bad.arff's numbers are clamped.
@@ -370,8 +376,8 @@ TEST_F(FirstHourTest, EveryCommandAnswersHelpAndGroupsListTheirCommands) {
     ++commands;
   }
   EXPECT_GT(commands, 25);
-  EXPECT_TRUE(undocumented_json.empty()) << "--json of these commands is not in docs/json.md:"
-                                         << undocumented_json;
+  EXPECT_TRUE(undocumented_json.empty())
+      << "--json of these commands is not in docs/json.md:" << undocumented_json;
   CliRun upload = Cli("upload --help");
   EXPECT_NE(upload.out.find("(env DPCURATOR_INSECURE)"), std::string::npos) << upload.out;
   EXPECT_NE(upload.out.find("--arff"), std::string::npos);
@@ -400,8 +406,8 @@ TEST_F(FirstHourTest, CsvDraftAndSchemaErrors) {
                            "CATEGORICAL"),
             std::string::npos)
       << check.err;
-  CliRun create = Cli("datasets create --name x --schema bad.json --epsilon 1",
-                      Env("curator-token-e2e"));
+  CliRun create =
+      Cli("datasets create --name x --schema bad.json --epsilon 1", Env("curator-token-e2e"));
   EXPECT_EQ(create.exit_code, 2);
   EXPECT_NE(create.err.find("unknown type 'text'"), std::string::npos) << create.err;
 }
@@ -413,9 +419,10 @@ TEST_F(FirstHourTest, DeviceRefusesParametersWeakerThanItsCeiling) {
   std::ofstream(dir_ / "survey.json")
       << R"({"columns": [{"name": "x", "type": "numeric", "lower": 0, "upper": 1},
                          {"name": "c", "type": "nominal", "categories": ["a", "b"]}]})";
-  CliRun created = Cli("collections create --name s --schema survey.json --mechanism laplace-l1 "
-                       "--epsilon 20 --json",
-                       Env("curator-token-e2e"));
+  CliRun created =
+      Cli("collections create --name s --schema survey.json --mechanism laplace-l1 "
+          "--epsilon 20 --json",
+          Env("curator-token-e2e"));
   ASSERT_EQ(created.exit_code, 0) << created.err;
   const std::string collection = nlohmann::json::parse(created.out)["collection_id"];
   std::ofstream(dir_ / "mine.csv") << "x,c\n0.5,a\n";
@@ -424,8 +431,8 @@ TEST_F(FirstHourTest, DeviceRefusesParametersWeakerThanItsCeiling) {
   EXPECT_NE(refused.exit_code, 0);
   EXPECT_NE(refused.err.find("epsilon 20"), std::string::npos) << refused.err;
   EXPECT_NE(refused.err.find("--max-epsilon 10"), std::string::npos) << refused.err;
-  CliRun shown = Cli("collections show --collection " + collection + " --json",
-                     Env("curator-token-e2e"));
+  CliRun shown =
+      Cli("collections show --collection " + collection + " --json", Env("curator-token-e2e"));
   ASSERT_EQ(shown.exit_code, 0) << shown.err;
   EXPECT_EQ(nlohmann::json::parse(shown.out)["report_count"], 0);
 
