@@ -8,6 +8,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "core/util/status_macros.h"
 #include "server/log.h"
 
@@ -22,11 +23,45 @@ absl::StatusOr<std::string> ReadFile(const std::string& path) {
   return buffer.str();
 }
 
+absl::StatusOr<std::vector<std::string>> IntegrityProblems(Store* store, Ledger* ledger) {
+  DPC_ASSIGN_OR_RETURN(std::vector<std::string> problems, store->CheckIntegrity());
+  DPC_ASSIGN_OR_RETURN(std::vector<std::string> ledger_problems, ledger->VerifyTotals());
+  problems.insert(problems.end(), ledger_problems.begin(), ledger_problems.end());
+  return problems;
+}
+
 }  // namespace
+
+bool IsLoopbackListenAddress(const std::string& address) {
+  std::string host = address;
+  if (!host.empty() && host.front() == '[') {
+    const size_t close = host.find(']');
+    if (close == std::string::npos) return false;
+    host = host.substr(1, close - 1);
+  } else if (const size_t colon = host.rfind(':'); colon != std::string::npos) {
+    host = host.substr(0, colon);
+  }
+  return host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
+}
+
+absl::StatusOr<std::vector<std::string>> CuratorServer::CheckDatabase(const std::string& db_path) {
+  DPC_ASSIGN_OR_RETURN(std::unique_ptr<Store> store, Store::Open(db_path));
+  Ledger ledger(store.get());
+  return IntegrityProblems(store.get(), &ledger);
+}
 
 absl::StatusOr<std::unique_ptr<CuratorServer>> CuratorServer::Start(const ServerOptions& options) {
   if (options.db_path.empty()) {
     return absl::InvalidArgumentError("--db is required: the SQLite file for datasets and ledger");
+  }
+  if (!options.metrics_listen_address.empty() && !options.metrics_allow_remote &&
+      !IsLoopbackListenAddress(options.metrics_listen_address)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--metrics-listen ", options.metrics_listen_address,
+        " is not a loopback address. /metrics is unauthenticated plaintext, and its release "
+        "latencies grow with a dataset's row count, which analysts must not learn: whoever "
+        "reads it is trusted as a curator. Listen on 127.0.0.1, or pass --metrics-allow-remote "
+        "if only such a reader can reach that address."));
   }
   std::shared_ptr<grpc::ServerCredentials> credentials;
   if (!options.tls_cert_path.empty() || !options.tls_key_path.empty()) {
@@ -62,10 +97,18 @@ absl::StatusOr<std::unique_ptr<CuratorServer>> CuratorServer::Start(const Server
   server->metrics_ = std::move(metrics);
   DPC_ASSIGN_OR_RETURN(server->store_, Store::Open(options.db_path));
   server->ledger_ = std::make_unique<Ledger>(server->store_.get());
-  DPC_ASSIGN_OR_RETURN(server->integrity_problems_, server->store_->CheckIntegrity());
-  DPC_ASSIGN_OR_RETURN(auto ledger_problems, server->ledger_->VerifyTotals());
-  server->integrity_problems_.insert(server->integrity_problems_.end(), ledger_problems.begin(),
-                                     ledger_problems.end());
+  DPC_ASSIGN_OR_RETURN(server->integrity_problems_,
+                       IntegrityProblems(server->store_.get(), server->ledger_.get()));
+  if (!server->integrity_problems_.empty()) {
+    // Fail closed: a ledger that does not add up cannot promise a cap.
+    return absl::FailedPreconditionError(absl::StrCat(
+        "refusing to serve '", options.db_path, "': the start-up integrity check found ",
+        server->integrity_problems_.size(), " problem(s): ",
+        absl::StrJoin(server->integrity_problems_, "; "),
+        ". Inspect with `dpcurator-server --db ", options.db_path,
+        " --check` (lists every problem and serves nothing); restore the database from a "
+        "backup or investigate before serving again. Never edit the ledger by hand."));
+  }
   // The budget gauges start from the ledger, not from zero.
   if (absl::Status loaded = RefreshAllBudgets(*server->store_, *server->ledger_, *server->metrics_);
       !loaded.ok()) {
@@ -88,10 +131,10 @@ absl::StatusOr<std::unique_ptr<CuratorServer>> CuratorServer::Start(const Server
       server->metrics_.get());
   server->release_service_ = std::make_unique<ReleaseServiceImpl>(
       server->store_.get(), server->ledger_.get(), server->authorizer_.get(),
-      server->metrics_.get());
+      server->metrics_.get(), options.failpoint);
   server->session_service_ = std::make_unique<SessionServiceImpl>(
       server->store_.get(), server->ledger_.get(), server->authorizer_.get(),
-      server->metrics_.get());
+      server->metrics_.get(), options.failpoint);
   server->collection_service_ = std::make_unique<CollectionServiceImpl>(
       server->store_.get(), server->authorizer_.get(), server->metrics_.get());
 

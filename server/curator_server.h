@@ -48,13 +48,29 @@ struct ServerOptions {
   // endpoint. Unauthenticated plaintext HTTP, so opt-in and never 0.0.0.0
   // unless asked for.
   std::string metrics_listen_address;
+  // A non-loopback metrics address is refused unless this acknowledges that
+  // whoever can reach it is trusted as a curator: /metrics is
+  // unauthenticated, and its release latencies grow with a dataset's row
+  // count, which analysts must not learn under add/remove.
+  bool metrics_allow_remote = false;
+  // Tests only (server/service.h): failure injection on the release path.
+  Failpoint failpoint;
 };
+
+// True for 127.0.0.0/8, [::1] and localhost (host:port form).
+bool IsLoopbackListenAddress(const std::string& address);
 
 // The curator server: store, ledger, services, health, interceptor, wired
 // together. Used by dpcurator-server's main and by in-process tests.
 class CuratorServer {
  public:
+  // Fails closed: a database whose start-up integrity check finds a problem
+  // (ledger totals that differ from the events, a delivered release with no
+  // charge, ...) is not served; the error says what and how to inspect it.
   static absl::StatusOr<std::unique_ptr<CuratorServer>> Start(const ServerOptions& options);
+  // The start-up integrity check alone (`dpcurator-server --check`): the
+  // problems found, empty when the database is sound. Applies migrations.
+  static absl::StatusOr<std::vector<std::string>> CheckDatabase(const std::string& db_path);
   ~CuratorServer();
 
   // The bound port (useful with port 0).
@@ -67,7 +83,8 @@ class CuratorServer {
   int64_t audit_failures() const { return audit_log_->failures(); }
   // Always present; serving /metrics only with a metrics_listen_address.
   Metrics* metrics() { return metrics_.get(); }
-  // Problems found by the start-up integrity check (empty when clean).
+  // Problems found by the start-up integrity check: always empty on a
+  // server that started (Start refuses otherwise).
   const std::vector<std::string>& integrity_problems() const { return integrity_problems_; }
 
  private:

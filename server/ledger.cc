@@ -20,10 +20,22 @@ std::string Num(double value) { return absl::StrFormat("%.17g", value); }
 
 constexpr absl::string_view kRefundSeparator = " refunded: ";
 
+// Idempotency keys are scoped by principal, so one analyst's key can never
+// replay (or reveal) another's release. Stored as "<principal>\x1f<key>";
+// rows from before ownership existed hold the bare key.
+constexpr char kKeyScopeSeparator = '\x1f';
+std::string ScopedKey(const Caller& caller, const std::string& key) {
+  return absl::StrCat(caller.principal_id, std::string(1, kKeyScopeSeparator), key);
+}
+std::string UnscopedKey(const std::string& stored) {
+  const size_t separator = stored.rfind(kKeyScopeSeparator);
+  return separator == std::string::npos ? stored : stored.substr(separator + 1);
+}
+
 constexpr const char* kSessionColumns =
     "id, dataset_id, params, state, steps_reserved, noise_multiplier, epsilon_reserved, "
     "created_unix, last_activity_unix, (SELECT COUNT(*) FROM session_steps s WHERE "
-    "s.session_id = sessions.id), step_event, reserve_event_id";
+    "s.session_id = sessions.id), step_event, reserve_event_id, owner";
 
 v1::Session SessionFromRow(const Statement& row) {
   v1::Session session;
@@ -223,6 +235,10 @@ std::string EncodeEvent(const privacy::PrivacyEvent& event) {
           // Its own name: "gaussian(s)" rows written before the server drew
           // discrete noise keep their continuous meaning (and exact path).
           return absl::StrCat("discrete_gaussian(", Num(e.noise_multiplier), ")");
+        } else if constexpr (std::is_same_v<T, GridGaussianEvent>) {
+          // The versioned successor of discrete_gaussian (its own privacy
+          // profile when alone); discrete_gaussian rows stay RDP-only.
+          return absl::StrCat("grid_gaussian(", Num(e.noise_multiplier), ")");
         } else if constexpr (std::is_same_v<T, PoissonSampledGaussianEvent>) {
           return absl::StrCat("poisson(", Num(e.sampling_rate), ",", Num(e.noise_multiplier), ")");
         } else if constexpr (std::is_same_v<T, SampledWithoutReplacementGaussianEvent>) {
@@ -267,6 +283,10 @@ absl::StatusOr<privacy::PrivacyEvent> DecodeEvent(absl::string_view text) {
   if (name == "discrete_gaussian") {
     DPC_ASSIGN_OR_RETURN(auto v, ParseNumbers(args, 1));
     return PrivacyEvent::DiscreteGaussian(v[0]);
+  }
+  if (name == "grid_gaussian") {
+    DPC_ASSIGN_OR_RETURN(auto v, ParseNumbers(args, 1));
+    return PrivacyEvent::GridGaussian(v[0]);
   }
   if (name == "poisson") {
     DPC_ASSIGN_OR_RETURN(auto v, ParseNumbers(args, 2));
@@ -315,14 +335,16 @@ absl::StatusOr<privacy::PrivacyEvent> DecodeEvent(absl::string_view text) {
 }
 
 absl::StatusOr<Ledger::Admission> Ledger::Admit(const std::string& dataset_id,
-                                                const std::string& idempotency_key,
+                                                const Caller& caller,
+                                                const std::string& key,
                                                 const std::string& kind,
                                                 const std::string& request_bytes,
                                                 const privacy::PrivacyEvent& event) {
-  if (idempotency_key.empty()) {
+  if (key.empty()) {
     return absl::InvalidArgumentError(
         "a release request needs an idempotency key (the client generates one per request)");
   }
+  const std::string idempotency_key = ScopedKey(caller, key);
   std::lock_guard<std::mutex> lock(store_->mutex());
   Database* db = store_->db();
   DPC_ASSIGN_OR_RETURN(auto transaction, Transaction::BeginImmediate(db));
@@ -333,7 +355,8 @@ absl::StatusOr<Ledger::Admission> Ledger::Admit(const std::string& dataset_id,
 
   // 1. A known key: replay or resume, never a second charge.
   DPC_ASSIGN_OR_RETURN(auto existing,
-                       db->Prepare("SELECT id, status, request, artefact, epsilon FROM releases "
+                       db->Prepare("SELECT id, status, request, artefact, epsilon, "
+                                   "charged_failure, incident FROM releases "
                                    "WHERE dataset_id = ? AND idempotency_key = ?"));
   existing.Bind(1, dataset_id).Bind(2, idempotency_key);
   DPC_ASSIGN_OR_RETURN(bool known, existing.Step());
@@ -341,7 +364,7 @@ absl::StatusOr<Ledger::Admission> Ledger::Admit(const std::string& dataset_id,
   if (known) {
     if (existing.ColumnBlob(2) != request_bytes) {
       return absl::FailedPreconditionError(absl::StrCat(
-          "idempotency key '", idempotency_key,
+          "idempotency key '", key,
           "' was already used for a different request; use a new key for a new release"));
     }
     const std::string status = existing.ColumnText(1);
@@ -354,10 +377,25 @@ absl::StatusOr<Ledger::Admission> Ledger::Admit(const std::string& dataset_id,
       if (status == "DONE") {
         admission.outcome = Admission::Outcome::kReplay;
         admission.artefact = existing.ColumnBlob(3);
-      } else {
-        admission.outcome = Admission::Outcome::kResume;
+        return admission;
       }
+      // PENDING: resume a crashed attempt, never race a live one (the
+      // live one may deliver while this one fails, or the reverse).
+      std::lock_guard<std::mutex> attempts(attempts_mutex_);
+      if (!attempts_.insert(admission.release_id).second) {
+        return absl::AbortedError(absl::StrCat(
+            "release '", admission.release_id,
+            "' is being computed by an earlier attempt with this idempotency key; retry "
+            "after it finishes and the retry returns its result"));
+      }
+      admission.outcome = Admission::Outcome::kResume;
       return admission;
+    }
+    if (existing.ColumnInt(5) != 0) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "release '", admission.release_id, "' failed after the server read the dataset (incident ",
+          existing.ColumnText(6), "); its charge stands. Request it again with a new "
+          "idempotency key"));
     }
     retry_release_id = admission.release_id;  // FAILED and refunded: charge anew
   }
@@ -369,14 +407,15 @@ absl::StatusOr<Ledger::Admission> Ledger::Admit(const std::string& dataset_id,
     admission.release_id = NewId("rel");
     DPC_ASSIGN_OR_RETURN(auto insert,
                          db->Prepare("INSERT INTO releases (id, dataset_id, idempotency_key, kind, "
-                                     "request, status, epsilon, created_unix) VALUES (?, ?, ?, ?, "
-                                     "?, 'PENDING', 0, ?)"));
+                                     "request, status, epsilon, created_unix, owner) VALUES (?, ?, "
+                                     "?, ?, ?, 'PENDING', 0, ?, ?)"));
     DPC_RETURN_IF_ERROR(insert.Bind(1, admission.release_id)
                             .Bind(2, dataset_id)
                             .Bind(3, idempotency_key)
                             .Bind(4, kind)
                             .BindBlob(5, request_bytes)
                             .Bind(6, now)
+                            .Bind(7, caller.principal_id)
                             .Run());
   } else {
     admission.release_id = retry_release_id;
@@ -388,8 +427,13 @@ absl::StatusOr<Ledger::Admission> Ledger::Admit(const std::string& dataset_id,
                                                    admission.release_id));
   DPC_ASSIGN_OR_RETURN(auto price, db->Prepare("UPDATE releases SET epsilon = ? WHERE id = ?"));
   DPC_RETURN_IF_ERROR(price.Bind(1, charge.epsilon_alone).Bind(2, admission.release_id).Run());
-  // 3. Durable (synchronous=FULL) before anything is computed.
+  // 3. Durable (synchronous=FULL) before anything is computed; the attempt
+  // lease is taken under the same store mutex, so no retry can slip between.
   DPC_RETURN_IF_ERROR(transaction.Commit());
+  {
+    std::lock_guard<std::mutex> attempts(attempts_mutex_);
+    attempts_.insert(admission.release_id);
+  }
 
   admission.outcome = Admission::Outcome::kAdmitted;
   admission.epsilon_alone = charge.epsilon_alone;
@@ -423,10 +467,42 @@ absl::StatusOr<std::string> Ledger::Complete(const std::string& release_id,
   return delivered;
 }
 
+void Ledger::EndAttempt(const std::string& release_id) {
+  std::lock_guard<std::mutex> attempts(attempts_mutex_);
+  attempts_.erase(release_id);
+}
+
+absl::Status Ledger::FailAfterRowsRead(const std::string& release_id,
+                                       const std::string& incident) {
+  std::lock_guard<std::mutex> lock(store_->mutex());
+  Database* db = store_->db();
+  DPC_ASSIGN_OR_RETURN(auto transaction, Transaction::BeginImmediate(db));
+  DPC_ASSIGN_OR_RETURN(auto update,
+                       db->Prepare("UPDATE releases SET status = 'FAILED', charged_failure = 1, "
+                                   "incident = ? WHERE id = ? AND status = 'PENDING'"));
+  DPC_RETURN_IF_ERROR(update.Bind(1, incident).Bind(2, release_id).Run());
+  if (db->Changes() == 0) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("release '", release_id, "' is not pending"));
+  }
+  return transaction.Commit();
+}
+
 absl::Status Ledger::Refund(const std::string& release_id, const std::string& reason) {
   std::lock_guard<std::mutex> lock(store_->mutex());
   Database* db = store_->db();
   DPC_ASSIGN_OR_RETURN(auto transaction, Transaction::BeginImmediate(db));
+  // Compare-and-set first: only a PENDING release that nothing delivered is
+  // refunded. A DONE release (delivered by another attempt) or a FAILED one
+  // is refused, and the transaction rolls back with nothing written.
+  DPC_ASSIGN_OR_RETURN(auto claim,
+                       db->Prepare("UPDATE releases SET status = 'FAILED' WHERE id = ? AND "
+                                   "status = 'PENDING'"));
+  DPC_RETURN_IF_ERROR(claim.Bind(1, release_id).Run());
+  if (db->Changes() == 0) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "release '", release_id, "' is not pending (delivered or already failed): not refunded"));
+  }
   // The latest charge of this release that has not been refunded yet.
   DPC_ASSIGN_OR_RETURN(
       auto charge_query,
@@ -446,13 +522,11 @@ absl::Status Ledger::Refund(const std::string& release_id, const std::string& re
   DPC_ASSIGN_OR_RETURN(LoadedDataset dataset, LoadDatasetBudget(db, dataset_id));
   DPC_RETURN_IF_ERROR(
       RefundLocked(db, dataset_id, dataset, release_id, event, event_id, reason));
-  DPC_ASSIGN_OR_RETURN(auto update,
-                       db->Prepare("UPDATE releases SET status = 'FAILED' WHERE id = ?"));
-  DPC_RETURN_IF_ERROR(update.Bind(1, release_id).Run());
   return transaction.Commit();
 }
 
-absl::StatusOr<v1::BudgetReport> Ledger::Report(const std::string& dataset_id) {
+absl::StatusOr<v1::BudgetReport> Ledger::Report(const std::string& dataset_id,
+                                                 const Caller& caller) {
   std::lock_guard<std::mutex> lock(store_->mutex());
   Database* db = store_->db();
   DPC_ASSIGN_OR_RETURN(LoadedDataset dataset, LoadDatasetBudget(db, dataset_id));
@@ -480,7 +554,11 @@ absl::StatusOr<v1::BudgetReport> Ledger::Report(const std::string& dataset_id) {
     event->set_id(events.ColumnInt(0));
     event->set_release_id(events.ColumnText(1));
     event->set_kind(events.ColumnText(2));
-    event->set_description(events.ColumnText(3));
+    // The event alone: a refund row's free-text reason stays in the
+    // database (rows written before docs/privacy.md 6.1 may hold text that
+    // depends on the data).
+    const std::string description = events.ColumnText(3);
+    event->set_description(description.substr(0, description.find(std::string(kRefundSeparator))));
     event->set_relation(static_cast<v1::NeighbouringRelation>(events.ColumnInt(4)));
     event->set_epsilon_alone(events.ColumnDouble(5));
     event->set_created_unix(events.ColumnInt(6));
@@ -493,19 +571,24 @@ absl::StatusOr<v1::BudgetReport> Ledger::Report(const std::string& dataset_id) {
   while (true) {
     DPC_ASSIGN_OR_RETURN(bool row, sessions.Step());
     if (!row) break;
+    if (!caller.Sees(sessions.ColumnText(12))) continue;
     *report.add_sessions() = SessionFromRow(sessions);
   }
   return report;
 }
 
 absl::StatusOr<std::string> Ledger::GetArtefact(const std::string& release_id,
+                                                const Caller& caller,
                                                 std::string* dataset_id) {
   std::lock_guard<std::mutex> lock(store_->mutex());
-  DPC_ASSIGN_OR_RETURN(auto query, store_->db()->Prepare("SELECT status, artefact, dataset_id "
-                                                         "FROM releases WHERE id = ?"));
+  DPC_ASSIGN_OR_RETURN(auto query, store_->db()->Prepare("SELECT status, artefact, dataset_id, "
+                                                         "owner FROM releases WHERE id = ?"));
   query.Bind(1, release_id);
   DPC_ASSIGN_OR_RETURN(bool found, query.Step());
-  if (!found) return absl::NotFoundError(absl::StrCat("no release '", release_id, "'"));
+  // Another principal's release reads exactly like one that does not exist.
+  if (!found || !caller.Sees(query.ColumnText(3))) {
+    return absl::NotFoundError(absl::StrCat("no release '", release_id, "'"));
+  }
   if (query.ColumnText(0) != "DONE") {
     return absl::FailedPreconditionError(absl::StrCat(
         "release '", release_id, "' is ", query.ColumnText(0),
@@ -515,21 +598,23 @@ absl::StatusOr<std::string> Ledger::GetArtefact(const std::string& release_id,
   return query.ColumnBlob(1);
 }
 
-absl::StatusOr<v1::ListReleasesResponse> Ledger::ListReleases(const std::string& dataset_id) {
+absl::StatusOr<v1::ListReleasesResponse> Ledger::ListReleases(const std::string& dataset_id,
+                                                              const Caller& caller) {
   std::lock_guard<std::mutex> lock(store_->mutex());
   DPC_ASSIGN_OR_RETURN(auto query,
                        store_->db()->Prepare("SELECT id, kind, idempotency_key, status, epsilon, "
-                                             "created_unix FROM releases WHERE dataset_id = ? "
-                                             "ORDER BY created_unix, id"));
+                                             "created_unix, owner FROM releases WHERE "
+                                             "dataset_id = ? ORDER BY created_unix, id"));
   query.Bind(1, dataset_id);
   v1::ListReleasesResponse response;
   while (true) {
     DPC_ASSIGN_OR_RETURN(bool row, query.Step());
     if (!row) break;
+    if (!caller.Sees(query.ColumnText(6))) continue;
     auto* release = response.add_releases();
     release->set_id(query.ColumnText(0));
     release->set_kind(query.ColumnText(1));
-    release->set_idempotency_key(query.ColumnText(2));
+    release->set_idempotency_key(UnscopedKey(query.ColumnText(2)));
     release->set_status(query.ColumnText(3));
     release->set_epsilon(query.ColumnDouble(4));
     release->set_created_unix(query.ColumnInt(5));
@@ -546,6 +631,7 @@ struct LoadedSession {
   v1::Session session;
   std::string step_event;
   int64_t reserve_event_id = 0;
+  std::string owner;
 };
 
 absl::StatusOr<LoadedSession> LoadSession(Database* db, const std::string& session_id) {
@@ -558,6 +644,18 @@ absl::StatusOr<LoadedSession> LoadSession(Database* db, const std::string& sessi
   loaded.session = SessionFromRow(query);
   loaded.step_event = query.ColumnText(10);
   loaded.reserve_event_id = query.ColumnInt(11);
+  loaded.owner = query.ColumnText(12);
+  return loaded;
+}
+
+// LoadSession for a caller: another principal's session reads exactly like
+// one that does not exist.
+absl::StatusOr<LoadedSession> LoadSessionFor(Database* db, const std::string& session_id,
+                                             const Caller& caller) {
+  DPC_ASSIGN_OR_RETURN(LoadedSession loaded, LoadSession(db, session_id));
+  if (!caller.Sees(loaded.owner)) {
+    return absl::NotFoundError(absl::StrCat("no session '", session_id, "'"));
+  }
   return loaded;
 }
 
@@ -614,12 +712,13 @@ absl::StatusOr<v1::Session> CloseSessionLocked(Database* db, const std::string& 
 }  // namespace
 
 absl::StatusOr<Ledger::SessionAdmission> Ledger::OpenSession(
-    const std::string& dataset_id, const std::string& idempotency_key,
+    const std::string& dataset_id, const Caller& caller, const std::string& key,
     const std::string& request_bytes, const v1::SessionParams& params,
     const privacy::PrivacyEvent& step_event, int64_t steps, double noise_multiplier) {
-  if (idempotency_key.empty()) {
+  if (key.empty()) {
     return absl::InvalidArgumentError("opening a session needs an idempotency key");
   }
+  const std::string idempotency_key = ScopedKey(caller, key);
   std::lock_guard<std::mutex> lock(store_->mutex());
   Database* db = store_->db();
   DPC_ASSIGN_OR_RETURN(auto transaction, Transaction::BeginImmediate(db));
@@ -631,8 +730,8 @@ absl::StatusOr<Ledger::SessionAdmission> Ledger::OpenSession(
   DPC_ASSIGN_OR_RETURN(bool known, existing.Step());
   if (known) {
     if (existing.ColumnBlob(1) != request_bytes) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "idempotency key '", idempotency_key, "' was already used for a different session"));
+      return absl::FailedPreconditionError(
+          absl::StrCat("idempotency key '", key, "' was already used for a different session"));
     }
     DPC_ASSIGN_OR_RETURN(LoadedSession loaded, LoadSession(db, existing.ColumnText(0)));
     admission.replayed = true;
@@ -652,8 +751,8 @@ absl::StatusOr<Ledger::SessionAdmission> Ledger::OpenSession(
       auto insert,
       db->Prepare("INSERT INTO sessions (id, dataset_id, idempotency_key, request, params, state, "
                   "steps_reserved, noise_multiplier, step_event, reserve_event_id, "
-                  "epsilon_reserved, created_unix, last_activity_unix) VALUES (?, ?, ?, ?, ?, "
-                  "'OPEN', ?, ?, ?, ?, ?, ?, ?)"));
+                  "epsilon_reserved, created_unix, last_activity_unix, owner) VALUES (?, ?, ?, ?, "
+                  "?, 'OPEN', ?, ?, ?, ?, ?, ?, ?, ?)"));
   DPC_RETURN_IF_ERROR(insert.Bind(1, session_id)
                           .Bind(2, dataset_id)
                           .Bind(3, idempotency_key)
@@ -666,6 +765,7 @@ absl::StatusOr<Ledger::SessionAdmission> Ledger::OpenSession(
                           .Bind(10, charge.epsilon_alone)
                           .Bind(11, now)
                           .Bind(12, now)
+                          .Bind(13, caller.principal_id)
                           .Run());
   DPC_RETURN_IF_ERROR(transaction.Commit());
   DPC_ASSIGN_OR_RETURN(LoadedSession loaded, LoadSession(db, session_id));
@@ -676,18 +776,18 @@ absl::StatusOr<Ledger::SessionAdmission> Ledger::OpenSession(
 }
 
 absl::StatusOr<Ledger::StepAdmission> Ledger::BeginStep(const std::string& session_id,
-                                                         int64_t step) {
+                                                         const Caller& caller, int64_t step) {
   std::lock_guard<std::mutex> lock(store_->mutex());
   Database* db = store_->db();
-  DPC_ASSIGN_OR_RETURN(LoadedSession loaded, LoadSession(db, session_id));
+  DPC_ASSIGN_OR_RETURN(LoadedSession loaded, LoadSessionFor(db, session_id, caller));
   StepAdmission admission;
   admission.session = loaded.session;
-  DPC_ASSIGN_OR_RETURN(auto stored, db->Prepare("SELECT artefact FROM session_steps WHERE "
-                                                "session_id = ? AND step = ?"));
+  DPC_ASSIGN_OR_RETURN(auto stored, db->Prepare("SELECT artefact, incident FROM session_steps "
+                                                "WHERE session_id = ? AND step = ?"));
   stored.Bind(1, session_id).Bind(2, step);
   DPC_ASSIGN_OR_RETURN(bool found, stored.Step());
   if (found) {
-    admission.stored_batch = stored.ColumnBlob(0);
+    admission.stored = StoredStep{stored.ColumnBlob(0), stored.ColumnText(1)};
     return admission;
   }
   if (loaded.session.state() != "OPEN") {
@@ -703,48 +803,59 @@ absl::StatusOr<Ledger::StepAdmission> Ledger::BeginStep(const std::string& sessi
   return admission;
 }
 
-absl::StatusOr<std::string> Ledger::RecordStep(const std::string& session_id, int64_t step,
-                                               const std::string& batch) {
+absl::StatusOr<Ledger::StoredStep> Ledger::RecordStep(const std::string& session_id,
+                                                      int64_t step, const StoredStep& outcome) {
   std::lock_guard<std::mutex> lock(store_->mutex());
   Database* db = store_->db();
   DPC_ASSIGN_OR_RETURN(auto transaction, Transaction::BeginImmediate(db));
   DPC_ASSIGN_OR_RETURN(LoadedSession loaded, LoadSession(db, session_id));
-  DPC_ASSIGN_OR_RETURN(auto stored, db->Prepare("SELECT artefact FROM session_steps WHERE "
-                                                "session_id = ? AND step = ?"));
+  DPC_ASSIGN_OR_RETURN(auto stored, db->Prepare("SELECT artefact, incident FROM session_steps "
+                                                "WHERE session_id = ? AND step = ?"));
   stored.Bind(1, session_id).Bind(2, step);
   DPC_ASSIGN_OR_RETURN(bool found, stored.Step());
-  if (found) return stored.ColumnBlob(0);
+  if (found) return StoredStep{stored.ColumnBlob(0), stored.ColumnText(1)};
   if (loaded.session.state() != "OPEN") {
     // Closed while this step was computing: its reservation was refunded,
-    // so the result must not be delivered.
+    // so the result must not be delivered. (A failed step closed under it
+    // reads the same: the analyst learns nothing from which it was.)
     return absl::FailedPreconditionError(
         absl::StrCat("session '", session_id, "' was closed while the step ran; not released"));
   }
   const int64_t now = UnixNow();
-  DPC_ASSIGN_OR_RETURN(auto insert, db->Prepare("INSERT INTO session_steps VALUES (?, ?, ?, ?)"));
-  DPC_RETURN_IF_ERROR(insert.Bind(1, session_id).Bind(2, step).BindBlob(3, batch).Bind(4, now).Run());
+  DPC_ASSIGN_OR_RETURN(auto insert,
+                       db->Prepare("INSERT INTO session_steps (session_id, step, artefact, "
+                                   "created_unix, incident) VALUES (?, ?, ?, ?, ?)"));
+  DPC_RETURN_IF_ERROR(insert.Bind(1, session_id)
+                          .Bind(2, step)
+                          .BindBlob(3, outcome.artefact)
+                          .Bind(4, now)
+                          .Bind(5, outcome.incident)
+                          .Run());
   DPC_ASSIGN_OR_RETURN(auto touch,
                        db->Prepare("UPDATE sessions SET last_activity_unix = ? WHERE id = ?"));
   DPC_RETURN_IF_ERROR(touch.Bind(1, now).Bind(2, session_id).Run());
   DPC_RETURN_IF_ERROR(transaction.Commit());
-  return batch;
+  return outcome;
 }
 
 absl::StatusOr<v1::Session> Ledger::CloseSession(const std::string& session_id,
+                                                 const Caller& caller,
                                                  const std::string& final_state) {
   std::lock_guard<std::mutex> lock(store_->mutex());
   Database* db = store_->db();
   DPC_ASSIGN_OR_RETURN(auto transaction, Transaction::BeginImmediate(db));
+  DPC_RETURN_IF_ERROR(LoadSessionFor(db, session_id, caller).status());
   DPC_ASSIGN_OR_RETURN(v1::Session session, CloseSessionLocked(db, session_id, final_state));
   DPC_RETURN_IF_ERROR(transaction.Commit());
   DPC_RETURN_IF_ERROR(FillBudget(db, &session));
   return session;
 }
 
-absl::StatusOr<v1::Session> Ledger::GetSession(const std::string& session_id) {
+absl::StatusOr<v1::Session> Ledger::GetSession(const std::string& session_id,
+                                               const Caller& caller) {
   std::lock_guard<std::mutex> lock(store_->mutex());
   Database* db = store_->db();
-  DPC_ASSIGN_OR_RETURN(LoadedSession loaded, LoadSession(db, session_id));
+  DPC_ASSIGN_OR_RETURN(LoadedSession loaded, LoadSessionFor(db, session_id, caller));
   DPC_RETURN_IF_ERROR(FillBudget(db, &loaded.session));
   return loaded.session;
 }

@@ -1,8 +1,11 @@
 #ifndef DPCURATOR_SERVER_LEDGER_H_
 #define DPCURATOR_SERVER_LEDGER_H_
 
+#include <mutex>
 #include <optional>
 #include <string>
+
+#include "absl/container/flat_hash_set.h"
 
 #include "absl/status/statusor.h"
 #include "core/privacy/events.h"
@@ -10,6 +13,20 @@
 #include "server/store.h"
 
 namespace dpcurator::server {
+
+// Whom an object is looked up for. A release or session belongs to the
+// principal (token id) that created it; an analyst sees only its own (and
+// rows from before ownership existed, owner ''), the curator sees all.
+// Anything else answers NOT_FOUND with the same text as an unknown id.
+struct Caller {
+  std::string principal_id;
+  bool is_curator = false;
+  // The server itself, or a curator: sees everything.
+  static Caller Curator() { return Caller{"", true}; }
+  bool Sees(const std::string& owner) const {
+    return is_curator || owner.empty() || owner == principal_id;
+  }
+};
 
 // The budget ledger (PRIVACY.md, "Admission"). One event per release; the
 // running RDP total per dataset lives in ledger_totals so that admission is
@@ -21,7 +38,7 @@ class Ledger {
 
   struct Admission {
     enum class Outcome {
-      kAdmitted,  // charged now; compute, then Complete() or Refund()
+      kAdmitted,  // charged now; compute, then Complete() or a failure call
       kReplay,    // the key's release is stored: return `artefact`, no charge
       kResume,    // charged earlier but never completed (crash): compute again
     };
@@ -33,32 +50,53 @@ class Ledger {
     double epsilon_remaining = 0.0;
   };
 
-  // In one BEGIN IMMEDIATE transaction: replays a known idempotency key (the
-  // same request bytes are required), checks the event's relation against
-  // the dataset's, computes the composed epsilon with the event added and
-  // refuses (RESOURCE_EXHAUSTED, naming spent / requested / cap) above the
-  // cap; otherwise writes the release row (PENDING), the event and the new
-  // totals, seals the dataset, and commits (synchronous=FULL) before
-  // returning. Nothing is computed before this returns.
-  absl::StatusOr<Admission> Admit(const std::string& dataset_id,
+  // In one BEGIN IMMEDIATE transaction: replays a known idempotency key of
+  // this caller (the same request bytes are required; keys are scoped by
+  // principal), checks the event's relation against the dataset's, computes
+  // the composed epsilon with the event added and refuses
+  // (RESOURCE_EXHAUSTED, naming spent / requested / cap) above the cap;
+  // otherwise writes the release row (PENDING, owned by the caller), the
+  // event and the new totals, seals the dataset, and commits
+  // (synchronous=FULL) before returning. Nothing is computed before this
+  // returns.
+  //
+  // kAdmitted and kResume hand the caller the release's attempt lease: one
+  // attempt per release at a time, so a retry while an attempt runs is
+  // refused (ABORTED) instead of racing it. The lease lives in this
+  // process's memory, so a crash releases it; EndAttempt() releases it
+  // otherwise (ReleaseAttempt below does that on scope exit). A key whose
+  // release failed after reading rows answers FAILED_PRECONDITION: the
+  // charge stands, and a new request needs a new key.
+  absl::StatusOr<Admission> Admit(const std::string& dataset_id, const Caller& caller,
                                   const std::string& idempotency_key, const std::string& kind,
                                   const std::string& request_bytes,
                                   const privacy::PrivacyEvent& event);
+  void EndAttempt(const std::string& release_id);
 
   // Stores the artefact (PENDING -> DONE). If another attempt completed the
   // release first, returns that stored artefact instead: only one artefact
   // per charge is ever delivered.
   absl::StatusOr<std::string> Complete(const std::string& release_id, const std::string& artefact);
 
-  // The computation failed and released nothing: appends a refund event and
-  // marks the release FAILED (PRIVACY.md: "A failed computation that
-  // released nothing writes a refund event").
+  // Only for a failure before any private row was read: compare-and-set
+  // PENDING -> FAILED and a refund event, in one transaction. A release that
+  // is not PENDING (delivered, or already failed) is refused with
+  // FAILED_PRECONDITION and nothing is written. `reason` is stored in the
+  // ledger: callers pass fixed text, never anything derived from rows.
   absl::Status Refund(const std::string& release_id, const std::string& reason);
 
-  absl::StatusOr<v1::BudgetReport> Report(const std::string& dataset_id);
-  absl::StatusOr<std::string> GetArtefact(const std::string& release_id,
+  // A failure after private rows were read (docs/privacy.md 6.1): PENDING ->
+  // FAILED with the charge kept (no refund event, ever) and the incident id
+  // that names the curator's log entry.
+  absl::Status FailAfterRowsRead(const std::string& release_id, const std::string& incident);
+
+  // Event descriptions carry no refund reasons; an analyst's report lists
+  // only its own sessions.
+  absl::StatusOr<v1::BudgetReport> Report(const std::string& dataset_id, const Caller& caller);
+  absl::StatusOr<std::string> GetArtefact(const std::string& release_id, const Caller& caller,
                                           std::string* dataset_id);
-  absl::StatusOr<v1::ListReleasesResponse> ListReleases(const std::string& dataset_id);
+  absl::StatusOr<v1::ListReleasesResponse> ListReleases(const std::string& dataset_id,
+                                                        const Caller& caller);
 
   // ---- Sessions (iterative releases with a reservation) ----
 
@@ -70,29 +108,40 @@ class Ledger {
   // admission (same rules as Admit: relation, cap, durable before return).
   // `params` is the resolved SessionParams.
   absl::StatusOr<SessionAdmission> OpenSession(const std::string& dataset_id,
+                                               const Caller& caller,
                                                const std::string& idempotency_key,
                                                const std::string& request_bytes,
                                                const v1::SessionParams& params,
                                                const privacy::PrivacyEvent& step_event,
                                                int64_t steps, double noise_multiplier);
 
+  // The outcome stored for one step index: the artefact, or (non-empty
+  // incident) a failure after rows were read, which counts as a used step.
+  struct StoredStep {
+    std::string artefact;
+    std::string incident;
+    bool failed() const { return !incident.empty(); }
+  };
   struct StepAdmission {
     v1::Session session;
-    std::optional<std::string> stored_batch;  // set: replay this stored step
+    std::optional<StoredStep> stored;  // set: replay this stored outcome
   };
   // Checks that step `step` may run (session OPEN, index < steps reserved)
-  // or returns the stored result of an earlier run of the same index.
-  absl::StatusOr<StepAdmission> BeginStep(const std::string& session_id, int64_t step);
-  // Stores a computed step; if the index was stored meanwhile, returns that
-  // one (only one result per step index is ever delivered).
-  absl::StatusOr<std::string> RecordStep(const std::string& session_id, int64_t step,
-                                         const std::string& batch);
+  // or returns the stored outcome of an earlier run of the same index.
+  absl::StatusOr<StepAdmission> BeginStep(const std::string& session_id, const Caller& caller,
+                                          int64_t step);
+  // Stores a step's outcome: `outcome.failed()` records a failure after rows
+  // were read (the step is used; its reservation is never returned). If the
+  // index was stored meanwhile, returns that one (only one outcome per step
+  // index is ever delivered).
+  absl::StatusOr<StoredStep> RecordStep(const std::string& session_id, int64_t step,
+                                        const StoredStep& outcome);
   // Closes an open session and appends a refund event for the steps not run
-  // (exactly SelfCompose(step_event, reserved - used)). Closing a closed
-  // session is a no-op that returns it.
-  absl::StatusOr<v1::Session> CloseSession(const std::string& session_id,
+  // (exactly SelfCompose(step_event, reserved - used); failed steps count as
+  // used). Closing a closed session is a no-op that returns it.
+  absl::StatusOr<v1::Session> CloseSession(const std::string& session_id, const Caller& caller,
                                            const std::string& final_state = "CLOSED");
-  absl::StatusOr<v1::Session> GetSession(const std::string& session_id);
+  absl::StatusOr<v1::Session> GetSession(const std::string& session_id, const Caller& caller);
   // Closes (ABANDONED) every open session idle for at least idle_seconds;
   // returns how many.
   absl::StatusOr<int> CloseIdleSessions(int64_t idle_seconds);
@@ -103,6 +152,26 @@ class Ledger {
 
  private:
   Store* store_;
+  // Release ids with an attempt running in this process (the attempt
+  // lease). Taken inside Admit's transaction, under the store mutex.
+  std::mutex attempts_mutex_;
+  absl::flat_hash_set<std::string> attempts_;
+};
+
+// Scope guard for an attempt lease: EndAttempt on destruction.
+class ReleaseAttempt {
+ public:
+  ReleaseAttempt(Ledger* ledger, std::string release_id)
+      : ledger_(ledger), release_id_(std::move(release_id)) {}
+  ~ReleaseAttempt() {
+    if (ledger_ != nullptr) ledger_->EndAttempt(release_id_);
+  }
+  ReleaseAttempt(const ReleaseAttempt&) = delete;
+  ReleaseAttempt& operator=(const ReleaseAttempt&) = delete;
+
+ private:
+  Ledger* ledger_;
+  std::string release_id_;
 };
 
 // Text form of an event for the ledger row, and back (for refunds and

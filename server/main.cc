@@ -32,6 +32,12 @@ ABSL_FLAG(std::string, tls_client_ca, "",
 // host; 0.0.0.0 only behind a network policy that admits the scraper alone.
 ABSL_FLAG(std::string, metrics_listen, "",
           "host:port for Prometheus metrics at /metrics (e.g. 127.0.0.1:9464); empty = off");
+ABSL_FLAG(bool, metrics_allow_remote, false,
+          "allow a non-loopback --metrics-listen address: whoever can reach /metrics is then "
+          "trusted as a curator (its latencies grow with datasets' row counts)");
+ABSL_FLAG(bool, check, false,
+          "run the start-up integrity check on --db, print every problem, exit 0 (clean) or 1; "
+          "serves nothing");
 ABSL_FLAG(std::string, port_file, "", "write the bound port to this file once serving");
 ABSL_FLAG(int, shutdown_grace_ms, 5000, "time in-flight RPCs get to finish on SIGTERM");
 ABSL_FLAG(int64_t, session_idle_timeout, 3600,
@@ -65,6 +71,18 @@ int main(int argc, char** argv) {
   sigaddset(&signals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
+  if (absl::GetFlag(FLAGS_check)) {
+    auto problems = dpcurator::server::CuratorServer::CheckDatabase(absl::GetFlag(FLAGS_db));
+    if (!problems.ok()) {
+      std::fprintf(stderr, "dpcurator-server --check: %s\n",
+                   std::string(problems.status().message()).c_str());
+      return 2;
+    }
+    for (const auto& problem : *problems) std::printf("problem: %s\n", problem.c_str());
+    std::printf("%s: %zu problem(s)\n", absl::GetFlag(FLAGS_db).c_str(), problems->size());
+    return problems->empty() ? 0 : 1;
+  }
+
   dpcurator::server::ServerOptions options;
   options.db_path = absl::GetFlag(FLAGS_db);
   options.listen_address = absl::GetFlag(FLAGS_listen);
@@ -75,6 +93,7 @@ int main(int argc, char** argv) {
   options.tls_client_ca_path = absl::GetFlag(FLAGS_tls_client_ca);
   options.session_idle_timeout_seconds = absl::GetFlag(FLAGS_session_idle_timeout);
   options.metrics_listen_address = absl::GetFlag(FLAGS_metrics_listen);
+  options.metrics_allow_remote = absl::GetFlag(FLAGS_metrics_allow_remote);
   auto server = dpcurator::server::CuratorServer::Start(options);
   using dpcurator::server::LogEvent;
   using dpcurator::server::LogLevel;

@@ -268,7 +268,7 @@ Metrics::MakeInterceptorFactory(Authorizer* authorizer) {
 }
 
 void RefreshBudget(Ledger& ledger, Metrics& metrics, const std::string& dataset_id) {
-  absl::StatusOr<v1::BudgetReport> report = ledger.Report(dataset_id);
+  absl::StatusOr<v1::BudgetReport> report = ledger.Report(dataset_id, Caller::Curator());
   if (!report.ok()) {
     LogEvent(LogLevel::kWarning, "metrics_refresh_failed")
         .Str("dataset", dataset_id)
@@ -281,7 +281,7 @@ void RefreshBudget(Ledger& ledger, Metrics& metrics, const std::string& dataset_
 absl::Status RefreshAllBudgets(Store& store, Ledger& ledger, Metrics& metrics) {
   DPC_ASSIGN_OR_RETURN(std::vector<v1::Dataset> datasets, store.ListDatasets());
   for (const v1::Dataset& dataset : datasets) {
-    DPC_ASSIGN_OR_RETURN(v1::BudgetReport report, ledger.Report(dataset.id()));
+    DPC_ASSIGN_OR_RETURN(v1::BudgetReport report, ledger.Report(dataset.id(), Caller::Curator()));
     metrics.UpdateBudget(report);
   }
   return absl::OkStatus();

@@ -4,6 +4,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/data/encoder.h"
 #include "core/embed/charfn.h"
+#include "core/embed/frequency_bounds.h"
 #include "core/embed/labelled_embedding.h"
 #include "core/embed/pairwise_distance.h"
 #include "core/embed/rff.h"
@@ -40,9 +41,11 @@ absl::Status ResolveFrequencyParams(Params* params) {
                                                    kMaxNumFrequencies, "], got ",
                                                    params->num_frequencies()));
   }
-  if (params->length_scale() < 0 || !std::isfinite(params->length_scale())) {
-    return absl::InvalidArgumentError(
-        "length_scale must be finite and positive (or 0 for the schema default)");
+  // Data-independent bounds (docs/privacy.md 6.2): inside them no row of the
+  // declared domain can make a feature non-finite, so nothing the engine
+  // does after reading rows can fail on a chosen parameter.
+  if (params->length_scale() != 0) {
+    DPC_RETURN_IF_ERROR(embed::ValidateLengthScale(params->length_scale(), "length_scale"));
   }
   // Frequencies are public randomness; the server draws the seed when the
   // analyst leaves it to us, and stores it in the artefact.
@@ -206,6 +209,10 @@ absl::StatusOr<ReleasePlan> PlanRelease(const v1::ReleaseRequest& request,
             "numeric_length_scale must be finite (> 0 declared, 0 = schema default, < 0 = the "
             "same as length_scale), got ", params->numeric_length_scale()));
       }
+      if (params->numeric_length_scale() > 0) {
+        DPC_RETURN_IF_ERROR(embed::ValidateLengthScale(params->numeric_length_scale(),
+                                                       "numeric_length_scale"));
+      }
       break;
     }
     default:
@@ -318,7 +325,7 @@ absl::StatusOr<SessionPlan> PlanSession(const v1::OpenSessionRequest& request,
     case v1::SessionParams::kEpsilon: {
       DPC_RETURN_IF_ERROR(ValidateFinitePositive(params.epsilon(), "Epsilon"));
       DPC_ASSIGN_OR_RETURN(plan.noise_multiplier,
-                           privacy::CalibrateSampledGaussianNoiseMultiplier(
+                           privacy::CalibrateSampledDiscreteGaussianNoiseMultiplier(
                                scheme, params.sampling_rate(), params.steps(), params.epsilon(),
                                dataset.budget().delta()));
       break;
@@ -334,11 +341,13 @@ absl::StatusOr<SessionPlan> PlanSession(const v1::OpenSessionRequest& request,
   params.set_noise_multiplier(plan.noise_multiplier);
   plan.steps = params.steps();
   if (scheme == privacy::SamplingScheme::kPoisson) {
-    DPC_ASSIGN_OR_RETURN(plan.step_event, privacy::PrivacyEvent::PoissonSampledGaussian(
+    // Steps draw the grid's discrete Gaussian: charged by the bounds proven
+    // for it (docs/privacy.md 4.5), stored as discrete_poisson / discrete_wor.
+    DPC_ASSIGN_OR_RETURN(plan.step_event, privacy::PrivacyEvent::PoissonSampledDiscreteGaussian(
                                               params.sampling_rate(), plan.noise_multiplier));
   } else {
     DPC_ASSIGN_OR_RETURN(plan.step_event,
-                         privacy::PrivacyEvent::SampledWithoutReplacementGaussian(
+                         privacy::PrivacyEvent::SampledWithoutReplacementDiscreteGaussian(
                              params.sampling_rate(), plan.noise_multiplier));
   }
   return plan;

@@ -29,6 +29,53 @@ constexpr int kMaxRowsPerMessage = 100000;
 #define DPC_GRPC_ASSIGN_OR_RETURN(lhs, expr) \
   DPC_GRPC_ASSIGN_OR_RETURN_IMPL_(DPC_STATUS_CONCAT_(dpc_grpc_or_, __LINE__), lhs, expr)
 
+// The caller of a call that passed Authorizer::Check, as the ledger's
+// ownership checks see it.
+absl::StatusOr<Caller> CallerOf(Authorizer& authorizer, const grpc::ServerContext* context) {
+  DPC_ASSIGN_OR_RETURN(Principal principal, authorizer.Caller(context));
+  return Caller{principal.id, principal.role == Role::kCurator};
+}
+
+absl::Status Hit(const Failpoint& failpoint, absl::string_view point) {
+  return failpoint ? failpoint(point) : absl::OkStatus();
+}
+
+// A status message with every digit and every quoted span blanked out: the
+// curator's log gets the shape of a failure (which check, which stage), never
+// a value, an index or a count (docs/privacy.md 6.1).
+std::string RedactedDetail(absl::string_view message) {
+  std::string out;
+  out.reserve(message.size());
+  bool quoted = false;
+  for (char c : message) {
+    if (c == '\'') {
+      quoted = !quoted;
+      out += quoted ? "'..." : "'";
+    } else if (quoted) {
+      continue;
+    } else {
+      out += (c >= '0' && c <= '9') ? '#' : c;
+    }
+  }
+  return out;
+}
+
+// The one answer to a failure after private rows were read (docs/privacy.md
+// 6.1): the client gets a generic error with an incident id and nothing
+// else; the curator's log gets the incident, the object, the stage and the
+// redacted detail. The caller has kept the charge.
+grpc::Status FailureAfterRowsRead(absl::string_view object, const std::string& object_id,
+                                  const std::string& dataset_id, const std::string& incident,
+                                  const absl::Status& cause) {
+  LogEvent(LogLevel::kError, "failed_after_rows_read")
+      .Str("incident", incident)
+      .Str("dataset", dataset_id)
+      .Str(std::string(object), object_id)
+      .Code(cause.code())
+      .Str("detail", RedactedDetail(cause.message()));
+  return IncidentStatus(object, object_id, incident);
+}
+
 absl::Status ValidateBudget(const v1::Budget& budget) {
   auto status = ValidateFinitePositive(budget.epsilon(), "Budget epsilon");
   if (!status.ok()) return status;
@@ -36,6 +83,16 @@ absl::Status ValidateBudget(const v1::Budget& budget) {
 }
 
 }  // namespace
+
+grpc::Status IncidentStatus(absl::string_view object, const std::string& object_id,
+                            const std::string& incident) {
+  return grpc::Status(
+      grpc::StatusCode::INTERNAL,
+      absl::StrCat(object, " '", object_id, "' failed after the server read the dataset's rows "
+                   "(incident ", incident, "). Its charge stands: a failure that may depend "
+                   "on the data is never refunded and its cause is not returned. The curator "
+                   "finds the incident in the server log."));
+}
 
 grpc::Status DatasetServiceImpl::CreateDataset(grpc::ServerContext* context,
                                                const v1::CreateDatasetRequest* request,
@@ -143,7 +200,8 @@ grpc::Status DatasetServiceImpl::GetBudget(grpc::ServerContext* context,
   DPC_GRPC_ASSIGN_OR_RETURN(Role role, authorizer_->Check(context));
   authorizer_->NoteTarget(context, request->dataset_id());
   (void)role;
-  DPC_GRPC_ASSIGN_OR_RETURN(*response, ledger_->Report(request->dataset_id()));
+  DPC_GRPC_ASSIGN_OR_RETURN(Caller caller, CallerOf(*authorizer_, context));
+  DPC_GRPC_ASSIGN_OR_RETURN(*response, ledger_->Report(request->dataset_id(), caller));
   metrics_->UpdateBudget(*response);  // free: the report is at hand
   return grpc::Status::OK;
 }
@@ -153,16 +211,17 @@ grpc::Status ReleaseServiceImpl::RequestRelease(grpc::ServerContext* context,
                                                 v1::Release* response) {
   DPC_GRPC_ASSIGN_OR_RETURN(Role role, authorizer_->Check(context));
   authorizer_->NoteTarget(context, request->dataset_id());
-  (void)role;
+  DPC_GRPC_ASSIGN_OR_RETURN(Caller caller, CallerOf(*authorizer_, context));
   DPC_GRPC_ASSIGN_OR_RETURN(v1::Dataset dataset, store_->GetDataset(request->dataset_id()));
   DPC_GRPC_ASSIGN_OR_RETURN(data::Schema schema, SchemaFromProto(dataset.schema()));
-  // Hop 1 -> 2: plan (calibration, defaults), then the ledger admits or
-  // refuses durably before any row is read.
+  // Hop 1 -> 2: plan (every parameter against data-independent bounds,
+  // calibration, defaults), then the ledger admits or refuses durably
+  // before any row is read.
   DPC_GRPC_ASSIGN_OR_RETURN(ReleasePlan plan, PlanRelease(*request, dataset));
   // The idempotency check compares the analyst's request, not the resolved
   // one (the server-drawn seed differs between attempts).
   absl::StatusOr<Ledger::Admission> admitted =
-      ledger_->Admit(dataset.id(), request->idempotency_key(), plan.kind,
+      ledger_->Admit(dataset.id(), caller, request->idempotency_key(), plan.kind,
                      request->SerializeAsString(), *plan.event);
   if (!admitted.ok()) {
     // Counted by the metrics interceptor (dpcurator_release_refusals_total).
@@ -187,33 +246,61 @@ grpc::Status ReleaseServiceImpl::RequestRelease(grpc::ServerContext* context,
         .Str("release", admission.release_id);
     return grpc::Status::OK;
   }
+  // This attempt holds the release's lease until it returns.
+  ReleaseAttempt attempt(ledger_, admission.release_id);
   // Audit: the charge this call made (a resumed admission was charged by
-  // the call that crashed; a refund below takes it back).
+  // the call that crashed).
   authorizer_->NoteDetail(context, absl::StrCat("release=", admission.release_id));
   if (admission.outcome == Ledger::Admission::Outcome::kAdmitted) {
     authorizer_->NoteEpsilon(context, admission.epsilon_alone);
   }
-  // Hop 2 -> 3: the engine over the stored rows.
+  // Hop 2 -> 3, before any row is read: the noise source. Failing here is
+  // the one failure that may be refunded, and only when this attempt made
+  // the charge (a resumed charge's earlier attempt may have read rows).
   auto noise = privacy::SecureNoiseSource::Create();
+  absl::Status before_rows = noise.ok() ? Hit(failpoint_, "release.before_rows_read")
+                                        : noise.status();
+  if (!before_rows.ok()) {
+    bool refunded = false;
+    if (admission.outcome == Ledger::Admission::Outcome::kAdmitted) {
+      refunded = ledger_
+                     ->Refund(admission.release_id,
+                              "the server's noise source failed before any row was read")
+                     .ok();
+      if (refunded) authorizer_->NoteEpsilon(context, 0.0);
+      RefreshBudget(*ledger_, *metrics_, dataset.id());
+    }
+    LogEvent(LogLevel::kError, "release_not_started")
+        .Str("dataset", dataset.id())
+        .Str("release", admission.release_id)
+        .Code(before_rows.code())
+        .Bool("refunded", refunded);
+    return grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                        absl::StrCat("the server could not start release '", admission.release_id,
+                                     "' (its noise source failed) before reading any row; ",
+                                     refunded ? "the charge was refunded. " : "",
+                                     "Retry later with the same idempotency key."));
+  }
+  // The engine over the stored rows. From the first row read on, a failure
+  // keeps its charge and says nothing data-dependent (docs/privacy.md 6.1).
   auto computed = [&]() -> absl::StatusOr<v1::Release> {
-    if (!noise.ok()) return noise.status();
     auto rows = store_->LoadRows(dataset.id(), schema);
     if (!rows.ok()) return rows.status();
+    DPC_RETURN_IF_ERROR(Hit(failpoint_, "release.after_rows_read"));
     return ComputeRelease(plan, dataset, schema, *rows, admission.release_id,
                           admission.epsilon_alone, noise->get());
   }();
   if (!computed.ok()) {
-    // Nothing was released: give the budget back with a refund event.
-    absl::Status refund = ledger_->Refund(admission.release_id, std::string(computed.status().message()));
-    if (refund.ok()) authorizer_->NoteEpsilon(context, 0.0);
-    RefreshBudget(*ledger_, *metrics_, dataset.id());
-    LogEvent(LogLevel::kError, "release_failed")
-        .Str("role", RoleName(role))
-        .Str("dataset", dataset.id())
-        .Str("release", admission.release_id)
-        .Code(computed.status().code())
-        .Bool("refunded", refund.ok());
-    return ToGrpcStatus(computed.status());
+    const std::string incident = NewId("inc");
+    absl::Status marked = ledger_->FailAfterRowsRead(admission.release_id, incident);
+    if (!marked.ok()) {
+      LogEvent(LogLevel::kError, "release_failure_not_recorded")
+          .Str("incident", incident)
+          .Str("release", admission.release_id)
+          .Code(marked.code());
+    }
+    return FailureAfterRowsRead("release", admission.release_id, dataset.id(), incident,
+                                computed.status());
   }
   computed->set_created_unix(UnixNow());
   DPC_GRPC_ASSIGN_OR_RETURN(std::string delivered,
@@ -242,8 +329,9 @@ grpc::Status ReleaseServiceImpl::GetRelease(grpc::ServerContext* context,
   DPC_GRPC_ASSIGN_OR_RETURN(Role role, authorizer_->Check(context));
   authorizer_->NoteTarget(context, request->release_id());
   (void)role;
+  DPC_GRPC_ASSIGN_OR_RETURN(Caller caller, CallerOf(*authorizer_, context));
   DPC_GRPC_ASSIGN_OR_RETURN(std::string artefact,
-                            ledger_->GetArtefact(request->release_id(), nullptr));
+                            ledger_->GetArtefact(request->release_id(), caller, nullptr));
   if (!response->ParseFromString(artefact)) {
     return ToGrpcStatus(absl::DataLossError("stored release does not parse"));
   }
@@ -257,7 +345,8 @@ grpc::Status ReleaseServiceImpl::ListReleases(grpc::ServerContext* context,
   DPC_GRPC_ASSIGN_OR_RETURN(Role role, authorizer_->Check(context));
   authorizer_->NoteTarget(context, request->dataset_id());
   (void)role;
-  DPC_GRPC_ASSIGN_OR_RETURN(*response, ledger_->ListReleases(request->dataset_id()));
+  DPC_GRPC_ASSIGN_OR_RETURN(Caller caller, CallerOf(*authorizer_, context));
+  DPC_GRPC_ASSIGN_OR_RETURN(*response, ledger_->ListReleases(request->dataset_id(), caller));
   return grpc::Status::OK;
 }
 
@@ -269,9 +358,11 @@ grpc::Status SessionServiceImpl::OpenSession(grpc::ServerContext* context,
   (void)role;
   DPC_GRPC_ASSIGN_OR_RETURN(v1::Dataset dataset, store_->GetDataset(request->dataset_id()));
   DPC_GRPC_ASSIGN_OR_RETURN(SessionPlan plan, PlanSession(*request, dataset));
+  DPC_GRPC_ASSIGN_OR_RETURN(Caller caller, CallerOf(*authorizer_, context));
   DPC_GRPC_ASSIGN_OR_RETURN(
       Ledger::SessionAdmission admission,
-      ledger_->OpenSession(dataset.id(), request->idempotency_key(), request->SerializeAsString(),
+      ledger_->OpenSession(dataset.id(), caller, request->idempotency_key(),
+                           request->SerializeAsString(),
                            plan.resolved_params, *plan.step_event, plan.steps,
                            plan.noise_multiplier));
   *response = admission.session;
@@ -294,30 +385,53 @@ grpc::Status SessionServiceImpl::Step(grpc::ServerContext* context,
   authorizer_->NoteTarget(context, request->session_id());
   authorizer_->NoteDetail(context, absl::StrCat("step=", request->step()));
   (void)role;
+  DPC_GRPC_ASSIGN_OR_RETURN(Caller caller, CallerOf(*authorizer_, context));
   DPC_GRPC_ASSIGN_OR_RETURN(Ledger::StepAdmission admission,
-                            ledger_->BeginStep(request->session_id(), request->step()));
-  std::string batch;
-  if (admission.stored_batch.has_value()) {
-    batch = *admission.stored_batch;
+                            ledger_->BeginStep(request->session_id(), caller, request->step()));
+  const std::string step_id = absl::StrCat(request->session_id(), "/", request->step());
+  Ledger::StoredStep outcome;
+  if (admission.stored.has_value()) {
+    outcome = *admission.stored;
     response->set_replayed(true);
   } else {
     const v1::Session& session = admission.session;
     DPC_GRPC_ASSIGN_OR_RETURN(v1::Dataset dataset, store_->GetDataset(session.dataset_id()));
     DPC_GRPC_ASSIGN_OR_RETURN(data::Schema schema, SchemaFromProto(dataset.schema()));
+    // Before any row is read: a failure here leaves the step unused.
     DPC_GRPC_ASSIGN_OR_RETURN(auto noise, privacy::SecureNoiseSource::Create());
-    DPC_GRPC_ASSIGN_OR_RETURN(data::Table rows, store_->LoadRows(dataset.id(), schema));
-    DPC_GRPC_ASSIGN_OR_RETURN(v1::EmbeddingArtefact computed,
-                              ComputeSessionStep(session, dataset, schema, rows, noise.get()));
-    computed.set_release_id(absl::StrCat(session.id(), "/", request->step()));
-    // Stored before it is returned: a retry of this index replays it.
-    DPC_GRPC_ASSIGN_OR_RETURN(batch, ledger_->RecordStep(session.id(), request->step(),
-                                                         computed.SerializeAsString()));
+    // From the first row read on, a failure is the step's outcome: stored,
+    // counted as used (its reservation is never returned), and answered
+    // with an incident id only (docs/privacy.md 6.1).
+    auto computed = [&]() -> absl::StatusOr<v1::EmbeddingArtefact> {
+      DPC_ASSIGN_OR_RETURN(data::Table rows, store_->LoadRows(dataset.id(), schema));
+      DPC_RETURN_IF_ERROR(Hit(failpoint_, "session_step.after_rows_read"));
+      return ComputeSessionStep(session, dataset, schema, rows, noise.get());
+    }();
+    Ledger::StoredStep attempt;
+    if (computed.ok()) {
+      computed->set_release_id(step_id);
+      attempt.artefact = computed->SerializeAsString();
+    } else {
+      attempt.incident = NewId("inc");
+      LogEvent(LogLevel::kError, "failed_after_rows_read")
+          .Str("incident", attempt.incident)
+          .Str("dataset", dataset.id())
+          .Str("session", session.id())
+          .Int("step", request->step())
+          .Code(computed.status().code())
+          .Str("detail", RedactedDetail(computed.status().message()));
+    }
+    // Stored before it is returned: a retry of this index replays it, and
+    // only the first outcome stored for an index is ever delivered.
+    DPC_GRPC_ASSIGN_OR_RETURN(outcome,
+                              ledger_->RecordStep(session.id(), request->step(), attempt));
   }
-  if (!response->mutable_batch()->ParseFromString(batch)) {
+  if (outcome.failed()) return IncidentStatus("session step", step_id, outcome.incident);
+  if (!response->mutable_batch()->ParseFromString(outcome.artefact)) {
     return ToGrpcStatus(absl::DataLossError("stored session step does not parse"));
   }
   DPC_GRPC_ASSIGN_OR_RETURN(*response->mutable_session(),
-                            ledger_->GetSession(request->session_id()));
+                            ledger_->GetSession(request->session_id(), caller));
   return grpc::Status::OK;
 }
 
@@ -327,7 +441,8 @@ grpc::Status SessionServiceImpl::CloseSession(grpc::ServerContext* context,
   DPC_GRPC_ASSIGN_OR_RETURN(Role role, authorizer_->Check(context));
   authorizer_->NoteTarget(context, request->session_id());
   (void)role;
-  DPC_GRPC_ASSIGN_OR_RETURN(*response, ledger_->CloseSession(request->session_id()));
+  DPC_GRPC_ASSIGN_OR_RETURN(Caller caller, CallerOf(*authorizer_, context));
+  DPC_GRPC_ASSIGN_OR_RETURN(*response, ledger_->CloseSession(request->session_id(), caller));
   RefreshBudget(*ledger_, *metrics_, response->dataset_id());  // the unused steps' refund
   LogEvent(LogLevel::kInfo, "session_closed")
       .Str("role", RoleName(role))
@@ -344,7 +459,8 @@ grpc::Status SessionServiceImpl::GetSession(grpc::ServerContext* context,
   DPC_GRPC_ASSIGN_OR_RETURN(Role role, authorizer_->Check(context));
   authorizer_->NoteTarget(context, request->session_id());
   (void)role;
-  DPC_GRPC_ASSIGN_OR_RETURN(*response, ledger_->GetSession(request->session_id()));
+  DPC_GRPC_ASSIGN_OR_RETURN(Caller caller, CallerOf(*authorizer_, context));
+  DPC_GRPC_ASSIGN_OR_RETURN(*response, ledger_->GetSession(request->session_id(), caller));
   return grpc::Status::OK;
 }
 

@@ -1,7 +1,11 @@
 #ifndef DPCURATOR_SERVER_SERVICE_H_
 #define DPCURATOR_SERVER_SERVICE_H_
 
+#include <functional>
 #include <memory>
+
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
 
 #include "dpcurator/v1/dpcurator.grpc.pb.h"
 #include "server/auth.h"
@@ -10,6 +14,19 @@
 #include "server/store.h"
 
 namespace dpcurator::server {
+
+// A test seam (as in google/differential-privacy's injected test doubles):
+// called with the name of a point on the release path; a non-OK status is
+// treated as a failure there. Points: "release.before_rows_read",
+// "release.after_rows_read", "session_step.after_rows_read". Production
+// servers have none.
+using Failpoint = std::function<absl::Status(absl::string_view point)>;
+
+// What a client is told when a release or session step failed after private
+// rows were read: the object, the incident id, and that the charge stands;
+// never the cause (docs/privacy.md 6.1).
+grpc::Status IncidentStatus(absl::string_view object, const std::string& object_id,
+                            const std::string& incident);
 
 // RPC handlers. Each one: (1) Authorizer::Check, (2) validation, (3) the
 // store or ledger, (4) the engine. The path of a release is visible in three
@@ -38,8 +55,13 @@ class DatasetServiceImpl final : public v1::DatasetService::Service {
 
 class ReleaseServiceImpl final : public v1::ReleaseService::Service {
  public:
-  ReleaseServiceImpl(Store* store, Ledger* ledger, Authorizer* authorizer, Metrics* metrics)
-      : store_(store), ledger_(ledger), authorizer_(authorizer), metrics_(metrics) {}
+  ReleaseServiceImpl(Store* store, Ledger* ledger, Authorizer* authorizer, Metrics* metrics,
+                     Failpoint failpoint = nullptr)
+      : store_(store),
+        ledger_(ledger),
+        authorizer_(authorizer),
+        metrics_(metrics),
+        failpoint_(std::move(failpoint)) {}
 
   grpc::Status RequestRelease(grpc::ServerContext* context, const v1::ReleaseRequest* request,
                               v1::Release* response) override;
@@ -53,12 +75,18 @@ class ReleaseServiceImpl final : public v1::ReleaseService::Service {
   Ledger* ledger_;
   Authorizer* authorizer_;
   Metrics* metrics_;
+  Failpoint failpoint_;
 };
 
 class SessionServiceImpl final : public v1::SessionService::Service {
  public:
-  SessionServiceImpl(Store* store, Ledger* ledger, Authorizer* authorizer, Metrics* metrics)
-      : store_(store), ledger_(ledger), authorizer_(authorizer), metrics_(metrics) {}
+  SessionServiceImpl(Store* store, Ledger* ledger, Authorizer* authorizer, Metrics* metrics,
+                     Failpoint failpoint = nullptr)
+      : store_(store),
+        ledger_(ledger),
+        authorizer_(authorizer),
+        metrics_(metrics),
+        failpoint_(std::move(failpoint)) {}
 
   grpc::Status OpenSession(grpc::ServerContext* context, const v1::OpenSessionRequest* request,
                            v1::Session* response) override;
@@ -74,6 +102,7 @@ class SessionServiceImpl final : public v1::SessionService::Service {
   Ledger* ledger_;
   Authorizer* authorizer_;
   Metrics* metrics_;
+  Failpoint failpoint_;
 };
 
 }  // namespace dpcurator::server

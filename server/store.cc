@@ -162,6 +162,19 @@ CREATE TRIGGER audit_log_no_update BEFORE UPDATE ON audit_log
 CREATE TRIGGER audit_log_no_delete BEFORE DELETE ON audit_log
   BEGIN SELECT RAISE(ABORT, 'the audit log is append-only'); END;
 )sql",
+    // 5: ownership and failures that keep their charge (docs/privacy.md 6).
+    // A release or session belongs to the principal that created it ('' for
+    // rows made before ownership existed). A FAILED release with
+    // charged_failure = 1 failed after reading rows: its charge stands and
+    // it is never refunded; `incident` names the log entry with the detail.
+    // A session step with a non-empty incident failed and counts as used.
+    R"sql(
+ALTER TABLE releases ADD COLUMN owner TEXT NOT NULL DEFAULT '';
+ALTER TABLE releases ADD COLUMN charged_failure INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE releases ADD COLUMN incident TEXT NOT NULL DEFAULT '';
+ALTER TABLE sessions ADD COLUMN owner TEXT NOT NULL DEFAULT '';
+ALTER TABLE session_steps ADD COLUMN incident TEXT NOT NULL DEFAULT '';
+)sql",
 };
 
 std::string EncodeCells(const data::Table& rows) {
@@ -385,9 +398,10 @@ absl::StatusOr<std::vector<std::string>> Store::CheckIntegrity() {
     DPC_ASSIGN_OR_RETURN(bool row, counts.Step());
     if (!row) break;
     if (counts.ColumnInt(1) != counts.ColumnInt(2)) {
-      problems.push_back(absl::StrCat("dataset ", counts.ColumnText(0), " row_count ",
-                                      counts.ColumnInt(1), " != stored rows ",
-                                      counts.ColumnInt(2)));
+      // No counts in the text: it reaches the log, and row counts are
+      // private under add/remove (docs/privacy.md 6.1).
+      problems.push_back(absl::StrCat("dataset ", counts.ColumnText(0),
+                                      ": row_count differs from the stored rows"));
     }
   }
   // Collection report counts agree with the stored reports.
@@ -399,9 +413,8 @@ absl::StatusOr<std::vector<std::string>> Store::CheckIntegrity() {
     DPC_ASSIGN_OR_RETURN(bool row, reports.Step());
     if (!row) break;
     if (reports.ColumnInt(1) != reports.ColumnInt(2)) {
-      problems.push_back(absl::StrCat("collection ", reports.ColumnText(0), " report_count ",
-                                      reports.ColumnInt(1), " != stored reports ",
-                                      reports.ColumnInt(2)));
+      problems.push_back(absl::StrCat("collection ", reports.ColumnText(0),
+                                      ": report_count differs from the stored reports"));
     }
   }
   return problems;

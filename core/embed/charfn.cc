@@ -4,6 +4,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "core/embed/frequency_bounds.h"
 #include "core/util/public_rng.h"
 #include "core/util/status_macros.h"
 #include "core/util/validation.h"
@@ -28,7 +29,7 @@ absl::StatusOr<CharacteristicFunctionMap> CharacteristicFunctionMap::Create(
     return absl::InvalidArgumentError(absl::StrCat(
         "Number of frequencies must be at most 1048576, got ", options.num_frequencies));
   }
-  DPC_RETURN_IF_ERROR(ValidateFinitePositive(options.length_scale, "Length-scale"));
+  DPC_RETURN_IF_ERROR(ValidateLengthScale(options.length_scale, "Length-scale"));
   DPC_RETURN_IF_ERROR(ValidatePositiveInt(layout.total_dim(), "Encoded dimension"));
   CharacteristicFunctionMap map;
   map.input_dim_ = layout.total_dim();
@@ -45,8 +46,7 @@ absl::StatusOr<CharacteristicFunctionMap> CharacteristicFunctionMap::Create(
   // kernel: the same Bochner sampling with per-dimension scales). The
   // features keep norm 1 whatever the frequencies, so no sensitivity moves.
   if (options.numeric_length_scale > 0 && layout.numeric_dim > 0) {
-    DPC_RETURN_IF_ERROR(
-        ValidateFinitePositive(options.numeric_length_scale, "Numeric length-scale"));
+    DPC_RETURN_IF_ERROR(ValidateLengthScale(options.numeric_length_scale, "Numeric length-scale"));
     map.frequencies_.leftCols(layout.numeric_dim) *=
         map.length_scale_ / options.numeric_length_scale;
     map.numeric_length_scale_ = options.numeric_length_scale;

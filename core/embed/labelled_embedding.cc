@@ -24,8 +24,9 @@ absl::Status LabelledEmbeddingAccumulator::Add(const Eigen::MatrixXd& features,
   const int classes = static_cast<int>(counts_.size());
   for (Eigen::Index i = 0; i < labels.size(); ++i) {
     if (labels(i) < 0 || labels(i) >= classes) {
+      // No value and no row index: both are private (docs/privacy.md 6.1).
       return absl::InvalidArgumentError(
-          absl::StrCat("label ", labels(i), " out of range [0, ", classes, ")"));
+          absl::StrCat("a label is outside the declared levels [0, ", classes, ")"));
     }
   }
   for (Eigen::Index i = 0; i < features.rows(); ++i) {
@@ -57,9 +58,8 @@ absl::StatusOr<LabelledEmbeddingAccumulator> AccumulateEmbedding(
   // Labels are read block by block below: a label vector of the wrong length
   // would be read past its end (or silently truncated).
   if (labels.size() != encoded.rows()) {
-    return absl::InvalidArgumentError(absl::StrCat("embedding needs one label per row, got ",
-                                                   labels.size(), " labels for ",
-                                                   encoded.rows(), " rows"));
+    // No counts in the message: the row count is private under add/remove.
+    return absl::InvalidArgumentError("embedding needs exactly one label per row");
   }
   DPC_RETURN_IF_ERROR(ValidatePositiveInt(block_rows, "Block size"));
   LabelledEmbeddingAccumulator accumulator(feature_map.output_dim(), num_classes);
@@ -101,9 +101,8 @@ absl::StatusOr<NoisyLabelledEmbedding> ReleaseLabelledEmbedding(
     release.class_totals = accumulator.counts();
   } else {
     if (accumulator.num_rows() != public_n) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "replace-one release needs the public size n to equal the rows used (", public_n,
-          " vs ", accumulator.num_rows(), ")"));
+      return absl::FailedPreconditionError(
+          "replace-one release needs the public size n to equal the number of rows used");
     }
     release.class_values = accumulator.sums() / static_cast<double>(public_n);
     release.class_totals = accumulator.counts() / static_cast<double>(public_n);

@@ -252,9 +252,8 @@ absl::StatusOr<NoisyDistanceStatistic> ReleaseMeanDistance(
         "the distance statistic was not computed by the requested estimator");
   }
   if (relation == NeighbouringRelation::kReplaceOne && n != public_n) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "replace-one release needs the public size n to equal the rows used (", public_n,
-        " vs ", n, ")"));
+    return absl::FailedPreconditionError(
+        "replace-one release needs the public size n to equal the number of rows used");
   }
   NoisyDistanceStatistic release;
   release.estimator = estimator;

@@ -4,6 +4,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "core/embed/frequency_bounds.h"
 #include "core/util/public_rng.h"
 #include "core/util/status_macros.h"
 #include "core/util/validation.h"
@@ -37,7 +38,7 @@ absl::StatusOr<RandomFourierFeatureMap> RandomFourierFeatureMap::Create(
   // validation below and is refused.
   map.length_scale_ =
       options.length_scale <= 0 ? DefaultLengthScale(layout) : options.length_scale;
-  DPC_RETURN_IF_ERROR(ValidateFinitePositive(map.length_scale_, "Length-scale"));
+  DPC_RETURN_IF_ERROR(ValidateLengthScale(map.length_scale_, "Length-scale"));
   double weight =
       options.numeric_weight < 0 ? DefaultNumericWeight(layout) : options.numeric_weight;
   DPC_RETURN_IF_ERROR(ValidateInUnitInterval(weight, "Numeric weight"));

@@ -1,6 +1,7 @@
 #include "core/privacy/discrete_noise.h"
 
 #include <bit>
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -234,27 +235,30 @@ absl::Status AddGridNoise(const GridNoise& noise_spec, Eigen::Ref<Eigen::VectorX
   }
   const int exponent = noise_spec.grid_exponent;
   // Validate everything before touching anything: a failed release must
-  // leave no half-noised vector behind.
+  // leave no half-noised vector behind. The message names neither the
+  // coordinate nor its value: both are functions of private rows
+  // (docs/privacy.md 6.1). Callers validate parameters so that a finite
+  // statistic is guaranteed; this is the last line of defence.
   for (Eigen::Index i = 0; i < values.size(); ++i) {
     if (!std::isfinite(values(i))) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("value ", i, " of the released vector is not finite"));
-    }
-    if (std::fabs(std::ldexp(values(i), -exponent)) > kMaxGridUnits) {
-      return absl::OutOfRangeError(absl::StrCat(
-          "value ", i, " of the released vector (", values(i),
-          ") is too large for the noise grid 2^", exponent,
-          ": released values must stay below 2^52 grid units to be exact doubles"));
+      return absl::InvalidArgumentError("the released vector has a non-finite value");
     }
   }
   if (!noise->adds_noise()) return absl::OkStatus();
+  // A value beyond 2^52 grid units is clamped to +-2^52 units rather than
+  // refused: whether it happens depends on the rows, so a refusal would be a
+  // data-dependent output (docs/privacy.md 6.1). Clamping each coordinate
+  // to an interval whose ends are grid points is non-expansive and commutes
+  // with the snapping, so the snapped vector's sensitivity bound still holds.
+  const double max_value = std::ldexp(kMaxGridUnits, exponent);
   // Any |Z| above this is impossible in practice (probability below
   // exp(-2^30) at our scales); refusing it keeps |m + Z| <= 2^53.
   constexpr int64_t kMaxNoiseUnits = int64_t{1} << 52;
   for (Eigen::Index i = 0; i < values.size(); ++i) {
     // Exact: |value / g| <= 2^52, so std::round gives an integer-valued
     // double that converts to int64 without loss.
-    const int64_t snapped = static_cast<int64_t>(std::round(std::ldexp(values(i), -exponent)));
+    const double clamped = std::clamp(values(i), -max_value, max_value);
+    const int64_t snapped = static_cast<int64_t>(std::round(std::ldexp(clamped, -exponent)));
     const int64_t z = noise_spec.kind == GridNoiseKind::kGaussian
                           ? DiscreteGaussian(noise, noise_spec.scale_units)
                           : DiscreteLaplace(noise, noise_spec.scale_units);

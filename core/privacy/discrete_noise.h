@@ -117,8 +117,11 @@ double SnapToGrid(double value, int grid_exponent);
 
 // Snaps every value to g * round(value / g) and adds g * Z with Z i.i.d.
 // discrete Gaussian (sigma = scale_units) or discrete Laplace
-// (b = scale_units); the results are exact multiples of g. Fails, before
-// touching `values`, if a value is not finite or |value / g| > kMaxGridUnits.
+// (b = scale_units); the results are exact multiples of g. A value with
+// |value / g| > kMaxGridUnits is first clamped to +-kMaxGridUnits grid units
+// (non-expansive: the sensitivity bound holds, and no data-dependent failure
+// exists). Fails, before touching `values`, if a value is not finite; the
+// message names no coordinate and no value.
 // A source with adds_noise() == false (ZeroNoiseSource) leaves `values`
 // exactly as they are, neither snapped nor noised: tests of release logic
 // compare against the exact statistic.

@@ -254,7 +254,7 @@ TEST(AccumulatorTest, ValidatesShapesAndLabels) {
   Eigen::MatrixXd features = Eigen::MatrixXd::Ones(2, 2);
   Eigen::VectorXi labels(2);
   labels << 0, 3;
-  EXPECT_EQ(acc.Add(features, labels).message(), "label 3 out of range [0, 3)");
+  EXPECT_EQ(acc.Add(features, labels).message(), "a label is outside the declared levels [0, 3)");
   labels << -1, 0;
   EXPECT_FALSE(acc.Add(features, labels).ok());
   EXPECT_FALSE(acc.Add(Eigen::MatrixXd::Ones(2, 5), Eigen::VectorXi::Zero(2)).ok());

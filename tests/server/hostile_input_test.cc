@@ -606,10 +606,10 @@ TEST_F(HostileInputTest, AbsurdReleaseSessionAndCreateParametersAreRefusedFree) 
        C::INVALID_ARGUMENT, "num_frequencies must be in"},
       {"release-nan-length-scale",
        release([](auto* r) { r->mutable_rff_embedding()->set_length_scale(kNan); }),
-       C::INVALID_ARGUMENT, "length_scale must be finite"},
+       C::INVALID_ARGUMENT, "length_scale must be in [1e-06, 1e+06]"},
       {"release-inf-length-scale",
        release([](auto* r) { r->mutable_rff_embedding()->set_length_scale(kInf); }),
-       C::INVALID_ARGUMENT, "length_scale must be finite"},
+       C::INVALID_ARGUMENT, "length_scale must be in [1e-06, 1e+06]"},
       {"release-nan-weight",
        release([](auto* r) {
          r->mutable_rff_embedding()->set_has_numeric_weight(true);
@@ -627,7 +627,7 @@ TEST_F(HostileInputTest, AbsurdReleaseSessionAndCreateParametersAreRefusedFree) 
       {"charfn-inf-numeric-length-scale", charfn([](auto* p) { p->set_numeric_length_scale(kInf); }),
        C::INVALID_ARGUMENT, "numeric_length_scale"},
       {"charfn-inf-length-scale", charfn([](auto* p) { p->set_length_scale(kInf); }),
-       C::INVALID_ARGUMENT, "length_scale must be finite"},
+       C::INVALID_ARGUMENT, "length_scale must be in [1e-06, 1e+06]"},
       {"release-over-cap", release([](auto* r) { r->set_epsilon(50.0); }),
        C::RESOURCE_EXHAUSTED, "requested 50"},
       {"release-unknown-dataset", release([](auto* r) { r->set_dataset_id("ds_nope"); }),

@@ -16,6 +16,7 @@ namespace dpcurator::server::testing {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 class LedgerTest : public ::testing::Test {
  protected:
@@ -39,6 +40,8 @@ class LedgerTest : public ::testing::Test {
     return dataset.ok() ? dataset->id() : "";
   }
 
+  const Caller kAlice{"tok_alice", false};
+  const Caller kBob{"tok_bob", false};
   std::unique_ptr<TempDir> dir_;
   std::unique_ptr<Store> store_;
   std::unique_ptr<Ledger> ledger_;
@@ -48,7 +51,7 @@ TEST_F(LedgerTest, RefundRestoresBudgetExactly) {
   const std::string dataset = NewDataset(v1::ADD_REMOVE);
   auto event = privacy::PrivacyEvent::Gaussian(5.0);
   ASSERT_TRUE(event.ok());
-  auto admission = ledger_->Admit(dataset, "key-1", "rff_embedding", "request-1", *event);
+  auto admission = ledger_->Admit(dataset, kAlice, "key-1", "rff_embedding", "request-1", *event);
   ASSERT_TRUE(admission.ok()) << admission.status();
   EXPECT_EQ(admission->outcome, Ledger::Admission::Outcome::kAdmitted);
   EXPECT_GT(admission->epsilon_spent, 0.0);
@@ -57,13 +60,13 @@ TEST_F(LedgerTest, RefundRestoresBudgetExactly) {
   ASSERT_TRUE(sealed.ok());
   EXPECT_TRUE(sealed->sealed());
 
-  auto charged = ledger_->Report(dataset);
+  auto charged = ledger_->Report(dataset, kAlice);
   ASSERT_TRUE(charged.ok()) << charged.status();
   EXPECT_DOUBLE_EQ(charged->epsilon_spent(), admission->epsilon_spent);
   ASSERT_EQ(charged->events_size(), 1);
 
   ASSERT_TRUE(ledger_->Refund(admission->release_id, "engine failed").ok());
-  auto refunded = ledger_->Report(dataset);
+  auto refunded = ledger_->Report(dataset, kAlice);
   ASSERT_TRUE(refunded.ok()) << refunded.status();
   EXPECT_EQ(refunded->epsilon_spent(), 0.0);
   EXPECT_EQ(refunded->epsilon_remaining(), 1.5);
@@ -73,7 +76,8 @@ TEST_F(LedgerTest, RefundRestoresBudgetExactly) {
   EXPECT_EQ(refunded->events(1).kind(), "refund");
   EXPECT_EQ(refunded->events(1).refund_of(), refunded->events(0).id());
   EXPECT_EQ(refunded->events(1).release_id(), admission->release_id);
-  EXPECT_THAT(refunded->events(1).description(), HasSubstr("engine failed"));
+  // The reason stays in the database; the report shows the event alone.
+  EXPECT_THAT(refunded->events(1).description(), Not(HasSubstr("engine failed")));
 
   auto problems = ledger_->VerifyTotals();
   ASSERT_TRUE(problems.ok()) << problems.status();
@@ -85,15 +89,15 @@ TEST_F(LedgerTest, RefundRestoresBudgetExactly) {
   // Nothing left to refund; the failed release is not fetchable.
   EXPECT_EQ(ledger_->Refund(admission->release_id, "again").code(),
             absl::StatusCode::kFailedPrecondition);
-  EXPECT_EQ(ledger_->GetArtefact(admission->release_id, nullptr).status().code(),
+  EXPECT_EQ(ledger_->GetArtefact(admission->release_id, kAlice, nullptr).status().code(),
             absl::StatusCode::kFailedPrecondition);
-  auto releases = ledger_->ListReleases(dataset);
+  auto releases = ledger_->ListReleases(dataset, kAlice);
   ASSERT_TRUE(releases.ok());
   ASSERT_EQ(releases->releases_size(), 1);
   EXPECT_EQ(releases->releases(0).status(), "FAILED");
 
   // The refunded budget can be spent again, under the same key.
-  auto retry = ledger_->Admit(dataset, "key-1", "rff_embedding", "request-1", *event);
+  auto retry = ledger_->Admit(dataset, kAlice, "key-1", "rff_embedding", "request-1", *event);
   ASSERT_TRUE(retry.ok()) << retry.status();
   EXPECT_EQ(retry->outcome, Ledger::Admission::Outcome::kAdmitted);
   EXPECT_EQ(retry->release_id, admission->release_id);
@@ -104,10 +108,12 @@ TEST_F(LedgerTest, CompleteThenReplayAndPendingResume) {
   const std::string dataset = NewDataset(v1::ADD_REMOVE, 10.0);
   auto event = privacy::PrivacyEvent::Gaussian(4.0);
   ASSERT_TRUE(event.ok());
-  auto admission = ledger_->Admit(dataset, "k", "rff_embedding", "req", *event);
+  auto admission = ledger_->Admit(dataset, kAlice, "k", "rff_embedding", "req", *event);
   ASSERT_TRUE(admission.ok());
-  // Admitted but not completed (a crash): the same key resumes, no charge.
-  auto resume = ledger_->Admit(dataset, "k", "rff_embedding", "req", *event);
+  // Admitted but not completed (a crash: the attempt lease went with the
+  // process): the same key resumes on the restarted ledger, no charge.
+  ledger_ = std::make_unique<Ledger>(store_.get());
+  auto resume = ledger_->Admit(dataset, kAlice, "k", "rff_embedding", "req", *event);
   ASSERT_TRUE(resume.ok());
   EXPECT_EQ(resume->outcome, Ledger::Admission::Outcome::kResume);
   EXPECT_EQ(resume->release_id, admission->release_id);
@@ -118,52 +124,160 @@ TEST_F(LedgerTest, CompleteThenReplayAndPendingResume) {
   auto again = ledger_->Complete(admission->release_id, "other-bytes");
   ASSERT_TRUE(again.ok());
   EXPECT_EQ(*again, "artefact-bytes");
-  auto replay = ledger_->Admit(dataset, "k", "rff_embedding", "req", *event);
+  auto replay = ledger_->Admit(dataset, kAlice, "k", "rff_embedding", "req", *event);
   ASSERT_TRUE(replay.ok());
   EXPECT_EQ(replay->outcome, Ledger::Admission::Outcome::kReplay);
   EXPECT_EQ(replay->artefact, "artefact-bytes");
-  auto different = ledger_->Admit(dataset, "k", "rff_embedding", "other request", *event);
+  auto different = ledger_->Admit(dataset, kAlice, "k", "rff_embedding", "other request", *event);
   EXPECT_EQ(different.status().code(), absl::StatusCode::kFailedPrecondition);
-  auto report = ledger_->Report(dataset);
+  auto report = ledger_->Report(dataset, kAlice);
   ASSERT_TRUE(report.ok());
   EXPECT_EQ(report->events_size(), 1);
-  EXPECT_EQ(ledger_->Admit(dataset, "", "rff_embedding", "req", *event).status().code(),
+  EXPECT_EQ(ledger_->Admit(dataset, kAlice, "", "rff_embedding", "req", *event).status().code(),
             absl::StatusCode::kInvalidArgument);
+}
+
+// Issue 11 A2, the exploit: attempt 1 is admitted and computing; a retry
+// with the same key used to "resume" the same PENDING charge; attempt 1
+// delivered (DONE); attempt 2 then failed and refunded the charge of the
+// release attempt 1 had delivered. Now the retry is refused while attempt 1
+// holds the lease, and a delivered release can never be refunded.
+TEST_F(LedgerTest, DeliveredReleaseIsNeverRefundedAndRetriesDoNotRace) {
+  const std::string dataset = NewDataset(v1::ADD_REMOVE, 10.0);
+  auto event = privacy::PrivacyEvent::Gaussian(4.0);
+  ASSERT_TRUE(event.ok());
+  auto first = ledger_->Admit(dataset, kAlice, "k", "rff_embedding", "req", *event);
+  ASSERT_TRUE(first.ok()) << first.status();
+  ASSERT_EQ(first->outcome, Ledger::Admission::Outcome::kAdmitted);
+  auto charged = ledger_->Report(dataset, kAlice);
+  ASSERT_TRUE(charged.ok());
+
+  // A concurrent retry while attempt 1 runs: refused, nothing written.
+  auto racing = ledger_->Admit(dataset, kAlice, "k", "rff_embedding", "req", *event);
+  EXPECT_EQ(racing.status().code(), absl::StatusCode::kAborted) << racing.status();
+  EXPECT_THAT(racing.status().message(), HasSubstr("retry after it finishes"));
+
+  // Attempt 1 delivers.
+  ASSERT_TRUE(ledger_->Complete(first->release_id, "artefact").ok());
+  ledger_->EndAttempt(first->release_id);
+  // A refund of the delivered release is refused (compare-and-set on
+  // PENDING) and changes nothing.
+  EXPECT_EQ(ledger_->Refund(first->release_id, "late failure").code(),
+            absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(ledger_->FailAfterRowsRead(first->release_id, "inc_x").code(),
+            absl::StatusCode::kFailedPrecondition);
+  auto after = ledger_->Report(dataset, kAlice);
+  ASSERT_TRUE(after.ok());
+  EXPECT_EQ(after->SerializeAsString(), charged->SerializeAsString());
+  auto artefact = ledger_->GetArtefact(first->release_id, kAlice, nullptr);
+  ASSERT_TRUE(artefact.ok()) << artefact.status();
+  EXPECT_EQ(*artefact, "artefact");
+  // A retry of the DONE request returns the stored artefact, uncharged.
+  auto replay = ledger_->Admit(dataset, kAlice, "k", "rff_embedding", "req", *event);
+  ASSERT_TRUE(replay.ok());
+  EXPECT_EQ(replay->outcome, Ledger::Admission::Outcome::kReplay);
+  EXPECT_EQ(replay->artefact, "artefact");
+  auto problems = ledger_->VerifyTotals();
+  ASSERT_TRUE(problems.ok());
+  EXPECT_TRUE(problems->empty()) << ::testing::PrintToString(*problems);
+}
+
+// A failure after rows were read keeps its charge: no refund event, the
+// release is FAILED, a retry under the key says so (and is not charged
+// again), and only a new key is charged anew.
+TEST_F(LedgerTest, FailureAfterRowsReadKeepsItsCharge) {
+  const std::string dataset = NewDataset(v1::ADD_REMOVE, 10.0);
+  auto event = privacy::PrivacyEvent::Gaussian(4.0);
+  ASSERT_TRUE(event.ok());
+  auto admission = ledger_->Admit(dataset, kAlice, "k", "rff_embedding", "req", *event);
+  ASSERT_TRUE(admission.ok());
+  ASSERT_TRUE(ledger_->FailAfterRowsRead(admission->release_id, "inc_0001").ok());
+  ledger_->EndAttempt(admission->release_id);
+  // Not refundable afterwards either.
+  EXPECT_EQ(ledger_->Refund(admission->release_id, "x").code(),
+            absl::StatusCode::kFailedPrecondition);
+  auto report = ledger_->Report(dataset, kAlice);
+  ASSERT_TRUE(report.ok());
+  ASSERT_EQ(report->events_size(), 1);
+  EXPECT_EQ(report->events(0).refund_of(), 0);
+  EXPECT_DOUBLE_EQ(report->epsilon_spent(), admission->epsilon_spent);
+  auto retry = ledger_->Admit(dataset, kAlice, "k", "rff_embedding", "req", *event);
+  EXPECT_EQ(retry.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(retry.status().message(), HasSubstr("inc_0001"));
+  EXPECT_THAT(retry.status().message(), HasSubstr("charge stands"));
+  auto still = ledger_->Report(dataset, kAlice);
+  ASSERT_TRUE(still.ok());
+  EXPECT_EQ(still->events_size(), 1);
+  auto fresh = ledger_->Admit(dataset, kAlice, "k2", "rff_embedding", "req", *event);
+  ASSERT_TRUE(fresh.ok());
+  EXPECT_EQ(fresh->outcome, Ledger::Admission::Outcome::kAdmitted);
+}
+
+// Issue 11 A5: a release belongs to the principal that made it. Another
+// analyst's key does not replay it, its id reads as unknown, and listings
+// show it to the owner and the curator only.
+TEST_F(LedgerTest, ReleasesBelongToTheirCreator) {
+  const std::string dataset = NewDataset(v1::ADD_REMOVE, 10.0);
+  auto event = privacy::PrivacyEvent::Gaussian(4.0);
+  ASSERT_TRUE(event.ok());
+  auto mine = ledger_->Admit(dataset, kAlice, "shared-key", "rff_embedding", "req", *event);
+  ASSERT_TRUE(mine.ok());
+  ASSERT_TRUE(ledger_->Complete(mine->release_id, "alice's artefact").ok());
+  // Bob, same key and bytes: his own, new release (charged), not a replay.
+  auto theirs = ledger_->Admit(dataset, kBob, "shared-key", "rff_embedding", "req", *event);
+  ASSERT_TRUE(theirs.ok());
+  EXPECT_EQ(theirs->outcome, Ledger::Admission::Outcome::kAdmitted);
+  EXPECT_NE(theirs->release_id, mine->release_id);
+  auto stolen = ledger_->GetArtefact(mine->release_id, kBob, nullptr);
+  EXPECT_EQ(stolen.status().code(), absl::StatusCode::kNotFound);
+  auto unknown = ledger_->GetArtefact("rel_unknown", kBob, nullptr);
+  EXPECT_EQ(stolen.status().message().substr(0, 12), unknown.status().message().substr(0, 12));
+  EXPECT_TRUE(ledger_->GetArtefact(mine->release_id, Caller::Curator(), nullptr).ok());
+  auto alice_list = ledger_->ListReleases(dataset, kAlice);
+  auto bob_list = ledger_->ListReleases(dataset, kBob);
+  auto all = ledger_->ListReleases(dataset, Caller::Curator());
+  ASSERT_TRUE(alice_list.ok() && bob_list.ok() && all.ok());
+  ASSERT_EQ(alice_list->releases_size(), 1);
+  EXPECT_EQ(alice_list->releases(0).id(), mine->release_id);
+  EXPECT_EQ(alice_list->releases(0).idempotency_key(), "shared-key");
+  ASSERT_EQ(bob_list->releases_size(), 1);
+  EXPECT_EQ(bob_list->releases(0).id(), theirs->release_id);
+  EXPECT_EQ(all->releases_size(), 2);
 }
 
 TEST_F(LedgerTest, EventOfTheWrongRelationIsRefused) {
   const std::string replace_one = NewDataset(v1::REPLACE_ONE);
   auto poisson = privacy::PrivacyEvent::PoissonSampledGaussian(0.01, 1.0);
   ASSERT_TRUE(poisson.ok());
-  auto refused = ledger_->Admit(replace_one, "poisson", "dpsgd", "req", *poisson);
+  auto refused = ledger_->Admit(replace_one, kAlice, "poisson", "dpsgd", "req", *poisson);
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument) << refused.status();
 
   const std::string add_remove = NewDataset(v1::ADD_REMOVE);
   auto wor = privacy::PrivacyEvent::SampledWithoutReplacementGaussian(0.01, 1.0);
   ASSERT_TRUE(wor.ok());
-  EXPECT_FALSE(ledger_->Admit(add_remove, "wor", "dpsgd", "req", *wor).ok());
+  EXPECT_FALSE(ledger_->Admit(add_remove, kAlice, "wor", "dpsgd", "req", *wor).ok());
   auto rr = privacy::PrivacyEvent::RandomizedResponse(3, 1.0);
   ASSERT_TRUE(rr.ok());
-  EXPECT_FALSE(ledger_->Admit(add_remove, "rr", "noisy_samples", "req", *rr).ok());
+  EXPECT_FALSE(ledger_->Admit(add_remove, kAlice, "rr", "noisy_samples", "req", *rr).ok());
 
   // Refusals write nothing and do not seal.
   for (const std::string& dataset : {replace_one, add_remove}) {
-    auto report = ledger_->Report(dataset);
+    auto report = ledger_->Report(dataset, kAlice);
     ASSERT_TRUE(report.ok());
     EXPECT_EQ(report->events_size(), 0);
     EXPECT_EQ(report->epsilon_spent(), 0.0);
     auto listed = store_->GetDataset(dataset);
     ASSERT_TRUE(listed.ok());
     EXPECT_FALSE(listed->sealed());
-    auto releases = ledger_->ListReleases(dataset);
+    auto releases = ledger_->ListReleases(dataset, kAlice);
     ASSERT_TRUE(releases.ok());
     EXPECT_EQ(releases->releases_size(), 0);
   }
 
   // The matching relations are admitted.
-  EXPECT_TRUE(ledger_->Admit(add_remove, "poisson", "dpsgd", "req", *poisson).ok());
-  EXPECT_TRUE(ledger_->Admit(replace_one, "wor", "dpsgd", "req", *wor).ok());
+  EXPECT_TRUE(ledger_->Admit(add_remove, kAlice, "poisson", "dpsgd", "req", *poisson).ok());
+  EXPECT_TRUE(ledger_->Admit(replace_one, kAlice, "wor", "dpsgd", "req", *wor).ok());
   auto problems = ledger_->VerifyTotals();
   ASSERT_TRUE(problems.ok());
   EXPECT_TRUE(problems->empty()) << ::testing::PrintToString(*problems);
@@ -173,11 +287,11 @@ TEST_F(LedgerTest, OverCapRefusalWritesNothing) {
   const std::string dataset = NewDataset(v1::ADD_REMOVE, 0.5);
   auto event = privacy::PrivacyEvent::Gaussian(1.0);  // eps ~ 4.4 at 1e-5
   ASSERT_TRUE(event.ok());
-  auto refused = ledger_->Admit(dataset, "big", "rff_embedding", "req", *event);
+  auto refused = ledger_->Admit(dataset, kAlice, "big", "rff_embedding", "req", *event);
   ASSERT_EQ(refused.status().code(), absl::StatusCode::kResourceExhausted) << refused.status();
   EXPECT_THAT(refused.status().message(), HasSubstr("spent epsilon 0,"));
   EXPECT_THAT(refused.status().message(), HasSubstr("cap 0.5 "));
-  auto report = ledger_->Report(dataset);
+  auto report = ledger_->Report(dataset, kAlice);
   ASSERT_TRUE(report.ok());
   EXPECT_EQ(report->events_size(), 0);
   auto listed = store_->GetDataset(dataset);
@@ -215,17 +329,17 @@ TEST_F(LedgerTest, DiscreteGaussianIsStoredApartAndChargedByRdpOnly) {
 
   // A dataset with an old continuous charge: exact path, below RDP.
   const std::string dataset = NewDataset(v1::ADD_REMOVE, 10.0);
-  ASSERT_TRUE(ledger_->Admit(dataset, "old", "rff_embedding", "r1", *old_row).ok());
-  auto before = ledger_->Report(dataset);
+  ASSERT_TRUE(ledger_->Admit(dataset, kAlice, "old", "rff_embedding", "r1", *old_row).ok());
+  auto before = ledger_->Report(dataset, kAlice);
   ASSERT_TRUE(before.ok()) << before.status();
   ASSERT_TRUE(before->has_epsilon_exact());
   EXPECT_EQ(before->epsilon_spent(), before->epsilon_exact());
   EXPECT_LT(before->epsilon_exact(), before->epsilon_rdp());
   // Then a discrete one: RDP of the summed curves, and nothing else.
-  auto admitted = ledger_->Admit(dataset, "new", "rff_embedding", "r2", discrete);
+  auto admitted = ledger_->Admit(dataset, kAlice, "new", "rff_embedding", "r2", discrete);
   ASSERT_TRUE(admitted.ok()) << admitted.status();
   EXPECT_NEAR(admitted->epsilon_alone, rdp_epsilon(1 / 9.0), 1e-12);
-  auto after = ledger_->Report(dataset);
+  auto after = ledger_->Report(dataset, kAlice);
   ASSERT_TRUE(after.ok()) << after.status();
   EXPECT_FALSE(after->has_epsilon_exact());
   EXPECT_EQ(after->epsilon_spent(), after->epsilon_rdp());
@@ -235,8 +349,8 @@ TEST_F(LedgerTest, DiscreteGaussianIsStoredApartAndChargedByRdpOnly) {
 
   // A dataset with discrete charges only: RDP only.
   const std::string fresh = NewDataset(v1::REPLACE_ONE, 10.0);
-  ASSERT_TRUE(ledger_->Admit(fresh, "d", "charfn_embedding", "r3", *pair).ok());
-  auto only = ledger_->Report(fresh);
+  ASSERT_TRUE(ledger_->Admit(fresh, kAlice, "d", "charfn_embedding", "r3", *pair).ok());
+  auto only = ledger_->Report(fresh, kAlice);
   ASSERT_TRUE(only.ok()) << only.status();
   EXPECT_FALSE(only->has_epsilon_exact());
   EXPECT_NEAR(only->epsilon_spent(), rdp_epsilon(2 / 6.25), 1e-12);

@@ -97,6 +97,7 @@ void ServerTest::StartServer() {
   options.listen_address = "127.0.0.1:0";
   options.tokens_path = tokens_path_;
   options.insecure_dev = true;
+  options.failpoint = failpoint_;
   auto started = CuratorServer::Start(options);
   ASSERT_TRUE(started.ok()) << started.status();
   server_ = std::move(started).value();

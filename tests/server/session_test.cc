@@ -53,7 +53,7 @@ class SessionTest : public ServerTest {
   }
 
   static double EpsilonOfSteps(int64_t steps, double q, double s, double delta) {
-    auto step = privacy::PrivacyEvent::PoissonSampledGaussian(q, s);
+    auto step = privacy::PrivacyEvent::PoissonSampledDiscreteGaussian(q, s);
     auto event = privacy::PrivacyEvent::SelfCompose(*step, steps);
     return privacy::ComputeEpsilonReport(*event, delta)->epsilon;
   }
@@ -156,7 +156,7 @@ TEST_F(SessionTest, ReplaceOneUsesSamplingWithoutReplacement) {
   ASSERT_TRUE(RunStep(session.id(), 0, &step).ok());
   EXPECT_EQ(step.batch().public_n(), 20);                    // m rows, public
   EXPECT_NEAR(step.batch().sensitivity(), 2.0 / 20, 1e-15);  // means with public m
-  auto wor_step = privacy::PrivacyEvent::SampledWithoutReplacementGaussian(0.05, 2.0);
+  auto wor_step = privacy::PrivacyEvent::SampledWithoutReplacementDiscreteGaussian(0.05, 2.0);
   auto reserved = privacy::PrivacyEvent::SelfCompose(*wor_step, 5);
   EXPECT_NEAR(session.epsilon_reserved(),
               privacy::ComputeEpsilonReport(*reserved, 1e-5)->epsilon, 1e-9);
@@ -178,7 +178,7 @@ TEST(SessionLedgerTest, IdleSessionsAreAbandonedAndRefunded) {
   auto step = privacy::PrivacyEvent::PoissonSampledGaussian(0.01, 1.5);
   v1::SessionParams params;
   params.set_steps(100);
-  auto admission = ledger.OpenSession(dataset->id(), "k", "request", params, *step, 100, 1.5);
+  auto admission = ledger.OpenSession(dataset->id(), Caller{"tok_test", false}, "k", "request", params, *step, 100, 1.5);
   ASSERT_TRUE(admission.ok()) << admission.status();
   auto not_yet = ledger.CloseIdleSessions(3600);
   ASSERT_TRUE(not_yet.ok());
@@ -186,7 +186,7 @@ TEST(SessionLedgerTest, IdleSessionsAreAbandonedAndRefunded) {
   auto closed = ledger.CloseIdleSessions(0);
   ASSERT_TRUE(closed.ok());
   EXPECT_EQ(*closed, 1);
-  auto session = ledger.GetSession(admission->session.id());
+  auto session = ledger.GetSession(admission->session.id(), Caller::Curator());
   ASSERT_TRUE(session.ok());
   EXPECT_EQ(session->state(), "ABANDONED");
   EXPECT_DOUBLE_EQ(session->epsilon_spent_total(), 0.0);
