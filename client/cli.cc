@@ -89,7 +89,10 @@ absl::StatusOr<ParsedArgs> ParseArgs(const std::vector<OptionSpec>& specs,
     }
     if (parsed.values_.count(spec.name) == 0 && !spec.env.empty()) {
       const char* value = std::getenv(spec.env.c_str());
-      if (value != nullptr && *value != '\0') parsed.values_[spec.name] = value;
+      if (value != nullptr && *value != '\0') {
+        parsed.values_[spec.name] = value;
+        parsed.from_env_.insert(spec.name);
+      }
     }
     if (parsed.values_.count(spec.name) == 0) {
       if (spec.required) {

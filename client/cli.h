@@ -4,6 +4,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -36,12 +37,16 @@ class ParsedArgs {
   absl::StatusOr<double> GetDouble(const std::string& name) const;
   absl::StatusOr<int64_t> GetInt(const std::string& name) const;
   bool Flag(const std::string& name) const;
+  // True when the option's value came from its environment variable, not
+  // from the command line (so an explicit option can override it).
+  bool FromEnvironment(const std::string& name) const { return from_env_.count(name) > 0; }
   const std::vector<std::string>& positional() const { return positional_; }
 
  private:
   friend absl::StatusOr<ParsedArgs> ParseArgs(const std::vector<OptionSpec>&,
                                               const std::vector<std::string>&);
   std::map<std::string, std::string> values_;
+  std::set<std::string> from_env_;
   std::vector<std::string> positional_;
 };
 

@@ -27,6 +27,28 @@ absl::StatusOr<std::string> ReadPem(const ParsedArgs& args, const std::string& o
 
 }  // namespace
 
+absl::StatusOr<bool> UsePlaintext(const ParsedArgs& args) {
+  bool tls_explicit = false;
+  bool tls_from_env = false;
+  for (const char* option : {"tls-ca", "tls-cert", "tls-key"}) {
+    if (!args.Has(option)) continue;
+    (args.FromEnvironment(option) ? tls_from_env : tls_explicit) = true;
+  }
+  if (!args.Flag("insecure")) return false;
+  const bool insecure_explicit = !args.FromEnvironment("insecure");
+  // An option on the command line beats a variable; two of a kind conflict.
+  if (insecure_explicit && tls_explicit) {
+    return absl::InvalidArgumentError("--insecure is plaintext: drop the --tls-* options");
+  }
+  if (!insecure_explicit && tls_explicit) return false;
+  if (!insecure_explicit && tls_from_env) {
+    return absl::InvalidArgumentError(
+        "DPCURATOR_INSECURE asks for plaintext but DPCURATOR_TLS_CA, DPCURATOR_TLS_CERT or "
+        "DPCURATOR_TLS_KEY is set too: unset one of them");
+  }
+  return true;
+}
+
 absl::StatusOr<Connection> Connection::FromArgs(const ParsedArgs& args) {
   Connection connection;
   connection.address_ = args.Has("server") ? args.Get("server")
@@ -42,12 +64,9 @@ absl::StatusOr<Connection> Connection::FromArgs(const ParsedArgs& args) {
   }
   connection.deadline_ = std::chrono::seconds(*deadline);
   std::shared_ptr<grpc::ChannelCredentials> credentials;
-  if (args.Flag("insecure")) {
-    if (args.Has("tls-ca") || args.Has("tls-cert") || args.Has("tls-key")) {
-      return absl::InvalidArgumentError(
-          "--insecure is plaintext: drop the --tls-* options (or unset DPCURATOR_TLS_CA, "
-          "DPCURATOR_TLS_CERT, DPCURATOR_TLS_KEY)");
-    }
+  auto plaintext = UsePlaintext(args);
+  if (!plaintext.ok()) return plaintext.status();
+  if (*plaintext) {
     credentials = grpc::InsecureChannelCredentials();
   } else {
     grpc::SslCredentialsOptions ssl;

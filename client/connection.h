@@ -45,6 +45,13 @@ class Connection {
   std::shared_ptr<v1::AdminService::Stub> admin_;
 };
 
+// Whether the connection is plaintext: --insecure, unless TLS options say
+// otherwise. An option on the command line beats an environment variable
+// (explicit --insecure ignores DPCURATOR_TLS_*; an explicit --tls-* ignores
+// DPCURATOR_INSECURE); an explicit conflict, or a conflict between
+// variables, is an error.
+absl::StatusOr<bool> UsePlaintext(const ParsedArgs& args);
+
 // A gRPC status as an absl::Status whose message names the server.
 absl::Status RpcError(const grpc::Status& status, const std::string& what);
 

@@ -1,6 +1,7 @@
 #include "client/schema_file.h"
 
 #include <cmath>
+#include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -212,6 +213,12 @@ absl::StatusOr<v1::TableSchema> ReadSchemaForPublishing(const std::string& path,
   auto file = ReadSchemaFileWithMarkers(path);
   if (!file.ok()) return file.status();
   if (auto status = CheckDataDerived(*file, path, accepted); !status.ok()) return status;
+  if (!file->data_derived.empty()) {
+    std::fprintf(stderr,
+                 "dpcurator: publishing the data-derived bounds or categories of %s "
+                 "(--accept-data-derived)\n",
+                 absl::StrJoin(file->data_derived, ", ").c_str());
+  }
   return std::move(file->schema);
 }
 

@@ -38,7 +38,8 @@ inline constexpr char kAcceptDataDerivedFlag[] = "accept-data-derived";
 absl::Status CheckDataDerived(const SchemaFile& file, const std::string& path, bool accepted);
 
 // Reads a schema a command is about to publish (datasets create, collections
-// create): ReadSchemaFileWithMarkers, then CheckDataDerived.
+// create): ReadSchemaFileWithMarkers, then CheckDataDerived; marked columns
+// that are accepted are named on stderr.
 absl::StatusOr<v1::TableSchema> ReadSchemaForPublishing(const std::string& path, bool accepted);
 // Reads a schema for local use only (demo, eval): markers are ignored.
 absl::StatusOr<v1::TableSchema> ReadSchemaForLocalUse(const std::string& path);

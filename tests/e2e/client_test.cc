@@ -8,6 +8,7 @@
 
 #include "absl/status/status.h"
 #include "client/cli.h"
+#include "client/connection.h"
 #include "client/device.h"
 #include "client/pipeline.h"
 #include "client/progress.h"
@@ -63,6 +64,29 @@ TEST_F(EnvTest, AnExplicitOptionWins) {
   EXPECT_FALSE(parsed->Flag("insecure"));
   EXPECT_EQ(parsed->Get("server"), "other:2");
   EXPECT_EQ(parsed->Get("deadline"), "9");
+}
+
+// --insecure against the TLS options: the command line beats the
+// environment; two of a kind conflict and say so.
+TEST_F(EnvTest, PlaintextOrTlsExplicitBeatsEnvironment) {
+  auto plaintext = [](std::vector<std::string> args) {
+    auto parsed = ParseArgs(WithConnection({}), args);
+    EXPECT_TRUE(parsed.ok()) << parsed.status();
+    return UsePlaintext(*parsed);
+  };
+  EXPECT_EQ(*plaintext({}), false);
+  EXPECT_EQ(*plaintext({"--insecure"}), true);
+  EXPECT_FALSE(plaintext({"--insecure", "--tls-ca", "ca.pem"}).ok());
+  setenv("DPCURATOR_INSECURE", "1", 1);
+  EXPECT_EQ(*plaintext({}), true);
+  EXPECT_EQ(*plaintext({"--tls-ca", "ca.pem"}), false);  // explicit TLS wins
+  setenv("DPCURATOR_TLS_CA", "ca.pem", 1);
+  auto both_env = plaintext({});
+  ASSERT_FALSE(both_env.ok());
+  EXPECT_NE(std::string(both_env.status().message()).find("unset one"), std::string::npos);
+  unsetenv("DPCURATOR_INSECURE");
+  EXPECT_EQ(*plaintext({}), false);
+  EXPECT_EQ(*plaintext({"--insecure"}), true);  // explicit plaintext ignores DPCURATOR_TLS_CA
 }
 
 TEST_F(EnvTest, WithoutVariablesDefaultsApply) {
