@@ -8,7 +8,9 @@
 #include "absl/strings/str_cat.h"
 #include "core/data/csv.h"
 #include "core/data/encoder.h"
+#include "core/embed/frequency_bounds.h"
 #include "core/util/public_rng.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/embed/test_util.h"
 
@@ -236,8 +238,15 @@ TEST(RffValidationTest, RejectsBadOptions) {
   options.length_scale = std::nan("");
   EXPECT_FALSE(RandomFourierFeatureMap::Create(layout, options).ok());
   options.length_scale = std::numeric_limits<double>::infinity();
-  EXPECT_EQ(RandomFourierFeatureMap::Create(layout, options).status().message(),
-            "Length-scale must be finite and positive, got inf");
+  EXPECT_THAT(std::string(RandomFourierFeatureMap::Create(layout, options).status().message()),
+              ::testing::StartsWith("Length-scale must be in [1e-06, 1e+06]"));
+  // Below the data-independent floor (frequency_bounds.h): the phases could
+  // overflow on some row of the box, so the map refuses to exist.
+  options.length_scale = 1e-310;
+  EXPECT_EQ(RandomFourierFeatureMap::Create(layout, options).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  options.length_scale = kMinLengthScale;
+  EXPECT_TRUE(RandomFourierFeatureMap::Create(layout, options).ok());
   // The sentinels select the schema defaults.
   options.length_scale = 0;
   auto defaults = RandomFourierFeatureMap::Create(layout, options).value();
