@@ -7,13 +7,17 @@
 #   scripts/dev.sh adult   build, then the Adult benchmark (bench/adult.sh)
 #
 # Environment: BUILD_DIR (default: build), JOBS (default: nproc),
-# DPC_NATIVE (ON: -march=native, the default for local builds).
+# DPC_NATIVE (default OFF: a binary for any x86-64 machine; ON: -march=native),
+# DPC_WERROR and DPC_CHECK_AVX512 (default OFF; .ci/run turns both ON:
+# warnings are errors in CI only, and CI also compiles core/ for AVX-512).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 BUILD_DIR=${BUILD_DIR:-build}
 JOBS=${JOBS:-$(nproc)}
-DPC_NATIVE=${DPC_NATIVE:-ON}
+DPC_NATIVE=${DPC_NATIVE:-OFF}
+DPC_WERROR=${DPC_WERROR:-OFF}
+DPC_CHECK_AVX512=${DPC_CHECK_AVX512:-OFF}
 
 # Debian bookworm packages only (BUILD-NOTES.md): nothing is downloaded at
 # build or test time.
@@ -43,9 +47,10 @@ install_missing() {
 }
 
 build() {
-  echo "build: configuring $BUILD_DIR (Release, DPC_NATIVE=$DPC_NATIVE)"
+  echo "build: configuring $BUILD_DIR (Release, DPC_NATIVE=$DPC_NATIVE, DPC_WERROR=$DPC_WERROR," \
+    "DPC_CHECK_AVX512=$DPC_CHECK_AVX512)"
   cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DDPC_NATIVE="$DPC_NATIVE" \
-    -DDPC_BUILD_TESTS=ON >/dev/null
+    -DDPC_WERROR="$DPC_WERROR" -DDPC_CHECK_AVX512="$DPC_CHECK_AVX512" -DDPC_BUILD_TESTS=ON >/dev/null
   echo "build: compiling with $JOBS jobs"
   cmake --build "$BUILD_DIR" -j "$JOBS"
 }
