@@ -283,8 +283,9 @@ std::vector<Command> CollectionCommands() {
                       {"csv", "", "CSV of records (header line)", false, true},
                       {"batch", "1000", "reports per acknowledged batch"},
                       {"max-epsilon", "10",
-                       "largest per-report epsilon this device accepts (local-DP experiments "
-                       "use 0.5..10; at 10 the likelihood ratio e^10 ~ 22,000 protects little)",
+                       "largest per-report epsilon this device accepts (the local-DP paper's "
+                       "experiments stay within 10; at 10 one report's likelihood ratio can "
+                       "reach e^10 ~ 22,000)",
                        false, false, "DPCURATOR_MAX_EPSILON"},
                       {"max-delta", "1e-5", "largest delta accepted for gaussian-l2", false,
                        false, "DPCURATOR_MAX_DELTA"}}),

@@ -1,6 +1,7 @@
 #include "client/device.h"
 
 #include <algorithm>
+#include <cmath>
 #include <chrono>
 #include <cstring>
 #include <thread>
@@ -19,7 +20,12 @@ Eigen::MatrixXd EncodeRows(const data::Schema& label_free, const data::Table& ta
 
 absl::Status CheckDeviceLimits(const v1::CollectionParams& announced, const DeviceLimits& limits) {
   const double epsilon = announced.epsilon();
-  if (!(epsilon > 0) || !(epsilon <= limits.max_epsilon)) {
+  if (!(epsilon > 0) || !std::isfinite(epsilon)) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "refusing to privatise: the collection announces epsilon ", epsilon,
+        ", not a positive finite number; nothing was sent"));
+  }
+  if (!(epsilon <= limits.max_epsilon)) {
     return absl::FailedPreconditionError(absl::StrCat(
         "refusing to privatise: the collection announces epsilon ", epsilon,
         " per report, above this device's ceiling --max-epsilon ", limits.max_epsilon,

@@ -23,9 +23,9 @@ namespace dpcurator::client {
 
 // The device's own floor: the weakest privacy it will apply to its record,
 // whatever a server announces. Defaults: epsilon <= 10 per report (the
-// local-DP papers' experiments stay within 0.5..10; at 10 the likelihood
-// ratio e^10 ~ 22,000 is already little protection) and, for gaussian-l2,
-// delta <= 1e-5.
+// local-DP paper's experiments stay within 10; at 10 one report's likelihood
+// ratio can reach e^10 ~ 22,000, already little protection) and, for
+// gaussian-l2, delta <= 1e-5.
 struct DeviceLimits {
   static constexpr double kDefaultMaxEpsilon = 10.0;
   static constexpr double kDefaultMaxDelta = 1e-5;
