@@ -90,7 +90,8 @@ int main(int argc, char** argv) {
     std::vector<double> micros;
     for (int i = 0; i < admissions; ++i) {
       const auto start = std::chrono::steady_clock::now();
-      auto admission = ledger.Admit(dataset->id(), "key-" + std::to_string(i), "rff_embedding",
+      auto admission = ledger.Admit(dataset->id(), dpcurator::server::Caller{"bench", false},
+                                    "key-" + std::to_string(i), "rff_embedding",
                                     "request-" + std::to_string(i), event);
       const auto end = std::chrono::steady_clock::now();
       if (!admission.ok()) {
