@@ -14,6 +14,7 @@
 #include "core/privacy/calibration.h"
 #include "core/privacy/conversion.h"
 #include "core/privacy/events.h"
+#include "core/privacy/grid_gaussian.h"
 #include "core/privacy/rdp.h"
 #include "core/privacy/relation.h"
 #include "core/util/status_macros.h"
@@ -27,8 +28,9 @@ std::vector<OptionSpec> MechanismOptions() {
   return {
       {"mechanism", "gaussian", "gaussian | laplace | randomized-response"},
       {"noise", "discrete",
-       "plain Gaussians: discrete (grid noise, what the server's releases draw; RDP "
-       "conversion only) | continuous (also the exact analytic Gaussian bound)"},
+       "discrete (grid noise, what the server draws: one plain Gaussian gets the discrete "
+       "Gaussian's own profile, anything more RDP) | continuous (plain Gaussians also get the "
+       "exact analytic Gaussian bound)"},
       {"noise-multiplier", "", "Gaussian: noise std / L2 sensitivity; Laplace: scale / L1 sensitivity"},
       {"sampling-rate", "", "per-step sampling rate q in [0,1] (Gaussian; omit for no subsampling)"},
       {"steps", "1", "number of repetitions T"},
@@ -50,8 +52,9 @@ absl::StatusOr<privacy::NeighbouringRelation> RelationArg(const ParsedArgs& args
   return *relation;
 }
 
-// --noise: whether plain Gaussians are the server's discrete (grid) noise,
-// charged by the RDP conversion only, or continuous noise, which also has the
+// --noise: whether Gaussians are the server's discrete (grid) noise (one
+// release alone gets the discrete Gaussian's profile, docs/privacy.md 4.6;
+// anything more RDP) or continuous noise, whose plain Gaussians also have the
 // exact analytic bound (docs/privacy.md 3.2, 4.2).
 absl::StatusOr<bool> DiscreteNoiseArg(const ParsedArgs& args) {
   const std::string noise = args.Get("noise");
@@ -62,7 +65,8 @@ absl::StatusOr<bool> DiscreteNoiseArg(const ParsedArgs& args) {
 }
 
 // The event described by the flags, with noise multiplier `s` (for calibrate);
-// plain Gaussians are DiscreteGaussian events when `discrete`.
+// plain Gaussians are GridGaussian events (what the server charges its
+// releases as) when `discrete`.
 absl::StatusOr<PrivacyEvent> EventFromArgs(const ParsedArgs& args, std::optional<double> s,
                                            bool discrete) {
   DPC_ASSIGN_OR_RETURN(auto relation, RelationArg(args));
@@ -97,7 +101,7 @@ absl::StatusOr<PrivacyEvent> EventFromArgs(const ParsedArgs& args, std::optional
                                  : PrivacyEvent::SampledWithoutReplacementGaussian(q, noise));
       }
     } else if (discrete) {
-      DPC_ASSIGN_OR_RETURN(step_event, PrivacyEvent::DiscreteGaussian(noise));
+      DPC_ASSIGN_OR_RETURN(step_event, PrivacyEvent::GridGaussian(noise));
     } else {
       DPC_ASSIGN_OR_RETURN(step_event, PrivacyEvent::Gaussian(noise));
     }
@@ -146,6 +150,9 @@ nlohmann::json ReportJson(const privacy::EpsilonReport& report,
   out["epsilon"] = report.epsilon;
   out["epsilon_rdp"] = report.epsilon_rdp;
   if (report.epsilon_exact.has_value()) out["epsilon_exact"] = *report.epsilon_exact;
+  if (report.epsilon_grid_exact.has_value()) {
+    out["epsilon_discrete_exact"] = *report.epsilon_grid_exact;
+  }
   if (continuous_exact.has_value()) out["epsilon_exact_if_continuous"] = *continuous_exact;
   out["optimal_order"] = report.optimal_order;
   out["order_at_grid_edge"] = report.order_at_grid_edge;
@@ -165,6 +172,11 @@ void PrintReport(const PrivacyEvent& event, double delta, const privacy::Epsilon
     std::printf("  exact Gaussian %.6f   (analytic Gaussian, Balle & Wang 2018; continuous "
                 "noise only)\n",
                 *report.epsilon_exact);
+  }
+  if (report.epsilon_grid_exact.has_value()) {
+    std::printf("  exact discrete %.6f   (the grid's discrete Gaussian, one release alone; "
+                "docs/privacy.md 4.6)\n",
+                *report.epsilon_grid_exact);
   }
   if (continuous_exact.has_value()) {
     std::printf("  if continuous  %.6f   (analytic Gaussian for continuous noise: not a bound "
@@ -283,7 +295,7 @@ int RunCalibrate(const ParsedArgs& args) {
         *q, *steps, *epsilon, *delta, options);
   } else if (*discrete) {
     noise_multiplier =
-        privacy::CalibrateDiscreteGaussianNoiseMultiplier(*steps * *count, *epsilon, *delta);
+        privacy::CalibrateGridGaussianNoiseMultiplier(*steps * *count, *epsilon, *delta);
     auto continuous =
         privacy::CalibrateGaussianNoiseMultiplier(*steps * *count, *epsilon, *delta);
     if (continuous.ok()) continuous_multiplier = *continuous;
@@ -337,6 +349,11 @@ int RunDelta(const ParsedArgs& args) {
     auto d = privacy::AnalyticGaussianDelta(*epsilon, std::sqrt(*inverse_variance));
     if (d.ok()) exact = *d;
   }
+  // One grid Gaussian release alone: the discrete Gaussian's profile.
+  if (auto grid = privacy::SingleGridGaussianInverseVariance(*event)) {
+    auto d = privacy::GridGaussianLogDelta(*epsilon, std::sqrt(*grid));
+    if (d.ok()) exact = std::exp(*d);
+  }
   const double best = exact.has_value() ? std::min(*exact, delta->delta) : delta->delta;
   if (args.Flag("json")) {
     nlohmann::json out;
@@ -352,7 +369,7 @@ int RunDelta(const ParsedArgs& args) {
                 *epsilon);
     std::printf("delta            %.6g\n  RDP conversion %.6g at order %g\n", best, delta->delta,
                 delta->optimal_order);
-    if (exact.has_value()) std::printf("  exact Gaussian %.6g\n", *exact);
+    if (exact.has_value()) std::printf("  exact          %.6g\n", *exact);
   }
   return 0;
 }
@@ -368,11 +385,12 @@ std::vector<Command> PrivacyCommands() {
     c.description =
         "Composes the mechanism's RDP curve on the ledger's order grid and converts it to\n"
         "(epsilon, delta) by the improved RDP conversion; 'epsilon' is what the ledger charges.\n"
-        "The server's releases draw discrete (grid) Gaussian noise and are charged by the RDP\n"
-        "conversion only: that is --noise discrete, the default. --noise continuous is a\n"
-        "continuous Gaussian, which also has the exact analytic bound (Balle & Wang 2018) and\n"
-        "gets the smaller of the two; with discrete noise that bound is shown for comparison\n"
-        "only ('if continuous'), never charged.\n\n"
+        "The server draws discrete (grid) Gaussian noise: that is --noise discrete, the default.\n"
+        "One release alone is charged the smaller of the RDP conversion and the discrete\n"
+        "Gaussian's own privacy profile ('exact discrete', docs/privacy.md 4.6); several, or\n"
+        "sampled steps, by RDP. --noise continuous is a continuous Gaussian, which also has the\n"
+        "exact analytic bound (Balle & Wang 2018); with discrete noise that bound is shown for\n"
+        "comparison only ('if continuous'), never charged.\n\n"
         "  dpcurator privacy epsilon --noise-multiplier 1 --delta 1e-5\n"
         "  dpcurator privacy epsilon --noise-multiplier 1 --delta 1e-5 --noise continuous\n"
         "  dpcurator privacy epsilon --noise-multiplier 1.1 --sampling-rate 0.01 --steps 10000 "
@@ -389,9 +407,10 @@ std::vector<Command> PrivacyCommands() {
     c.description =
         "Finds the noise multiplier conservatively: the returned value always gives epsilon\n"
         "<= target under the ledger's accountant. By default (--noise discrete) plain Gaussians\n"
-        "are calibrated as the server calibrates its releases: discrete noise, RDP conversion\n"
-        "only (s = 4.0454 at epsilon 1, delta 1e-5); the continuous analytic value (3.7306) is\n"
-        "printed for comparison. --noise continuous calibrates a continuous Gaussian.\n\n"
+        "are calibrated as the server calibrates its releases: one release by the discrete\n"
+        "Gaussian's privacy profile (s = 3.7443 at epsilon 1, delta 1e-5; 4.0454 by RDP alone),\n"
+        "several by RDP; the continuous analytic value (3.7306) is printed for comparison.\n"
+        "--noise continuous calibrates a continuous Gaussian.\n\n"
         "  dpcurator privacy calibrate --epsilon 1 --delta 1e-5\n"
         "  dpcurator privacy calibrate --solve steps --epsilon 3 --delta 1e-5 "
         "--noise-multiplier 1.1 --sampling-rate 0.01";

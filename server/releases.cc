@@ -233,7 +233,7 @@ absl::StatusOr<ReleasePlan> PlanRelease(const v1::ReleaseRequest& request,
     case v1::ReleaseRequest::kEpsilon: {
       DPC_RETURN_IF_ERROR(ValidateFinitePositive(request.epsilon(), "Epsilon"));
       DPC_ASSIGN_OR_RETURN(plan.noise_multiplier,
-                           privacy::CalibrateDiscreteGaussianNoiseMultiplier(
+                           privacy::CalibrateGridGaussianNoiseMultiplier(
                                gaussians, request.epsilon(), dataset.budget().delta()));
       break;
     }
@@ -248,10 +248,12 @@ absl::StatusOr<ReleasePlan> PlanRelease(const v1::ReleaseRequest& request,
   // One Gaussian mechanism on the whole [embedding ; counts] vector
   // (docs/privacy.md 2.2): a single event of RDP alpha / (2 s^2); with a
   // private length-scale, two such events composed. The noise is the grid's
-  // discrete Gaussian (docs/privacy.md 4.2), so the event is the discrete
-  // kind: RDP conversion only, and the calibration above judges that kind.
+  // discrete Gaussian (docs/privacy.md 4.2): a GridGaussian event, which
+  // alone on a dataset gets the discrete Gaussian's own privacy profile
+  // (docs/privacy.md 4.6) and otherwise RDP; the calibration above judges
+  // that kind.
   DPC_ASSIGN_OR_RETURN(privacy::PrivacyEvent gaussian,
-                       privacy::PrivacyEvent::DiscreteGaussian(plan.noise_multiplier));
+                       privacy::PrivacyEvent::GridGaussian(plan.noise_multiplier));
   if (gaussians == 1) {
     plan.event = gaussian;
   } else {

@@ -18,6 +18,9 @@ constexpr uint64_t kSaturationHi = uint64_t{1} << 40;  // == kRdpSaturation
 // Totals stay below 2^62 so that one more addition cannot wrap.
 constexpr uint64_t kMaxTotalHi = uint64_t{1} << 62;
 constexpr uint8_t kFormatVersion = 1;
+// With GridGaussian totals appended (only while they are non-zero).
+constexpr uint8_t kFormatVersionWithGrid = 2;
+constexpr size_t kGridExtraBytes = 8 + 16;
 constexpr size_t kHeaderBytes = 1 + 1 + 2 + 8 + 8;
 constexpr size_t kFixedBytes = 16;
 
@@ -97,6 +100,9 @@ absl::StatusOr<EventCharge> EventCharge::WithCurve(const PrivacyEvent& event,
   if (inverse_variance.has_value()) {
     charge.inverse_variance_sum_ = Quantize(*inverse_variance);
   }
+  const std::optional<double> grid = SingleGridGaussianInverseVariance(event);
+  charge.grid_gaussian_ = grid.has_value();
+  if (grid.has_value()) charge.grid_inverse_variance_ = Quantize(*grid);
   charge.valid_add_remove_ = event.IsValidFor(NeighbouringRelation::kAddRemove);
   charge.valid_replace_one_ = event.IsValidFor(NeighbouringRelation::kReplaceOne);
   charge.description_ = Describe(event);
@@ -146,6 +152,10 @@ absl::Status AccountantState::Add(const EventCharge& charge) {
   if (charge.plain_gaussian_ && ok) {
     ok = AddTo(next.inverse_variance_sum_, charge.inverse_variance_sum_);
   }
+  if (charge.grid_gaussian_ && ok) {
+    ok = AddTo(next.grid_inverse_variance_, charge.grid_inverse_variance_);
+    ++next.grid_gaussian_count_;
+  }
   if (!ok || event_count_ == std::numeric_limits<int64_t>::max()) {
     return absl::ResourceExhaustedError(
         absl::StrCat("Privacy state overflow adding ", charge.description_));
@@ -167,7 +177,10 @@ absl::Status AccountantState::Subtract(const EventCharge& charge) {
   bool contained = event_count_ > 0 &&
                    (charge.plain_gaussian_ || non_gaussian_count_ > 0) &&
                    !(charge.plain_gaussian_ &&
-                     Less(inverse_variance_sum_, charge.inverse_variance_sum_));
+                     Less(inverse_variance_sum_, charge.inverse_variance_sum_)) &&
+                   !(charge.grid_gaussian_ &&
+                     (grid_gaussian_count_ == 0 ||
+                      Less(grid_inverse_variance_, charge.grid_inverse_variance_)));
   for (size_t i = 0; i < rdp_.size() && contained; ++i) {
     contained = !Less(rdp_[i], charge.rdp_[i]);
   }
@@ -181,6 +194,10 @@ absl::Status AccountantState::Subtract(const EventCharge& charge) {
   } else {
     --non_gaussian_count_;
   }
+  if (charge.grid_gaussian_) {
+    SubtractFrom(grid_inverse_variance_, charge.grid_inverse_variance_);
+    --grid_gaussian_count_;
+  }
   --event_count_;
   return absl::OkStatus();
 }
@@ -189,7 +206,13 @@ absl::StatusOr<EpsilonReport> AccountantState::Epsilon(
     double delta, const ConversionOptions& options) const {
   std::optional<double> inverse_variance;
   if (all_plain_gaussian()) inverse_variance = ToDouble(inverse_variance_sum_);
-  return MakeEpsilonReport(Rdp(), inverse_variance, delta, options);
+  // The discrete Gaussian's profile covers one release only (grid_gaussian.h):
+  // the net history must be exactly that event. ToDouble rounds 1/s^2 up.
+  std::optional<double> grid_inverse_variance;
+  if (event_count_ == 1 && grid_gaussian_count_ == 1) {
+    grid_inverse_variance = ToDouble(grid_inverse_variance_);
+  }
+  return MakeEpsilonReport(Rdp(), inverse_variance, grid_inverse_variance, delta, options);
 }
 
 absl::StatusOr<EpsilonReport> AccountantState::EpsilonIfAdded(
@@ -201,9 +224,10 @@ absl::StatusOr<EpsilonReport> AccountantState::EpsilonIfAdded(
 }
 
 std::string AccountantState::Serialize() const {
+  const bool with_grid = grid_gaussian_count_ != 0 || grid_inverse_variance_ != internal::Fixed128{};
   std::string out;
-  out.reserve(kHeaderBytes + kFixedBytes * (rdp_.size() + 1));
-  out.push_back(static_cast<char>(kFormatVersion));
+  out.reserve(kHeaderBytes + kFixedBytes * (rdp_.size() + 1) + kGridExtraBytes);
+  out.push_back(static_cast<char>(with_grid ? kFormatVersionWithGrid : kFormatVersion));
   out.push_back(static_cast<char>(relation_ == NeighbouringRelation::kAddRemove ? 0 : 1));
   out.push_back(static_cast<char>(rdp_.size() & 0xff));
   out.push_back(static_cast<char>((rdp_.size() >> 8) & 0xff));
@@ -215,6 +239,11 @@ std::string AccountantState::Serialize() const {
     PutU64(out, f.lo);
     PutU64(out, f.hi);
   }
+  if (with_grid) {
+    PutU64(out, static_cast<uint64_t>(grid_gaussian_count_));
+    PutU64(out, grid_inverse_variance_.lo);
+    PutU64(out, grid_inverse_variance_.hi);
+  }
   return out;
 }
 
@@ -222,11 +251,19 @@ absl::StatusOr<AccountantState> AccountantState::Deserialize(
     std::string_view bytes) {
   const size_t grid = DefaultRdpOrders().size();
   const size_t expected = kHeaderBytes + kFixedBytes * (grid + 1);
-  if (bytes.size() != expected) {
+  const uint8_t format = bytes.empty() ? 0 : static_cast<uint8_t>(bytes[0]);
+  const bool with_grid = format == kFormatVersionWithGrid;
+  if (with_grid) {
+    if (bytes.size() != expected + kGridExtraBytes) {
+      return absl::InvalidArgumentError(absl::StrCat("Privacy state must be ",
+                                                     expected + kGridExtraBytes,
+                                                     " bytes, got ", bytes.size()));
+    }
+  } else if (bytes.size() != expected) {
     return absl::InvalidArgumentError(absl::StrCat(
         "Privacy state must be ", expected, " bytes, got ", bytes.size()));
   }
-  if (static_cast<uint8_t>(bytes[0]) != kFormatVersion) {
+  if (format != kFormatVersion && !with_grid) {
     return absl::InvalidArgumentError(absl::StrCat(
         "Unknown privacy state format ", static_cast<int>(static_cast<uint8_t>(bytes[0]))));
   }
@@ -258,6 +295,15 @@ absl::StatusOr<AccountantState> AccountantState::Deserialize(
   };
   bool ok = read_fixed(state.inverse_variance_sum_);
   for (Fixed128& f : state.rdp_) ok = read_fixed(f) && ok;
+  if (with_grid) {
+    state.grid_gaussian_count_ = static_cast<int64_t>(GetU64(bytes, pos));
+    pos += 8;
+    ok = read_fixed(state.grid_inverse_variance_) && ok;
+    if (state.grid_gaussian_count_ < 0 ||
+        state.grid_gaussian_count_ > state.non_gaussian_count_) {
+      return absl::InvalidArgumentError("Privacy state has inconsistent counts");
+    }
+  }
   if (!ok) return absl::InvalidArgumentError("Privacy state value out of range");
   return state;
 }

@@ -5,7 +5,9 @@
 // "Accounting"): the composed RDP curve on DefaultRdpOrders(), whether every
 // event so far is a plain continuous Gaussian (IsPlainGaussian: a discrete
 // Gaussian counts as "not plain", so while one is in the net history the
-// exact path is off), and sum 1/s_i^2 for the exact Gaussian conversion.
+// exact path is off), and sum 1/s_i^2 for the exact Gaussian conversion;
+// and whether the net history is exactly one GridGaussian release, which
+// then gets the discrete Gaussian's own profile (grid_gaussian.h).
 // Admission is O(grid): copy, Add, Epsilon; never O(history).
 //
 // Exactness. Totals are kept in unsigned 128-bit fixed point (64 integer and
@@ -63,6 +65,9 @@ class EventCharge {
   internal::Fixed128 inverse_variance_sum_;
   bool valid_add_remove_ = false;
   bool valid_replace_one_ = false;
+  // A single bare GridGaussian event, and its 1/s^2 (rounded up).
+  bool grid_gaussian_ = false;
+  internal::Fixed128 grid_inverse_variance_;
   std::string description_;
 };
 
@@ -103,7 +108,10 @@ class AccountantState {
   // Compact little-endian encoding (2,532 bytes): format byte, relation byte,
   // uint16 grid size, int64 event count, int64 non-Gaussian count, then
   // 128-bit fixed-point values (lo word, hi word, each uint64 LE): sum 1/s^2
-  // and one per order.
+  // and one per order. Format 1 while no GridGaussian event is in the net
+  // history (byte for byte what ledgers written before it hold); otherwise
+  // format 2 (2,556 bytes): the same, then int64 GridGaussian count and
+  // their 128-bit sum 1/s^2.
   std::string Serialize() const;
   static absl::StatusOr<AccountantState> Deserialize(std::string_view bytes);
 
@@ -117,6 +125,11 @@ class AccountantState {
   int64_t non_gaussian_count_ = 0;
   internal::Fixed128 inverse_variance_sum_;
   std::vector<internal::Fixed128> rdp_;
+  // Net count of single GridGaussian events and the sum of their 1/s^2:
+  // while the whole net history is one of them (event_count_ == 1), its
+  // privacy profile applies (grid_gaussian.h).
+  int64_t grid_gaussian_count_ = 0;
+  internal::Fixed128 grid_inverse_variance_;
 };
 
 }  // namespace dpcurator::privacy

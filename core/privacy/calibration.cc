@@ -122,8 +122,13 @@ absl::StatusOr<double> CalibrateRepeatedGaussian(
   DPC_RETURN_IF_ERROR(ValidateTarget(epsilon, delta, options));
   Feasible feasible = [&](double s) -> absl::StatusOr<bool> {
     DPC_ASSIGN_OR_RETURN(PrivacyEvent one, make_event(s));
-    DPC_ASSIGN_OR_RETURN(PrivacyEvent all,
-                         PrivacyEvent::SelfCompose(one, num_gaussians));
+    // One event stays bare, as the server charges it (a GridGaussian's
+    // profile applies to a bare event only; for the other kinds the charge
+    // is bit for bit that of SelfCompose(one, 1)).
+    PrivacyEvent all = one;
+    if (num_gaussians > 1) {
+      DPC_ASSIGN_OR_RETURN(all, PrivacyEvent::SelfCompose(one, num_gaussians));
+    }
     DPC_ASSIGN_OR_RETURN(EventCharge charge, EventCharge::Of(all));
     DPC_ASSIGN_OR_RETURN(double eps, EpsilonWith(charge, NeighbouringRelation::kAddRemove,
                                                  delta, options));
@@ -146,6 +151,13 @@ absl::StatusOr<double> CalibrateDiscreteGaussianNoiseMultiplier(
     const CalibrationOptions& options) {
   return CalibrateRepeatedGaussian(&PrivacyEvent::DiscreteGaussian, num_gaussians,
                                    epsilon, delta, options);
+}
+
+absl::StatusOr<double> CalibrateGridGaussianNoiseMultiplier(
+    int64_t num_gaussians, double epsilon, double delta,
+    const CalibrationOptions& options) {
+  return CalibrateRepeatedGaussian(&PrivacyEvent::GridGaussian, num_gaussians, epsilon,
+                                   delta, options);
 }
 
 absl::StatusOr<double> RdpGaussianSigma(double epsilon, double delta,

@@ -64,6 +64,16 @@ absl::StatusOr<double> CalibrateDiscreteGaussianNoiseMultiplier(
     int64_t num_gaussians, double epsilon, double delta,
     const CalibrationOptions& options = {});
 
+// The same for num_gaussians GridGaussian events, what the server charges
+// its one-shot releases as now: one event on a fresh state is judged by the
+// discrete Gaussian's own privacy profile (grid_gaussian.h; the ledger's
+// smaller bound), several (or a non-empty prior) by RDP. E.g. 3.75 at
+// (1, 1e-5) for one release (docs/privacy.md 4.6), against 4.0454 by RDP
+// and 3.7306 for continuous noise.
+absl::StatusOr<double> CalibrateGridGaussianNoiseMultiplier(
+    int64_t num_gaussians, double epsilon, double delta,
+    const CalibrationOptions& options = {});
+
 // Noise std sigma for one (discrete or continuous) Gaussian mechanism with L2
 // sensitivity `sensitivity` (finite, > 0) to be (epsilon, delta)-DP by the
 // RDP route: CalibrateDiscreteGaussianNoiseMultiplier(1, ...) on a fresh

@@ -8,6 +8,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "core/privacy/analytic_gaussian.h"
+#include "core/privacy/grid_gaussian.h"
 #include "core/privacy/rdp.h"
 #include "core/util/status_macros.h"
 #include "core/util/validation.h"
@@ -107,11 +108,34 @@ absl::StatusOr<EpsilonReport> MakeEpsilonReport(
     absl::Span<const double> rdp_on_default_grid,
     std::optional<double> plain_gaussian_inverse_variance_sum, double delta,
     const ConversionOptions& options) {
+  return MakeEpsilonReport(rdp_on_default_grid, plain_gaussian_inverse_variance_sum,
+                           std::nullopt, delta, options);
+}
+
+absl::StatusOr<EpsilonReport> MakeEpsilonReport(
+    absl::Span<const double> rdp_on_default_grid,
+    std::optional<double> plain_gaussian_inverse_variance_sum,
+    std::optional<double> single_grid_gaussian_inverse_variance, double delta,
+    const ConversionOptions& options) {
   DPC_ASSIGN_OR_RETURN(RdpEpsilon rdp_eps,
                        RdpToEpsilon(DefaultRdpOrders(), rdp_on_default_grid,
                                     delta, options.rdp_conversion));
-  EpsilonReport report{rdp_eps.epsilon, rdp_eps.epsilon, std::nullopt,
+  EpsilonReport report{rdp_eps.epsilon,      rdp_eps.epsilon,
+                       std::nullopt,         std::nullopt,
                        rdp_eps.optimal_order, rdp_eps.order_at_grid_edge};
+  if (options.use_grid_gaussian_profile &&
+      single_grid_gaussian_inverse_variance.has_value()) {
+    const double v = *single_grid_gaussian_inverse_variance;
+    if (!(v > 0) || !std::isfinite(v)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "Inverse squared noise multiplier must be finite and > 0, got ", v));
+    }
+    // One grid Gaussian release: the discrete Gaussian's privacy profile
+    // with hat_mu = 1/s (grid_gaussian.h; docs/privacy.md 4.6).
+    DPC_ASSIGN_OR_RETURN(double eps, GridGaussianEpsilon(delta, std::sqrt(v)));
+    report.epsilon_grid_exact = eps;
+    report.epsilon = std::min(report.epsilon, eps);
+  }
   if (options.use_exact_gaussian &&
       plain_gaussian_inverse_variance_sum.has_value()) {
     const double sum = *plain_gaussian_inverse_variance_sum;
@@ -139,8 +163,8 @@ absl::StatusOr<EpsilonReport> ComputeEpsilonReport(
     const PrivacyEvent& event, double delta, const ConversionOptions& options) {
   DPC_ASSIGN_OR_RETURN(std::vector<double> rdp,
                        ComputeRdp(event, DefaultRdpOrders()));
-  return MakeEpsilonReport(rdp, PlainGaussianInverseVarianceSum(event), delta,
-                           options);
+  return MakeEpsilonReport(rdp, PlainGaussianInverseVarianceSum(event),
+                           SingleGridGaussianInverseVariance(event), delta, options);
 }
 
 }  // namespace dpcurator::privacy

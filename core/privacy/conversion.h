@@ -4,8 +4,9 @@
 // From RDP curves (and, for plain continuous Gaussians, the exact analytic
 // Gaussian) to (eps, delta)-DP statements. PRIVACY.md "Accounting": the
 // ledger reports the smaller of valid bounds, never anything else. Discrete
-// (grid) Gaussian events get the RDP conversion only (events.h
-// DiscreteGaussianEvent): the exact profile is proven for continuous noise.
+// (grid) Gaussian events never get the continuous exact profile (events.h
+// DiscreteGaussianEvent); one GridGaussian event alone gets the discrete
+// Gaussian's own profile (grid_gaussian.h).
 
 #include <optional>
 
@@ -63,6 +64,9 @@ struct ConversionOptions {
   // use the exact composition and Balle & Wang 2018 Thm. 8 (PRIVACY.md);
   // false gives the RDP bound only. Never applies to discrete Gaussians.
   bool use_exact_gaussian = true;
+  // When the whole history is one GridGaussian event, also use the discrete
+  // Gaussian's own privacy profile (grid_gaussian.h, docs/privacy.md 4.6).
+  bool use_grid_gaussian_profile = true;
 };
 
 struct EpsilonReport {
@@ -71,6 +75,9 @@ struct EpsilonReport {
   // Only when every event is a plain continuous Gaussian; never with a
   // DiscreteGaussian event anywhere in the history.
   std::optional<double> epsilon_exact;
+  // Only when the whole history is one GridGaussian event: the discrete
+  // Gaussian's privacy profile (grid_gaussian.h).
+  std::optional<double> epsilon_grid_exact;
   double optimal_order;                 // of the RDP conversion
   bool order_at_grid_edge;              // of the RDP conversion
 };
@@ -81,6 +88,13 @@ struct EpsilonReport {
 absl::StatusOr<EpsilonReport> MakeEpsilonReport(
     absl::Span<const double> rdp_on_default_grid,
     std::optional<double> plain_gaussian_inverse_variance_sum, double delta,
+    const ConversionOptions& options = {});
+// The same, and when the whole history is one GridGaussian event, its 1/s^2
+// (SingleGridGaussianInverseVariance).
+absl::StatusOr<EpsilonReport> MakeEpsilonReport(
+    absl::Span<const double> rdp_on_default_grid,
+    std::optional<double> plain_gaussian_inverse_variance_sum,
+    std::optional<double> single_grid_gaussian_inverse_variance, double delta,
     const ConversionOptions& options = {});
 
 // Report for one (typically composed) event on DefaultRdpOrders().

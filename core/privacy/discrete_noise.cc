@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "absl/strings/str_cat.h"
+#include "core/privacy/grid_gaussian.h"
 #include "core/util/status_macros.h"
 #include "core/util/validation.h"
 
@@ -201,6 +202,16 @@ absl::StatusOr<GridNoise> GridGaussianNoise(double noise_multiplier, double l2_s
   DPC_RETURN_IF_ERROR(ValidateFinitePositive(noise_multiplier, "Noise multiplier"));
   DPC_RETURN_IF_ERROR(ValidateFinitePositive(l2_sensitivity, "Sensitivity"));
   DPC_RETURN_IF_ERROR(ValidatePositiveInt(dimension, "Dimension"));
+  // The GridGaussian event's privacy profile holds up to this dimension
+  // (grid_gaussian.h; docs/privacy.md 4.6). d is public: refusing it
+  // depends on no row.
+  if (dimension > kMaxGridGaussianDimension) {
+    return absl::OutOfRangeError(absl::StrCat(
+        "Dimension must be at most ", kMaxGridGaussianDimension,
+        " for grid Gaussian noise, got ", dimension));
+  }
+  static_assert(kGridBitsBelowScale == 20 && kMinGridGaussianUnits == 1048576.0,
+                "grid_gaussian.h assumes sigma >= 2^kGridBitsBelowScale grid units");
   DPC_ASSIGN_OR_RETURN(const int exponent, GridExponentFor(noise_multiplier * l2_sensitivity));
   const double g = std::ldexp(1.0, exponent);
   // Rounding moves each coordinate by at most g/2, so two neighbours'

@@ -37,6 +37,11 @@ absl::StatusOr<PrivacyEvent> PrivacyEvent::DiscreteGaussian(double noise_multipl
   return PrivacyEvent(DiscreteGaussianEvent{noise_multiplier}, true, true);
 }
 
+absl::StatusOr<PrivacyEvent> PrivacyEvent::GridGaussian(double noise_multiplier) {
+  DPC_RETURN_IF_ERROR(ValidateFinitePositive(noise_multiplier, "Noise multiplier"));
+  return PrivacyEvent(GridGaussianEvent{noise_multiplier}, true, true);
+}
+
 absl::StatusOr<PrivacyEvent> PrivacyEvent::PoissonSampledGaussian(
     double sampling_rate, double noise_multiplier) {
   DPC_RETURN_IF_ERROR(ValidateInUnitInterval(sampling_rate, "Sampling rate"));
@@ -155,6 +160,13 @@ std::optional<double> PlainGaussianInverseVarianceSum(
   return std::nullopt;
 }
 
+std::optional<double> SingleGridGaussianInverseVariance(const PrivacyEvent& event) {
+  if (const auto* g = std::get_if<GridGaussianEvent>(&event.variant())) {
+    return 1.0 / (g->noise_multiplier * g->noise_multiplier);
+  }
+  return std::nullopt;
+}
+
 bool IsPlainGaussian(const PrivacyEvent& event) {
   return PlainGaussianInverseVarianceSum(event).has_value();
 }
@@ -167,6 +179,9 @@ struct Describer {
   }
   std::string operator()(const DiscreteGaussianEvent& e) const {
     return absl::StrCat("DiscreteGaussian(s=", e.noise_multiplier, ")");
+  }
+  std::string operator()(const GridGaussianEvent& e) const {
+    return absl::StrCat("GridGaussian(s=", e.noise_multiplier, ")");
   }
   std::string operator()(const PoissonSampledGaussianEvent& e) const {
     return absl::StrCat("PoissonSampledGaussian(q=", e.sampling_rate,

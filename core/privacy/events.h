@@ -48,6 +48,16 @@ struct GaussianEvent {
 struct DiscreteGaussianEvent {
   double noise_multiplier;
 };
+// The successor of DiscreteGaussianEvent for the server's one-shot
+// releases ("grid_gaussian(s)"): the same grid noise, with the release's
+// dimension at most kMaxGridGaussianDimension (grid_gaussian.h). Its RDP
+// curve is alpha / (2 s^2) as above; besides, while it is the only event of
+// a dataset's net history, the discrete Gaussian's own privacy profile
+// (grid_gaussian.h, docs/privacy.md 4.6) applies. "discrete_gaussian(s)"
+// rows keep their RDP-only meaning. Both relations.
+struct GridGaussianEvent {
+  double noise_multiplier;
+};
 // Poisson subsampling at rate q, then the Gaussian mechanism. ADD_REMOVE only
 // (Mironov, Talwar, Zhang 2019).
 struct PoissonSampledGaussianEvent {
@@ -100,7 +110,7 @@ struct SelfComposedEvent {
 class PrivacyEvent {
  public:
   using Variant =
-      std::variant<GaussianEvent, DiscreteGaussianEvent,
+      std::variant<GaussianEvent, DiscreteGaussianEvent, GridGaussianEvent,
                    PoissonSampledGaussianEvent,
                    SampledWithoutReplacementGaussianEvent,
                    PoissonSampledDiscreteGaussianEvent,
@@ -112,6 +122,10 @@ class PrivacyEvent {
   // The same for discrete (grid) Gaussian noise: every release the server
   // draws is charged as this.
   static absl::StatusOr<PrivacyEvent> DiscreteGaussian(double noise_multiplier);
+  // One release of the grid's discrete Gaussian with at most
+  // kMaxGridGaussianDimension coordinates: what the server charges its
+  // one-shot releases as.
+  static absl::StatusOr<PrivacyEvent> GridGaussian(double noise_multiplier);
   // sampling_rate in [0, 1]; noise_multiplier finite and > 0.
   static absl::StatusOr<PrivacyEvent> PoissonSampledGaussian(
       double sampling_rate, double noise_multiplier);
@@ -164,6 +178,10 @@ bool IsPlainGaussian(const PrivacyEvent& event);
 // sum_i 1/s_i^2 over the plain Gaussians of the event (a self-composition
 // counts `count` times), or nullopt unless IsPlainGaussian(event).
 std::optional<double> PlainGaussianInverseVarianceSum(const PrivacyEvent& event);
+
+// 1/s^2 when the event is a single bare GridGaussian (the only event shape
+// the discrete Gaussian's privacy profile is used for), else nullopt.
+std::optional<double> SingleGridGaussianInverseVariance(const PrivacyEvent& event);
 
 // For people, e.g. "PoissonSampledGaussian(q=0.01, s=1.1) x 10000".
 std::string Describe(const PrivacyEvent& event);

@@ -311,6 +311,9 @@ struct RdpVisitor {
   absl::StatusOr<std::vector<double>> operator()(const DiscreteGaussianEvent& e) const {
     return Map([&](double a) { return GaussianRdp(e.noise_multiplier, a); });
   }
+  absl::StatusOr<std::vector<double>> operator()(const GridGaussianEvent& e) const {
+    return Map([&](double a) { return GaussianRdp(e.noise_multiplier, a); });
+  }
   absl::StatusOr<std::vector<double>> operator()(
       const PoissonSampledGaussianEvent& e) const {
     return Map([&](double a) {
