@@ -90,7 +90,7 @@ absl::StatusOr<PrivacyEvent> EventFromArgs(const ParsedArgs& args, std::optional
     if (args.Has("sampling-rate")) {
       DPC_ASSIGN_OR_RETURN(double q, args.GetDouble("sampling-rate"));
       // Discrete noise: the bounds proven for the grid's discrete Gaussian
-      // (docs/privacy.md 4.5), what the server charges its session steps.
+      // (docs/privacy.md 4.7), what the server charges its session steps.
       if (relation == privacy::NeighbouringRelation::kAddRemove) {
         DPC_ASSIGN_OR_RETURN(step_event,
                              discrete ? PrivacyEvent::PoissonSampledDiscreteGaussian(q, noise)

@@ -344,7 +344,7 @@ absl::StatusOr<SessionPlan> PlanSession(const v1::OpenSessionRequest& request,
   plan.steps = params.steps();
   if (scheme == privacy::SamplingScheme::kPoisson) {
     // Steps draw the grid's discrete Gaussian: charged by the bounds proven
-    // for it (docs/privacy.md 4.5), stored as discrete_poisson / discrete_wor.
+    // for it (docs/privacy.md 4.7), stored as discrete_poisson / discrete_wor.
     DPC_ASSIGN_OR_RETURN(plan.step_event, privacy::PrivacyEvent::PoissonSampledDiscreteGaussian(
                                               params.sampling_rate(), plan.noise_multiplier));
   } else {

@@ -55,11 +55,12 @@ absl::StatusOr<double> CalibrateGaussianNoiseMultiplier(
     int64_t num_gaussians, double epsilon, double delta,
     const CalibrationOptions& options = {});
 
-// The same for num_gaussians DiscreteGaussian events, the kind the server
-// charges for its releases: judged by the ledger's path, which gives such
-// events the RDP conversion only (events.h), so this is never below
-// CalibrateGaussianNoiseMultiplier. E.g. 4.0454 at (1, 1e-5) for one event,
-// against 3.7306 for the continuous Gaussian's analytic bound.
+// The same for num_gaussians DiscreteGaussian events (discrete_gaussian
+// rows: how the server charged releases before GridGaussian): judged by the
+// ledger's path, which gives such events the RDP conversion only
+// (events.h), so this is never below CalibrateGaussianNoiseMultiplier. E.g.
+// 4.0454 at (1, 1e-5) for one event, against 3.7306 for the continuous
+// Gaussian's analytic bound.
 absl::StatusOr<double> CalibrateDiscreteGaussianNoiseMultiplier(
     int64_t num_gaussians, double epsilon, double delta,
     const CalibrationOptions& options = {});

@@ -71,7 +71,7 @@ struct SampledWithoutReplacementGaussianEvent {
   double noise_multiplier;
 };
 // The two session steps above with the grid's discrete Gaussian noise (what
-// the server draws since it snaps to a grid; docs/privacy.md 4.5). Their
+// the server draws since it snaps to a grid; docs/privacy.md 4.7). Their
 // curves are bounds proven for discrete noise with an integer shift, not the
 // continuous ones (rdp.h PoissonSampledDiscreteGaussianRdp and
 // SampledWithoutReplacementDiscreteGaussianRdp). Stored as

@@ -258,7 +258,7 @@ double FourthCentralMoment(double c) {
 
 // Upper bound on the cumulant (alpha-1) D_alpha, both directions, of one
 // Poisson-sampled discrete Gaussian step at integer alpha >= 2
-// (rdp.h PoissonSampledDiscreteGaussianRdp; docs/privacy.md 4.5), capped
+// (rdp.h PoissonSampledDiscreteGaussianRdp; docs/privacy.md 4.7), capped
 // by the unsampled (alpha-1) alpha/(2 s^2).
 double LogPoissonDiscreteBoundInteger(double q, double s, int alpha) {
   const double a = alpha;

@@ -67,7 +67,7 @@ double SampledWithoutReplacementGaussianRdp(double sampling_rate,
                                             double noise_multiplier,
                                             double order);
 // Session steps with the grid's discrete Gaussian noise (docs/privacy.md
-// 4.5). The step adds N_Z(0, sigma^2) i.i.d. to a snapped vector whose
+// 4.7). The step adds N_Z(0, sigma^2) i.i.d. to a snapped vector whose
 // neighbouring batches differ by an integer vector mu with
 // ||mu|| / sigma <= 1/s. Each bound below is for that mechanism, both
 // directions of the Renyi divergence; fractional orders by the chord of
@@ -87,7 +87,7 @@ double SampledWithoutReplacementGaussianRdp(double sampling_rate,
 //    Taylor bound of (1+x)^{1-a} with x = q(L-1) >= -q, E[L-1] = 0 and
 //    E[(L-1)^2] = e^{||mu||^2/sigma^2} - 1 <= w; or the fourth-order one,
 //    C(a+2,4) q^4 (1-q)^-(a+3) E[(L-1)^4] in place of the cubic term,
-//    whichever is smaller (docs/privacy.md 4.5).
+//    whichever is smaller (docs/privacy.md 4.7).
 double PoissonSampledDiscreteGaussianRdp(double sampling_rate,
                                          double noise_multiplier, double order);
 // Without replacement (REPLACE_ONE): Wang, Balle, Kasiviswanathan 2019,

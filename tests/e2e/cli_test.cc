@@ -100,7 +100,7 @@ TEST(CliPrivacyTest, SubsampledGaussianBothRelations) {
       "privacy epsilon --noise-multiplier 1.1 --sampling-rate 0.01 --steps 10000 --delta 1e-5 "
       "--relation replace-one --noise continuous --json");
   EXPECT_NEAR(wor["epsilon"].get<double>(), 11.77, 1e-2);
-  // The default is the server's discrete steps (docs/privacy.md 4.5): never
+  // The default is the server's discrete steps (docs/privacy.md 4.7): never
   // below the continuous value; Poisson loses the fractional orders' series
   // (chord bound), without replacement the Gaussian-only terms, which do
   // not win at this q.

@@ -1,4 +1,4 @@
-// Session steps with the grid's discrete Gaussian (docs/privacy.md 4.5):
+// Session steps with the grid's discrete Gaussian (docs/privacy.md 4.7):
 // the accountant's curves for PoissonSampledDiscreteGaussian and
 // SampledWithoutReplacementDiscreteGaussian are checked against the Renyi
 // divergences of the actual one-dimensional worst cases, computed here by
@@ -118,7 +118,7 @@ std::vector<double> IntegerGridOrders() {
 // First, the summation itself: unsampled (q = 1) it reproduces the closed
 // form alpha shift^2 / (2 sigma^2) of CKS20 for an integer shift, and the
 // forward Poisson mixture reproduces Mironov-Talwar-Zhang's A_alpha, which
-// the moment identity says it equals (docs/privacy.md 4.5).
+// the moment identity says it equals (docs/privacy.md 4.7).
 TEST(DiscreteSessionSummationTest, ReproducesClosedForms) {
   const Case c{0.05, 1.3, 3};
   const double sigma = c.s * c.shift;
