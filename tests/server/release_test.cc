@@ -9,6 +9,10 @@
 
 #include "core/data/demo.h"
 #include "server/ledger.h"
+#include "core/privacy/calibration.h"
+#include "core/privacy/conversion.h"
+#include "core/privacy/events.h"
+#include "absl/strings/str_format.h"
 #include "tests/server/server_test_util.h"
 
 namespace dpcurator::server::testing {
@@ -28,40 +32,51 @@ class ReleaseTest : public ServerTest {};
 // 1.61241), and a third epsilon-1 release is refused after the second.
 TEST_F(ReleaseTest, ReleaseOverCapIsRefusedWithSpentRequestedCap) {
   v1::Dataset dataset;
-  ASSERT_TRUE(CreateDataset(1.5, kDelta, v1::ADD_REMOVE, &dataset).ok());
+  ASSERT_TRUE(CreateDataset(1.7, kDelta, v1::ADD_REMOVE, &dataset).ok());
   ASSERT_TRUE(UploadDemoRows(dataset.id(), 500, 7).ok());
 
   v1::Release first;
   grpc::Status status = RequestRelease(RffRequest(dataset.id(), 1.0, "budget-key-1"), &first);
   ASSERT_TRUE(status.ok()) << status.error_message();
   EXPECT_FALSE(first.replayed());
-  // One discrete Gaussian calibrated to epsilon 1 by the RDP conversion, the
-  // bound the ledger reports for it, so the total is 1 up to calibration
-  // accuracy.
+  // One grid discrete Gaussian calibrated to epsilon 1 by its own privacy
+  // profile (docs/privacy.md 4.6), the bound the ledger reports for a
+  // dataset whose history is that one release.
   EXPECT_NEAR(first.epsilon_spent_total(), 1.0, 1e-6);
-  EXPECT_NEAR(first.epsilon_remaining(), 0.5, 1e-6);
+  EXPECT_NEAR(first.epsilon_remaining(), 0.7, 1e-6);
   EXPECT_LE(first.embedding().epsilon(), 1.0 + 1e-12);
-  // RDP calibration at (1, 1e-5): 4.04539 (the continuous analytic Gaussian's
-  // 3.73063 is not proven for discrete noise).
-  EXPECT_NEAR(first.embedding().noise_multiplier(), 4.04539, 1e-4);
+  // 3.7442823 at (1, 1e-5), solved independently (Python, math.erfc):
+  // between the continuous Gaussian's 3.73063 and the RDP route's 4.04539.
+  const double s1 = first.embedding().noise_multiplier();
+  EXPECT_NEAR(s1, 3.7442823, 1e-6);
 
   v1::BudgetReport before;
   ASSERT_TRUE(GetBudget(dataset.id(), &before).ok());
   EXPECT_NEAR(before.epsilon_spent(), 1.0, 1e-6);
-  EXPECT_FALSE(before.has_epsilon_exact());  // discrete noise: RDP only
-  EXPECT_DOUBLE_EQ(before.epsilon_rdp(), before.epsilon_spent());
-  EXPECT_DOUBLE_EQ(before.budget().epsilon(), 1.5);
+  EXPECT_GT(before.epsilon_rdp(), before.epsilon_spent() + 0.05);  // the profile beats RDP
+  EXPECT_DOUBLE_EQ(before.budget().epsilon(), 1.7);
   EXPECT_DOUBLE_EQ(before.budget().delta(), kDelta);
   ASSERT_EQ(before.events_size(), 1);
   EXPECT_EQ(before.events(0).release_id(), first.id());
+  EXPECT_THAT(before.events(0).description(), HasSubstr("grid_gaussian("));
 
+  // Two releases compose by RDP only (the profile covers one release).
+  auto rdp_of_two = [&](double s2) {
+    auto a = privacy::PrivacyEvent::GridGaussian(s1);
+    auto b = privacy::PrivacyEvent::GridGaussian(s2);
+    auto both = privacy::PrivacyEvent::Compose({*a, *b});
+    return privacy::ComputeEpsilonReport(*both, kDelta)->epsilon_rdp;
+  };
   v1::Release refused;
   status = RequestRelease(RffRequest(dataset.id(), 1.2, "budget-key-2"), &refused);
   ASSERT_EQ(status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << status.error_message();
   EXPECT_THAT(status.error_message(), HasSubstr("spent epsilon 1,"));
   EXPECT_THAT(status.error_message(), HasSubstr("requested 1.2 "));
-  EXPECT_THAT(status.error_message(), HasSubstr("1.61241 composed"));
-  EXPECT_THAT(status.error_message(), HasSubstr("cap 1.5 "));
+  auto s_for_1_2 = privacy::CalibrateGridGaussianNoiseMultiplier(1, 1.2, kDelta);
+  ASSERT_TRUE(s_for_1_2.ok());
+  EXPECT_THAT(status.error_message(),
+              HasSubstr(absl::StrFormat("%.6g composed", rdp_of_two(*s_for_1_2))));
+  EXPECT_THAT(status.error_message(), HasSubstr("cap 1.7 "));
 
   v1::BudgetReport after;
   ASSERT_TRUE(GetBudget(dataset.id(), &after).ok());
@@ -69,22 +84,24 @@ TEST_F(ReleaseTest, ReleaseOverCapIsRefusedWithSpentRequestedCap) {
   EXPECT_EQ(after.events(0).id(), before.events(0).id());
   EXPECT_DOUBLE_EQ(after.epsilon_spent(), before.epsilon_spent());
 
-  // A second epsilon-1 release fits: RDP composition, 1.45999 < 1.5.
+  // A second epsilon-1 release fits: RDP composition, 1.58966 < 1.7.
   v1::Release second;
   status = RequestRelease(RffRequest(dataset.id(), 1.0, "budget-key-3"), &second);
   ASSERT_TRUE(status.ok()) << status.error_message();
-  EXPECT_NEAR(second.epsilon_spent_total(), 1.45999, 1e-4);
+  EXPECT_NEAR(second.epsilon_spent_total(), 1.58966, 1e-4);
+  EXPECT_NEAR(second.epsilon_spent_total(), rdp_of_two(s1), 1e-9);
   v1::BudgetReport two;
   ASSERT_TRUE(GetBudget(dataset.id(), &two).ok());
-  EXPECT_NEAR(two.epsilon_spent(), 1.45999, 1e-4);
+  EXPECT_NEAR(two.epsilon_spent(), 1.58966, 1e-4);
+  EXPECT_FALSE(two.has_epsilon_exact());
   EXPECT_EQ(two.events_size(), 2);
 
   // A third does not.
   status = RequestRelease(RffRequest(dataset.id(), 1.0, "budget-key-4"), &refused);
   ASSERT_EQ(status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << status.error_message();
-  EXPECT_THAT(status.error_message(), HasSubstr("spent epsilon 1.45999"));
+  EXPECT_THAT(status.error_message(), HasSubstr("spent epsilon 1.58966"));
   EXPECT_THAT(status.error_message(), HasSubstr("requested 1 "));
-  EXPECT_THAT(status.error_message(), HasSubstr("cap 1.5 "));
+  EXPECT_THAT(status.error_message(), HasSubstr("cap 1.7 "));
   v1::BudgetReport three;
   ASSERT_TRUE(GetBudget(dataset.id(), &three).ok());
   EXPECT_EQ(three.events_size(), 2);
