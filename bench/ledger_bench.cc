@@ -20,6 +20,7 @@
 #include "core/privacy/events.h"
 #include "core/privacy/rdp.h"
 #include "proto/convert.h"
+#include "core/privacy/event_codec.h"
 #include "server/ledger.h"
 #include "server/store.h"
 
@@ -45,7 +46,7 @@ void Populate(Store* store, const std::string& dataset_id, int64_t count) {
       "INSERT INTO ledger_events (dataset_id, release_id, kind, description, relation, rdp, "
       "plain_gaussian, inverse_variance_sum, epsilon_alone, refund_of, created_unix) VALUES "
       "(?, 'history', 'rff_embedding', ?, 1, ?, 1, ?, 0.001, NULL, 0)");
-  const std::string description = dpcurator::server::EncodeEvent(event);
+  const std::string description = dpcurator::privacy::EncodeEvent(event);
   for (int64_t i = 0; i < count; ++i) {
     insert.Reset();
     (void)insert.Bind(1, dataset_id).Bind(2, description).BindBlob(3, blob).Bind(4, 1e-6).Run();

@@ -9,6 +9,7 @@
 #include "absl/strings/str_split.h"
 #include "core/privacy/accounting.h"
 #include "core/privacy/conversion.h"
+#include "core/privacy/event_codec.h"
 #include "core/privacy/rdp.h"
 #include "core/util/status_macros.h"
 #include "proto/convert.h"
@@ -16,7 +17,6 @@
 namespace dpcurator::server {
 namespace {
 
-std::string Num(double value) { return absl::StrFormat("%.17g", value); }
 
 constexpr absl::string_view kRefundSeparator = " refunded: ";
 
@@ -97,35 +97,7 @@ std::string EncodeCurve(const std::vector<double>& values) {
   return bytes;
 }
 
-// Splits "a;b;c" at top-level separators (not inside parentheses).
-std::vector<absl::string_view> SplitTopLevel(absl::string_view text, char separator) {
-  std::vector<absl::string_view> parts;
-  int depth = 0;
-  size_t start = 0;
-  for (size_t i = 0; i < text.size(); ++i) {
-    if (text[i] == '(') ++depth;
-    if (text[i] == ')') --depth;
-    if (text[i] == separator && depth == 0) {
-      parts.push_back(text.substr(start, i - start));
-      start = i + 1;
-    }
-  }
-  parts.push_back(text.substr(start));
-  return parts;
-}
 
-absl::StatusOr<std::vector<double>> ParseNumbers(absl::string_view args, size_t expected) {
-  std::vector<double> values;
-  for (absl::string_view part : absl::StrSplit(args, ',')) {
-    double value;
-    if (!absl::SimpleAtod(part, &value)) {
-      return absl::DataLossError(absl::StrCat("bad number '", part, "' in ledger event"));
-    }
-    values.push_back(value);
-  }
-  if (values.size() != expected) return absl::DataLossError("wrong arity in ledger event");
-  return values;
-}
 
 
 struct Charge {
@@ -169,7 +141,7 @@ absl::StatusOr<Charge> ChargeLocked(Database* db, const std::string& dataset_id,
   DPC_RETURN_IF_ERROR(record.Bind(1, dataset_id)
                           .Bind(2, owner_id)
                           .Bind(3, kind)
-                          .Bind(4, EncodeEvent(event))
+                          .Bind(4, privacy::EncodeEvent(event))
                           .Bind(5, int64_t{RelationToProto(dataset.relation)})
                           .BindBlob(6, EncodeCurve(curve))
                           .Bind(7, int64_t{inverse_variance.has_value() ? 1 : 0})
@@ -210,7 +182,7 @@ absl::Status RefundLocked(Database* db, const std::string& dataset_id,
                                    "VALUES (?, ?, 'refund', ?, ?, ?, ?, ?, ?, ?, ?)"));
   DPC_RETURN_IF_ERROR(record.Bind(1, dataset_id)
                           .Bind(2, owner_id)
-                          .Bind(3, absl::StrCat(EncodeEvent(event), kRefundSeparator, reason))
+                          .Bind(3, absl::StrCat(privacy::EncodeEvent(event), kRefundSeparator, reason))
                           .Bind(4, int64_t{RelationToProto(dataset.relation)})
                           .BindBlob(5, EncodeCurve(curve))
                           .Bind(6, int64_t{inverse_variance.has_value() ? 1 : 0})
@@ -224,115 +196,7 @@ absl::Status RefundLocked(Database* db, const std::string& dataset_id,
 
 }  // namespace
 
-std::string EncodeEvent(const privacy::PrivacyEvent& event) {
-  using namespace privacy;
-  return std::visit(
-      [](const auto& e) -> std::string {
-        using T = std::decay_t<decltype(e)>;
-        if constexpr (std::is_same_v<T, GaussianEvent>) {
-          return absl::StrCat("gaussian(", Num(e.noise_multiplier), ")");
-        } else if constexpr (std::is_same_v<T, DiscreteGaussianEvent>) {
-          // Its own name: "gaussian(s)" rows written before the server drew
-          // discrete noise keep their continuous meaning (and exact path).
-          return absl::StrCat("discrete_gaussian(", Num(e.noise_multiplier), ")");
-        } else if constexpr (std::is_same_v<T, GridGaussianEvent>) {
-          // The versioned successor of discrete_gaussian (its own privacy
-          // profile when alone); discrete_gaussian rows stay RDP-only.
-          return absl::StrCat("grid_gaussian(", Num(e.noise_multiplier), ")");
-        } else if constexpr (std::is_same_v<T, PoissonSampledGaussianEvent>) {
-          return absl::StrCat("poisson(", Num(e.sampling_rate), ",", Num(e.noise_multiplier), ")");
-        } else if constexpr (std::is_same_v<T, SampledWithoutReplacementGaussianEvent>) {
-          return absl::StrCat("wor(", Num(e.sampling_rate), ",", Num(e.noise_multiplier), ")");
-        } else if constexpr (std::is_same_v<T, PoissonSampledDiscreteGaussianEvent>) {
-          // Their own names, as for discrete_gaussian: "poisson" and "wor"
-          // rows keep their continuous-noise curves.
-          return absl::StrCat("discrete_poisson(", Num(e.sampling_rate), ",",
-                              Num(e.noise_multiplier), ")");
-        } else if constexpr (std::is_same_v<T, SampledWithoutReplacementDiscreteGaussianEvent>) {
-          return absl::StrCat("discrete_wor(", Num(e.sampling_rate), ",", Num(e.noise_multiplier),
-                              ")");
-        } else if constexpr (std::is_same_v<T, LaplaceEvent>) {
-          return absl::StrCat("laplace(", Num(e.noise_multiplier), ")");
-        } else if constexpr (std::is_same_v<T, RandomizedResponseEvent>) {
-          return absl::StrCat("rr(", e.num_categories, ",", Num(e.epsilon), ")");
-        } else if constexpr (std::is_same_v<T, ComposedEvent>) {
-          std::string out = "compose(";
-          for (size_t i = 0; i < e.events.size(); ++i) {
-            absl::StrAppend(&out, i ? ";" : "", EncodeEvent(e.events[i]));
-          }
-          return absl::StrCat(out, ")");
-        } else {
-          return absl::StrCat("repeat(", e.count, ";", EncodeEvent(*e.event), ")");
-        }
-      },
-      event.variant());
-}
 
-absl::StatusOr<privacy::PrivacyEvent> DecodeEvent(absl::string_view text) {
-  using privacy::PrivacyEvent;
-  const size_t open = text.find('(');
-  if (open == absl::string_view::npos || text.back() != ')') {
-    return absl::DataLossError(absl::StrCat("malformed ledger event '", text, "'"));
-  }
-  const absl::string_view name = text.substr(0, open);
-  const absl::string_view args = text.substr(open + 1, text.size() - open - 2);
-  if (name == "gaussian") {
-    DPC_ASSIGN_OR_RETURN(auto v, ParseNumbers(args, 1));
-    return PrivacyEvent::Gaussian(v[0]);
-  }
-  if (name == "discrete_gaussian") {
-    DPC_ASSIGN_OR_RETURN(auto v, ParseNumbers(args, 1));
-    return PrivacyEvent::DiscreteGaussian(v[0]);
-  }
-  if (name == "grid_gaussian") {
-    DPC_ASSIGN_OR_RETURN(auto v, ParseNumbers(args, 1));
-    return PrivacyEvent::GridGaussian(v[0]);
-  }
-  if (name == "poisson") {
-    DPC_ASSIGN_OR_RETURN(auto v, ParseNumbers(args, 2));
-    return PrivacyEvent::PoissonSampledGaussian(v[0], v[1]);
-  }
-  if (name == "wor") {
-    DPC_ASSIGN_OR_RETURN(auto v, ParseNumbers(args, 2));
-    return PrivacyEvent::SampledWithoutReplacementGaussian(v[0], v[1]);
-  }
-  if (name == "discrete_poisson") {
-    DPC_ASSIGN_OR_RETURN(auto v, ParseNumbers(args, 2));
-    return PrivacyEvent::PoissonSampledDiscreteGaussian(v[0], v[1]);
-  }
-  if (name == "discrete_wor") {
-    DPC_ASSIGN_OR_RETURN(auto v, ParseNumbers(args, 2));
-    return PrivacyEvent::SampledWithoutReplacementDiscreteGaussian(v[0], v[1]);
-  }
-  if (name == "laplace") {
-    DPC_ASSIGN_OR_RETURN(auto v, ParseNumbers(args, 1));
-    return PrivacyEvent::Laplace(v[0]);
-  }
-  if (name == "rr") {
-    DPC_ASSIGN_OR_RETURN(auto v, ParseNumbers(args, 2));
-    return PrivacyEvent::RandomizedResponse(static_cast<int64_t>(v[0]), v[1]);
-  }
-  if (name == "compose") {
-    std::vector<PrivacyEvent> parts;
-    if (!args.empty()) {
-      for (absl::string_view part : SplitTopLevel(args, ';')) {
-        DPC_ASSIGN_OR_RETURN(auto event, DecodeEvent(part));
-        parts.push_back(std::move(event));
-      }
-    }
-    return PrivacyEvent::Compose(std::move(parts));
-  }
-  if (name == "repeat") {
-    auto parts = SplitTopLevel(args, ';');
-    int64_t count;
-    if (parts.size() != 2 || !absl::SimpleAtoi(parts[0], &count)) {
-      return absl::DataLossError(absl::StrCat("malformed ledger event '", text, "'"));
-    }
-    DPC_ASSIGN_OR_RETURN(auto inner, DecodeEvent(parts[1]));
-    return PrivacyEvent::SelfCompose(std::move(inner), count);
-  }
-  return absl::DataLossError(absl::StrCat("unknown ledger event '", name, "'"));
-}
 
 absl::StatusOr<Ledger::Admission> Ledger::Admit(const std::string& dataset_id,
                                                 const Caller& caller,
@@ -518,7 +382,7 @@ absl::Status Ledger::Refund(const std::string& release_id, const std::string& re
   }
   const int64_t event_id = charge_query.ColumnInt(0);
   const std::string dataset_id = charge_query.ColumnText(1);
-  DPC_ASSIGN_OR_RETURN(privacy::PrivacyEvent event, DecodeEvent(charge_query.ColumnText(3)));
+  DPC_ASSIGN_OR_RETURN(privacy::PrivacyEvent event, privacy::DecodeEvent(charge_query.ColumnText(3)));
   DPC_ASSIGN_OR_RETURN(LoadedDataset dataset, LoadDatasetBudget(db, dataset_id));
   DPC_RETURN_IF_ERROR(
       RefundLocked(db, dataset_id, dataset, release_id, event, event_id, reason));
@@ -681,7 +545,7 @@ absl::StatusOr<v1::Session> CloseSessionLocked(Database* db, const std::string& 
   // accountant never sees a partial negation.
   const int64_t used = session.steps_used();
   if (used < session.steps_reserved()) {
-    DPC_ASSIGN_OR_RETURN(privacy::PrivacyEvent step_event, DecodeEvent(loaded.step_event));
+    DPC_ASSIGN_OR_RETURN(privacy::PrivacyEvent step_event, privacy::DecodeEvent(loaded.step_event));
     DPC_ASSIGN_OR_RETURN(privacy::PrivacyEvent reserved,
                          privacy::PrivacyEvent::SelfCompose(step_event, session.steps_reserved()));
     DPC_ASSIGN_OR_RETURN(LoadedDataset dataset, LoadDatasetBudget(db, session.dataset_id()));
@@ -760,7 +624,7 @@ absl::StatusOr<Ledger::SessionAdmission> Ledger::OpenSession(
                           .BindBlob(5, params.SerializeAsString())
                           .Bind(6, steps)
                           .Bind(7, noise_multiplier)
-                          .Bind(8, EncodeEvent(step_event))
+                          .Bind(8, privacy::EncodeEvent(step_event))
                           .Bind(9, charge.event_id)
                           .Bind(10, charge.epsilon_alone)
                           .Bind(11, now)
@@ -901,7 +765,7 @@ absl::StatusOr<std::vector<std::string>> Ledger::VerifyTotals() {
       std::string text = events.ColumnText(0);
       const bool refund = !events.ColumnIsNull(1);
       if (refund) text = text.substr(0, text.find(std::string(kRefundSeparator)));
-      DPC_ASSIGN_OR_RETURN(privacy::PrivacyEvent event, DecodeEvent(text));
+      DPC_ASSIGN_OR_RETURN(privacy::PrivacyEvent event, privacy::DecodeEvent(text));
       absl::Status status = refund ? rebuilt.Subtract(event) : rebuilt.Add(event);
       if (!status.ok()) {
         problems.push_back(absl::StrCat("dataset ", dataset_id, ": ", status.message()));

@@ -174,11 +174,6 @@ class ReleaseAttempt {
   std::string release_id_;
 };
 
-// Text form of an event for the ledger row, and back (for refunds and
-// rebuilding totals): "gaussian(s)", "poisson(q,s)", "wor(q,s)",
-// "laplace(b)", "rr(k,eps)", "compose(e1;e2;...)", "repeat(T;e)".
-std::string EncodeEvent(const privacy::PrivacyEvent& event);
-absl::StatusOr<privacy::PrivacyEvent> DecodeEvent(absl::string_view text);
 
 }  // namespace dpcurator::server
 

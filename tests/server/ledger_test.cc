@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "core/privacy/conversion.h"
+#include "core/privacy/event_codec.h"
 #include "core/privacy/events.h"
 #include "core/privacy/rdp.h"
 #include "server/store.h"
@@ -306,19 +307,19 @@ TEST_F(LedgerTest, OverCapRefusalWritesNothing) {
 TEST_F(LedgerTest, DiscreteGaussianIsStoredApartAndChargedByRdpOnly) {
   using privacy::PrivacyEvent;
   // The text form: the old name still decodes to a continuous event.
-  auto old_row = DecodeEvent("gaussian(3)");
+  auto old_row = privacy::DecodeEvent("gaussian(3)");
   ASSERT_TRUE(old_row.ok()) << old_row.status();
   EXPECT_TRUE(privacy::IsPlainGaussian(*old_row));
   const PrivacyEvent discrete = PrivacyEvent::DiscreteGaussian(3.0).value();
-  EXPECT_EQ(EncodeEvent(discrete), "discrete_gaussian(3)");
-  auto back = DecodeEvent(EncodeEvent(discrete));
+  EXPECT_EQ(privacy::EncodeEvent(discrete), "discrete_gaussian(3)");
+  auto back = privacy::DecodeEvent(privacy::EncodeEvent(discrete));
   ASSERT_TRUE(back.ok()) << back.status();
   EXPECT_FALSE(privacy::IsPlainGaussian(*back));
   EXPECT_EQ(privacy::Describe(*back), "DiscreteGaussian(s=3)");
-  auto pair = DecodeEvent("compose(discrete_gaussian(2.5);discrete_gaussian(2.5))");
+  auto pair = privacy::DecodeEvent("compose(discrete_gaussian(2.5);discrete_gaussian(2.5))");
   ASSERT_TRUE(pair.ok()) << pair.status();
   EXPECT_FALSE(privacy::IsPlainGaussian(*pair));
-  EXPECT_FALSE(DecodeEvent("discrete_gaussian(0)").ok());
+  EXPECT_FALSE(privacy::DecodeEvent("discrete_gaussian(0)").ok());
 
   // RDP epsilon of sum_i alpha / (2 s_i^2), computed here from the closed form.
   auto rdp_epsilon = [](double inverse_variance_sum) {
@@ -370,16 +371,16 @@ TEST(LedgerEventCodecTest, DiscreteEventNamesRoundTrip) {
   auto wor = privacy::PrivacyEvent::SampledWithoutReplacementDiscreteGaussian(0.05, 2.0);
   auto old_poisson = privacy::PrivacyEvent::PoissonSampledGaussian(0.01, 1.1);
   ASSERT_TRUE(grid.ok() && poisson.ok() && wor.ok() && old_poisson.ok());
-  EXPECT_EQ(EncodeEvent(*grid), "grid_gaussian(3.75)");
-  EXPECT_EQ(EncodeEvent(*poisson), "discrete_poisson(0.01,1.1000000000000001)");
-  EXPECT_EQ(EncodeEvent(*wor), "discrete_wor(0.050000000000000003,2)");
+  EXPECT_EQ(privacy::EncodeEvent(*grid), "grid_gaussian(3.75)");
+  EXPECT_EQ(privacy::EncodeEvent(*poisson), "discrete_poisson(0.01,1.1000000000000001)");
+  EXPECT_EQ(privacy::EncodeEvent(*wor), "discrete_wor(0.050000000000000003,2)");
   auto repeated = privacy::PrivacyEvent::SelfCompose(*poisson, 7);
   ASSERT_TRUE(repeated.ok());
   for (const privacy::PrivacyEvent& event : {*grid, *poisson, *wor, *repeated, *old_poisson}) {
-    const std::string text = EncodeEvent(event);
-    auto decoded = DecodeEvent(text);
+    const std::string text = privacy::EncodeEvent(event);
+    auto decoded = privacy::DecodeEvent(text);
     ASSERT_TRUE(decoded.ok()) << text << ": " << decoded.status();
-    EXPECT_EQ(EncodeEvent(*decoded), text);
+    EXPECT_EQ(privacy::EncodeEvent(*decoded), text);
     auto original = privacy::ComputeRdp(event, privacy::DefaultRdpOrders());
     auto again = privacy::ComputeRdp(*decoded, privacy::DefaultRdpOrders());
     ASSERT_TRUE(original.ok() && again.ok());
