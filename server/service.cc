@@ -287,7 +287,7 @@ grpc::Status ReleaseServiceImpl::RequestRelease(grpc::ServerContext* context,
     auto rows = store_->LoadRows(dataset.id(), schema);
     if (!rows.ok()) return rows.status();
     DPC_RETURN_IF_ERROR(Hit(failpoint_, "release.after_rows_read"));
-    return ComputeRelease(plan, dataset, schema, *rows, admission.release_id,
+    return ComputeRelease(plan, dataset, schema, **rows, admission.release_id,
                           admission.epsilon_alone, noise->get());
   }();
   if (!computed.ok()) {
@@ -403,9 +403,10 @@ grpc::Status SessionServiceImpl::Step(grpc::ServerContext* context,
     // counted as used (its reservation is never returned), and answered
     // with an incident id only (docs/privacy.md 6.1).
     auto computed = [&]() -> absl::StatusOr<v1::EmbeddingArtefact> {
-      DPC_ASSIGN_OR_RETURN(data::Table rows, store_->LoadRows(dataset.id(), schema));
+      DPC_ASSIGN_OR_RETURN(std::shared_ptr<const data::Table> rows,
+                           store_->LoadRows(dataset.id(), schema));
       DPC_RETURN_IF_ERROR(Hit(failpoint_, "session_step.after_rows_read"));
-      return ComputeSessionStep(session, dataset, schema, rows, noise.get());
+      return ComputeSessionStep(session, dataset, schema, *rows, noise.get());
     }();
     Ledger::StoredStep attempt;
     if (computed.ok()) {

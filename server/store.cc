@@ -339,12 +339,18 @@ absl::StatusOr<int64_t> Store::AppendRows(const std::string& dataset_id,
   return dataset.row_count() + rows.num_rows();
 }
 
-absl::StatusOr<data::Table> Store::LoadRows(const std::string& dataset_id,
-                                            const data::Schema& schema) {
+absl::StatusOr<std::shared_ptr<const data::Table>> Store::LoadRows(const std::string& dataset_id,
+                                                                   const data::Schema& schema) {
   std::lock_guard<std::mutex> lock(mutex_);
+  if (auto cached = sealed_rows_.find(dataset_id); cached != sealed_rows_.end()) {
+    cached->second.last_use = ++use_clock_;
+    return cached->second.rows;
+  }
+  DPC_ASSIGN_OR_RETURN(v1::Dataset dataset, GetDatasetLocked(dataset_id));
   DPC_ASSIGN_OR_RETURN(auto query, db_->Prepare("SELECT num_rows, cells FROM row_chunks WHERE "
                                                 "dataset_id = ? ORDER BY chunk"));
   query.Bind(1, dataset_id);
+  ++row_loads_;
   const int columns = schema.num_columns();
   std::vector<double> values;
   int64_t total_rows = 0;
@@ -362,11 +368,26 @@ absl::StatusOr<data::Table> Store::LoadRows(const std::string& dataset_id,
     std::memcpy(values.data() + old_size, blob.data(), blob.size());
     total_rows += num_rows;
   }
-  data::Table table;
-  table.cells = Eigen::Map<const Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic,
-                                               Eigen::RowMajor>>(values.data(), total_rows,
-                                                                 columns);
-  return table;
+  auto table = std::make_shared<data::Table>();
+  table->cells = Eigen::Map<const Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic,
+                                                Eigen::RowMajor>>(values.data(), total_rows,
+                                                                  columns);
+  std::shared_ptr<const data::Table> rows = std::move(table);
+  const size_t bytes = values.size() * sizeof(double);
+  if (dataset.sealed() && bytes <= kMaxCachedRowBytes) {
+    // Least recently used out until the new rows fit.
+    while (cached_row_bytes_ + bytes > kMaxCachedRowBytes && !sealed_rows_.empty()) {
+      auto oldest = sealed_rows_.begin();
+      for (auto it = sealed_rows_.begin(); it != sealed_rows_.end(); ++it) {
+        if (it->second.last_use < oldest->second.last_use) oldest = it;
+      }
+      cached_row_bytes_ -= oldest->second.bytes;
+      sealed_rows_.erase(oldest);
+    }
+    sealed_rows_[dataset_id] = CachedRows{rows, bytes, ++use_clock_};
+    cached_row_bytes_ += bytes;
+  }
+  return rows;
 }
 
 absl::StatusOr<std::vector<std::string>> Store::CheckIntegrity() {

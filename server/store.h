@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "core/data/schema.h"
 #include "core/data/table.h"
@@ -34,8 +35,17 @@ class Store {
   // Appends parsed rows as one chunk, in one transaction. Refused once the
   // dataset is sealed (its first release fixes the data that was released).
   absl::StatusOr<int64_t> AppendRows(const std::string& dataset_id, const data::Table& rows);
-  // Every stored row of the dataset, in upload order.
-  absl::StatusOr<data::Table> LoadRows(const std::string& dataset_id, const data::Schema& schema);
+  // Every stored row of the dataset, in upload order. A sealed dataset's
+  // rows never change again (AppendRows refuses them), so they are read from
+  // SQLite once and shared: releases and session steps on it reuse one
+  // in-memory copy (at most kMaxCachedRowBytes in all, least recently used
+  // out first). An unsealed dataset is read afresh every time.
+  absl::StatusOr<std::shared_ptr<const data::Table>> LoadRows(const std::string& dataset_id,
+                                                              const data::Schema& schema);
+  // The memory the cache of sealed rows may hold.
+  static constexpr size_t kMaxCachedRowBytes = size_t{1} << 30;
+  // Reads of row chunks from SQLite since the store opened (cache misses).
+  int64_t row_loads() const { return row_loads_; }
 
   // Runs PRAGMA integrity_check and the ledger's own invariants; returns the
   // problems found (empty when clean).
@@ -93,6 +103,16 @@ class Store {
 
   std::unique_ptr<Database> db_;
   std::mutex mutex_;
+  // Sealed datasets' rows (under mutex_): id -> rows, and the use order.
+  struct CachedRows {
+    std::shared_ptr<const data::Table> rows;
+    size_t bytes = 0;
+    uint64_t last_use = 0;
+  };
+  absl::flat_hash_map<std::string, CachedRows> sealed_rows_;
+  size_t cached_row_bytes_ = 0;
+  uint64_t use_clock_ = 0;
+  int64_t row_loads_ = 0;
   // Prepared once and reused across rows and batches (ingestion speed).
   std::unique_ptr<Statement> insert_report_;
   std::unique_ptr<Statement> count_reports_;

@@ -208,13 +208,14 @@ TEST_F(HostileInputTest, OutOfBoundsNumbersAreClampedToTheDeclaredBoundsAndCount
   EXPECT_EQ(response.rows_accepted(), 3);
   // At the bound is inside the domain: two clamps, not three.
   EXPECT_EQ(response.cells_clamped(), 2);
-  auto rows = server_->store()->LoadRows(dataset_.id(), schema);
-  ASSERT_TRUE(rows.ok()) << rows.status();
-  ASSERT_EQ(rows->num_rows(), kSeedRows + 3);
-  EXPECT_EQ(rows->cells(kSeedRows, age), schema.column(age).upper);
-  EXPECT_EQ(rows->cells(kSeedRows + 1, age), schema.column(age).lower);
-  EXPECT_EQ(rows->cells(kSeedRows + 2, income), schema.column(income).upper);
-  EXPECT_TRUE(rows->cells.allFinite());
+  auto loaded = server_->store()->LoadRows(dataset_.id(), schema);
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  const data::Table& rows = **loaded;
+  ASSERT_EQ(rows.num_rows(), kSeedRows + 3);
+  EXPECT_EQ(rows.cells(kSeedRows, age), schema.column(age).upper);
+  EXPECT_EQ(rows.cells(kSeedRows + 1, age), schema.column(age).lower);
+  EXPECT_EQ(rows.cells(kSeedRows + 2, income), schema.column(income).upper);
+  EXPECT_TRUE(rows.cells.allFinite());
 }
 
 TEST_F(HostileInputTest, TooManyRowsInOneMessageAndEmptyStreamsAreRefused) {

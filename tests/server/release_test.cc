@@ -13,6 +13,8 @@
 #include "core/privacy/conversion.h"
 #include "core/privacy/events.h"
 #include "absl/strings/str_format.h"
+#include "proto/convert.h"
+#include "server/store.h"
 #include "tests/server/server_test_util.h"
 
 namespace dpcurator::server::testing {
@@ -340,6 +342,33 @@ TEST_F(ReleaseTest, FailureWhileReadingRowsKeepsItsCharge) {
   auto problems = ledger.VerifyTotals();
   ASSERT_TRUE(problems.ok()) << problems.status();
   EXPECT_TRUE(problems->empty()) << ::testing::PrintToString(*problems);
+}
+
+// Sealed rows are read from SQLite once and shared by every later release
+// and session step (issue 12, item 4); unsealed ones are read afresh, so an
+// upload is never hidden by a stale copy.
+TEST_F(ReleaseTest, SealedRowsAreReadOnce) {
+  v1::Dataset dataset;
+  ASSERT_TRUE(CreateDataset(10.0, kDelta, v1::ADD_REMOVE, &dataset).ok());
+  ASSERT_TRUE(UploadDemoRows(dataset.id(), 200, 5).ok());
+  auto schema = SchemaFromProto(dataset.schema());
+  ASSERT_TRUE(schema.ok());
+  Store* store = server_->store();
+  const int64_t start = store->row_loads();
+  auto unsealed = store->LoadRows(dataset.id(), *schema);
+  ASSERT_TRUE(unsealed.ok());
+  EXPECT_EQ((*unsealed)->num_rows(), 200);
+  ASSERT_TRUE(store->LoadRows(dataset.id(), *schema).ok());
+  EXPECT_EQ(store->row_loads(), start + 2);  // not sealed: no cache
+  v1::Release release;
+  ASSERT_TRUE(RequestRelease(RffRequest(dataset.id(), 0.5, "a"), &release).ok());
+  ASSERT_TRUE(RequestRelease(RffRequest(dataset.id(), 0.5, "b"), &release).ok());
+  ASSERT_TRUE(RequestRelease(RffRequest(dataset.id(), 0.5, "c"), &release).ok());
+  EXPECT_EQ(store->row_loads(), start + 3);  // sealed at the first release
+  auto shared = store->LoadRows(dataset.id(), *schema);
+  ASSERT_TRUE(shared.ok());
+  EXPECT_EQ((*shared)->cells, (*unsealed)->cells);
+  EXPECT_EQ(store->row_loads(), start + 3);
 }
 
 }  // namespace
