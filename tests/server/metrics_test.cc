@@ -216,11 +216,7 @@ class MetricsTest : public ServerTest {
 
   void StartWithMetrics() {
     StopServer();
-    ServerOptions options;
-    options.db_path = db_path_;
-    options.listen_address = "127.0.0.1:0";
-    options.tokens_path = tokens_path_;
-    options.insecure_dev = true;
+    ServerOptions options = Options();
     options.metrics_listen_address = "127.0.0.1:0";
     auto started = CuratorServer::Start(options);
     ASSERT_TRUE(started.ok()) << started.status();

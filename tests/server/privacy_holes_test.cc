@@ -58,32 +58,35 @@ class PrivacyHolesTest : public ServerTest {
     return request;
   }
 
+  // One session RPC as `who`: OpenSession, Step, CloseSession, GetSession.
+  template <typename Request, typename Response, typename Method>
+  static grpc::Status Call(client::Connection who, Method method, const Request& request,
+                           Response* response) {
+    auto context = who.NewContext();
+    return (who.sessions().*method)(context.get(), request, response);
+  }
   grpc::Status OpenSession(client::Connection who, const v1::OpenSessionRequest& request,
                            v1::Session* session) {
-    auto context = who.NewContext();
-    return who.sessions().OpenSession(context.get(), request, session);
+    return Call(who, &v1::SessionService::Stub::OpenSession, request, session);
   }
   grpc::Status Step(client::Connection who, const std::string& session_id, int64_t step,
                     v1::SessionStepResponse* response) {
     v1::SessionStepRequest request;
     request.set_session_id(session_id);
     request.set_step(step);
-    auto context = who.NewContext();
-    return who.sessions().Step(context.get(), request, response);
+    return Call(who, &v1::SessionService::Stub::Step, request, response);
   }
   grpc::Status Close(client::Connection who, const std::string& session_id,
                      v1::Session* session) {
     v1::CloseSessionRequest request;
     request.set_session_id(session_id);
-    auto context = who.NewContext();
-    return who.sessions().CloseSession(context.get(), request, session);
+    return Call(who, &v1::SessionService::Stub::CloseSession, request, session);
   }
   grpc::Status GetSession(client::Connection who, const std::string& session_id,
                           v1::Session* session) {
     v1::GetSessionRequest request;
     request.set_session_id(session_id);
-    auto context = who.NewContext();
-    return who.sessions().GetSession(context.get(), request, session);
+    return Call(who, &v1::SessionService::Stub::GetSession, request, session);
   }
 
   // A second analyst, made through AdminService.
@@ -302,11 +305,7 @@ TEST_F(PrivacyHolesTest, StartUpTotalCheckFailsClosed) {
     // Forge the running totals: as if the charge had never been made.
     ASSERT_TRUE((*store)->db()->Exec("DELETE FROM ledger_totals").ok());
   }
-  ServerOptions options;
-  options.db_path = db_path_;
-  options.listen_address = "127.0.0.1:0";
-  options.tokens_path = tokens_path_;
-  options.insecure_dev = true;
+  ServerOptions options = Options();
   auto refused = CuratorServer::Start(options);
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition);
@@ -327,11 +326,7 @@ TEST_F(PrivacyHolesTest, MetricsRefuseNonLoopbackUnlessAcknowledged) {
   EXPECT_FALSE(IsLoopbackListenAddress(":9464"));
   EXPECT_FALSE(IsLoopbackListenAddress("10.1.2.3:9464"));
   StopServer();
-  ServerOptions options;
-  options.db_path = db_path_;
-  options.listen_address = "127.0.0.1:0";
-  options.tokens_path = tokens_path_;
-  options.insecure_dev = true;
+  ServerOptions options = Options();
   options.metrics_listen_address = "0.0.0.0:0";
   auto refused = CuratorServer::Start(options);
   ASSERT_FALSE(refused.ok());

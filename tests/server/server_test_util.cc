@@ -91,14 +91,18 @@ void ServerTest::TearDown() {
   dir_.reset();
 }
 
-void ServerTest::StartServer() {
+ServerOptions ServerTest::Options() const {
   ServerOptions options;
   options.db_path = db_path_;
   options.listen_address = "127.0.0.1:0";
   options.tokens_path = tokens_path_;
   options.insecure_dev = true;
   options.failpoint = failpoint_;
-  auto started = CuratorServer::Start(options);
+  return options;
+}
+
+void ServerTest::StartServer() {
+  auto started = CuratorServer::Start(Options());
   ASSERT_TRUE(started.ok()) << started.status();
   server_ = std::move(started).value();
   ASSERT_GT(server_->port(), 0);

@@ -66,6 +66,9 @@ class ServerTest : public ::testing::Test {
   void SetUp() override;
   void TearDown() override;
 
+  // The options StartServer() uses: the fixture's database and token file,
+  // loopback, any port, plaintext, the fixture's failpoint.
+  ServerOptions Options() const;
   // Starts a server on the fixture's database (again, after StopServer()).
   void StartServer();
   // Shutdown, then destroy: the database is closed.
