@@ -189,6 +189,7 @@ void Mlp::PrepareWorkspace(Eigen::Index rows, MlpWorkspace* ws) const {
   if (options_.layer_norm) {
     ws->normalized_.resize(num - 1);
     ws->inv_std_.resize(num - 1);
+    ws->norm_deltas_.resize(num - 1);
   }
   // resize() is a no-op when the shape is unchanged.
   for (int l = 0; l < num; ++l) {
@@ -198,6 +199,7 @@ void Mlp::PrepareWorkspace(Eigen::Index rows, MlpWorkspace* ws) const {
       if (options_.layer_norm) {
         ws->normalized_[l].resize(rows, layers_[l].fan_out);
         ws->inv_std_[l].resize(rows);
+        ws->norm_deltas_[l].resize(rows, layers_[l].fan_out);
       }
     }
   }
@@ -273,49 +275,30 @@ const Eigen::MatrixXd& Mlp::Forward(const Eigen::Ref<const Eigen::MatrixXd>& inp
   return ws->outputs_.back();
 }
 
-void Mlp::Backward(const Eigen::Ref<const Eigen::MatrixXd>& grad_output,
-                   MlpWorkspace* ws, Eigen::VectorXd* grad_params,
-                   Eigen::MatrixXd* grad_input) const {
-  eigen_assert(grad_params != nullptr && grad_params->size() == num_parameters());
+void Mlp::BackpropagateDeltas(const Eigen::Ref<const Eigen::MatrixXd>& grad_output,
+                              MlpWorkspace* ws) const {
   eigen_assert(grad_output.cols() == options_.output_dim);
   eigen_assert(grad_output.rows() == ws->input_.rows());
-  double* g = grad_params->data();
-  for (int l = num_layers() - 1; l >= 0; --l) {
-    const DenseLayerLayout& layer = layers_[l];
-    // dLoss/dH for this layer: the output layer is linear, so it is
-    // grad_output itself; hidden layers were filled by the layer above.
+  for (int l = num_layers() - 1; l >= 1; --l) {
+    // dLoss/dH for layer l: the output layer is linear, so it is grad_output
+    // itself; hidden layers were filled by the previous iteration.
     const Eigen::Ref<const Eigen::MatrixXd> delta =
-        layer.hidden ? Eigen::Ref<const Eigen::MatrixXd>(ws->deltas_[l]) : grad_output;
-    const Eigen::MatrixXd& x = l == 0 ? ws->input_ : ws->outputs_[l - 1];
+        layers_[l].hidden ? Eigen::Ref<const Eigen::MatrixXd>(ws->deltas_[l]) : grad_output;
 
-    // H = X W + 1 b^T  =>  dW = X^T dH, db = dH^T 1, dX = dH W^T.
-    Eigen::Map<Eigen::MatrixXd> grad_w(g + layer.weight_offset, layer.fan_in, layer.fan_out);
-    Eigen::Map<Eigen::VectorXd> grad_b(g + layer.bias_offset, layer.fan_out);
-    grad_w.noalias() += x.transpose() * delta;
-    grad_b.noalias() += delta.colwise().sum().transpose();
-
-    if (l == 0) {
-      if (grad_input != nullptr) grad_input->noalias() = delta * weight(l).transpose();
-      break;
-    }
-
-    // dLoss/dA of layer l-1, then through its activation and layer norm.
+    // H = X W + 1 b^T  =>  dX = dH W^T: dLoss/dA of layer l-1, then through
+    // its activation and layer norm.
     const int below = l - 1;
-    const DenseLayerLayout& prev = layers_[below];
     Eigen::MatrixXd& d = ws->deltas_[below];
     d.noalias() = delta * weight(l).transpose();
     MultiplyActivationDerivative(ws->outputs_[below], &d);
     if (options_.layer_norm) {
       // Backward of y = gain * xhat + shift, xhat = (h - mu) / sigma, per row
       // (Ba et al. 2016; the standard normalisation Jacobian):
-      //   dgain = sum_rows dy * xhat, dshift = sum_rows dy,
       //   dxhat = dy * gain,
       //   dh = (dxhat - mean_j dxhat - xhat * mean_j(dxhat * xhat)) / sigma.
+      // dy itself is kept for the gain and shift gradients.
       const Eigen::MatrixXd& xhat = ws->normalized_[below];
-      Eigen::Map<Eigen::VectorXd> grad_gain(g + prev.gain_offset, prev.fan_out);
-      Eigen::Map<Eigen::VectorXd> grad_shift(g + prev.shift_offset, prev.fan_out);
-      grad_gain.noalias() += d.cwiseProduct(xhat).colwise().sum().transpose();
-      grad_shift.noalias() += d.colwise().sum().transpose();
+      ws->norm_deltas_[below] = d;
       d.array().rowwise() *= norm_gain(below).transpose().array();
       Eigen::VectorXd& mean_d = ws->row_buffer_a_;
       Eigen::VectorXd& mean_dx = ws->row_buffer_b_;
@@ -325,6 +308,42 @@ void Mlp::Backward(const Eigen::Ref<const Eigen::MatrixXd>& grad_output,
       d.array() -= xhat.array().colwise() * mean_dx.array();
       d.array().colwise() *= ws->inv_std_[below].array();
     }
+  }
+}
+
+void Mlp::Backward(const Eigen::Ref<const Eigen::MatrixXd>& grad_output,
+                   MlpWorkspace* ws, Eigen::VectorXd* grad_params,
+                   Eigen::MatrixXd* grad_input) const {
+  eigen_assert(grad_params != nullptr && grad_params->size() == num_parameters());
+  BackpropagateDeltas(grad_output, ws);
+  double* g = grad_params->data();
+  for (int l = 0; l < num_layers(); ++l) {
+    const DenseLayerLayout& layer = layers_[l];
+    const Eigen::Ref<const Eigen::MatrixXd> delta =
+        layer.hidden ? Eigen::Ref<const Eigen::MatrixXd>(ws->deltas_[l]) : grad_output;
+    const Eigen::MatrixXd& x = ws->layer_input(l);
+
+    // H = X W + 1 b^T  =>  dW = X^T dH, db = dH^T 1.
+    Eigen::Map<Eigen::MatrixXd> grad_w(g + layer.weight_offset, layer.fan_in, layer.fan_out);
+    Eigen::Map<Eigen::VectorXd> grad_b(g + layer.bias_offset, layer.fan_out);
+    grad_w.noalias() += x.transpose() * delta;
+    grad_b.noalias() += delta.colwise().sum().transpose();
+
+    if (layer.gain_offset >= 0) {
+      // y = gain * xhat + shift  =>  dgain = sum_rows dy * xhat,
+      // dshift = sum_rows dy (Ba et al. 2016).
+      const Eigen::MatrixXd& dy = ws->norm_deltas_[l];
+      Eigen::Map<Eigen::VectorXd> grad_gain(g + layer.gain_offset, layer.fan_out);
+      Eigen::Map<Eigen::VectorXd> grad_shift(g + layer.shift_offset, layer.fan_out);
+      grad_gain.noalias() += dy.cwiseProduct(ws->normalized_[l]).colwise().sum().transpose();
+      grad_shift.noalias() += dy.colwise().sum().transpose();
+    }
+  }
+  if (grad_input != nullptr) {
+    // dX = dH W^T for the first layer.
+    const Eigen::Ref<const Eigen::MatrixXd> delta0 =
+        layers_[0].hidden ? Eigen::Ref<const Eigen::MatrixXd>(ws->deltas_[0]) : grad_output;
+    grad_input->noalias() = delta0 * weight(0).transpose();
   }
 }
 

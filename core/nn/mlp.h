@@ -60,6 +60,20 @@ class MlpWorkspace {
   // Output of the last Forward (n x output_dim).
   const Eigen::MatrixXd& output() const { return outputs_.back(); }
 
+  // Caches read by per-example gradient code (core/nn/per_example.h), one row
+  // per example. After Forward: layer_input(l) is the X of layer l (the
+  // network input for l = 0, the activations of layer l-1 otherwise) and, for
+  // hidden layers with layer norm, normalized(l) is the xhat of layer l.
+  // After Mlp::BackpropagateDeltas (or Backward): hidden_delta(l) is dLoss/dH
+  // of hidden layer l, and, with layer norm, norm_output_delta(l) is dLoss/dY
+  // for Y = gain * xhat + shift. The output layer's dLoss/dH is grad_output.
+  const Eigen::MatrixXd& layer_input(int layer) const {
+    return layer == 0 ? input_ : outputs_[layer - 1];
+  }
+  const Eigen::MatrixXd& hidden_delta(int layer) const { return deltas_[layer]; }
+  const Eigen::MatrixXd& normalized(int layer) const { return normalized_[layer]; }
+  const Eigen::MatrixXd& norm_output_delta(int layer) const { return norm_deltas_[layer]; }
+
  private:
   friend class Mlp;
 
@@ -72,6 +86,9 @@ class MlpWorkspace {
   // deltas_[l]: gradient of the loss w.r.t. the pre-activation H of hidden
   // layer l (the output layer uses grad_output directly).
   std::vector<Eigen::MatrixXd> deltas_;
+  // Layer norm: norm_deltas_[l] is dLoss/dY of hidden layer l, where
+  // Y = gain * xhat + shift (before the activation).
+  std::vector<Eigen::MatrixXd> norm_deltas_;
   Eigen::VectorXd row_buffer_a_;
   Eigen::VectorXd row_buffer_b_;
 };
@@ -113,6 +130,15 @@ class Mlp {
   void Backward(const Eigen::Ref<const Eigen::MatrixXd>& grad_output,
                 MlpWorkspace* workspace, Eigen::VectorXd* grad_params,
                 Eigen::MatrixXd* grad_input = nullptr) const;
+
+  // The first half of Backward: propagates `grad_output` (n x output_dim)
+  // down the network for the last Forward on `workspace` and leaves every
+  // hidden layer's dLoss/dH (and, with layer norm, dLoss/dY) in `workspace`
+  // (MlpWorkspace::hidden_delta, norm_output_delta), without summing anything
+  // over the batch. Row i of every delta depends on row i of grad_output
+  // only, linearly: the basis of per-example gradients (per_example.h).
+  void BackpropagateDeltas(const Eigen::Ref<const Eigen::MatrixXd>& grad_output,
+                           MlpWorkspace* workspace) const;
 
   // The flat parameter vector. Callers may change its entries (optimizer
   // steps) but must not resize it.

@@ -1,0 +1,96 @@
+#ifndef DPCURATOR_CORE_NN_PER_EXAMPLE_H_
+#define DPCURATOR_CORE_NN_PER_EXAMPLE_H_
+
+#include <vector>
+
+#include "Eigen/Core"
+#include "absl/status/status.h"
+#include "core/nn/mlp.h"
+
+namespace dpcurator::nn {
+
+// Per-example gradients of an Mlp, for DP-SGD (Abadi et al. 2016, Alg. 1;
+// dp-auto-gan.md Sec. 1.2 with microbatch size r = 1): every example's
+// gradient is clipped to L2 norm C before the batch sum, so its norm is needed
+// without a backward pass per example.
+//
+// The trick (Goodfellow 2015, "Efficient per-example gradient computations";
+// Lee & Kifer 2021, Sec. 3): a dense layer H = X W + 1 b^T gives example i
+// the weight gradient x_i^T delta_i (an outer product; x_i is row i of X,
+// delta_i = dL_i/dH_i is row i of dH), so
+//   ||dW_i||_F^2 = ||x_i||^2 ||delta_i||^2,   ||db_i||^2 = ||delta_i||^2,
+// and, for a hidden layer norm y = gain * xhat + shift (dy_i = dL_i/dY_i),
+//   ||dgain_i||^2 = ||dy_i * xhat_i||^2,      ||dshift_i||^2 = ||dy_i||^2.
+// The network's squared norm is the sum over layers and parameter groups.
+// One Mlp::BackpropagateDeltas over the batch gives every delta_i.
+//
+// Scope: this is exact because an Mlp treats examples independently (row i
+// of every cache and delta depends on row i of the input and of grad_output
+// only). Layer norm normalises within a row and qualifies. Batch norm, or
+// anything else that mixes examples, does not: per-example gradients (and
+// the privacy argument of per-example clipping) would not be well defined.
+//
+// Scaling: `grad_output` row i must be dL_i/dOutput_i, the gradient of
+// example i's OWN loss L_i, not of a batch mean. With a mean loss
+// (1/n) sum_i L_i, pass n times that gradient. DP-SGD divides the noisy
+// clipped sum by the (expected) batch size afterwards (dp-auto-gan.md 1.2).
+
+// Buffers for per-example gradient computations. One per thread; reusing it
+// for batches of the same size performs no allocation of its own.
+class PerExampleWorkspace {
+ public:
+  PerExampleWorkspace() = default;
+
+  // The Forward caches: call mlp.Forward(input, workspace.mlp_workspace()).
+  MlpWorkspace* mlp_workspace() { return &mlp_; }
+
+  // Of the last PerExampleGradientNorms or AddClippedGradientSum: the L2
+  // norm of every example's full parameter gradient (n), and the factors
+  // min(1, C / norm) that AddClippedGradientSum applied (n).
+  const Eigen::VectorXd& norms() const { return norms_; }
+  const Eigen::VectorXd& clip_factors() const { return clip_factors_; }
+
+ private:
+  friend const Eigen::VectorXd& PerExampleGradientNorms(
+      const Mlp& mlp, const Eigen::Ref<const Eigen::MatrixXd>& grad_output,
+      PerExampleWorkspace* workspace);
+  friend absl::Status AddClippedGradientSum(
+      const Mlp& mlp, const Eigen::Ref<const Eigen::MatrixXd>& grad_output,
+      double clip_norm, PerExampleWorkspace* workspace, Eigen::VectorXd* grad_params);
+
+  MlpWorkspace mlp_;
+  Eigen::VectorXd norms_;
+  Eigen::VectorXd clip_factors_;
+  // scaled_[l]: clip_factors-weighted rows of layer l's delta (n x fan_out).
+  std::vector<Eigen::MatrixXd> scaled_;
+};
+
+// The L2 norm of each example's gradient over all of mlp's parameters,
+// ||grad_theta L_i||_2 for i = 1..n, from the identity above: one
+// BackpropagateDeltas over the batch plus row-wise norms, no per-example
+// gradient materialised. Requires a Forward of `mlp` on
+// workspace->mlp_workspace() for the same n examples; `grad_output` is
+// n x output_dim, per-example scaled (see Scaling above). Returns
+// workspace->norms().
+const Eigen::VectorXd& PerExampleGradientNorms(
+    const Mlp& mlp, const Eigen::Ref<const Eigen::MatrixXd>& grad_output,
+    PerExampleWorkspace* workspace);
+
+// Adds the sum of clipped per-example gradients,
+//   sum_i min(1, C / ||g_i||) g_i,   g_i = grad_theta L_i,
+// (Abadi et al. 2016, Alg. 1, "clip gradient"; dp-auto-gan.md 1.2 CLIP) to
+// `grad_params` (size mlp.num_parameters(), Mlp::parameters() layout, the
+// same as Mlp::Backward; the caller zeroes it). A zero gradient gets factor 1.
+// By linearity the clipped sum is the batch gradient of the rows scaled by
+// their factors: one GEMM per dense layer, dW = X^T diag(c) dH. Same
+// preconditions as PerExampleGradientNorms, whose results it leaves in
+// `workspace` too. The caller adds the Gaussian noise N(0, C^2 sigma^2 I).
+// InvalidArgument if `clip_norm` is not finite and positive.
+absl::Status AddClippedGradientSum(const Mlp& mlp,
+                                   const Eigen::Ref<const Eigen::MatrixXd>& grad_output,
+                                   double clip_norm, PerExampleWorkspace* workspace,
+                                   Eigen::VectorXd* grad_params);
+
+}  // namespace dpcurator::nn
+
+#endif  // DPCURATOR_CORE_NN_PER_EXAMPLE_H_
