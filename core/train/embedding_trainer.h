@@ -5,6 +5,7 @@
 #include <functional>
 
 #include "Eigen/Core"
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "core/data/encoder.h"
 #include "core/embed/feature_map.h"
@@ -58,10 +59,31 @@ struct GeneratorFit {
 };
 absl::StatusOr<GeneratorFit> PrepareGeneratorFit(const data::FeatureLayout& layout,
                                                  const embed::FeatureMap& feature_map,
-                                                 const embed::EmbeddingTarget& target, int steps,
-                                                 int batch_size, double learning_rate,
-                                                 double final_learning_rate_fraction,
-                                                 const GeneratorOptions& generator, uint64_t seed);
+                                                 const embed::EmbeddingTarget& target,
+                                                 const EmbeddingTrainerOptions& options);
+
+// A trainer's loss of one generated batch, from the batch's features h
+// (n x feature_dim, rows labelled as GeneratorFit::labels): returns L and
+// writes dL/dh to grad_features.
+using GeneratorBatchLoss =
+    std::function<double(const Eigen::MatrixXd& features, Eigen::MatrixXd* grad_features)>;
+// Draws a fresh batch from the generator (noise from the loop's public RNG)
+// and returns its features.
+using DrawGeneratedFeatures = std::function<const Eigen::MatrixXd&()>;
+// Work after generator step `step` (PEARL's critic step); may draw batches.
+using AfterGeneratorStep =
+    std::function<absl::Status(int step, const DrawGeneratedFeatures& draw_features)>;
+
+// The generator loop every embedding trainer runs (DP-MERF Alg. 1 step 3,
+// PEARL Alg. 1 line 18): options.steps Adam steps at ScheduledLearningRate,
+// each on a fresh batch z ~ N(0, I) from a public RNG seeded by
+// options.seed, descending `loss` through the feature map and the generator; then
+// `after_step` (if set) and progress. Fails on a non-finite gradient.
+// Returns the loss of the last generator step.
+absl::StatusOr<double> RunGeneratorLoop(const embed::FeatureMap& feature_map,
+                                        const EmbeddingTrainerOptions& options,
+                                        const GeneratorBatchLoss& loss, GeneratorFit* fit,
+                                        const AfterGeneratorStep& after_step = nullptr);
 
 // The linear decay both trainers use: learning_rate at step 1, falling to
 // final_fraction * learning_rate over the run.

@@ -6,7 +6,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/nn/adam.h"
-#include "core/util/public_rng.h"
 #include "core/util/status_macros.h"
 #include "core/util/validation.h"
 
@@ -98,13 +97,7 @@ absl::StatusOr<TrainedPearlGenerator> TrainPearlGenerator(
   DPC_RETURN_IF_ERROR(ValidatePositiveInt(options.generator_steps_per_critic_step,
                                           "Generator steps per critic step"));
   DPC_ASSIGN_OR_RETURN(GeneratorFit fit,
-                       PrepareGeneratorFit(layout, feature_map, target, options.steps,
-                                           options.batch_size, options.learning_rate,
-                                           options.final_learning_rate_fraction,
-                                           options.generator, options.seed));
-  TabularGenerator& generator = fit.generator;
-  nn::Adam& adam = fit.adam;
-  const Eigen::VectorXi& labels = fit.labels;
+                       PrepareGeneratorFit(layout, feature_map, target, options));
   DPC_ASSIGN_OR_RETURN(PearlCritic critic, PearlCritic::Create(feature_map.frequencies(),
                                                                feature_map.length_scale()));
   nn::AdamOptions critic_adam_options;
@@ -113,58 +106,39 @@ absl::StatusOr<TrainedPearlGenerator> TrainPearlGenerator(
   DPC_ASSIGN_OR_RETURN(nn::Adam critic_adam,
                        nn::Adam::Create(critic.precisions().size(), critic_adam_options));
 
-  PublicRng rng(options.seed ^ 0x5DEECE66DULL);
-  Eigen::MatrixXd z(labels.size(), generator.noise_dim());
-  Eigen::MatrixXd features, grad_features, grad_encoded;
   Eigen::VectorXd per_frequency_loss;
-  Eigen::VectorXd grad_params(generator.num_parameters());
   Eigen::VectorXd precisions;
-  GeneratorWorkspace workspace;
-  double loss = 0.0;
   int critic_steps = 0;
-  for (int step = 1; step <= options.steps; ++step) {
-    // Generator step: descent on L(theta) at fixed alpha (Alg. 1 line 18).
-    DPC_RETURN_IF_ERROR(adam.SetLearningRate(ScheduledLearningRate(
-        options.learning_rate, options.final_learning_rate_fraction, step, options.steps)));
-    rng.FillNormal(z);
-    const Eigen::MatrixXd& encoded = generator.Forward(z, labels, &workspace);
-    feature_map.Features(encoded, &features);
-    loss = PearlLoss(target.class_means, features, labels, critic.weights(), &per_frequency_loss,
-                     &grad_features);
-    feature_map.BackwardFromFeatures(features, grad_features, &grad_encoded);
-    grad_params.setZero();
-    generator.Backward(grad_encoded, &workspace, &grad_params);
-    if (!grad_params.allFinite()) {
-      return absl::InternalError(absl::StrCat("training diverged at step ", step,
-                                              " (non-finite gradient); lower --learning-rate"));
+  // Generator step: descent on L(theta) at fixed alpha (Alg. 1 line 18).
+  const GeneratorBatchLoss loss = [&](const Eigen::MatrixXd& features,
+                                      Eigen::MatrixXd* grad_features) {
+    return PearlLoss(target.class_means, features, fit.labels, critic.weights(),
+                     &per_frequency_loss, grad_features);
+  };
+  // Critic step every n_gen generator steps, on a fresh batch: ascent on
+  // L(s) at fixed theta (Alg. 1, pearl.md 1.2 H).
+  const AfterGeneratorStep critic_step =
+      [&](int step, const DrawGeneratedFeatures& draw_features) -> absl::Status {
+    if (!options.use_critic || step % options.generator_steps_per_critic_step != 0) {
+      return absl::OkStatus();
     }
-    DPC_RETURN_IF_ERROR(adam.Step(generator.parameters(), grad_params));
-
-    // Critic step every n_gen generator steps, on a fresh batch: ascent on
-    // L(s) at fixed theta (Alg. 1, pearl.md 1.2 H).
-    if (options.use_critic && step % options.generator_steps_per_critic_step == 0) {
-      rng.FillNormal(z);
-      const Eigen::MatrixXd& critic_rows = generator.Forward(z, labels, &workspace);
-      feature_map.Features(critic_rows, &features);
-      PearlLoss(target.class_means, features, labels, critic.weights(), &per_frequency_loss,
-                /*grad_features=*/nullptr);
-      const Eigen::VectorXd critic_grad = critic.Gradient(per_frequency_loss);
-      if (!critic_grad.allFinite()) {
-        return absl::InternalError(absl::StrCat("critic diverged at step ", step,
-                                                " (non-finite gradient)"));
-      }
-      precisions = critic.precisions();
-      DPC_RETURN_IF_ERROR(critic_adam.Step(precisions, critic_grad));
-      DPC_RETURN_IF_ERROR(critic.SetPrecisions(precisions));
-      ++critic_steps;
+    PearlLoss(target.class_means, draw_features(), fit.labels, critic.weights(),
+              &per_frequency_loss, /*grad_features=*/nullptr);
+    const Eigen::VectorXd critic_grad = critic.Gradient(per_frequency_loss);
+    if (!critic_grad.allFinite()) {
+      return absl::InternalError(
+          absl::StrCat("critic diverged at step ", step, " (non-finite gradient)"));
     }
-    if (options.progress &&
-        (step % std::max(1, options.progress_every) == 0 || step == options.steps)) {
-      options.progress(step, loss);
-    }
-  }
+    precisions = critic.precisions();
+    DPC_RETURN_IF_ERROR(critic_adam.Step(precisions, critic_grad));
+    DPC_RETURN_IF_ERROR(critic.SetPrecisions(precisions));
+    ++critic_steps;
+    return absl::OkStatus();
+  };
+  DPC_ASSIGN_OR_RETURN(const double final_loss,
+                       RunGeneratorLoop(feature_map, options, loss, &fit, critic_step));
   TrainedPearlGenerator result{
-      TrainedGenerator{std::move(fit.generator), target.class_weights, loss, options.steps},
+      TrainedGenerator{std::move(fit.generator), target.class_weights, final_loss, options.steps},
       critic.precisions(), critic.weights(), critic_steps};
   return result;
 }

@@ -71,16 +71,10 @@ double PearlLoss(const Eigen::MatrixXd& target_means, const Eigen::MatrixXd& fea
                  const Eigen::VectorXi& labels, const Eigen::VectorXd& frequency_weights,
                  Eigen::VectorXd* per_frequency_loss, Eigen::MatrixXd* grad_features);
 
-struct PearlTrainerOptions {
-  // Generator updates.
-  int steps = 1000;
-  // Generated rows per step, split over classes by the released weights.
-  int batch_size = 1024;
-  // Generator Adam learning rate, decayed linearly to
-  // final_learning_rate_fraction of itself over the run (as
-  // EmbeddingTrainerOptions).
-  double learning_rate = 2e-3;
-  double final_learning_rate_fraction = 0.1;
+// The generator fields (steps, batch size, learning-rate schedule,
+// generator, seed, progress; called with the generator loss of the step)
+// are EmbeddingTrainerOptions'; PEARL adds its critic's.
+struct PearlTrainerOptions : EmbeddingTrainerOptions {
   // Critic Adam learning rate (gradient ascent on s), constant; 1e-2 in the
   // code (pearl.md 1.2 F, Sec. 4).
   double critic_learning_rate = 1e-2;
@@ -89,12 +83,6 @@ struct PearlTrainerOptions {
   int generator_steps_per_critic_step = 10;
   // false: alpha stays uniform (the "w/o critic" ablation, pearl.md 1.2 G).
   bool use_critic = true;
-  GeneratorOptions generator;
-  uint64_t seed = 1;
-  // Called every `progress_every` generator steps and at the end, with the
-  // generator loss of that step.
-  std::function<void(int step, double loss)> progress;
-  int progress_every = 100;
 };
 
 struct TrainedPearlGenerator {
