@@ -131,10 +131,10 @@ absl::StatusOr<std::unique_ptr<CuratorServer>> CuratorServer::Start(const Server
       server->metrics_.get());
   server->release_service_ = std::make_unique<ReleaseServiceImpl>(
       server->store_.get(), server->ledger_.get(), server->authorizer_.get(),
-      server->metrics_.get(), options.failpoint);
+      server->metrics_.get(), EngineSeams{options.failpoint, options.noise_source});
   server->session_service_ = std::make_unique<SessionServiceImpl>(
       server->store_.get(), server->ledger_.get(), server->authorizer_.get(),
-      server->metrics_.get(), options.failpoint);
+      server->metrics_.get(), EngineSeams{options.failpoint, options.noise_source});
   server->collection_service_ = std::make_unique<CollectionServiceImpl>(
       server->store_.get(), server->authorizer_.get(), server->metrics_.get());
 

@@ -53,8 +53,10 @@ struct ServerOptions {
   // unauthenticated, and its release latencies grow with a dataset's row
   // count, which analysts must not learn under add/remove.
   bool metrics_allow_remote = false;
-  // Tests only (server/service.h): failure injection on the release path.
+  // Tests only (server/service.h): failure injection on the release path,
+  // and the source of release noise (null: OpenSSL's CSPRNG).
   Failpoint failpoint;
+  NoiseSourceFactory noise_source;
 };
 
 // True for 127.0.0.0/8, [::1] and localhost (host:port form).

@@ -84,6 +84,14 @@ absl::Status ValidateBudget(const v1::Budget& budget) {
 
 }  // namespace
 
+NoiseSourceFactory SecureNoiseSourceFactory() {
+  return []() -> absl::StatusOr<std::unique_ptr<privacy::NoiseSource>> {
+    DPC_ASSIGN_OR_RETURN(std::unique_ptr<privacy::SecureNoiseSource> source,
+                         privacy::SecureNoiseSource::Create());
+    return std::unique_ptr<privacy::NoiseSource>(std::move(source));
+  };
+}
+
 grpc::Status IncidentStatus(absl::string_view object, const std::string& object_id,
                             const std::string& incident) {
   return grpc::Status(
@@ -257,7 +265,7 @@ grpc::Status ReleaseServiceImpl::RequestRelease(grpc::ServerContext* context,
   // Hop 2 -> 3, before any row is read: the noise source. Failing here is
   // the one failure that may be refunded, and only when this attempt made
   // the charge (a resumed charge's earlier attempt may have read rows).
-  auto noise = privacy::SecureNoiseSource::Create();
+  auto noise = noise_source_();
   absl::Status before_rows = noise.ok() ? Hit(failpoint_, "release.before_rows_read")
                                         : noise.status();
   if (!before_rows.ok()) {
@@ -398,7 +406,7 @@ grpc::Status SessionServiceImpl::Step(grpc::ServerContext* context,
     DPC_GRPC_ASSIGN_OR_RETURN(v1::Dataset dataset, store_->GetDataset(session.dataset_id()));
     DPC_GRPC_ASSIGN_OR_RETURN(data::Schema schema, SchemaFromProto(dataset.schema()));
     // Before any row is read: a failure here leaves the step unused.
-    DPC_GRPC_ASSIGN_OR_RETURN(auto noise, privacy::SecureNoiseSource::Create());
+    DPC_GRPC_ASSIGN_OR_RETURN(std::unique_ptr<privacy::NoiseSource> noise, noise_source_());
     // From the first row read on, a failure is the step's outcome: stored,
     // counted as used (its reservation is never returned), and answered
     // with an incident id only (docs/privacy.md 6.1).

@@ -5,9 +5,11 @@
 #include <memory>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 
 #include "dpcurator/v1/dpcurator.grpc.pb.h"
+#include "core/privacy/noise_source.h"
 #include "server/auth.h"
 #include "server/ledger.h"
 #include "server/metrics.h"
@@ -21,6 +23,21 @@ namespace dpcurator::server {
 // "release.after_rows_read", "session_step.after_rows_read". Production
 // servers have none.
 using Failpoint = std::function<absl::Status(absl::string_view point)>;
+
+// Where releases and session steps draw their noise (and Poisson sampling
+// decisions): one fresh source per computation. Production servers use
+// privacy::SecureNoiseSource (OpenSSL); tests of release logic inject a
+// seeded or zero-noise source, tests of noise check distributions
+// (STYLE.md: test doubles injected through the builder).
+using NoiseSourceFactory =
+    std::function<absl::StatusOr<std::unique_ptr<privacy::NoiseSource>>()>;
+NoiseSourceFactory SecureNoiseSourceFactory();
+
+// The seams of the release path, injected by tests (ServerOptions).
+struct EngineSeams {
+  Failpoint failpoint;
+  NoiseSourceFactory noise_source;  // null: SecureNoiseSourceFactory()
+};
 
 // What a client is told when a release or session step failed after private
 // rows were read: the object, the incident id, and that the charge stands;
@@ -56,12 +73,14 @@ class DatasetServiceImpl final : public v1::DatasetService::Service {
 class ReleaseServiceImpl final : public v1::ReleaseService::Service {
  public:
   ReleaseServiceImpl(Store* store, Ledger* ledger, Authorizer* authorizer, Metrics* metrics,
-                     Failpoint failpoint = nullptr)
+                     EngineSeams seams = {})
       : store_(store),
         ledger_(ledger),
         authorizer_(authorizer),
         metrics_(metrics),
-        failpoint_(std::move(failpoint)) {}
+        failpoint_(std::move(seams.failpoint)),
+        noise_source_(seams.noise_source ? std::move(seams.noise_source)
+                                         : SecureNoiseSourceFactory()) {}
 
   grpc::Status RequestRelease(grpc::ServerContext* context, const v1::ReleaseRequest* request,
                               v1::Release* response) override;
@@ -76,17 +95,20 @@ class ReleaseServiceImpl final : public v1::ReleaseService::Service {
   Authorizer* authorizer_;
   Metrics* metrics_;
   Failpoint failpoint_;
+  NoiseSourceFactory noise_source_;
 };
 
 class SessionServiceImpl final : public v1::SessionService::Service {
  public:
   SessionServiceImpl(Store* store, Ledger* ledger, Authorizer* authorizer, Metrics* metrics,
-                     Failpoint failpoint = nullptr)
+                     EngineSeams seams = {})
       : store_(store),
         ledger_(ledger),
         authorizer_(authorizer),
         metrics_(metrics),
-        failpoint_(std::move(failpoint)) {}
+        failpoint_(std::move(seams.failpoint)),
+        noise_source_(seams.noise_source ? std::move(seams.noise_source)
+                                         : SecureNoiseSourceFactory()) {}
 
   grpc::Status OpenSession(grpc::ServerContext* context, const v1::OpenSessionRequest* request,
                            v1::Session* response) override;
@@ -103,6 +125,7 @@ class SessionServiceImpl final : public v1::SessionService::Service {
   Authorizer* authorizer_;
   Metrics* metrics_;
   Failpoint failpoint_;
+  NoiseSourceFactory noise_source_;
 };
 
 }  // namespace dpcurator::server

@@ -15,6 +15,7 @@
 #include "absl/strings/str_format.h"
 #include "proto/convert.h"
 #include "server/store.h"
+#include "core/privacy/noise_source.h"
 #include "tests/server/server_test_util.h"
 
 namespace dpcurator::server::testing {
@@ -369,6 +370,27 @@ TEST_F(ReleaseTest, SealedRowsAreReadOnce) {
   ASSERT_TRUE(shared.ok());
   EXPECT_EQ((*shared)->cells, (*unsealed)->cells);
   EXPECT_EQ(store->row_loads(), start + 3);
+}
+
+// The noise source is injected (ServerOptions::noise_source): with a
+// zero-noise source a release is the exact statistic, so the release logic
+// is tested without randomness; with a seeded one two servers agree.
+TEST_F(ReleaseTest, InjectedNoiseSourceDrivesTheEngine) {
+  StopServer();
+  noise_source_ = []() -> absl::StatusOr<std::unique_ptr<privacy::NoiseSource>> {
+    return std::unique_ptr<privacy::NoiseSource>(new privacy::ZeroNoiseSource());
+  };
+  StartServer();
+  v1::Dataset dataset;
+  ASSERT_TRUE(CreateDataset(10.0, kDelta, v1::ADD_REMOVE, &dataset).ok());
+  ASSERT_TRUE(UploadDemoRows(dataset.id(), 321, 9).ok());
+  v1::Release release;
+  ASSERT_TRUE(RequestRelease(RffRequest(dataset.id(), 1.0, "exact"), &release).ok());
+  double total = 0;
+  for (double count : release.embedding().class_totals()) total += count;
+  EXPECT_EQ(total, 321.0);  // the exact count: no noise, no snapping
+  // Still charged in full: the source changes the noise, not the ledger.
+  EXPECT_NEAR(release.epsilon_spent_total(), 1.0, 1e-6);
 }
 
 }  // namespace

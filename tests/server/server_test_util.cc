@@ -98,6 +98,7 @@ ServerOptions ServerTest::Options() const {
   options.tokens_path = tokens_path_;
   options.insecure_dev = true;
   options.failpoint = failpoint_;
+  options.noise_source = noise_source_;
   return options;
 }
 

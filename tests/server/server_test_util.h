@@ -113,8 +113,9 @@ class ServerTest : public ::testing::Test {
   std::string db_path_;
   // The --tokens file; StartServer() passes none when this is empty.
   std::string tokens_path_;
-  // Handed to the server by StartServer() (server/service.h, Failpoint).
+  // Handed to the server by StartServer() (server/service.h, EngineSeams).
   Failpoint failpoint_;
+  NoiseSourceFactory noise_source_;
   std::unique_ptr<CuratorServer> server_;
 };
 
