@@ -36,23 +36,29 @@ Eigen::VectorXi StratifiedLabels(const Eigen::VectorXd& class_weights, int batch
   return labels;
 }
 
-double EmbeddingLoss(const Eigen::MatrixXd& target_means, const Eigen::MatrixXd& features,
-                     const Eigen::VectorXi& labels, Eigen::MatrixXd* grad_features) {
-  grad_features->resize(features.rows(), features.cols());
-  double loss = 0.0;
+void ForEachClassRun(const Eigen::VectorXi& labels,
+                     const std::function<void(int c, Eigen::Index start, Eigen::Index count)>& visit) {
   Eigen::Index start = 0;
   while (start < labels.size()) {
     const int c = labels(start);
     Eigen::Index end = start;
     while (end < labels.size() && labels(end) == c) ++end;
-    const Eigen::Index count = end - start;
+    visit(c, start, end - start);
+    start = end;
+  }
+}
+
+double EmbeddingLoss(const Eigen::MatrixXd& target_means, const Eigen::MatrixXd& features,
+                     const Eigen::VectorXi& labels, Eigen::MatrixXd* grad_features) {
+  grad_features->resize(features.rows(), features.cols());
+  double loss = 0.0;
+  ForEachClassRun(labels, [&](int c, Eigen::Index start, Eigen::Index count) {
     const Eigen::RowVectorXd mean = features.middleRows(start, count).colwise().mean();
     const Eigen::RowVectorXd residual = target_means.col(c).transpose() - mean;
     loss += residual.squaredNorm();
     // d/dh_i of ||t - (1/n_c) sum_j h_j||^2 = -2 (t - mean) / n_c.
     grad_features->middleRows(start, count).rowwise() = (-2.0 / count) * residual;
-    start = end;
-  }
+  });
   return loss;
 }
 

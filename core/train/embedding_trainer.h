@@ -43,6 +43,11 @@ struct TrainedGenerator {
 // the code's weighting on both sides, dp-merf.md 1.5).
 Eigen::VectorXi StratifiedLabels(const Eigen::VectorXd& class_weights, int batch_size);
 
+// Calls visit(c, start, count) for each run of rows labelled c, in order:
+// with labels grouped by class (StratifiedLabels), one call per class.
+void ForEachClassRun(const Eigen::VectorXi& labels,
+                     const std::function<void(int c, Eigen::Index start, Eigen::Index count)>& visit);
+
 // Loss of one batch, L = sum_c || target_c - mean_{i in c} h(g_i) ||^2, and
 // dL/dh per generated row (n x feature_dim). Labels must be grouped by
 // class as StratifiedLabels makes them.

@@ -63,12 +63,7 @@ double PearlLoss(const Eigen::MatrixXd& target_means, const Eigen::MatrixXd& fea
   const double kd = static_cast<double>(k);
   per_frequency_loss->setZero(k);
   if (grad_features != nullptr) grad_features->resize(features.rows(), features.cols());
-  Eigen::Index start = 0;
-  while (start < labels.size()) {
-    const int c = labels(start);
-    Eigen::Index end = start;
-    while (end < labels.size() && labels(end) == c) ++end;
-    const Eigen::Index count = end - start;
+  ForEachClassRun(labels, [&](int c, Eigen::Index start, Eigen::Index count) {
     // r_c = target_c - mean_{j in c} h(g_j): [Re; Im](Phi~_c - Phi^_{Q,c}) / sqrt(k).
     const Eigen::RowVectorXd residual =
         target_means.col(c).transpose() - features.middleRows(start, count).colwise().mean();
@@ -83,8 +78,7 @@ double PearlLoss(const Eigen::MatrixXd& target_means, const Eigen::MatrixXd& fea
       grad *= -2.0 * kd / static_cast<double>(count);
       grad_features->middleRows(start, count).rowwise() = grad;
     }
-    start = end;
-  }
+  });
   // L = sum_i alpha_i f_i (Eq. 1 with self-normalised weights, pearl.md 1.2 F).
   return frequency_weights.dot(*per_frequency_loss);
 }
