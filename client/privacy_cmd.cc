@@ -17,6 +17,7 @@
 #include "core/privacy/grid_gaussian.h"
 #include "core/privacy/rdp.h"
 #include "core/privacy/relation.h"
+#include "core/privacy/sampled_gaussian.h"
 #include "core/util/status_macros.h"
 
 namespace dpcurator::client {
@@ -91,15 +92,10 @@ absl::StatusOr<PrivacyEvent> EventFromArgs(const ParsedArgs& args, std::optional
       DPC_ASSIGN_OR_RETURN(double q, args.GetDouble("sampling-rate"));
       // Discrete noise: the bounds proven for the grid's discrete Gaussian
       // (docs/privacy.md 4.7), what the server charges its session steps.
-      if (relation == privacy::NeighbouringRelation::kAddRemove) {
-        DPC_ASSIGN_OR_RETURN(step_event,
-                             discrete ? PrivacyEvent::PoissonSampledDiscreteGaussian(q, noise)
-                                      : PrivacyEvent::PoissonSampledGaussian(q, noise));
-      } else {
-        DPC_ASSIGN_OR_RETURN(
-            step_event, discrete ? PrivacyEvent::SampledWithoutReplacementDiscreteGaussian(q, noise)
-                                 : PrivacyEvent::SampledWithoutReplacementGaussian(q, noise));
-      }
+      DPC_ASSIGN_OR_RETURN(step_event, privacy::SampledGaussianEvent(
+                                           privacy::SamplingSchemeFor(relation), q, noise,
+                                           discrete ? privacy::SampledNoise::kDiscrete
+                                                    : privacy::SampledNoise::kContinuous));
     } else if (discrete) {
       DPC_ASSIGN_OR_RETURN(step_event, PrivacyEvent::GridGaussian(noise));
     } else {
@@ -234,9 +230,7 @@ int RunCalibrate(const ParsedArgs& args) {
     // The other unknowns: the largest steps or sampling rate within target.
     auto s = args.GetDouble("noise-multiplier");
     if (!s.ok()) return ReportError(s.status());
-    const auto scheme = *relation == privacy::NeighbouringRelation::kAddRemove
-                            ? privacy::SamplingScheme::kPoisson
-                            : privacy::SamplingScheme::kWithoutReplacement;
+    const privacy::SamplingScheme scheme = privacy::SamplingSchemeFor(*relation);
     privacy::CalibrationOptions options;
     options.sampled_noise =
         *discrete ? privacy::SampledNoise::kDiscrete : privacy::SampledNoise::kContinuous;
@@ -289,10 +283,7 @@ int RunCalibrate(const ParsedArgs& args) {
     options.sampled_noise =
         *discrete ? privacy::SampledNoise::kDiscrete : privacy::SampledNoise::kContinuous;
     noise_multiplier = privacy::CalibrateSampledGaussianNoiseMultiplier(
-        *relation == privacy::NeighbouringRelation::kAddRemove
-            ? privacy::SamplingScheme::kPoisson
-            : privacy::SamplingScheme::kWithoutReplacement,
-        *q, *steps, *epsilon, *delta, options);
+        privacy::SamplingSchemeFor(*relation), *q, *steps, *epsilon, *delta, options);
   } else if (*discrete) {
     noise_multiplier =
         privacy::CalibrateGridGaussianNoiseMultiplier(*steps * *count, *epsilon, *delta);

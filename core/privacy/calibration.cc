@@ -81,23 +81,6 @@ absl::StatusOr<double> SearchNoiseMultiplier(const Feasible& feasible,
   return hi;
 }
 
-absl::StatusOr<PrivacyEvent> SampledEvent(SamplingScheme scheme, double q,
-                                          double s, SampledNoise noise) {
-  if (noise == SampledNoise::kDiscrete) {
-    return scheme == SamplingScheme::kPoisson
-               ? PrivacyEvent::PoissonSampledDiscreteGaussian(q, s)
-               : PrivacyEvent::SampledWithoutReplacementDiscreteGaussian(q, s);
-  }
-  return scheme == SamplingScheme::kPoisson
-             ? PrivacyEvent::PoissonSampledGaussian(q, s)
-             : PrivacyEvent::SampledWithoutReplacementGaussian(q, s);
-}
-
-NeighbouringRelation RelationOf(SamplingScheme scheme) {
-  return scheme == SamplingScheme::kPoisson ? NeighbouringRelation::kAddRemove
-                                            : NeighbouringRelation::kReplaceOne;
-}
-
 // eps of T steps: SelfCompose(step, T), whose curve is the step's curve times
 // T exactly as ComputeRdp forms it, so one curve serves every T.
 absl::StatusOr<double> EpsilonOfSteps(const PrivacyEvent& step,
@@ -111,6 +94,19 @@ absl::StatusOr<double> EpsilonOfSteps(const PrivacyEvent& step,
   DPC_ASSIGN_OR_RETURN(RdpCurve curve, RdpCurve::FromValues(std::move(values)));
   DPC_ASSIGN_OR_RETURN(EventCharge charge, EventCharge::WithCurve(event, curve));
   return EpsilonWith(charge, relation, delta, options);
+}
+
+// Whether `steps` sampled Gaussian steps at rate q and multiplier s stay
+// within epsilon at delta, judged as the ledger would (EpsilonOfSteps).
+absl::StatusOr<bool> SampledStepsWithin(SamplingScheme scheme, double q, double s,
+                                        int64_t steps, double epsilon, double delta,
+                                        const CalibrationOptions& options) {
+  DPC_ASSIGN_OR_RETURN(PrivacyEvent step,
+                       SampledGaussianEvent(scheme, q, s, options.sampled_noise));
+  DPC_ASSIGN_OR_RETURN(std::vector<double> rdp, ComputeRdp(step, DefaultRdpOrders()));
+  DPC_ASSIGN_OR_RETURN(double eps, EpsilonOfSteps(step, rdp, steps, RelationOf(scheme),
+                                                  delta, options));
+  return eps <= epsilon;
 }
 
 // num_gaussians events made by `make_event` (a Gaussian factory) with
@@ -183,14 +179,8 @@ absl::StatusOr<double> CalibrateSampledGaussianNoiseMultiplier(
   DPC_RETURN_IF_ERROR(ValidateInUnitInterval(sampling_rate, "Sampling rate"));
   DPC_RETURN_IF_ERROR(ValidatePositiveInt(steps, "Steps"));
   DPC_RETURN_IF_ERROR(ValidateTarget(epsilon, delta, options));
-  Feasible feasible = [&](double s) -> absl::StatusOr<bool> {
-    DPC_ASSIGN_OR_RETURN(PrivacyEvent step, SampledEvent(scheme, sampling_rate, s,
-                                                               options.sampled_noise));
-    DPC_ASSIGN_OR_RETURN(std::vector<double> rdp,
-                         ComputeRdp(step, DefaultRdpOrders()));
-    DPC_ASSIGN_OR_RETURN(double eps, EpsilonOfSteps(step, rdp, steps, RelationOf(scheme),
-                                                    delta, options));
-    return eps <= epsilon;
+  Feasible feasible = [&](double s) {
+    return SampledStepsWithin(scheme, sampling_rate, s, steps, epsilon, delta, options);
   };
   return SearchNoiseMultiplier(feasible, options.relative_tolerance);
 }
@@ -209,8 +199,8 @@ absl::StatusOr<int64_t> MaxSteps(SamplingScheme scheme, double sampling_rate,
                                  double delta, const CalibrationOptions& options) {
   DPC_RETURN_IF_ERROR(ValidateTarget(epsilon, delta, options));
   DPC_ASSIGN_OR_RETURN(PrivacyEvent step,
-                       SampledEvent(scheme, sampling_rate, noise_multiplier,
-                                                options.sampled_noise));
+                       SampledGaussianEvent(scheme, sampling_rate, noise_multiplier,
+                                            options.sampled_noise));
   DPC_ASSIGN_OR_RETURN(std::vector<double> rdp, ComputeRdp(step, DefaultRdpOrders()));
   auto feasible = [&](int64_t t) -> absl::StatusOr<bool> {
     DPC_ASSIGN_OR_RETURN(double eps, EpsilonOfSteps(step, rdp, t, RelationOf(scheme),
@@ -243,14 +233,8 @@ absl::StatusOr<double> MaxSamplingRate(SamplingScheme scheme,
   DPC_RETURN_IF_ERROR(ValidateFinitePositive(noise_multiplier, "Noise multiplier"));
   DPC_RETURN_IF_ERROR(ValidatePositiveInt(steps, "Steps"));
   DPC_RETURN_IF_ERROR(ValidateTarget(epsilon, delta, options));
-  auto feasible = [&](double q) -> absl::StatusOr<bool> {
-    DPC_ASSIGN_OR_RETURN(PrivacyEvent step, SampledEvent(scheme, q, noise_multiplier,
-                                                               options.sampled_noise));
-    DPC_ASSIGN_OR_RETURN(std::vector<double> rdp,
-                         ComputeRdp(step, DefaultRdpOrders()));
-    DPC_ASSIGN_OR_RETURN(double eps, EpsilonOfSteps(step, rdp, steps, RelationOf(scheme),
-                                                    delta, options));
-    return eps <= epsilon;
+  auto feasible = [&](double q) {
+    return SampledStepsWithin(scheme, q, noise_multiplier, steps, epsilon, delta, options);
   };
   DPC_ASSIGN_OR_RETURN(bool all_ok, feasible(1.0));
   if (all_ok) return 1.0;

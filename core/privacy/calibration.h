@@ -13,19 +13,9 @@
 #include "absl/status/statusor.h"
 #include "core/privacy/accounting.h"
 #include "core/privacy/conversion.h"
+#include "core/privacy/sampled_gaussian.h"  // SamplingScheme, SampledNoise
 
 namespace dpcurator::privacy {
-
-enum class SamplingScheme {
-  kPoisson,             // ADD_REMOVE, PoissonSampledGaussian
-  kWithoutReplacement,  // REPLACE_ONE, SampledWithoutReplacementGaussian
-};
-
-// The noise a sampled Gaussian step draws: continuous (PoissonSampledGaussian,
-// SampledWithoutReplacementGaussian) or the grid's discrete Gaussian
-// (PoissonSampledDiscreteGaussian, SampledWithoutReplacementDiscreteGaussian:
-// what the server's session steps draw and are charged as).
-enum class SampledNoise { kContinuous, kDiscrete };
 
 struct CalibrationOptions {
   ConversionOptions conversion;
