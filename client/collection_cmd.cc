@@ -14,6 +14,7 @@
 #include "client/progress.h"
 #include "client/connection.h"
 #include "client/device.h"
+#include "client/model_package.h"
 #include "client/pipeline.h"
 #include "client/schema_file.h"
 #include "client/sinkhorn_model.h"
@@ -23,9 +24,6 @@
 
 namespace dpcurator::client {
 namespace {
-
-// Must match kModelFormatVersion in pipeline.cc (SampleModel checks it).
-constexpr uint32_t kModelFormatVersion = 1;
 
 const char* StateName(v1::Collection::State state) {
   return state == v1::Collection::OPEN ? "OPEN" : "CLOSED";

@@ -1,5 +1,4 @@
 #include "client/pipeline.h"
-#include "client/sinkhorn_model.h"
 
 #include <cstdio>
 #include <fstream>
@@ -8,6 +7,8 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "client/model_package.h"
+#include "client/sinkhorn_model.h"
 #include "core/data/arff.h"
 #include "core/data/csv.h"
 #include "core/data/encoder.h"
@@ -15,16 +16,13 @@
 #include "core/embed/labelled_embedding.h"
 #include "core/embed/rff.h"
 #include "core/privacy/noise_source.h"
-#include "core/util/public_rng.h"
 #include "core/train/pearl_trainer.h"
+#include "core/util/public_rng.h"
 #include "core/util/status_macros.h"
 #include "proto/convert.h"
-#include <chrono>
 
 namespace dpcurator::client {
 namespace {
-
-constexpr uint32_t kModelFormatVersion = 1;
 
 absl::StatusOr<v1::UploadRowsResponse> FinishUpload(
     std::unique_ptr<grpc::ClientWriter<v1::UploadRowsRequest>>& writer,
@@ -259,33 +257,25 @@ absl::StatusOr<LoadedArtefact> LoadArtefact(const v1::Release& release,
   return LoadedArtefact{std::move(schema), layout, embed::ToEmbeddingTarget(noisy)};
 }
 
-v1::GeneratorModel PackageModel(const v1::Release& release, const std::string& method,
-                                const train::TrainedGenerator& trained) {
+// A trained tabular generator packaged with the release it was fitted to.
+v1::GeneratorModel PackageReleaseModel(const v1::Release& release, const std::string& method,
+                                       const train::TrainedGenerator& trained) {
   const v1::EmbeddingArtefact& artefact = release.embedding();
-  v1::GeneratorModel model;
-  model.set_format_version(kModelFormatVersion);
-  model.set_method(method);
+  const auto& generator_options = trained.generator.options();
+  v1::GeneratorModel model =
+      PackageModel(method, generator_options.hidden, generator_options.activation,
+                   trained.generator.parameters(), trained.steps, trained.final_loss);
   model.set_release_id(release.id());
   model.set_dataset_id(release.dataset_id());
   *model.mutable_schema() = artefact.schema();
   model.set_schema_fingerprint(artefact.schema_fingerprint());
   model.set_epsilon(artefact.epsilon());
   model.set_delta(artefact.delta());
-  const auto& generator_options = trained.generator.options();
   model.set_noise_dim(generator_options.noise_dim);
-  for (int width : generator_options.hidden) model.add_hidden(width);
-  model.set_activation(nn::ActivationName(generator_options.activation));
   model.set_layer_norm(generator_options.layer_norm);
   model.set_num_classes(static_cast<int>(trained.class_weights.size()));
   model.mutable_class_weights()->Assign(trained.class_weights.data(),
                                         trained.class_weights.data() + trained.class_weights.size());
-  const Eigen::VectorXd& parameters = trained.generator.parameters();
-  model.mutable_parameters()->Assign(parameters.data(), parameters.data() + parameters.size());
-  model.set_steps(trained.steps);
-  model.set_final_loss(trained.final_loss);
-  model.set_created_unix(std::chrono::duration_cast<std::chrono::seconds>(
-                             std::chrono::system_clock::now().time_since_epoch())
-                             .count());
   return model;
 }
 
@@ -295,18 +285,14 @@ absl::StatusOr<v1::GeneratorModel> TrainMerfModel(const v1::Release& release,
                                                   const train::EmbeddingTrainerOptions& options) {
   DPC_ASSIGN_OR_RETURN(data::Schema schema, SchemaFromProto(release.embedding().schema()));
   const data::FeatureLayout layout = data::FeatureLayout::ForFeatures(schema);
-  embed::RffOptions rff;
-  rff.num_frequencies = release.embedding().num_frequencies();
-  rff.length_scale = release.embedding().length_scale();
-  rff.numeric_weight = release.embedding().numeric_weight();
-  rff.seed = release.embedding().seed();
-  DPC_ASSIGN_OR_RETURN(auto feature_map, embed::RandomFourierFeatureMap::Create(layout, rff));
+  DPC_ASSIGN_OR_RETURN(auto feature_map, embed::RandomFourierFeatureMap::Create(
+                                              layout, RffOptionsFromProto(release.embedding())));
   DPC_ASSIGN_OR_RETURN(LoadedArtefact loaded,
                        LoadArtefact(release, "rff", feature_map.output_dim()));
   DPC_ASSIGN_OR_RETURN(train::TrainedGenerator trained,
                        train::TrainEmbeddingGenerator(loaded.layout, feature_map, loaded.target,
                                                       options));
-  return PackageModel(release, "merf", trained);
+  return PackageReleaseModel(release, "merf", trained);
 }
 
 absl::StatusOr<v1::GeneratorModel> TrainPearlModel(const v1::Release& release,
@@ -314,30 +300,19 @@ absl::StatusOr<v1::GeneratorModel> TrainPearlModel(const v1::Release& release,
                                                    const PearlOptions& pearl) {
   DPC_ASSIGN_OR_RETURN(data::Schema schema, SchemaFromProto(release.embedding().schema()));
   const data::FeatureLayout layout = data::FeatureLayout::ForFeatures(schema);
-  embed::CharfnOptions charfn;
-  charfn.num_frequencies = release.embedding().num_frequencies();
-  charfn.length_scale = release.embedding().length_scale();
-  charfn.seed = release.embedding().seed();
-  charfn.numeric_length_scale = release.embedding().numeric_length_scale();
-  DPC_ASSIGN_OR_RETURN(auto feature_map, embed::CharacteristicFunctionMap::Create(layout, charfn));
+  DPC_ASSIGN_OR_RETURN(auto feature_map, embed::CharacteristicFunctionMap::Create(
+                                              layout, CharfnOptionsFromProto(release.embedding())));
   DPC_ASSIGN_OR_RETURN(LoadedArtefact loaded,
                        LoadArtefact(release, "charfn", feature_map.output_dim()));
   train::PearlTrainerOptions pearl_options;
-  pearl_options.steps = options.steps;
-  pearl_options.batch_size = options.batch_size;
-  pearl_options.learning_rate = options.learning_rate;
-  pearl_options.final_learning_rate_fraction = options.final_learning_rate_fraction;
-  pearl_options.generator = options.generator;
-  pearl_options.seed = options.seed;
-  pearl_options.progress = options.progress;
-  pearl_options.progress_every = options.progress_every;
+  static_cast<train::EmbeddingTrainerOptions&>(pearl_options) = options;
   pearl_options.use_critic = pearl.use_critic;
   pearl_options.critic_learning_rate = pearl.critic_learning_rate;
   pearl_options.generator_steps_per_critic_step = pearl.generator_steps_per_critic_step;
   DPC_ASSIGN_OR_RETURN(train::TrainedPearlGenerator trained,
                        train::TrainPearlGenerator(loaded.layout, feature_map, loaded.target,
                                                   pearl_options));
-  return PackageModel(release, "pearl", trained.trained);
+  return PackageReleaseModel(release, "pearl", trained.trained);
 }
 
 absl::StatusOr<data::Table> SampleModel(const v1::GeneratorModel& model, int64_t num_rows,

@@ -1,9 +1,8 @@
 #include "client/sinkhorn_model.h"
 
-#include <chrono>
-
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "client/model_package.h"
 #include "core/data/encoder.h"
 #include "core/nn/activation.h"
 #include "core/util/public_rng.h"
@@ -37,28 +36,20 @@ absl::StatusOr<v1::GeneratorModel> TrainSinkhornModel(const v1::ReportsFile& rep
   DPC_ASSIGN_OR_RETURN(train::TrainedPointGenerator trained,
                        train::TrainSinkhornGenerator(data, mechanism, options));
   DPC_ASSIGN_OR_RETURN(data::Schema label_free, CollectionSchema(collection.params()));
-  v1::GeneratorModel model;
+  const train::PointGeneratorOptions& g = trained.generator.options();
+  v1::GeneratorModel model = PackageModel("sinkhorn", g.hidden, g.activation,
+                                          trained.generator.parameters(), trained.steps,
+                                          trained.final_loss);
   model.set_format_version(model_format_version);
-  model.set_method("sinkhorn");
   model.set_collection_id(collection.id());
   *model.mutable_schema() = SchemaToProto(label_free);
   model.set_schema_fingerprint(label_free.FingerprintHex());
   model.set_epsilon(mechanism.epsilon());
   model.set_delta(mechanism.delta());
-  const train::PointGeneratorOptions& g = trained.generator.options();
   model.set_latent_dim(g.latent_dim);
   model.set_noise_dim(g.latent_dim);
   model.set_output_dim(trained.generator.output_dim());
-  for (int width : g.hidden) model.add_hidden(width);
-  model.set_activation(nn::ActivationName(g.activation));
   model.set_num_classes(1);
-  const Eigen::VectorXd& parameters = trained.generator.parameters();
-  model.mutable_parameters()->Add(parameters.data(), parameters.data() + parameters.size());
-  model.set_steps(trained.steps);
-  model.set_final_loss(trained.final_loss);
-  model.set_created_unix(std::chrono::duration_cast<std::chrono::seconds>(
-                             std::chrono::system_clock::now().time_since_epoch())
-                             .count());
   return model;
 }
 

@@ -9,6 +9,8 @@
 #include "core/embed/pairwise_distance.h"
 #include "core/embed/rff.h"
 #include "core/privacy/calibration.h"
+#include "core/privacy/discrete_noise.h"
+#include "core/privacy/sampled_gaussian.h"
 #include "core/util/status_macros.h"
 #include "core/util/validation.h"
 #include "proto/convert.h"
@@ -20,16 +22,6 @@ constexpr uint32_t kArtefactFormatVersion = 1;
 constexpr int kDefaultNumFrequencies = 500;
 constexpr int kMaxNumFrequencies = 20000;
 constexpr int64_t kMaxSessionSteps = int64_t{1} << 30;
-
-// Uniform integer in [0, bound), unbiased (rejection of the short tail).
-uint64_t UniformBelow(privacy::NoiseSource* noise, uint64_t bound) {
-  const uint64_t limit = UINT64_MAX - UINT64_MAX % bound;
-  uint64_t x;
-  do {
-    x = noise->NextU64();
-  } while (x >= limit);
-  return x % bound;
-}
 
 // Defaults and validation shared by the embedding kinds: the number of
 // frequencies (0 = default) and a declared length-scale (0 = default).
@@ -105,13 +97,8 @@ absl::StatusOr<v1::EmbeddingArtefact> EmbeddingArtefactFor(
     const data::Table& rows, double noise_multiplier, int64_t public_n,
     privacy::NoiseSource* noise) {
   const data::FeatureLayout layout = data::FeatureLayout::ForFeatures(schema);
-  embed::RffOptions options;
-  options.num_frequencies = params.num_frequencies();
-  options.length_scale = params.length_scale();
-  options.numeric_weight = params.has_numeric_weight() ? params.numeric_weight() : -1.0;
-  options.seed = params.seed();
   DPC_ASSIGN_OR_RETURN(embed::RandomFourierFeatureMap feature_map,
-                       embed::RandomFourierFeatureMap::Create(layout, options));
+                       embed::RandomFourierFeatureMap::Create(layout, RffOptionsFromProto(params)));
   DPC_ASSIGN_OR_RETURN(
       v1::EmbeddingArtefact artefact,
       LabelledArtefactFor(feature_map, dataset, schema, data::EncodeFeatures(schema, layout, rows),
@@ -151,19 +138,10 @@ absl::StatusOr<v1::EmbeddingArtefact> CharfnArtefactFor(const v1::CharfnEmbeddin
     length_scale =
         embed::LengthScaleFromMeanDistance(embed::NoisyMeanDistance(*distance), diameter);
   }
-  embed::CharfnOptions options;
-  options.num_frequencies = params.num_frequencies();
-  options.length_scale = length_scale;
-  options.seed = params.seed();
-  // The numeric block's own scale: declared, or the schema-only default of
-  // the random-feature release (docs/privacy.md 2.5).
-  if (params.numeric_length_scale() > 0) {
-    options.numeric_length_scale = params.numeric_length_scale();
-  } else if (params.numeric_length_scale() == 0) {
-    options.numeric_length_scale = embed::DefaultLengthScale(layout);
-  }
-  DPC_ASSIGN_OR_RETURN(embed::CharacteristicFunctionMap feature_map,
-                       embed::CharacteristicFunctionMap::Create(layout, options));
+  DPC_ASSIGN_OR_RETURN(
+      embed::CharacteristicFunctionMap feature_map,
+      embed::CharacteristicFunctionMap::Create(
+          layout, CharfnOptionsFromProto(params, layout, length_scale)));
   DPC_ASSIGN_OR_RETURN(
       v1::EmbeddingArtefact artefact,
       LabelledArtefactFor(feature_map, dataset, schema, encoded, data::ExtractLabels(schema, rows),
@@ -306,9 +284,7 @@ absl::StatusOr<SessionPlan> PlanSession(const v1::OpenSessionRequest& request,
         absl::StrCat("dataset '", dataset.id(), "' has no rows; upload rows first"));
   }
   const auto relation = RelationFromProto(dataset.relation());
-  const auto scheme = relation == privacy::NeighbouringRelation::kAddRemove
-                          ? privacy::SamplingScheme::kPoisson
-                          : privacy::SamplingScheme::kWithoutReplacement;
+  const privacy::SamplingScheme scheme = privacy::SamplingSchemeFor(relation);
   if (relation == privacy::NeighbouringRelation::kReplaceOne) {
     // Fixed-size batches of m = floor(q n) rows: the accountant must see the
     // rate actually used, m / n (never the rounded-up one), or Wang et al.'s
@@ -342,16 +318,12 @@ absl::StatusOr<SessionPlan> PlanSession(const v1::OpenSessionRequest& request,
   }
   params.set_noise_multiplier(plan.noise_multiplier);
   plan.steps = params.steps();
-  if (scheme == privacy::SamplingScheme::kPoisson) {
-    // Steps draw the grid's discrete Gaussian: charged by the bounds proven
-    // for it (docs/privacy.md 4.7), stored as discrete_poisson / discrete_wor.
-    DPC_ASSIGN_OR_RETURN(plan.step_event, privacy::PrivacyEvent::PoissonSampledDiscreteGaussian(
-                                              params.sampling_rate(), plan.noise_multiplier));
-  } else {
-    DPC_ASSIGN_OR_RETURN(plan.step_event,
-                         privacy::PrivacyEvent::SampledWithoutReplacementDiscreteGaussian(
-                             params.sampling_rate(), plan.noise_multiplier));
-  }
+  // Steps draw the grid's discrete Gaussian: charged by the bounds proven
+  // for it (docs/privacy.md 4.7), stored as discrete_poisson / discrete_wor.
+  DPC_ASSIGN_OR_RETURN(plan.step_event,
+                       privacy::SampledGaussianEvent(scheme, params.sampling_rate(),
+                                                     plan.noise_multiplier,
+                                                     privacy::SampledNoise::kDiscrete));
   return plan;
 }
 
@@ -374,7 +346,8 @@ absl::StatusOr<v1::EmbeddingArtefact> ComputeSessionStep(const v1::Session& sess
     std::vector<int64_t> order(n);
     for (int64_t i = 0; i < n; ++i) order[i] = i;
     for (int64_t i = 0; i < batch; ++i) {
-      const int64_t j = i + static_cast<int64_t>(UniformBelow(noise, static_cast<uint64_t>(n - i)));
+      const int64_t j =
+          i + static_cast<int64_t>(privacy::UniformBelow(noise, static_cast<uint64_t>(n - i)));
       std::swap(order[i], order[j]);
     }
     chosen.assign(order.begin(), order.begin() + batch);

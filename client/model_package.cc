@@ -1,0 +1,25 @@
+#include "client/model_package.h"
+
+#include <chrono>
+#include <string>
+
+namespace dpcurator::client {
+
+v1::GeneratorModel PackageModel(absl::string_view method, const std::vector<int>& hidden,
+                                nn::Activation activation, const Eigen::VectorXd& parameters,
+                                int steps, double final_loss) {
+  v1::GeneratorModel model;
+  model.set_format_version(kModelFormatVersion);
+  model.set_method(std::string(method));
+  for (int width : hidden) model.add_hidden(width);
+  model.set_activation(nn::ActivationName(activation));
+  model.mutable_parameters()->Assign(parameters.data(), parameters.data() + parameters.size());
+  model.set_steps(steps);
+  model.set_final_loss(final_loss);
+  model.set_created_unix(std::chrono::duration_cast<std::chrono::seconds>(
+                             std::chrono::system_clock::now().time_since_epoch())
+                             .count());
+  return model;
+}
+
+}  // namespace dpcurator::client
