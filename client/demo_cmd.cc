@@ -225,7 +225,6 @@ int RunDemo(const ParsedArgs& args) {
     tokens << "curator " << curator_token << "\nanalyst " << analyst_token << "\n";
   }
   fs::permissions(tokens_path, fs::perms::owner_read | fs::perms::owner_write);
-  int exit_code = 0;
   {
     auto server = LocalServer::Start(work_dir, tokens_path);
     if (!server.ok()) return ReportError(server.status());
@@ -420,7 +419,7 @@ int RunDemo(const ParsedArgs& args) {
   }
   std::error_code ignored;
   fs::remove_all(work_dir, ignored);
-  return exit_code;
+  return 0;
 }
 
 }  // namespace

@@ -50,10 +50,6 @@ absl::Status CiteUploadLine(const absl::Status& status, const std::string& path,
 // A fresh idempotency key (128 random bits).
 std::string NewIdempotencyKey();
 
-struct TrainOptions {
-  train::EmbeddingTrainerOptions trainer;
-};
-
 // Fits a generator to an rff_embedding release (DP-MERF) and packages it as
 // a model.
 absl::StatusOr<v1::GeneratorModel> TrainMerfModel(const v1::Release& release,

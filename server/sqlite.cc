@@ -42,11 +42,6 @@ Statement& Statement::BindBlob(int index, absl::string_view bytes) {
     bind_status_ = SqliteError(db_, "bind");
   return *this;
 }
-Statement& Statement::BindNull(int index) {
-  if (sqlite3_bind_null(stmt_, index) != SQLITE_OK && bind_status_.ok())
-    bind_status_ = SqliteError(db_, "bind");
-  return *this;
-}
 
 absl::StatusOr<bool> Statement::Step() {
   if (!bind_status_.ok()) return bind_status_;

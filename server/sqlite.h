@@ -29,7 +29,6 @@ class Statement {
   Statement& Bind(int index, double value);
   Statement& Bind(int index, absl::string_view text);
   Statement& BindBlob(int index, absl::string_view bytes);
-  Statement& BindNull(int index);
 
   // Steps once: true when a row is available, false when done.
   absl::StatusOr<bool> Step();
