@@ -54,9 +54,7 @@ void AuditLog::Write(const CallRecord& call) {
         .Num("epsilon", record.epsilon())
         .Str("target", call.target)
         .Code(status.code());
-    return;
   }
-  written_.fetch_add(1, std::memory_order_relaxed);
 }
 
 }  // namespace dpcurator::server

@@ -28,8 +28,6 @@ class AuditLog {
   void Write(const CallRecord& call);
   // Audit rows that could not be written since start-up.
   int64_t failures() const { return failures_.load(std::memory_order_relaxed); }
-  // Rows written since start-up.
-  int64_t written() const { return written_.load(std::memory_order_relaxed); }
   AuditSink Sink() {
     return [this](const CallRecord& call) { Write(call); };
   }
@@ -37,7 +35,6 @@ class AuditLog {
  private:
   Store* store_;
   std::atomic<int64_t> failures_{0};
-  std::atomic<int64_t> written_{0};
 };
 
 v1::Role RoleToProto(Role role);
