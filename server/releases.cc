@@ -9,6 +9,7 @@
 #include "core/embed/pairwise_distance.h"
 #include "core/embed/rff.h"
 #include "core/privacy/calibration.h"
+#include "core/privacy/grid_gaussian.h"
 #include "core/privacy/discrete_noise.h"
 #include "core/privacy/sampled_gaussian.h"
 #include "core/util/status_macros.h"
@@ -160,6 +161,30 @@ absl::StatusOr<v1::EmbeddingArtefact> CharfnArtefactFor(const v1::CharfnEmbeddin
   return artefact;
 }
 
+// The released vector has (features + 1) coordinates per class (the class
+// sums and the count). Its length follows from public parameters alone, so
+// a length the noise layer cannot take (the grid Gaussian's proof holds up
+// to kMaxGridGaussianDimension coordinates, docs/privacy.md 4.6) is refused
+// here, before admission, rather than failing after the charge.
+absl::Status ValidateReleasedDimension(const v1::Dataset& dataset, int64_t frequencies,
+                                       bool with_categorical_block) {
+  DPC_ASSIGN_OR_RETURN(data::Schema schema, SchemaFromProto(dataset.schema()));
+  const data::FeatureLayout layout = data::FeatureLayout::ForFeatures(schema);
+  const int64_t features = 2 * frequencies + (with_categorical_block ? layout.categorical_dim : 0);
+  const int64_t classes = schema.num_classes();
+  const int64_t dimension = (features + 1) * classes;
+  if (dimension > privacy::kMaxGridGaussianDimension) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "this release would have ", dimension, " coordinates ((", features, " features + 1) x ",
+        classes, " classes); at most ", privacy::kMaxGridGaussianDimension,
+        " are supported. Lower num_frequencies to at most ",
+        std::max<int64_t>(0, (privacy::kMaxGridGaussianDimension / classes - 1 -
+                              (with_categorical_block ? layout.categorical_dim : 0)) / 2),
+        "."));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<ReleasePlan> PlanRelease(const v1::ReleaseRequest& request,
@@ -170,6 +195,8 @@ absl::StatusOr<ReleasePlan> PlanRelease(const v1::ReleaseRequest& request,
     case v1::ReleaseRequest::kRffEmbedding: {
       plan.kind = "rff_embedding";
       DPC_RETURN_IF_ERROR(ResolveRffParams(plan.resolved_request.mutable_rff_embedding()));
+      DPC_RETURN_IF_ERROR(ValidateReleasedDimension(
+          dataset, plan.resolved_request.rff_embedding().num_frequencies(), true));
       break;
     }
     case v1::ReleaseRequest::kCharfnEmbedding: {
@@ -191,6 +218,7 @@ absl::StatusOr<ReleasePlan> PlanRelease(const v1::ReleaseRequest& request,
         DPC_RETURN_IF_ERROR(embed::ValidateLengthScale(params->numeric_length_scale(),
                                                        "numeric_length_scale"));
       }
+      DPC_RETURN_IF_ERROR(ValidateReleasedDimension(dataset, params->num_frequencies(), false));
       break;
     }
     default:
@@ -279,6 +307,8 @@ absl::StatusOr<SessionPlan> PlanSession(const v1::OpenSessionRequest& request,
         absl::StrCat("Sampling rate must be in (0, 1], got ", params.sampling_rate()));
   }
   DPC_RETURN_IF_ERROR(ResolveRffParams(params.mutable_rff_embedding()));
+  DPC_RETURN_IF_ERROR(
+      ValidateReleasedDimension(dataset, params.rff_embedding().num_frequencies(), true));
   if (dataset.row_count() == 0) {
     return absl::FailedPreconditionError(
         absl::StrCat("dataset '", dataset.id(), "' has no rows; upload rows first"));

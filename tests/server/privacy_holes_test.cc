@@ -143,6 +143,61 @@ TEST_F(PrivacyHolesTest, TinySessionLengthScaleIsRefusedAtOpen) {
   EXPECT_EQ(report.events_size(), 0);
 }
 
+// A parameter whose only problem shows in the engine (a released vector too
+// long for the noise layer's proof) is refused before admission, from the
+// public schema and parameters alone; it used to fail after the charge.
+TEST_F(PrivacyHolesTest, ReleasedDimensionIsCheckedBeforeAdmission) {
+  v1::CreateDatasetRequest create;
+  create.set_name("many classes");
+  create.mutable_budget()->set_epsilon(5.0);
+  create.mutable_budget()->set_delta(1e-5);
+  auto* x = create.mutable_schema()->add_columns();
+  x->set_name("x");
+  x->set_type(v1::ColumnSchema::NUMERIC);
+  x->set_upper(1.0);
+  auto* y = create.mutable_schema()->add_columns();
+  y->set_name("y");
+  y->set_type(v1::ColumnSchema::CATEGORICAL);
+  for (int c = 0; c < 60; ++c) y->add_categories(absl::StrCat("c", c));
+  create.mutable_schema()->set_label("y");
+  v1::Dataset dataset;
+  {
+    auto curator = Curator();
+    auto context = curator.NewContext();
+    ASSERT_TRUE(curator.datasets().CreateDataset(context.get(), create, &dataset).ok());
+  }
+  v1::UploadRowsRequest upload;
+  upload.set_dataset_id(dataset.id());
+  for (int i = 0; i < 20; ++i) {
+    auto* row = upload.add_rows();
+    row->add_cells(absl::StrCat(i / 20.0));
+    row->add_cells(absl::StrCat("c", i % 60));
+  }
+  v1::UploadRowsResponse uploaded;
+  ASSERT_TRUE(UploadMessages({upload}, &uploaded).ok());
+  // (2 * 20000 + 1) x 60 coordinates > 2^20.
+  v1::ReleaseRequest request = RffRequest(dataset.id(), 1.0, "wide");
+  request.mutable_rff_embedding()->set_num_frequencies(20000);
+  v1::Release release;
+  grpc::Status status = RequestRelease(request, &release);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << status.error_message();
+  EXPECT_TRUE(absl::StrContains(status.error_message(), "Lower num_frequencies to at most 8737"))
+      << status.error_message();
+  v1::OpenSessionRequest session = SessionRequest(dataset.id(), "wide-session");
+  session.mutable_params()->mutable_rff_embedding()->set_num_frequencies(20000);
+  v1::Session opened;
+  EXPECT_EQ(OpenSession(Analyst(), session, &opened).error_code(),
+            grpc::StatusCode::INVALID_ARGUMENT);
+  v1::BudgetReport report;
+  ASSERT_TRUE(GetBudget(dataset.id(), &report).ok());
+  EXPECT_EQ(report.events_size(), 0);
+  // At the largest accepted size the release goes through.
+  request.set_idempotency_key("fits");
+  request.mutable_rff_embedding()->set_num_frequencies(8737);
+  status = RequestRelease(request, &release);
+  EXPECT_TRUE(status.ok()) << status.error_message();
+}
+
 // A1, the principle: whatever fails after rows were read keeps its charge,
 // and its cause reaches neither the analyst nor the ledger.
 TEST_F(PrivacyHolesTest, FailureAfterReadingRowsIsChargedAndSaysNothing) {
