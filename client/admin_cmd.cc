@@ -34,7 +34,7 @@ nlohmann::json TokenJson(const v1::TokenInfo& info) {
           {"revoked_by", info.revoked_by()}};
 }
 
-int RunTokenCreate(const ParsedArgs& args) {
+absl::Status RunTokenCreate(const ParsedArgs& args) {
   v1::CreateTokenRequest request;
   const std::string role = args.Get("role");
   if (role == "curator") {
@@ -44,21 +44,21 @@ int RunTokenCreate(const ParsedArgs& args) {
   } else if (role == "device") {
     request.set_role(v1::ROLE_DEVICE);
   } else {
-    return ReportError(
-        absl::InvalidArgumentError("--role must be curator, analyst or device"));
+    return 
+        absl::InvalidArgumentError("--role must be curator, analyst or device");
   }
   request.set_label(args.Get("label"));
   auto connection = Connection::FromArgs(args);
-  if (!connection.ok()) return ReportError(connection.status());
+  if (!connection.ok()) return connection.status();
   v1::CreateTokenResponse response;
   auto context = connection->NewContext();
   grpc::Status status = connection->admin().CreateToken(context.get(), request, &response);
-  if (!status.ok()) return ReportError(RpcError(status, "create token"));
+  if (!status.ok()) return RpcError(status, "create token");
   if (args.Flag("json")) {
     nlohmann::json out = TokenJson(response.info());
     out["token"] = response.token();
     std::printf("%s\n", out.dump(2).c_str());
-    return 0;
+    return absl::OkStatus();
   }
   std::printf("created %s token %s%s\n", RoleText(response.info().role()).c_str(),
               response.info().token_id().c_str(),
@@ -69,18 +69,18 @@ int RunTokenCreate(const ParsedArgs& args) {
   std::printf(
       "This is the only time the token is shown: the server keeps only its SHA-256 digest.\n"
       "Hand it over securely; its holder uses it as DPCURATOR_TOKEN or --token.\n");
-  return 0;
+  return absl::OkStatus();
 }
 
-int RunTokenRevoke(const ParsedArgs& args) {
+absl::Status RunTokenRevoke(const ParsedArgs& args) {
   auto connection = Connection::FromArgs(args);
-  if (!connection.ok()) return ReportError(connection.status());
+  if (!connection.ok()) return connection.status();
   v1::RevokeTokenRequest request;
   request.set_token_id(args.Get("id"));
   v1::TokenInfo info;
   auto context = connection->NewContext();
   grpc::Status status = connection->admin().RevokeToken(context.get(), request, &info);
-  if (!status.ok()) return ReportError(RpcError(status, "revoke token"));
+  if (!status.ok()) return RpcError(status, "revoke token");
   if (args.Flag("json")) {
     std::printf("%s\n", TokenJson(info).dump(2).c_str());
   } else {
@@ -88,23 +88,23 @@ int RunTokenRevoke(const ParsedArgs& args) {
                 RoleText(info.role()).c_str(), info.token_id().c_str(),
                 TimeText(info.revoked_unix()).c_str());
   }
-  return 0;
+  return absl::OkStatus();
 }
 
-int RunTokenList(const ParsedArgs& args) {
+absl::Status RunTokenList(const ParsedArgs& args) {
   auto connection = Connection::FromArgs(args);
-  if (!connection.ok()) return ReportError(connection.status());
+  if (!connection.ok()) return connection.status();
   v1::ListTokensRequest request;
   request.set_include_revoked(args.Flag("all"));
   v1::ListTokensResponse response;
   auto context = connection->NewContext();
   grpc::Status status = connection->admin().ListTokens(context.get(), request, &response);
-  if (!status.ok()) return ReportError(RpcError(status, "list tokens"));
+  if (!status.ok()) return RpcError(status, "list tokens");
   if (args.Flag("json")) {
     nlohmann::json out = nlohmann::json::array();
     for (const auto& info : response.tokens()) out.push_back(TokenJson(info));
     std::printf("%s\n", out.dump(2).c_str());
-    return 0;
+    return absl::OkStatus();
   }
   std::printf("%-38s %-8s %-20s %-20s %-38s %s\n", "token id", "role", "created (UTC)",
               "revoked (UTC)", "created by", "label");
@@ -115,23 +115,23 @@ int RunTokenList(const ParsedArgs& args) {
                 info.created_by().empty() ? "-" : info.created_by().c_str(),
                 info.label().c_str());
   }
-  return 0;
+  return absl::OkStatus();
 }
 
-int RunAudit(const ParsedArgs& args) {
+absl::Status RunAudit(const ParsedArgs& args) {
   auto limit = args.GetInt("limit");
-  if (!limit.ok()) return ReportError(limit.status());
+  if (!limit.ok()) return limit.status();
   if (*limit <= 0 || *limit > 10000) {
-    return ReportError(absl::InvalidArgumentError("--limit must be between 1 and 10000"));
+    return absl::InvalidArgumentError("--limit must be between 1 and 10000");
   }
   auto connection = Connection::FromArgs(args);
-  if (!connection.ok()) return ReportError(connection.status());
+  if (!connection.ok()) return connection.status();
   v1::ListAuditRequest request;
   request.set_limit(static_cast<int32_t>(*limit));
   v1::ListAuditResponse response;
   auto context = connection->NewContext();
   grpc::Status status = connection->admin().ListAudit(context.get(), request, &response);
-  if (!status.ok()) return ReportError(RpcError(status, "audit"));
+  if (!status.ok()) return RpcError(status, "audit");
   if (args.Flag("json")) {
     nlohmann::json out = nlohmann::json::array();
     for (const auto& r : response.records()) {
@@ -146,7 +146,7 @@ int RunAudit(const ParsedArgs& args) {
                      {"detail", r.detail()}});
     }
     std::printf("%s\n", out.dump(2).c_str());
-    return 0;
+    return absl::OkStatus();
   }
   // Oldest of the page first, like a log.
   std::printf("%7s  %-19s  %-38s  %-8s  %-40s  %4s  %8s  %s\n", "id", "time (UTC)", "principal",
@@ -163,7 +163,7 @@ int RunAudit(const ParsedArgs& args) {
                 method.c_str(), r.code(), r.epsilon(), r.target().c_str(),
                 r.detail().empty() ? "" : "  ", r.detail().c_str());
   }
-  return 0;
+  return absl::OkStatus();
 }
 
 }  // namespace

@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 
 #include "absl/status/status.h"
+#include "absl/strings/cord.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -148,7 +150,26 @@ std::vector<OptionSpec> WithConnection(std::vector<OptionSpec> options) {
   return options;
 }
 
-int ReportError(const absl::Status& status) {
+namespace {
+
+// The payload that carries a QuietExit's code.
+constexpr absl::string_view kExitCodePayload = "type.dpcurator.dev/exit_code";
+
+}  // namespace
+
+absl::Status QuietExit(int exit_code) {
+  absl::Status status(absl::StatusCode::kFailedPrecondition, "");
+  status.SetPayload(kExitCodePayload, absl::Cord(absl::StrCat(exit_code)));
+  return status;
+}
+
+int ExitCode(const absl::Status& status) {
+  if (status.ok()) return 0;
+  if (auto code = status.GetPayload(kExitCodePayload)) {
+    int exit_code = 1;
+    if (absl::SimpleAtoi(std::string(*code), &exit_code)) return exit_code;
+    return 1;
+  }
   std::fprintf(stderr, "dpcurator: %s\n", std::string(status.message()).c_str());
   switch (status.code()) {
     case absl::StatusCode::kInvalidArgument:

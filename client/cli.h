@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 
 namespace dpcurator::client {
@@ -62,8 +63,8 @@ struct Command {
   std::string summary;      // one line for the command list
   std::string description;  // shown by --help
   std::vector<OptionSpec> options;
-  // Returns the process exit code.
-  std::function<int(const ParsedArgs&)> run;
+  // The command's outcome; ExitCode turns it into the process exit code.
+  std::function<absl::Status(const ParsedArgs&)> run;
 };
 
 // Options every server-talking command shares, each with a DPCURATOR_<NAME>
@@ -92,9 +93,16 @@ absl::Status SetPrivacyLevel(const ParsedArgs& args, Message* message) {
   return absl::OkStatus();
 }
 
-// Prints "dpcurator: <message>" to stderr and returns the exit code for a
-// status (2 usage, 3 refused by the server, 1 other).
-int ReportError(const absl::Status& status);
+// A command's outcome that is no error but still ends the process with
+// `exit_code` (`schema check` while data_derived markers remain, `device
+// submit` when the server rejected reports); the command has already printed
+// what to say, so nothing goes to stderr.
+absl::Status QuietExit(int exit_code);
+
+// The one place a command's status becomes the process exit code: 0 for OK,
+// a QuietExit's own code, otherwise "dpcurator: <message>" on stderr and 2
+// (usage), 3 (refused by the server) or 1 (other).
+int ExitCode(const absl::Status& status);
 
 }  // namespace dpcurator::client
 

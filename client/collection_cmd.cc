@@ -55,40 +55,40 @@ void PrintCollection(const v1::Collection& c, bool json) {
               c.noise_scale(), c.cost_exponent(), c.regularizer());
 }
 
-int RunCreate(const ParsedArgs& args) {
+absl::Status RunCreate(const ParsedArgs& args) {
   auto schema = ReadSchemaForPublishing(args.Get("schema"), args.Flag(kAcceptDataDerivedFlag));
-  if (!schema.ok()) return ReportError(schema.status());
+  if (!schema.ok()) return schema.status();
   v1::CreateCollectionRequest request;
   request.set_name(args.Get("name"));
   auto* params = request.mutable_params();
   *params->mutable_schema() = *schema;
   params->set_mechanism(args.Get("mechanism"));
   auto epsilon = args.GetDouble("epsilon");
-  if (!epsilon.ok()) return ReportError(epsilon.status());
+  if (!epsilon.ok()) return epsilon.status();
   params->set_epsilon(*epsilon);
   if (args.Has("delta")) {
     auto delta = args.GetDouble("delta");
-    if (!delta.ok()) return ReportError(delta.status());
+    if (!delta.ok()) return delta.status();
     params->set_delta(*delta);
   }
   if (args.Has("radius")) {
     auto radius = args.GetDouble("radius");
-    if (!radius.ok()) return ReportError(radius.status());
+    if (!radius.ok()) return radius.status();
     params->set_radius(*radius);
   }
   // Validate locally first for a clear message (the server checks again).
   if (auto mechanism = MechanismFromParams(*params); !mechanism.ok()) {
-    return ReportError(mechanism.status());
+    return mechanism.status();
   }
   auto connection = Connection::FromArgs(args);
-  if (!connection.ok()) return ReportError(connection.status());
+  if (!connection.ok()) return connection.status();
   auto context = connection->NewContext();
   v1::Collection collection;
   grpc::Status status = connection->collections().CreateCollection(context.get(), request,
                                                                     &collection);
-  if (!status.ok()) return ReportError(RpcError(status, "CreateCollection"));
+  if (!status.ok()) return RpcError(status, "CreateCollection");
   PrintCollection(collection, args.Flag("json"));
-  return 0;
+  return absl::OkStatus();
 }
 
 absl::StatusOr<v1::Collection> FetchCollection(Connection& connection, const std::string& id) {
@@ -101,32 +101,32 @@ absl::StatusOr<v1::Collection> FetchCollection(Connection& connection, const std
   return collection;
 }
 
-int RunShow(const ParsedArgs& args) {
+absl::Status RunShow(const ParsedArgs& args) {
   auto connection = Connection::FromArgs(args);
-  if (!connection.ok()) return ReportError(connection.status());
+  if (!connection.ok()) return connection.status();
   auto collection = FetchCollection(*connection, args.Get("collection"));
-  if (!collection.ok()) return ReportError(collection.status());
+  if (!collection.ok()) return collection.status();
   PrintCollection(*collection, args.Flag("json"));
-  return 0;
+  return absl::OkStatus();
 }
 
-int RunClose(const ParsedArgs& args) {
+absl::Status RunClose(const ParsedArgs& args) {
   auto connection = Connection::FromArgs(args);
-  if (!connection.ok()) return ReportError(connection.status());
+  if (!connection.ok()) return connection.status();
   auto context = connection->NewContext();
   v1::CloseCollectionRequest request;
   request.set_collection_id(args.Get("collection"));
   v1::Collection collection;
   grpc::Status status =
       connection->collections().CloseCollection(context.get(), request, &collection);
-  if (!status.ok()) return ReportError(RpcError(status, "CloseCollection"));
+  if (!status.ok()) return RpcError(status, "CloseCollection");
   PrintCollection(collection, args.Flag("json"));
-  return 0;
+  return absl::OkStatus();
 }
 
-int RunDownload(const ParsedArgs& args) {
+absl::Status RunDownload(const ParsedArgs& args) {
   auto connection = Connection::FromArgs(args);
-  if (!connection.ok()) return ReportError(connection.status());
+  if (!connection.ok()) return connection.status();
   auto context = connection->NewContext();
   v1::DownloadReportsRequest request;
   request.set_collection_id(args.Get("collection"));
@@ -142,50 +142,50 @@ int RunDownload(const ParsedArgs& args) {
     file.mutable_values()->Add(chunk.values().begin(), chunk.values().end());
   }
   grpc::Status status = reader->Finish();
-  if (!status.ok()) return ReportError(RpcError(status, "DownloadReports"));
+  if (!status.ok()) return RpcError(status, "DownloadReports");
   if (file.values_size() != file.rows() * file.collection().dimension()) {
-    return ReportError(absl::DataLossError("downloaded reports do not match their dimension"));
+    return absl::DataLossError("downloaded reports do not match their dimension");
   }
-  if (auto s = WriteProtoFile(file, args.Get("out")); !s.ok()) return ReportError(s);
+  if (auto s = WriteProtoFile(file, args.Get("out")); !s.ok()) return s;
   std::printf("%lld reports of collection %s (%s, epsilon %g, lambda %.6g) written to %s\n",
               static_cast<long long>(file.rows()), file.collection().id().c_str(),
               file.collection().params().mechanism().c_str(),
               file.collection().params().epsilon(), file.collection().regularizer(),
               args.Get("out").c_str());
-  return 0;
+  return absl::OkStatus();
 }
 
-int RunSubmit(const ParsedArgs& args) {
+absl::Status RunSubmit(const ParsedArgs& args) {
   auto batch = args.GetInt("batch");
-  if (!batch.ok()) return ReportError(batch.status());
+  if (!batch.ok()) return batch.status();
   auto connection = Connection::FromArgs(args);
-  if (!connection.ok()) return ReportError(connection.status());
+  if (!connection.ok()) return connection.status();
   // The public parameters; the record never leaves this process un-noised.
   auto collection = FetchCollection(*connection, args.Get("collection"));
-  if (!collection.ok()) return ReportError(collection.status());
+  if (!collection.ok()) return collection.status();
   DeviceLimits limits;
   auto max_epsilon = args.GetDouble("max-epsilon");
   auto max_delta = args.GetDouble("max-delta");
-  if (!max_epsilon.ok()) return ReportError(max_epsilon.status());
-  if (!max_delta.ok()) return ReportError(max_delta.status());
+  if (!max_epsilon.ok()) return max_epsilon.status();
+  if (!max_delta.ok()) return max_delta.status();
   limits.max_epsilon = *max_epsilon;
   limits.max_delta = *max_delta;
   if (auto status = CheckDeviceLimits(collection->params(), limits); !status.ok()) {
-    return ReportError(status);
+    return status;
   }
   auto mechanism = MechanismFromCollection(*collection);
-  if (!mechanism.ok()) return ReportError(mechanism.status());
+  if (!mechanism.ok()) return mechanism.status();
   auto schema = CollectionSchema(collection->params());
-  if (!schema.ok()) return ReportError(schema.status());
+  if (!schema.ok()) return schema.status();
   auto table = data::ReadCsvFile(*schema, args.Get("csv"));
-  if (!table.ok()) return ReportError(table.status());
+  if (!table.ok()) return table.status();
   auto noise = privacy::SecureNoiseSource::Create();
-  if (!noise.ok()) return ReportError(noise.status());
+  if (!noise.ok()) return noise.status();
   auto reports = PrivatizeReports(*mechanism, EncodeRows(*schema, *table), noise->get());
-  if (!reports.ok()) return ReportError(reports.status());
+  if (!reports.ok()) return reports.status();
   auto summary =
       SubmitReports(*connection, collection->id(), *reports, static_cast<int>(*batch));
-  if (!summary.ok()) return ReportError(summary.status());
+  if (!summary.ok()) return summary.status();
   std::printf("accepted %lld, duplicates %lld, rejected %zu (of %zu reports, %d stream%s)\n",
               static_cast<long long>(summary->accepted),
               static_cast<long long>(summary->duplicates), summary->rejections.size(),
@@ -194,19 +194,19 @@ int RunSubmit(const ParsedArgs& args) {
     std::printf("  rejected row %d (report %s): %s\n", r.index() + 1, r.report_id_hex().c_str(),
                 r.reason().c_str());
   }
-  return summary->rejections.empty() ? 0 : 1;
+  return summary->rejections.empty() ? absl::OkStatus() : QuietExit(1);
 }
 
-int RunTrainSinkhorn(const ParsedArgs& args) {
+absl::Status RunTrainSinkhorn(const ParsedArgs& args) {
   v1::ReportsFile reports;
-  if (auto s = ReadProtoFile(args.Get("reports"), &reports); !s.ok()) return ReportError(s);
+  if (auto s = ReadProtoFile(args.Get("reports"), &reports); !s.ok()) return s;
   train::SinkhornTrainerOptions options;
   auto steps = args.GetInt("steps");
   auto batch = args.GetInt("batch-size");
   auto lr = args.GetDouble("learning-rate");
   auto seed = args.GetInt("seed");
   for (const absl::Status& s : {steps.status(), batch.status(), lr.status(), seed.status()}) {
-    if (!s.ok()) return ReportError(s);
+    if (!s.ok()) return s;
   }
   options.steps = static_cast<int>(*steps);
   options.batch_size = static_cast<int>(*batch);
@@ -230,12 +230,12 @@ int RunTrainSinkhorn(const ParsedArgs& args) {
     }
   };
   auto model = TrainSinkhornModel(reports, options, kModelFormatVersion);
-  if (!model.ok()) return ReportError(model.status());
-  if (auto s = WriteProtoFile(*model, args.Get("out")); !s.ok()) return ReportError(s);
+  if (!model.ok()) return model.status();
+  if (auto s = WriteProtoFile(*model, args.Get("out")); !s.ok()) return s;
   std::printf("sinkhorn generator (%s, %d steps, final loss %.6f) written to %s\n",
               options.naive ? "naive baseline" : "deconvolving", model->steps(),
               model->final_loss(), args.Get("out").c_str());
-  return 0;
+  return absl::OkStatus();
 }
 
 }  // namespace

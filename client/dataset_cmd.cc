@@ -17,18 +17,18 @@
 namespace dpcurator::client {
 namespace {
 
-int RunCreate(const ParsedArgs& args) {
+absl::Status RunCreate(const ParsedArgs& args) {
   auto connection = Connection::FromArgs(args);
-  if (!connection.ok()) return ReportError(connection.status());
+  if (!connection.ok()) return connection.status();
   auto schema = ReadSchemaForPublishing(args.Get("schema"), args.Flag(kAcceptDataDerivedFlag));
-  if (!schema.ok()) return ReportError(schema.status());
+  if (!schema.ok()) return schema.status();
   auto epsilon = args.GetDouble("epsilon");
   auto delta = args.GetDouble("delta");
-  if (!epsilon.ok()) return ReportError(epsilon.status());
-  if (!delta.ok()) return ReportError(delta.status());
+  if (!epsilon.ok()) return epsilon.status();
+  if (!delta.ok()) return delta.status();
   auto relation = privacy::ParseRelation(args.Get("relation"));
   if (!relation.has_value()) {
-    return ReportError(absl::InvalidArgumentError("--relation must be add-remove or replace-one"));
+    return absl::InvalidArgumentError("--relation must be add-remove or replace-one");
   }
   v1::CreateDatasetRequest request;
   request.set_name(args.Get("name"));
@@ -39,7 +39,7 @@ int RunCreate(const ParsedArgs& args) {
   v1::Dataset dataset;
   auto context = connection->NewContext();
   grpc::Status status = connection->datasets().CreateDataset(context.get(), request, &dataset);
-  if (!status.ok()) return ReportError(RpcError(status, "create dataset"));
+  if (!status.ok()) return RpcError(status, "create dataset");
   if (args.Flag("json")) {
     std::printf("{\"dataset_id\": \"%s\"}\n", dataset.id().c_str());
   } else {
@@ -47,57 +47,57 @@ int RunCreate(const ParsedArgs& args) {
                 dataset.id().c_str(), dataset.name().c_str(), dataset.budget().epsilon(),
                 dataset.budget().delta(), v1::NeighbouringRelation_Name(dataset.relation()).c_str());
   }
-  return 0;
+  return absl::OkStatus();
 }
 
-int RunUpload(const ParsedArgs& args) {
+absl::Status RunUpload(const ParsedArgs& args) {
   if (args.Has("csv") == args.Has("arff")) {
-    return ReportError(absl::InvalidArgumentError(
-        "give exactly one of --csv FILE and --arff FILE (see dpcurator upload --help)"));
+    return absl::InvalidArgumentError(
+        "give exactly one of --csv FILE and --arff FILE (see dpcurator upload --help)");
   }
   auto connection = Connection::FromArgs(args);
-  if (!connection.ok()) return ReportError(connection.status());
+  if (!connection.ok()) return connection.status();
   // The dataset's own schema decides how cells are read.
   v1::ListDatasetsResponse list;
   auto context = connection->NewContext();
   grpc::Status status =
       connection->datasets().ListDatasets(context.get(), v1::ListDatasetsRequest(), &list);
-  if (!status.ok()) return ReportError(RpcError(status, "list datasets"));
+  if (!status.ok()) return RpcError(status, "list datasets");
   const v1::Dataset* dataset = nullptr;
   for (const auto& d : list.datasets()) {
     if (d.id() == args.Get("dataset")) dataset = &d;
   }
   if (dataset == nullptr) {
-    return ReportError(absl::NotFoundError(absl::StrCat("no dataset '", args.Get("dataset"), "'")));
+    return absl::NotFoundError(absl::StrCat("no dataset '", args.Get("dataset"), "'"));
   }
   auto schema = SchemaFromProto(dataset->schema());
-  if (!schema.ok()) return ReportError(schema.status());
+  if (!schema.ok()) return schema.status();
   auto response = args.Has("csv")
                       ? UploadCsv(*connection, dataset->id(), *schema, args.Get("csv"))
                       : UploadArff(*connection, dataset->id(), *schema, args.Get("arff"));
-  if (!response.ok()) return ReportError(response.status());
+  if (!response.ok()) return response.status();
   if (args.Flag("json")) {
     nlohmann::json out = {{"rows_accepted", response->rows_accepted()},
                           {"cells_clamped", response->cells_clamped()},
                           {"total_rows", response->total_rows()}};
     std::printf("%s\n", out.dump(2).c_str());
-    return 0;
+    return absl::OkStatus();
   }
   std::printf("uploaded %lld rows (%lld cells clamped to declared bounds); dataset has %lld rows\n",
               static_cast<long long>(response->rows_accepted()),
               static_cast<long long>(response->cells_clamped()),
               static_cast<long long>(response->total_rows()));
-  return 0;
+  return absl::OkStatus();
 }
 
-int RunList(const ParsedArgs& args) {
+absl::Status RunList(const ParsedArgs& args) {
   auto connection = Connection::FromArgs(args);
-  if (!connection.ok()) return ReportError(connection.status());
+  if (!connection.ok()) return connection.status();
   v1::ListDatasetsResponse list;
   auto context = connection->NewContext();
   grpc::Status status =
       connection->datasets().ListDatasets(context.get(), v1::ListDatasetsRequest(), &list);
-  if (!status.ok()) return ReportError(RpcError(status, "list datasets"));
+  if (!status.ok()) return RpcError(status, "list datasets");
   std::printf("%-38s %-20s %-12s %10s %10s %10s\n", "id", "name", "relation", "epsilon", "delta",
               "rows");
   for (const auto& d : list.datasets()) {
@@ -106,18 +106,18 @@ int RunList(const ParsedArgs& args) {
                 d.budget().epsilon(), d.budget().delta(),
                 d.row_count() > 0 ? absl::StrCat(d.row_count()).c_str() : "private");
   }
-  return 0;
+  return absl::OkStatus();
 }
 
-int RunBudget(const ParsedArgs& args) {
+absl::Status RunBudget(const ParsedArgs& args) {
   auto connection = Connection::FromArgs(args);
-  if (!connection.ok()) return ReportError(connection.status());
+  if (!connection.ok()) return connection.status();
   v1::GetBudgetRequest request;
   request.set_dataset_id(args.Get("dataset"));
   v1::BudgetReport report;
   auto context = connection->NewContext();
   grpc::Status status = connection->datasets().GetBudget(context.get(), request, &report);
-  if (!status.ok()) return ReportError(RpcError(status, "budget"));
+  if (!status.ok()) return RpcError(status, "budget");
   if (args.Flag("json")) {
     nlohmann::json out;
     out["dataset_id"] = report.dataset_id();
@@ -145,7 +145,7 @@ int RunBudget(const ParsedArgs& args) {
                                  {"epsilon_reserved", session.epsilon_reserved()}});
     }
     std::printf("%s\n", out.dump(2).c_str());
-    return 0;
+    return absl::OkStatus();
   }
   std::printf("dataset %s: spent epsilon %.4f of %.4f at delta %g, remaining %.4f\n",
               report.dataset_id().c_str(), report.epsilon_spent(), report.budget().epsilon(),
@@ -175,7 +175,7 @@ int RunBudget(const ParsedArgs& args) {
                   static_cast<long long>(session.steps_used()), session.epsilon_reserved());
     }
   }
-  return 0;
+  return absl::OkStatus();
 }
 
 }  // namespace

@@ -184,7 +184,7 @@ absl::StatusOr<DemoData> LoadData(const ParsedArgs& args) {
   return demo;
 }
 
-int RunDemo(const ParsedArgs& args) {
+absl::Status RunDemo(const ParsedArgs& args) {
   const auto wall_start = Clock::now();
   const bool json = args.Flag("json");
   auto say = [&](const std::string& line) {
@@ -193,18 +193,18 @@ int RunDemo(const ParsedArgs& args) {
   auto epsilon = args.GetDouble("epsilon");
   auto delta = args.GetDouble("delta");
   auto budget = args.GetDouble("budget");
-  if (!epsilon.ok()) return ReportError(epsilon.status());
-  if (!delta.ok()) return ReportError(delta.status());
-  if (!budget.ok()) return ReportError(budget.status());
+  if (!epsilon.ok()) return epsilon.status();
+  if (!delta.ok()) return delta.status();
+  if (!budget.ok()) return budget.status();
   auto trainer_options = TrainerOptionsForDemo(args);
-  if (!trainer_options.ok()) return ReportError(trainer_options.status());
+  if (!trainer_options.ok()) return trainer_options.status();
   auto frequencies = args.GetInt("num-frequencies");
-  if (!frequencies.ok()) return ReportError(frequencies.status());
+  if (!frequencies.ok()) return frequencies.status();
 
   auto demo = LoadData(args);
-  if (!demo.ok()) return ReportError(demo.status());
+  if (!demo.ok()) return demo.status();
   auto schema = SchemaFromProto(demo->schema_proto);
-  if (!schema.ok()) return ReportError(schema.status());
+  if (!schema.ok()) return schema.status();
   say(absl::StrFormat("data: %s, %d training rows, %d held-out rows, %d columns",
                       demo->name, demo->train.num_rows(), demo->test.num_rows(),
                       schema->num_columns()));
@@ -212,7 +212,7 @@ int RunDemo(const ParsedArgs& args) {
   // A private workspace for the server's database and tokens.
   std::string pattern = (fs::temp_directory_path() / "dpcurator-demo-XXXXXX").string();
   if (mkdtemp(pattern.data()) == nullptr) {
-    return ReportError(absl::UnavailableError("cannot create a temporary directory"));
+    return absl::UnavailableError("cannot create a temporary directory");
   }
   const fs::path work_dir = pattern;
   const std::string curator_token =
@@ -227,7 +227,7 @@ int RunDemo(const ParsedArgs& args) {
   fs::permissions(tokens_path, fs::perms::owner_read | fs::perms::owner_write);
   {
     auto server = LocalServer::Start(work_dir, tokens_path);
-    if (!server.ok()) return ReportError(server.status());
+    if (!server.ok()) return server.status();
     say(absl::StrCat("server: dpcurator-server on ", (*server)->address(), " (temporary db in ",
                      work_dir.string(), ")"));
     Connection curator = Connection::Plaintext((*server)->address(), curator_token);
@@ -245,12 +245,12 @@ int RunDemo(const ParsedArgs& args) {
     {
       auto context = curator.NewContext();
       grpc::Status status = curator.datasets().CreateDataset(context.get(), create, &dataset);
-      if (!status.ok()) return ReportError(RpcError(status, "create dataset"));
+      if (!status.ok()) return RpcError(status, "create dataset");
     }
     auto uploaded = demo->train_csv.empty()
                         ? UploadTable(curator, dataset.id(), *schema, demo->train)
                         : UploadCsv(curator, dataset.id(), *schema, demo->train_csv);
-    if (!uploaded.ok()) return ReportError(uploaded.status());
+    if (!uploaded.ok()) return uploaded.status();
     const double upload_seconds = SecondsSince(t);
     say(absl::StrFormat("curator: dataset %s, %d rows uploaded in %.2fs", dataset.id(),
                         uploaded->rows_accepted(), upload_seconds));
@@ -263,7 +263,7 @@ int RunDemo(const ParsedArgs& args) {
     } else if (args.Get("method") == "merf" || args.Get("method") == "pearl") {
       methods = {args.Get("method")};
     } else {
-      return ReportError(absl::InvalidArgumentError("--method must be merf, pearl or both"));
+      return absl::InvalidArgumentError("--method must be merf, pearl or both");
     }
     struct MethodResult {
       std::string method;
@@ -288,7 +288,7 @@ int RunDemo(const ParsedArgs& args) {
             args.Flag("private-length-scale"));
         if (args.Has("pearl-length-scale")) {
           auto length_scale = args.GetDouble("pearl-length-scale");
-          if (!length_scale.ok()) return ReportError(length_scale.status());
+          if (!length_scale.ok()) return length_scale.status();
           request.mutable_charfn_embedding()->set_length_scale(*length_scale);
         }
       }
@@ -296,7 +296,7 @@ int RunDemo(const ParsedArgs& args) {
         auto context = analyst.NewContext();
         grpc::Status status =
             analyst.releases().RequestRelease(context.get(), request, &result.release);
-        if (!status.ok()) return ReportError(RpcError(status, "release"));
+        if (!status.ok()) return RpcError(status, "release");
       }
       result.release_seconds = SecondsSince(t);
       const auto& artefact = result.release.embedding();
@@ -323,18 +323,18 @@ int RunDemo(const ParsedArgs& args) {
                        ? TrainMerfModel(result.release, *trainer_options)
                        : TrainPearlModel(result.release, *trainer_options,
                                          PearlOptions{.use_critic = !args.Flag("pearl-no-critic")});
-      if (!model.ok()) return ReportError(model.status());
+      if (!model.ok()) return model.status();
       result.train_seconds = SecondsSince(t);
       t = Clock::now();
       auto synthetic = SampleModel(*model, demo->train.num_rows(), 7);
-      if (!synthetic.ok()) return ReportError(synthetic.status());
+      if (!synthetic.ok()) return synthetic.status();
       result.sample_seconds = SecondsSince(t);
       t = Clock::now();
       eval::EvalOptions eval_options;
       // The real-data reference rows once, with the first method.
       auto report = eval::Evaluate(*schema, *synthetic, demo->test, eval_options,
                                    results.empty() ? &demo->train : nullptr);
-      if (!report.ok()) return ReportError(report.status());
+      if (!report.ok()) return report.status();
       result.report = *std::move(report);
       result.eval_seconds = SecondsSince(t);
       if (args.Has("save-synthetic")) {
@@ -352,7 +352,7 @@ int RunDemo(const ParsedArgs& args) {
       budget_request.set_dataset_id(dataset.id());
       auto context = analyst.NewContext();
       grpc::Status status = analyst.datasets().GetBudget(context.get(), budget_request, &budget_report);
-      if (!status.ok()) return ReportError(RpcError(status, "budget"));
+      if (!status.ok()) return RpcError(status, "budget");
     }
     const double wall_seconds = SecondsSince(wall_start);
     auto average_auc = [](const eval::EvalReport& report) {
@@ -419,7 +419,7 @@ int RunDemo(const ParsedArgs& args) {
   }
   std::error_code ignored;
   fs::remove_all(work_dir, ignored);
-  return 0;
+  return absl::OkStatus();
 }
 
 }  // namespace

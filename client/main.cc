@@ -117,11 +117,11 @@ int main(int argc, char** argv) {
     }
   }
   auto parsed = dpcurator::client::ParseArgs(chosen->options, rest);
-  if (!parsed.ok()) return dpcurator::client::ReportError(parsed.status());
+  if (!parsed.ok()) return dpcurator::client::ExitCode(parsed.status());
   if (!parsed->positional().empty()) {
     std::fprintf(stderr, "dpcurator %s: unexpected argument '%s' (see --help)\n",
                  chosen->name.c_str(), parsed->positional()[0].c_str());
     return 2;
   }
-  return chosen->run(*parsed);
+  return dpcurator::client::ExitCode(chosen->run(*parsed));
 }

@@ -56,11 +56,11 @@ absl::StatusOr<train::EmbeddingTrainerOptions> TrainerOptionsFromArgs(const Pars
   return options;
 }
 
-int RunTrain(const ParsedArgs& args, const std::string& method) {
+absl::Status RunTrain(const ParsedArgs& args, const std::string& method) {
   v1::Release release;
-  if (auto s = ReadProtoFile(args.Get("release"), &release); !s.ok()) return ReportError(s);
+  if (auto s = ReadProtoFile(args.Get("release"), &release); !s.ok()) return s;
   auto options = TrainerOptionsFromArgs(args);
-  if (!options.ok()) return ReportError(options.status());
+  if (!options.ok()) return options.status();
   const bool quiet = args.Flag("quiet");
   const auto start = std::chrono::steady_clock::now();
   Progress progress;
@@ -82,43 +82,43 @@ int RunTrain(const ParsedArgs& args, const std::string& method) {
     pearl.use_critic = !args.Flag("no-critic");
     auto every = args.GetInt("critic-every");
     auto critic_lr = args.GetDouble("critic-learning-rate");
-    if (!every.ok()) return ReportError(every.status());
-    if (!critic_lr.ok()) return ReportError(critic_lr.status());
+    if (!every.ok()) return every.status();
+    if (!critic_lr.ok()) return critic_lr.status();
     pearl.generator_steps_per_critic_step = static_cast<int>(*every);
     pearl.critic_learning_rate = *critic_lr;
     model = TrainPearlModel(release, *options, pearl);
   } else {
     model = TrainMerfModel(release, *options);
   }
-  if (!model.ok()) return ReportError(model.status());
-  if (auto s = WriteProtoFile(*model, args.Get("out")); !s.ok()) return ReportError(s);
+  if (!model.ok()) return model.status();
+  if (auto s = WriteProtoFile(*model, args.Get("out")); !s.ok()) return s;
   std::printf("model written to %s (release %s, epsilon %.4f; training used no budget)\n",
               args.Get("out").c_str(), model->release_id().c_str(), model->epsilon());
-  return 0;
+  return absl::OkStatus();
 }
 
-int RunSample(const ParsedArgs& args) {
+absl::Status RunSample(const ParsedArgs& args) {
   v1::GeneratorModel model;
-  if (auto s = ReadProtoFile(args.Get("model"), &model); !s.ok()) return ReportError(s);
+  if (auto s = ReadProtoFile(args.Get("model"), &model); !s.ok()) return s;
   auto rows = args.GetInt("rows");
   auto seed = args.GetInt("seed");
-  if (!rows.ok()) return ReportError(rows.status());
-  if (!seed.ok()) return ReportError(seed.status());
+  if (!rows.ok()) return rows.status();
+  if (!seed.ok()) return seed.status();
   auto table = SampleModel(model, *rows, static_cast<uint64_t>(*seed));
-  if (!table.ok()) return ReportError(table.status());
+  if (!table.ok()) return table.status();
   auto schema = SchemaFromProto(model.schema());
-  if (!schema.ok()) return ReportError(schema.status());
+  if (!schema.ok()) return schema.status();
   const std::string out = args.Get("out");
   if (out == "-") {
     data::WriteCsv(*schema, *table, &std::cout);
   } else {
     std::ofstream output(out);
-    if (!output) return ReportError(absl::UnavailableError(absl::StrCat("cannot write '", out, "'")));
+    if (!output) return absl::UnavailableError(absl::StrCat("cannot write '", out, "'"));
     data::WriteCsv(*schema, *table, &output);
     std::printf("%lld synthetic rows written to %s\n", static_cast<long long>(table->num_rows()),
                 out.c_str());
   }
-  return 0;
+  return absl::OkStatus();
 }
 
 nlohmann::json EvalJson(const eval::EvalReport& report) {
@@ -151,41 +151,41 @@ nlohmann::json EvalJson(const eval::EvalReport& report) {
   return out;
 }
 
-int RunEval(const ParsedArgs& args) {
+absl::Status RunEval(const ParsedArgs& args) {
   v1::TableSchema schema_proto;
   if (args.Has("model")) {
     v1::GeneratorModel model;
-    if (auto s = ReadProtoFile(args.Get("model"), &model); !s.ok()) return ReportError(s);
+    if (auto s = ReadProtoFile(args.Get("model"), &model); !s.ok()) return s;
     schema_proto = model.schema();
   } else if (args.Has("schema")) {
     auto read = ReadSchemaForLocalUse(args.Get("schema"));
-    if (!read.ok()) return ReportError(read.status());
+    if (!read.ok()) return read.status();
     schema_proto = *read;
   } else {
-    return ReportError(absl::InvalidArgumentError("give --schema or --model"));
+    return absl::InvalidArgumentError("give --schema or --model");
   }
   auto schema = SchemaFromProto(schema_proto);
-  if (!schema.ok()) return ReportError(schema.status());
+  if (!schema.ok()) return schema.status();
   auto synthetic = data::ReadCsvFile(*schema, args.Get("synthetic"));
-  if (!synthetic.ok()) return ReportError(synthetic.status());
+  if (!synthetic.ok()) return synthetic.status();
   auto real = data::ReadCsvFile(*schema, args.Get("real"));
-  if (!real.ok()) return ReportError(real.status());
+  if (!real.ok()) return real.status();
   std::optional<data::Table> real_train;
   if (args.Has("real-train")) {
     auto loaded = data::ReadCsvFile(*schema, args.Get("real-train"));
-    if (!loaded.ok()) return ReportError(loaded.status());
+    if (!loaded.ok()) return loaded.status();
     real_train = *std::move(loaded);
   }
   eval::EvalOptions options;
   auto report = eval::Evaluate(*schema, *synthetic, *real, options,
                                real_train.has_value() ? &*real_train : nullptr);
-  if (!report.ok()) return ReportError(report.status());
+  if (!report.ok()) return report.status();
   if (args.Flag("json")) {
     std::printf("%s\n", EvalJson(*report).dump(2).c_str());
   } else {
     std::printf("%s", FormatEvalReport(*report).c_str());
   }
-  return 0;
+  return absl::OkStatus();
 }
 
 std::vector<OptionSpec> TrainerOptionSpecs() {

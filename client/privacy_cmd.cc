@@ -186,15 +186,15 @@ void PrintReport(const PrivacyEvent& event, double delta, const privacy::Epsilon
   }
 }
 
-int RunEpsilon(const ParsedArgs& args) {
+absl::Status RunEpsilon(const ParsedArgs& args) {
   auto discrete = DiscreteNoiseArg(args);
-  if (!discrete.ok()) return ReportError(discrete.status());
+  if (!discrete.ok()) return discrete.status();
   auto event = EventFromArgs(args, std::nullopt, *discrete);
-  if (!event.ok()) return ReportError(event.status());
+  if (!event.ok()) return event.status();
   auto delta = args.GetDouble("delta");
-  if (!delta.ok()) return ReportError(delta.status());
+  if (!delta.ok()) return delta.status();
   auto report = privacy::ComputeEpsilonReport(*event, *delta);
-  if (!report.ok()) return ReportError(report.status());
+  if (!report.ok()) return report.status();
   std::optional<double> continuous_exact;
   if (*discrete) continuous_exact = ContinuousExactEpsilon(args, std::nullopt, *delta);
   if (args.Flag("json")) {
@@ -206,30 +206,30 @@ int RunEpsilon(const ParsedArgs& args) {
   } else {
     PrintReport(*event, *delta, *report, std::nullopt, continuous_exact);
   }
-  return 0;
+  return absl::OkStatus();
 }
 
-int RunCalibrate(const ParsedArgs& args) {
+absl::Status RunCalibrate(const ParsedArgs& args) {
   auto epsilon = args.GetDouble("epsilon");
   auto delta = args.GetDouble("delta");
-  if (!epsilon.ok()) return ReportError(epsilon.status());
-  if (!delta.ok()) return ReportError(delta.status());
+  if (!epsilon.ok()) return epsilon.status();
+  if (!delta.ok()) return delta.status();
   auto relation = RelationArg(args);
-  if (!relation.ok()) return ReportError(relation.status());
+  if (!relation.ok()) return relation.status();
   auto discrete = DiscreteNoiseArg(args);
-  if (!discrete.ok()) return ReportError(discrete.status());
+  if (!discrete.ok()) return discrete.status();
   auto steps = args.GetInt("steps");
   auto count = args.GetInt("count");
-  if (!steps.ok() || !count.ok()) return ReportError(absl::InvalidArgumentError("bad --steps/--count"));
+  if (!steps.ok() || !count.ok()) return absl::InvalidArgumentError("bad --steps/--count");
   if (args.Get("mechanism") != "gaussian") {
-    return ReportError(absl::InvalidArgumentError(
-        "calibrate supports --mechanism gaussian (Laplace: b = sensitivity / epsilon)"));
+    return absl::InvalidArgumentError(
+        "calibrate supports --mechanism gaussian (Laplace: b = sensitivity / epsilon)");
   }
   const std::string solve = args.Get("solve");
   if (solve == "steps" || solve == "sampling-rate") {
     // The other unknowns: the largest steps or sampling rate within target.
     auto s = args.GetDouble("noise-multiplier");
-    if (!s.ok()) return ReportError(s.status());
+    if (!s.ok()) return s.status();
     const privacy::SamplingScheme scheme = privacy::SamplingSchemeFor(*relation);
     privacy::CalibrationOptions options;
     options.sampled_noise =
@@ -237,14 +237,14 @@ int RunCalibrate(const ParsedArgs& args) {
     nlohmann::json out;
     if (solve == "steps") {
       auto q = args.GetDouble("sampling-rate");
-      if (!q.ok()) return ReportError(q.status());
+      if (!q.ok()) return q.status();
       auto max_steps = privacy::MaxSteps(scheme, *q, *s, *epsilon, *delta, options);
-      if (!max_steps.ok()) return ReportError(max_steps.status());
+      if (!max_steps.ok()) return max_steps.status();
       out["steps"] = *max_steps;
       out["sampling_rate"] = *q;
     } else {
       auto max_rate = privacy::MaxSamplingRate(scheme, *s, *steps, *epsilon, *delta, options);
-      if (!max_rate.ok()) return ReportError(max_rate.status());
+      if (!max_rate.ok()) return max_rate.status();
       out["sampling_rate"] = *max_rate;
       out["steps"] = *steps;
     }
@@ -262,20 +262,20 @@ int RunCalibrate(const ParsedArgs& args) {
                   out["sampling_rate"].get<double>(), static_cast<long long>(*steps), *s,
                   *epsilon, *delta);
     }
-    return 0;
+    return absl::OkStatus();
   }
   if (solve != "noise-multiplier") {
-    return ReportError(absl::InvalidArgumentError(
-        "--solve must be noise-multiplier, steps or sampling-rate"));
+    return absl::InvalidArgumentError(
+        "--solve must be noise-multiplier, steps or sampling-rate");
   }
   absl::StatusOr<double> noise_multiplier;
   // For --noise discrete, the continuous calibration too, for comparison.
   std::optional<double> continuous_multiplier;
   if (args.Has("sampling-rate")) {
     auto q = args.GetDouble("sampling-rate");
-    if (!q.ok()) return ReportError(q.status());
+    if (!q.ok()) return q.status();
     if (*count != 1) {
-      return ReportError(absl::InvalidArgumentError("--count applies to plain Gaussians only"));
+      return absl::InvalidArgumentError("--count applies to plain Gaussians only");
     }
     // Subsampled Gaussians are RDP-only for either kind of noise; discrete
     // noise is judged by its own (discrete_poisson / discrete_wor) curves.
@@ -294,11 +294,11 @@ int RunCalibrate(const ParsedArgs& args) {
     noise_multiplier =
         privacy::CalibrateGaussianNoiseMultiplier(*steps * *count, *epsilon, *delta);
   }
-  if (!noise_multiplier.ok()) return ReportError(noise_multiplier.status());
+  if (!noise_multiplier.ok()) return noise_multiplier.status();
   auto event = EventFromArgs(args, *noise_multiplier, *discrete);
-  if (!event.ok()) return ReportError(event.status());
+  if (!event.ok()) return event.status();
   auto report = privacy::ComputeEpsilonReport(*event, *delta);
-  if (!report.ok()) return ReportError(report.status());
+  if (!report.ok()) return report.status();
   std::optional<double> continuous_exact;
   if (*discrete) continuous_exact = ContinuousExactEpsilon(args, *noise_multiplier, *delta);
   if (args.Flag("json")) {
@@ -320,20 +320,20 @@ int RunCalibrate(const ParsedArgs& args) {
                   *continuous_multiplier);
     }
   }
-  return 0;
+  return absl::OkStatus();
 }
 
-int RunDelta(const ParsedArgs& args) {
+absl::Status RunDelta(const ParsedArgs& args) {
   auto discrete = DiscreteNoiseArg(args);
-  if (!discrete.ok()) return ReportError(discrete.status());
+  if (!discrete.ok()) return discrete.status();
   auto event = EventFromArgs(args, std::nullopt, *discrete);
-  if (!event.ok()) return ReportError(event.status());
+  if (!event.ok()) return event.status();
   auto epsilon = args.GetDouble("epsilon");
-  if (!epsilon.ok()) return ReportError(epsilon.status());
+  if (!epsilon.ok()) return epsilon.status();
   auto rdp = privacy::ComputeRdp(*event, privacy::DefaultRdpOrders());
-  if (!rdp.ok()) return ReportError(rdp.status());
+  if (!rdp.ok()) return rdp.status();
   auto delta = privacy::RdpToDelta(privacy::DefaultRdpOrders(), *rdp, *epsilon);
-  if (!delta.ok()) return ReportError(delta.status());
+  if (!delta.ok()) return delta.status();
   std::optional<double> exact;
   // Continuous plain Gaussians only (IsPlainGaussian is false for discrete).
   if (auto inverse_variance = privacy::PlainGaussianInverseVarianceSum(*event)) {
@@ -362,7 +362,7 @@ int RunDelta(const ParsedArgs& args) {
                 delta->optimal_order);
     if (exact.has_value()) std::printf("  exact          %.6g\n", *exact);
   }
-  return 0;
+  return absl::OkStatus();
 }
 
 }  // namespace

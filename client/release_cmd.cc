@@ -12,25 +12,25 @@
 namespace dpcurator::client {
 namespace {
 
-int RunRelease(const ParsedArgs& args) {
+absl::Status RunRelease(const ParsedArgs& args) {
   auto connection = Connection::FromArgs(args);
-  if (!connection.ok()) return ReportError(connection.status());
+  if (!connection.ok()) return connection.status();
   v1::ReleaseRequest request;
   request.set_dataset_id(args.Get("dataset"));
   request.set_idempotency_key(args.Has("key") ? args.Get("key") : NewIdempotencyKey());
-  if (auto set = SetPrivacyLevel(args, &request); !set.ok()) return ReportError(set);
+  if (auto set = SetPrivacyLevel(args, &request); !set.ok()) return set;
   auto frequencies = args.GetInt("num-frequencies");
-  if (!frequencies.ok()) return ReportError(frequencies.status());
+  if (!frequencies.ok()) return frequencies.status();
   double length_scale = 0;
   if (args.Has("length-scale")) {
     auto parsed = args.GetDouble("length-scale");
-    if (!parsed.ok()) return ReportError(parsed.status());
+    if (!parsed.ok()) return parsed.status();
     length_scale = *parsed;
   }
   uint64_t seed = 0;
   if (args.Has("seed")) {
     auto parsed = args.GetInt("seed");
-    if (!parsed.ok()) return ReportError(parsed.status());
+    if (!parsed.ok()) return parsed.status();
     seed = static_cast<uint64_t>(*parsed);
   }
   if (args.Get("kind") == "rff_embedding") {
@@ -45,19 +45,19 @@ int RunRelease(const ParsedArgs& args) {
     params->set_private_length_scale(args.Flag("private-length-scale"));
     params->set_seed(seed);
   } else {
-    return ReportError(absl::InvalidArgumentError(absl::StrCat(
-        "--kind '", args.Get("kind"), "' is not supported; use rff_embedding or charfn_embedding")));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--kind '", args.Get("kind"), "' is not supported; use rff_embedding or charfn_embedding"));
   }
   v1::Release release;
   auto context = connection->NewContext();
   grpc::Status status = connection->releases().RequestRelease(context.get(), request, &release);
   if (!status.ok()) {
-    return ReportError(RpcError(
+    return RpcError(
         status, absl::StrCat("release refused (retry with --key ", request.idempotency_key(),
-                             " to avoid a second charge)")));
+                             " to avoid a second charge)"));
   }
   auto written = WriteProtoFile(release, args.Get("out"));
-  if (!written.ok()) return ReportError(written);
+  if (!written.ok()) return written;
   if (args.Flag("json")) {
     nlohmann::json out = {{"release_id", release.id()},
                           {"dataset_id", release.dataset_id()},
@@ -70,7 +70,7 @@ int RunRelease(const ParsedArgs& args) {
                           {"idempotency_key", request.idempotency_key()},
                           {"out", args.Get("out")}};
     std::printf("%s\n", out.dump(2).c_str());
-    return 0;
+    return absl::OkStatus();
   }
   std::printf("%s %s: epsilon %.4f for this release; dataset spent %.4f, remaining %.4f\n",
               release.replayed() ? "replayed stored release" : "released", release.id().c_str(),
@@ -78,40 +78,40 @@ int RunRelease(const ParsedArgs& args) {
               release.epsilon_remaining());
   std::printf("artefact written to %s (idempotency key %s)\n", args.Get("out").c_str(),
               request.idempotency_key().c_str());
-  return 0;
+  return absl::OkStatus();
 }
 
-int RunGet(const ParsedArgs& args) {
+absl::Status RunGet(const ParsedArgs& args) {
   auto connection = Connection::FromArgs(args);
-  if (!connection.ok()) return ReportError(connection.status());
+  if (!connection.ok()) return connection.status();
   v1::GetReleaseRequest request;
   request.set_release_id(args.Get("id"));
   v1::Release release;
   auto context = connection->NewContext();
   grpc::Status status = connection->releases().GetRelease(context.get(), request, &release);
-  if (!status.ok()) return ReportError(RpcError(status, "get release"));
+  if (!status.ok()) return RpcError(status, "get release");
   auto written = WriteProtoFile(release, args.Get("out"));
-  if (!written.ok()) return ReportError(written);
+  if (!written.ok()) return written;
   std::printf("release %s written to %s (no charge)\n", release.id().c_str(),
               args.Get("out").c_str());
-  return 0;
+  return absl::OkStatus();
 }
 
-int RunList(const ParsedArgs& args) {
+absl::Status RunList(const ParsedArgs& args) {
   auto connection = Connection::FromArgs(args);
-  if (!connection.ok()) return ReportError(connection.status());
+  if (!connection.ok()) return connection.status();
   v1::ListReleasesRequest request;
   request.set_dataset_id(args.Get("dataset"));
   v1::ListReleasesResponse response;
   auto context = connection->NewContext();
   grpc::Status status = connection->releases().ListReleases(context.get(), request, &response);
-  if (!status.ok()) return ReportError(RpcError(status, "list releases"));
+  if (!status.ok()) return RpcError(status, "list releases");
   std::printf("%-38s %-16s %-8s %10s\n", "release", "kind", "status", "epsilon");
   for (const auto& r : response.releases()) {
     std::printf("%-38s %-16s %-8s %10.4f\n", r.id().c_str(), r.kind().c_str(), r.status().c_str(),
                 r.epsilon());
   }
-  return 0;
+  return absl::OkStatus();
 }
 
 }  // namespace

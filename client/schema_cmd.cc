@@ -132,28 +132,28 @@ std::string Domain(const data::DraftColumn& column) {
   return absl::StrCat(column.categories.size(), ": ", list, column.nullable ? " +missing" : "");
 }
 
-int RunDraft(const ParsedArgs& args) {
+absl::Status RunDraft(const ParsedArgs& args) {
   std::string path = args.Get("csv");
   bool arff = args.Has("arff");
   if (args.Has("csv") == arff) {
-    return ReportError(
-        absl::InvalidArgumentError("give exactly one of --csv FILE and --arff FILE"));
+    return 
+        absl::InvalidArgumentError("give exactly one of --csv FILE and --arff FILE");
   }
   if (arff) path = args.Get("arff");
   if (!arff && absl::EndsWithIgnoreCase(path, ".arff")) arff = true;
   std::optional<std::string> label;
   if (args.Has("label")) label = args.Get("label");
   if (args.Flag("no-label") && label.has_value()) {
-    return ReportError(absl::InvalidArgumentError("--label and --no-label contradict each other"));
+    return absl::InvalidArgumentError("--label and --no-label contradict each other");
   }
   DraftInput input;
   auto draft = arff ? DraftFromArff(path, label, args.Flag("no-label"), &input)
                     : DraftFromCsv(path, label, &input);
-  if (!draft.ok()) return ReportError(draft.status());
+  if (!draft.ok()) return draft.status();
   const std::string json = DraftToSchemaJson(*draft);
   // Check the draft reads back as a schema, as `datasets create` will.
   if (auto check = ParseSchemaFileText(json, "the draft"); !check.ok()) {
-    return ReportError(check.status());
+    return check.status();
   }
   const std::string out = args.Get("out");
   FILE* report = stdout;
@@ -163,7 +163,7 @@ int RunDraft(const ParsedArgs& args) {
   } else {
     std::ofstream output(out);
     if (!output || !(output << json)) {
-      return ReportError(absl::UnavailableError(absl::StrCat("cannot write '", out, "'")));
+      return absl::UnavailableError(absl::StrCat("cannot write '", out, "'"));
     }
   }
   std::fprintf(report, "drafted a schema for %zu columns from %lld rows of %s%s\n",
@@ -193,18 +193,18 @@ int RunDraft(const ParsedArgs& args) {
     std::fprintf(report, "\n%zu column(s) carry \"data_derived\": true: %s.\n%s", flagged.size(),
                  absl::StrJoin(flagged, ", ").c_str(), kDataDerivedAdvice);
   }
-  return 0;
+  return absl::OkStatus();
 }
 
-int RunCheck(const ParsedArgs& args) {
+absl::Status RunCheck(const ParsedArgs& args) {
   auto file = ReadSchemaFileWithMarkers(args.Get("schema"));
-  if (!file.ok()) return ReportError(file.status());
+  if (!file.ok()) return file.status();
   if (args.Flag("json")) {
     nlohmann::json out = {{"columns", file->schema.columns_size()},
                           {"label", file->schema.label()},
                           {"data_derived", file->data_derived}};
     std::printf("%s\n", out.dump(2).c_str());
-    return file->data_derived.empty() ? 0 : 4;
+    return file->data_derived.empty() ? absl::OkStatus() : QuietExit(4);
   }
   std::printf(
       "%s: a valid schema, %d columns%s\n", args.Get("schema").c_str(), file->schema.columns_size(),
@@ -213,9 +213,9 @@ int RunCheck(const ParsedArgs& args) {
   if (!file->data_derived.empty()) {
     std::printf("still marked data_derived: %s\n%s",
                 absl::StrJoin(file->data_derived, ", ").c_str(), kDataDerivedAdvice);
-    return 4;
+    return QuietExit(4);
   }
-  return 0;
+  return absl::OkStatus();
 }
 
 }  // namespace

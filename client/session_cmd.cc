@@ -39,9 +39,9 @@ void PrintSession(const v1::Session& s, bool json) {
               s.epsilon_reserved(), s.epsilon_spent_total(), s.epsilon_remaining());
 }
 
-int RunOpen(const ParsedArgs& args) {
+absl::Status RunOpen(const ParsedArgs& args) {
   auto connection = Connection::FromArgs(args);
-  if (!connection.ok()) return ReportError(connection.status());
+  if (!connection.ok()) return connection.status();
   v1::OpenSessionRequest request;
   request.set_dataset_id(args.Get("dataset"));
   request.set_idempotency_key(args.Has("key") ? args.Get("key") : NewIdempotencyKey());
@@ -49,28 +49,28 @@ int RunOpen(const ParsedArgs& args) {
   auto steps = args.GetInt("steps");
   auto q = args.GetDouble("sampling-rate");
   auto frequencies = args.GetInt("num-frequencies");
-  if (!steps.ok()) return ReportError(steps.status());
-  if (!q.ok()) return ReportError(q.status());
-  if (!frequencies.ok()) return ReportError(frequencies.status());
+  if (!steps.ok()) return steps.status();
+  if (!q.ok()) return q.status();
+  if (!frequencies.ok()) return frequencies.status();
   params->set_steps(*steps);
   params->set_sampling_rate(*q);
   params->mutable_rff_embedding()->set_num_frequencies(static_cast<int>(*frequencies));
-  if (auto set = SetPrivacyLevel(args, params); !set.ok()) return ReportError(set);
+  if (auto set = SetPrivacyLevel(args, params); !set.ok()) return set;
   v1::Session session;
   auto context = connection->NewContext();
   grpc::Status status = connection->sessions().OpenSession(context.get(), request, &session);
-  if (!status.ok()) return ReportError(RpcError(status, "open session"));
+  if (!status.ok()) return RpcError(status, "open session");
   PrintSession(session, args.Flag("json"));
-  return 0;
+  return absl::OkStatus();
 }
 
-int RunStep(const ParsedArgs& args) {
+absl::Status RunStep(const ParsedArgs& args) {
   auto connection = Connection::FromArgs(args);
-  if (!connection.ok()) return ReportError(connection.status());
+  if (!connection.ok()) return connection.status();
   auto first = args.GetInt("first");
   auto count = args.GetInt("count");
-  if (!first.ok()) return ReportError(first.status());
-  if (!count.ok()) return ReportError(count.status());
+  if (!first.ok()) return first.status();
+  if (!count.ok()) return count.status();
   v1::SessionStepResponse response;
   std::ofstream out;
   if (args.Has("out")) out.open(args.Get("out"), std::ios::binary | std::ios::app);
@@ -82,8 +82,8 @@ int RunStep(const ParsedArgs& args) {
     auto context = connection->NewContext();
     grpc::Status status = connection->sessions().Step(context.get(), request, &response);
     if (!status.ok()) {
-      return ReportError(RpcError(status, absl::StrCat("step ", step, " (retry it: steps are "
-                                                       "idempotent by index)")));
+      return RpcError(status, absl::StrCat("step ", step, " (retry it: steps are "
+                                                       "idempotent by index)"));
     }
     if (out.is_open()) {
       // Length-delimited artefacts, one per step.
@@ -104,33 +104,33 @@ int RunStep(const ParsedArgs& args) {
     }
   }
   PrintSession(response.session(), args.Flag("json"));
-  return 0;
+  return absl::OkStatus();
 }
 
-int RunClose(const ParsedArgs& args) {
+absl::Status RunClose(const ParsedArgs& args) {
   auto connection = Connection::FromArgs(args);
-  if (!connection.ok()) return ReportError(connection.status());
+  if (!connection.ok()) return connection.status();
   v1::CloseSessionRequest request;
   request.set_session_id(args.Get("session"));
   v1::Session session;
   auto context = connection->NewContext();
   grpc::Status status = connection->sessions().CloseSession(context.get(), request, &session);
-  if (!status.ok()) return ReportError(RpcError(status, "close session"));
+  if (!status.ok()) return RpcError(status, "close session");
   PrintSession(session, args.Flag("json"));
-  return 0;
+  return absl::OkStatus();
 }
 
-int RunShow(const ParsedArgs& args) {
+absl::Status RunShow(const ParsedArgs& args) {
   auto connection = Connection::FromArgs(args);
-  if (!connection.ok()) return ReportError(connection.status());
+  if (!connection.ok()) return connection.status();
   v1::GetSessionRequest request;
   request.set_session_id(args.Get("session"));
   v1::Session session;
   auto context = connection->NewContext();
   grpc::Status status = connection->sessions().GetSession(context.get(), request, &session);
-  if (!status.ok()) return ReportError(RpcError(status, "get session"));
+  if (!status.ok()) return RpcError(status, "get session");
   PrintSession(session, args.Flag("json"));
-  return 0;
+  return absl::OkStatus();
 }
 
 }  // namespace
