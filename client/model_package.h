@@ -5,6 +5,7 @@
 // method trained it (DP-MERF, PEARL, Sinkhorn).
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "Eigen/Core"
@@ -18,14 +19,23 @@ namespace dpcurator::client {
 // it).
 inline constexpr uint32_t kModelFormatVersion = 1;
 
+// What a model was fitted to, as its file records it: the schema of the
+// rows it samples (and its fingerprint) and what the release or collection
+// behind it cost.
+struct ModelSource {
+  v1::TableSchema schema;
+  std::string schema_fingerprint;
+  double epsilon = 0.0;
+  double delta = 0.0;
+};
+
 // A GeneratorModel with the fields every method fills the same way: format
-// version, method, the network (hidden widths, activation, parameters), the
-// steps trained, the final loss and the creation time. The caller adds where
-// the model comes from (release or collection, schema, epsilon, delta) and
-// its method's own fields.
-v1::GeneratorModel PackageModel(absl::string_view method, const std::vector<int>& hidden,
-                                nn::Activation activation, const Eigen::VectorXd& parameters,
-                                int steps, double final_loss);
+// version, method, source, the network (hidden widths, activation,
+// parameters), the steps trained, the final loss and the creation time. The
+// caller adds its method's own fields (release or collection id, widths).
+v1::GeneratorModel PackageModel(absl::string_view method, const ModelSource& source,
+                                const std::vector<int>& hidden, nn::Activation activation,
+                                const Eigen::VectorXd& parameters, int steps, double final_loss);
 
 }  // namespace dpcurator::client
 

@@ -262,15 +262,13 @@ v1::GeneratorModel PackageReleaseModel(const v1::Release& release, const std::st
                                        const train::TrainedGenerator& trained) {
   const v1::EmbeddingArtefact& artefact = release.embedding();
   const auto& generator_options = trained.generator.options();
+  const ModelSource source{artefact.schema(), artefact.schema_fingerprint(), artefact.epsilon(),
+                           artefact.delta()};
   v1::GeneratorModel model =
-      PackageModel(method, generator_options.hidden, generator_options.activation,
+      PackageModel(method, source, generator_options.hidden, generator_options.activation,
                    trained.generator.parameters(), trained.steps, trained.final_loss);
   model.set_release_id(release.id());
   model.set_dataset_id(release.dataset_id());
-  *model.mutable_schema() = artefact.schema();
-  model.set_schema_fingerprint(artefact.schema_fingerprint());
-  model.set_epsilon(artefact.epsilon());
-  model.set_delta(artefact.delta());
   model.set_noise_dim(generator_options.noise_dim);
   model.set_layer_norm(generator_options.layer_norm);
   model.set_num_classes(static_cast<int>(trained.class_weights.size()));

@@ -37,15 +37,13 @@ absl::StatusOr<v1::GeneratorModel> TrainSinkhornModel(const v1::ReportsFile& rep
                        train::TrainSinkhornGenerator(data, mechanism, options));
   DPC_ASSIGN_OR_RETURN(data::Schema label_free, CollectionSchema(collection.params()));
   const train::PointGeneratorOptions& g = trained.generator.options();
-  v1::GeneratorModel model = PackageModel("sinkhorn", g.hidden, g.activation,
+  const ModelSource source{SchemaToProto(label_free), label_free.FingerprintHex(),
+                           mechanism.epsilon(), mechanism.delta()};
+  v1::GeneratorModel model = PackageModel("sinkhorn", source, g.hidden, g.activation,
                                           trained.generator.parameters(), trained.steps,
                                           trained.final_loss);
   model.set_format_version(model_format_version);
   model.set_collection_id(collection.id());
-  *model.mutable_schema() = SchemaToProto(label_free);
-  model.set_schema_fingerprint(label_free.FingerprintHex());
-  model.set_epsilon(mechanism.epsilon());
-  model.set_delta(mechanism.delta());
   model.set_latent_dim(g.latent_dim);
   model.set_noise_dim(g.latent_dim);
   model.set_output_dim(trained.generator.output_dim());
