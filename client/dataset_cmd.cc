@@ -127,6 +127,9 @@ absl::Status RunBudget(const ParsedArgs& args) {
     out["epsilon_remaining"] = report.epsilon_remaining();
     out["epsilon_rdp"] = report.epsilon_rdp();
     if (report.has_epsilon_exact()) out["epsilon_exact"] = report.epsilon_exact();
+    if (report.has_epsilon_discrete_exact()) {
+      out["epsilon_discrete_exact"] = report.epsilon_discrete_exact();
+    }
     out["events"] = nlohmann::json::array();
     for (const auto& e : report.events()) {
       out["events"].push_back({{"id", e.id()},
@@ -150,11 +153,15 @@ absl::Status RunBudget(const ParsedArgs& args) {
   std::printf("dataset %s: spent epsilon %.4f of %.4f at delta %g, remaining %.4f\n",
               report.dataset_id().c_str(), report.epsilon_spent(), report.budget().epsilon(),
               report.budget().delta(), report.epsilon_remaining());
+  std::string exact;
+  if (report.has_epsilon_exact()) {
+    exact = absl::StrFormat("; exact Gaussian composition %.4f", report.epsilon_exact());
+  } else if (report.has_epsilon_discrete_exact()) {
+    exact = absl::StrFormat("; the one discrete Gaussian release's own profile %.4f",
+                            report.epsilon_discrete_exact());
+  }
   std::printf("  (RDP conversion %.4f at order %g%s)\n", report.epsilon_rdp(),
-              report.optimal_order(),
-              report.has_epsilon_exact()
-                  ? absl::StrFormat("; exact Gaussian composition %.4f", report.epsilon_exact()).c_str()
-                  : "");
+              report.optimal_order(), exact.c_str());
   std::printf("\n%5s  %-20s  %-14s  %10s  %s\n", "event", "time (UTC)", "kind", "eps alone",
               "mechanism / release");
   for (const auto& e : report.events()) {

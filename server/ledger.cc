@@ -405,6 +405,9 @@ absl::StatusOr<v1::BudgetReport> Ledger::Report(const std::string& dataset_id,
   report.set_epsilon_remaining(std::max(0.0, dataset.epsilon_cap - spent.epsilon));
   report.set_epsilon_rdp(spent.epsilon_rdp);
   if (spent.epsilon_exact.has_value()) report.set_epsilon_exact(*spent.epsilon_exact);
+  if (spent.epsilon_grid_exact.has_value()) {
+    report.set_epsilon_discrete_exact(*spent.epsilon_grid_exact);
+  }
   report.set_optimal_order(spent.optimal_order);
   DPC_ASSIGN_OR_RETURN(auto events,
                        db->Prepare("SELECT id, COALESCE(release_id, ''), kind, description, "

@@ -57,6 +57,8 @@ TEST_F(ReleaseTest, ReleaseOverCapIsRefusedWithSpentRequestedCap) {
   ASSERT_TRUE(GetBudget(dataset.id(), &before).ok());
   EXPECT_NEAR(before.epsilon_spent(), 1.0, 1e-6);
   EXPECT_GT(before.epsilon_rdp(), before.epsilon_spent() + 0.05);  // the profile beats RDP
+  ASSERT_TRUE(before.has_epsilon_discrete_exact());
+  EXPECT_EQ(before.epsilon_discrete_exact(), before.epsilon_spent());
   EXPECT_DOUBLE_EQ(before.budget().epsilon(), 1.7);
   EXPECT_DOUBLE_EQ(before.budget().delta(), kDelta);
   ASSERT_EQ(before.events_size(), 1);
@@ -97,6 +99,7 @@ TEST_F(ReleaseTest, ReleaseOverCapIsRefusedWithSpentRequestedCap) {
   ASSERT_TRUE(GetBudget(dataset.id(), &two).ok());
   EXPECT_NEAR(two.epsilon_spent(), 1.58966, 1e-4);
   EXPECT_FALSE(two.has_epsilon_exact());
+  EXPECT_FALSE(two.has_epsilon_discrete_exact());  // two releases: RDP only
   EXPECT_EQ(two.events_size(), 2);
 
   // A third does not.
