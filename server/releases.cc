@@ -306,9 +306,19 @@ absl::StatusOr<SessionPlan> PlanSession(const v1::OpenSessionRequest& request,
     return absl::InvalidArgumentError(
         absl::StrCat("Sampling rate must be in (0, 1], got ", params.sampling_rate()));
   }
-  DPC_RETURN_IF_ERROR(ResolveRffParams(params.mutable_rff_embedding()));
-  DPC_RETURN_IF_ERROR(
-      ValidateReleasedDimension(dataset, params.rff_embedding().num_frequencies(), true));
+  // The step kind (one case each; -Wswitch makes a new, unhandled case a
+  // compile error in CI). Unset: rff_embedding with defaults, as clients
+  // from before step kinds sent.
+  if (params.step_case() == v1::SessionParams::STEP_NOT_SET) params.mutable_rff_embedding();
+  switch (params.step_case()) {
+    case v1::SessionParams::kRffEmbedding:
+      DPC_RETURN_IF_ERROR(ResolveRffParams(params.mutable_rff_embedding()));
+      DPC_RETURN_IF_ERROR(
+          ValidateReleasedDimension(dataset, params.rff_embedding().num_frequencies(), true));
+      break;
+    case v1::SessionParams::STEP_NOT_SET:
+      return absl::InternalError("session step kind was not resolved");
+  }
   if (dataset.row_count() == 0) {
     return absl::FailedPreconditionError(
         absl::StrCat("dataset '", dataset.id(), "' has no rows; upload rows first"));
@@ -357,31 +367,53 @@ absl::StatusOr<SessionPlan> PlanSession(const v1::OpenSessionRequest& request,
   return plan;
 }
 
-absl::StatusOr<v1::EmbeddingArtefact> ComputeSessionStep(const v1::Session& session,
-                                                         const v1::Dataset& dataset,
-                                                         const data::Schema& schema,
-                                                         const data::Table& rows,
-                                                         privacy::NoiseSource* noise) {
-  const v1::SessionParams& params = session.params();
+absl::Status CheckStepQuery(const v1::SessionParams& params,
+                            const v1::SessionStepRequest& request) {
+  switch (params.step_case()) {
+    case v1::SessionParams::kRffEmbedding:
+      if (request.query_case() == v1::SessionStepRequest::QUERY_NOT_SET ||
+          request.query_case() == v1::SessionStepRequest::kRffEmbedding) {
+        return absl::OkStatus();
+      }
+      return absl::InvalidArgumentError(
+          "this session's steps are rff_embedding: send an rff_embedding query or none");
+    case v1::SessionParams::STEP_NOT_SET:
+      break;
+  }
+  return absl::FailedPreconditionError("the session has no step kind");
+}
+
+namespace {
+
+// One step's batch: fixed size without replacement (REPLACE_ONE, with its
+// public size) or Poisson (ADD_REMOVE, size private), drawn with the noise
+// source's randomness, which is part of the mechanism. Shared by every step
+// kind: the sampling is what the step event's subsampled bound accounts.
+struct StepBatch {
+  data::Table rows;
+  int64_t public_n = 0;
+};
+StepBatch SampleStepBatch(const v1::SessionParams& params, const v1::Dataset& dataset,
+                          const data::Table& rows, privacy::NoiseSource* noise) {
   const int64_t n = rows.num_rows();
   std::vector<int64_t> chosen;
-  int64_t public_n = 0;
+  StepBatch batch;
   if (dataset.relation() == v1::REPLACE_ONE) {
     // Fixed-size batch without replacement (Wang, Balle, Kasiviswanathan
     // 2019): partial Fisher-Yates with the CSPRNG.
     // floor: the batch fraction never exceeds the rate the ledger charged
     // (PlanSession resolved q to m / n exactly).
-    const int64_t batch = std::max<int64_t>(
+    const int64_t size = std::max<int64_t>(
         1, static_cast<int64_t>(std::floor(params.sampling_rate() * static_cast<double>(n) + 1e-9)));
     std::vector<int64_t> order(n);
     for (int64_t i = 0; i < n; ++i) order[i] = i;
-    for (int64_t i = 0; i < batch; ++i) {
+    for (int64_t i = 0; i < size; ++i) {
       const int64_t j =
           i + static_cast<int64_t>(privacy::UniformBelow(noise, static_cast<uint64_t>(n - i)));
       std::swap(order[i], order[j]);
     }
-    chosen.assign(order.begin(), order.begin() + batch);
-    public_n = batch;
+    chosen.assign(order.begin(), order.begin() + size);
+    batch.public_n = size;
   } else {
     // Poisson sampling (Mironov, Talwar, Zhang 2019): each row independently
     // with probability q; the batch size stays private.
@@ -389,11 +421,48 @@ absl::StatusOr<v1::EmbeddingArtefact> ComputeSessionStep(const v1::Session& sess
       if (noise->UniformOpen() < params.sampling_rate()) chosen.push_back(i);
     }
   }
-  data::Table batch;
-  batch.cells.resize(static_cast<Eigen::Index>(chosen.size()), rows.cells.cols());
-  for (size_t i = 0; i < chosen.size(); ++i) batch.cells.row(i) = rows.cells.row(chosen[i]);
-  return EmbeddingArtefactFor(params.rff_embedding(), dataset, schema, batch,
-                              session.noise_multiplier(), public_n, noise);
+  batch.rows.cells.resize(static_cast<Eigen::Index>(chosen.size()), rows.cells.cols());
+  for (size_t i = 0; i < chosen.size(); ++i) batch.rows.cells.row(i) = rows.cells.row(chosen[i]);
+  return batch;
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> ComputeSessionStep(const v1::Session& session,
+                                               const v1::Dataset& dataset,
+                                               const data::Schema& schema,
+                                               const data::Table& rows,
+                                               const std::string& step_id,
+                                               privacy::NoiseSource* noise) {
+  const v1::SessionParams& params = session.params();
+  const StepBatch batch = SampleStepBatch(params, dataset, rows, noise);
+  switch (params.step_case()) {
+    case v1::SessionParams::kRffEmbedding: {
+      DPC_ASSIGN_OR_RETURN(v1::EmbeddingArtefact artefact,
+                           EmbeddingArtefactFor(params.rff_embedding(), dataset, schema,
+                                                batch.rows, session.noise_multiplier(),
+                                                batch.public_n, noise));
+      artefact.set_release_id(step_id);
+      return artefact.SerializeAsString();
+    }
+    case v1::SessionParams::STEP_NOT_SET:
+      break;
+  }
+  return absl::FailedPreconditionError("the session has no step kind");
+}
+
+absl::Status SetStepAnswer(const v1::SessionParams& params, const std::string& answer,
+                           v1::SessionStepResponse* response) {
+  switch (params.step_case()) {
+    case v1::SessionParams::kRffEmbedding:
+      if (!response->mutable_batch()->ParseFromString(answer)) {
+        return absl::DataLossError("stored session step does not parse");
+      }
+      return absl::OkStatus();
+    case v1::SessionParams::STEP_NOT_SET:
+      break;
+  }
+  return absl::FailedPreconditionError("the session has no step kind");
 }
 
 }  // namespace dpcurator::server

@@ -48,14 +48,25 @@ struct SessionPlan {
 absl::StatusOr<SessionPlan> PlanSession(const v1::OpenSessionRequest& request,
                                         const v1::Dataset& dataset);
 
+// Before any row is read: the step request's query fits the session's step
+// kind (INVALID_ARGUMENT otherwise).
+absl::Status CheckStepQuery(const v1::SessionParams& params,
+                            const v1::SessionStepRequest& request);
+
 // One step: draws the subsample with the noise source's randomness (it is
-// part of the mechanism), computes the batch's labelled embedding and adds
-// the Gaussian noise of the plan.
-absl::StatusOr<v1::EmbeddingArtefact> ComputeSessionStep(const v1::Session& session,
-                                                         const v1::Dataset& dataset,
-                                                         const data::Schema& schema,
-                                                         const data::Table& rows,
-                                                         privacy::NoiseSource* noise);
+// part of the mechanism), then computes the step kind's noisy statistic of
+// the batch (rff_embedding: the batch's labelled embedding with the
+// Gaussian noise of the plan). Returns the answer's bytes, as stored.
+absl::StatusOr<std::string> ComputeSessionStep(const v1::Session& session,
+                                               const v1::Dataset& dataset,
+                                               const data::Schema& schema,
+                                               const data::Table& rows,
+                                               const std::string& step_id,
+                                               privacy::NoiseSource* noise);
+
+// Puts a stored answer into the response's case for the session's kind.
+absl::Status SetStepAnswer(const v1::SessionParams& params, const std::string& answer,
+                           v1::SessionStepResponse* response);
 
 }  // namespace dpcurator::server
 

@@ -396,6 +396,7 @@ grpc::Status SessionServiceImpl::Step(grpc::ServerContext* context,
   DPC_GRPC_ASSIGN_OR_RETURN(Caller caller, CallerOf(*authorizer_, context));
   DPC_GRPC_ASSIGN_OR_RETURN(Ledger::StepAdmission admission,
                             ledger_->BeginStep(request->session_id(), caller, request->step()));
+  DPC_GRPC_RETURN_IF_ERROR(CheckStepQuery(admission.session.params(), *request));
   const std::string step_id = absl::StrCat(request->session_id(), "/", request->step());
   Ledger::StoredStep outcome;
   if (admission.stored.has_value()) {
@@ -410,16 +411,15 @@ grpc::Status SessionServiceImpl::Step(grpc::ServerContext* context,
     // From the first row read on, a failure is the step's outcome: stored,
     // counted as used (its reservation is never returned), and answered
     // with an incident id only (docs/privacy.md 6.1).
-    auto computed = [&]() -> absl::StatusOr<v1::EmbeddingArtefact> {
+    auto computed = [&]() -> absl::StatusOr<std::string> {
       DPC_ASSIGN_OR_RETURN(std::shared_ptr<const data::Table> rows,
                            store_->LoadRows(dataset.id(), schema));
       DPC_RETURN_IF_ERROR(Hit(failpoint_, "session_step.after_rows_read"));
-      return ComputeSessionStep(session, dataset, schema, *rows, noise.get());
+      return ComputeSessionStep(session, dataset, schema, *rows, step_id, noise.get());
     }();
     Ledger::StoredStep attempt;
     if (computed.ok()) {
-      computed->set_release_id(step_id);
-      attempt.artefact = computed->SerializeAsString();
+      attempt.artefact = *std::move(computed);
     } else {
       attempt.incident = NewId("inc");
       LogEvent(LogLevel::kError, "failed_after_rows_read")
@@ -436,9 +436,7 @@ grpc::Status SessionServiceImpl::Step(grpc::ServerContext* context,
                               ledger_->RecordStep(session.id(), request->step(), attempt));
   }
   if (outcome.failed()) return IncidentStatus("session step", step_id, outcome.incident);
-  if (!response->mutable_batch()->ParseFromString(outcome.artefact)) {
-    return ToGrpcStatus(absl::DataLossError("stored session step does not parse"));
-  }
+  DPC_GRPC_RETURN_IF_ERROR(SetStepAnswer(admission.session.params(), outcome.artefact, response));
   DPC_GRPC_ASSIGN_OR_RETURN(*response->mutable_session(),
                             ledger_->GetSession(request->session_id(), caller));
   return grpc::Status::OK;

@@ -195,5 +195,33 @@ TEST(SessionLedgerTest, IdleSessionsAreAbandonedAndRefunded) {
   EXPECT_TRUE(problems->empty());
 }
 
+// Sessions carry a oneof of step kinds (issue 12, item 2); the RFF step is
+// one case. A request from before step kinds (no case set) resolves to it,
+// and a step may carry the kind's (empty) query or none.
+TEST_F(SessionTest, StepKindIsOneCaseOfAOneof) {
+  v1::Dataset dataset;
+  ASSERT_TRUE(CreateDataset(10.0, 1e-5, v1::ADD_REMOVE, &dataset).ok());
+  ASSERT_TRUE(UploadDemoRows(dataset.id(), 200, 4).ok());
+  v1::OpenSessionRequest request = OpenRequest(dataset.id(), 3, 0.1, 2.0);
+  request.mutable_params()->clear_step();
+  ASSERT_EQ(request.params().step_case(), v1::SessionParams::STEP_NOT_SET);
+  v1::Session session;
+  ASSERT_TRUE(Open(request, &session).ok());
+  ASSERT_EQ(session.params().step_case(), v1::SessionParams::kRffEmbedding);
+  EXPECT_GT(session.params().rff_embedding().num_frequencies(), 0);  // defaults resolved
+  v1::SessionStepResponse response;
+  ASSERT_TRUE(RunStep(session.id(), 0, &response).ok());
+  EXPECT_EQ(response.answer_case(), v1::SessionStepResponse::kBatch);
+  client::Connection analyst = Analyst();
+  v1::SessionStepRequest with_query;
+  with_query.set_session_id(session.id());
+  with_query.set_step(1);
+  with_query.mutable_rff_embedding();
+  auto context = analyst.NewContext();
+  ASSERT_TRUE(analyst.sessions().Step(context.get(), with_query, &response).ok());
+  EXPECT_EQ(response.answer_case(), v1::SessionStepResponse::kBatch);
+  EXPECT_EQ(response.batch().release_id(), absl::StrCat(session.id(), "/1"));
+}
+
 }  // namespace
 }  // namespace dpcurator::server::testing
