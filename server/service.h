@@ -70,10 +70,12 @@ class DatasetServiceImpl final : public v1::DatasetService::Service {
   Metrics* metrics_;
 };
 
-class ReleaseServiceImpl final : public v1::ReleaseService::Service {
- public:
-  ReleaseServiceImpl(Store* store, Ledger* ledger, Authorizer* authorizer, Metrics* metrics,
-                     EngineSeams seams = {})
+// What the release and session services share: the store, the ledger,
+// authorisation, metrics and the engine's seams (one copy, not two).
+class EngineServiceBase {
+ protected:
+  EngineServiceBase(Store* store, Ledger* ledger, Authorizer* authorizer, Metrics* metrics,
+                    EngineSeams seams)
       : store_(store),
         ledger_(ledger),
         authorizer_(authorizer),
@@ -82,14 +84,6 @@ class ReleaseServiceImpl final : public v1::ReleaseService::Service {
         noise_source_(seams.noise_source ? std::move(seams.noise_source)
                                          : SecureNoiseSourceFactory()) {}
 
-  grpc::Status RequestRelease(grpc::ServerContext* context, const v1::ReleaseRequest* request,
-                              v1::Release* response) override;
-  grpc::Status GetRelease(grpc::ServerContext* context, const v1::GetReleaseRequest* request,
-                          v1::Release* response) override;
-  grpc::Status ListReleases(grpc::ServerContext* context, const v1::ListReleasesRequest* request,
-                            v1::ListReleasesResponse* response) override;
-
- private:
   Store* store_;
   Ledger* ledger_;
   Authorizer* authorizer_;
@@ -98,17 +92,26 @@ class ReleaseServiceImpl final : public v1::ReleaseService::Service {
   NoiseSourceFactory noise_source_;
 };
 
-class SessionServiceImpl final : public v1::SessionService::Service {
+class ReleaseServiceImpl final : public v1::ReleaseService::Service, private EngineServiceBase {
+ public:
+  ReleaseServiceImpl(Store* store, Ledger* ledger, Authorizer* authorizer, Metrics* metrics,
+                     EngineSeams seams = {})
+      : EngineServiceBase(store, ledger, authorizer, metrics, std::move(seams)) {}
+
+  grpc::Status RequestRelease(grpc::ServerContext* context, const v1::ReleaseRequest* request,
+                              v1::Release* response) override;
+  grpc::Status GetRelease(grpc::ServerContext* context, const v1::GetReleaseRequest* request,
+                          v1::Release* response) override;
+  grpc::Status ListReleases(grpc::ServerContext* context, const v1::ListReleasesRequest* request,
+                            v1::ListReleasesResponse* response) override;
+
+};
+
+class SessionServiceImpl final : public v1::SessionService::Service, private EngineServiceBase {
  public:
   SessionServiceImpl(Store* store, Ledger* ledger, Authorizer* authorizer, Metrics* metrics,
                      EngineSeams seams = {})
-      : store_(store),
-        ledger_(ledger),
-        authorizer_(authorizer),
-        metrics_(metrics),
-        failpoint_(std::move(seams.failpoint)),
-        noise_source_(seams.noise_source ? std::move(seams.noise_source)
-                                         : SecureNoiseSourceFactory()) {}
+      : EngineServiceBase(store, ledger, authorizer, metrics, std::move(seams)) {}
 
   grpc::Status OpenSession(grpc::ServerContext* context, const v1::OpenSessionRequest* request,
                            v1::Session* response) override;
@@ -119,13 +122,6 @@ class SessionServiceImpl final : public v1::SessionService::Service {
   grpc::Status GetSession(grpc::ServerContext* context, const v1::GetSessionRequest* request,
                           v1::Session* response) override;
 
- private:
-  Store* store_;
-  Ledger* ledger_;
-  Authorizer* authorizer_;
-  Metrics* metrics_;
-  Failpoint failpoint_;
-  NoiseSourceFactory noise_source_;
 };
 
 }  // namespace dpcurator::server
