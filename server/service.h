@@ -104,7 +104,6 @@ class ReleaseServiceImpl final : public v1::ReleaseService::Service, private Eng
                           v1::Release* response) override;
   grpc::Status ListReleases(grpc::ServerContext* context, const v1::ListReleasesRequest* request,
                             v1::ListReleasesResponse* response) override;
-
 };
 
 class SessionServiceImpl final : public v1::SessionService::Service, private EngineServiceBase {
@@ -121,7 +120,6 @@ class SessionServiceImpl final : public v1::SessionService::Service, private Eng
                             v1::Session* response) override;
   grpc::Status GetSession(grpc::ServerContext* context, const v1::GetSessionRequest* request,
                           v1::Session* response) override;
-
 };
 
 }  // namespace dpcurator::server
