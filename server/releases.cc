@@ -221,7 +221,9 @@ absl::StatusOr<ReleasePlan> PlanRelease(const v1::ReleaseRequest& request,
       DPC_RETURN_IF_ERROR(ValidateReleasedDimension(dataset, params->num_frequencies(), false));
       break;
     }
-    default:
+    // Exhaustive (no default): -Wswitch makes a new, unhandled kind a CI
+    // error instead of a fall-through to another kind's engine.
+    case v1::ReleaseRequest::KIND_NOT_SET:
       return absl::InvalidArgumentError(
           "release request names no kind; supported: rff_embedding, charfn_embedding");
   }
@@ -277,15 +279,23 @@ absl::StatusOr<v1::Release> ComputeRelease(const ReleasePlan& plan, const v1::Da
   release.set_dataset_id(dataset.id());
   release.set_idempotency_key(plan.resolved_request.idempotency_key());
   release.set_kind(plan.kind);
-  if (plan.resolved_request.kind_case() == v1::ReleaseRequest::kCharfnEmbedding) {
-    DPC_ASSIGN_OR_RETURN(*release.mutable_embedding(),
-                         CharfnArtefactFor(plan.resolved_request.charfn_embedding(), dataset,
-                                           schema, rows, plan.noise_multiplier, noise));
-  } else {
-    DPC_ASSIGN_OR_RETURN(*release.mutable_embedding(),
-                         EmbeddingArtefactFor(plan.resolved_request.rff_embedding(), dataset,
-                                              schema, rows, plan.noise_multiplier,
-                                              rows.num_rows(), noise));
+  // Exhaustive (no default), like PlanRelease: each kind runs its own engine.
+  switch (plan.resolved_request.kind_case()) {
+    case v1::ReleaseRequest::kRffEmbedding: {
+      DPC_ASSIGN_OR_RETURN(*release.mutable_embedding(),
+                           EmbeddingArtefactFor(plan.resolved_request.rff_embedding(), dataset,
+                                                schema, rows, plan.noise_multiplier,
+                                                rows.num_rows(), noise));
+      break;
+    }
+    case v1::ReleaseRequest::kCharfnEmbedding: {
+      DPC_ASSIGN_OR_RETURN(*release.mutable_embedding(),
+                           CharfnArtefactFor(plan.resolved_request.charfn_embedding(), dataset,
+                                             schema, rows, plan.noise_multiplier, noise));
+      break;
+    }
+    case v1::ReleaseRequest::KIND_NOT_SET:
+      return absl::InvalidArgumentError("release plan names no kind");
   }
   release.mutable_embedding()->set_release_id(release_id);
   release.mutable_embedding()->set_epsilon(epsilon_alone);
