@@ -214,33 +214,21 @@ grpc::Status DatasetServiceImpl::GetBudget(grpc::ServerContext* context,
   return grpc::Status::OK;
 }
 
+// The path of one release in three hops, each found by its name:
+//   AdmitRelease      plan (every parameter against data-independent bounds,
+//                     calibration, defaults), then the ledger admits or
+//                     refuses, durably, before any row is read;
+//   RunReleaseEngine  the kind's engine over the stored rows, under the
+//                     failure principle (docs/privacy.md 6.1);
+//   DeliverRelease    the artefact stored once (a retry replays it).
 grpc::Status ReleaseServiceImpl::RequestRelease(grpc::ServerContext* context,
                                                 const v1::ReleaseRequest* request,
                                                 v1::Release* response) {
   DPC_GRPC_ASSIGN_OR_RETURN(Role role, authorizer_->Check(context));
   authorizer_->NoteTarget(context, request->dataset_id());
   DPC_GRPC_ASSIGN_OR_RETURN(Caller caller, CallerOf(*authorizer_, context));
-  DPC_GRPC_ASSIGN_OR_RETURN(v1::Dataset dataset, store_->GetDataset(request->dataset_id()));
-  DPC_GRPC_ASSIGN_OR_RETURN(data::Schema schema, SchemaFromProto(dataset.schema()));
-  // Hop 1 -> 2: plan (every parameter against data-independent bounds,
-  // calibration, defaults), then the ledger admits or refuses durably
-  // before any row is read.
-  DPC_GRPC_ASSIGN_OR_RETURN(ReleasePlan plan, PlanRelease(*request, dataset));
-  // The idempotency check compares the analyst's request, not the resolved
-  // one (the server-drawn seed differs between attempts).
-  absl::StatusOr<Ledger::Admission> admitted =
-      ledger_->Admit(dataset.id(), caller, request->idempotency_key(), plan.kind,
-                     request->SerializeAsString(), *plan.event);
-  if (!admitted.ok()) {
-    // Counted by the metrics interceptor (dpcurator_release_refusals_total).
-    LogEvent(LogLevel::kInfo, "release_refused")
-        .Str("role", RoleName(role))
-        .Str("dataset", dataset.id())
-        .Str("kind", plan.kind)
-        .Code(admitted.status().code());
-    return ToGrpcStatus(admitted.status());
-  }
-  Ledger::Admission admission = *std::move(admitted);
+  DPC_GRPC_ASSIGN_OR_RETURN(AdmittedRelease admitted, AdmitRelease(role, caller, *request));
+  const Ledger::Admission& admission = admitted.admission;
   if (admission.outcome == Ledger::Admission::Outcome::kReplay) {
     if (!response->ParseFromString(admission.artefact)) {
       return ToGrpcStatus(absl::DataLossError("stored release does not parse"));
@@ -250,7 +238,7 @@ grpc::Status ReleaseServiceImpl::RequestRelease(grpc::ServerContext* context,
     response->set_epsilon_remaining(admission.epsilon_remaining);
     LogEvent(LogLevel::kInfo, "release_replayed")
         .Str("role", RoleName(role))
-        .Str("dataset", dataset.id())
+        .Str("dataset", admitted.dataset.id())
         .Str("release", admission.release_id);
     return grpc::Status::OK;
   }
@@ -262,73 +250,110 @@ grpc::Status ReleaseServiceImpl::RequestRelease(grpc::ServerContext* context,
   if (admission.outcome == Ledger::Admission::Outcome::kAdmitted) {
     authorizer_->NoteEpsilon(context, admission.epsilon_alone);
   }
-  // Hop 2 -> 3, before any row is read: the noise source. Failing here is
-  // the one failure that may be refunded, and only when this attempt made
-  // the charge (a resumed charge's earlier attempt may have read rows).
+  bool refunded = false;
+  absl::StatusOr<v1::Release> computed = RunReleaseEngine(admitted, &refunded);
+  if (refunded) authorizer_->NoteEpsilon(context, 0.0);
+  if (!computed.ok()) return ToGrpcStatus(computed.status());
+  return ToGrpcStatus(DeliverRelease(role, admitted, *std::move(computed), response));
+}
+
+absl::StatusOr<ReleaseServiceImpl::AdmittedRelease> ReleaseServiceImpl::AdmitRelease(
+    Role role, const Caller& caller, const v1::ReleaseRequest& request) {
+  AdmittedRelease admitted;
+  DPC_ASSIGN_OR_RETURN(admitted.dataset, store_->GetDataset(request.dataset_id()));
+  DPC_ASSIGN_OR_RETURN(admitted.schema, SchemaFromProto(admitted.dataset.schema()));
+  DPC_ASSIGN_OR_RETURN(admitted.plan, PlanRelease(request, admitted.dataset));
+  // The idempotency check compares the analyst's request, not the resolved
+  // one (the server-drawn seed differs between attempts).
+  absl::StatusOr<Ledger::Admission> admission =
+      ledger_->Admit(admitted.dataset.id(), caller, request.idempotency_key(),
+                     admitted.plan.kind, request.SerializeAsString(), *admitted.plan.event);
+  if (!admission.ok()) {
+    // Counted by the metrics interceptor (dpcurator_release_refusals_total).
+    LogEvent(LogLevel::kInfo, "release_refused")
+        .Str("role", RoleName(role))
+        .Str("dataset", admitted.dataset.id())
+        .Str("kind", admitted.plan.kind)
+        .Code(admission.status().code());
+    return admission.status();
+  }
+  admitted.admission = *std::move(admission);
+  return admitted;
+}
+
+absl::StatusOr<v1::Release> ReleaseServiceImpl::RunReleaseEngine(const AdmittedRelease& admitted,
+                                                                  bool* refunded) {
+  const Ledger::Admission& admission = admitted.admission;
+  const v1::Dataset& dataset = admitted.dataset;
+  // Before any row is read: the noise source. Failing here is the one
+  // failure that may be refunded, and only when this attempt made the
+  // charge (a resumed charge's earlier attempt may have read rows).
   auto noise = noise_source_();
   absl::Status before_rows = noise.ok() ? Hit(failpoint_, "release.before_rows_read")
                                         : noise.status();
   if (!before_rows.ok()) {
-    bool refunded = false;
     if (admission.outcome == Ledger::Admission::Outcome::kAdmitted) {
-      refunded = ledger_
+      *refunded = ledger_
                      ->Refund(admission.release_id,
                               "the server's noise source failed before any row was read")
                      .ok();
-      if (refunded) authorizer_->NoteEpsilon(context, 0.0);
       RefreshBudget(*ledger_, *metrics_, dataset.id());
     }
     LogEvent(LogLevel::kError, "release_not_started")
         .Str("dataset", dataset.id())
         .Str("release", admission.release_id)
         .Code(before_rows.code())
-        .Bool("refunded", refunded);
-    return grpc::Status(grpc::StatusCode::UNAVAILABLE,
-                        absl::StrCat("the server could not start release '", admission.release_id,
-                                     "' (its noise source failed) before reading any row; ",
-                                     refunded ? "the charge was refunded. " : "",
-                                     "Retry later with the same idempotency key."));
+        .Bool("refunded", *refunded);
+    return absl::UnavailableError(absl::StrCat(
+        "the server could not start release '", admission.release_id,
+        "' (its noise source failed) before reading any row; ",
+        *refunded ? "the charge was refunded. " : "", "Retry later with the same idempotency key."));
   }
-  // The engine over the stored rows. From the first row read on, a failure
-  // keeps its charge and says nothing data-dependent (docs/privacy.md 6.1).
+  // From the first row read on, a failure keeps its charge and says nothing
+  // data-dependent (docs/privacy.md 6.1).
   auto computed = [&]() -> absl::StatusOr<v1::Release> {
-    auto rows = store_->LoadRows(dataset.id(), schema);
-    if (!rows.ok()) return rows.status();
+    DPC_ASSIGN_OR_RETURN(std::shared_ptr<const data::Table> rows,
+                         store_->LoadRows(dataset.id(), admitted.schema));
     DPC_RETURN_IF_ERROR(Hit(failpoint_, "release.after_rows_read"));
-    return ComputeRelease(plan, dataset, schema, **rows, admission.release_id,
+    return ComputeRelease(admitted.plan, dataset, admitted.schema, *rows, admission.release_id,
                           admission.epsilon_alone, noise->get());
   }();
-  if (!computed.ok()) {
-    const std::string incident = NewId("inc");
-    absl::Status marked = ledger_->FailAfterRowsRead(admission.release_id, incident);
-    if (!marked.ok()) {
-      LogEvent(LogLevel::kError, "release_failure_not_recorded")
-          .Str("incident", incident)
-          .Str("release", admission.release_id)
-          .Code(marked.code());
-    }
-    return FailureAfterRowsRead("release", admission.release_id, dataset.id(), incident,
-                                computed.status());
+  if (computed.ok()) return computed;
+  const std::string incident = NewId("inc");
+  absl::Status marked = ledger_->FailAfterRowsRead(admission.release_id, incident);
+  if (!marked.ok()) {
+    LogEvent(LogLevel::kError, "release_failure_not_recorded")
+        .Str("incident", incident)
+        .Str("release", admission.release_id)
+        .Code(marked.code());
   }
-  computed->set_created_unix(UnixNow());
-  DPC_GRPC_ASSIGN_OR_RETURN(std::string delivered,
-                            ledger_->Complete(admission.release_id, computed->SerializeAsString()));
+  return FromGrpcStatus(FailureAfterRowsRead("release", admission.release_id, dataset.id(),
+                                             incident, computed.status()));
+}
+
+absl::Status ReleaseServiceImpl::DeliverRelease(Role role, const AdmittedRelease& admitted,
+                                                v1::Release computed, v1::Release* response) {
+  const Ledger::Admission& admission = admitted.admission;
+  computed.set_created_unix(UnixNow());
+  DPC_ASSIGN_OR_RETURN(std::string delivered,
+                       ledger_->Complete(admission.release_id, computed.SerializeAsString()));
   if (!response->ParseFromString(delivered)) {
-    return ToGrpcStatus(absl::DataLossError("stored release does not parse"));
+    return absl::DataLossError("stored release does not parse");
   }
   response->set_epsilon_spent_total(admission.epsilon_spent);
   response->set_epsilon_remaining(admission.epsilon_remaining);
-  metrics_->RecordRelease(plan.kind, dataset.id());
-  metrics_->SetEpsilon(dataset.id(), admission.epsilon_spent, admission.epsilon_remaining);
+  metrics_->RecordRelease(admitted.plan.kind, admitted.dataset.id());
+  metrics_->SetEpsilon(admitted.dataset.id(), admission.epsilon_spent,
+                       admission.epsilon_remaining);
   LogEvent(LogLevel::kInfo, "release")
       .Str("role", RoleName(role))
-      .Str("dataset", dataset.id())
+      .Str("dataset", admitted.dataset.id())
       .Str("release", admission.release_id)
-      .Str("kind", plan.kind)
+      .Str("kind", admitted.plan.kind)
       .Num("epsilon", admission.epsilon_alone)
       .Num("epsilon_spent", admission.epsilon_spent)
       .Num("epsilon_remaining", admission.epsilon_remaining);
-  return grpc::Status::OK;
+  return absl::OkStatus();
 }
 
 grpc::Status ReleaseServiceImpl::GetRelease(grpc::ServerContext* context,

@@ -13,6 +13,7 @@
 #include "server/auth.h"
 #include "server/ledger.h"
 #include "server/metrics.h"
+#include "server/releases.h"
 #include "server/store.h"
 
 namespace dpcurator::server {
@@ -104,6 +105,23 @@ class ReleaseServiceImpl final : public v1::ReleaseService::Service, private Eng
                           v1::Release* response) override;
   grpc::Status ListReleases(grpc::ServerContext* context, const v1::ListReleasesRequest* request,
                             v1::ListReleasesResponse* response) override;
+
+ private:
+  // What hop 1 hands to hops 2 and 3.
+  struct AdmittedRelease {
+    v1::Dataset dataset;
+    data::Schema schema;
+    ReleasePlan plan;
+    Ledger::Admission admission;
+  };
+  // The three hops of RequestRelease (server/service.cc says what each does).
+  absl::StatusOr<AdmittedRelease> AdmitRelease(Role role, const Caller& caller,
+                                               const v1::ReleaseRequest& request);
+  // `refunded` is set when a failure before any row was read gave the
+  // charge back (the one refundable failure, docs/privacy.md 6.1).
+  absl::StatusOr<v1::Release> RunReleaseEngine(const AdmittedRelease& admitted, bool* refunded);
+  absl::Status DeliverRelease(Role role, const AdmittedRelease& admitted, v1::Release computed,
+                              v1::Release* response);
 };
 
 class SessionServiceImpl final : public v1::SessionService::Service, private EngineServiceBase {
