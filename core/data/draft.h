@@ -32,14 +32,9 @@ struct DraftHint {
   std::vector<std::string> categories;
 };
 
-struct DraftColumn {
-  std::string name;
-  ColumnType type = ColumnType::kNumeric;
-  double lower = 0.0;
-  double upper = 1.0;
-  bool integer = false;
-  std::vector<std::string> categories;
-  bool nullable = false;
+// A schema column (name, type, bounds or categories, nullable) as drafted,
+// with what the draft knows about where its values came from.
+struct DraftColumn : Column {
   // True when the bounds (numeric) or the categories (categorical) were read
   // from the rows rather than declared by the file's header.
   bool data_derived = false;

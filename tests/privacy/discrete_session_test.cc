@@ -100,6 +100,25 @@ int64_t RadiusFor(const Case& c) {
   return 1100 * c.shift + static_cast<int64_t>(60 * c.s * c.shift) + 50;
 }
 
+// One case's distributions on the summation window, in grid units: the
+// step's base N_Z(0, sigma^2) and the mixture with a row that moves it by
+// `shift` with probability q, sigma = s * shift (the largest noise-to-
+// sensitivity ratio a step allows).
+struct WorstCase {
+  double sigma;
+  int64_t radius;
+  std::vector<double> base;
+  std::vector<double> mix;
+};
+WorstCase WorstCaseFor(const Case& c) {
+  WorstCase w;
+  w.sigma = c.s * c.shift;
+  w.radius = RadiusFor(c);
+  w.base = DiscreteGaussianLogPmf(w.radius, 0, w.sigma);
+  w.mix = Mixture(w.base, DiscreteGaussianLogPmf(w.radius, c.shift, w.sigma), c.q);
+  return w;
+}
+
 std::vector<double> IntegerGridOrders() {
   std::vector<double> out;
   for (double a : DefaultRdpOrders()) {
@@ -147,11 +166,7 @@ TEST(DiscreteSessionSummationTest, ReproducesClosedForms) {
 TEST(DiscreteSessionWorstCaseTest, PoissonBothDirectionsNeverAboveTheAccountant) {
   double max_ratio = 0.0;
   for (const Case& c : Cases()) {
-    const double sigma = c.s * c.shift;
-    const int64_t radius = RadiusFor(c);
-    const std::vector<double> base = DiscreteGaussianLogPmf(radius, 0, sigma);
-    const std::vector<double> mix =
-        Mixture(base, DiscreteGaussianLogPmf(radius, c.shift, sigma), c.q);
+    const auto [sigma, radius, base, mix] = WorstCaseFor(c);
     const PrivacyEvent step = PrivacyEvent::PoissonSampledDiscreteGaussian(c.q, c.s).value();
     const std::vector<double> curve = ComputeRdp(step, DefaultRdpOrders()).value();
     for (size_t i = 0; i < DefaultRdpOrders().size(); ++i) {
@@ -177,11 +192,7 @@ TEST(DiscreteSessionWorstCaseTest, PoissonBothDirectionsNeverAboveTheAccountant)
 TEST(DiscreteSessionWorstCaseTest, WithoutReplacementBothDirectionsNeverAboveTheAccountant) {
   double max_ratio = 0.0;
   for (const Case& c : Cases()) {
-    const double sigma = c.s * c.shift;
-    const int64_t radius = RadiusFor(c);
-    const std::vector<double> base = DiscreteGaussianLogPmf(radius, 0, sigma);
-    const std::vector<double> mix =
-        Mixture(base, DiscreteGaussianLogPmf(radius, c.shift, sigma), c.q);
+    const auto [sigma, radius, base, mix] = WorstCaseFor(c);
     const std::vector<double> up =
         Mixture(base, DiscreteGaussianLogPmf(radius, c.shift / 2, sigma), c.q);
     const std::vector<double> down =
@@ -205,11 +216,7 @@ TEST(DiscreteSessionWorstCaseTest, WithoutReplacementBothDirectionsNeverAboveThe
 // the one drawn is below the exact divergence at some order for every case.
 TEST(DiscreteSessionWorstCaseTest, ACurveForOnePercentMoreNoiseFailsTheCheck) {
   for (const Case& c : Cases()) {
-    const double sigma = c.s * c.shift;
-    const int64_t radius = RadiusFor(c);
-    const std::vector<double> base = DiscreteGaussianLogPmf(radius, 0, sigma);
-    const std::vector<double> mix =
-        Mixture(base, DiscreteGaussianLogPmf(radius, c.shift, sigma), c.q);
+    const auto [sigma, radius, base, mix] = WorstCaseFor(c);
     bool caught = false;
     for (double a : IntegerGridOrders()) {
       const double too_optimistic = PoissonSampledDiscreteGaussianRdp(c.q, 1.01 * c.s, a);

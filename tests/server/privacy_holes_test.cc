@@ -89,6 +89,20 @@ class PrivacyHolesTest : public ServerTest {
     return Call(who, &v1::SessionService::Stub::GetSession, request, session);
   }
 
+  // Restarts the server with a failpoint that fails `point` with `failure`
+  // (only while *armed, when given).
+  void RestartFailingAt(std::string point, absl::Status failure,
+                        const std::atomic<bool>* armed = nullptr) {
+    failpoint_ = [point, failure, armed](absl::string_view at) {
+      return at == point && (armed == nullptr || armed->load()) ? failure : absl::OkStatus();
+    };
+    StopServer();
+    StartServer();
+  }
+
+  // Outlives the server (the fixture stops it in TearDown).
+  std::atomic<bool> armed_{true};
+
   // A second analyst, made through AdminService.
   client::Connection SecondAnalyst() {
     v1::CreateTokenResponse created;
@@ -201,12 +215,7 @@ TEST_F(PrivacyHolesTest, ReleasedDimensionIsCheckedBeforeAdmission) {
 // A1, the principle: whatever fails after rows were read keeps its charge,
 // and its cause reaches neither the analyst nor the ledger.
 TEST_F(PrivacyHolesTest, FailureAfterReadingRowsIsChargedAndSaysNothing) {
-  failpoint_ = [](absl::string_view point) {
-    return point == "release.after_rows_read" ? absl::InvalidArgumentError(kSecret)
-                                              : absl::OkStatus();
-  };
-  StopServer();
-  StartServer();
+  RestartFailingAt("release.after_rows_read", absl::InvalidArgumentError(kSecret));
   const v1::Dataset dataset = NewDataset();
   v1::Release release;
   grpc::Status status = RequestRelease(RffRequest(dataset.id(), 1.0, "k"), &release);
@@ -233,12 +242,7 @@ TEST_F(PrivacyHolesTest, FailureAfterReadingRowsIsChargedAndSaysNothing) {
 // The one refundable failure: before any row is read, in the attempt that
 // made the charge.
 TEST_F(PrivacyHolesTest, FailureBeforeReadingRowsIsRefunded) {
-  failpoint_ = [](absl::string_view point) {
-    return point == "release.before_rows_read" ? absl::UnavailableError("no entropy")
-                                               : absl::OkStatus();
-  };
-  StopServer();
-  StartServer();
+  RestartFailingAt("release.before_rows_read", absl::UnavailableError("no entropy"));
   const v1::Dataset dataset = NewDataset();
   v1::Release release;
   grpc::Status status = RequestRelease(RffRequest(dataset.id(), 1.0, "k"), &release);
@@ -253,14 +257,7 @@ TEST_F(PrivacyHolesTest, FailureBeforeReadingRowsIsRefunded) {
 // A1 for sessions: a failed step is stored, counts as used, replays the
 // same incident, and is charged at close.
 TEST_F(PrivacyHolesTest, FailedSessionStepCountsAsUsed) {
-  std::atomic<bool> fail{true};
-  failpoint_ = [&fail](absl::string_view point) {
-    return point == "session_step.after_rows_read" && fail.load()
-               ? absl::InternalError(kSecret)
-               : absl::OkStatus();
-  };
-  StopServer();
-  StartServer();
+  RestartFailingAt("session_step.after_rows_read", absl::InternalError(kSecret), &armed_);
   const v1::Dataset dataset = NewDataset();
   v1::Session session;
   ASSERT_TRUE(OpenSession(Analyst(), SessionRequest(dataset.id(), "s"), &session).ok());
@@ -270,7 +267,7 @@ TEST_F(PrivacyHolesTest, FailedSessionStepCountsAsUsed) {
   EXPECT_FALSE(absl::StrContains(failed.error_message(), "4242.125"));
   // The retry of the same index replays the same outcome, even though the
   // fault is gone: one outcome per index.
-  fail = false;
+  armed_ = false;
   grpc::Status again = Step(Analyst(), session.id(), 0, &step);
   EXPECT_EQ(again.error_code(), grpc::StatusCode::INTERNAL);
   EXPECT_EQ(again.error_message(), failed.error_message());
