@@ -30,6 +30,7 @@
 #include "core/eval/evaluator.h"
 #include "core/privacy/noise_source.h"
 #include "proto/convert.h"
+#include "proto/release_kinds.h"
 
 namespace dpcurator::client {
 
@@ -302,7 +303,7 @@ absl::Status RunDemo(const ParsedArgs& args) {
       const auto& artefact = result.release.embedding();
       say(absl::StrFormat("analyst: %s release %s (%s, %d frequencies, length-scale %.3f%s, "
                           "noise multiplier %.4f) in %.2fs",
-                          method, result.release.id(), result.release.kind(),
+                          method, result.release.id(), ReleaseKindName(result.release.kind()),
                           artefact.num_frequencies(), artefact.length_scale(),
                           artefact.length_scale_private() ? " private" : "",
                           artefact.noise_multiplier(), result.release_seconds));
@@ -399,7 +400,8 @@ absl::Status RunDemo(const ParsedArgs& args) {
                   static_cast<long long>(demo->test.num_rows()));
       for (const auto& r : results) {
         std::printf("artefact (%s)     %s (%s, noise multiplier %.4f, epsilon %.4f)\n",
-                    r.method.c_str(), r.release.id().c_str(), r.release.kind().c_str(),
+                    r.method.c_str(), r.release.id().c_str(),
+                    ReleaseKindName(r.release.kind()).c_str(),
                     r.release.embedding().noise_multiplier(), r.release.embedding().epsilon());
       }
       std::printf("privacy            epsilon spent %.4f of %.4f at delta %g; remaining %.4f\n",

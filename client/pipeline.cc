@@ -16,10 +16,13 @@
 #include "core/embed/labelled_embedding.h"
 #include "core/embed/rff.h"
 #include "core/privacy/noise_source.h"
+#include "core/release/charfn_embedding.h"
+#include "core/release/rff_embedding.h"
 #include "core/train/pearl_trainer.h"
 #include "core/util/public_rng.h"
 #include "core/util/status_macros.h"
 #include "proto/convert.h"
+#include "proto/release_kinds.h"
 
 namespace dpcurator::client {
 namespace {
@@ -227,14 +230,16 @@ struct LoadedArtefact {
   embed::EmbeddingTarget target;
 };
 
-absl::StatusOr<LoadedArtefact> LoadArtefact(const v1::Release& release,
-                                            const std::string& feature_map, int feature_dim) {
-  if (!release.has_embedding() || release.embedding().feature_map() != feature_map) {
+absl::StatusOr<LoadedArtefact> LoadArtefact(const v1::Release& release, v1::ReleaseKind kind,
+                                            int feature_dim) {
+  if (!release.has_embedding()) {
+    return absl::InvalidArgumentError("this artefact holds no embedding; fetch the release again");
+  }
+  DPC_ASSIGN_OR_RETURN(const v1::ReleaseKind released, ArtefactKind(release.embedding()));
+  if (released != kind) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "this artefact is not a ", feature_map == "rff" ? "rff_embedding" : "charfn_embedding",
-        " release (it is '", release.embedding().feature_map(), "'): use ",
-        feature_map == "rff" ? "`train pearl` for charfn releases"
-                             : "`train merf` for rff releases"));
+        "this artefact is a ", ReleaseKindName(released), " release, not ", ReleaseKindName(kind),
+        ": use `train merf` for rff_embedding releases and `train pearl` for charfn_embedding"));
   }
   const v1::EmbeddingArtefact& artefact = release.embedding();
   DPC_ASSIGN_OR_RETURN(data::Schema schema, SchemaFromProto(artefact.schema()));
@@ -283,10 +288,10 @@ absl::StatusOr<v1::GeneratorModel> TrainMerfModel(const v1::Release& release,
                                                   const train::EmbeddingTrainerOptions& options) {
   DPC_ASSIGN_OR_RETURN(data::Schema schema, SchemaFromProto(release.embedding().schema()));
   const data::FeatureLayout layout = data::FeatureLayout::ForFeatures(schema);
-  DPC_ASSIGN_OR_RETURN(auto feature_map, embed::RandomFourierFeatureMap::Create(
+  DPC_ASSIGN_OR_RETURN(auto feature_map, release::RffEmbeddingKind::FeatureMap(
                                               layout, RffOptionsFromProto(release.embedding())));
   DPC_ASSIGN_OR_RETURN(LoadedArtefact loaded,
-                       LoadArtefact(release, "rff", feature_map.output_dim()));
+                       LoadArtefact(release, v1::RFF_EMBEDDING, feature_map.output_dim()));
   DPC_ASSIGN_OR_RETURN(train::TrainedGenerator trained,
                        train::TrainEmbeddingGenerator(loaded.layout, feature_map, loaded.target,
                                                       options));
@@ -298,10 +303,10 @@ absl::StatusOr<v1::GeneratorModel> TrainPearlModel(const v1::Release& release,
                                                    const PearlOptions& pearl) {
   DPC_ASSIGN_OR_RETURN(data::Schema schema, SchemaFromProto(release.embedding().schema()));
   const data::FeatureLayout layout = data::FeatureLayout::ForFeatures(schema);
-  DPC_ASSIGN_OR_RETURN(auto feature_map, embed::CharacteristicFunctionMap::Create(
+  DPC_ASSIGN_OR_RETURN(auto feature_map, release::CharfnEmbeddingKind::FeatureMap(
                                               layout, CharfnOptionsFromProto(release.embedding())));
   DPC_ASSIGN_OR_RETURN(LoadedArtefact loaded,
-                       LoadArtefact(release, "charfn", feature_map.output_dim()));
+                       LoadArtefact(release, v1::CHARFN_EMBEDDING, feature_map.output_dim()));
   train::PearlTrainerOptions pearl_options;
   static_cast<train::EmbeddingTrainerOptions&>(pearl_options) = options;
   pearl_options.use_critic = pearl.use_critic;

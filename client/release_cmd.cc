@@ -8,6 +8,7 @@
 #include "client/commands.h"
 #include "client/connection.h"
 #include "client/pipeline.h"
+#include "proto/release_kinds.h"
 
 namespace dpcurator::client {
 namespace {
@@ -33,20 +34,25 @@ absl::Status RunRelease(const ParsedArgs& args) {
     if (!parsed.ok()) return parsed.status();
     seed = static_cast<uint64_t>(*parsed);
   }
-  if (args.Get("kind") == "rff_embedding") {
-    auto* params = request.mutable_rff_embedding();
-    params->set_num_frequencies(static_cast<int>(*frequencies));
-    params->set_length_scale(length_scale);
-    params->set_seed(seed);
-  } else if (args.Get("kind") == "charfn_embedding") {
-    auto* params = request.mutable_charfn_embedding();
-    params->set_num_frequencies(static_cast<int>(*frequencies));
-    params->set_length_scale(length_scale);
-    params->set_private_length_scale(args.Flag("private-length-scale"));
-    params->set_seed(seed);
-  } else {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--kind '", args.Get("kind"), "' is not supported; use rff_embedding or charfn_embedding"));
+  switch (ReleaseKindFromName(args.Get("kind"))) {
+    case v1::RFF_EMBEDDING: {
+      auto* params = request.mutable_rff_embedding();
+      params->set_num_frequencies(static_cast<int>(*frequencies));
+      params->set_length_scale(length_scale);
+      params->set_seed(seed);
+      break;
+    }
+    case v1::CHARFN_EMBEDDING: {
+      auto* params = request.mutable_charfn_embedding();
+      params->set_num_frequencies(static_cast<int>(*frequencies));
+      params->set_length_scale(length_scale);
+      params->set_private_length_scale(args.Flag("private-length-scale"));
+      params->set_seed(seed);
+      break;
+    }
+    default:
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--kind '", args.Get("kind"), "' is not supported; use rff_embedding or charfn_embedding"));
   }
   v1::Release release;
   auto context = connection->NewContext();
@@ -61,7 +67,7 @@ absl::Status RunRelease(const ParsedArgs& args) {
   if (args.Flag("json")) {
     nlohmann::json out = {{"release_id", release.id()},
                           {"dataset_id", release.dataset_id()},
-                          {"kind", release.kind()},
+                          {"kind", ReleaseKindName(release.kind())},
                           {"replayed", release.replayed()},
                           {"epsilon", release.embedding().epsilon()},
                           {"noise_multiplier", release.embedding().noise_multiplier()},

@@ -105,63 +105,6 @@ absl::StatusOr<v1::TableSchema> ReadSchemaFile(const std::string& path) {
   return proto;
 }
 
-namespace {
-
-// One body for a request and an artefact, which name the fields alike; a
-// request may leave numeric_weight unset (the default), an artefact records
-// the weight the map used.
-template <typename Message>
-embed::RffOptions RffOptionsOf(const Message& message) {
-  embed::RffOptions options;
-  options.num_frequencies = message.num_frequencies();
-  options.length_scale = message.length_scale();
-  options.seed = message.seed();
-  if constexpr (requires { message.has_numeric_weight(); }) {
-    options.numeric_weight = message.has_numeric_weight() ? message.numeric_weight() : -1.0;
-  } else {
-    options.numeric_weight = message.numeric_weight();
-  }
-  return options;
-}
-
-// The two length-scales as already resolved by the caller.
-template <typename Message>
-embed::CharfnOptions CharfnOptionsOf(const Message& message, double length_scale,
-                                     double numeric_length_scale) {
-  embed::CharfnOptions options;
-  options.num_frequencies = message.num_frequencies();
-  options.length_scale = length_scale;
-  options.seed = message.seed();
-  options.numeric_length_scale = numeric_length_scale;
-  return options;
-}
-
-}  // namespace
-
-embed::RffOptions RffOptionsFromProto(const v1::RffEmbeddingParams& params) {
-  return RffOptionsOf(params);
-}
-
-embed::RffOptions RffOptionsFromProto(const v1::EmbeddingArtefact& artefact) {
-  return RffOptionsOf(artefact);
-}
-
-embed::CharfnOptions CharfnOptionsFromProto(const v1::CharfnEmbeddingParams& params,
-                                            const data::FeatureLayout& layout,
-                                            double length_scale) {
-  double numeric_length_scale = 0.0;  // declared < 0: l itself
-  if (params.numeric_length_scale() > 0) {
-    numeric_length_scale = params.numeric_length_scale();
-  } else if (params.numeric_length_scale() == 0) {
-    numeric_length_scale = embed::DefaultLengthScale(layout);
-  }
-  return CharfnOptionsOf(params, length_scale, numeric_length_scale);
-}
-
-embed::CharfnOptions CharfnOptionsFromProto(const v1::EmbeddingArtefact& artefact) {
-  return CharfnOptionsOf(artefact, artefact.length_scale(), artefact.numeric_length_scale());
-}
-
 const char* RoleProtoName(v1::Role role) {
   switch (role) {
     case v1::ROLE_CURATOR:

@@ -7,8 +7,6 @@
 #include "absl/strings/string_view.h"
 #include "core/data/encoder.h"
 #include "core/data/schema.h"
-#include "core/embed/charfn.h"
-#include "core/embed/rff.h"
 #include "core/privacy/relation.h"
 #include "dpcurator/v1/dpcurator.pb.h"
 
@@ -20,24 +18,6 @@ v1::TableSchema SchemaToProto(const data::Schema& schema);
 
 privacy::NeighbouringRelation RelationFromProto(v1::NeighbouringRelation relation);
 v1::NeighbouringRelation RelationToProto(privacy::NeighbouringRelation relation);
-
-// Feature-map options, the one place a map's wire fields become core
-// options: from a request (the server builds the map it releases through) or
-// from an artefact (a trainer rebuilds that same map). Requests use 0 / unset
-// for "default"; artefacts record the values the map resolved.
-//
-// Random features (DP-MERF): an unset numeric_weight asks for the default.
-embed::RffOptions RffOptionsFromProto(const v1::RffEmbeddingParams& params);
-embed::RffOptions RffOptionsFromProto(const v1::EmbeddingArtefact& artefact);
-// Characteristic function (PEARL) with the length-scale the server resolved
-// (declared, schema default, or released); the numeric block's scale is the
-// declared one, the schema-only default DefaultLengthScale(layout) for 0
-// (docs/privacy.md 2.5), or l itself for < 0.
-embed::CharfnOptions CharfnOptionsFromProto(const v1::CharfnEmbeddingParams& params,
-                                            const data::FeatureLayout& layout,
-                                            double length_scale);
-// An artefact's numeric_length_scale of 0 means l itself.
-embed::CharfnOptions CharfnOptionsFromProto(const v1::EmbeddingArtefact& artefact);
 
 // A wire role's name as tokens, the audit table and the CLI spell it:
 // "curator", "analyst", "device"; "" for ROLE_UNSPECIFIED.

@@ -9,15 +9,22 @@
 #include "core/data/table.h"
 #include "core/privacy/events.h"
 #include "core/privacy/noise_source.h"
+#include "core/release/encoded_rows.h"
+#include "core/release/mechanism_record.h"
 #include "dpcurator/v1/dpcurator.pb.h"
+#include "server/release_kinds.h"
 
 namespace dpcurator::server {
 
 // What a release request will cost, decided before any row is read.
 struct ReleasePlan {
-  std::string kind;  // "rff_embedding"
+  const ReleaseKindBinding* binding = nullptr;
+  std::string kind;  // the kind's one name, ReleaseKindName(binding->kind())
   double noise_multiplier = 0.0;
-  std::optional<privacy::PrivacyEvent> event;  // set by PlanRelease
+  // The mechanism the kind's unit will run, and the event charged for it:
+  // release::OneShotEvent(planned), built nowhere else.
+  release::GaussianMechanismRecord planned;
+  std::optional<privacy::PrivacyEvent> event;
   // The request with server-chosen defaults filled in (public seed, ...):
   // stored with the release, so a replay is exact.
   v1::ReleaseRequest resolved_request;
@@ -29,8 +36,16 @@ struct ReleasePlan {
 absl::StatusOr<ReleasePlan> PlanRelease(const v1::ReleaseRequest& request,
                                         const v1::Dataset& dataset);
 
-// Runs the engine for the planned release over the dataset's rows and wraps
-// the noised statistic in an artefact. Pure computation: no ledger access.
+// Runs the kind's engine for the planned release over the dataset's
+// encoded rows and wraps the noised statistic in an artefact. Refuses
+// (INTERNAL, nothing released) when the engine's record of its mechanism
+// differs from the plan the ledger charged. Pure computation: no ledger.
+absl::StatusOr<v1::Release> ComputeRelease(const ReleasePlan& plan, const v1::Dataset& dataset,
+                                           const release::EncodedRows& rows,
+                                           const std::string& release_id, double epsilon_alone,
+                                           privacy::NoiseSource* noise);
+// The same over decoded rows, encoded here (until the service caches the
+// encoded rows).
 absl::StatusOr<v1::Release> ComputeRelease(const ReleasePlan& plan, const v1::Dataset& dataset,
                                            const data::Schema& schema, const data::Table& rows,
                                            const std::string& release_id, double epsilon_alone,
@@ -57,6 +72,11 @@ absl::Status CheckStepQuery(const v1::SessionParams& params,
 // part of the mechanism), then computes the step kind's noisy statistic of
 // the batch (rff_embedding: the batch's labelled embedding with the
 // Gaussian noise of the plan). Returns the answer's bytes, as stored.
+absl::StatusOr<std::string> ComputeSessionStep(const v1::Session& session,
+                                               const v1::Dataset& dataset,
+                                               const release::EncodedRows& rows,
+                                               const std::string& step_id,
+                                               privacy::NoiseSource* noise);
 absl::StatusOr<std::string> ComputeSessionStep(const v1::Session& session,
                                                const v1::Dataset& dataset,
                                                const data::Schema& schema,

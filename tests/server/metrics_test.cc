@@ -25,6 +25,7 @@
 #include "absl/strings/str_split.h"
 #include "core/data/demo.h"
 #include "nlohmann/json.hpp"
+#include "proto/release_kinds.h"
 #include "server/log.h"
 #include "server/metrics.h"
 #include "tests/server/server_test_util.h"
@@ -264,7 +265,7 @@ TEST_F(MetricsTest, ReleaseCountsOnceAndGaugesFollowTheLedger) {
   v1::Release release;
   ASSERT_TRUE(RequestRelease(RffRequest(dataset.id(), 0.7, "key-1"), &release).ok());
   const Scrape after = ScrapeMetrics();
-  const std::map<std::string, std::string> labels = {{"kind", release.kind()},
+  const std::map<std::string, std::string> labels = {{"kind", ReleaseKindName(release.kind())},
                                                      {"dataset", dataset.id()}};
   EXPECT_EQ(after.Count("dpcurator_releases_total", labels),
             before.Count("dpcurator_releases_total", labels) + 1);

@@ -1,0 +1,98 @@
+#include "core/release/charfn_embedding.h"
+
+#include <cmath>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "core/embed/frequency_bounds.h"
+#include "core/embed/rff.h"
+#include "core/release/labelled_release.h"
+#include "core/util/status_macros.h"
+
+namespace dpcurator::release {
+
+absl::StatusOr<CharfnEmbeddingKind::Params> CharfnEmbeddingKind::Resolve(
+    Params params, const data::Schema& schema) {
+  DPC_RETURN_IF_ERROR(
+      ResolveFrequencyParams(&params.num_frequencies, params.length_scale, &params.seed));
+  if (params.private_length_scale && params.length_scale > 0) {
+    return absl::InvalidArgumentError(
+        "give either a declared length_scale or private_length_scale, not both");
+  }
+  // NaN would pass as "< 0" (the same as length_scale) and inf would fail
+  // only in the engine, after the ledger charged: refuse both here.
+  if (!std::isfinite(params.numeric_length_scale)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "numeric_length_scale must be finite (> 0 declared, 0 = schema default, < 0 = the "
+        "same as length_scale), got ",
+        params.numeric_length_scale));
+  }
+  if (params.numeric_length_scale > 0) {
+    DPC_RETURN_IF_ERROR(
+        embed::ValidateLengthScale(params.numeric_length_scale, "numeric_length_scale"));
+  }
+  DPC_RETURN_IF_ERROR(
+      ValidateReleasedDimension(params.num_frequencies, 0, schema.num_classes()));
+  return params;
+}
+
+GaussianMechanismRecord CharfnEmbeddingKind::Plan(const Params& resolved,
+                                                  double noise_multiplier) {
+  GaussianMechanismRecord planned;
+  if (resolved.private_length_scale) planned.noise_multipliers.push_back(noise_multiplier);
+  planned.noise_multipliers.push_back(noise_multiplier);
+  return planned;
+}
+
+absl::StatusOr<CharfnEmbeddingKind::Result> CharfnEmbeddingKind::Run(
+    const Params& resolved, const EncodedRows& rows, privacy::NeighbouringRelation relation,
+    double noise_multiplier, int64_t public_n, privacy::NoiseSource* noise) {
+  const data::FeatureLayout& layout = rows.layout;
+  Result result;
+  result.row_diameter = embed::EncodedRowDiameter(layout);
+  double length_scale =
+      resolved.length_scale > 0 ? resolved.length_scale : embed::DefaultCharfnLengthScale(layout);
+  if (resolved.private_length_scale) {
+    // The hash-chain mean distance (docs/privacy.md 2.5), released first;
+    // its noisy value sets l (pearl.md 1.2 B).
+    DPC_ASSIGN_OR_RETURN(auto chain,
+                         embed::ChainDistanceAccumulator::Create(
+                             layout.total_dim(), result.row_diameter, resolved.seed));
+    DPC_RETURN_IF_ERROR(chain.Add(rows.features));
+    DPC_ASSIGN_OR_RETURN(result.distance,
+                         embed::ReleaseMeanDistance(chain.Finish(),
+                                                    embed::DistanceEstimator::kHashChain, relation,
+                                                    result.row_diameter, noise_multiplier,
+                                                    public_n, noise));
+    length_scale = embed::LengthScaleFromMeanDistance(embed::NoisyMeanDistance(*result.distance),
+                                                      result.row_diameter);
+    result.ran.noise_multipliers.push_back(result.distance->noise_multiplier);
+  }
+  embed::CharfnOptions options;
+  options.num_frequencies = resolved.num_frequencies;
+  options.length_scale = length_scale;
+  options.seed = resolved.seed;
+  if (resolved.numeric_length_scale > 0) {
+    options.numeric_length_scale = resolved.numeric_length_scale;
+  } else if (resolved.numeric_length_scale == 0) {
+    options.numeric_length_scale = embed::DefaultLengthScale(layout);
+  }  // < 0: 0, the numeric block uses l itself
+  DPC_ASSIGN_OR_RETURN(embed::CharacteristicFunctionMap feature_map,
+                       embed::CharacteristicFunctionMap::Create(layout, options));
+  DPC_ASSIGN_OR_RETURN(result.embedding,
+                       NoisyLabelledEmbeddingOf(feature_map, rows, relation, noise_multiplier,
+                                                public_n, noise));
+  result.ran.noise_multipliers.push_back(result.embedding.noise_multiplier);
+  result.feature_map = options;
+  result.feature_map.length_scale = feature_map.length_scale();
+  result.feature_map.numeric_length_scale = feature_map.numeric_length_scale();
+  result.feature_map.num_frequencies = feature_map.num_frequencies();
+  return result;
+}
+
+absl::StatusOr<embed::CharacteristicFunctionMap> CharfnEmbeddingKind::FeatureMap(
+    const data::FeatureLayout& layout, const embed::CharfnOptions& released) {
+  return embed::CharacteristicFunctionMap::Create(layout, released);
+}
+
+}  // namespace dpcurator::release

@@ -1,0 +1,52 @@
+#include "core/release/labelled_release.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "core/embed/frequency_bounds.h"
+#include "core/privacy/grid_gaussian.h"
+#include "core/util/status_macros.h"
+
+namespace dpcurator::release {
+
+absl::Status ResolveFrequencyParams(int* num_frequencies, double length_scale, uint64_t* seed) {
+  if (*num_frequencies == 0) *num_frequencies = kDefaultNumFrequencies;
+  if (*num_frequencies < 1 || *num_frequencies > kMaxNumFrequencies) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "num_frequencies must be in [1, ", kMaxNumFrequencies, "], got ", *num_frequencies));
+  }
+  if (length_scale != 0) {
+    DPC_RETURN_IF_ERROR(embed::ValidateLengthScale(length_scale, "length_scale"));
+  }
+  // Frequencies are public randomness; the server draws the seed when the
+  // analyst leaves it to us, and stores it in the artefact.
+  if (*seed == 0) *seed = privacy::SecureRandomU64() | 1;
+  return absl::OkStatus();
+}
+
+absl::Status ValidateReleasedDimension(int num_frequencies, int extra_features, int num_classes) {
+  const int64_t features = 2 * int64_t{num_frequencies} + extra_features;
+  const int64_t dimension = (features + 1) * num_classes;
+  if (dimension > privacy::kMaxGridGaussianDimension) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "this release would have ", dimension, " coordinates ((", features, " features + 1) x ",
+        num_classes, " classes); at most ", privacy::kMaxGridGaussianDimension,
+        " are supported. Lower num_frequencies to at most ",
+        std::max<int64_t>(
+            0, (privacy::kMaxGridGaussianDimension / num_classes - 1 - extra_features) / 2),
+        "."));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<embed::NoisyLabelledEmbedding> NoisyLabelledEmbeddingOf(
+    const embed::FeatureMap& feature_map, const EncodedRows& rows,
+    privacy::NeighbouringRelation relation, double noise_multiplier, int64_t public_n,
+    privacy::NoiseSource* noise) {
+  DPC_ASSIGN_OR_RETURN(auto accumulator, embed::AccumulateEmbedding(feature_map, rows.features,
+                                                                     rows.labels,
+                                                                     rows.num_classes));
+  return embed::ReleaseLabelledEmbedding(accumulator, relation, noise_multiplier, public_n, noise);
+}
+
+}  // namespace dpcurator::release

@@ -1,0 +1,53 @@
+#ifndef DPCURATOR_CORE_RELEASE_LABELLED_RELEASE_H_
+#define DPCURATOR_CORE_RELEASE_LABELLED_RELEASE_H_
+
+#include <cstdint>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "core/embed/feature_map.h"
+#include "core/embed/labelled_embedding.h"
+#include "core/privacy/noise_source.h"
+#include "core/privacy/relation.h"
+#include "core/release/encoded_rows.h"
+
+namespace dpcurator::release {
+
+// What the embedding kinds share: the number of frequencies, the
+// length-scale bounds, the public seed, the released vector's length, and
+// the labelled-embedding Gaussian mechanism itself.
+
+inline constexpr int kDefaultNumFrequencies = 500;
+inline constexpr int kMaxNumFrequencies = 20000;
+
+// Resolves the frequency parameters every embedding kind has, in place:
+// 0 frequencies -> kDefaultNumFrequencies, then [1, kMaxNumFrequencies];
+// a declared length-scale (0: the kind's schema default) must lie in the
+// data-independent range of core/embed/frequency_bounds.h (docs/privacy.md
+// 6.2: inside it no row of the declared domain can make a feature
+// non-finite, so nothing after the rows are read can fail on a chosen
+// parameter); seed 0 -> a fresh public seed from the CSPRNG (odd, never 0).
+absl::Status ResolveFrequencyParams(int* num_frequencies, double length_scale, uint64_t* seed);
+
+// The released vector has (features + 1) coordinates per class (the class
+// sums and the count). Its length follows from public parameters alone, so
+// a length the noise layer cannot take (the grid Gaussian's proof holds up
+// to privacy::kMaxGridGaussianDimension coordinates, docs/privacy.md 4.6)
+// is refused before admission rather than failing after the charge.
+// features = 2 x num_frequencies + extra_features (RFF: the categorical
+// block; PEARL: none). The refusal names the largest num_frequencies that
+// would fit.
+absl::Status ValidateReleasedDimension(int num_frequencies, int extra_features, int num_classes);
+
+// The labelled embedding of `rows` under `feature_map` with the Gaussian
+// noise of multiplier s (docs/privacy.md 2.2): the noiseless statistic is
+// accumulated in blocks, then one grid Gaussian draw covers the whole
+// [per-class values ; per-class totals] vector.
+absl::StatusOr<embed::NoisyLabelledEmbedding> NoisyLabelledEmbeddingOf(
+    const embed::FeatureMap& feature_map, const EncodedRows& rows,
+    privacy::NeighbouringRelation relation, double noise_multiplier, int64_t public_n,
+    privacy::NoiseSource* noise);
+
+}  // namespace dpcurator::release
+
+#endif  // DPCURATOR_CORE_RELEASE_LABELLED_RELEASE_H_

@@ -1,0 +1,47 @@
+#ifndef DPCURATOR_CORE_RELEASE_RELEASE_KIND_H_
+#define DPCURATOR_CORE_RELEASE_RELEASE_KIND_H_
+
+#include <concepts>
+#include <cstdint>
+#include <string_view>
+
+#include "absl/status/statusor.h"
+#include "core/data/schema.h"
+#include "core/privacy/noise_source.h"
+#include "core/privacy/relation.h"
+#include "core/release/encoded_rows.h"
+#include "core/release/mechanism_record.h"
+
+namespace dpcurator::release {
+
+// What a one-shot release kind is: one class in core/release/ named after
+// the kind (rff_embedding.h, charfn_embedding.h) that owns, together,
+//   Params   - the request's parameters, with 0 meaning "default";
+//   Resolve  - defaults and validation against data-independent bounds,
+//              before admission (docs/privacy.md 6.2);
+//   Plan     - the mechanism Run will perform for a noise multiplier, from
+//              which the ledger's event follows (OneShotEvent);
+//   Run      - the engine: the noiseless statistic with its sensitivity,
+//              noised, with `ran`, the engine's own record of its mechanism;
+//   FeatureMap - how a trainer rebuilds the map from the artefact.
+// The server binds a kind only through this concept (server/release_kinds.cc),
+// so a kind without a planned mechanism, and hence without an event, does
+// not compile; the server refuses to deliver when ran != planned.
+template <typename Kind>
+concept OneShotReleaseKind =
+    requires(const typename Kind::Params& params, const data::Schema& schema,
+             const EncodedRows& rows, privacy::NeighbouringRelation relation,
+             double noise_multiplier, int64_t public_n, privacy::NoiseSource* noise,
+             const typename Kind::Result& result) {
+      { Kind::kName } -> std::convertible_to<std::string_view>;
+      { Kind::Resolve(params, schema) } -> std::same_as<absl::StatusOr<typename Kind::Params>>;
+      { Kind::Plan(params, noise_multiplier) } -> std::same_as<GaussianMechanismRecord>;
+      {
+        Kind::Run(params, rows, relation, noise_multiplier, public_n, noise)
+        } -> std::same_as<absl::StatusOr<typename Kind::Result>>;
+      { result.ran } -> std::convertible_to<GaussianMechanismRecord>;
+    };
+
+}  // namespace dpcurator::release
+
+#endif  // DPCURATOR_CORE_RELEASE_RELEASE_KIND_H_

@@ -1,0 +1,61 @@
+#include "core/release/rff_embedding.h"
+
+#include "core/release/labelled_release.h"
+#include "core/util/status_macros.h"
+#include "core/util/validation.h"
+
+namespace dpcurator::release {
+namespace {
+
+embed::RffOptions OptionsOf(const RffEmbeddingKind::Params& params) {
+  embed::RffOptions options;
+  options.num_frequencies = params.num_frequencies;
+  options.length_scale = params.length_scale;  // 0: the schema default
+  options.numeric_weight = params.numeric_weight.value_or(-1.0);  // < 0: the default
+  options.seed = params.seed;
+  return options;
+}
+
+}  // namespace
+
+absl::StatusOr<RffEmbeddingKind::Params> RffEmbeddingKind::Resolve(Params params,
+                                                                   const data::Schema& schema) {
+  DPC_RETURN_IF_ERROR(
+      ResolveFrequencyParams(&params.num_frequencies, params.length_scale, &params.seed));
+  if (params.numeric_weight.has_value()) {
+    DPC_RETURN_IF_ERROR(ValidateInUnitInterval(*params.numeric_weight, "numeric_weight"));
+  }
+  const data::FeatureLayout layout = data::FeatureLayout::ForFeatures(schema);
+  DPC_RETURN_IF_ERROR(ValidateReleasedDimension(params.num_frequencies, layout.categorical_dim,
+                                                schema.num_classes()));
+  return params;
+}
+
+GaussianMechanismRecord RffEmbeddingKind::Plan(const Params& /*resolved*/,
+                                               double noise_multiplier) {
+  return GaussianMechanismRecord{{noise_multiplier}};
+}
+
+absl::StatusOr<RffEmbeddingKind::Result> RffEmbeddingKind::Run(
+    const Params& resolved, const EncodedRows& rows, privacy::NeighbouringRelation relation,
+    double noise_multiplier, int64_t public_n, privacy::NoiseSource* noise) {
+  DPC_ASSIGN_OR_RETURN(embed::RandomFourierFeatureMap feature_map,
+                       embed::RandomFourierFeatureMap::Create(rows.layout, OptionsOf(resolved)));
+  Result result;
+  DPC_ASSIGN_OR_RETURN(result.embedding,
+                       NoisyLabelledEmbeddingOf(feature_map, rows, relation, noise_multiplier,
+                                                public_n, noise));
+  result.feature_map.num_frequencies = feature_map.num_frequencies();
+  result.feature_map.length_scale = feature_map.length_scale();
+  result.feature_map.numeric_weight = feature_map.numeric_weight();
+  result.feature_map.seed = resolved.seed;
+  result.ran.noise_multipliers = {result.embedding.noise_multiplier};
+  return result;
+}
+
+absl::StatusOr<embed::RandomFourierFeatureMap> RffEmbeddingKind::FeatureMap(
+    const data::FeatureLayout& layout, const embed::RffOptions& released) {
+  return embed::RandomFourierFeatureMap::Create(layout, released);
+}
+
+}  // namespace dpcurator::release

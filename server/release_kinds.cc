@@ -1,0 +1,74 @@
+#include "server/release_kinds.h"
+
+#include "core/release/charfn_embedding.h"
+#include "core/release/release_kind.h"
+#include "core/release/rff_embedding.h"
+#include "core/util/status_macros.h"
+#include "proto/release_kinds.h"
+
+namespace dpcurator::server {
+namespace {
+
+// A core unit bound to its case of ReleaseRequest.kind: `Params` reads the
+// case, `MutableParams` writes it. The concept makes a unit without a
+// planned mechanism (and so without an accounting event) fail to compile.
+template <release::OneShotReleaseKind Kind, v1::ReleaseKind kKind, auto Params,
+          auto MutableParams>
+class Binding final : public ReleaseKindBinding {
+ public:
+  v1::ReleaseKind kind() const override { return kKind; }
+
+  absl::Status Resolve(const data::Schema& schema, v1::ReleaseRequest* request) const override {
+    DPC_ASSIGN_OR_RETURN(typename Kind::Params resolved,
+                         Kind::Resolve(ParamsFromProto((request->*Params)()), schema));
+    ParamsToProto(resolved, (request->*MutableParams)());
+    return absl::OkStatus();
+  }
+
+  release::GaussianMechanismRecord Plan(const v1::ReleaseRequest& resolved,
+                                        double noise_multiplier) const override {
+    return Kind::Plan(ParamsFromProto((resolved.*Params)()), noise_multiplier);
+  }
+
+  absl::StatusOr<EngineOutput> Run(const v1::ReleaseRequest& resolved,
+                                   const release::EncodedRows& rows,
+                                   privacy::NeighbouringRelation relation,
+                                   double noise_multiplier, int64_t public_n,
+                                   privacy::NoiseSource* noise) const override {
+    DPC_ASSIGN_OR_RETURN(typename Kind::Result result,
+                         Kind::Run(ParamsFromProto((resolved.*Params)()), rows, relation,
+                                   noise_multiplier, public_n, noise));
+    EngineOutput output;
+    SetArtefactFields(result, &output.artefact);
+    output.ran = std::move(result.ran);
+    return output;
+  }
+};
+
+template <typename BindingType>
+const ReleaseKindBinding* Instance() {
+  static const BindingType* const binding = new BindingType();
+  return binding;
+}
+
+}  // namespace
+
+const ReleaseKindBinding* BindingFor(v1::ReleaseRequest::KindCase kind_case) {
+  using v1::ReleaseRequest;
+  switch (kind_case) {
+    // One line per kind: its case, its unit, its ReleaseKind, its fields.
+    case ReleaseRequest::kRffEmbedding:
+      return Instance<Binding<release::RffEmbeddingKind, v1::RFF_EMBEDDING,
+                              &ReleaseRequest::rff_embedding,
+                              &ReleaseRequest::mutable_rff_embedding>>();
+    case ReleaseRequest::kCharfnEmbedding:
+      return Instance<Binding<release::CharfnEmbeddingKind, v1::CHARFN_EMBEDDING,
+                              &ReleaseRequest::charfn_embedding,
+                              &ReleaseRequest::mutable_charfn_embedding>>();
+    case ReleaseRequest::KIND_NOT_SET:
+      return nullptr;
+  }
+  return nullptr;
+}
+
+}  // namespace dpcurator::server
