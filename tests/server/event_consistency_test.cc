@@ -1,8 +1,10 @@
 // The event the ledger charges must be the event of the mechanism the engine
 // actually ran (issue 12): the same noise multiplier, sensitivity and
 // sampling rate, for every release kind, calibrated or not, and for session
-// steps under both relations. Today the event is built in PlanRelease and
-// the mechanism run in ComputeRelease; this test is what keeps them in step.
+// steps under both relations. Each kind's unit (core/release/) plans the
+// mechanism the ledger charges and records the one its engine ran, and
+// ComputeRelease refuses when they differ (tests/release/wire_test.cc);
+// this test checks the same end to end, through the server and the ledger.
 #include <gtest/gtest.h>
 
 #include <cmath>

@@ -1,0 +1,201 @@
+// The release-kind units of core/release/: each resolves and bounds its own
+// parameters before any row is read, plans exactly the mechanism its engine
+// runs (so the charge and the release cannot drift apart), and hands the
+// trainer the same feature map it released through.
+#include <cmath>
+#include <limits>
+
+#include <gtest/gtest.h>
+
+#include "core/data/demo.h"
+#include "core/embed/labelled_embedding.h"
+#include "core/privacy/events.h"
+#include "core/privacy/grid_gaussian.h"
+#include "core/privacy/noise_source.h"
+#include "core/release/charfn_embedding.h"
+#include "core/release/encoded_rows.h"
+#include "core/release/labelled_release.h"
+#include "core/release/mechanism_record.h"
+#include "core/release/release_kind.h"
+#include "core/release/rff_embedding.h"
+
+namespace dpcurator::release {
+namespace {
+
+using privacy::NeighbouringRelation;
+
+static_assert(OneShotReleaseKind<RffEmbeddingKind>);
+static_assert(OneShotReleaseKind<CharfnEmbeddingKind>);
+
+// A type with everything but a planned mechanism is not a kind: the server
+// cannot bind it (server/release_kinds.cc requires the concept).
+struct KindWithoutPlan {
+  static constexpr std::string_view kName = "no_plan";
+  struct Params {};
+  struct Result {
+    GaussianMechanismRecord ran;
+  };
+  static absl::StatusOr<Params> Resolve(Params, const data::Schema&);
+  static absl::StatusOr<Result> Run(const Params&, const EncodedRows&, NeighbouringRelation,
+                                    double, int64_t, privacy::NoiseSource*);
+};
+static_assert(!OneShotReleaseKind<KindWithoutPlan>);
+
+class KindUnitsTest : public ::testing::Test {
+ protected:
+  const data::Schema schema_ = data::DemoSchema();
+  const EncodedRows rows_ = EncodeRows(schema_, data::GenerateDemoTable(200, 7));
+};
+
+TEST_F(KindUnitsTest, ResolveFillsDefaultsAndDrawsAPublicSeed) {
+  const auto rff = RffEmbeddingKind::Resolve({}, schema_);
+  ASSERT_TRUE(rff.ok()) << rff.status();
+  EXPECT_EQ(rff->num_frequencies, kDefaultNumFrequencies);
+  EXPECT_NE(rff->seed, 0u);
+  EXPECT_FALSE(rff->numeric_weight.has_value());
+  const auto charfn = CharfnEmbeddingKind::Resolve({}, schema_);
+  ASSERT_TRUE(charfn.ok()) << charfn.status();
+  EXPECT_EQ(charfn->num_frequencies, kDefaultNumFrequencies);
+  EXPECT_NE(charfn->seed, rff->seed);
+  // A declared seed is kept.
+  RffEmbeddingKind::Params declared;
+  declared.seed = 42;
+  EXPECT_EQ(RffEmbeddingKind::Resolve(declared, schema_)->seed, 42u);
+}
+
+TEST_F(KindUnitsTest, ResolveRefusesEveryOutOfBoundsParameter) {
+  const double denormal = std::numeric_limits<double>::denorm_min();
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  for (int frequencies : {-1, kMaxNumFrequencies + 1}) {
+    RffEmbeddingKind::Params rff;
+    rff.num_frequencies = frequencies;
+    EXPECT_EQ(RffEmbeddingKind::Resolve(rff, schema_).status().code(),
+              absl::StatusCode::kInvalidArgument);
+    CharfnEmbeddingKind::Params charfn;
+    charfn.num_frequencies = frequencies;
+    EXPECT_EQ(CharfnEmbeddingKind::Resolve(charfn, schema_).status().code(),
+              absl::StatusCode::kInvalidArgument);
+  }
+  for (double scale : {denormal, 1e-310, -1e-3, 1e7, nan}) {
+    RffEmbeddingKind::Params rff;
+    rff.length_scale = scale;
+    EXPECT_EQ(RffEmbeddingKind::Resolve(rff, schema_).status().code(),
+              absl::StatusCode::kInvalidArgument)
+        << scale;
+    CharfnEmbeddingKind::Params charfn;
+    charfn.numeric_length_scale = scale > 0 ? scale : std::numeric_limits<double>::infinity();
+    EXPECT_EQ(CharfnEmbeddingKind::Resolve(charfn, schema_).status().code(),
+              absl::StatusCode::kInvalidArgument)
+        << scale;
+  }
+  RffEmbeddingKind::Params weight;
+  weight.numeric_weight = 1.5;
+  EXPECT_EQ(RffEmbeddingKind::Resolve(weight, schema_).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  CharfnEmbeddingKind::Params both;
+  both.private_length_scale = true;
+  both.length_scale = 0.5;
+  EXPECT_EQ(CharfnEmbeddingKind::Resolve(both, schema_).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST_F(KindUnitsTest, ReleasedDimensionIsBoundedBeforeAdmission) {
+  // (2 k + extra + 1) C <= 2^20, refused with the largest k that fits.
+  const int classes = schema_.num_classes();
+  const int extra = rows_.layout.categorical_dim;
+  const int largest =
+      static_cast<int>((privacy::kMaxGridGaussianDimension / classes - 1 - extra) / 2);
+  EXPECT_TRUE(ValidateReleasedDimension(largest, extra, classes).ok());
+  const absl::Status refused = ValidateReleasedDimension(largest + 1, extra, classes);
+  EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(refused.message().find(absl::StrCat("at most ", largest)), std::string::npos)
+      << refused.message();
+}
+
+// Run's own record equals Plan for every kind and option, with real noise.
+TEST_F(KindUnitsTest, EngineRecordEqualsThePlan) {
+  privacy::SeededNoiseSource noise(11);
+  for (NeighbouringRelation relation :
+       {NeighbouringRelation::kAddRemove, NeighbouringRelation::kReplaceOne}) {
+    for (double s : {0.7, 3.7442823}) {
+      RffEmbeddingKind::Params rff_params;
+      rff_params.num_frequencies = 16;
+      const auto rff = RffEmbeddingKind::Resolve(rff_params, schema_).value();
+      const auto rff_result =
+          RffEmbeddingKind::Run(rff, rows_, relation, s, rows_.num_rows(), &noise).value();
+      EXPECT_EQ(rff_result.ran, RffEmbeddingKind::Plan(rff, s));
+      EXPECT_EQ(RffEmbeddingKind::Plan(rff, s).noise_multipliers.size(), 1u);
+      for (bool private_scale : {false, true}) {
+        CharfnEmbeddingKind::Params charfn_params;
+        charfn_params.num_frequencies = 16;
+        charfn_params.private_length_scale = private_scale;
+        const auto charfn = CharfnEmbeddingKind::Resolve(charfn_params, schema_).value();
+        const auto result =
+            CharfnEmbeddingKind::Run(charfn, rows_, relation, s, rows_.num_rows(), &noise).value();
+        EXPECT_EQ(result.ran, CharfnEmbeddingKind::Plan(charfn, s));
+        EXPECT_EQ(result.ran.noise_multipliers.size(), private_scale ? 2u : 1u);
+        EXPECT_EQ(result.distance.has_value(), private_scale);
+      }
+    }
+  }
+}
+
+// The event is built from the record alone: one GridGaussian, or a
+// composition of one per Gaussian release.
+TEST(OneShotEventTest, OneGridGaussianPerRelease) {
+  const auto one = OneShotEvent({{2.0}}).value();
+  EXPECT_TRUE(std::holds_alternative<privacy::GridGaussianEvent>(one.variant()));
+  const auto two = OneShotEvent({{2.0, 2.0}}).value();
+  ASSERT_TRUE(std::holds_alternative<privacy::ComposedEvent>(two.variant()));
+  EXPECT_EQ(std::get<privacy::ComposedEvent>(two.variant()).events.size(), 2u);
+  EXPECT_FALSE(OneShotEvent({}).ok());
+  EXPECT_FALSE(OneShotEvent({{0.0}}).ok());
+}
+
+// What the trainer rebuilds from the released options is the map the
+// engine ran: with no noise, the released per-class sums are the rebuilt
+// map's features summed by class.
+TEST_F(KindUnitsTest, TrainerRebuildsTheReleasedFeatureMap) {
+  privacy::ZeroNoiseSource zero;
+  const auto add_remove = NeighbouringRelation::kAddRemove;
+  RffEmbeddingKind::Params rff_params;
+  rff_params.num_frequencies = 8;
+  const auto rff = RffEmbeddingKind::Resolve(rff_params, schema_).value();
+  const auto rff_result =
+      RffEmbeddingKind::Run(rff, rows_, add_remove, 1.0, rows_.num_rows(), &zero).value();
+  const auto rff_map = RffEmbeddingKind::FeatureMap(rows_.layout, rff_result.feature_map).value();
+  CharfnEmbeddingKind::Params charfn_params;
+  charfn_params.num_frequencies = 8;
+  charfn_params.numeric_length_scale = -1;  // l itself
+  const auto charfn = CharfnEmbeddingKind::Resolve(charfn_params, schema_).value();
+  const auto charfn_result =
+      CharfnEmbeddingKind::Run(charfn, rows_, add_remove, 1.0, rows_.num_rows(), &zero).value();
+  const auto charfn_map =
+      CharfnEmbeddingKind::FeatureMap(rows_.layout, charfn_result.feature_map).value();
+  const std::pair<const embed::FeatureMap*, const embed::NoisyLabelledEmbedding*> cases[] = {
+      {&rff_map, &rff_result.embedding}, {&charfn_map, &charfn_result.embedding}};
+  for (const auto& [map, released] : cases) {
+    const auto rebuilt =
+        embed::AccumulateEmbedding(*map, rows_.features, rows_.labels, rows_.num_classes).value();
+    const auto exact = embed::ReleaseLabelledEmbedding(rebuilt, add_remove, 1.0,
+                                                       rows_.num_rows(), &zero)
+                           .value();
+    ASSERT_EQ(exact.class_values.rows(), released->class_values.rows());
+    EXPECT_LT((exact.class_values - released->class_values).cwiseAbs().maxCoeff(), 1e-9);
+  }
+}
+
+TEST(EncodedRowsTest, SelectRowsKeepsFeaturesAndLabelsTogether) {
+  const data::Schema schema = data::DemoSchema();
+  const EncodedRows rows = EncodeRows(schema, data::GenerateDemoTable(20, 3));
+  const EncodedRows batch = SelectRows(rows, {5, 0, 19});
+  ASSERT_EQ(batch.num_rows(), 3);
+  EXPECT_EQ(batch.features.row(0), rows.features.row(5));
+  EXPECT_EQ(batch.features.row(2), rows.features.row(19));
+  EXPECT_EQ(batch.labels(1), rows.labels(0));
+  EXPECT_EQ(batch.num_classes, rows.num_classes);
+  EXPECT_EQ(batch.bytes(), 3 * (rows.features.cols() * sizeof(double) + sizeof(int)));
+}
+
+}  // namespace
+}  // namespace dpcurator::release
