@@ -28,6 +28,7 @@
 #include "core/privacy/noise_source.h"
 #include "proto/collection.h"
 #include "server/curator_server.h"
+#include "server/shared_database.h"
 #include "server/store.h"
 
 namespace {
@@ -95,7 +96,10 @@ int main(int argc, char** argv) {
   double raw_seconds = 0.0;
   double store_seconds = 0.0;
   {
-    auto store = Store::Open(dir + "/store.db");
+    auto database = dpcurator::server::SharedDatabase::Open(dir + "/store.db");
+    if (!database.ok()) Die("open", database.status());
+    const auto& clock = dpcurator::server::SystemClock::Get();
+    auto store = Store::Open(database->get(), &clock);
     if (!store.ok()) Die("open", store.status());
     auto raw_collection = (*store)->CreateCollection(
         "raw", resolved, mechanism->dimension(), mechanism->noise_scale(),
@@ -106,31 +110,35 @@ int main(int argc, char** argv) {
     if (!raw_collection.ok()) Die("create", raw_collection.status());
     if (!collection.ok()) Die("create", collection.status());
 
-    auto* db = (*store)->db();
-    auto insert = db->Prepare(
-        "INSERT OR IGNORE INTO ldp_reports (collection_id, report_id, report, created_unix) "
-        "VALUES (?, ?, ?, ?)");
-    if (!insert.ok()) Die("prepare", insert.status());
-    const int64_t now = dpcurator::server::UnixNow();
     auto start = Clock::now();
-    for (const auto& request : batches) {
-      auto transaction = dpcurator::server::Transaction::BeginImmediate(db);
-      if (!transaction.ok()) Die("begin", transaction.status());
-      for (const auto& report : request.reports()) {
+    {
+      // Held for the raw loop only: IngestReports below takes it itself.
+      auto db = (*database)->Lock();
+      auto insert = db->Prepare(
+          "INSERT OR IGNORE INTO ldp_reports (collection_id, report_id, report, created_unix) "
+          "VALUES (?, ?, ?, ?)");
+      if (!insert.ok()) Die("prepare", insert.status());
+      const int64_t now = clock.UnixNow();
+      start = Clock::now();
+      for (const auto& request : batches) {
+        auto transaction = dpcurator::server::Transaction::BeginImmediate(db.get());
+        if (!transaction.ok()) Die("begin", transaction.status());
+        for (const auto& report : request.reports()) {
+          insert->Reset();
+          absl::string_view bytes(reinterpret_cast<const char*>(report.values().data()),
+                                  kDimension * sizeof(double));
+          auto status = insert->Bind(1, raw_collection->id())
+                            .BindBlob(2, report.report_id())
+                            .BindBlob(3, bytes)
+                            .Bind(4, now)
+                            .Run();
+          if (!status.ok()) Die("insert", status);
+        }
         insert->Reset();
-        absl::string_view bytes(reinterpret_cast<const char*>(report.values().data()),
-                                kDimension * sizeof(double));
-        auto status = insert->Bind(1, raw_collection->id())
-                          .BindBlob(2, report.report_id())
-                          .BindBlob(3, bytes)
-                          .Bind(4, now)
-                          .Run();
-        if (!status.ok()) Die("insert", status);
+        if (auto status = transaction->Commit(); !status.ok()) Die("commit", status);
       }
-      insert->Reset();
-      if (auto status = transaction->Commit(); !status.ok()) Die("commit", status);
+      raw_seconds = Seconds(start);
     }
-    raw_seconds = Seconds(start);
 
     start = Clock::now();
     int64_t index = 0;

@@ -21,26 +21,29 @@
 #include "core/privacy/rdp.h"
 #include "proto/convert.h"
 #include "core/privacy/event_codec.h"
+#include "server/clock.h"
 #include "server/ledger.h"
+#include "server/shared_database.h"
 #include "server/store.h"
 
 namespace {
 
 using dpcurator::server::Ledger;
+using dpcurator::server::SharedDatabase;
 using dpcurator::server::Store;
 namespace privacy = dpcurator::privacy;
 namespace v1 = dpcurator::v1;
 
 // Writes `count` historical Gaussian events straight into the tables, in one
 // transaction (the bench measures admission, not how history was made).
-void Populate(Store* store, const std::string& dataset_id, int64_t count) {
+void Populate(SharedDatabase* database, const std::string& dataset_id, int64_t count) {
   auto event = *privacy::PrivacyEvent::Gaussian(1000.0);
   auto curve = *privacy::ComputeRdp(event, privacy::DefaultRdpOrders());
   std::string blob(curve.size() * sizeof(double), '\0');
   std::memcpy(blob.data(), curve.data(), blob.size());
   privacy::AccountantState state(privacy::NeighbouringRelation::kAddRemove);
   auto charge = *privacy::EventCharge::Of(event);
-  auto* db = store->db();
+  auto db = database->Lock();
   (void)db->Exec("BEGIN IMMEDIATE");
   auto insert = *db->Prepare(
       "INSERT INTO ledger_events (dataset_id, release_id, kind, description, relation, rdp, "
@@ -67,12 +70,18 @@ int main(int argc, char** argv) {
   const auto dir = std::filesystem::temp_directory_path() /
                    ("dpcurator-ledger-bench-" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
-  auto store = Store::Open((dir / "bench.db").string());
+  auto database = SharedDatabase::Open((dir / "bench.db").string());
+  if (!database.ok()) {
+    std::fprintf(stderr, "%s\n", std::string(database.status().message()).c_str());
+    return 1;
+  }
+  const auto* clock = &dpcurator::server::SystemClock::Get();
+  auto store = Store::Open(database->get(), clock);
   if (!store.ok()) {
     std::fprintf(stderr, "%s\n", std::string(store.status().message()).c_str());
     return 1;
   }
-  Ledger ledger(store->get());
+  Ledger ledger(database->get(), clock);
   std::printf("ledger admission vs history (SQLite WAL, synchronous=FULL; median of %d)\n",
               admissions);
   std::printf("%12s %14s %14s %14s\n", "history", "median (us)", "p10 (us)", "p90 (us)");
@@ -87,7 +96,7 @@ int main(int argc, char** argv) {
     create.mutable_budget()->set_epsilon(1e6);
     create.mutable_budget()->set_delta(1e-5);
     auto dataset = (*store)->CreateDataset(create);
-    Populate(store->get(), dataset->id(), history);
+    Populate(database->get(), dataset->id(), history);
     std::vector<double> micros;
     for (int i = 0; i < admissions; ++i) {
       const auto start = std::chrono::steady_clock::now();

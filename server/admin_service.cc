@@ -79,7 +79,7 @@ grpc::Status AdminServiceImpl::CreateToken(grpc::ServerContext* context,
   info.set_token_id(NewId("tok"));
   info.set_role(request->role());
   info.set_label(request->label());
-  info.set_created_unix(UnixNow());
+  info.set_created_unix(clock_->UnixNow());
   info.set_created_by(caller->id);
   authorizer_->NoteTarget(context, info.token_id());
   authorizer_->NoteDetail(context, absl::StrCat("role=", RoleName(*role)));

@@ -7,6 +7,7 @@
 #include "absl/status/statusor.h"
 #include "dpcurator/v1/dpcurator.grpc.pb.h"
 #include "server/auth.h"
+#include "server/clock.h"
 #include "server/store.h"
 
 namespace dpcurator::server {
@@ -18,8 +19,9 @@ namespace dpcurator::server {
 // call on.
 class AdminServiceImpl final : public v1::AdminService::Service {
  public:
-  AdminServiceImpl(Store* store, Authorizer* authorizer)
-      : store_(store), authorizer_(authorizer) {}
+  // Token times come from `clock` (the server's).
+  AdminServiceImpl(Store* store, Authorizer* authorizer, const Clock* clock)
+      : store_(store), authorizer_(authorizer), clock_(clock) {}
 
   grpc::Status CreateToken(grpc::ServerContext* context, const v1::CreateTokenRequest* request,
                            v1::CreateTokenResponse* response) override;
@@ -38,6 +40,7 @@ class AdminServiceImpl final : public v1::AdminService::Service {
  private:
   Store* store_;
   Authorizer* authorizer_;
+  const Clock* clock_;
   // Serialises revocations, so that two curators revoking each other's
   // tokens at once cannot both pass the last-curator check.
   std::mutex revoke_mutex_;

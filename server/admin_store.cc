@@ -38,9 +38,9 @@ absl::Status Store::InsertToken(const v1::TokenInfo& info, const std::string& di
   if (RoleProtoName(info.role())[0] == '\0') {
     return absl::InvalidArgumentError("a token needs a role: curator, analyst or device");
   }
-  std::lock_guard<std::mutex> lock(mutex_);
+  auto db = database_->Lock();
   DPC_ASSIGN_OR_RETURN(auto insert,
-                       db_->Prepare(absl::StrCat("INSERT INTO tokens (", kTokenColumns,
+                       db->Prepare(absl::StrCat("INSERT INTO tokens (", kTokenColumns,
                                                  ") VALUES (?, ?, ?, ?, ?, ?, NULL, NULL)")));
   return insert.Bind(1, info.token_id())
       .Bind(2, RoleProtoName(info.role()))
@@ -52,9 +52,9 @@ absl::Status Store::InsertToken(const v1::TokenInfo& info, const std::string& di
 }
 
 absl::StatusOr<std::vector<Store::StoredToken>> Store::ListTokens(bool include_revoked) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  auto db = database_->Lock();
   DPC_ASSIGN_OR_RETURN(
-      auto query, db_->Prepare(absl::StrCat("SELECT ", kTokenColumns, " FROM tokens",
+      auto query, db->Prepare(absl::StrCat("SELECT ", kTokenColumns, " FROM tokens",
                                             include_revoked ? "" : " WHERE revoked_unix IS NULL",
                                             " ORDER BY created_unix, id")));
   std::vector<StoredToken> tokens;
@@ -68,9 +68,9 @@ absl::StatusOr<std::vector<Store::StoredToken>> Store::ListTokens(bool include_r
 
 absl::StatusOr<v1::TokenInfo> Store::RevokeToken(const std::string& token_id,
                                                  const std::string& revoked_by) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  DPC_ASSIGN_OR_RETURN(auto transaction, Transaction::BeginImmediate(db_.get()));
-  DPC_ASSIGN_OR_RETURN(auto query, db_->Prepare(absl::StrCat("SELECT ", kTokenColumns,
+  auto db = database_->Lock();
+  DPC_ASSIGN_OR_RETURN(auto transaction, Transaction::BeginImmediate(db.get()));
+  DPC_ASSIGN_OR_RETURN(auto query, db->Prepare(absl::StrCat("SELECT ", kTokenColumns,
                                                              " FROM tokens WHERE id = ?")));
   query.Bind(1, token_id);
   DPC_ASSIGN_OR_RETURN(bool found, query.Step());
@@ -84,8 +84,8 @@ absl::StatusOr<v1::TokenInfo> Store::RevokeToken(const std::string& token_id,
                                                       " is already revoked (at unix time ",
                                                       token.info.revoked_unix(), ")"));
   }
-  const int64_t now = UnixNow();
-  DPC_ASSIGN_OR_RETURN(auto update, db_->Prepare("UPDATE tokens SET revoked_unix = ?, "
+  const int64_t now = clock_->UnixNow();
+  DPC_ASSIGN_OR_RETURN(auto update, db->Prepare("UPDATE tokens SET revoked_unix = ?, "
                                                  "revoked_by = ? WHERE id = ?"));
   DPC_RETURN_IF_ERROR(update.Bind(1, now).Bind(2, revoked_by).Bind(3, token_id).Run());
   DPC_RETURN_IF_ERROR(transaction.Commit());
@@ -95,9 +95,9 @@ absl::StatusOr<v1::TokenInfo> Store::RevokeToken(const std::string& token_id,
 }
 
 absl::Status Store::AppendAudit(const v1::AuditRecord& record) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  auto db = database_->Lock();
   DPC_ASSIGN_OR_RETURN(auto insert,
-                       db_->Prepare("INSERT INTO audit_log (created_unix, principal, role, "
+                       db->Prepare("INSERT INTO audit_log (created_unix, principal, role, "
                                     "method, target, code, epsilon, detail) VALUES (?, ?, ?, ?, "
                                     "?, ?, ?, ?)"));
   return insert.Bind(1, record.created_unix())
@@ -115,9 +115,9 @@ absl::StatusOr<std::vector<v1::AuditRecord>> Store::ListAudit(int limit, int64_t
   if (limit < 0) return absl::InvalidArgumentError("limit must be >= 0");
   if (limit == 0) limit = kDefaultAuditLimit;
   limit = std::min(limit, kMaxAuditLimit);
-  std::lock_guard<std::mutex> lock(mutex_);
+  auto db = database_->Lock();
   DPC_ASSIGN_OR_RETURN(auto query,
-                       db_->Prepare(absl::StrCat("SELECT ", kAuditColumns,
+                       db->Prepare(absl::StrCat("SELECT ", kAuditColumns,
                                                  " FROM audit_log WHERE (? = 0 OR id < ?) ORDER "
                                                  "BY id DESC LIMIT ?")));
   query.Bind(1, before_id).Bind(2, before_id).Bind(3, int64_t{limit});

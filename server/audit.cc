@@ -31,7 +31,7 @@ std::optional<Role> RoleFromProto(v1::Role role) {
 
 void AuditLog::Write(const CallRecord& call) {
   v1::AuditRecord record;
-  record.set_created_unix(UnixNow());
+  record.set_created_unix(clock_->UnixNow());
   record.set_principal(call.principal);
   if (call.role.has_value()) record.set_role(RoleToProto(*call.role));
   record.set_method(call.method);

@@ -7,6 +7,7 @@
 
 #include "dpcurator/v1/dpcurator.pb.h"
 #include "server/auth.h"
+#include "server/clock.h"
 #include "server/store.h"
 
 namespace dpcurator::server {
@@ -23,7 +24,8 @@ namespace dpcurator::server {
 // and counted (failures()), and the ledger stays the authority on epsilon.
 class AuditLog {
  public:
-  explicit AuditLog(Store* store) : store_(store) {}
+  // Rows are dated by `clock` (the server's).
+  AuditLog(Store* store, const Clock* clock) : store_(store), clock_(clock) {}
 
   void Write(const CallRecord& call);
   // Audit rows that could not be written since start-up.
@@ -34,6 +36,7 @@ class AuditLog {
 
  private:
   Store* store_;
+  const Clock* clock_;
   std::atomic<int64_t> failures_{0};
 };
 

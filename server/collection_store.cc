@@ -38,11 +38,11 @@ absl::StatusOr<v1::Collection> Store::CreateCollection(const std::string& name,
                                                        const v1::CollectionParams& resolved,
                                                        int dimension, double noise_scale,
                                                        double regularizer, int cost_exponent) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  auto db = database_->Lock();
   const std::string id = NewId("col");
-  DPC_ASSIGN_OR_RETURN(auto transaction, Transaction::BeginImmediate(db_.get()));
+  DPC_ASSIGN_OR_RETURN(auto transaction, Transaction::BeginImmediate(db.get()));
   DPC_ASSIGN_OR_RETURN(auto insert,
-                       db_->Prepare(absl::StrCat("INSERT INTO collections (", kCollectionColumns,
+                       db->Prepare(absl::StrCat("INSERT INTO collections (", kCollectionColumns,
                                                  ") VALUES (?, ?, ?, 'OPEN', ?, ?, ?, ?, 0, ?)")));
   DPC_RETURN_IF_ERROR(insert.Bind(1, id)
                           .Bind(2, name)
@@ -51,20 +51,21 @@ absl::StatusOr<v1::Collection> Store::CreateCollection(const std::string& name,
                           .Bind(5, noise_scale)
                           .Bind(6, regularizer)
                           .Bind(7, int64_t{cost_exponent})
-                          .Bind(8, UnixNow())
+                          .Bind(8, clock_->UnixNow())
                           .Run());
   DPC_RETURN_IF_ERROR(transaction.Commit());
-  return GetCollectionLocked(id);
+  return GetCollectionLocked(db, id);
 }
 
 absl::StatusOr<v1::Collection> Store::GetCollection(const std::string& collection_id) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return GetCollectionLocked(collection_id);
+  auto db = database_->Lock();
+  return GetCollectionLocked(db, collection_id);
 }
 
-absl::StatusOr<v1::Collection> Store::GetCollectionLocked(const std::string& collection_id) {
+absl::StatusOr<v1::Collection> Store::GetCollectionLocked(const SharedDatabase::Locked& db,
+                                                          const std::string& collection_id) {
   DPC_ASSIGN_OR_RETURN(auto query,
-                       db_->Prepare(absl::StrCat("SELECT ", kCollectionColumns,
+                       db->Prepare(absl::StrCat("SELECT ", kCollectionColumns,
                                                  " FROM collections WHERE id = ?")));
   query.Bind(1, collection_id);
   DPC_ASSIGN_OR_RETURN(bool found, query.Step());
@@ -75,11 +76,11 @@ absl::StatusOr<v1::Collection> Store::GetCollectionLocked(const std::string& col
 }
 
 absl::StatusOr<v1::Collection> Store::CloseCollection(const std::string& collection_id) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  DPC_ASSIGN_OR_RETURN(auto transaction, Transaction::BeginImmediate(db_.get()));
-  DPC_ASSIGN_OR_RETURN(v1::Collection collection, GetCollectionLocked(collection_id));
+  auto db = database_->Lock();
+  DPC_ASSIGN_OR_RETURN(auto transaction, Transaction::BeginImmediate(db.get()));
+  DPC_ASSIGN_OR_RETURN(v1::Collection collection, GetCollectionLocked(db, collection_id));
   DPC_ASSIGN_OR_RETURN(auto update,
-                       db_->Prepare("UPDATE collections SET state = 'CLOSED' WHERE id = ?"));
+                       db->Prepare("UPDATE collections SET state = 'CLOSED' WHERE id = ?"));
   DPC_RETURN_IF_ERROR(update.Bind(1, collection_id).Run());
   DPC_RETURN_IF_ERROR(transaction.Commit());
   collection.set_state(v1::Collection::CLOSED);
@@ -89,11 +90,11 @@ absl::StatusOr<v1::Collection> Store::CloseCollection(const std::string& collect
 absl::StatusOr<v1::SubmitReportsAck> Store::IngestReports(const std::string& collection_id,
                                                           const v1::SubmitReportsRequest& batch,
                                                           int64_t batch_index) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  auto db = database_->Lock();
   v1::SubmitReportsAck ack;
   ack.set_batch_index(batch_index);
-  DPC_ASSIGN_OR_RETURN(auto transaction, Transaction::BeginImmediate(db_.get()));
-  DPC_ASSIGN_OR_RETURN(v1::Collection collection, GetCollectionLocked(collection_id));
+  DPC_ASSIGN_OR_RETURN(auto transaction, Transaction::BeginImmediate(db.get()));
+  DPC_ASSIGN_OR_RETURN(v1::Collection collection, GetCollectionLocked(db, collection_id));
   if (collection.state() != v1::Collection::OPEN) {
     return absl::FailedPreconditionError(
         absl::StrCat("collection '", collection_id, "' is closed and accepts no more reports"));
@@ -102,15 +103,15 @@ absl::StatusOr<v1::SubmitReportsAck> Store::IngestReports(const std::string& col
   const double bound = ReportValueBound(collection.params().radius());
   if (insert_report_ == nullptr) {
     DPC_ASSIGN_OR_RETURN(Statement insert,
-                         db_->Prepare("INSERT OR IGNORE INTO ldp_reports (collection_id, "
+                         db->Prepare("INSERT OR IGNORE INTO ldp_reports (collection_id, "
                                       "report_id, report, created_unix) VALUES (?, ?, ?, ?)"));
     insert_report_ = std::make_unique<Statement>(std::move(insert));
     DPC_ASSIGN_OR_RETURN(Statement count,
-                         db_->Prepare("UPDATE collections SET report_count = report_count + ? "
+                         db->Prepare("UPDATE collections SET report_count = report_count + ? "
                                       "WHERE id = ?"));
     count_reports_ = std::make_unique<Statement>(std::move(count));
   }
-  const int64_t now = UnixNow();
+  const int64_t now = clock_->UnixNow();
   int accepted = 0;
   int duplicates = 0;
   for (int i = 0; i < batch.reports_size(); ++i) {
@@ -133,7 +134,7 @@ absl::StatusOr<v1::SubmitReportsAck> Store::IngestReports(const std::string& col
                               .Run();
     insert_report_->Reset();
     DPC_RETURN_IF_ERROR(status);
-    if (db_->Changes() == 1) {
+    if (db->Changes() == 1) {
       ++accepted;
     } else {
       ++duplicates;
@@ -156,9 +157,9 @@ absl::StatusOr<int> Store::ReadReportPage(const std::string& collection_id, int 
                                           const std::string& after_report_id, int max_rows,
                                           std::vector<double>* values,
                                           std::string* last_report_id) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  auto db = database_->Lock();
   DPC_ASSIGN_OR_RETURN(auto query,
-                       db_->Prepare("SELECT report_id, report FROM ldp_reports WHERE "
+                       db->Prepare("SELECT report_id, report FROM ldp_reports WHERE "
                                     "collection_id = ? AND report_id > ? ORDER BY report_id "
                                     "LIMIT ?"));
   query.Bind(1, collection_id).BindBlob(2, after_report_id).Bind(3, int64_t{max_rows});

@@ -45,14 +45,19 @@ bool IsLoopbackListenAddress(const std::string& address) {
 }
 
 absl::StatusOr<std::vector<std::string>> CuratorServer::CheckDatabase(const std::string& db_path) {
-  DPC_ASSIGN_OR_RETURN(std::unique_ptr<Store> store, Store::Open(db_path));
-  Ledger ledger(store.get());
+  const Clock* clock = &SystemClock::Get();
+  DPC_ASSIGN_OR_RETURN(std::unique_ptr<SharedDatabase> database, SharedDatabase::Open(db_path));
+  DPC_ASSIGN_OR_RETURN(std::unique_ptr<Store> store, Store::Open(database.get(), clock));
+  Ledger ledger(database.get(), clock);
   return IntegrityProblems(store.get(), &ledger);
 }
 
 absl::StatusOr<std::unique_ptr<CuratorServer>> CuratorServer::Start(const ServerOptions& options) {
   if (options.db_path.empty()) {
     return absl::InvalidArgumentError("--db is required: the SQLite file for datasets and ledger");
+  }
+  if (options.clock == nullptr) {
+    return absl::InvalidArgumentError("ServerOptions::clock is null (leave the default)");
   }
   if (!options.metrics_listen_address.empty() && !options.metrics_allow_remote &&
       !IsLoopbackListenAddress(options.metrics_listen_address)) {
@@ -95,8 +100,15 @@ absl::StatusOr<std::unique_ptr<CuratorServer>> CuratorServer::Start(const Server
 
   std::unique_ptr<CuratorServer> server(new CuratorServer());
   server->metrics_ = std::move(metrics);
-  DPC_ASSIGN_OR_RETURN(server->store_, Store::Open(options.db_path));
-  server->ledger_ = std::make_unique<Ledger>(server->store_.get());
+  server->clock_ = options.clock;
+  // Clamped as the reaper always did: a timeout under a second reaps
+  // sessions idle for a second.
+  server->session_idle_timeout_seconds_ =
+      std::max<int64_t>(options.session_idle_timeout_seconds, 1);
+  // One connection, shared: Store migrates it, Ledger uses the same one.
+  DPC_ASSIGN_OR_RETURN(server->database_, SharedDatabase::Open(options.db_path));
+  DPC_ASSIGN_OR_RETURN(server->store_, Store::Open(server->database_.get(), server->clock_));
+  server->ledger_ = std::make_unique<Ledger>(server->database_.get(), server->clock_);
   DPC_ASSIGN_OR_RETURN(server->integrity_problems_,
                        IntegrityProblems(server->store_.get(), server->ledger_.get()));
   if (!server->integrity_problems_.empty()) {
@@ -114,7 +126,7 @@ absl::StatusOr<std::unique_ptr<CuratorServer>> CuratorServer::Start(const Server
       !loaded.ok()) {
     LogEvent(LogLevel::kWarning, "metrics_refresh_failed").Code(loaded.code());
   }
-  server->audit_log_ = std::make_unique<AuditLog>(server->store_.get());
+  server->audit_log_ = std::make_unique<AuditLog>(server->store_.get(), server->clock_);
   server->authorizer_ =
       std::make_unique<Authorizer>(std::move(tokens), server->audit_log_->Sink());
   // Tokens made by AdminService.CreateToken and not revoked.
@@ -125,16 +137,19 @@ absl::StatusOr<std::unique_ptr<CuratorServer>> CuratorServer::Start(const Server
         "token) to bootstrap; later tokens come from `dpcurator admin token create`");
   }
   server->admin_service_ =
-      std::make_unique<AdminServiceImpl>(server->store_.get(), server->authorizer_.get());
+      std::make_unique<AdminServiceImpl>(server->store_.get(), server->authorizer_.get(),
+                                         server->clock_);
   server->dataset_service_ = std::make_unique<DatasetServiceImpl>(
       server->store_.get(), server->ledger_.get(), server->authorizer_.get(),
       server->metrics_.get());
   server->release_service_ = std::make_unique<ReleaseServiceImpl>(
       server->store_.get(), server->ledger_.get(), server->authorizer_.get(),
-      server->metrics_.get(), EngineSeams{options.failpoint, options.noise_source});
+      server->metrics_.get(),
+      EngineSeams{options.failpoint, options.noise_source, server->clock_});
   server->session_service_ = std::make_unique<SessionServiceImpl>(
       server->store_.get(), server->ledger_.get(), server->authorizer_.get(),
-      server->metrics_.get(), EngineSeams{options.failpoint, options.noise_source});
+      server->metrics_.get(),
+      EngineSeams{options.failpoint, options.noise_source, server->clock_});
   server->collection_service_ = std::make_unique<CollectionServiceImpl>(
       server->store_.get(), server->authorizer_.get(), server->metrics_.get());
 
@@ -160,26 +175,32 @@ absl::StatusOr<std::unique_ptr<CuratorServer>> CuratorServer::Start(const Server
                      "' (address in use, or not host:port?)"));
   }
   server->server_->GetHealthCheckService()->SetServingStatus(true);
-  // Abandoned sessions: checked at a tenth of the timeout (1 s to 60 s).
-  const int64_t timeout = std::max<int64_t>(options.session_idle_timeout_seconds, 1);
-  const auto period = std::chrono::seconds(std::clamp<int64_t>(timeout / 10, 1, 60));
+  // Abandoned sessions: checked at a tenth of the timeout (1 s to 60 s) of
+  // real time; whether a session is idle is the clock's call.
+  const auto period = std::chrono::seconds(
+      std::clamp<int64_t>(server->session_idle_timeout_seconds_ / 10, 1, 60));
   CuratorServer* self = server.get();
-  server->reaper_ = std::thread([self, timeout, period] {
+  server->reaper_ = std::thread([self, period] {
     std::unique_lock<std::mutex> lock(self->reaper_mutex_);
     while (!self->reaper_wake_.wait_for(lock, period, [self] { return self->stopping_; })) {
-      auto closed = self->ledger_->CloseIdleSessions(timeout);
-      if (closed.ok() && *closed > 0) {
-        // Their unused steps were refunded: the gauges follow.
-        if (absl::Status refreshed =
-                RefreshAllBudgets(*self->store_, *self->ledger_, *self->metrics_);
-            !refreshed.ok()) {
-          LogEvent(LogLevel::kWarning, "metrics_refresh_failed").Code(refreshed.code());
-        }
-        LogEvent(LogLevel::kInfo, "sessions_abandoned").Int("count", *closed);
-      }
+      self->ReapIdleSessions().IgnoreError();  // a failed pass is retried next period
     }
   });
   return server;
+}
+
+absl::StatusOr<int> CuratorServer::ReapIdleSessions() {
+  if (database_ == nullptr) return absl::FailedPreconditionError("the server is shut down");
+  DPC_ASSIGN_OR_RETURN(int closed, ledger_->CloseIdleSessions(session_idle_timeout_seconds_));
+  if (closed > 0) {
+    // Their unused steps were refunded: the gauges follow.
+    if (absl::Status refreshed = RefreshAllBudgets(*store_, *ledger_, *metrics_);
+        !refreshed.ok()) {
+      LogEvent(LogLevel::kWarning, "metrics_refresh_failed").Code(refreshed.code());
+    }
+    LogEvent(LogLevel::kInfo, "sessions_abandoned").Int("count", closed);
+  }
+  return closed;
 }
 
 void CuratorServer::Shutdown(std::chrono::milliseconds grace) {
@@ -193,12 +214,14 @@ void CuratorServer::Shutdown(std::chrono::milliseconds grace) {
   if (reaper_.joinable()) reaper_.join();
   if (server_ == nullptr) {  // Start() failed before the gRPC server existed
     store_.reset();
+    database_.reset();
     return;
   }
   server_->GetHealthCheckService()->SetServingStatus(false);
   server_->Shutdown(std::chrono::system_clock::now() + grace);
   server_->Wait();
-  store_.reset();  // closes the database after the last RPC
+  store_.reset();
+  database_.reset();  // closes the database after the last RPC
 }
 
 void CuratorServer::Wait() { server_->Wait(); }

@@ -14,10 +14,12 @@
 #include "server/admin_service.h"
 #include "server/audit.h"
 #include "server/auth.h"
+#include "server/clock.h"
 #include "server/collection_service.h"
 #include "server/ledger.h"
 #include "server/metrics.h"
 #include "server/service.h"
+#include "server/shared_database.h"
 #include "server/store.h"
 
 namespace dpcurator::server {
@@ -44,6 +46,10 @@ struct ServerOptions {
   // An open session with no step for this long is closed and its unused
   // budget returned (ABANDONED).
   int64_t session_idle_timeout_seconds = 3600;
+  // Where every stored time comes from (created_unix, session idleness,
+  // token and audit times). Never null; must outlive the server. Tests pass
+  // a fake clock (tests/server/fake_clock.h) to move time without sleeping.
+  const Clock* clock = &SystemClock::Get();
   // host:port of the Prometheus /metrics endpoint; empty (the default): no
   // endpoint. Unauthenticated plaintext HTTP, so opt-in and never 0.0.0.0
   // unless asked for.
@@ -81,6 +87,15 @@ class CuratorServer {
   void Shutdown(std::chrono::milliseconds grace = std::chrono::seconds(5));
   void Wait();
   Store* store() { return store_.get(); }
+  // The connection Store and Ledger share; tests use it to inspect or
+  // damage the database directly (always under its lock).
+  SharedDatabase* database() { return database_.get(); }
+  // One pass of the idle-session reaper, as its thread runs it every tenth
+  // of the timeout: closes sessions idle for session_idle_timeout_seconds
+  // by the server's clock and refreshes the budget gauges. Returns how many
+  // were closed. Public so that tests with a fake clock need not wait for
+  // the thread.
+  absl::StatusOr<int> ReapIdleSessions();
   // Audit rows that could not be written since start (logged, not fatal).
   int64_t audit_failures() const { return audit_log_->failures(); }
   // Always present; serving /metrics only with a metrics_listen_address.
@@ -91,6 +106,10 @@ class CuratorServer {
 
  private:
   CuratorServer() = default;
+  const Clock* clock_ = nullptr;
+  int64_t session_idle_timeout_seconds_ = 0;
+  // Before store_ and ledger_, which point at it: destroyed after them.
+  std::unique_ptr<SharedDatabase> database_;
   std::unique_ptr<Store> store_;
   std::unique_ptr<Ledger> ledger_;
   std::unique_ptr<AuditLog> audit_log_;

@@ -110,7 +110,8 @@ struct Charge {
 // IMMEDIATE transaction: relation check, composed epsilon with the event
 // added, refusal above the cap naming spent / requested / cap; otherwise the
 // event row and the new running totals are written.
-absl::StatusOr<Charge> ChargeLocked(Database* db, const std::string& dataset_id,
+absl::StatusOr<Charge> ChargeLocked(Database* db, const Clock& clock,
+                                    const std::string& dataset_id,
                                     const LoadedDataset& dataset,
                                     privacy::AccountantState* state,
                                     const privacy::PrivacyEvent& event, const std::string& kind,
@@ -147,7 +148,7 @@ absl::StatusOr<Charge> ChargeLocked(Database* db, const std::string& dataset_id,
                           .Bind(7, int64_t{inverse_variance.has_value() ? 1 : 0})
                           .Bind(8, inverse_variance.value_or(0.0))
                           .Bind(9, alone.epsilon)
-                          .Bind(10, UnixNow())
+                          .Bind(10, clock.UnixNow())
                           .Run());
   Charge result;
   result.event_id = db->LastInsertRowId();
@@ -163,7 +164,7 @@ absl::StatusOr<Charge> ChargeLocked(Database* db, const std::string& dataset_id,
 // Appends a refund of `event` (all or part of the charge `refund_of`) and
 // updates the running totals. The refund row's description starts with the
 // encoded refunded event, so VerifyTotals can rebuild the totals.
-absl::Status RefundLocked(Database* db, const std::string& dataset_id,
+absl::Status RefundLocked(Database* db, const Clock& clock, const std::string& dataset_id,
                           const LoadedDataset& dataset, const std::string& owner_id,
                           const privacy::PrivacyEvent& event, int64_t refund_of,
                           const std::string& reason) {
@@ -189,7 +190,7 @@ absl::Status RefundLocked(Database* db, const std::string& dataset_id,
                           .Bind(7, inverse_variance.value_or(0.0))
                           .Bind(8, -alone.epsilon)
                           .Bind(9, refund_of)
-                          .Bind(10, UnixNow())
+                          .Bind(10, clock.UnixNow())
                           .Run());
   return SaveTotals(db, dataset_id, state);
 }
@@ -209,8 +210,8 @@ absl::StatusOr<Ledger::Admission> Ledger::Admit(const std::string& dataset_id,
         "a release request needs an idempotency key (the client generates one per request)");
   }
   const std::string idempotency_key = ScopedKey(caller, key);
-  std::lock_guard<std::mutex> lock(store_->mutex());
-  Database* db = store_->db();
+  auto locked = database_->Lock();
+  Database* db = locked.get();
   DPC_ASSIGN_OR_RETURN(auto transaction, Transaction::BeginImmediate(db));
   DPC_ASSIGN_OR_RETURN(LoadedDataset dataset, LoadDatasetBudget(db, dataset_id));
   DPC_ASSIGN_OR_RETURN(privacy::AccountantState state,
@@ -266,7 +267,7 @@ absl::StatusOr<Ledger::Admission> Ledger::Admit(const std::string& dataset_id,
 
   // 2. Release row, then the charge (refused above the cap; nothing is
   // written then, the transaction rolls back).
-  const int64_t now = UnixNow();
+  const int64_t now = clock_->UnixNow();
   if (retry_release_id.empty()) {
     admission.release_id = NewId("rel");
     DPC_ASSIGN_OR_RETURN(auto insert,
@@ -287,12 +288,12 @@ absl::StatusOr<Ledger::Admission> Ledger::Admit(const std::string& dataset_id,
                          db->Prepare("UPDATE releases SET status = 'PENDING' WHERE id = ?"));
     DPC_RETURN_IF_ERROR(update.Bind(1, admission.release_id).Run());
   }
-  DPC_ASSIGN_OR_RETURN(Charge charge, ChargeLocked(db, dataset_id, dataset, &state, event, kind,
-                                                   admission.release_id));
+  DPC_ASSIGN_OR_RETURN(Charge charge, ChargeLocked(db, *clock_, dataset_id, dataset, &state,
+                                                   event, kind, admission.release_id));
   DPC_ASSIGN_OR_RETURN(auto price, db->Prepare("UPDATE releases SET epsilon = ? WHERE id = ?"));
   DPC_RETURN_IF_ERROR(price.Bind(1, charge.epsilon_alone).Bind(2, admission.release_id).Run());
   // 3. Durable (synchronous=FULL) before anything is computed; the attempt
-  // lease is taken under the same store mutex, so no retry can slip between.
+  // lease is taken under the same database lock, so no retry can slip between.
   DPC_RETURN_IF_ERROR(transaction.Commit());
   {
     std::lock_guard<std::mutex> attempts(attempts_mutex_);
@@ -308,8 +309,8 @@ absl::StatusOr<Ledger::Admission> Ledger::Admit(const std::string& dataset_id,
 
 absl::StatusOr<std::string> Ledger::Complete(const std::string& release_id,
                                              const std::string& artefact) {
-  std::lock_guard<std::mutex> lock(store_->mutex());
-  Database* db = store_->db();
+  auto locked = database_->Lock();
+  Database* db = locked.get();
   DPC_ASSIGN_OR_RETURN(auto transaction, Transaction::BeginImmediate(db));
   DPC_ASSIGN_OR_RETURN(auto update,
                        db->Prepare("UPDATE releases SET status = 'DONE', artefact = ? WHERE id = ? "
@@ -338,8 +339,8 @@ void Ledger::EndAttempt(const std::string& release_id) {
 
 absl::Status Ledger::FailAfterRowsRead(const std::string& release_id,
                                        const std::string& incident) {
-  std::lock_guard<std::mutex> lock(store_->mutex());
-  Database* db = store_->db();
+  auto locked = database_->Lock();
+  Database* db = locked.get();
   DPC_ASSIGN_OR_RETURN(auto transaction, Transaction::BeginImmediate(db));
   DPC_ASSIGN_OR_RETURN(auto update,
                        db->Prepare("UPDATE releases SET status = 'FAILED', charged_failure = 1, "
@@ -353,8 +354,8 @@ absl::Status Ledger::FailAfterRowsRead(const std::string& release_id,
 }
 
 absl::Status Ledger::Refund(const std::string& release_id, const std::string& reason) {
-  std::lock_guard<std::mutex> lock(store_->mutex());
-  Database* db = store_->db();
+  auto locked = database_->Lock();
+  Database* db = locked.get();
   DPC_ASSIGN_OR_RETURN(auto transaction, Transaction::BeginImmediate(db));
   // Compare-and-set first: only a PENDING release that nothing delivered is
   // refunded. A DONE release (delivered by another attempt) or a FAILED one
@@ -385,14 +386,14 @@ absl::Status Ledger::Refund(const std::string& release_id, const std::string& re
   DPC_ASSIGN_OR_RETURN(privacy::PrivacyEvent event, privacy::DecodeEvent(charge_query.ColumnText(3)));
   DPC_ASSIGN_OR_RETURN(LoadedDataset dataset, LoadDatasetBudget(db, dataset_id));
   DPC_RETURN_IF_ERROR(
-      RefundLocked(db, dataset_id, dataset, release_id, event, event_id, reason));
+      RefundLocked(db, *clock_, dataset_id, dataset, release_id, event, event_id, reason));
   return transaction.Commit();
 }
 
 absl::StatusOr<v1::BudgetReport> Ledger::Report(const std::string& dataset_id,
                                                  const Caller& caller) {
-  std::lock_guard<std::mutex> lock(store_->mutex());
-  Database* db = store_->db();
+  auto locked = database_->Lock();
+  Database* db = locked.get();
   DPC_ASSIGN_OR_RETURN(LoadedDataset dataset, LoadDatasetBudget(db, dataset_id));
   DPC_ASSIGN_OR_RETURN(privacy::AccountantState state,
                        LoadTotals(db, dataset_id, dataset.relation));
@@ -447,9 +448,9 @@ absl::StatusOr<v1::BudgetReport> Ledger::Report(const std::string& dataset_id,
 absl::StatusOr<std::string> Ledger::GetArtefact(const std::string& release_id,
                                                 const Caller& caller,
                                                 std::string* dataset_id) {
-  std::lock_guard<std::mutex> lock(store_->mutex());
-  DPC_ASSIGN_OR_RETURN(auto query, store_->db()->Prepare("SELECT status, artefact, dataset_id, "
-                                                         "owner FROM releases WHERE id = ?"));
+  auto db = database_->Lock();
+  DPC_ASSIGN_OR_RETURN(auto query, db->Prepare("SELECT status, artefact, dataset_id, "
+                                               "owner FROM releases WHERE id = ?"));
   query.Bind(1, release_id);
   DPC_ASSIGN_OR_RETURN(bool found, query.Step());
   // Another principal's release reads exactly like one that does not exist.
@@ -467,11 +468,11 @@ absl::StatusOr<std::string> Ledger::GetArtefact(const std::string& release_id,
 
 absl::StatusOr<v1::ListReleasesResponse> Ledger::ListReleases(const std::string& dataset_id,
                                                               const Caller& caller) {
-  std::lock_guard<std::mutex> lock(store_->mutex());
+  auto db = database_->Lock();
   DPC_ASSIGN_OR_RETURN(auto query,
-                       store_->db()->Prepare("SELECT id, kind, idempotency_key, status, epsilon, "
-                                             "created_unix, owner FROM releases WHERE "
-                                             "dataset_id = ? ORDER BY created_unix, id"));
+                       db->Prepare("SELECT id, kind, idempotency_key, status, epsilon, "
+                                   "created_unix, owner FROM releases WHERE "
+                                   "dataset_id = ? ORDER BY created_unix, id"));
   query.Bind(1, dataset_id);
   v1::ListReleasesResponse response;
   while (true) {
@@ -537,7 +538,8 @@ absl::Status FillBudget(Database* db, v1::Session* session) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<v1::Session> CloseSessionLocked(Database* db, const std::string& session_id,
+absl::StatusOr<v1::Session> CloseSessionLocked(Database* db, const Clock& clock,
+                                               const std::string& session_id,
                                                const std::string& final_state) {
   DPC_ASSIGN_OR_RETURN(LoadedSession loaded, LoadSession(db, session_id));
   v1::Session& session = loaded.session;
@@ -553,7 +555,7 @@ absl::StatusOr<v1::Session> CloseSessionLocked(Database* db, const std::string& 
                          privacy::PrivacyEvent::SelfCompose(step_event, session.steps_reserved()));
     DPC_ASSIGN_OR_RETURN(LoadedDataset dataset, LoadDatasetBudget(db, session.dataset_id()));
     DPC_RETURN_IF_ERROR(RefundLocked(
-        db, session.dataset_id(), dataset, session_id, reserved, loaded.reserve_event_id,
+        db, clock, session.dataset_id(), dataset, session_id, reserved, loaded.reserve_event_id,
         absl::StrCat("session ", final_state == "ABANDONED" ? "abandoned" : "closed", " after ",
                      used, " of ", session.steps_reserved(), " reserved steps")));
     if (used > 0) {
@@ -563,7 +565,7 @@ absl::StatusOr<v1::Session> CloseSessionLocked(Database* db, const std::string& 
                            LoadTotals(db, session.dataset_id(), dataset.relation));
       // Cannot be refused: `used` steps cost no more than the reservation
       // the state held a moment ago.
-      DPC_RETURN_IF_ERROR(ChargeLocked(db, session.dataset_id(), dataset, &state, ran,
+      DPC_RETURN_IF_ERROR(ChargeLocked(db, clock, session.dataset_id(), dataset, &state, ran,
                                        "session_steps", session_id)
                               .status());
     }
@@ -571,7 +573,8 @@ absl::StatusOr<v1::Session> CloseSessionLocked(Database* db, const std::string& 
   DPC_ASSIGN_OR_RETURN(auto update,
                        db->Prepare("UPDATE sessions SET state = ?, last_activity_unix = ? "
                                    "WHERE id = ?"));
-  DPC_RETURN_IF_ERROR(update.Bind(1, final_state).Bind(2, UnixNow()).Bind(3, session_id).Run());
+  DPC_RETURN_IF_ERROR(
+      update.Bind(1, final_state).Bind(2, clock.UnixNow()).Bind(3, session_id).Run());
   session.set_state(final_state);
   return session;
 }
@@ -586,8 +589,8 @@ absl::StatusOr<Ledger::SessionAdmission> Ledger::OpenSession(
     return absl::InvalidArgumentError("opening a session needs an idempotency key");
   }
   const std::string idempotency_key = ScopedKey(caller, key);
-  std::lock_guard<std::mutex> lock(store_->mutex());
-  Database* db = store_->db();
+  auto locked = database_->Lock();
+  Database* db = locked.get();
   DPC_ASSIGN_OR_RETURN(auto transaction, Transaction::BeginImmediate(db));
   DPC_ASSIGN_OR_RETURN(LoadedDataset dataset, LoadDatasetBudget(db, dataset_id));
   SessionAdmission admission;
@@ -611,9 +614,9 @@ absl::StatusOr<Ledger::SessionAdmission> Ledger::OpenSession(
   DPC_ASSIGN_OR_RETURN(privacy::PrivacyEvent reserved,
                        privacy::PrivacyEvent::SelfCompose(step_event, steps));
   const std::string session_id = NewId("ses");
-  DPC_ASSIGN_OR_RETURN(Charge charge, ChargeLocked(db, dataset_id, dataset, &state, reserved,
-                                                   "session_reserve", session_id));
-  const int64_t now = UnixNow();
+  DPC_ASSIGN_OR_RETURN(Charge charge, ChargeLocked(db, *clock_, dataset_id, dataset, &state,
+                                                   reserved, "session_reserve", session_id));
+  const int64_t now = clock_->UnixNow();
   DPC_ASSIGN_OR_RETURN(
       auto insert,
       db->Prepare("INSERT INTO sessions (id, dataset_id, idempotency_key, request, params, state, "
@@ -644,8 +647,8 @@ absl::StatusOr<Ledger::SessionAdmission> Ledger::OpenSession(
 
 absl::StatusOr<Ledger::StepAdmission> Ledger::BeginStep(const std::string& session_id,
                                                          const Caller& caller, int64_t step) {
-  std::lock_guard<std::mutex> lock(store_->mutex());
-  Database* db = store_->db();
+  auto locked = database_->Lock();
+  Database* db = locked.get();
   DPC_ASSIGN_OR_RETURN(LoadedSession loaded, LoadSessionFor(db, session_id, caller));
   StepAdmission admission;
   admission.session = loaded.session;
@@ -672,8 +675,8 @@ absl::StatusOr<Ledger::StepAdmission> Ledger::BeginStep(const std::string& sessi
 
 absl::StatusOr<Ledger::StoredStep> Ledger::RecordStep(const std::string& session_id,
                                                       int64_t step, const StoredStep& outcome) {
-  std::lock_guard<std::mutex> lock(store_->mutex());
-  Database* db = store_->db();
+  auto locked = database_->Lock();
+  Database* db = locked.get();
   DPC_ASSIGN_OR_RETURN(auto transaction, Transaction::BeginImmediate(db));
   DPC_ASSIGN_OR_RETURN(LoadedSession loaded, LoadSession(db, session_id));
   DPC_ASSIGN_OR_RETURN(auto stored, db->Prepare("SELECT artefact, incident FROM session_steps "
@@ -688,7 +691,7 @@ absl::StatusOr<Ledger::StoredStep> Ledger::RecordStep(const std::string& session
     return absl::FailedPreconditionError(
         absl::StrCat("session '", session_id, "' was closed while the step ran; not released"));
   }
-  const int64_t now = UnixNow();
+  const int64_t now = clock_->UnixNow();
   DPC_ASSIGN_OR_RETURN(auto insert,
                        db->Prepare("INSERT INTO session_steps (session_id, step, artefact, "
                                    "created_unix, incident) VALUES (?, ?, ?, ?, ?)"));
@@ -708,11 +711,12 @@ absl::StatusOr<Ledger::StoredStep> Ledger::RecordStep(const std::string& session
 absl::StatusOr<v1::Session> Ledger::CloseSession(const std::string& session_id,
                                                  const Caller& caller,
                                                  const std::string& final_state) {
-  std::lock_guard<std::mutex> lock(store_->mutex());
-  Database* db = store_->db();
+  auto locked = database_->Lock();
+  Database* db = locked.get();
   DPC_ASSIGN_OR_RETURN(auto transaction, Transaction::BeginImmediate(db));
   DPC_RETURN_IF_ERROR(LoadSessionFor(db, session_id, caller).status());
-  DPC_ASSIGN_OR_RETURN(v1::Session session, CloseSessionLocked(db, session_id, final_state));
+  DPC_ASSIGN_OR_RETURN(v1::Session session,
+                       CloseSessionLocked(db, *clock_, session_id, final_state));
   DPC_RETURN_IF_ERROR(transaction.Commit());
   DPC_RETURN_IF_ERROR(FillBudget(db, &session));
   return session;
@@ -720,20 +724,20 @@ absl::StatusOr<v1::Session> Ledger::CloseSession(const std::string& session_id,
 
 absl::StatusOr<v1::Session> Ledger::GetSession(const std::string& session_id,
                                                const Caller& caller) {
-  std::lock_guard<std::mutex> lock(store_->mutex());
-  Database* db = store_->db();
+  auto locked = database_->Lock();
+  Database* db = locked.get();
   DPC_ASSIGN_OR_RETURN(LoadedSession loaded, LoadSessionFor(db, session_id, caller));
   DPC_RETURN_IF_ERROR(FillBudget(db, &loaded.session));
   return loaded.session;
 }
 
 absl::StatusOr<int> Ledger::CloseIdleSessions(int64_t idle_seconds) {
-  std::lock_guard<std::mutex> lock(store_->mutex());
-  Database* db = store_->db();
+  auto locked = database_->Lock();
+  Database* db = locked.get();
   DPC_ASSIGN_OR_RETURN(auto transaction, Transaction::BeginImmediate(db));
   DPC_ASSIGN_OR_RETURN(auto idle, db->Prepare("SELECT id FROM sessions WHERE state = 'OPEN' AND "
                                               "last_activity_unix <= ?"));
-  idle.Bind(1, UnixNow() - idle_seconds);
+  idle.Bind(1, clock_->UnixNow() - idle_seconds);
   std::vector<std::string> ids;
   while (true) {
     DPC_ASSIGN_OR_RETURN(bool row, idle.Step());
@@ -741,15 +745,15 @@ absl::StatusOr<int> Ledger::CloseIdleSessions(int64_t idle_seconds) {
     ids.push_back(idle.ColumnText(0));
   }
   for (const std::string& id : ids) {
-    DPC_RETURN_IF_ERROR(CloseSessionLocked(db, id, "ABANDONED").status());
+    DPC_RETURN_IF_ERROR(CloseSessionLocked(db, *clock_, id, "ABANDONED").status());
   }
   DPC_RETURN_IF_ERROR(transaction.Commit());
   return static_cast<int>(ids.size());
 }
 
 absl::StatusOr<std::vector<std::string>> Ledger::VerifyTotals() {
-  std::lock_guard<std::mutex> lock(store_->mutex());
-  Database* db = store_->db();
+  auto locked = database_->Lock();
+  Database* db = locked.get();
   std::vector<std::string> problems;
   DPC_ASSIGN_OR_RETURN(auto datasets, db->Prepare("SELECT id, relation FROM datasets"));
   while (true) {

@@ -10,6 +10,8 @@
 #include "absl/status/statusor.h"
 #include "core/privacy/events.h"
 #include "dpcurator/v1/dpcurator.pb.h"
+#include "server/clock.h"
+#include "server/shared_database.h"
 #include "server/store.h"
 
 namespace dpcurator::server {
@@ -31,10 +33,13 @@ struct Caller {
 // The budget ledger (PRIVACY.md, "Admission"). One event per release; the
 // running RDP total per dataset lives in ledger_totals so that admission is
 // O(grid). Events are append-only: a refund is a new row that exactly negates
-// an earlier one.
+// an earlier one. The ledger's tables live in the same SQLite file as
+// Store's (the schema is Store's migrations) and are reached through the
+// same SharedDatabase, so a ledger call and a store call are serialised.
 class Ledger {
  public:
-  explicit Ledger(Store* store) : store_(store) {}
+  // `database` (migrated by Store::Open) and `clock` must outlive the ledger.
+  Ledger(SharedDatabase* database, const Clock* clock) : database_(database), clock_(clock) {}
 
   struct Admission {
     enum class Outcome {
@@ -142,8 +147,8 @@ class Ledger {
   absl::StatusOr<v1::Session> CloseSession(const std::string& session_id, const Caller& caller,
                                            const std::string& final_state = "CLOSED");
   absl::StatusOr<v1::Session> GetSession(const std::string& session_id, const Caller& caller);
-  // Closes (ABANDONED) every open session idle for at least idle_seconds;
-  // returns how many.
+  // Closes (ABANDONED) every open session idle for at least idle_seconds
+  // by the ledger's clock; returns how many.
   absl::StatusOr<int> CloseIdleSessions(int64_t idle_seconds);
 
   // Recomputes every dataset's totals from its events and compares them with
@@ -151,9 +156,10 @@ class Ledger {
   absl::StatusOr<std::vector<std::string>> VerifyTotals();
 
  private:
-  Store* store_;
+  SharedDatabase* database_;
+  const Clock* clock_;
   // Release ids with an attempt running in this process (the attempt
-  // lease). Taken inside Admit's transaction, under the store mutex.
+  // lease). Taken inside Admit's transaction, under the database lock.
   std::mutex attempts_mutex_;
   absl::flat_hash_set<std::string> attempts_;
 };

@@ -334,7 +334,7 @@ absl::StatusOr<v1::Release> ReleaseServiceImpl::RunReleaseEngine(const AdmittedR
 absl::Status ReleaseServiceImpl::DeliverRelease(Role role, const AdmittedRelease& admitted,
                                                 v1::Release computed, v1::Release* response) {
   const Ledger::Admission& admission = admitted.admission;
-  computed.set_created_unix(UnixNow());
+  computed.set_created_unix(clock_->UnixNow());
   DPC_ASSIGN_OR_RETURN(std::string delivered,
                        ledger_->Complete(admission.release_id, computed.SerializeAsString()));
   if (!response->ParseFromString(delivered)) {

@@ -11,6 +11,7 @@
 #include "dpcurator/v1/dpcurator.grpc.pb.h"
 #include "core/privacy/noise_source.h"
 #include "server/auth.h"
+#include "server/clock.h"
 #include "server/ledger.h"
 #include "server/metrics.h"
 #include "server/releases.h"
@@ -38,6 +39,7 @@ NoiseSourceFactory SecureNoiseSourceFactory();
 struct EngineSeams {
   Failpoint failpoint;
   NoiseSourceFactory noise_source;  // null: SecureNoiseSourceFactory()
+  const Clock* clock = nullptr;     // null: SystemClock (dates artefacts)
 };
 
 // What a client is told when a release or session step failed after private
@@ -83,7 +85,8 @@ class EngineServiceBase {
         metrics_(metrics),
         failpoint_(std::move(seams.failpoint)),
         noise_source_(seams.noise_source ? std::move(seams.noise_source)
-                                         : SecureNoiseSourceFactory()) {}
+                                         : SecureNoiseSourceFactory()),
+        clock_(seams.clock != nullptr ? seams.clock : &SystemClock::Get()) {}
 
   Store* store_;
   Ledger* ledger_;
@@ -91,6 +94,7 @@ class EngineServiceBase {
   Metrics* metrics_;
   Failpoint failpoint_;
   NoiseSourceFactory noise_source_;
+  const Clock* clock_;
 };
 
 class ReleaseServiceImpl final : public v1::ReleaseService::Service, private EngineServiceBase {

@@ -1,6 +1,5 @@
 #include "server/store.h"
 
-#include <chrono>
 #include <cstring>
 
 #include "absl/status/status.h"
@@ -212,24 +211,18 @@ std::string NewId(const std::string& prefix) {
                          privacy::SecureRandomU64());
 }
 
-int64_t UnixNow() {
-  return std::chrono::duration_cast<std::chrono::seconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
-absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& path) {
-  DPC_ASSIGN_OR_RETURN(auto db, Database::Open(path));
-  std::unique_ptr<Store> store(new Store(std::move(db)));
+absl::StatusOr<std::unique_ptr<Store>> Store::Open(SharedDatabase* database,
+                                                   const Clock* clock) {
+  std::unique_ptr<Store> store(new Store(database, clock));
   DPC_RETURN_IF_ERROR(store->Migrate());
   return store;
 }
 
 absl::Status Store::Migrate() {
-  std::lock_guard<std::mutex> lock(mutex_);
-  DPC_RETURN_IF_ERROR(db_->Exec("CREATE TABLE IF NOT EXISTS schema_migrations ("
+  auto db = database_->Lock();
+  DPC_RETURN_IF_ERROR(db->Exec("CREATE TABLE IF NOT EXISTS schema_migrations ("
                                 "version INTEGER PRIMARY KEY, applied_unix INTEGER NOT NULL)"));
-  DPC_ASSIGN_OR_RETURN(auto query, db_->Prepare("SELECT COALESCE(MAX(version), 0) FROM "
+  DPC_ASSIGN_OR_RETURN(auto query, db->Prepare("SELECT COALESCE(MAX(version), 0) FROM "
                                                 "schema_migrations"));
   DPC_ASSIGN_OR_RETURN(bool has_row, query.Step());
   int version = has_row ? static_cast<int>(query.ColumnInt(0)) : 0;
@@ -240,10 +233,10 @@ absl::Status Store::Migrate() {
         "); upgrade the server"));
   }
   for (int next = version + 1; next <= kLatest; ++next) {
-    DPC_ASSIGN_OR_RETURN(auto transaction, Transaction::BeginImmediate(db_.get()));
-    DPC_RETURN_IF_ERROR(db_->Exec(kMigrations[next - 1]));
-    DPC_ASSIGN_OR_RETURN(auto record, db_->Prepare("INSERT INTO schema_migrations VALUES (?, ?)"));
-    DPC_RETURN_IF_ERROR(record.Bind(1, int64_t{next}).Bind(2, UnixNow()).Run());
+    DPC_ASSIGN_OR_RETURN(auto transaction, Transaction::BeginImmediate(db.get()));
+    DPC_RETURN_IF_ERROR(db->Exec(kMigrations[next - 1]));
+    DPC_ASSIGN_OR_RETURN(auto record, db->Prepare("INSERT INTO schema_migrations VALUES (?, ?)"));
+    DPC_RETURN_IF_ERROR(record.Bind(1, int64_t{next}).Bind(2, clock_->UnixNow()).Run());
     DPC_RETURN_IF_ERROR(transaction.Commit());
     version = next;
   }
@@ -253,14 +246,14 @@ absl::Status Store::Migrate() {
 
 absl::StatusOr<v1::Dataset> Store::CreateDataset(const v1::CreateDatasetRequest& request) {
   DPC_ASSIGN_OR_RETURN(data::Schema schema, SchemaFromProto(request.schema()));
-  std::lock_guard<std::mutex> lock(mutex_);
+  auto db = database_->Lock();
   const std::string id = NewId("ds");
-  const int64_t now = UnixNow();
+  const int64_t now = clock_->UnixNow();
   const v1::TableSchema canonical = SchemaToProto(schema);
-  DPC_ASSIGN_OR_RETURN(auto transaction, Transaction::BeginImmediate(db_.get()));
+  DPC_ASSIGN_OR_RETURN(auto transaction, Transaction::BeginImmediate(db.get()));
   DPC_ASSIGN_OR_RETURN(
       auto insert,
-      db_->Prepare(absl::StrCat("INSERT INTO datasets (", kDatasetColumns,
+      db->Prepare(absl::StrCat("INSERT INTO datasets (", kDatasetColumns,
                                 ") VALUES (?, ?, ?, ?, ?, ?, ?, 0, 0, ?)")));
   const v1::NeighbouringRelation relation =
       request.relation() == v1::REPLACE_ONE ? v1::REPLACE_ONE : v1::ADD_REMOVE;
@@ -274,16 +267,17 @@ absl::StatusOr<v1::Dataset> Store::CreateDataset(const v1::CreateDatasetRequest&
                           .Bind(8, now)
                           .Run());
   DPC_RETURN_IF_ERROR(transaction.Commit());
-  return GetDatasetLocked(id);
+  return GetDatasetLocked(db, id);
 }
 
 absl::StatusOr<v1::Dataset> Store::GetDataset(const std::string& dataset_id) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return GetDatasetLocked(dataset_id);
+  auto db = database_->Lock();
+  return GetDatasetLocked(db, dataset_id);
 }
 
-absl::StatusOr<v1::Dataset> Store::GetDatasetLocked(const std::string& dataset_id) {
-  DPC_ASSIGN_OR_RETURN(auto query, db_->Prepare(absl::StrCat("SELECT ", kDatasetColumns,
+absl::StatusOr<v1::Dataset> Store::GetDatasetLocked(const SharedDatabase::Locked& db,
+                                                    const std::string& dataset_id) {
+  DPC_ASSIGN_OR_RETURN(auto query, db->Prepare(absl::StrCat("SELECT ", kDatasetColumns,
                                                              " FROM datasets WHERE id = ?")));
   query.Bind(1, dataset_id);
   DPC_ASSIGN_OR_RETURN(bool found, query.Step());
@@ -295,8 +289,8 @@ absl::StatusOr<v1::Dataset> Store::GetDatasetLocked(const std::string& dataset_i
 }
 
 absl::StatusOr<std::vector<v1::Dataset>> Store::ListDatasets() {
-  std::lock_guard<std::mutex> lock(mutex_);
-  DPC_ASSIGN_OR_RETURN(auto query, db_->Prepare(absl::StrCat("SELECT ", kDatasetColumns,
+  auto db = database_->Lock();
+  DPC_ASSIGN_OR_RETURN(auto query, db->Prepare(absl::StrCat("SELECT ", kDatasetColumns,
                                                              " FROM datasets ORDER BY created_unix, id")));
   std::vector<v1::Dataset> datasets;
   while (true) {
@@ -309,9 +303,9 @@ absl::StatusOr<std::vector<v1::Dataset>> Store::ListDatasets() {
 
 absl::StatusOr<int64_t> Store::AppendRows(const std::string& dataset_id,
                                           const data::Table& rows) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  DPC_ASSIGN_OR_RETURN(auto transaction, Transaction::BeginImmediate(db_.get()));
-  DPC_ASSIGN_OR_RETURN(v1::Dataset dataset, GetDatasetLocked(dataset_id));
+  auto db = database_->Lock();
+  DPC_ASSIGN_OR_RETURN(auto transaction, Transaction::BeginImmediate(db.get()));
+  DPC_ASSIGN_OR_RETURN(v1::Dataset dataset, GetDatasetLocked(db, dataset_id));
   if (dataset.sealed()) {
     return absl::FailedPreconditionError(absl::StrCat(
         "dataset '", dataset_id,
@@ -321,19 +315,19 @@ absl::StatusOr<int64_t> Store::AppendRows(const std::string& dataset_id,
     return absl::InvalidArgumentError("row chunk does not match the dataset's schema");
   }
   DPC_ASSIGN_OR_RETURN(auto next_chunk,
-                       db_->Prepare("SELECT COALESCE(MAX(chunk), -1) + 1 FROM row_chunks "
+                       db->Prepare("SELECT COALESCE(MAX(chunk), -1) + 1 FROM row_chunks "
                                     "WHERE dataset_id = ?"));
   next_chunk.Bind(1, dataset_id);
   DPC_ASSIGN_OR_RETURN(bool has_row, next_chunk.Step());
   const int64_t chunk = has_row ? next_chunk.ColumnInt(0) : 0;
-  DPC_ASSIGN_OR_RETURN(auto insert, db_->Prepare("INSERT INTO row_chunks VALUES (?, ?, ?, ?)"));
+  DPC_ASSIGN_OR_RETURN(auto insert, db->Prepare("INSERT INTO row_chunks VALUES (?, ?, ?, ?)"));
   DPC_RETURN_IF_ERROR(insert.Bind(1, dataset_id)
                           .Bind(2, chunk)
                           .Bind(3, static_cast<int64_t>(rows.num_rows()))
                           .BindBlob(4, EncodeCells(rows))
                           .Run());
   DPC_ASSIGN_OR_RETURN(auto update,
-                       db_->Prepare("UPDATE datasets SET row_count = row_count + ? WHERE id = ?"));
+                       db->Prepare("UPDATE datasets SET row_count = row_count + ? WHERE id = ?"));
   DPC_RETURN_IF_ERROR(update.Bind(1, static_cast<int64_t>(rows.num_rows())).Bind(2, dataset_id).Run());
   DPC_RETURN_IF_ERROR(transaction.Commit());
   return dataset.row_count() + rows.num_rows();
@@ -341,13 +335,13 @@ absl::StatusOr<int64_t> Store::AppendRows(const std::string& dataset_id,
 
 absl::StatusOr<std::shared_ptr<const data::Table>> Store::LoadRows(const std::string& dataset_id,
                                                                    const data::Schema& schema) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  auto db = database_->Lock();
   if (auto cached = sealed_rows_.find(dataset_id); cached != sealed_rows_.end()) {
     cached->second.last_use = ++use_clock_;
     return cached->second.rows;
   }
-  DPC_ASSIGN_OR_RETURN(v1::Dataset dataset, GetDatasetLocked(dataset_id));
-  DPC_ASSIGN_OR_RETURN(auto query, db_->Prepare("SELECT num_rows, cells FROM row_chunks WHERE "
+  DPC_ASSIGN_OR_RETURN(v1::Dataset dataset, GetDatasetLocked(db, dataset_id));
+  DPC_ASSIGN_OR_RETURN(auto query, db->Prepare("SELECT num_rows, cells FROM row_chunks WHERE "
                                                 "dataset_id = ? ORDER BY chunk"));
   query.Bind(1, dataset_id);
   ++row_loads_;
@@ -391,9 +385,9 @@ absl::StatusOr<std::shared_ptr<const data::Table>> Store::LoadRows(const std::st
 }
 
 absl::StatusOr<std::vector<std::string>> Store::CheckIntegrity() {
-  std::lock_guard<std::mutex> lock(mutex_);
+  auto db = database_->Lock();
   std::vector<std::string> problems;
-  DPC_ASSIGN_OR_RETURN(auto check, db_->Prepare("PRAGMA integrity_check"));
+  DPC_ASSIGN_OR_RETURN(auto check, db->Prepare("PRAGMA integrity_check"));
   while (true) {
     DPC_ASSIGN_OR_RETURN(bool row, check.Step());
     if (!row) break;
@@ -402,7 +396,7 @@ absl::StatusOr<std::vector<std::string>> Store::CheckIntegrity() {
   }
   // Every delivered artefact has its charge: a DONE release has a ledger event.
   DPC_ASSIGN_OR_RETURN(auto uncharged,
-                       db_->Prepare("SELECT r.id FROM releases r WHERE r.status = 'DONE' AND NOT "
+                       db->Prepare("SELECT r.id FROM releases r WHERE r.status = 'DONE' AND NOT "
                                     "EXISTS (SELECT 1 FROM ledger_events e WHERE e.release_id = "
                                     "r.id AND e.refund_of IS NULL)"));
   while (true) {
@@ -412,7 +406,7 @@ absl::StatusOr<std::vector<std::string>> Store::CheckIntegrity() {
   }
   // Row counts agree with the stored chunks.
   DPC_ASSIGN_OR_RETURN(auto counts,
-                       db_->Prepare("SELECT d.id, d.row_count, COALESCE((SELECT SUM(num_rows) "
+                       db->Prepare("SELECT d.id, d.row_count, COALESCE((SELECT SUM(num_rows) "
                                     "FROM row_chunks c WHERE c.dataset_id = d.id), 0) FROM "
                                     "datasets d"));
   while (true) {
@@ -427,7 +421,7 @@ absl::StatusOr<std::vector<std::string>> Store::CheckIntegrity() {
   }
   // Collection report counts agree with the stored reports.
   DPC_ASSIGN_OR_RETURN(auto reports,
-                       db_->Prepare("SELECT c.id, c.report_count, (SELECT COUNT(*) FROM "
+                       db->Prepare("SELECT c.id, c.report_count, (SELECT COUNT(*) FROM "
                                     "ldp_reports r WHERE r.collection_id = c.id) FROM "
                                     "collections c"));
   while (true) {

@@ -2,7 +2,6 @@
 #define DPCURATOR_SERVER_STORE_H_
 
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
@@ -11,19 +10,26 @@
 #include "core/data/schema.h"
 #include "core/data/table.h"
 #include "dpcurator/v1/dpcurator.pb.h"
+#include "server/clock.h"
+#include "server/shared_database.h"
 #include "server/sqlite.h"
 
 namespace dpcurator::server {
 
 // The server's durable state in one SQLite file: datasets and their rows
-// (stored encoded: one blob of doubles per uploaded chunk), releases and the
-// ledger (server/ledger.h). Schema changes are numbered migrations applied at
-// open. Every method is safe to call from several threads: one connection,
-// serialised by mutex(); SQLite's own locking (BEGIN IMMEDIATE, busy timeout)
-// orders writers across processes.
+// (stored encoded: one blob of doubles per uploaded chunk), collections,
+// tokens and the audit log. Releases and the ledger live in the same file
+// but belong to Ledger (server/ledger.h); both reach the connection through
+// one SharedDatabase. Schema changes (the ledger's tables included) are
+// numbered migrations applied at open. Every method is safe to call from
+// several threads: each holds the SharedDatabase lock for its whole run;
+// SQLite's own locking (BEGIN IMMEDIATE, busy timeout) orders writers across
+// processes.
 class Store {
  public:
-  static absl::StatusOr<std::unique_ptr<Store>> Open(const std::string& path);
+  // Applies the migrations. `database` and `clock` must outlive the store.
+  static absl::StatusOr<std::unique_ptr<Store>> Open(SharedDatabase* database,
+                                                     const Clock* clock);
 
   // The schema version after migrations.
   int schema_version() const { return schema_version_; }
@@ -91,19 +97,25 @@ class Store {
   // Newest first: at most `limit` rows with id < before_id (0: no bound).
   absl::StatusOr<std::vector<v1::AuditRecord>> ListAudit(int limit, int64_t before_id);
 
-  Database* db() { return db_.get(); }
-  std::mutex& mutex() { return mutex_; }
+  // The clock this store dates rows with (the server's, ServerOptions).
+  const Clock& clock() const { return *clock_; }
 
  private:
-  explicit Store(std::unique_ptr<Database> db) : db_(std::move(db)) {}
+  Store(SharedDatabase* database, const Clock* clock) : database_(database), clock_(clock) {}
   absl::Status Migrate();
-  absl::StatusOr<v1::Dataset> GetDatasetLocked(const std::string& dataset_id);
+  // The *Locked helpers run inside a caller's Lock(): they take it as proof.
+  absl::StatusOr<v1::Dataset> GetDatasetLocked(const SharedDatabase::Locked& db,
+                                               const std::string& dataset_id);
 
-  absl::StatusOr<v1::Collection> GetCollectionLocked(const std::string& collection_id);
+  absl::StatusOr<v1::Collection> GetCollectionLocked(const SharedDatabase::Locked& db,
+                                                     const std::string& collection_id);
 
-  std::unique_ptr<Database> db_;
-  std::mutex mutex_;
-  // Sealed datasets' rows (under mutex_): id -> rows, and the use order.
+  SharedDatabase* database_;
+  const Clock* clock_;
+  // The members below are guarded by the SharedDatabase lock (held by every
+  // method), not a mutex of their own: one lock, as before the split, so
+  // no lock-order question arises between Store and Ledger.
+  // Sealed datasets' rows: id -> rows, and the use order.
   struct CachedRows {
     std::shared_ptr<const data::Table> rows;
     size_t bytes = 0;
@@ -121,7 +133,6 @@ class Store {
 
 // Random identifier with a prefix, e.g. "ds_3f9a..." (128 bits, OpenSSL).
 std::string NewId(const std::string& prefix);
-int64_t UnixNow();
 
 }  // namespace dpcurator::server
 

@@ -187,8 +187,7 @@ TEST_F(AuditTest, TheAuditTableIsAppendOnly) {
   ASSERT_TRUE(CreateDataset(1.0, 1e-5, v1::ADD_REMOVE, &dataset).ok());
   v1::CreateTokenResponse token;
   ASSERT_TRUE(CreateToken(v1::ROLE_ANALYST, "", &token).ok());
-  std::lock_guard<std::mutex> lock(server_->store()->mutex());
-  Database* db = server_->store()->db();
+  auto db = server_->database()->Lock();
   absl::Status update = db->Exec("UPDATE audit_log SET epsilon = 0");
   EXPECT_FALSE(update.ok());
   EXPECT_THAT(std::string(update.message()), HasSubstr("append-only"));
@@ -205,23 +204,17 @@ TEST_F(AuditTest, TheAuditTableIsAppendOnly) {
 // failure is counted.
 TEST_F(AuditTest, AFailedAuditWriteDoesNotLoseACommittedRelease) {
   const std::string dataset_id = ReadyDataset(1.0);
-  {
-    std::lock_guard<std::mutex> lock(server_->store()->mutex());
-    ASSERT_TRUE(server_->store()
-                    ->db()
-                    ->Exec("CREATE TEMP TRIGGER audit_broken BEFORE INSERT ON audit_log "
-                           "BEGIN SELECT RAISE(ABORT, 'disk says no'); END")
-                    .ok());
-  }
+  ASSERT_TRUE(server_->database()
+                  ->Lock()
+                  ->Exec("CREATE TEMP TRIGGER audit_broken BEFORE INSERT ON audit_log "
+                         "BEGIN SELECT RAISE(ABORT, 'disk says no'); END")
+                  .ok());
   EXPECT_EQ(server_->audit_failures(), 0);
   v1::Release release;
   grpc::Status status = RequestRelease(RffRequest(dataset_id, 0.3, "audit-fail"), &release);
   ASSERT_TRUE(status.ok()) << status.error_message();
   EXPECT_EQ(server_->audit_failures(), 1);
-  {
-    std::lock_guard<std::mutex> lock(server_->store()->mutex());
-    ASSERT_TRUE(server_->store()->db()->Exec("DROP TRIGGER temp.audit_broken").ok());
-  }
+  ASSERT_TRUE(server_->database()->Lock()->Exec("DROP TRIGGER temp.audit_broken").ok());
   EXPECT_GT(LedgerEpsilon(dataset_id, release.id()), 0.0);
   v1::BudgetReport report;
   ASSERT_TRUE(GetBudget(dataset_id, &report).ok());

@@ -603,13 +603,12 @@ class CrashTest : public ::testing::Test {
   // After the server is gone: the same checks the binary runs at start-up,
   // in process, plus the store's own view of the counts.
   void VerifyDatabaseInProcess() {
-    auto store = Store::Open(db_path_);
-    ASSERT_TRUE(store.ok()) << store.status();
-    auto problems = (*store)->CheckIntegrity();
+    auto opened = OpenDatabase(db_path_);
+    ASSERT_TRUE(opened.ok()) << opened.status();
+    auto problems = opened->store->CheckIntegrity();
     ASSERT_TRUE(problems.ok()) << problems.status();
     EXPECT_TRUE(problems->empty()) << problems->front();
-    Ledger ledger(store->get());
-    auto totals = ledger.VerifyTotals();
+    auto totals = opened->ledger->VerifyTotals();
     ASSERT_TRUE(totals.ok()) << totals.status();
     EXPECT_TRUE(totals->empty()) << totals->front();
     int64_t sent = 0, attempted = 0;
@@ -618,7 +617,8 @@ class CrashTest : public ::testing::Test {
       attempted += static_cast<int64_t>(worker.attempted.size());
     }
     auto count = [&](const std::string& sql) -> int64_t {
-      auto query = (*store)->db()->Prepare(sql);
+      auto db = opened->database->Lock();
+      auto query = db->Prepare(sql);
       EXPECT_TRUE(query.ok()) << query.status();
       if (!query.ok()) return -1;
       auto row = query->Step();

@@ -1,4 +1,5 @@
-// The ledger on its own: Store::Open on a temporary SQLite file, then
+// The ledger on its own: a Store and a Ledger sharing one SharedDatabase
+// on a temporary SQLite file (time from a FakeClock), then
 // admission, refund and the relation check without gRPC.
 
 #include "server/ledger.h"
@@ -23,10 +24,13 @@ class LedgerTest : public ::testing::Test {
  protected:
   void SetUp() override {
     dir_ = std::make_unique<TempDir>();
-    auto store = Store::Open(dir_->File("ledger.db"));
+    auto database = SharedDatabase::Open(dir_->File("ledger.db"));
+    ASSERT_TRUE(database.ok()) << database.status();
+    database_ = std::move(database).value();
+    auto store = Store::Open(database_.get(), &clock_);
     ASSERT_TRUE(store.ok()) << store.status();
     store_ = std::move(store).value();
-    ledger_ = std::make_unique<Ledger>(store_.get());
+    ledger_ = std::make_unique<Ledger>(database_.get(), &clock_);
   }
 
   std::string NewDataset(v1::NeighbouringRelation relation, double cap = 1.5) {
@@ -43,7 +47,10 @@ class LedgerTest : public ::testing::Test {
 
   const Caller kAlice{"tok_alice", false};
   const Caller kBob{"tok_bob", false};
+  FakeClock clock_;
   std::unique_ptr<TempDir> dir_;
+  // Declared before store_ and ledger_, which point at it.
+  std::unique_ptr<SharedDatabase> database_;
   std::unique_ptr<Store> store_;
   std::unique_ptr<Ledger> ledger_;
 };
@@ -113,7 +120,7 @@ TEST_F(LedgerTest, CompleteThenReplayAndPendingResume) {
   ASSERT_TRUE(admission.ok());
   // Admitted but not completed (a crash: the attempt lease went with the
   // process): the same key resumes on the restarted ledger, no charge.
-  ledger_ = std::make_unique<Ledger>(store_.get());
+  ledger_ = std::make_unique<Ledger>(database_.get(), &clock_);
   auto resume = ledger_->Admit(dataset, kAlice, "k", "rff_embedding", "req", *event);
   ASSERT_TRUE(resume.ok());
   EXPECT_EQ(resume->outcome, Ledger::Admission::Outcome::kResume);
@@ -244,6 +251,31 @@ TEST_F(LedgerTest, ReleasesBelongToTheirCreator) {
   ASSERT_EQ(bob_list->releases_size(), 1);
   EXPECT_EQ(bob_list->releases(0).id(), theirs->release_id);
   EXPECT_EQ(all->releases_size(), 2);
+}
+
+// Every time the ledger stores is the injected clock's (server/clock.h):
+// the release row, its charge, and a refund made later.
+TEST_F(LedgerTest, StoredTimesComeFromTheClock) {
+  const int64_t created = clock_.UnixNow();
+  const std::string dataset = NewDataset(v1::ADD_REMOVE, 10.0);
+  auto event = privacy::PrivacyEvent::Gaussian(4.0);
+  ASSERT_TRUE(event.ok());
+  auto admission = ledger_->Admit(dataset, kAlice, "k", "rff_embedding", "req", *event);
+  ASSERT_TRUE(admission.ok()) << admission.status();
+  clock_.Advance(90);
+  ASSERT_TRUE(ledger_->Refund(admission->release_id, "failed before rows were read").ok());
+  auto dataset_row = store_->GetDataset(dataset);
+  ASSERT_TRUE(dataset_row.ok());
+  EXPECT_EQ(dataset_row->created_unix(), created);
+  auto releases = ledger_->ListReleases(dataset, kAlice);
+  ASSERT_TRUE(releases.ok());
+  ASSERT_EQ(releases->releases_size(), 1);
+  EXPECT_EQ(releases->releases(0).created_unix(), created);
+  auto report = ledger_->Report(dataset, kAlice);
+  ASSERT_TRUE(report.ok());
+  ASSERT_EQ(report->events_size(), 2);
+  EXPECT_EQ(report->events(0).created_unix(), created);       // the charge
+  EXPECT_EQ(report->events(1).created_unix(), created + 90);  // the refund
 }
 
 TEST_F(LedgerTest, EventOfTheWrongRelationIsRefused) {

@@ -352,10 +352,10 @@ TEST_F(PrivacyHolesTest, StartUpTotalCheckFailsClosed) {
   ASSERT_TRUE(RequestRelease(RffRequest(dataset.id(), 1.0, "k"), &release).ok());
   StopServer();
   {
-    auto store = Store::Open(db_path_);
-    ASSERT_TRUE(store.ok());
+    auto opened = OpenDatabase(db_path_);
+    ASSERT_TRUE(opened.ok());
     // Forge the running totals: as if the charge had never been made.
-    ASSERT_TRUE((*store)->db()->Exec("DELETE FROM ledger_totals").ok());
+    ASSERT_TRUE(opened->database->Lock()->Exec("DELETE FROM ledger_totals").ok());
   }
   ServerOptions options = Options();
   auto refused = CuratorServer::Start(options);

@@ -301,10 +301,7 @@ TEST_F(ReleaseTest, FailureWhileReadingRowsKeepsItsCharge) {
   v1::Dataset dataset;
   ASSERT_TRUE(CreateDataset(1.5, kDelta, v1::ADD_REMOVE, &dataset).ok());
   ASSERT_TRUE(UploadDemoRows(dataset.id(), 500, 13).ok());
-  {
-    std::lock_guard<std::mutex> lock(server_->store()->mutex());
-    ASSERT_TRUE(server_->store()->db()->Exec("UPDATE row_chunks SET cells = X'00'").ok());
-  }
+  ASSERT_TRUE(server_->database()->Lock()->Exec("UPDATE row_chunks SET cells = X'00'").ok());
   const v1::ReleaseRequest request = RffRequest(dataset.id(), 1.0, "refund-key");
   v1::Release release;
   grpc::Status status = RequestRelease(request, &release);
@@ -342,7 +339,7 @@ TEST_F(ReleaseTest, FailureWhileReadingRowsKeepsItsCharge) {
   ASSERT_TRUE(GetBudget(dataset.id(), &report).ok());
   ASSERT_EQ(report.events_size(), 1);
 
-  Ledger ledger(server_->store());
+  Ledger ledger(server_->database(), &SystemClock::Get());
   auto problems = ledger.VerifyTotals();
   ASSERT_TRUE(problems.ok()) << problems.status();
   EXPECT_TRUE(problems->empty()) << ::testing::PrintToString(*problems);
@@ -373,6 +370,55 @@ TEST_F(ReleaseTest, SealedRowsAreReadOnce) {
   ASSERT_TRUE(shared.ok());
   EXPECT_EQ((*shared)->cells, (*unsealed)->cells);
   EXPECT_EQ(store->row_loads(), start + 3);
+}
+
+// A release is dated by the server's clock (ServerOptions::clock), once:
+// the artefact, its row in ListReleases and its charge carry the time it
+// was made, and fetching it later does not re-date it. So do the dataset
+// and the audit row.
+TEST_F(ReleaseTest, ReleaseIsDatedByTheServersClock) {
+  StopServer();
+  constexpr int64_t kCreated = 1800000000;
+  fake_clock_.Set(kCreated);
+  clock_ = &fake_clock_;
+  StartServer();
+  v1::Dataset dataset;
+  ASSERT_TRUE(CreateDataset(10.0, kDelta, v1::ADD_REMOVE, &dataset).ok());
+  EXPECT_EQ(dataset.created_unix(), kCreated);
+  ASSERT_TRUE(UploadDemoRows(dataset.id(), 200, 21).ok());
+  fake_clock_.Advance(42);
+  v1::Release release;
+  ASSERT_TRUE(RequestRelease(RffRequest(dataset.id(), 0.5, "dated"), &release).ok());
+  EXPECT_EQ(release.created_unix(), kCreated + 42);
+
+  fake_clock_.Advance(1000);
+  auto analyst = Analyst();
+  auto get_context = analyst.NewContext();
+  v1::GetReleaseRequest get;
+  get.set_release_id(release.id());
+  v1::Release fetched;
+  ASSERT_TRUE(analyst.releases().GetRelease(get_context.get(), get, &fetched).ok());
+  EXPECT_EQ(fetched.created_unix(), kCreated + 42);
+  auto list_context = analyst.NewContext();
+  v1::ListReleasesRequest list_request;
+  list_request.set_dataset_id(dataset.id());
+  v1::ListReleasesResponse list;
+  ASSERT_TRUE(analyst.releases().ListReleases(list_context.get(), list_request, &list).ok());
+  ASSERT_EQ(list.releases_size(), 1);
+  EXPECT_EQ(list.releases(0).created_unix(), kCreated + 42);
+  v1::BudgetReport report;
+  ASSERT_TRUE(GetBudget(dataset.id(), &report).ok());
+  ASSERT_EQ(report.events_size(), 1);
+  EXPECT_EQ(report.events(0).created_unix(), kCreated + 42);
+  v1::ListAuditResponse audit;
+  ASSERT_TRUE(ListAudit(100, &audit).ok());
+  bool saw_release = false;
+  for (const auto& row : audit.records()) {
+    if (row.method() != "/dpcurator.v1.ReleaseService/RequestRelease") continue;
+    saw_release = true;
+    EXPECT_EQ(row.created_unix(), kCreated + 42);
+  }
+  EXPECT_TRUE(saw_release);
 }
 
 // The noise source is injected (ServerOptions::noise_source): with a

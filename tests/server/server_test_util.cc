@@ -8,9 +8,18 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/data/demo.h"
+#include "core/util/status_macros.h"
 #include "proto/convert.h"
 
 namespace dpcurator::server::testing {
+
+absl::StatusOr<OpenedDatabase> OpenDatabase(const std::string& path, const Clock* clock) {
+  OpenedDatabase opened;
+  DPC_ASSIGN_OR_RETURN(opened.database, SharedDatabase::Open(path));
+  DPC_ASSIGN_OR_RETURN(opened.store, Store::Open(opened.database.get(), clock));
+  opened.ledger = std::make_unique<Ledger>(opened.database.get(), clock);
+  return opened;
+}
 
 TempDir::TempDir() {
   std::string base = ::testing::TempDir();
@@ -99,6 +108,7 @@ ServerOptions ServerTest::Options() const {
   options.insecure_dev = true;
   options.failpoint = failpoint_;
   options.noise_source = noise_source_;
+  options.clock = clock_;
   return options;
 }
 

@@ -17,7 +17,12 @@
 #include "core/data/schema.h"
 #include "core/data/table.h"
 #include "dpcurator/v1/dpcurator.grpc.pb.h"
+#include "server/clock.h"
 #include "server/curator_server.h"
+#include "server/ledger.h"
+#include "server/shared_database.h"
+#include "server/store.h"
+#include "tests/server/fake_clock.h"
 
 namespace dpcurator::server::testing {
 
@@ -40,6 +45,17 @@ class TempDir {
  private:
   std::string path_;
 };
+
+// A Store and a Ledger without a server, wired as CuratorServer wires them:
+// one SharedDatabase (migrated by Store::Open), one clock. Members are
+// destroyed ledger first, database last.
+struct OpenedDatabase {
+  std::unique_ptr<SharedDatabase> database;
+  std::unique_ptr<Store> store;
+  std::unique_ptr<Ledger> ledger;
+};
+absl::StatusOr<OpenedDatabase> OpenDatabase(const std::string& path,
+                                            const Clock* clock = &SystemClock::Get());
 
 // The demo schema as it goes on the wire.
 v1::TableSchema DemoSchemaProto();
@@ -116,6 +132,10 @@ class ServerTest : public ::testing::Test {
   // Handed to the server by StartServer() (server/service.h, EngineSeams).
   Failpoint failpoint_;
   NoiseSourceFactory noise_source_;
+  // The server's clock (ServerOptions::clock). A test that moves time sets
+  // `clock_ = &fake_clock_` and restarts the server.
+  const Clock* clock_ = &SystemClock::Get();
+  FakeClock fake_clock_;
   std::unique_ptr<CuratorServer> server_;
 };
 

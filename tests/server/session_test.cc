@@ -163,36 +163,120 @@ TEST_F(SessionTest, ReplaceOneUsesSamplingWithoutReplacement) {
 }
 
 // The ledger closes idle sessions itself (the server's reaper calls this).
+// Time is a FakeClock, so idleness is checked to the second, counted from
+// the last step rather than from the open, with no sleeping.
 TEST(SessionLedgerTest, IdleSessionsAreAbandonedAndRefunded) {
   TempDir dir;
-  auto store = Store::Open(dir.File("ledger.db"));
-  ASSERT_TRUE(store.ok());
-  Ledger ledger(store->get());
+  FakeClock clock;
+  auto opened = OpenDatabase(dir.File("ledger.db"), &clock);
+  ASSERT_TRUE(opened.ok()) << opened.status();
+  Ledger& ledger = *opened->ledger;
   v1::CreateDatasetRequest create;
   create.set_name("idle");
   *create.mutable_schema() = DemoSchemaProto();
   create.mutable_budget()->set_epsilon(5);
   create.mutable_budget()->set_delta(1e-5);
-  auto dataset = (*store)->CreateDataset(create);
+  auto dataset = opened->store->CreateDataset(create);
   ASSERT_TRUE(dataset.ok());
   auto step = privacy::PrivacyEvent::PoissonSampledGaussian(0.01, 1.5);
   v1::SessionParams params;
   params.set_steps(100);
-  auto admission = ledger.OpenSession(dataset->id(), Caller{"tok_test", false}, "k", "request", params, *step, 100, 1.5);
+  auto admission = ledger.OpenSession(dataset->id(), Caller{"tok_test", false}, "k", "request",
+                                      params, *step, 100, 1.5);
   ASSERT_TRUE(admission.ok()) << admission.status();
+  EXPECT_EQ(admission->session.created_unix(), clock.UnixNow());
+
+  // One step, 1000 s after the open: the idle time starts again from it.
+  clock.Advance(1000);
+  const int64_t last_step = clock.UnixNow();
+  ASSERT_TRUE(
+      ledger.RecordStep(admission->session.id(), 0, Ledger::StoredStep{"artefact", ""}).ok());
+  clock.Advance(3599);  // 4599 s since the open, 3599 s idle
   auto not_yet = ledger.CloseIdleSessions(3600);
   ASSERT_TRUE(not_yet.ok());
   EXPECT_EQ(*not_yet, 0);
-  auto closed = ledger.CloseIdleSessions(0);
+  auto still_open = ledger.GetSession(admission->session.id(), Caller::Curator());
+  ASSERT_TRUE(still_open.ok());
+  EXPECT_EQ(still_open->state(), "OPEN");
+  EXPECT_EQ(still_open->last_activity_unix(), last_step);
+
+  clock.Advance(1);  // idle for exactly the timeout
+  auto closed = ledger.CloseIdleSessions(3600);
   ASSERT_TRUE(closed.ok());
   EXPECT_EQ(*closed, 1);
   auto session = ledger.GetSession(admission->session.id(), Caller::Curator());
   ASSERT_TRUE(session.ok());
   EXPECT_EQ(session->state(), "ABANDONED");
-  EXPECT_DOUBLE_EQ(session->epsilon_spent_total(), 0.0);
+  EXPECT_EQ(session->last_activity_unix(), clock.UnixNow());
+  // The 99 unused steps were refunded: what stays spent is the one step.
+  EXPECT_NEAR(session->epsilon_spent_total(),
+              privacy::ComputeEpsilonReport(*step, 1e-5)->epsilon, 1e-9);
+  auto again = ledger.CloseIdleSessions(3600);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(*again, 0);
   auto problems = ledger.VerifyTotals();
   ASSERT_TRUE(problems.ok());
   EXPECT_TRUE(problems->empty());
+}
+
+// The server's reaper (CuratorServer::ReapIdleSessions, one pass of its
+// thread) judges idleness by the server's clock: with a FakeClock the pass
+// is run directly. The thread itself first wakes a minute of real time
+// after start (a tenth of the 3600 s default timeout), long after this test.
+TEST_F(SessionTest, ReaperAbandonsIdleSessionsByTheServersClock) {
+  StopServer();
+  clock_ = &fake_clock_;
+  StartServer();
+  v1::Dataset dataset;
+  ASSERT_TRUE(CreateDataset(10.0, 1e-5, v1::ADD_REMOVE, &dataset).ok());
+  ASSERT_TRUE(UploadDemoRows(dataset.id(), 300, 12).ok());
+  constexpr double kQ = 0.1;
+  constexpr double kNoise = 2.0;
+  v1::Session session;
+  ASSERT_TRUE(Open(OpenRequest(dataset.id(), 10, kQ, kNoise), &session).ok());
+  fake_clock_.Advance(60);
+  v1::SessionStepResponse response;
+  ASSERT_TRUE(RunStep(session.id(), 0, &response).ok());
+
+  auto get = [&](v1::Session* got) {
+    client::Connection analyst = Analyst();
+    v1::GetSessionRequest request;
+    request.set_session_id(session.id());
+    auto context = analyst.NewContext();
+    return analyst.sessions().GetSession(context.get(), request, got);
+  };
+  fake_clock_.Advance(3599);  // one second short of the timeout since the step
+  auto none = server_->ReapIdleSessions();
+  ASSERT_TRUE(none.ok()) << none.status();
+  EXPECT_EQ(*none, 0);
+  v1::Session open;
+  ASSERT_TRUE(get(&open).ok());
+  EXPECT_EQ(open.state(), "OPEN");
+
+  fake_clock_.Advance(1);
+  auto reaped = server_->ReapIdleSessions();
+  ASSERT_TRUE(reaped.ok()) << reaped.status();
+  EXPECT_EQ(*reaped, 1);
+  v1::Session abandoned;
+  ASSERT_TRUE(get(&abandoned).ok());
+  EXPECT_EQ(abandoned.state(), "ABANDONED");
+  // The nine unused steps went back to the dataset.
+  const double eps_1 = EpsilonOfSteps(1, kQ, kNoise, 1e-5);
+  EXPECT_NEAR(abandoned.epsilon_spent_total(), eps_1, 1e-9);
+  v1::BudgetReport report;
+  ASSERT_TRUE(GetBudget(dataset.id(), &report).ok());
+  EXPECT_NEAR(report.epsilon_spent(), eps_1, 1e-9);
+  // The refund is dated when the reaper ran.
+  bool saw_refund = false;
+  for (const auto& event : report.events()) {
+    if (event.refund_of() == 0) continue;
+    saw_refund = true;
+    EXPECT_EQ(event.created_unix(), fake_clock_.UnixNow());
+  }
+  EXPECT_TRUE(saw_refund);
+  // A step on the abandoned session is refused.
+  grpc::Status late = RunStep(session.id(), 1, &response);
+  EXPECT_EQ(late.error_code(), grpc::StatusCode::FAILED_PRECONDITION) << late.error_message();
 }
 
 // Sessions carry a oneof of step kinds (issue 12, item 2); the RFF step is
