@@ -102,14 +102,6 @@ absl::StatusOr<v1::Release> ComputeRelease(const ReleasePlan& plan, const v1::Da
   return release;
 }
 
-absl::StatusOr<v1::Release> ComputeRelease(const ReleasePlan& plan, const v1::Dataset& dataset,
-                                           const data::Schema& schema, const data::Table& rows,
-                                           const std::string& release_id, double epsilon_alone,
-                                           privacy::NoiseSource* noise) {
-  return ComputeRelease(plan, dataset, release::EncodeRows(schema, rows), release_id,
-                        epsilon_alone, noise);
-}
-
 absl::StatusOr<SessionPlan> PlanSession(const v1::OpenSessionRequest& request,
                                         const v1::Dataset& dataset) {
   SessionPlan plan;
@@ -278,15 +270,6 @@ absl::StatusOr<std::string> ComputeSessionStep(const v1::Session& session,
       break;
   }
   return absl::FailedPreconditionError("the session has no step kind");
-}
-
-absl::StatusOr<std::string> ComputeSessionStep(const v1::Session& session,
-                                               const v1::Dataset& dataset,
-                                               const data::Schema& schema,
-                                               const data::Table& rows,
-                                               const std::string& step_id,
-                                               privacy::NoiseSource* noise) {
-  return ComputeSessionStep(session, dataset, release::EncodeRows(schema, rows), step_id, noise);
 }
 
 absl::Status SetStepAnswer(const v1::SessionParams& params, const std::string& answer,

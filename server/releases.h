@@ -6,7 +6,6 @@
 
 #include "absl/status/statusor.h"
 #include "core/data/schema.h"
-#include "core/data/table.h"
 #include "core/privacy/events.h"
 #include "core/privacy/noise_source.h"
 #include "core/release/encoded_rows.h"
@@ -44,12 +43,6 @@ absl::StatusOr<v1::Release> ComputeRelease(const ReleasePlan& plan, const v1::Da
                                            const release::EncodedRows& rows,
                                            const std::string& release_id, double epsilon_alone,
                                            privacy::NoiseSource* noise);
-// The same over decoded rows, encoded here (until the service caches the
-// encoded rows).
-absl::StatusOr<v1::Release> ComputeRelease(const ReleasePlan& plan, const v1::Dataset& dataset,
-                                           const data::Schema& schema, const data::Table& rows,
-                                           const std::string& release_id, double epsilon_alone,
-                                           privacy::NoiseSource* noise);
 
 // A session's per-step mechanism, decided at open: Poisson-subsampled
 // Gaussian (ADD_REMOVE) or fixed-size sampling without replacement
@@ -77,12 +70,7 @@ absl::StatusOr<std::string> ComputeSessionStep(const v1::Session& session,
                                                const release::EncodedRows& rows,
                                                const std::string& step_id,
                                                privacy::NoiseSource* noise);
-absl::StatusOr<std::string> ComputeSessionStep(const v1::Session& session,
-                                               const v1::Dataset& dataset,
-                                               const data::Schema& schema,
-                                               const data::Table& rows,
-                                               const std::string& step_id,
-                                               privacy::NoiseSource* noise);
+
 
 // Puts a stored answer into the response's case for the session's kind.
 absl::Status SetStepAnswer(const v1::SessionParams& params, const std::string& answer,

@@ -3,6 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/data/csv.h"
 #include "core/privacy/noise_source.h"
+#include "core/release/encoded_rows.h"
 #include "core/util/status_macros.h"
 #include "core/util/validation.h"
 #include "proto/convert.h"
@@ -312,10 +313,10 @@ absl::StatusOr<v1::Release> ReleaseServiceImpl::RunReleaseEngine(const AdmittedR
   // From the first row read on, a failure keeps its charge and says nothing
   // data-dependent (docs/privacy.md 6.1).
   auto computed = [&]() -> absl::StatusOr<v1::Release> {
-    DPC_ASSIGN_OR_RETURN(std::shared_ptr<const data::Table> rows,
-                         store_->LoadRows(dataset.id(), admitted.schema));
+    DPC_ASSIGN_OR_RETURN(std::shared_ptr<const release::EncodedRows> rows,
+                         store_->LoadEncodedRows(dataset.id(), admitted.schema));
     DPC_RETURN_IF_ERROR(Hit(failpoint_, "release.after_rows_read"));
-    return ComputeRelease(admitted.plan, dataset, admitted.schema, *rows, admission.release_id,
+    return ComputeRelease(admitted.plan, dataset, *rows, admission.release_id,
                           admission.epsilon_alone, noise->get());
   }();
   if (computed.ok()) return computed;
@@ -437,10 +438,10 @@ grpc::Status SessionServiceImpl::Step(grpc::ServerContext* context,
     // counted as used (its reservation is never returned), and answered
     // with an incident id only (docs/privacy.md 6.1).
     auto computed = [&]() -> absl::StatusOr<std::string> {
-      DPC_ASSIGN_OR_RETURN(std::shared_ptr<const data::Table> rows,
-                           store_->LoadRows(dataset.id(), schema));
+      DPC_ASSIGN_OR_RETURN(std::shared_ptr<const release::EncodedRows> rows,
+                           store_->LoadEncodedRows(dataset.id(), schema));
       DPC_RETURN_IF_ERROR(Hit(failpoint_, "session_step.after_rows_read"));
-      return ComputeSessionStep(session, dataset, schema, *rows, step_id, noise.get());
+      return ComputeSessionStep(session, dataset, *rows, step_id, noise.get());
     }();
     Ledger::StoredStep attempt;
     if (computed.ok()) {

@@ -336,11 +336,6 @@ absl::StatusOr<int64_t> Store::AppendRows(const std::string& dataset_id,
 absl::StatusOr<std::shared_ptr<const data::Table>> Store::LoadRows(const std::string& dataset_id,
                                                                    const data::Schema& schema) {
   auto db = database_->Lock();
-  if (auto cached = sealed_rows_.find(dataset_id); cached != sealed_rows_.end()) {
-    cached->second.last_use = ++use_clock_;
-    return cached->second.rows;
-  }
-  DPC_ASSIGN_OR_RETURN(v1::Dataset dataset, GetDatasetLocked(db, dataset_id));
   DPC_ASSIGN_OR_RETURN(auto query, db->Prepare("SELECT num_rows, cells FROM row_chunks WHERE "
                                                 "dataset_id = ? ORDER BY chunk"));
   query.Bind(1, dataset_id);
@@ -366,9 +361,35 @@ absl::StatusOr<std::shared_ptr<const data::Table>> Store::LoadRows(const std::st
   table->cells = Eigen::Map<const Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic,
                                                 Eigen::RowMajor>>(values.data(), total_rows,
                                                                   columns);
-  std::shared_ptr<const data::Table> rows = std::move(table);
-  const size_t bytes = values.size() * sizeof(double);
-  if (dataset.sealed() && bytes <= kMaxCachedRowBytes) {
+  return table;
+}
+
+absl::StatusOr<std::shared_ptr<const release::EncodedRows>> Store::LoadEncodedRows(
+    const std::string& dataset_id, const data::Schema& schema) {
+  bool sealed = false;
+  {
+    auto db = database_->Lock();
+    if (auto cached = sealed_rows_.find(dataset_id); cached != sealed_rows_.end()) {
+      cached->second.last_use = ++use_clock_;
+      return cached->second.rows;
+    }
+    DPC_ASSIGN_OR_RETURN(v1::Dataset dataset, GetDatasetLocked(db, dataset_id));
+    sealed = dataset.sealed();
+  }
+  // Read and encode outside the lock: encoding a large table must not stall
+  // every other call on the store. Two racing first loads of one dataset
+  // both encode; the second insert below replaces the first (same rows).
+  DPC_ASSIGN_OR_RETURN(std::shared_ptr<const data::Table> table, LoadRows(dataset_id, schema));
+  std::shared_ptr<const release::EncodedRows> rows =
+      std::make_shared<const release::EncodedRows>(release::EncodeRows(schema, *table));
+  table.reset();
+  const size_t bytes = rows->bytes();
+  if (sealed && bytes <= kMaxCachedRowBytes) {
+    auto db = database_->Lock();
+    if (auto previous = sealed_rows_.find(dataset_id); previous != sealed_rows_.end()) {
+      cached_row_bytes_ -= previous->second.bytes;
+      sealed_rows_.erase(previous);
+    }
     // Least recently used out until the new rows fit.
     while (cached_row_bytes_ + bytes > kMaxCachedRowBytes && !sealed_rows_.empty()) {
       auto oldest = sealed_rows_.begin();

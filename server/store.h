@@ -1,6 +1,7 @@
 #ifndef DPCURATOR_SERVER_STORE_H_
 #define DPCURATOR_SERVER_STORE_H_
 
+#include <atomic>
 #include <memory>
 #include <string>
 #include <vector>
@@ -9,6 +10,7 @@
 #include "absl/status/statusor.h"
 #include "core/data/schema.h"
 #include "core/data/table.h"
+#include "core/release/encoded_rows.h"
 #include "dpcurator/v1/dpcurator.pb.h"
 #include "server/clock.h"
 #include "server/shared_database.h"
@@ -41,17 +43,21 @@ class Store {
   // Appends parsed rows as one chunk, in one transaction. Refused once the
   // dataset is sealed (its first release fixes the data that was released).
   absl::StatusOr<int64_t> AppendRows(const std::string& dataset_id, const data::Table& rows);
-  // Every stored row of the dataset, in upload order. A sealed dataset's
-  // rows never change again (AppendRows refuses them), so they are read from
-  // SQLite once and shared: releases and session steps on it reuse one
-  // in-memory copy (at most kMaxCachedRowBytes in all, least recently used
-  // out first). An unsealed dataset is read afresh every time.
+  // Every stored row of the dataset, in upload order, read from SQLite.
   absl::StatusOr<std::shared_ptr<const data::Table>> LoadRows(const std::string& dataset_id,
                                                               const data::Schema& schema);
-  // The memory the cache of sealed rows may hold.
+  // The same rows encoded as the release kinds read them
+  // (core/release/encoded_rows.h). A sealed dataset's rows never change
+  // again (AppendRows refuses them), so they are read and encoded once and
+  // shared: releases and session steps on it reuse one in-memory copy (at
+  // most kMaxCachedRowBytes in all, least recently used out first). An
+  // unsealed dataset is read and encoded afresh every time.
+  absl::StatusOr<std::shared_ptr<const release::EncodedRows>> LoadEncodedRows(
+      const std::string& dataset_id, const data::Schema& schema);
+  // The memory the cache of sealed, encoded rows may hold.
   static constexpr size_t kMaxCachedRowBytes = size_t{1} << 30;
   // Reads of row chunks from SQLite since the store opened (cache misses).
-  int64_t row_loads() const { return row_loads_; }
+  int64_t row_loads() const { return row_loads_.load(); }
 
   // Runs PRAGMA integrity_check and the ledger's own invariants; returns the
   // problems found (empty when clean).
@@ -115,16 +121,17 @@ class Store {
   // The members below are guarded by the SharedDatabase lock (held by every
   // method), not a mutex of their own: one lock, as before the split, so
   // no lock-order question arises between Store and Ledger.
-  // Sealed datasets' rows: id -> rows, and the use order.
+  // Sealed datasets' encoded rows: id -> rows, and the use order.
   struct CachedRows {
-    std::shared_ptr<const data::Table> rows;
+    std::shared_ptr<const release::EncodedRows> rows;
     size_t bytes = 0;
     uint64_t last_use = 0;
   };
   absl::flat_hash_map<std::string, CachedRows> sealed_rows_;
   size_t cached_row_bytes_ = 0;
   uint64_t use_clock_ = 0;
-  int64_t row_loads_ = 0;
+  // Atomic: counted while reading, read by tests without the lock.
+  std::atomic<int64_t> row_loads_ = 0;
   // Prepared once and reused across rows and batches (ingestion speed).
   std::unique_ptr<Statement> insert_report_;
   std::unique_ptr<Statement> count_reports_;

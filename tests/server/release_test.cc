@@ -345,10 +345,10 @@ TEST_F(ReleaseTest, FailureWhileReadingRowsKeepsItsCharge) {
   EXPECT_TRUE(problems->empty()) << ::testing::PrintToString(*problems);
 }
 
-// Sealed rows are read from SQLite once and shared by every later release
-// and session step (issue 12, item 4); unsealed ones are read afresh, so an
-// upload is never hidden by a stale copy.
-TEST_F(ReleaseTest, SealedRowsAreReadOnce) {
+// Sealed rows are read from SQLite and encoded once, then shared by every
+// later release and session step (issue 12, item 4); unsealed ones are read
+// afresh, so an upload is never hidden by a stale copy.
+TEST_F(ReleaseTest, SealedRowsAreReadAndEncodedOnce) {
   v1::Dataset dataset;
   ASSERT_TRUE(CreateDataset(10.0, kDelta, v1::ADD_REMOVE, &dataset).ok());
   ASSERT_TRUE(UploadDemoRows(dataset.id(), 200, 5).ok());
@@ -356,19 +356,25 @@ TEST_F(ReleaseTest, SealedRowsAreReadOnce) {
   ASSERT_TRUE(schema.ok());
   Store* store = server_->store();
   const int64_t start = store->row_loads();
-  auto unsealed = store->LoadRows(dataset.id(), *schema);
+  auto unsealed = store->LoadEncodedRows(dataset.id(), *schema);
   ASSERT_TRUE(unsealed.ok());
   EXPECT_EQ((*unsealed)->num_rows(), 200);
-  ASSERT_TRUE(store->LoadRows(dataset.id(), *schema).ok());
+  auto again = store->LoadEncodedRows(dataset.id(), *schema);
+  ASSERT_TRUE(again.ok());
+  EXPECT_NE(again->get(), unsealed->get());
   EXPECT_EQ(store->row_loads(), start + 2);  // not sealed: no cache
   v1::Release release;
   ASSERT_TRUE(RequestRelease(RffRequest(dataset.id(), 0.5, "a"), &release).ok());
   ASSERT_TRUE(RequestRelease(RffRequest(dataset.id(), 0.5, "b"), &release).ok());
   ASSERT_TRUE(RequestRelease(RffRequest(dataset.id(), 0.5, "c"), &release).ok());
   EXPECT_EQ(store->row_loads(), start + 3);  // sealed at the first release
-  auto shared = store->LoadRows(dataset.id(), *schema);
+  auto shared = store->LoadEncodedRows(dataset.id(), *schema);
   ASSERT_TRUE(shared.ok());
-  EXPECT_EQ((*shared)->cells, (*unsealed)->cells);
+  EXPECT_EQ((*shared)->features, (*unsealed)->features);
+  EXPECT_EQ((*shared)->labels, (*unsealed)->labels);
+  auto shared_again = store->LoadEncodedRows(dataset.id(), *schema);
+  ASSERT_TRUE(shared_again.ok());
+  EXPECT_EQ(shared_again->get(), shared->get());  // one copy, not re-encoded
   EXPECT_EQ(store->row_loads(), start + 3);
 }
 
