@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <thread>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -10,6 +12,13 @@
 #include "core/util/validation.h"
 
 namespace dpcurator::embed {
+namespace {
+
+// The release path uses at most this many threads (the machines we size
+// for have two cores; more would oversubscribe concurrent releases).
+constexpr int64_t kMaxAccumulateThreads = 2;
+
+}  // namespace
 
 LabelledEmbeddingAccumulator::LabelledEmbeddingAccumulator(int feature_dim, int num_classes)
     : sums_(Eigen::MatrixXd::Zero(feature_dim, num_classes)),
@@ -29,10 +38,12 @@ absl::Status LabelledEmbeddingAccumulator::Add(const Eigen::MatrixXd& features,
           absl::StrCat("a label is outside the declared levels [0, ", classes, ")"));
     }
   }
-  for (Eigen::Index i = 0; i < features.rows(); ++i) {
-    sums_.col(labels(i)) += features.row(i).transpose();
-    counts_(labels(i)) += 1.0;
-  }
+  // Per-class sums as one product, sums += features^T onehot(labels): a
+  // GEMM over the block instead of a strided column update per row.
+  Eigen::MatrixXd onehot = Eigen::MatrixXd::Zero(features.rows(), classes);
+  for (Eigen::Index i = 0; i < labels.size(); ++i) onehot(i, labels(i)) = 1.0;
+  sums_.noalias() += features.transpose() * onehot;
+  counts_ += onehot.colwise().sum().transpose();
   num_rows_ += features.rows();
   return absl::OkStatus();
 }
@@ -62,13 +73,35 @@ absl::StatusOr<LabelledEmbeddingAccumulator> AccumulateEmbedding(
     return absl::InvalidArgumentError("embedding needs exactly one label per row");
   }
   DPC_RETURN_IF_ERROR(ValidatePositiveInt(block_rows, "Block size"));
-  LabelledEmbeddingAccumulator accumulator(feature_map.output_dim(), num_classes);
-  Eigen::MatrixXd features;
-  for (int64_t start = 0; start < encoded.rows(); start += block_rows) {
-    const int64_t rows = std::min<int64_t>(block_rows, encoded.rows() - start);
-    feature_map.Features(encoded.middleRows(start, rows), &features);
-    // Per-class sums as one product: sums += features^T * onehot(labels).
-    DPC_RETURN_IF_ERROR(accumulator.Add(features, labels.segment(start, rows)));
+  // Both cores (issue 13): each thread streams a contiguous range of blocks
+  // into its own accumulator, and the shards are merged in order, so the
+  // result depends on the thread count only through the order of the sums.
+  const int64_t blocks = (encoded.rows() + block_rows - 1) / block_rows;
+  const int threads = static_cast<int>(std::clamp<int64_t>(
+      std::min<int64_t>(std::thread::hardware_concurrency(), kMaxAccumulateThreads), 1,
+      std::max<int64_t>(blocks, 1)));
+  std::vector<LabelledEmbeddingAccumulator> shards(
+      threads, LabelledEmbeddingAccumulator(feature_map.output_dim(), num_classes));
+  std::vector<absl::Status> outcomes(threads);
+  auto accumulate = [&](int shard) {
+    Eigen::MatrixXd features;
+    const int64_t first = blocks * shard / threads, last = blocks * (shard + 1) / threads;
+    for (int64_t block = first; block < last; ++block) {
+      const int64_t start = block * block_rows;
+      const int64_t rows = std::min<int64_t>(block_rows, encoded.rows() - start);
+      feature_map.Features(encoded.middleRows(start, rows), &features);
+      outcomes[shard] = shards[shard].Add(features, labels.segment(start, rows));
+      if (!outcomes[shard].ok()) return;
+    }
+  };
+  std::vector<std::thread> helpers;
+  for (int shard = 1; shard < threads; ++shard) helpers.emplace_back(accumulate, shard);
+  accumulate(0);
+  for (std::thread& helper : helpers) helper.join();
+  for (const absl::Status& outcome : outcomes) DPC_RETURN_IF_ERROR(outcome);
+  LabelledEmbeddingAccumulator accumulator = std::move(shards[0]);
+  for (int shard = 1; shard < threads; ++shard) {
+    DPC_RETURN_IF_ERROR(accumulator.Merge(shards[shard]));
   }
   return accumulator;
 }
