@@ -5,6 +5,14 @@
 
 namespace dpcurator::embed {
 
+// Every map's output scale is multiplied by this, so that the norm bound
+// holds for the features as computed, not only in exact arithmetic: the
+// scales' own rounding (a few 2^-53), SLEEF's 1-ULP sin/cos and the
+// products leave ||h(x)|| <= 1 + 2^-49 at most, and 1 - 2^-45 brings that
+// below 1 (docs/privacy.md 2.7). The change to the features is 3e-14
+// relative, far below anything a release or a trainer resolves.
+inline constexpr double kFeatureNormShrink = 1.0 - 0x1p-45;
+
 // A per-record feature map h over encoded rows (data::FeatureLayout) whose
 // norm is bounded by one by construction, ||h(x)||_2 <= 1 for every x in the
 // declared domain: every sensitivity of the embedding releases rests on it

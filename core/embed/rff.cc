@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/embed/frequency_bounds.h"
 #include "core/util/public_rng.h"
+#include "core/util/sincos.h"
 #include "core/util/status_macros.h"
 #include "core/util/validation.h"
 
@@ -47,10 +48,11 @@ absl::StatusOr<RandomFourierFeatureMap> RandomFourierFeatureMap::Create(
   if (layout.num_categorical_columns() == 0) weight = 1.0;
   map.numeric_weight_ = weight;
   const double total_features = 2.0 * map.num_frequencies_;
-  map.numeric_scale_ = std::sqrt(weight) * std::sqrt(2.0 / total_features);
+  map.numeric_scale_ = kFeatureNormShrink * std::sqrt(weight) * std::sqrt(2.0 / total_features);
   map.categorical_scale_ =
       map.num_categorical_columns_ > 0
-          ? std::sqrt(1.0 - weight) / std::sqrt(static_cast<double>(map.num_categorical_columns_))
+          ? kFeatureNormShrink * std::sqrt(1.0 - weight) /
+                std::sqrt(static_cast<double>(map.num_categorical_columns_))
           : 0.0;
   // W_jl ~ N(0, 1/l^2) (dp-merf.md 1.1: omega ~ N(0, l^-2 I)).
   map.frequencies_.resize(map.num_frequencies_, map.numeric_dim_);
@@ -68,8 +70,9 @@ void RandomFourierFeatureMap::Features(const Eigen::MatrixXd& encoded,
   if (numeric_dim_ > 0) {
     Eigen::MatrixXd phases(n, f);
     phases.noalias() = encoded.leftCols(numeric_dim_) * frequencies_.transpose();
-    features->leftCols(f) = numeric_scale_ * phases.array().cos();
-    features->middleCols(f, f) = numeric_scale_ * phases.array().sin();
+    // Column-major: the cos block is the first n f entries of features, the
+    // sin block the next n f; both from one vectorised sincos pass.
+    SinCos(phases.data(), n * f, numeric_scale_, features->data() + n * f, features->data());
   } else {
     features->leftCols(2 * f).setZero();
   }

@@ -139,9 +139,10 @@ TEST(RffNormTest, CategoricalOnly) {
     Eigen::MatrixXd features;
     map.Features(data::EncodeFeatures(schema, layout, RandomTable(schema, 300, &rng)), &features);
     EXPECT_LE(MaxNormError(features), kNormTolerance) << v;
-    // The RFF block is identically zero; each categorical entry is 0 or 1/sqrt(V).
+    // The RFF block is identically zero; each categorical entry is 0 or
+    // 1/sqrt(V) (times the rounding margin kFeatureNormShrink).
     EXPECT_EQ(features.leftCols(20).cwiseAbs().maxCoeff(), 0.0);
-    const double entry = 1.0 / std::sqrt(static_cast<double>(v));
+    const double entry = kFeatureNormShrink / std::sqrt(static_cast<double>(v));
     for (Eigen::Index i = 0; i < features.rows(); ++i)
       for (Eigen::Index j = 20; j < features.cols(); ++j)
         EXPECT_TRUE(features(i, j) == 0.0 || std::fabs(features(i, j) - entry) < 1e-15);

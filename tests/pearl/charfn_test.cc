@@ -83,8 +83,10 @@ TEST(CharfnTest, FeaturesAreCosSinOfPhasesOverSqrtK) {
   for (int j = 0; j < 3; ++j) {
     for (int i = 0; i < 5; ++i) {
       const double phase = map.frequencies().row(i).dot(x.row(j));
-      EXPECT_NEAR(features(j, i), std::cos(phase) / std::sqrt(5.0), 1e-15);
-      EXPECT_NEAR(features(j, 5 + i), std::sin(phase) / std::sqrt(5.0), 1e-15);
+      // 1/sqrt(k) times the rounding margin (embed::kFeatureNormShrink).
+      EXPECT_NEAR(features(j, i), kFeatureNormShrink * std::cos(phase) / std::sqrt(5.0), 1e-15);
+      EXPECT_NEAR(features(j, 5 + i), kFeatureNormShrink * std::sin(phase) / std::sqrt(5.0),
+                  1e-15);
     }
   }
 }
