@@ -50,15 +50,20 @@ struct DenseLayerLayout {
   Eigen::Index shift_offset = -1;  // -1 without layer norm
 };
 
-// Buffers for one Forward/Backward pair. Reusing a workspace for batches of
-// the same size performs no allocation of its own. One workspace per thread:
-// an Mlp is immutable during Forward/Backward, workspaces are not.
-class MlpWorkspace {
+// Buffers for one Forward/Backward pair of a BasicMlp<Scalar>. Reusing a
+// workspace for batches of the same size performs no allocation of its own.
+// One workspace per thread: an Mlp is immutable during Forward/Backward,
+// workspaces are not.
+template <typename Scalar>
+class BasicMlpWorkspace {
  public:
-  MlpWorkspace() = default;
+  using Matrix = Eigen::Matrix<Scalar, Eigen::Dynamic, Eigen::Dynamic>;
+  using Vector = Eigen::Matrix<Scalar, Eigen::Dynamic, 1>;
+
+  BasicMlpWorkspace() = default;
 
   // Output of the last Forward (n x output_dim).
-  const Eigen::MatrixXd& output() const { return outputs_.back(); }
+  const Matrix& output() const { return outputs_.back(); }
 
   // Caches read by per-example gradient code (core/nn/per_example.h), one row
   // per example. After Forward: layer_input(l) is the X of layer l (the
@@ -67,51 +72,61 @@ class MlpWorkspace {
   // After Mlp::BackpropagateDeltas (or Backward): hidden_delta(l) is dLoss/dH
   // of hidden layer l, and, with layer norm, norm_output_delta(l) is dLoss/dY
   // for Y = gain * xhat + shift. The output layer's dLoss/dH is grad_output.
-  const Eigen::MatrixXd& layer_input(int layer) const {
+  const Matrix& layer_input(int layer) const {
     return layer == 0 ? input_ : outputs_[layer - 1];
   }
-  const Eigen::MatrixXd& hidden_delta(int layer) const { return deltas_[layer]; }
-  const Eigen::MatrixXd& normalized(int layer) const { return normalized_[layer]; }
-  const Eigen::MatrixXd& norm_output_delta(int layer) const { return norm_deltas_[layer]; }
+  const Matrix& hidden_delta(int layer) const { return deltas_[layer]; }
+  const Matrix& normalized(int layer) const { return normalized_[layer]; }
+  const Matrix& norm_output_delta(int layer) const { return norm_deltas_[layer]; }
 
  private:
-  friend class Mlp;
+  template <typename>
+  friend class BasicMlp;
 
-  Eigen::MatrixXd input_;
+  Matrix input_;
   // outputs_[l]: activations of layer l (the network output for the last).
-  std::vector<Eigen::MatrixXd> outputs_;
+  std::vector<Matrix> outputs_;
   // Layer norm: normalised pre-activations and 1/sqrt(var + eps) per row.
-  std::vector<Eigen::MatrixXd> normalized_;
-  std::vector<Eigen::VectorXd> inv_std_;
+  std::vector<Matrix> normalized_;
+  std::vector<Vector> inv_std_;
   // deltas_[l]: gradient of the loss w.r.t. the pre-activation H of hidden
   // layer l (the output layer uses grad_output directly).
-  std::vector<Eigen::MatrixXd> deltas_;
+  std::vector<Matrix> deltas_;
   // Layer norm: norm_deltas_[l] is dLoss/dY of hidden layer l, where
   // Y = gain * xhat + shift (before the activation).
-  std::vector<Eigen::MatrixXd> norm_deltas_;
-  Eigen::VectorXd row_buffer_a_;
-  Eigen::VectorXd row_buffer_b_;
+  std::vector<Matrix> norm_deltas_;
+  Vector row_buffer_a_;
+  Vector row_buffer_b_;
 };
 
-// A multilayer perceptron in double precision over batches stored as rows.
-// All parameters live in one flat Eigen::VectorXd; each layer's weight, bias
+// A multilayer perceptron over batches stored as rows, in Scalar precision:
+// Mlp (double) for DP-SGD, whose per-example gradient norms are tested to
+// 1e-10, and MlpF (float) for the generators of the embedding trainers, which
+// are post-processing of a released artefact (precision there costs no
+// privacy) and run twice as many float as double flops per cycle. Float
+// products go to the BLAS sgemm (gemm.h); double ones stay on Eigen.
+// All parameters live in one flat vector; each layer's weight, bias
 // (and layer-norm gain/shift) are Eigen::Map views into it, so optimizers,
 // serialisation and gradient checks operate on one vector.
-class Mlp {
+template <typename Scalar>
+class BasicMlp {
  public:
+  using Matrix = Eigen::Matrix<Scalar, Eigen::Dynamic, Eigen::Dynamic>;
+  using Vector = Eigen::Matrix<Scalar, Eigen::Dynamic, 1>;
+  using Workspace = BasicMlpWorkspace<Scalar>;
+
   // Validates `options` and initialises the weights from PublicRng(seed):
   // He et al. 2015 ("Delving deep into rectifiers", eq. 10; eq. 15 form for
   // leaky ReLU), W ~ N(0, 2 / ((1 + slope^2) fan_in)), for ReLU-family hidden
   // layers; Glorot & Bengio 2010 (normalised init, eq. 16, as a normal),
   // W ~ N(0, 2 / (fan_in + fan_out)), for tanh hidden layers and the linear
   // output layer. Biases and shifts start at 0, layer-norm gains at 1.
-  static absl::StatusOr<Mlp> Create(const MlpOptions& options);
+  static absl::StatusOr<BasicMlp> Create(const MlpOptions& options);
 
   // Rebuilds a network from its architecture and flat parameters (a model
   // file). The seed in `options` is ignored. Fails if the size does not match
   // the architecture or an entry is not finite.
-  static absl::StatusOr<Mlp> FromParameters(const MlpOptions& options,
-                                            Eigen::VectorXd parameters);
+  static absl::StatusOr<BasicMlp> FromParameters(const MlpOptions& options, Vector parameters);
 
   // Number of parameters of the architecture, or the validation error.
   static absl::StatusOr<Eigen::Index> CountParameters(const MlpOptions& options);
@@ -119,17 +134,15 @@ class Mlp {
   // Runs the network on `input` (n x input_dim) and returns the output
   // (n x output_dim), a reference into `workspace` valid until its next use.
   // Keeps what Backward needs in `workspace`.
-  const Eigen::MatrixXd& Forward(const Eigen::Ref<const Eigen::MatrixXd>& input,
-                                 MlpWorkspace* workspace) const;
+  const Matrix& Forward(const Eigen::Ref<const Matrix>& input, Workspace* workspace) const;
 
   // Backpropagation (Rumelhart, Hinton & Williams 1986) for the last Forward
   // on `workspace`. `grad_output` is dLoss/dOutput (n x output_dim). Adds
   // dLoss/dParameters to `grad_params` (size num_parameters(), same layout as
   // parameters(); the caller zeroes it). If `grad_input` is not null it is
   // set to dLoss/dInput (n x input_dim).
-  void Backward(const Eigen::Ref<const Eigen::MatrixXd>& grad_output,
-                MlpWorkspace* workspace, Eigen::VectorXd* grad_params,
-                Eigen::MatrixXd* grad_input = nullptr) const;
+  void Backward(const Eigen::Ref<const Matrix>& grad_output, Workspace* workspace,
+                Vector* grad_params, Matrix* grad_input = nullptr) const;
 
   // The first half of Backward: propagates `grad_output` (n x output_dim)
   // down the network for the last Forward on `workspace` and leaves every
@@ -137,15 +150,15 @@ class Mlp {
   // (MlpWorkspace::hidden_delta, norm_output_delta), without summing anything
   // over the batch. Row i of every delta depends on row i of grad_output
   // only, linearly: the basis of per-example gradients (per_example.h).
-  void BackpropagateDeltas(const Eigen::Ref<const Eigen::MatrixXd>& grad_output,
-                           MlpWorkspace* workspace) const;
+  void BackpropagateDeltas(const Eigen::Ref<const Matrix>& grad_output,
+                           Workspace* workspace) const;
 
   // The flat parameter vector. Callers may change its entries (optimizer
   // steps) but must not resize it.
-  Eigen::VectorXd& parameters() { return parameters_; }
-  const Eigen::VectorXd& parameters() const { return parameters_; }
+  Vector& parameters() { return parameters_; }
+  const Vector& parameters() const { return parameters_; }
   // Replaces all parameters; fails on a size mismatch or non-finite entry.
-  absl::Status SetParameters(const Eigen::Ref<const Eigen::VectorXd>& parameters);
+  absl::Status SetParameters(const Eigen::Ref<const Vector>& parameters);
 
   Eigen::Index num_parameters() const { return parameters_.size(); }
   int num_layers() const { return static_cast<int>(layers_.size()); }
@@ -156,32 +169,40 @@ class Mlp {
 
   // Views into parameters() for layer `layer` (0-based; the last is the
   // output layer). Gain and shift exist for hidden layers with layer norm.
-  Eigen::Map<Eigen::MatrixXd> weight(int layer);
-  Eigen::Map<const Eigen::MatrixXd> weight(int layer) const;
-  Eigen::Map<Eigen::VectorXd> bias(int layer);
-  Eigen::Map<const Eigen::VectorXd> bias(int layer) const;
-  Eigen::Map<Eigen::VectorXd> norm_gain(int layer);
-  Eigen::Map<const Eigen::VectorXd> norm_gain(int layer) const;
-  Eigen::Map<Eigen::VectorXd> norm_shift(int layer);
-  Eigen::Map<const Eigen::VectorXd> norm_shift(int layer) const;
+  Eigen::Map<Matrix> weight(int layer);
+  Eigen::Map<const Matrix> weight(int layer) const;
+  Eigen::Map<Vector> bias(int layer);
+  Eigen::Map<const Vector> bias(int layer) const;
+  Eigen::Map<Vector> norm_gain(int layer);
+  Eigen::Map<const Vector> norm_gain(int layer) const;
+  Eigen::Map<Vector> norm_shift(int layer);
+  Eigen::Map<const Vector> norm_shift(int layer) const;
 
  private:
-  Mlp(MlpOptions options, std::vector<DenseLayerLayout> layers,
-      Eigen::VectorXd parameters);
+  BasicMlp(MlpOptions options, std::vector<DenseLayerLayout> layers, Vector parameters);
 
   static absl::Status Validate(const MlpOptions& options);
   static std::vector<DenseLayerLayout> Plan(const MlpOptions& options,
                                             Eigen::Index* num_parameters);
   void Initialize();
-  void PrepareWorkspace(Eigen::Index rows, MlpWorkspace* workspace) const;
-  void ApplyActivation(Eigen::MatrixXd* values) const;
-  void MultiplyActivationDerivative(const Eigen::MatrixXd& activations,
-                                    Eigen::MatrixXd* delta) const;
+  void PrepareWorkspace(Eigen::Index rows, Workspace* workspace) const;
+  void ApplyActivation(Matrix* values) const;
+  void MultiplyActivationDerivative(const Matrix& activations, Matrix* delta) const;
 
   MlpOptions options_;
   std::vector<DenseLayerLayout> layers_;
-  Eigen::VectorXd parameters_;
+  Vector parameters_;
 };
+
+using Mlp = BasicMlp<double>;
+using MlpWorkspace = BasicMlpWorkspace<double>;
+using MlpF = BasicMlp<float>;
+using MlpWorkspaceF = BasicMlpWorkspace<float>;
+
+extern template class BasicMlp<double>;
+extern template class BasicMlp<float>;
+
+
 
 }  // namespace dpcurator::nn
 

@@ -1,5 +1,6 @@
 #include "core/nn/mlp.h"
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <tuple>
@@ -287,6 +288,60 @@ TEST(ActivationTest, NamesRoundTrip) {
   }
   EXPECT_THAT(ParseActivation("gelu").status().message(),
               HasSubstr("Unknown activation \"gelu\""));
+}
+
+}  // namespace
+}  // namespace dpcurator::nn
+
+namespace dpcurator::nn {
+namespace {
+
+// The float network (the trainers' generators) computes what the double one
+// does to float precision, from the same parameters.
+TEST(MlpFloatTest, MatchesDoubleForwardAndBackward) {
+  for (const bool layer_norm : {false, true}) {
+    MlpOptions options;
+    options.input_dim = 5;
+    options.hidden = {16, 12};
+    options.output_dim = 4;
+    options.activation = Activation::kTanh;
+    options.layer_norm = layer_norm;
+    options.seed = 3;
+    absl::StatusOr<Mlp> mlp = Mlp::Create(options);
+    ASSERT_TRUE(mlp.ok());
+    absl::StatusOr<MlpF> mlp_float =
+        MlpF::FromParameters(options, mlp->parameters().cast<float>());
+    ASSERT_TRUE(mlp_float.ok());
+    const Eigen::MatrixXd input = Eigen::MatrixXd::Random(9, 5);
+    const Eigen::MatrixXd grad_output = Eigen::MatrixXd::Random(9, 4);
+    MlpWorkspace ws;
+    MlpWorkspaceF ws_float;
+    const Eigen::MatrixXd out = mlp->Forward(input, &ws);
+    const Eigen::MatrixXf out_float = mlp_float->Forward(input.cast<float>(), &ws_float);
+    EXPECT_LT((out - out_float.cast<double>()).cwiseAbs().maxCoeff(), 1e-5);
+    Eigen::VectorXd grad = Eigen::VectorXd::Zero(mlp->num_parameters());
+    Eigen::VectorXf grad_float = Eigen::VectorXf::Zero(mlp->num_parameters());
+    Eigen::MatrixXd grad_input;
+    Eigen::MatrixXf grad_input_float;
+    mlp->Backward(grad_output, &ws, &grad, &grad_input);
+    mlp_float->Backward(grad_output.cast<float>(), &ws_float, &grad_float, &grad_input_float);
+    EXPECT_LT((grad - grad_float.cast<double>()).cwiseAbs().maxCoeff(),
+              1e-5 * std::max(1.0, grad.cwiseAbs().maxCoeff()));
+    EXPECT_LT((grad_input - grad_input_float.cast<double>()).cwiseAbs().maxCoeff(), 1e-5);
+  }
+}
+
+// A float network created from a seed starts from the double one's weights,
+// rounded.
+TEST(MlpFloatTest, CreateRoundsTheDoubleInitialisation) {
+  MlpOptions options;
+  options.input_dim = 3;
+  options.hidden = {7};
+  options.output_dim = 2;
+  options.seed = 11;
+  const Mlp mlp = Mlp::Create(options).value();
+  const MlpF mlp_float = MlpF::Create(options).value();
+  EXPECT_EQ(mlp.parameters().cast<float>(), mlp_float.parameters());
 }
 
 }  // namespace
