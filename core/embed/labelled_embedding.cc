@@ -38,11 +38,15 @@ absl::Status LabelledEmbeddingAccumulator::Add(const Eigen::MatrixXd& features,
           absl::StrCat("a label is outside the declared levels [0, ", classes, ")"));
     }
   }
-  // Per-class sums as one product, sums += features^T onehot(labels): a
-  // GEMM over the block instead of a strided column update per row.
+  // Per-class sums as products with the block's one-hot labels,
+  // sums_c += features^T onehot_c: one pass down each feature column (a
+  // transposed GEMV per class; the classes are few), instead of a strided
+  // column update per row or a GEMM that first packs the whole block.
   Eigen::MatrixXd onehot = Eigen::MatrixXd::Zero(features.rows(), classes);
   for (Eigen::Index i = 0; i < labels.size(); ++i) onehot(i, labels(i)) = 1.0;
-  sums_.noalias() += features.transpose() * onehot;
+  for (int c = 0; c < classes; ++c) {
+    sums_.col(c).noalias() += features.transpose() * onehot.col(c);
+  }
   counts_ += onehot.colwise().sum().transpose();
   num_rows_ += features.rows();
   return absl::OkStatus();

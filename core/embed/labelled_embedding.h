@@ -37,7 +37,7 @@ class LabelledEmbeddingAccumulator {
 // stays O(block * feature_dim) whatever the number of rows.
 absl::StatusOr<LabelledEmbeddingAccumulator> AccumulateEmbedding(
     const FeatureMap& feature_map, const Eigen::MatrixXd& encoded, const Eigen::VectorXi& labels,
-    int num_classes, int64_t block_rows = 4096);
+    int num_classes, int64_t block_rows = 1024);
 
 // L2 sensitivity of the released vector when ||h|| <= 1 (docs/privacy.md 2.2):
 //   ADD_REMOVE: [per-class sums ; per-class counts] -> sqrt(1 + 1);
