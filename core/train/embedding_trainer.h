@@ -28,6 +28,10 @@ struct EmbeddingTrainerOptions {
   // Called every `progress_every` steps and at the end.
   std::function<void(int step, double loss)> progress;
   int progress_every = 100;
+  // Threads for the generator steps (each batch is split into row shards,
+  // one per thread); 0: one per hardware thread. Results do not depend on
+  // it beyond float rounding of the shard sums.
+  int threads = 0;
 };
 
 struct TrainedGenerator {
@@ -45,14 +49,22 @@ Eigen::VectorXi StratifiedLabels(const Eigen::VectorXd& class_weights, int batch
 
 // Calls visit(c, start, count) for each run of rows labelled c, in order:
 // with labels grouped by class (StratifiedLabels), one call per class.
-void ForEachClassRun(const Eigen::VectorXi& labels,
-                     const std::function<void(int c, Eigen::Index start, Eigen::Index count)>& visit);
+void ForEachClassRun(
+    const Eigen::Ref<const Eigen::VectorXi>& labels,
+    const std::function<void(int c, Eigen::Index start, Eigen::Index count)>& visit);
 
 // Loss of one batch, L = sum_c || target_c - mean_{i in c} h(g_i) ||^2, and
 // dL/dh per generated row (n x feature_dim). Labels must be grouped by
 // class as StratifiedLabels makes them.
 double EmbeddingLoss(const Eigen::MatrixXd& target_means, const Eigen::MatrixXd& features,
                      const Eigen::VectorXi& labels, Eigen::MatrixXd* grad_features);
+
+// The same loss from the generated class means m_c (columns of
+// class_means, feature_dim x classes), L = sum_c ||target_c - m_c||^2, and
+// dL/dm_c = -2 (target_c - m_c) into grad_means (if not null). The
+// trainers' hot path: every row of class c then gets dL/dh = dL/dm_c / n_c.
+double EmbeddingMeanLoss(const Eigen::MatrixXd& target_means, const Eigen::MatrixXd& class_means,
+                         Eigen::MatrixXd* grad_means);
 
 // What every embedding trainer (DP-MERF, PEARL) starts from: validated
 // options, a generator seeded from the public seed, its Adam optimiser and
@@ -67,17 +79,18 @@ absl::StatusOr<GeneratorFit> PrepareGeneratorFit(const data::FeatureLayout& layo
                                                  const embed::EmbeddingTarget& target,
                                                  const EmbeddingTrainerOptions& options);
 
-// A trainer's loss of one generated batch, from the batch's features h
-// (n x feature_dim, rows labelled as GeneratorFit::labels): returns L and
-// writes dL/dh to grad_features.
-using GeneratorBatchLoss =
-    std::function<double(const Eigen::MatrixXd& features, Eigen::MatrixXd* grad_features)>;
+// A trainer's loss of one generated batch as a function of the batch's
+// class means of the features, m_c = mean_{i in c} h(g_i) (feature_dim x
+// classes; both DP-MERF's and PEARL's losses are): returns L and writes
+// dL/dm_c to grad_means.
+using ClassMeanLoss =
+    std::function<double(const Eigen::MatrixXd& class_means, Eigen::MatrixXd* grad_means)>;
 // Draws a fresh batch from the generator (noise from the loop's public RNG)
-// and returns its features.
-using DrawGeneratedFeatures = std::function<const Eigen::MatrixXd&()>;
+// and returns its class means.
+using DrawClassMeans = std::function<const Eigen::MatrixXd&()>;
 // Work after generator step `step` (PEARL's critic step); may draw batches.
 using AfterGeneratorStep =
-    std::function<absl::Status(int step, const DrawGeneratedFeatures& draw_features)>;
+    std::function<absl::Status(int step, const DrawClassMeans& draw_class_means)>;
 
 // The generator loop every embedding trainer runs (DP-MERF Alg. 1 step 3,
 // PEARL Alg. 1 line 18): options.steps Adam steps at ScheduledLearningRate,
@@ -85,9 +98,15 @@ using AfterGeneratorStep =
 // options.seed, descending `loss` through the feature map and the generator; then
 // `after_step` (if set) and progress. Fails on a non-finite gradient.
 // Returns the loss of the last generator step.
+//
+// Post-processing in float32 (issue 13): the generator runs as a
+// FloatGenerator and the feature map as a FloatFeatureMap (the artefact's
+// own public frequencies, rounded to float), split over options.threads
+// row shards; the class means, the loss, the gradient sum and Adam's
+// master parameters stay in double.
 absl::StatusOr<double> RunGeneratorLoop(const embed::FeatureMap& feature_map,
                                         const EmbeddingTrainerOptions& options,
-                                        const GeneratorBatchLoss& loss, GeneratorFit* fit,
+                                        const ClassMeanLoss& loss, GeneratorFit* fit,
                                         const AfterGeneratorStep& after_step = nullptr);
 
 // The linear decay both trainers use: learning_rate at step 1, falling to

@@ -83,6 +83,31 @@ double PearlLoss(const Eigen::MatrixXd& target_means, const Eigen::MatrixXd& fea
   return frequency_weights.dot(*per_frequency_loss);
 }
 
+double PearlMeanLoss(const Eigen::MatrixXd& target_means, const Eigen::MatrixXd& class_means,
+                     const Eigen::VectorXd& frequency_weights, Eigen::VectorXd* per_frequency_loss,
+                     Eigen::MatrixXd* grad_means) {
+  const Eigen::Index k = frequency_weights.size();
+  const double kd = static_cast<double>(k);
+  // r_c = target_c - m_c: [Re; Im](Phi~_c - Phi^_{Q,c}) / sqrt(k).
+  const Eigen::MatrixXd residual = target_means - class_means;
+  // f_i = sum_c k (r_{c,i}^2 + r_{c,k+i}^2) (pearl.md 1.2 G).
+  *per_frequency_loss =
+      kd * (residual.topRows(k).array().square() + residual.bottomRows(k).array().square())
+               .rowwise()
+               .sum()
+               .matrix();
+  if (grad_means != nullptr) {
+    // dL/dm_c = -2 k [alpha o r_cos ; alpha o r_sin].
+    grad_means->resize(residual.rows(), residual.cols());
+    grad_means->topRows(k) = (-2.0 * kd) * (residual.topRows(k).array().colwise() *
+                                             frequency_weights.array());
+    grad_means->bottomRows(k) = (-2.0 * kd) * (residual.bottomRows(k).array().colwise() *
+                                                frequency_weights.array());
+  }
+  // L = sum_i alpha_i f_i (Eq. 1 with self-normalised weights, pearl.md 1.2 F).
+  return frequency_weights.dot(*per_frequency_loss);
+}
+
 absl::StatusOr<TrainedPearlGenerator> TrainPearlGenerator(
     const data::FeatureLayout& layout, const embed::CharacteristicFunctionMap& feature_map,
     const embed::EmbeddingTarget& target, const PearlTrainerOptions& options) {
@@ -104,20 +129,20 @@ absl::StatusOr<TrainedPearlGenerator> TrainPearlGenerator(
   Eigen::VectorXd precisions;
   int critic_steps = 0;
   // Generator step: descent on L(theta) at fixed alpha (Alg. 1 line 18).
-  const GeneratorBatchLoss loss = [&](const Eigen::MatrixXd& features,
-                                      Eigen::MatrixXd* grad_features) {
-    return PearlLoss(target.class_means, features, fit.labels, critic.weights(),
-                     &per_frequency_loss, grad_features);
+  const ClassMeanLoss loss = [&](const Eigen::MatrixXd& class_means,
+                                 Eigen::MatrixXd* grad_means) {
+    return PearlMeanLoss(target.class_means, class_means, critic.weights(), &per_frequency_loss,
+                         grad_means);
   };
   // Critic step every n_gen generator steps, on a fresh batch: ascent on
   // L(s) at fixed theta (Alg. 1, pearl.md 1.2 H).
   const AfterGeneratorStep critic_step =
-      [&](int step, const DrawGeneratedFeatures& draw_features) -> absl::Status {
+      [&](int step, const DrawClassMeans& draw_class_means) -> absl::Status {
     if (!options.use_critic || step % options.generator_steps_per_critic_step != 0) {
       return absl::OkStatus();
     }
-    PearlLoss(target.class_means, draw_features(), fit.labels, critic.weights(),
-              &per_frequency_loss, /*grad_features=*/nullptr);
+    PearlMeanLoss(target.class_means, draw_class_means(), critic.weights(), &per_frequency_loss,
+                  /*grad_means=*/nullptr);
     const Eigen::VectorXd critic_grad = critic.Gradient(per_frequency_loss);
     if (!critic_grad.allFinite()) {
       return absl::InternalError(

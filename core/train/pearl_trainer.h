@@ -71,6 +71,14 @@ double PearlLoss(const Eigen::MatrixXd& target_means, const Eigen::MatrixXd& fea
                  const Eigen::VectorXi& labels, const Eigen::VectorXd& frequency_weights,
                  Eigen::VectorXd* per_frequency_loss, Eigen::MatrixXd* grad_features);
 
+// PearlLoss from the generated class means m_c (columns of class_means):
+// r_c = target_c - m_c, the same f and L, and dL/dm_c = -2 k [alpha o
+// r_cos ; alpha o r_sin] into grad_means (if not null). The trainer's hot
+// path (see EmbeddingMeanLoss).
+double PearlMeanLoss(const Eigen::MatrixXd& target_means, const Eigen::MatrixXd& class_means,
+                     const Eigen::VectorXd& frequency_weights, Eigen::VectorXd* per_frequency_loss,
+                     Eigen::MatrixXd* grad_means);
+
 // The generator fields (steps, batch size, learning-rate schedule,
 // generator, seed, progress; called with the generator loss of the step)
 // are EmbeddingTrainerOptions'; PEARL adds its critic's.

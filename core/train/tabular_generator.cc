@@ -128,71 +128,121 @@ absl::StatusOr<TabularGenerator> TabularGenerator::FromParameters(
   return TabularGenerator(layout, num_classes, options, std::move(mlp));
 }
 
+template <typename Scalar>
+struct GeneratorPass {
+  using Matrix = Eigen::Matrix<Scalar, Eigen::Dynamic, Eigen::Dynamic>;
+  using Vector = Eigen::Matrix<Scalar, Eigen::Dynamic, 1>;
+
+  static const Matrix& Forward(const data::FeatureLayout& layout, int num_classes, int noise_dim,
+                               const nn::BasicMlp<Scalar>& mlp,
+                               const Eigen::Ref<const Matrix>& z,
+                               const Eigen::Ref<const Eigen::VectorXi>& labels,
+                               BasicGeneratorWorkspace<Scalar>* ws) {
+    eigen_assert(z.cols() == noise_dim);
+    const Eigen::Index n = z.rows();
+    ws->input_.resize(n, mlp.input_dim());
+    ws->input_.leftCols(noise_dim) = z;
+    if (num_classes > 1) {
+      eigen_assert(labels.size() == n);
+      auto one_hot = ws->input_.rightCols(num_classes);
+      one_hot.setZero();
+      const Eigen::Index rows = std::min<Eigen::Index>(n, labels.size());
+      for (Eigen::Index i = 0; i < rows; ++i) {
+        const int label = labels(i);
+        eigen_assert(label >= 0 && label < num_classes);
+        // Out-of-range labels (a broken precondition) get an all-zero code
+        // rather than a write outside the matrix.
+        if (label >= 0 && label < num_classes) one_hot(i, label) = Scalar{1};
+      }
+    }
+
+    const Matrix& logits = mlp.Forward(ws->input_, &ws->mlp_);
+    Matrix& out = ws->encoded_;
+    out.resize(n, layout.total_dim());
+    for (const auto& slot : layout.numeric) {
+      // Logistic sigmoid 1 / (1 + e^-l); saturates to 0 or 1 without NaN.
+      out.col(slot.offset).array() =
+          (Scalar{1} + (-logits.col(slot.offset).array()).exp()).inverse();
+    }
+    Vector& row = ws->row_buffer_;
+    row.resize(n);
+    for (const auto& slot : layout.categorical) {
+      // Softmax per row, shifted by the row maximum (exact, avoids overflow).
+      const auto in = logits.middleCols(slot.offset, slot.levels);
+      auto block = out.middleCols(slot.offset, slot.levels);
+      row.noalias() = in.rowwise().maxCoeff();
+      // Shift first, then exp over the contiguous block in place: Eigen
+      // vectorises exp there, not through the broadcast expression.
+      block = in;
+      block.colwise() -= row;
+      block.array() = block.array().exp();
+      row.noalias() = block.rowwise().sum();
+      block.array().colwise() /= row.array();
+    }
+    return out;
+  }
+
+  static void Backward(const data::FeatureLayout& layout, const nn::BasicMlp<Scalar>& mlp,
+                       const Eigen::Ref<const Matrix>& grad_encoded,
+                       BasicGeneratorWorkspace<Scalar>* ws, Vector* grad_params) {
+    const Matrix& x = ws->encoded_;
+    eigen_assert(grad_encoded.rows() == x.rows() && grad_encoded.cols() == x.cols());
+    Matrix& g = ws->grad_logits_;
+    g.resize(x.rows(), x.cols());
+    for (const auto& slot : layout.numeric) {
+      // d sigmoid(l) / dl = s (1 - s).
+      const auto s = x.col(slot.offset).array();
+      g.col(slot.offset).array() = grad_encoded.col(slot.offset).array() * s * (Scalar{1} - s);
+    }
+    Vector& row = ws->row_buffer_;
+    for (const auto& slot : layout.categorical) {
+      // Softmax Jacobian dx_k/dl_j = x_k (delta_kj - x_j), so
+      // dL/dl_j = x_j (g_j - sum_k g_k x_k).
+      const auto p = x.middleCols(slot.offset, slot.levels);
+      const auto ge = grad_encoded.middleCols(slot.offset, slot.levels);
+      auto gl = g.middleCols(slot.offset, slot.levels);
+      row.noalias() = ge.cwiseProduct(p).rowwise().sum();
+      gl.array() = p.array() * (ge.colwise() - row).array();
+    }
+    mlp.Backward(g, &ws->mlp_, grad_params, nullptr);
+  }
+};
+
 const Eigen::MatrixXd& TabularGenerator::Forward(const Eigen::Ref<const Eigen::MatrixXd>& z,
                                                  const Eigen::VectorXi& labels,
                                                  GeneratorWorkspace* ws) const {
-  eigen_assert(z.cols() == options_.noise_dim);
-  const Eigen::Index n = z.rows();
-  ws->input_.resize(n, input_dim());
-  ws->input_.leftCols(options_.noise_dim) = z;
-  if (num_classes_ > 1) {
-    eigen_assert(labels.size() == n);
-    auto one_hot = ws->input_.rightCols(num_classes_);
-    one_hot.setZero();
-    const Eigen::Index rows = std::min<Eigen::Index>(n, labels.size());
-    for (Eigen::Index i = 0; i < rows; ++i) {
-      const int label = labels(i);
-      eigen_assert(label >= 0 && label < num_classes_);
-      // Out-of-range labels (a broken precondition) get an all-zero code
-      // rather than a write outside the matrix.
-      if (label >= 0 && label < num_classes_) one_hot(i, label) = 1.0;
-    }
-  }
-
-  const Eigen::MatrixXd& logits = mlp_.Forward(ws->input_, &ws->mlp_);
-  Eigen::MatrixXd& out = ws->encoded_;
-  out.resize(n, output_dim());
-  for (const auto& slot : layout_.numeric) {
-    // Logistic sigmoid 1 / (1 + e^-l); saturates to 0 or 1 without NaN.
-    out.col(slot.offset).array() = (1.0 + (-logits.col(slot.offset).array()).exp()).inverse();
-  }
-  Eigen::VectorXd& row = ws->row_buffer_;
-  row.resize(n);
-  for (const auto& slot : layout_.categorical) {
-    // Softmax per row, shifted by the row maximum (exact, avoids overflow).
-    const auto in = logits.middleCols(slot.offset, slot.levels);
-    auto block = out.middleCols(slot.offset, slot.levels);
-    row.noalias() = in.rowwise().maxCoeff();
-    block.array() = (in.colwise() - row).array().exp();
-    row.noalias() = block.rowwise().sum();
-    block.array().colwise() /= row.array();
-  }
-  return out;
+  return GeneratorPass<double>::Forward(layout_, num_classes_, options_.noise_dim, mlp_, z, labels,
+                                        ws);
 }
 
 void TabularGenerator::Backward(const Eigen::Ref<const Eigen::MatrixXd>& grad_encoded,
                                 GeneratorWorkspace* ws,
                                 Eigen::VectorXd* grad_params) const {
-  const Eigen::MatrixXd& x = ws->encoded_;
-  eigen_assert(grad_encoded.rows() == x.rows() && grad_encoded.cols() == x.cols());
-  Eigen::MatrixXd& g = ws->grad_logits_;
-  g.resize(x.rows(), x.cols());
-  for (const auto& slot : layout_.numeric) {
-    // d sigmoid(l) / dl = s (1 - s).
-    const auto s = x.col(slot.offset).array();
-    g.col(slot.offset).array() = grad_encoded.col(slot.offset).array() * s * (1.0 - s);
-  }
-  Eigen::VectorXd& row = ws->row_buffer_;
-  for (const auto& slot : layout_.categorical) {
-    // Softmax Jacobian dx_k/dl_j = x_k (delta_kj - x_j), so
-    // dL/dl_j = x_j (g_j - sum_k g_k x_k).
-    const auto p = x.middleCols(slot.offset, slot.levels);
-    const auto ge = grad_encoded.middleCols(slot.offset, slot.levels);
-    auto gl = g.middleCols(slot.offset, slot.levels);
-    row.noalias() = ge.cwiseProduct(p).rowwise().sum();
-    gl.array() = p.array() * (ge.colwise() - row).array();
-  }
-  mlp_.Backward(g, &ws->mlp_, grad_params, nullptr);
+  GeneratorPass<double>::Backward(layout_, mlp_, grad_encoded, ws, grad_params);
+}
+
+absl::StatusOr<FloatGenerator> FloatGenerator::Create(const TabularGenerator& master) {
+  DPC_ASSIGN_OR_RETURN(
+      nn::MlpF mlp,
+      nn::MlpF::FromParameters(master.mlp().options(), master.parameters().cast<float>()));
+  return FloatGenerator(master.layout(), master.num_classes(), master.noise_dim(),
+                        std::move(mlp));
+}
+
+void FloatGenerator::SyncFrom(const TabularGenerator& master) {
+  eigen_assert(master.num_parameters() == mlp_.num_parameters());
+  mlp_.parameters() = master.parameters().cast<float>();
+}
+
+const Eigen::MatrixXf& FloatGenerator::Forward(const Eigen::Ref<const Eigen::MatrixXf>& z,
+                                               const Eigen::Ref<const Eigen::VectorXi>& labels,
+                                               FloatGeneratorWorkspace* ws) const {
+  return GeneratorPass<float>::Forward(layout_, num_classes_, noise_dim_, mlp_, z, labels, ws);
+}
+
+void FloatGenerator::Backward(const Eigen::Ref<const Eigen::MatrixXf>& grad_encoded,
+                              FloatGeneratorWorkspace* ws, Eigen::VectorXf* grad_params) const {
+  GeneratorPass<float>::Backward(layout_, mlp_, grad_encoded, ws, grad_params);
 }
 
 absl::StatusOr<data::Table> TabularGenerator::Sample(const data::Schema& schema,

@@ -2,6 +2,7 @@
 #define DPCURATOR_CORE_TRAIN_TABULAR_GENERATOR_H_
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "Eigen/Core"
@@ -32,24 +33,36 @@ struct GeneratorOptions {
   uint64_t seed = 0;
 };
 
+// The forward and backward passes shared by TabularGenerator (double) and
+// FloatGenerator (float); defined in tabular_generator.cc.
+template <typename Scalar>
+struct GeneratorPass;
+
 // Buffers for one Forward/Backward pair; reuse it across steps (no
 // allocation for batches of the same size). One per thread.
-class GeneratorWorkspace {
+template <typename Scalar>
+class BasicGeneratorWorkspace {
  public:
-  GeneratorWorkspace() = default;
+  using Matrix = Eigen::Matrix<Scalar, Eigen::Dynamic, Eigen::Dynamic>;
+  using Vector = Eigen::Matrix<Scalar, Eigen::Dynamic, 1>;
+
+  BasicGeneratorWorkspace() = default;
 
   // Encoded rows of the last Forward (n x layout.total_dim()).
-  const Eigen::MatrixXd& encoded() const { return encoded_; }
+  const Matrix& encoded() const { return encoded_; }
 
  private:
-  friend class TabularGenerator;
+  template <typename>
+  friend struct GeneratorPass;
 
-  Eigen::MatrixXd input_;
-  Eigen::MatrixXd encoded_;
-  Eigen::MatrixXd grad_logits_;
-  Eigen::VectorXd row_buffer_;
-  nn::MlpWorkspace mlp_;
+  Matrix input_;
+  Matrix encoded_;
+  Matrix grad_logits_;
+  Vector row_buffer_;
+  nn::BasicMlpWorkspace<Scalar> mlp_;
 };
+using GeneratorWorkspace = BasicGeneratorWorkspace<double>;
+using FloatGeneratorWorkspace = BasicGeneratorWorkspace<float>;
 
 // A conditional generator of encoded tabular rows: an MLP followed by one
 // output head per column of a data::FeatureLayout.
@@ -145,6 +158,43 @@ class TabularGenerator {
   int num_classes_;
   GeneratorOptions options_;
   nn::Mlp mlp_;
+};
+
+// A float32 working copy of a TabularGenerator for the embedding trainers
+// (issue 13): the same network and heads, its parameters rounded from the
+// double master copy that the optimiser updates (SyncFrom after each step;
+// mixed precision keeps Adam's small updates from rounding away). Forward
+// and Backward are const and take a workspace, so row shards of one batch
+// run on several threads at once.
+class FloatGenerator {
+ public:
+  // A copy of `master`'s architecture and current parameters.
+  static absl::StatusOr<FloatGenerator> Create(const TabularGenerator& master);
+
+  // Copies `master`'s parameters (same architecture), rounded to float.
+  void SyncFrom(const TabularGenerator& master);
+
+  // TabularGenerator::Forward in float, for rows z (n x noise_dim) with
+  // `labels` (n entries; ignored for one class).
+  const Eigen::MatrixXf& Forward(const Eigen::Ref<const Eigen::MatrixXf>& z,
+                                 const Eigen::Ref<const Eigen::VectorXi>& labels,
+                                 FloatGeneratorWorkspace* workspace) const;
+  // TabularGenerator::Backward in float: adds dLoss/dParameters to
+  // grad_params (size num_parameters(); the caller zeroes it).
+  void Backward(const Eigen::Ref<const Eigen::MatrixXf>& grad_encoded,
+                FloatGeneratorWorkspace* workspace, Eigen::VectorXf* grad_params) const;
+
+  Eigen::Index num_parameters() const { return mlp_.num_parameters(); }
+  const nn::MlpF& mlp() const { return mlp_; }
+
+ private:
+  FloatGenerator(const data::FeatureLayout& layout, int num_classes, int noise_dim, nn::MlpF mlp)
+      : layout_(layout), num_classes_(num_classes), noise_dim_(noise_dim), mlp_(std::move(mlp)) {}
+
+  data::FeatureLayout layout_;
+  int num_classes_;
+  int noise_dim_;
+  nn::MlpF mlp_;
 };
 
 }  // namespace dpcurator::train
