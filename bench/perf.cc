@@ -5,7 +5,8 @@
 //
 //   build/bench/perf [--quick] [--seconds S] [--only METHOD/DATA/CONFIG]
 //
-// --quick: about 0.4 s per row (the ctest smoke run); --only: the rows whose
+// --quick: about 0.4 s per row (the ctest smoke run); --only release: the
+// release table alone; --only: otherwise the trainer rows whose
 // "method/data/config" contains the text (e.g. pearl/adult/reference).
 //
 // One table: method, data, config, steps/s, GFLOP/s of the step's GEMMs
@@ -16,7 +17,9 @@
 // run is the exact (non-private) class-mean embedding of the table: a
 // benchmark input, never released.
 //
-// TODO(issue 13, item 2): release rows (rows/s, peak RSS) at 32k, 1M, 10M.
+// Then the releases (bench/release_perf.h): rows/s and peak RSS of DP-MERF
+// and PEARL releases at 32,561 (Adult's size), 1M and 10M generated rows;
+// --quick runs one small size.
 
 #include <algorithm>
 #include <chrono>
@@ -37,6 +40,7 @@
 #include "Eigen/Core"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "bench/release_perf.h"
 #include "core/data/csv.h"
 #include "core/data/demo.h"
 #include "core/data/encoder.h"
@@ -351,6 +355,13 @@ int Main(int argc, char** argv) {
       "%.3f ns/value\n",
       SinCosVariant(), sleef, eigen);
 #endif
+  const bool quick = seconds < 1.0;
+  if (only.empty() || only.find("release") != std::string::npos) {
+    const std::vector<int64_t> sizes =
+        quick ? std::vector<int64_t>{20000}
+              : std::vector<int64_t>{32561, 1000000, 10000000};
+    all_ok = bench::PrintReleaseTable(sizes, seconds) && all_ok;
+  }
   return all_ok ? 0 : 1;
 }
 
