@@ -235,22 +235,6 @@ double GemmPeak(int n, double seconds) {
   return 2.0 * n * n * static_cast<double>(n) * reps * threads / elapsed / 1e9;
 }
 
-// GFLOP/s of a square n x n float product with Eigen's own kernels (compiled
-// for the baseline ISA) on one thread: what nn::Gemm's OpenBLAS replaces.
-double EigenSgemmOneThread(int n, double seconds) {
-  const Eigen::MatrixXf a = Eigen::MatrixXf::Random(n, n), b = Eigen::MatrixXf::Random(n, n);
-  Eigen::MatrixXf c(n, n);
-  int reps = 0;
-  const Clock::time_point start = Clock::now();
-  double elapsed = 0;
-  do {
-    c.noalias() = a * b;
-    ++reps;
-    elapsed = SecondsSince(start);
-  } while (elapsed < seconds);
-  return 2.0 * n * n * static_cast<double>(n) * reps / elapsed / 1e9;
-}
-
 #ifdef DPC_PERF_FLOAT_TRAINERS
 // Eigen's own vectorised float sin/cos (Eigen 3.4, ArrayXf::sin/cos),
 // compiled for the baseline ISA: the alternative to SLEEF that issue 13 asked
@@ -346,7 +330,7 @@ int Main(int argc, char** argv) {
   }
   std::printf("\nsgemm peak at start %.1f GFLOP/s; ratio = GEMM GF/s / sgemm GF/s\n", sgemm);
   std::printf("Eigen's own sgemm (baseline ISA), one thread: %.1f GFLOP/s\n",
-              EigenSgemmOneThread(1024, std::min(seconds, 1.0) / 2));
+              bench::EigenGemmGflops<float>(1024, std::min(seconds, 1.0) / 2));
 #ifdef DPC_PERF_FLOAT_TRAINERS
   const double sleef = SinCosNanoseconds(SinCosSleef, std::min(seconds, 1.0) / 2);
   const double eigen = SinCosNanoseconds(SinCosEigen, std::min(seconds, 1.0) / 2);

@@ -42,19 +42,7 @@ double DgemmPeak(int n, double seconds) {
   std::vector<std::thread> workers;
   std::vector<double> rates(threads);
   for (int t = 0; t < threads; ++t) {
-    workers.emplace_back([&, t] {
-      const Eigen::MatrixXd a = Eigen::MatrixXd::Random(n, n), b = Eigen::MatrixXd::Random(n, n);
-      Eigen::MatrixXd c(n, n);
-      int reps = 0;
-      const Clock::time_point start = Clock::now();
-      double elapsed = 0;
-      do {
-        c.noalias() = a * b;
-        ++reps;
-        elapsed = SecondsSince(start);
-      } while (elapsed < seconds);
-      rates[t] = 2.0 * n * n * static_cast<double>(n) * reps / elapsed / 1e9;
-    });
+    workers.emplace_back([&, t] { rates[t] = EigenGemmGflops<double>(n, seconds); });
   }
   for (std::thread& worker : workers) worker.join();
   for (double rate : rates) total += rate;

@@ -1,8 +1,11 @@
 #ifndef DPCURATOR_BENCH_RELEASE_PERF_H_
 #define DPCURATOR_BENCH_RELEASE_PERF_H_
 
+#include <chrono>
 #include <cstdint>
 #include <vector>
+
+#include "Eigen/Core"
 
 namespace dpcurator::bench {
 
@@ -16,6 +19,25 @@ namespace dpcurator::bench {
 // ratio, the sin+cos throughput, and peak RSS beside the encoded table's
 // own size. Returns false when a release failed.
 bool PrintReleaseTable(const std::vector<int64_t>& sizes, double seconds);
+
+// GFLOP/s of square n x n products with Eigen's own kernels (compiled for
+// the baseline ISA) on the calling thread, for at least `seconds`.
+template <typename Scalar>
+double EigenGemmGflops(int n, double seconds) {
+  using Matrix = Eigen::Matrix<Scalar, Eigen::Dynamic, Eigen::Dynamic>;
+  using Clock = std::chrono::steady_clock;
+  const Matrix a = Matrix::Random(n, n), b = Matrix::Random(n, n);
+  Matrix c(n, n);
+  int reps = 0;
+  const Clock::time_point start = Clock::now();
+  double elapsed = 0;
+  do {
+    c.noalias() = a * b;
+    ++reps;
+    elapsed = std::chrono::duration<double>(Clock::now() - start).count();
+  } while (elapsed < seconds);
+  return 2.0 * n * n * static_cast<double>(n) * reps / elapsed / 1e9;
+}
 
 }  // namespace dpcurator::bench
 

@@ -43,18 +43,6 @@ Eigen::VectorXi StratifiedLabels(const Eigen::VectorXd& class_weights, int batch
   return labels;
 }
 
-void ForEachClassRun(
-    const Eigen::Ref<const Eigen::VectorXi>& labels,
-    const std::function<void(int c, Eigen::Index start, Eigen::Index count)>& visit) {
-  Eigen::Index start = 0;
-  while (start < labels.size()) {
-    const int c = labels(start);
-    Eigen::Index end = start;
-    while (end < labels.size() && labels(end) == c) ++end;
-    visit(c, start, end - start);
-    start = end;
-  }
-}
 
 double EmbeddingLoss(const Eigen::MatrixXd& target_means, const Eigen::MatrixXd& features,
                      const Eigen::VectorXi& labels, Eigen::MatrixXd* grad_features) {

@@ -49,9 +49,18 @@ Eigen::VectorXi StratifiedLabels(const Eigen::VectorXd& class_weights, int batch
 
 // Calls visit(c, start, count) for each run of rows labelled c, in order:
 // with labels grouped by class (StratifiedLabels), one call per class.
-void ForEachClassRun(
-    const Eigen::Ref<const Eigen::VectorXi>& labels,
-    const std::function<void(int c, Eigen::Index start, Eigen::Index count)>& visit);
+// A template, so the trainers' hot loops call the lambda directly.
+template <typename Visit>
+void ForEachClassRun(const Eigen::Ref<const Eigen::VectorXi>& labels, Visit visit) {
+  Eigen::Index start = 0;
+  while (start < labels.size()) {
+    const int c = labels(start);
+    Eigen::Index end = start;
+    while (end < labels.size() && labels(end) == c) ++end;
+    visit(c, start, end - start);
+    start = end;
+  }
+}
 
 // Loss of one batch, L = sum_c || target_c - mean_{i in c} h(g_i) ||^2, and
 // dL/dh per generated row (n x feature_dim). Labels must be grouped by

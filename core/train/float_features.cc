@@ -6,25 +6,10 @@
 #include "core/embed/charfn.h"
 #include "core/embed/rff.h"
 #include "core/nn/gemm.h"
+#include "core/train/embedding_trainer.h"
 #include "core/util/sincos.h"
 
 namespace dpcurator::train {
-namespace {
-
-// Calls visit(c, start, count) for each run of equal labels, in order.
-template <typename Visit>
-void ForEachRun(const Eigen::Ref<const Eigen::VectorXi>& labels, Visit visit) {
-  Eigen::Index start = 0;
-  while (start < labels.size()) {
-    const int c = labels(start);
-    Eigen::Index end = start;
-    while (end < labels.size() && labels(end) == c) ++end;
-    visit(c, start, end - start);
-    start = end;
-  }
-}
-
-}  // namespace
 
 absl::StatusOr<FloatFeatureMap> FloatFeatureMap::Create(const embed::FeatureMap& map,
                                                         const data::FeatureLayout& layout) {
@@ -100,7 +85,7 @@ void FloatFeatureMap::BackwardFromFeatures(const Eigen::Ref<const Eigen::MatrixX
   grad_encoded->resize(n, input_dim_);
   if (fallback_ != nullptr) {
     Eigen::MatrixXd grad_features(n, output_dim_);
-    ForEachRun(labels, [&](int c, Eigen::Index start, Eigen::Index count) {
+    ForEachClassRun(labels, [&](int c, Eigen::Index start, Eigen::Index count) {
       grad_features.middleRows(start, count).rowwise() =
           grad_by_class.col(c).transpose().cast<double>();
     });
@@ -113,7 +98,7 @@ void FloatFeatureMap::BackwardFromFeatures(const Eigen::Ref<const Eigen::MatrixX
   const int p = phase_dim();
   Eigen::MatrixXf& grad_phases = *scratch;
   grad_phases.resize(n, k);
-  ForEachRun(labels, [&](int c, Eigen::Index start, Eigen::Index count) {
+  ForEachClassRun(labels, [&](int c, Eigen::Index start, Eigen::Index count) {
     // dL/dA = G_sin o h_cos - G_cos o h_sin, G one row per class.
     // Column by column (contiguous runs of the class's rows, which Eigen
     // vectorises; a rowwise broadcast over the block it does not).
