@@ -1,0 +1,191 @@
+#include "core/nn/conv2d.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "core/nn/gemm.h"
+#include "core/util/status_macros.h"
+#include "core/util/validation.h"
+
+namespace dpcurator::nn {
+
+absl::Status ValidateImageShape(const ImageShape& shape, const char* name) {
+  DPC_RETURN_IF_ERROR(ValidatePositiveInt(shape.channels, absl::StrCat(name, " channels")));
+  DPC_RETURN_IF_ERROR(ValidatePositiveInt(shape.height, absl::StrCat(name, " height")));
+  DPC_RETURN_IF_ERROR(ValidatePositiveInt(shape.width, absl::StrCat(name, " width")));
+  return absl::OkStatus();
+}
+
+template <typename Scalar>
+absl::StatusOr<BasicConv2d<Scalar>> BasicConv2d<Scalar>::Create(const Conv2dOptions& options) {
+  DPC_RETURN_IF_ERROR(ValidateImageShape(options.input, "Conv2d input"));
+  DPC_RETURN_IF_ERROR(ValidatePositiveInt(options.out_channels, "Conv2d output channels"));
+  DPC_RETURN_IF_ERROR(ValidatePositiveInt(options.kernel_size, "Conv2d kernel size"));
+  DPC_RETURN_IF_ERROR(ValidatePositiveInt(options.stride, "Conv2d stride"));
+  if (options.padding < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("Conv2d padding must be non-negative, got ", options.padding));
+  }
+  const int padded_height = options.input.height + 2 * options.padding;
+  const int padded_width = options.input.width + 2 * options.padding;
+  if (options.kernel_size > padded_height || options.kernel_size > padded_width) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "Conv2d kernel size ", options.kernel_size, " exceeds the padded input ",
+        padded_height, " x ", padded_width));
+  }
+  const ImageShape output{
+      options.out_channels,
+      ConvOutputSize(options.input.height, options.kernel_size, options.stride, options.padding),
+      ConvOutputSize(options.input.width, options.kernel_size, options.stride, options.padding)};
+  return BasicConv2d(options, output);
+}
+
+template <typename Scalar>
+Eigen::Index BasicConv2d<Scalar>::num_parameters() const {
+  return patch_size() * options_.out_channels + (options_.bias ? options_.out_channels : 0);
+}
+
+template <typename Scalar>
+void BasicConv2d<Scalar>::Initialize(PublicRng* rng, Eigen::Ref<Vector> parameters) const {
+  eigen_assert(parameters.size() == num_parameters());
+  const double bound = 1.0 / std::sqrt(static_cast<double>(patch_size()));
+  for (Eigen::Index i = 0; i < parameters.size(); ++i) {
+    parameters(i) = static_cast<Scalar>(bound * (2.0 * rng->Uniform() - 1.0));
+  }
+}
+
+template <typename Scalar>
+const typename BasicConv2d<Scalar>::Matrix& BasicConv2d<Scalar>::Forward(
+    const Eigen::Ref<const Vector>& parameters, const Eigen::Ref<const Matrix>& input,
+    Workspace* workspace) const {
+  eigen_assert(parameters.size() == num_parameters());
+  eigen_assert(input.cols() == input_shape().size());
+  const Eigen::Index n = input.rows();
+  const int k = options_.kernel_size;
+  const int s = options_.stride;
+  const int p = options_.padding;
+  const int in_h = options_.input.height;
+  const int in_w = options_.input.width;
+  const int out_h = output_shape_.height;
+  const int out_w = output_shape_.width;
+  const Eigen::Index positions = output_shape_.pixels();
+
+  // im2col: column (c, ky, kx) of row block (oy, ox) holds the n values of
+  // input pixel (c, oy s - p + ky, ox s - p + kx), or zeros in the padding.
+  Matrix& columns = workspace->columns_;
+  columns.resize(n * positions, patch_size());
+  for (int c = 0; c < options_.input.channels; ++c) {
+    for (int ky = 0; ky < k; ++ky) {
+      for (int kx = 0; kx < k; ++kx) {
+        Scalar* dst = columns.col((Eigen::Index{c} * k + ky) * k + kx).data();
+        for (int oy = 0; oy < out_h; ++oy) {
+          const int iy = oy * s - p + ky;
+          Scalar* row_dst = dst + Eigen::Index{oy} * out_w * n;
+          if (iy < 0 || iy >= in_h) {
+            std::fill(row_dst, row_dst + out_w * n, Scalar{0});
+            continue;
+          }
+          for (int ox = 0; ox < out_w; ++ox) {
+            const int ix = ox * s - p + kx;
+            Scalar* run = row_dst + ox * n;
+            if (ix < 0 || ix >= in_w) {
+              std::fill(run, run + n, Scalar{0});
+            } else {
+              const Scalar* src =
+                  input.col(Eigen::Index{c} * in_h * in_w + Eigen::Index{iy} * in_w + ix).data();
+              std::copy(src, src + n, run);
+            }
+          }
+        }
+      }
+    }
+  }
+
+  // (n * positions) x C_out, which in memory is the n x (C_out * positions)
+  // output batch (see ImageShape).
+  Matrix& output = workspace->output_;
+  output.resize(n, output_shape_.size());
+  Eigen::Map<Matrix> product(output.data(), n * positions, options_.out_channels);
+  Eigen::Map<const Matrix> weights(parameters.data(), patch_size(), options_.out_channels);
+  Gemm(false, columns, false, weights, Scalar{0}, product);
+  if (options_.bias) {
+    const Scalar* bias = parameters.data() + patch_size() * options_.out_channels;
+    for (int co = 0; co < options_.out_channels; ++co) product.col(co).array() += bias[co];
+  }
+  return output;
+}
+
+template <typename Scalar>
+void BasicConv2d<Scalar>::Backward(const Eigen::Ref<const Vector>& parameters,
+                                   const Eigen::Ref<const Matrix>& grad_output,
+                                   Workspace* workspace, Eigen::Ref<Vector> grad_params,
+                                   Matrix* grad_input) const {
+  eigen_assert(parameters.size() == num_parameters());
+  eigen_assert(grad_params.size() == num_parameters());
+  eigen_assert(grad_output.cols() == output_shape_.size());
+  const Eigen::Index n = grad_output.rows();
+  const Eigen::Index positions = output_shape_.pixels();
+  const int out_channels = options_.out_channels;
+  eigen_assert(workspace->columns_.rows() == n * positions);
+
+  // The reshaped view below needs the batch contiguous; a strided block
+  // (rare) is copied into the output buffer, which Backward may overwrite.
+  const Scalar* grad_data = grad_output.data();
+  if (grad_output.outerStride() != n) {
+    workspace->output_ = grad_output;
+    grad_data = workspace->output_.data();
+  }
+  Eigen::Map<const Matrix> grad_product(grad_data, n * positions, out_channels);
+  Eigen::Map<const Matrix> weights(parameters.data(), patch_size(), out_channels);
+
+  // dL/dW = columns^T dL/dproduct; dL/db = column sums of dL/dproduct.
+  Eigen::Map<Matrix> grad_weights(grad_params.data(), patch_size(), out_channels);
+  Gemm(true, workspace->columns_, false, grad_product, Scalar{1}, grad_weights);
+  if (options_.bias) {
+    Scalar* grad_bias = grad_params.data() + patch_size() * out_channels;
+    for (int co = 0; co < out_channels; ++co) grad_bias[co] += grad_product.col(co).sum();
+  }
+  if (grad_input == nullptr) return;
+
+  // dL/dcolumns = dL/dproduct W^T, then col2im: every column entry adds back
+  // into the input pixel it was copied from (padding entries are dropped).
+  Matrix& grad_columns = workspace->grad_columns_;
+  grad_columns.resize(n * positions, patch_size());
+  Gemm(false, grad_product, true, weights, Scalar{0}, grad_columns);
+
+  const int k = options_.kernel_size;
+  const int s = options_.stride;
+  const int p = options_.padding;
+  const int in_h = options_.input.height;
+  const int in_w = options_.input.width;
+  const int out_h = output_shape_.height;
+  const int out_w = output_shape_.width;
+  grad_input->setZero(n, input_shape().size());
+  for (int c = 0; c < options_.input.channels; ++c) {
+    for (int ky = 0; ky < k; ++ky) {
+      for (int kx = 0; kx < k; ++kx) {
+        const Scalar* src = grad_columns.col((Eigen::Index{c} * k + ky) * k + kx).data();
+        for (int oy = 0; oy < out_h; ++oy) {
+          const int iy = oy * s - p + ky;
+          if (iy < 0 || iy >= in_h) continue;
+          for (int ox = 0; ox < out_w; ++ox) {
+            const int ix = ox * s - p + kx;
+            if (ix < 0 || ix >= in_w) continue;
+            const Scalar* run = src + (Eigen::Index{oy} * out_w + ox) * n;
+            Scalar* dst =
+                grad_input->col(Eigen::Index{c} * in_h * in_w + Eigen::Index{iy} * in_w + ix)
+                    .data();
+            for (Eigen::Index i = 0; i < n; ++i) dst[i] += run[i];
+          }
+        }
+      }
+    }
+  }
+}
+
+template class BasicConv2d<double>;
+template class BasicConv2d<float>;
+
+}  // namespace dpcurator::nn
