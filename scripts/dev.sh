@@ -26,7 +26,7 @@ PACKAGES=(
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev libeigen3-dev libsqlite3-dev libssl-dev libgtest-dev
   nlohmann-json3-dev libbenchmark-dev prometheus-cpp-dev openssl
-  libsleef-dev libopenblas-dev
+  libsleef-dev libopenblas-dev zlib1g-dev libpng-dev dataset-fashion-mnist
 )
 
 install_missing() {
