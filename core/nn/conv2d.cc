@@ -18,6 +18,91 @@ absl::Status ValidateImageShape(const ImageShape& shape, const char* name) {
   return absl::OkStatus();
 }
 
+namespace internal {
+
+template <typename Scalar>
+void Im2Col(const WindowGeometry& g,
+            const Eigen::Ref<const Eigen::Matrix<Scalar, Eigen::Dynamic, Eigen::Dynamic>>& images,
+            Eigen::Matrix<Scalar, Eigen::Dynamic, Eigen::Dynamic>* columns) {
+  const Eigen::Index n = images.rows();
+  const int k = g.kernel;
+  const int in_h = g.image.height;
+  const int in_w = g.image.width;
+  columns->resize(n * g.grid_height * g.grid_width, g.image.channels * Eigen::Index{k} * k);
+  // Column (c, ky, kx), row block (gy, gx): the n values of pixel
+  // (c, gy s - p + ky, gx s - p + kx), a contiguous run (conv2d.h layout).
+  for (int c = 0; c < g.image.channels; ++c) {
+    for (int ky = 0; ky < k; ++ky) {
+      for (int kx = 0; kx < k; ++kx) {
+        Scalar* dst = columns->col((Eigen::Index{c} * k + ky) * k + kx).data();
+        for (int gy = 0; gy < g.grid_height; ++gy) {
+          const int iy = gy * g.stride - g.padding + ky;
+          Scalar* row_dst = dst + Eigen::Index{gy} * g.grid_width * n;
+          if (iy < 0 || iy >= in_h) {
+            std::fill(row_dst, row_dst + g.grid_width * n, Scalar{0});
+            continue;
+          }
+          for (int gx = 0; gx < g.grid_width; ++gx) {
+            const int ix = gx * g.stride - g.padding + kx;
+            Scalar* run = row_dst + gx * n;
+            if (ix < 0 || ix >= in_w) {
+              std::fill(run, run + n, Scalar{0});
+            } else {
+              const Scalar* src =
+                  images.col(Eigen::Index{c} * in_h * in_w + Eigen::Index{iy} * in_w + ix).data();
+              std::copy(src, src + n, run);
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+template <typename Scalar>
+void Col2Im(const WindowGeometry& g, Eigen::Index n,
+            const Eigen::Matrix<Scalar, Eigen::Dynamic, Eigen::Dynamic>& columns,
+            Eigen::Matrix<Scalar, Eigen::Dynamic, Eigen::Dynamic>* images) {
+  const int k = g.kernel;
+  const int in_h = g.image.height;
+  const int in_w = g.image.width;
+  eigen_assert(columns.rows() == n * g.grid_height * g.grid_width);
+  images->setZero(n, g.image.size());
+  for (int c = 0; c < g.image.channels; ++c) {
+    for (int ky = 0; ky < k; ++ky) {
+      for (int kx = 0; kx < k; ++kx) {
+        const Scalar* src = columns.col((Eigen::Index{c} * k + ky) * k + kx).data();
+        for (int gy = 0; gy < g.grid_height; ++gy) {
+          const int iy = gy * g.stride - g.padding + ky;
+          if (iy < 0 || iy >= in_h) continue;
+          for (int gx = 0; gx < g.grid_width; ++gx) {
+            const int ix = gx * g.stride - g.padding + kx;
+            if (ix < 0 || ix >= in_w) continue;
+            const Scalar* run = src + (Eigen::Index{gy} * g.grid_width + gx) * n;
+            Scalar* dst =
+                images->col(Eigen::Index{c} * in_h * in_w + Eigen::Index{iy} * in_w + ix).data();
+            for (Eigen::Index i = 0; i < n; ++i) dst[i] += run[i];
+          }
+        }
+      }
+    }
+  }
+}
+
+#define DPC_INSTANTIATE_WINDOW_OPS(Scalar)                                                  \
+  template void Im2Col<Scalar>(                                                             \
+      const WindowGeometry&,                                                                \
+      const Eigen::Ref<const Eigen::Matrix<Scalar, Eigen::Dynamic, Eigen::Dynamic>>&,       \
+      Eigen::Matrix<Scalar, Eigen::Dynamic, Eigen::Dynamic>*);                              \
+  template void Col2Im<Scalar>(const WindowGeometry&, Eigen::Index,                         \
+                               const Eigen::Matrix<Scalar, Eigen::Dynamic, Eigen::Dynamic>&, \
+                               Eigen::Matrix<Scalar, Eigen::Dynamic, Eigen::Dynamic>*);
+DPC_INSTANTIATE_WINDOW_OPS(double)
+DPC_INSTANTIATE_WINDOW_OPS(float)
+#undef DPC_INSTANTIATE_WINDOW_OPS
+
+}  // namespace internal
+
 template <typename Scalar>
 absl::StatusOr<BasicConv2d<Scalar>> BasicConv2d<Scalar>::Create(const Conv2dOptions& options) {
   DPC_RETURN_IF_ERROR(ValidateImageShape(options.input, "Conv2d input"));
@@ -63,46 +148,9 @@ const typename BasicConv2d<Scalar>::Matrix& BasicConv2d<Scalar>::Forward(
   eigen_assert(parameters.size() == num_parameters());
   eigen_assert(input.cols() == input_shape().size());
   const Eigen::Index n = input.rows();
-  const int k = options_.kernel_size;
-  const int s = options_.stride;
-  const int p = options_.padding;
-  const int in_h = options_.input.height;
-  const int in_w = options_.input.width;
-  const int out_h = output_shape_.height;
-  const int out_w = output_shape_.width;
   const Eigen::Index positions = output_shape_.pixels();
-
-  // im2col: column (c, ky, kx) of row block (oy, ox) holds the n values of
-  // input pixel (c, oy s - p + ky, ox s - p + kx), or zeros in the padding.
-  Matrix& columns = workspace->columns_;
-  columns.resize(n * positions, patch_size());
-  for (int c = 0; c < options_.input.channels; ++c) {
-    for (int ky = 0; ky < k; ++ky) {
-      for (int kx = 0; kx < k; ++kx) {
-        Scalar* dst = columns.col((Eigen::Index{c} * k + ky) * k + kx).data();
-        for (int oy = 0; oy < out_h; ++oy) {
-          const int iy = oy * s - p + ky;
-          Scalar* row_dst = dst + Eigen::Index{oy} * out_w * n;
-          if (iy < 0 || iy >= in_h) {
-            std::fill(row_dst, row_dst + out_w * n, Scalar{0});
-            continue;
-          }
-          for (int ox = 0; ox < out_w; ++ox) {
-            const int ix = ox * s - p + kx;
-            Scalar* run = row_dst + ox * n;
-            if (ix < 0 || ix >= in_w) {
-              std::fill(run, run + n, Scalar{0});
-            } else {
-              const Scalar* src =
-                  input.col(Eigen::Index{c} * in_h * in_w + Eigen::Index{iy} * in_w + ix).data();
-              std::copy(src, src + n, run);
-            }
-          }
-        }
-      }
-    }
-  }
-
+  internal::Im2Col<Scalar>(window(), input, &workspace->columns_);
+  const Matrix& columns = workspace->columns_;
   // (n * positions) x C_out, which in memory is the n x (C_out * positions)
   // output batch (see ImageShape).
   Matrix& output = workspace->output_;
@@ -154,35 +202,7 @@ void BasicConv2d<Scalar>::Backward(const Eigen::Ref<const Vector>& parameters,
   Matrix& grad_columns = workspace->grad_columns_;
   grad_columns.resize(n * positions, patch_size());
   Gemm(false, grad_product, true, weights, Scalar{0}, grad_columns);
-
-  const int k = options_.kernel_size;
-  const int s = options_.stride;
-  const int p = options_.padding;
-  const int in_h = options_.input.height;
-  const int in_w = options_.input.width;
-  const int out_h = output_shape_.height;
-  const int out_w = output_shape_.width;
-  grad_input->setZero(n, input_shape().size());
-  for (int c = 0; c < options_.input.channels; ++c) {
-    for (int ky = 0; ky < k; ++ky) {
-      for (int kx = 0; kx < k; ++kx) {
-        const Scalar* src = grad_columns.col((Eigen::Index{c} * k + ky) * k + kx).data();
-        for (int oy = 0; oy < out_h; ++oy) {
-          const int iy = oy * s - p + ky;
-          if (iy < 0 || iy >= in_h) continue;
-          for (int ox = 0; ox < out_w; ++ox) {
-            const int ix = ox * s - p + kx;
-            if (ix < 0 || ix >= in_w) continue;
-            const Scalar* run = src + (Eigen::Index{oy} * out_w + ox) * n;
-            Scalar* dst =
-                grad_input->col(Eigen::Index{c} * in_h * in_w + Eigen::Index{iy} * in_w + ix)
-                    .data();
-            for (Eigen::Index i = 0; i < n; ++i) dst[i] += run[i];
-          }
-        }
-      }
-    }
-  }
+  internal::Col2Im<Scalar>(window(), n, grad_columns, grad_input);
 }
 
 template class BasicConv2d<double>;

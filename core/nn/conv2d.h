@@ -61,6 +61,38 @@ struct Conv2dOptions {
   bool bias = true;
 };
 
+namespace internal {
+
+// The sliding-window geometry shared by Conv2d and ConvTranspose2d: an image
+// of `image` shape seen through k x k windows with stride and padding, giving
+// `grid_height` x `grid_width` window positions.
+struct WindowGeometry {
+  ImageShape image;
+  int kernel = 0;
+  int stride = 1;
+  int padding = 0;
+  int grid_height = 0;
+  int grid_width = 0;
+};
+
+// im2col: `columns` ((n * grid pixels) x (C k k), row (gy * grid_width + gx)
+// * n + i, column (c * k + ky) * k + kx) gets the window values of the n x
+// (C H W) batch `images` (zeros in the padding). `columns` is resized.
+template <typename Scalar>
+void Im2Col(const WindowGeometry& g,
+            const Eigen::Ref<const Eigen::Matrix<Scalar, Eigen::Dynamic, Eigen::Dynamic>>& images,
+            Eigen::Matrix<Scalar, Eigen::Dynamic, Eigen::Dynamic>* columns);
+
+// col2im, the transpose of Im2Col: `images` (n x C H W, resized and zeroed)
+// receives the sum of every column entry at the pixel it would be read
+// from; entries in the padding are dropped.
+template <typename Scalar>
+void Col2Im(const WindowGeometry& g, Eigen::Index n,
+            const Eigen::Matrix<Scalar, Eigen::Dynamic, Eigen::Dynamic>& columns,
+            Eigen::Matrix<Scalar, Eigen::Dynamic, Eigen::Dynamic>* images);
+
+}  // namespace internal
+
 // Buffers for one Forward/Backward pair of a BasicConv2d<Scalar>. Reusing a
 // workspace for batches of the same size performs no allocation. One
 // workspace per thread.
@@ -146,6 +178,10 @@ class BasicConv2d {
 
   Eigen::Index patch_size() const {
     return Eigen::Index{options_.input.channels} * options_.kernel_size * options_.kernel_size;
+  }
+  internal::WindowGeometry window() const {
+    return {options_.input,          options_.kernel_size,  options_.stride,
+            options_.padding,        output_shape_.height, output_shape_.width};
   }
 
   Conv2dOptions options_;

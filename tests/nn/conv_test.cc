@@ -7,6 +7,8 @@
 
 #include "Eigen/Core"
 #include "absl/status/status.h"
+#include "core/nn/batch_norm.h"
+#include "core/nn/conv_transpose2d.h"
 #include "core/nn/gradient_check.h"
 #include "core/nn/upsample2d.h"
 #include "core/util/public_rng.h"
@@ -439,6 +441,256 @@ TEST(Upsample2dTest, CreateRejectsInvalidOptions) {
   up = Upsample2d::Create({.input = {1 << 12, 1 << 10, 1 << 10}, .factor = 2});
   ASSERT_FALSE(up.ok());
   EXPECT_THAT(up.status().message(), HasSubstr("values per example"));
+}
+
+
+// ConvTranspose2d ----------------------------------------------------------
+
+// Direct scatter: input pixel (c, y, x) adds W[c][co][ky][kx] * value to
+// output pixel (co, y s - p + ky, x s - p + kx) when that lies in the output.
+Eigen::MatrixXd NaiveConvTranspose(const ConvTranspose2dOptions& o, const ImageShape& out_shape,
+                                   const Eigen::VectorXd& params, const Eigen::MatrixXd& input) {
+  const int k = o.kernel_size;
+  const Eigen::Index weights = Eigen::Index{o.input.channels} * o.out_channels * k * k;
+  Eigen::MatrixXd out = Eigen::MatrixXd::Zero(input.rows(), out_shape.size());
+  for (Eigen::Index i = 0; i < input.rows(); ++i) {
+    for (int co = 0; co < o.out_channels; ++co) {
+      if (o.bias) out.row(i).segment(co * out_shape.pixels(), out_shape.pixels()).array() +=
+          params(weights + co);
+    }
+    for (int c = 0; c < o.input.channels; ++c)
+      for (int y = 0; y < o.input.height; ++y)
+        for (int x = 0; x < o.input.width; ++x)
+          for (int co = 0; co < o.out_channels; ++co)
+            for (int ky = 0; ky < k; ++ky)
+              for (int kx = 0; kx < k; ++kx) {
+                const int oy = y * o.stride - o.padding + ky;
+                const int ox = x * o.stride - o.padding + kx;
+                if (oy < 0 || oy >= out_shape.height || ox < 0 || ox >= out_shape.width) continue;
+                out(i, (co * out_shape.height + oy) * out_shape.width + ox) +=
+                    params(((c * o.out_channels + co) * k + ky) * k + kx) *
+                    input(i, (c * o.input.height + y) * o.input.width + x);
+              }
+  }
+  return out;
+}
+
+// in channels, out channels, height, width, kernel, stride, padding,
+// output padding, bias.
+using TransposeGeometry = std::tuple<int, int, int, int, int, int, int, int, bool>;
+
+ConvTranspose2dOptions MakeTransposeOptions(const TransposeGeometry& g) {
+  ConvTranspose2dOptions o;
+  o.input = {std::get<0>(g), std::get<2>(g), std::get<3>(g)};
+  o.out_channels = std::get<1>(g);
+  o.kernel_size = std::get<4>(g);
+  o.stride = std::get<5>(g);
+  o.padding = std::get<6>(g);
+  o.output_padding = std::get<7>(g);
+  o.bias = std::get<8>(g);
+  return o;
+}
+
+class ConvTranspose2dGeometryTest : public ::testing::TestWithParam<TransposeGeometry> {};
+
+TEST_P(ConvTranspose2dGeometryTest, ForwardMatchesDirectScatterAndGradientsMatchDifferences) {
+  const ConvTranspose2dOptions options = MakeTransposeOptions(GetParam());
+  absl::StatusOr<ConvTranspose2d> conv = ConvTranspose2d::Create(options);
+  ASSERT_TRUE(conv.ok()) << conv.status();
+  const ImageShape& out_shape = conv->output_shape();
+  EXPECT_EQ(out_shape.height, (options.input.height - 1) * options.stride - 2 * options.padding +
+                                  options.kernel_size + options.output_padding);
+  const Eigen::VectorXd params = RandomVector(conv->num_parameters(), 50);
+  const Eigen::MatrixXd input = RandomMatrix(3, conv->input_shape().size(), 51);
+  ConvTranspose2dWorkspace ws;
+  const Eigen::MatrixXd out = conv->Forward(params, input, &ws);
+  const Eigen::MatrixXd expected = NaiveConvTranspose(options, out_shape, params, input);
+  ASSERT_EQ(out.cols(), expected.cols());
+  EXPECT_LT((out - expected).cwiseAbs().maxCoeff(), 1e-12);
+
+  const Eigen::MatrixXd r = RandomMatrix(3, out_shape.size(), 52);
+  Eigen::VectorXd grad_params = Eigen::VectorXd::Zero(conv->num_parameters());
+  Eigen::MatrixXd grad_input;
+  conv->Backward(params, r, &ws, grad_params, &grad_input);
+  auto param_loss = [&](const Eigen::VectorXd& p) {
+    ConvTranspose2dWorkspace local;
+    return conv->Forward(p, input, &local).cwiseProduct(r).sum();
+  };
+  const GradientCheckResult by_params =
+      CheckGradient(param_loss, params, grad_params, CheckOptions());
+  EXPECT_LT(by_params.max_relative_error, kGradientTolerance)
+      << "worst parameter " << by_params.worst_index << ": analytic "
+      << by_params.analytic_at_worst << " numeric " << by_params.numeric_at_worst;
+  auto input_loss = [&](const Eigen::VectorXd& flat) {
+    ConvTranspose2dWorkspace local;
+    const Eigen::Map<const Eigen::MatrixXd> x(flat.data(), input.rows(), input.cols());
+    return conv->Forward(params, x, &local).cwiseProduct(r).sum();
+  };
+  const GradientCheckResult by_input =
+      CheckGradient(input_loss, input.reshaped(), grad_input.reshaped(), CheckOptions());
+  EXPECT_LT(by_input.max_relative_error, kGradientTolerance)
+      << "worst input " << by_input.worst_index << ": analytic " << by_input.analytic_at_worst
+      << " numeric " << by_input.numeric_at_worst;
+  EXPECT_GT(grad_input.norm(), 1e-3);
+
+  // float (OpenBLAS) agrees with double.
+  absl::StatusOr<ConvTranspose2dF> conv_f = ConvTranspose2dF::Create(options);
+  ASSERT_TRUE(conv_f.ok());
+  ConvTranspose2dWorkspaceF ws_f;
+  const Eigen::VectorXf params_f = params.cast<float>();
+  const Eigen::MatrixXd out_f =
+      conv_f->Forward(params_f, input.cast<float>(), &ws_f).cast<double>();
+  EXPECT_LT((out_f - expected).cwiseAbs().maxCoeff(),
+            kFloatTolerance * expected.cwiseAbs().maxCoeff());
+  Eigen::VectorXf grad_params_f = Eigen::VectorXf::Zero(conv_f->num_parameters());
+  Eigen::MatrixXf grad_input_f;
+  conv_f->Backward(params_f, r.cast<float>(), &ws_f, grad_params_f, &grad_input_f);
+  EXPECT_LT((grad_params_f.cast<double>() - grad_params).cwiseAbs().maxCoeff(),
+            kFloatTolerance * grad_params.cwiseAbs().maxCoeff());
+  EXPECT_LT((grad_input_f.cast<double>() - grad_input).cwiseAbs().maxCoeff(),
+            kFloatTolerance * grad_input.cwiseAbs().maxCoeff());
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Geometries, ConvTranspose2dGeometryTest,
+    ::testing::Values(TransposeGeometry{2, 3, 4, 5, 3, 2, 1, 1, true},  // 2x upsampling
+                      TransposeGeometry{1, 2, 3, 3, 4, 2, 1, 0, true},  // DCGAN-style k4 s2 p1
+                      TransposeGeometry{3, 1, 5, 4, 3, 1, 1, 0, false}, // stride 1
+                      TransposeGeometry{2, 2, 3, 2, 5, 3, 2, 2, true},  // stride 3
+                      TransposeGeometry{1, 1, 1, 1, 2, 1, 0, 0, true}));
+
+// The defining property: with the same flat weights (PyTorch's layouts
+// agree), ConvTranspose2d is the adjoint of Conv2d: <Conv x, y> = <x, ConvT y>.
+TEST(ConvTranspose2dTest, IsTheAdjointOfConv2d) {
+  absl::StatusOr<Conv2d> conv = Conv2d::Create(
+      {.input = {3, 9, 8}, .out_channels = 4, .kernel_size = 3, .stride = 2, .padding = 1,
+       .bias = false});
+  ASSERT_TRUE(conv.ok());
+  // 9 x 8 -> 5 x 4. Stride 2 maps widths 7 and 8 both to 4, so the way back
+  // without output padding gives 9 x 7: output_padding picks between them.
+  absl::StatusOr<ConvTranspose2d> up = ConvTranspose2d::Create(
+      {.input = conv->output_shape(), .out_channels = 3, .kernel_size = 3, .stride = 2,
+       .padding = 1, .output_padding = 0, .bias = false});
+  ASSERT_TRUE(up.ok());
+  EXPECT_EQ(up->output_shape(), (ImageShape{3, 9, 7}));
+
+  absl::StatusOr<Conv2d> square = Conv2d::Create(
+      {.input = {3, 9, 9}, .out_channels = 4, .kernel_size = 3, .stride = 2, .padding = 1,
+       .bias = false});
+  ASSERT_TRUE(square.ok());
+  absl::StatusOr<ConvTranspose2d> square_up = ConvTranspose2d::Create(
+      {.input = square->output_shape(), .out_channels = 3, .kernel_size = 3, .stride = 2,
+       .padding = 1, .bias = false});
+  ASSERT_TRUE(square_up.ok());
+  ASSERT_EQ(square_up->output_shape(), square->input_shape());
+  ASSERT_EQ(square_up->num_parameters(), square->num_parameters());
+  const Eigen::VectorXd w = RandomVector(square->num_parameters(), 60);
+  const Eigen::MatrixXd x = RandomMatrix(2, square->input_shape().size(), 61);
+  const Eigen::MatrixXd y = RandomMatrix(2, square->output_shape().size(), 62);
+  Conv2dWorkspace ws;
+  ConvTranspose2dWorkspace ws_t;
+  const double lhs = square->Forward(w, x, &ws).cwiseProduct(y).sum();
+  const double rhs = square_up->Forward(w, y, &ws_t).cwiseProduct(x).sum();
+  EXPECT_NEAR(lhs, rhs, 1e-10 * std::abs(lhs));
+}
+
+TEST(ConvTranspose2dTest, CreateRejectsInvalidGeometry) {
+  struct Case {
+    ConvTranspose2dOptions options;
+    const char* message;
+  };
+  const ConvTranspose2dOptions valid{
+      .input = {2, 4, 4}, .out_channels = 3, .kernel_size = 3, .stride = 2, .padding = 1};
+  ASSERT_TRUE(ConvTranspose2d::Create(valid).ok());
+  std::vector<Case> cases;
+  ConvTranspose2dOptions o = valid;
+  o.input.channels = 0;
+  cases.push_back({o, "ConvTranspose2d input channels must be a positive integer"});
+  o = valid;
+  o.out_channels = -1;
+  cases.push_back({o, "ConvTranspose2d output channels must be a positive integer"});
+  o = valid;
+  o.kernel_size = 0;
+  cases.push_back({o, "ConvTranspose2d kernel size must be a positive integer"});
+  o = valid;
+  o.stride = 0;
+  cases.push_back({o, "ConvTranspose2d stride must be a positive integer"});
+  o = valid;
+  o.padding = -1;
+  cases.push_back({o, "ConvTranspose2d padding must be non-negative"});
+  o = valid;
+  o.output_padding = 2;
+  cases.push_back({o, "ConvTranspose2d output padding must be in [0, stride = 2), got 2"});
+  o = valid;
+  o.input = {2, 1, 1};
+  o.padding = 2;  // (1 - 1) 2 - 4 + 3 = -1
+  cases.push_back({o, "ConvTranspose2d output would be -1 x -1"});
+  for (const Case& c : cases) {
+    absl::StatusOr<ConvTranspose2d> conv = ConvTranspose2d::Create(c.options);
+    ASSERT_FALSE(conv.ok()) << c.message;
+    EXPECT_EQ(conv.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(conv.status().message(), HasSubstr(c.message));
+  }
+}
+
+// Composition ---------------------------------------------------------------
+
+// The tail of PEARL's ConvCondGen (pearl.md Sec. 4), shrunk: bn -> upsample
+// -> relu -> conv -> sigmoid over one flat parameter vector, backpropagated
+// layer by layer and checked end to end by central differences. Shows the
+// layers compose on the shared layout and parameter segments.
+TEST(ImageLayersTest, GeneratorTailGradientMatchesCentralDifferences) {
+  const ImageShape image{3, 3, 3};
+  absl::StatusOr<BatchNorm> bn = BatchNorm::Create({.channels = 3, .spatial = 9});
+  absl::StatusOr<Upsample2d> up =
+      Upsample2d::Create({.input = image, .factor = 2, .mode = UpsampleMode::kBilinear});
+  ASSERT_TRUE(bn.ok() && up.ok());
+  absl::StatusOr<Conv2d> conv = Conv2d::Create(
+      {.input = up->output_shape(), .out_channels = 2, .kernel_size = 3, .padding = 1});
+  ASSERT_TRUE(conv.ok());
+  const Eigen::Index bn_size = bn->num_parameters();
+  const Eigen::Index total = bn_size + conv->num_parameters();
+  Eigen::VectorXd params = RandomVector(total, 70);
+  const Eigen::MatrixXd z = RandomMatrix(4, image.size(), 71);
+  const Eigen::MatrixXd r = RandomMatrix(4, conv->output_shape().size(), 72);
+
+  struct Workspaces {
+    BatchNormWorkspace bn;
+    Upsample2dWorkspace up;
+    Conv2dWorkspace conv;
+    Eigen::MatrixXd relu;
+    Eigen::MatrixXd out;
+  };
+  auto forward = [&](const Eigen::VectorXd& p, Workspaces* ws) {
+    Eigen::VectorXd running(bn->num_running_statistics());
+    bn->InitializeRunningStatistics(running);
+    const Eigen::MatrixXd& h = bn->ForwardTraining(p.head(bn_size), z, running, &ws->bn);
+    ws->relu = up->Forward(h, &ws->up).cwiseMax(0.0);
+    const Eigen::MatrixXd& c = conv->Forward(p.tail(conv->num_parameters()), ws->relu, &ws->conv);
+    ws->out = (1.0 / (1.0 + (-c.array()).exp())).matrix();
+    return ws->out.cwiseProduct(r).sum();
+  };
+  Workspaces ws;
+  forward(params, &ws);
+  Eigen::VectorXd grad = Eigen::VectorXd::Zero(total);
+  const Eigen::MatrixXd grad_logits =
+      r.cwiseProduct(ws.out).cwiseProduct((1.0 - ws.out.array()).matrix());
+  Eigen::MatrixXd grad_relu, grad_up, grad_bn;
+  conv->Backward(params.tail(conv->num_parameters()), grad_logits, &ws.conv,
+                 grad.tail(conv->num_parameters()), &grad_relu);
+  grad_relu = grad_relu.cwiseProduct((ws.relu.array() > 0.0).cast<double>().matrix());
+  up->Backward(grad_relu, &grad_up);
+  bn->Backward(params.head(bn_size), grad_up, &ws.bn, grad.head(bn_size), &grad_bn);
+
+  auto loss = [&](const Eigen::VectorXd& p) {
+    Workspaces local;
+    return forward(p, &local);
+  };
+  const GradientCheckResult result = CheckGradient(loss, params, grad, CheckOptions());
+  EXPECT_LT(result.max_relative_error, 1e-5)
+      << "worst " << result.worst_index << ": analytic " << result.analytic_at_worst
+      << " numeric " << result.numeric_at_worst;
+  EXPECT_GT(grad.head(bn_size).norm(), 1e-3);
 }
 
 }  // namespace
