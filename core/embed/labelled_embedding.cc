@@ -76,6 +76,14 @@ absl::StatusOr<LabelledEmbeddingAccumulator> AccumulateEmbedding(
     // No counts in the message: the row count is private under add/remove.
     return absl::InvalidArgumentError("embedding needs exactly one label per row");
   }
+  // A block's features (rows x output_dim doubles) are written by the
+  // sin/cos pass and read back by the per-class sums: sized to stay in a
+  // core's cache (2 MiB) they are read from there, not from memory (a 1M-row
+  // release ran 20-40% faster at 256 rows x 1016 features than at 1024).
+  if (block_rows == 0) {
+    block_rows = std::clamp<int64_t>(
+        kFeatureBlockBytes / (int64_t{8} * std::max(1, feature_map.output_dim())), 32, 4096);
+  }
   DPC_RETURN_IF_ERROR(ValidatePositiveInt(block_rows, "Block size"));
   // Both cores (issue 13): each thread streams a contiguous range of blocks
   // into its own accumulator, and the shards are merged in order, so the

@@ -278,7 +278,9 @@ TEST(AccumulatorTest, AccumulateEmbeddingChecksLabelCountAndBlockSize) {
   const Eigen::MatrixXd encoded = Eigen::MatrixXd::Constant(10, 1, 0.5);
   EXPECT_FALSE(AccumulateEmbedding(map, encoded, Eigen::VectorXi::Zero(7), 2, 4).ok());
   EXPECT_FALSE(AccumulateEmbedding(map, encoded, Eigen::VectorXi::Zero(12), 2, 4).ok());
-  EXPECT_FALSE(AccumulateEmbedding(map, encoded, Eigen::VectorXi::Zero(10), 2, 0).ok());
+  EXPECT_FALSE(AccumulateEmbedding(map, encoded, Eigen::VectorXi::Zero(10), 2, -1).ok());
+  // 0: the block size is chosen from the feature width.
+  EXPECT_TRUE(AccumulateEmbedding(map, encoded, Eigen::VectorXi::Zero(10), 2, 0).ok());
   EXPECT_FALSE(AccumulateEmbedding(map, Eigen::MatrixXd::Zero(10, 2), Eigen::VectorXi::Zero(10), 2).ok());
   EXPECT_TRUE(AccumulateEmbedding(map, encoded, Eigen::VectorXi::Zero(10), 2, 4).ok());
 }
