@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/nn/adam.h"
 #include "core/train/float_features.h"
+#include "core/train/normal_draws.h"
 #include "core/train/shard_pool.h"
 #include "core/util/public_rng.h"
 #include "core/util/status_macros.h"
@@ -135,14 +136,12 @@ absl::StatusOr<double> RunGeneratorLoop(const embed::FeatureMap& feature_map,
   counts = counts.cwiseMax(1.0);
 
   PublicRng rng(options.seed ^ kGeneratorNoiseSalt);
-  Eigen::MatrixXd z(n, generator.noise_dim());
-  Eigen::MatrixXf z_float;
+  Eigen::MatrixXf z_float(n, generator.noise_dim());
   Eigen::MatrixXd class_means(feature_dim, classes), grad_means;
   Eigen::MatrixXf grad_by_class;
   Eigen::VectorXd grad_params(generator.num_parameters());
   const DrawClassMeans draw_class_means = [&]() -> const Eigen::MatrixXd& {
-    rng.FillNormal(z);
-    z_float = z.cast<float>();
+    FillStandardNormal(&rng, z_float);
     pool.Run(shards, [&](int s) {
       Shard& sh = shard[s];
       const auto shard_labels = labels.segment(sh.start, sh.rows);
