@@ -47,6 +47,7 @@ struct Workspace {
   nn::BasicDropoutWorkspace<Scalar> drop1;
   nn::BasicConv2dWorkspace<Scalar> conv2;
   nn::BasicDropoutWorkspace<Scalar> drop2;
+  MatrixT<Scalar> normalized;  // (x - input_mean) / input_std
   MatrixT<Scalar> hidden1;  // relu(dropout(conv1(x)))
   MatrixT<Scalar> hidden2;  // relu(dropout(conv2(hidden1)))
   MatrixT<Scalar> logits;
@@ -80,7 +81,9 @@ class Network {
     DPC_ASSIGN_OR_RETURN(auto conv2, nn::BasicConv2d<Scalar>::Create(conv2_options));
     // PyTorch's nn.Dropout accepts rate 0 (the identity); so do we.
     DPC_ASSIGN_OR_RETURN(auto dropout, nn::BasicDropout<Scalar>::Create(options.dropout));
-    return Network(std::move(conv1), std::move(conv2), std::move(dropout), options.num_classes);
+    return Network(std::move(conv1), std::move(conv2), std::move(dropout), options.num_classes,
+                   static_cast<Scalar>(options.input_mean),
+                   static_cast<Scalar>(1.0 / options.input_std));
   }
 
   Eigen::Index num_parameters() const { return linear_bias_offset() + num_classes_; }
@@ -102,7 +105,8 @@ class Network {
   const Matrix& Forward(const Eigen::Ref<const Vector>& parameters,
                         const Eigen::Ref<const Matrix>& input, bool training, PublicRng* rng,
                         Workspace<Scalar>* ws) const {
-    const Matrix& c1 = conv1_.Forward(conv1_params(parameters), input, &ws->conv1);
+    ws->normalized = (input.array() - input_mean_) * input_inv_std_;
+    const Matrix& c1 = conv1_.Forward(conv1_params(parameters), ws->normalized, &ws->conv1);
     ws->hidden1 = (training ? dropout_.ForwardTraining(c1, rng, &ws->drop1) : c1)
                       .cwiseMax(Scalar{0});
     const Matrix& c2 = conv2_.Forward(conv2_params(parameters), ws->hidden1, &ws->conv2);
@@ -166,11 +170,14 @@ class Network {
 
  private:
   Network(nn::BasicConv2d<Scalar> conv1, nn::BasicConv2d<Scalar> conv2,
-          nn::BasicDropout<Scalar> dropout, int num_classes)
+          nn::BasicDropout<Scalar> dropout, int num_classes, Scalar input_mean,
+          Scalar input_inv_std)
       : conv1_(std::move(conv1)),
         conv2_(std::move(conv2)),
         dropout_(std::move(dropout)),
-        num_classes_(num_classes) {}
+        num_classes_(num_classes),
+        input_mean_(input_mean),
+        input_inv_std_(input_inv_std) {}
 
   Eigen::Index features() const { return conv2_.output_shape().size(); }
   Eigen::Index linear_offset() const {
@@ -194,6 +201,8 @@ class Network {
   nn::BasicConv2d<Scalar> conv2_;
   nn::BasicDropout<Scalar> dropout_;
   int num_classes_;
+  Scalar input_mean_;
+  Scalar input_inv_std_;
 };
 
 absl::Status ValidateImages(const Eigen::Ref<const Eigen::MatrixXf>& images,
@@ -261,6 +270,11 @@ absl::Status CnnClassifierOptions::Validate() const {
   DPC_RETURN_IF_ERROR(ValidatePositiveInt(batch_size, "Batch size"));
   DPC_RETURN_IF_ERROR(ValidateFinitePositive(learning_rate, "Learning rate"));
   DPC_RETURN_IF_ERROR(ValidateFiniteNonNegative(weight_decay, "Weight decay"));
+  if (!std::isfinite(input_mean)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("Input mean must be finite, got ", input_mean));
+  }
+  DPC_RETURN_IF_ERROR(ValidateFinitePositive(input_std, "Input std"));
   if (!std::isfinite(dropout) || dropout < 0 || dropout >= 1) {
     return absl::InvalidArgumentError(
         absl::StrCat("Dropout must be in [0, 1), got ", dropout));

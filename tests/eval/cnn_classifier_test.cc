@@ -213,6 +213,10 @@ TEST(CnnClassifierTest, RejectsBadInputs) {
   EXPECT_THAT(CnnClassifier::Train(images, labels, options).status().message(),
               HasSubstr("Learning rate must be finite and positive"));
   options = {};
+  options.input_std = 0;
+  EXPECT_THAT(CnnClassifier::Train(images, labels, options).status().message(),
+              HasSubstr("Input std must be finite and positive"));
+  options = {};
   options.height = 2;
   options.width = 2;
   options.batch_size = 2;
