@@ -135,10 +135,7 @@ Eigen::Index BasicConv2d<Scalar>::num_parameters() const {
 template <typename Scalar>
 void BasicConv2d<Scalar>::Initialize(PublicRng* rng, Eigen::Ref<Vector> parameters) const {
   eigen_assert(parameters.size() == num_parameters());
-  const double bound = 1.0 / std::sqrt(static_cast<double>(patch_size()));
-  for (Eigen::Index i = 0; i < parameters.size(); ++i) {
-    parameters(i) = static_cast<Scalar>(bound * (2.0 * rng->Uniform() - 1.0));
-  }
+  internal::InitializeUniformFanIn<Scalar>(rng, patch_size(), parameters);
 }
 
 template <typename Scalar>

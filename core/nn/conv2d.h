@@ -1,6 +1,8 @@
 #ifndef DPCURATOR_CORE_NN_CONV2D_H_
 #define DPCURATOR_CORE_NN_CONV2D_H_
 
+#include <cmath>
+
 #include "Eigen/Core"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -90,6 +92,17 @@ template <typename Scalar>
 void Col2Im(const WindowGeometry& g, Eigen::Index n,
             const Eigen::Matrix<Scalar, Eigen::Dynamic, Eigen::Dynamic>& columns,
             Eigen::Matrix<Scalar, Eigen::Dynamic, Eigen::Dynamic>* images);
+
+// PyTorch's default initialisation of a convolution's weights and biases:
+// U(-1/sqrt(fan_in), 1/sqrt(fan_in)), fan_in = the patch size.
+template <typename Scalar>
+void InitializeUniformFanIn(PublicRng* rng, Eigen::Index fan_in,
+                            Eigen::Ref<Eigen::Matrix<Scalar, Eigen::Dynamic, 1>> parameters) {
+  const double bound = 1.0 / std::sqrt(static_cast<double>(fan_in));
+  for (Eigen::Index i = 0; i < parameters.size(); ++i) {
+    parameters(i) = static_cast<Scalar>(bound * (2.0 * rng->Uniform() - 1.0));
+  }
+}
 
 }  // namespace internal
 

@@ -58,10 +58,7 @@ template <typename Scalar>
 void BasicConvTranspose2d<Scalar>::Initialize(PublicRng* rng,
                                               Eigen::Ref<Vector> parameters) const {
   eigen_assert(parameters.size() == num_parameters());
-  const double bound = 1.0 / std::sqrt(static_cast<double>(patch_size()));
-  for (Eigen::Index i = 0; i < parameters.size(); ++i) {
-    parameters(i) = static_cast<Scalar>(bound * (2.0 * rng->Uniform() - 1.0));
-  }
+  internal::InitializeUniformFanIn<Scalar>(rng, patch_size(), parameters);
 }
 
 template <typename Scalar>
