@@ -54,7 +54,7 @@
 #if __has_include("core/train/float_features.h")
 #define DPC_PERF_FLOAT_TRAINERS 1
 #include "core/nn/gemm.h"
-#include "core/train/shard_pool.h"
+#include "core/util/shard_pool.h"
 #include "core/util/sincos.h"
 #endif
 
@@ -202,7 +202,7 @@ template <typename Scalar>
 double GemmPeak(int n, double seconds) {
   using Matrix = Eigen::Matrix<Scalar, Eigen::Dynamic, Eigen::Dynamic>;
 #ifdef DPC_PERF_FLOAT_TRAINERS
-  train::ShardPool pool(0);
+  ShardPool pool(0);
   const int threads = pool.threads();
 #else
   const int threads = 1;

@@ -8,6 +8,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "core/privacy/discrete_noise.h"
+#include "core/util/shard_pool.h"
 #include "core/util/status_macros.h"
 #include "core/util/validation.h"
 
@@ -106,10 +107,8 @@ absl::StatusOr<LabelledEmbeddingAccumulator> AccumulateEmbedding(
       if (!outcomes[shard].ok()) return;
     }
   };
-  std::vector<std::thread> helpers;
-  for (int shard = 1; shard < threads; ++shard) helpers.emplace_back(accumulate, shard);
-  accumulate(0);
-  for (std::thread& helper : helpers) helper.join();
+  ShardPool pool(threads);
+  pool.Run(threads, accumulate);
   for (const absl::Status& outcome : outcomes) DPC_RETURN_IF_ERROR(outcome);
   LabelledEmbeddingAccumulator accumulator = std::move(shards[0]);
   for (int shard = 1; shard < threads; ++shard) {

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
-#include <thread>
 #include <utility>
 #include <vector>
 
@@ -14,6 +13,7 @@
 #include "core/nn/dropout.h"
 #include "core/nn/gemm.h"
 #include "core/util/public_rng.h"
+#include "core/util/shard_pool.h"
 #include "core/util/status_macros.h"
 #include "core/util/validation.h"
 
@@ -239,19 +239,6 @@ absl::Status ValidateLabels(Eigen::Index rows, absl::Span<const int> labels, int
   return absl::OkStatus();
 }
 
-// Runs fn(s) for s in [0, shards): shard 0 on the calling thread, the others
-// on threads started for the call. A thread start costs tens of
-// microseconds against milliseconds of work per batch, so no pool is kept
-// (core/train's ShardPool would make dpc_eval depend on the trainers).
-template <typename Fn>
-void RunShards(int shards, const Fn& fn) {
-  std::vector<std::thread> helpers;
-  helpers.reserve(shards > 0 ? shards - 1 : 0);
-  for (int s = 1; s < shards; ++s) helpers.emplace_back([&fn, s] { fn(s); });
-  if (shards > 0) fn(0);
-  for (std::thread& t : helpers) t.join();
-}
-
 // Row range [begin, end) of shard s of n rows split into `shards` parts.
 std::pair<Eigen::Index, Eigen::Index> ShardRange(Eigen::Index n, int shards, int s) {
   return {n * s / shards, n * (s + 1) / shards};
@@ -308,6 +295,7 @@ absl::StatusOr<CnnClassifier> CnnClassifier::Train(
   DPC_ASSIGN_OR_RETURN(nn::Adam adam, nn::Adam::Create(p, adam_options));
 
   const int shards = options.threads;
+  ShardPool pool(shards);
   std::vector<PublicRng> shard_rngs;
   shard_rngs.reserve(shards);
   for (int s = 0; s < shards; ++s) shard_rngs.emplace_back(rng.NextU64());
@@ -329,7 +317,7 @@ absl::StatusOr<CnnClassifier> CnnClassifier::Train(
       const Eigen::Index batch = std::min<Eigen::Index>(options.batch_size, n - start);
       const float scale = 1.0f / static_cast<float>(batch);
       shard_gradients.setZero();
-      RunShards(shards, [&](int s) {
+      pool.Run(shards, [&](int s) {
         const auto [begin, end] = ShardRange(batch, shards, s);
         Eigen::MatrixXf& input = shard_inputs[s];
         input.resize(end - begin, images.cols());
@@ -366,8 +354,9 @@ absl::StatusOr<std::vector<int>> CnnClassifier::Predict(
   const Eigen::Index n = images.rows();
   std::vector<int> predictions(n);
   const int shards = options_.threads;
+  ShardPool pool(shards);
   std::vector<Workspace<float>> workspaces(shards);
-  RunShards(shards, [&](int s) {
+  pool.Run(shards, [&](int s) {
     const auto [begin, end] = ShardRange(n, shards, s);
     for (Eigen::Index start = begin; start < end; start += kPredictChunk) {
       const Eigen::Index rows = std::min(kPredictChunk, end - start);

@@ -13,7 +13,7 @@ namespace dpcurator::nn {
 // speed where the machine has it. Eigen's own products are compiled for the
 // baseline ISA (SSE2) and reach about 35 GFLOP/s per core on the CI machine
 // against OpenBLAS's 95 (bench/perf). OpenBLAS is held to one thread: the
-// trainers parallelise over row shards themselves (train::ShardPool), and
+// trainers parallelise over row shards themselves (ShardPool), and
 // two thread pools on two cores would oversubscribe them.
 //
 // double stays on Eigen, so every double result (DP-SGD's per-example

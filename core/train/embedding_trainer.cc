@@ -9,7 +9,7 @@
 #include "core/nn/adam.h"
 #include "core/train/float_features.h"
 #include "core/train/normal_draws.h"
-#include "core/train/shard_pool.h"
+#include "core/util/shard_pool.h"
 #include "core/util/public_rng.h"
 #include "core/util/status_macros.h"
 #include "core/util/validation.h"

@@ -13,7 +13,7 @@
 #include "core/train/embedding_trainer.h"
 #include "core/train/float_features.h"
 #include "core/train/pearl_trainer.h"
-#include "core/train/shard_pool.h"
+#include "core/util/shard_pool.h"
 #include "core/train/tabular_generator.h"
 #include "core/util/public_rng.h"
 #include "gtest/gtest.h"

@@ -1,8 +1,8 @@
-#include "core/train/shard_pool.h"
+#include "core/util/shard_pool.h"
 
 #include <algorithm>
 
-namespace dpcurator::train {
+namespace dpcurator {
 
 ShardPool::ShardPool(int threads) {
   if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
@@ -65,4 +65,4 @@ void ShardPool::Run(int shards, const std::function<void(int shard)>& fn) {
   shards_ = 0;
 }
 
-}  // namespace dpcurator::train
+}  // namespace dpcurator

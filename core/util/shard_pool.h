@@ -1,5 +1,5 @@
-#ifndef DPCURATOR_CORE_TRAIN_SHARD_POOL_H_
-#define DPCURATOR_CORE_TRAIN_SHARD_POOL_H_
+#ifndef DPCURATOR_CORE_UTIL_SHARD_POOL_H_
+#define DPCURATOR_CORE_UTIL_SHARD_POOL_H_
 
 #include <condition_variable>
 #include <functional>
@@ -7,14 +7,14 @@
 #include <thread>
 #include <vector>
 
-namespace dpcurator::train {
+namespace dpcurator {
 
 // A fixed set of worker threads that run fn(0), ..., fn(shards - 1) of one
-// call at a time, the caller's thread taking part: the trainers split each
-// generated batch into row shards, one per core (issue 13). Threads are
-// started once and parked between calls, since a step of the small
-// generators takes about a millisecond and starting threads per step would
-// cost a noticeable share of it.
+// call at a time, the caller's thread taking part: the trainers and the CNN
+// judge split each batch into row shards, and a release its row blocks, one
+// per core (issue 13). Threads are started once and parked between calls,
+// since a step of the small generators takes about a millisecond and
+// starting threads per step would cost a noticeable share of it.
 class ShardPool {
  public:
   // threads <= 0: one per hardware thread. The caller counts as one.
@@ -46,6 +46,6 @@ class ShardPool {
   bool stopping_ = false;
 };
 
-}  // namespace dpcurator::train
+}  // namespace dpcurator
 
-#endif  // DPCURATOR_CORE_TRAIN_SHARD_POOL_H_
+#endif  // DPCURATOR_CORE_UTIL_SHARD_POOL_H_
