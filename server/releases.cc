@@ -30,8 +30,12 @@ void SetDatasetFields(const v1::Dataset& dataset, v1::EmbeddingArtefact* artefac
 
 }  // namespace
 
+std::string ReleasePlan::kind_name() const {
+  return binding == nullptr ? "" : ReleaseKindName(binding->kind());
+}
+
 absl::StatusOr<ReleasePlan> PlanRelease(const v1::ReleaseRequest& request,
-                                        const v1::Dataset& dataset) {
+                                        const v1::Dataset& dataset, const data::Schema& schema) {
   ReleasePlan plan;
   plan.resolved_request = request;
   plan.binding = BindingFor(request.kind_case());
@@ -39,8 +43,6 @@ absl::StatusOr<ReleasePlan> PlanRelease(const v1::ReleaseRequest& request,
     return absl::InvalidArgumentError(
         "release request names no kind; supported: rff_embedding, charfn_embedding");
   }
-  plan.kind = ReleaseKindName(plan.binding->kind());
-  DPC_ASSIGN_OR_RETURN(data::Schema schema, SchemaFromProto(dataset.schema()));
   // Every parameter against data-independent bounds (docs/privacy.md 6.2).
   DPC_RETURN_IF_ERROR(plan.binding->Resolve(schema, &plan.resolved_request));
   if (dataset.row_count() == 0) {

@@ -18,7 +18,9 @@ namespace dpcurator::server {
 // What a release request will cost, decided before any row is read.
 struct ReleasePlan {
   const ReleaseKindBinding* binding = nullptr;
-  std::string kind;  // the kind's one name, ReleaseKindName(binding->kind())
+  // The kind's one name (ReleaseKindName), as the ledger, log and metrics
+  // record it.
+  std::string kind_name() const;
   double noise_multiplier = 0.0;
   // The mechanism the kind's unit will run, and the event charged for it:
   // release::OneShotEvent(planned), built nowhere else.
@@ -33,7 +35,7 @@ struct ReleasePlan {
 // calibrates the noise multiplier for a target epsilon (conservatively, at
 // the dataset's delta, for this release alone).
 absl::StatusOr<ReleasePlan> PlanRelease(const v1::ReleaseRequest& request,
-                                        const v1::Dataset& dataset);
+                                        const v1::Dataset& dataset, const data::Schema& schema);
 
 // Runs the kind's engine for the planned release over the dataset's
 // encoded rows and wraps the noised statistic in an artefact. Refuses

@@ -263,18 +263,18 @@ absl::StatusOr<ReleaseServiceImpl::AdmittedRelease> ReleaseServiceImpl::AdmitRel
   AdmittedRelease admitted;
   DPC_ASSIGN_OR_RETURN(admitted.dataset, store_->GetDataset(request.dataset_id()));
   DPC_ASSIGN_OR_RETURN(admitted.schema, SchemaFromProto(admitted.dataset.schema()));
-  DPC_ASSIGN_OR_RETURN(admitted.plan, PlanRelease(request, admitted.dataset));
+  DPC_ASSIGN_OR_RETURN(admitted.plan, PlanRelease(request, admitted.dataset, admitted.schema));
   // The idempotency check compares the analyst's request, not the resolved
   // one (the server-drawn seed differs between attempts).
   absl::StatusOr<Ledger::Admission> admission =
       ledger_->Admit(admitted.dataset.id(), caller, request.idempotency_key(),
-                     admitted.plan.kind, request.SerializeAsString(), *admitted.plan.event);
+                     admitted.plan.kind_name(), request.SerializeAsString(), *admitted.plan.event);
   if (!admission.ok()) {
     // Counted by the metrics interceptor (dpcurator_release_refusals_total).
     LogEvent(LogLevel::kInfo, "release_refused")
         .Str("role", RoleName(role))
         .Str("dataset", admitted.dataset.id())
-        .Str("kind", admitted.plan.kind)
+        .Str("kind", admitted.plan.kind_name())
         .Code(admission.status().code());
     return admission.status();
   }
@@ -343,14 +343,14 @@ absl::Status ReleaseServiceImpl::DeliverRelease(Role role, const AdmittedRelease
   }
   response->set_epsilon_spent_total(admission.epsilon_spent);
   response->set_epsilon_remaining(admission.epsilon_remaining);
-  metrics_->RecordRelease(admitted.plan.kind, admitted.dataset.id());
+  metrics_->RecordRelease(admitted.plan.kind_name(), admitted.dataset.id());
   metrics_->SetEpsilon(admitted.dataset.id(), admission.epsilon_spent,
                        admission.epsilon_remaining);
   LogEvent(LogLevel::kInfo, "release")
       .Str("role", RoleName(role))
       .Str("dataset", admitted.dataset.id())
       .Str("release", admission.release_id)
-      .Str("kind", admitted.plan.kind)
+      .Str("kind", admitted.plan.kind_name())
       .Num("epsilon", admission.epsilon_alone)
       .Num("epsilon_spent", admission.epsilon_spent)
       .Num("epsilon_remaining", admission.epsilon_remaining);

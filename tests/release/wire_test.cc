@@ -157,7 +157,7 @@ TEST(ReleaseGuardTest, AnEngineThatDiffersFromTheChargeReleasesNothing) {
   request.set_noise_multiplier(2.0);
   request.mutable_charfn_embedding()->set_num_frequencies(10);
   request.mutable_charfn_embedding()->set_private_length_scale(true);
-  const server::ReleasePlan plan = server::PlanRelease(request, dataset).value();
+  const server::ReleasePlan plan = server::PlanRelease(request, dataset, schema).value();
   ASSERT_EQ(plan.planned.noise_multipliers, (std::vector<double>{2.0, 2.0}));
   privacy::SeededNoiseSource noise(3);
   const auto released = server::ComputeRelease(plan, dataset, rows, "rel_ok", 1.0, &noise);
