@@ -61,13 +61,14 @@ void CharacteristicFunctionMap::Features(const Eigen::MatrixXd& encoded,
   const int k = num_frequencies_;
   // Phases t_i . x_j (n x k); the empirical CF's summands e^{i t.x}
   // (pearl.md 1.1) stored as real and imaginary parts.
-  Eigen::MatrixXd phases(n, k);
-  phases.noalias() = encoded * frequencies_.transpose();
-  features->resize(n, 2 * k);
   // Column-major: the cos block is the first n k entries, the sin block the
-  // next n k; one vectorised sincos pass computes both from one argument
-  // reduction (the features' cost is mostly here).
-  SinCos(phases.data(), n * k, scale_, features->data() + n * k, features->data());
+  // next n k. The phases are written where the sines go and replaced in
+  // place by one vectorised sincos pass (the features' cost is mostly here;
+  // no buffer per block).
+  features->resize(n, 2 * k);
+  auto sin_block = features->rightCols(k);
+  sin_block.noalias() = encoded * frequencies_.transpose();
+  SinCos(sin_block.data(), n * k, scale_, sin_block.data(), features->data());
 }
 
 void CharacteristicFunctionMap::Backward(const Eigen::MatrixXd& encoded,

@@ -68,11 +68,12 @@ void RandomFourierFeatureMap::Features(const Eigen::MatrixXd& encoded,
   features->resize(n, output_dim());
   const int f = num_frequencies_;
   if (numeric_dim_ > 0) {
-    Eigen::MatrixXd phases(n, f);
-    phases.noalias() = encoded.leftCols(numeric_dim_) * frequencies_.transpose();
     // Column-major: the cos block is the first n f entries of features, the
-    // sin block the next n f; both from one vectorised sincos pass.
-    SinCos(phases.data(), n * f, numeric_scale_, features->data() + n * f, features->data());
+    // sin block the next n f. The phases are written where the sines go and
+    // replaced in place by one vectorised sincos pass (no buffer per block).
+    auto sin_block = features->middleCols(f, f);
+    sin_block.noalias() = encoded.leftCols(numeric_dim_) * frequencies_.transpose();
+    SinCos(sin_block.data(), n * f, numeric_scale_, sin_block.data(), features->data());
   } else {
     features->leftCols(2 * f).setZero();
   }

@@ -19,7 +19,9 @@ namespace dpcurator {
 // whose feature-norm bound rests on it (docs/privacy.md 2.7). float: the
 // 3.5-ULP functions (u35), for the trainers (post-processing): their phases
 // are rounded to float before this, which costs more than 3.5 ULP already.
-// The output ranges may alias neither x nor each other.
+// sin_out may be x itself (computed in place: every variant loads a vector
+// of x before it stores that vector's results); cos_out must overlap
+// neither.
 void SinCos(const double* x, int64_t n, double scale, double* sin_out, double* cos_out);
 void SinCos(const float* x, int64_t n, float scale, float* sin_out, float* cos_out);
 

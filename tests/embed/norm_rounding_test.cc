@@ -83,6 +83,12 @@ TEST(SinCosTest, ScalesAndHandlesEveryTailLength) {
       EXPECT_NEAR(s[i], 0.5 * std::sin(x[i]), 1e-15);
       EXPECT_NEAR(c[i], 0.5 * std::cos(x[i]), 1e-15);
     }
+    // In place: the sines overwrite the phases (what the feature maps do).
+    std::vector<double> in_place = x;
+    std::vector<double> c_in_place(n, -7);
+    SinCos(in_place.data(), n, 0.5, in_place.data(), c_in_place.data());
+    EXPECT_EQ(in_place, s);
+    EXPECT_EQ(c_in_place, c);
     std::vector<float> xf(x.begin(), x.end()), sf(n, -7), cf(n, -7);
     SinCos(xf.data(), n, 0.5f, sf.data(), cf.data());
     for (int64_t i = 0; i < n; ++i) {
