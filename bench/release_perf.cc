@@ -17,6 +17,7 @@
 #include "core/release/charfn_embedding.h"
 #include "core/release/encoded_rows.h"
 #include "core/release/rff_embedding.h"
+#include "core/util/shard_pool.h"
 #include "core/util/sincos.h"
 
 namespace dpcurator::bench {
@@ -38,13 +39,10 @@ int ReleaseThreads() {
 // once.
 double DgemmPeak(int n, double seconds) {
   const int threads = ReleaseThreads();
-  double total = 0;
-  std::vector<std::thread> workers;
   std::vector<double> rates(threads);
-  for (int t = 0; t < threads; ++t) {
-    workers.emplace_back([&, t] { rates[t] = EigenGemmGflops<double>(n, seconds); });
-  }
-  for (std::thread& worker : workers) worker.join();
+  ShardPool pool(threads);
+  pool.Run(threads, [&](int t) { rates[t] = EigenGemmGflops<double>(n, seconds); });
+  double total = 0;
   for (double rate : rates) total += rate;
   return total;
 }
