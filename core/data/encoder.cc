@@ -13,6 +13,15 @@ FeatureLayout FeatureLayout::ForFeatures(const Schema& schema) {
       ++layout.numeric_dim;
     }
   }
+  if (schema.image_index().has_value()) {
+    const int column = *schema.image_index();
+    const Column& c = schema.column(column);
+    // Build() bounds pixels_per_image by kMaxImagePixels (2^20): an int.
+    const int pixels = static_cast<int>(c.pixels_per_image());
+    layout.image = FeatureLayout::ImageSlot{column,         layout.numeric_dim, pixels,
+                                            c.image_height, c.image_width,      c.image_channels};
+    layout.numeric_dim += pixels;
+  }
   int offset = layout.numeric_dim;
   for (int column : schema.feature_indices()) {
     if (schema.column(column).type == ColumnType::kCategorical) {
@@ -34,6 +43,26 @@ Eigen::MatrixXd EncodeFeatures(const Schema& schema, const FeatureLayout& layout
     const double scale = 1.0 / (c.upper - c.lower);
     encoded.col(slot.offset) =
         ((table.cells.col(slot.column).array() - c.lower) * scale).cwiseMax(0.0).cwiseMin(1.0);
+  }
+  if (layout.image.has_value()) {
+    const auto& slot = *layout.image;
+    // level / 255 by table, exactly as ImageSet's readers compute it.
+    double value_of[256];
+    for (int level = 0; level < 256; ++level) value_of[level] = level / kImageLevels;
+    const int64_t pixels = slot.pixels;
+    // Row-major bytes into column-major doubles, a block of rows at a time so
+    // the block's bytes stay in cache while each of its columns is written.
+    constexpr Eigen::Index kBlockRows = 128;
+    if (static_cast<int64_t>(table.pixels.size()) >= n * pixels) {
+      for (Eigen::Index start = 0; start < n; start += kBlockRows) {
+        const Eigen::Index rows = std::min(kBlockRows, n - start);
+        const uint8_t* block = table.pixels.data() + start * pixels;
+        for (int64_t p = 0; p < pixels; ++p) {
+          double* out = encoded.col(slot.offset + p).data() + start;
+          for (Eigen::Index i = 0; i < rows; ++i) out[i] = value_of[block[i * pixels + p]];
+        }
+      }
+    }
   }
   for (const auto& slot : layout.categorical) {
     for (Eigen::Index i = 0; i < n; ++i) {
@@ -89,6 +118,20 @@ Table DecodeFeatures(const Schema& schema, const FeatureLayout& layout,
         }
       }
       table.cells(i, slot.column) = chosen;
+    }
+  }
+  if (layout.image.has_value()) {
+    const auto& slot = *layout.image;
+    const int64_t pixels = slot.pixels;
+    table.pixels.resize(static_cast<size_t>(n * pixels));
+    for (Eigen::Index i = 0; i < n; ++i) {
+      uint8_t* out = table.pixels.data() + i * pixels;
+      for (int64_t p = 0; p < pixels; ++p) {
+        const double v = encoded(i, slot.offset + p);
+        // Written so that NaN reads as 0.
+        const double clamped = v > 0.0 ? (v < 1.0 ? v : 1.0) : 0.0;
+        out[p] = static_cast<uint8_t>(std::lround(clamped * kImageLevels));
+      }
     }
   }
   if (schema.label_index().has_value()) {

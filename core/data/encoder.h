@@ -1,6 +1,7 @@
 #ifndef DPCURATOR_CORE_DATA_ENCODER_H_
 #define DPCURATOR_CORE_DATA_ENCODER_H_
 
+#include <optional>
 #include <vector>
 
 #include "Eigen/Core"
@@ -10,9 +11,14 @@
 namespace dpcurator::data {
 
 // Layout of the encoded feature vector of a row (label excluded):
-//   [ numeric columns scaled to [0,1] by the declared bounds | one-hot blocks ]
-// Generators emit exactly this layout (sigmoid numerics, softmax blocks), so
-// real and synthetic rows meet in the same space.
+//   [ numeric columns scaled to [0,1] by the declared bounds | image pixels |
+//     one-hot blocks ]
+// Generators emit exactly this layout (sigmoid numerics and pixels, softmax
+// blocks), so real and synthetic rows meet in the same space. An image's
+// pixels (level / 255, in the declared range [0, 1]) count as numeric
+// dimensions: numeric_dim includes them, so every feature map treats them
+// as it treats numerics, but `numeric` holds one slot per numeric column
+// only and the pixels are described by `image`.
 struct FeatureLayout {
   struct NumericSlot {
     int column;  // schema column index
@@ -23,7 +29,16 @@ struct FeatureLayout {
     int offset;
     int levels;
   };
+  struct ImageSlot {
+    int column;
+    int offset;
+    int pixels;  // height x width x channels
+    int height;
+    int width;
+    int channels;
+  };
   std::vector<NumericSlot> numeric;
+  std::optional<ImageSlot> image;
   std::vector<CategoricalSlot> categorical;
   int numeric_dim = 0;
   int categorical_dim = 0;
@@ -33,7 +48,8 @@ struct FeatureLayout {
   static FeatureLayout ForFeatures(const Schema& schema);
 };
 
-// Encodes the feature columns of `table` (n x total_dim).
+// Encodes the feature columns of `table` (n x total_dim); an image's pixels
+// are read from table.pixels as level / 255.
 Eigen::MatrixXd EncodeFeatures(const Schema& schema, const FeatureLayout& layout,
                                const Table& table);
 
@@ -45,7 +61,8 @@ Eigen::VectorXi ExtractLabels(const Schema& schema, const Table& table);
 // block is sampled from its (non-negative) weights with `uniforms` (one
 // uniform in [0,1) per row and block, n x num_categorical_columns) or, when
 // `uniforms` is empty, decoded by argmax. The label column is set from
-// `labels`.
+// `labels`. Image pixels are clamped to [0, 1] (NaN reads as 0) and stored
+// in table.pixels as round(255 v).
 Table DecodeFeatures(const Schema& schema, const FeatureLayout& layout,
                      const Eigen::MatrixXd& encoded, const Eigen::VectorXi& labels,
                      const Eigen::MatrixXd& uniforms);

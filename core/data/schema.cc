@@ -64,6 +64,21 @@ Schema::Builder& Schema::Builder::AddCategorical(std::string name,
   return *this;
 }
 
+Schema::Builder& Schema::Builder::AddImage(std::string name, int height, int width,
+                                           int channels) {
+  Column column;
+  column.name = std::move(name);
+  column.type = ColumnType::kImage;
+  column.image_height = height;
+  column.image_width = width;
+  column.image_channels = channels;
+  // The declared pixel range (the encoder reads level / 255 into [0, 1]).
+  column.lower = 0.0;
+  column.upper = 1.0;
+  columns_.push_back(std::move(column));
+  return *this;
+}
+
 Schema::Builder& Schema::Builder::AddAlias(absl::string_view column, std::string token,
                                            std::string category) {
   aliases_.emplace_back(std::string(column), std::move(token), std::move(category));
@@ -101,7 +116,39 @@ absl::StatusOr<Schema> Schema::Builder::Build() const {
       return absl::InvalidArgumentError(
           absl::StrCat("Column name '", column.name, "' is declared twice"));
     }
-    if (column.type == ColumnType::kNumeric) {
+    if (column.type == ColumnType::kImage) {
+      // Data-independent bounds: a shape is public, declared, and must not
+      // make the server allocate without limit.
+      if (column.image_height < 1 || column.image_height > kMaxImageSide ||
+          column.image_width < 1 || column.image_width > kMaxImageSide) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "Image column '", column.name, "' declares ", column.image_height, " x ",
+            column.image_width, " pixels; height and width must each be in [1, ", kMaxImageSide,
+            "]"));
+      }
+      if (column.image_channels != 1) {
+        return absl::UnimplementedError(absl::StrCat(
+            "Image column '", column.name, "' declares ", column.image_channels,
+            " channels; only grey images (1 channel) are supported: convert colour images to "
+            "grey"));
+      }
+      if (column.pixels_per_image() > kMaxImagePixels) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "Image column '", column.name, "' declares ", column.pixels_per_image(),
+            " pixels per image; at most ", kMaxImagePixels,
+            " (height x width x channels) are accepted"));
+      }
+      if (column.nullable) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("Image column '", column.name, "' cannot be nullable"));
+      }
+      if (schema.image_index_.has_value()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "Image column '", column.name, "' is the schema's second image column; declare at "
+            "most one"));
+      }
+      schema.image_index_ = static_cast<int>(&column - schema.columns_.data());
+    } else if (column.type == ColumnType::kNumeric) {
       if (!std::isfinite(column.lower) || !std::isfinite(column.upper) ||
           !(column.lower < column.upper)) {
         return absl::InvalidArgumentError(absl::StrCat(
@@ -197,6 +244,18 @@ absl::StatusOr<Schema> Schema::Builder::Build() const {
     }
     schema.label_index_ = *index;
   }
+  if (schema.image_index_.has_value()) {
+    for (int i = 0; i < schema.num_columns(); ++i) {
+      if (i == *schema.image_index_ || (schema.label_index_.has_value() &&
+                                        i == *schema.label_index_)) {
+        continue;
+      }
+      return absl::InvalidArgumentError(absl::StrCat(
+          "Column '", schema.columns_[i].name, "' is declared beside the image column '",
+          schema.columns_[*schema.image_index_].name,
+          "'; an image schema holds the image column and, optionally, its label column only"));
+    }
+  }
   for (int i = 0; i < schema.num_columns(); ++i) {
     if (!schema.label_index_.has_value() || i != *schema.label_index_) {
       schema.feature_indices_.push_back(i);
@@ -237,6 +296,11 @@ absl::StatusOr<ParsedCell> Schema::ParseCell(int column, absl::string_view token
     return absl::OutOfRangeError(absl::StrCat("Column index ", column, " out of range"));
   }
   const Column& c = columns_[column];
+  if (c.type == ColumnType::kImage) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "Column '", c.name, "' is an image column and has no text cells: upload images with "
+        "`dpcurator upload --idx IMAGES --labels LABELS` or `--png-folder DIR`"));
+  }
   token = absl::StripAsciiWhitespace(token);
   bool missing = false;
   for (const std::string& m : missing_tokens_) missing = missing || token == m;
@@ -294,6 +358,7 @@ absl::StatusOr<ParsedCell> Schema::ParseCell(int column, absl::string_view token
 
 std::string Schema::FormatCell(int column, double value) const {
   const Column& c = columns_[column];
+  if (c.type == ColumnType::kImage) return "";  // pixels are not text cells
   if (c.type == ColumnType::kCategorical) {
     // A table built by hand may hold anything; only a valid level index is
     // a category (the comparison is false for NaN, and no cast overflows).
@@ -315,9 +380,13 @@ uint64_t Schema::Fingerprint() const {
   // Canonical text: one line per column with every declared property.
   std::string canonical;
   for (const Column& c : columns_) {
-    absl::StrAppend(&canonical, c.name, "|", c.type == ColumnType::kNumeric ? "num" : "cat",
-                    "|");
-    if (c.type == ColumnType::kNumeric) {
+    const char* type = c.type == ColumnType::kNumeric       ? "num"
+                       : c.type == ColumnType::kCategorical ? "cat"
+                                                            : "img";
+    absl::StrAppend(&canonical, c.name, "|", type, "|");
+    if (c.type == ColumnType::kImage) {
+      absl::StrAppend(&canonical, c.image_height, "x", c.image_width, "x", c.image_channels);
+    } else if (c.type == ColumnType::kNumeric) {
       absl::StrAppend(&canonical, absl::StrFormat("%.17g|%.17g|%d", c.lower, c.upper,
                                                   c.integer ? 1 : 0));
     } else {

@@ -15,7 +15,7 @@ namespace dpcurator::data {
 // A public table schema, declared by the curator. Everything here is public
 // metadata (PRIVACY.md, "Metadata is public only when the curator declares
 // it"): bounds and category lists are never learned from rows.
-enum class ColumnType { kNumeric, kCategorical };
+enum class ColumnType { kNumeric, kCategorical, kImage };
 
 struct Column {
   std::string name;
@@ -32,7 +32,22 @@ struct Column {
   std::vector<std::pair<std::string, std::string>> aliases;
   // Categorical: a missing value is its own level, after the declared ones.
   bool nullable = false;
+  // Image: the declared shape. Pixels lie in the declared range [0, 1] and
+  // are stored as 8-bit levels (value = level / 255); grey only for now
+  // (channels = 1).
+  int image_height = 0;
+  int image_width = 0;
+  int image_channels = 0;
+  int64_t pixels_per_image() const {
+    return int64_t{image_height} * image_width * image_channels;
+  }
 };
+
+// Data-independent bounds on a declared image shape (Schema::Builder::Build).
+inline constexpr int kMaxImageSide = 4096;
+inline constexpr int64_t kMaxImagePixels = int64_t{1} << 20;
+// An image pixel's 8-bit level l stands for the value l / kImageLevels.
+inline constexpr double kImageLevels = 255.0;
 
 // A column type as a schema file or an ARFF header spells it. Accepted,
 // case-insensitive: "numeric", "real", "integer" (numeric with integer
@@ -61,6 +76,10 @@ class Schema {
     Builder& AddCategorical(std::string name,
                             std::vector<std::string> categories,
                             bool nullable = false);
+    // An image column of height x width x channels pixels in [0, 1]. A
+    // schema with an image column holds only it and, optionally, a
+    // categorical label column.
+    Builder& AddImage(std::string name, int height, int width, int channels = 1);
     Builder& AddAlias(absl::string_view column, std::string token,
                       std::string category);
     Builder& SetLabel(std::string name);
@@ -68,7 +87,9 @@ class Schema {
     Builder& SetMissingTokens(std::vector<std::string> tokens);
     // Validates names (unique, non-empty), bounds (finite, lower < upper),
     // categories (non-empty, unique), aliases (target declared), label
-    // (categorical, not nullable, at least two categories).
+    // (categorical, not nullable, at least two categories), images (at most
+    // one; sides in [1, kMaxImageSide], at most kMaxImagePixels pixels, one
+    // channel; beside it only the label column).
     absl::StatusOr<Schema> Build() const;
 
    private:
@@ -83,6 +104,12 @@ class Schema {
   const Column& column(int index) const { return columns_[index]; }
   // Index of the label column, if the schema has one.
   std::optional<int> label_index() const { return label_index_; }
+  // Index of the image column, if the schema has one.
+  std::optional<int> image_index() const { return image_index_; }
+  // Pixels of one image (height x width x channels); 0 without an image column.
+  int64_t pixels_per_image() const {
+    return image_index_.has_value() ? columns_[*image_index_].pixels_per_image() : 0;
+  }
   // Number of label classes; 1 for an unlabelled schema.
   int num_classes() const;
   // Indices of all columns except the label, in declared order.
@@ -109,6 +136,7 @@ class Schema {
  private:
   std::vector<Column> columns_;
   std::optional<int> label_index_;
+  std::optional<int> image_index_;
   std::vector<int> feature_indices_;
   std::vector<std::string> missing_tokens_;
   static const std::string kMissingLevelName;

@@ -2,6 +2,7 @@
 #define DPCURATOR_CORE_DATA_TABLE_H_
 
 #include <cstdint>
+#include <vector>
 
 #include "Eigen/Core"
 
@@ -11,8 +12,15 @@ namespace dpcurator::data {
 // schema column: numeric columns hold the (clamped) value, categorical columns
 // the level index as a double. Kept dense and column-major so that encoders
 // and evaluators stream over columns with Eigen.
+//
+// A schema with an image column keeps its pixels apart, compactly: the image
+// column's cell is a 0 placeholder and `pixels` holds num_rows x
+// pixels_per_image 8-bit levels, row-major (image, then row, then column),
+// each standing for level / 255 in the declared range [0, 1].
 struct Table {
   Eigen::MatrixXd cells;
+  // Empty for a schema without an image column.
+  std::vector<uint8_t> pixels;
   // Number of numeric cells that were clamped to the declared bounds while
   // the table was built (PRIVACY.md: no silent clamping).
   int64_t clamped_cells = 0;

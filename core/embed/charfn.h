@@ -45,6 +45,7 @@ struct CharfnOptions {
 // block with L_B levels differ (squared distance 2) with probability
 // 1 - 1/L_B. 1.0 when that is 0 (no numerics, single-level blocks only).
 // It reads no rows (a stand-in for the median heuristic; pearl.md 1.2 A).
+// For a layout with an image: sqrt(127), PEARL's code's value (charfn.cc).
 double DefaultCharfnLengthScale(const data::FeatureLayout& layout);
 
 class CharacteristicFunctionMap final : public FeatureMap {

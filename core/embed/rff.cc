@@ -12,7 +12,18 @@
 
 namespace dpcurator::embed {
 
+namespace {
+
+// DP-MERF's MNIST code: omega ~ N(0, I / 127) on the raw 784 pixels in
+// [0, 1], i.e. l^2 = 127 (dp-merf.md, "MNIST DP-MERF"); PEARL's code uses
+// the same precision on Fashion-MNIST (pearl.md 1.2 B: sig = 127, frequency
+// std 1/sqrt(127) = 0.089). A declared constant, never learned from pixels.
+constexpr double kImageLengthScaleSquared = 127.0;
+
+}  // namespace
+
 double DefaultLengthScale(const data::FeatureLayout& layout) {
+  if (layout.image.has_value()) return std::sqrt(kImageLengthScaleSquared);
   // E||u - u'||^2 = d/6 for u, u' uniform on [0,1]^d (each coordinate
   // contributes Var(u - u') = 2/12).
   return layout.numeric_dim > 0 ? std::sqrt(layout.numeric_dim / 6.0) : 1.0;

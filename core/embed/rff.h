@@ -33,7 +33,8 @@ struct RffOptions {
 
 // sqrt(d_num / 6): the root mean squared distance of two independent uniform
 // points of [0,1]^{d_num}, a median-heuristic stand-in that reads only the
-// schema (never rows; dp-merf.md pitfall 6).
+// schema (never rows; dp-merf.md pitfall 6). For a layout with an image:
+// sqrt(127), the papers' value on raw [0, 1] pixels (rff.cc).
 double DefaultLengthScale(const data::FeatureLayout& layout);
 double DefaultNumericWeight(const data::FeatureLayout& layout);
 

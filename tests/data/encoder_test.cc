@@ -136,5 +136,73 @@ TEST(DecoderTest, SamplingFollowsTheClippedWeights) {
   }
 }
 
+// ---------------------------------------------------------------- images ---
+
+Schema ImageSchema(int height, int width) {
+  Schema::Builder builder;
+  builder.AddCategorical("label", {"a", "b", "c"})
+      .AddImage("pixels", height, width)
+      .SetLabel("label");
+  return builder.Build().value();
+}
+
+TEST(ImageEncoderTest, PixelsAreNumericDimsOfTheImageSlot) {
+  const Schema schema = ImageSchema(3, 5);
+  const FeatureLayout layout = FeatureLayout::ForFeatures(schema);
+  ASSERT_TRUE(layout.image.has_value());
+  EXPECT_EQ(layout.image->column, 1);
+  EXPECT_EQ(layout.image->offset, 0);
+  EXPECT_EQ(layout.image->pixels, 15);
+  EXPECT_EQ(layout.image->height, 3);
+  EXPECT_EQ(layout.image->width, 5);
+  EXPECT_EQ(layout.image->channels, 1);
+  EXPECT_TRUE(layout.numeric.empty());
+  EXPECT_EQ(layout.numeric_dim, 15);
+  EXPECT_EQ(layout.categorical_dim, 0);
+  EXPECT_EQ(layout.total_dim(), 15);
+  EXPECT_FALSE(FeatureLayout::ForFeatures(MixedSchema()).image.has_value());
+}
+
+TEST(ImageEncoderTest, EncodesLevelsOver255AndDecodesThemBack) {
+  const Schema schema = ImageSchema(2, 3);
+  const FeatureLayout layout = FeatureLayout::ForFeatures(schema);
+  // More rows than one encoding block (128), so the blocked copy is covered.
+  const int n = 300;
+  PublicRng rng(7);
+  Table table;
+  table.cells = Eigen::MatrixXd::Zero(n, 2);
+  table.pixels.resize(n * 6);
+  for (int i = 0; i < n; ++i) {
+    table.cells(i, 0) = i % 3;
+    for (int p = 0; p < 6; ++p) {
+      table.pixels[i * 6 + p] = static_cast<uint8_t>(rng.Uniform() * 256.0);
+    }
+  }
+  const Eigen::MatrixXd encoded = EncodeFeatures(schema, layout, table);
+  ASSERT_EQ(encoded.rows(), n);
+  ASSERT_EQ(encoded.cols(), 6);
+  for (int i = 0; i < n; ++i) {
+    for (int p = 0; p < 6; ++p) {
+      ASSERT_EQ(encoded(i, p), table.pixels[i * 6 + p] / 255.0) << i << " " << p;
+    }
+  }
+  const Eigen::VectorXi labels = ExtractLabels(schema, table);
+  const Table decoded = DecodeFeatures(schema, layout, encoded, labels, Eigen::MatrixXd());
+  EXPECT_EQ(decoded.pixels, table.pixels);
+  EXPECT_EQ(decoded.cells.col(0), table.cells.col(0));
+  EXPECT_EQ(decoded.cells.col(1), Eigen::VectorXd::Zero(n));
+}
+
+TEST(ImageEncoderTest, DecodeClampsGeneratorValuesAndRounds) {
+  const Schema schema = ImageSchema(1, 6);
+  const FeatureLayout layout = FeatureLayout::ForFeatures(schema);
+  Eigen::MatrixXd generated(1, 6);
+  generated << -0.5, 1.7, std::nan(""), 0.5, 1.0 / 255.0 * 0.49, 254.6 / 255.0;
+  const Table decoded =
+      DecodeFeatures(schema, layout, generated, Eigen::VectorXi::Constant(1, 2), Eigen::MatrixXd());
+  EXPECT_EQ(decoded.pixels, (std::vector<uint8_t>{0, 255, 0, 128, 0, 255}));
+  EXPECT_EQ(decoded.cells(0, 0), 2);
+}
+
 }  // namespace
 }  // namespace dpcurator::data

@@ -6,6 +6,7 @@
 #include <vector>
 #include <string>
 
+#include "absl/status/status.h"
 #include "gtest/gtest.h"
 
 namespace dpcurator::data {
@@ -251,6 +252,101 @@ TEST(FingerprintTest, StableAndSensitiveToEveryDeclaredProperty) {
   for (size_t i = 0; i < variants.size(); ++i) {
     EXPECT_TRUE(seen.insert(variants[i]).second) << "variant " << i << " collides";
   }
+}
+
+// ---------------------------------------------------------------- images ---
+
+Schema::Builder ImageBuilder(int height, int width, int channels = 1) {
+  Schema::Builder builder;
+  builder.AddImage("pixels", height, width, channels)
+      .AddCategorical("label", {"0", "1", "2"})
+      .SetLabel("label");
+  return builder;
+}
+
+TEST(SchemaImageTest, AcceptsAnImageAndItsLabel) {
+  auto schema = ImageBuilder(28, 28).Build();
+  ASSERT_TRUE(schema.ok()) << schema.status();
+  ASSERT_TRUE(schema->image_index().has_value());
+  EXPECT_EQ(*schema->image_index(), 0);
+  EXPECT_EQ(schema->pixels_per_image(), 784);
+  EXPECT_EQ(schema->column(0).type, ColumnType::kImage);
+  EXPECT_EQ(schema->num_classes(), 3);
+  EXPECT_EQ(schema->feature_indices(), std::vector<int>{0});
+  // Unlabelled image schemas are fine too.
+  Schema::Builder bare;
+  bare.AddImage("x", 1, 1);
+  ASSERT_TRUE(bare.Build().ok());
+  EXPECT_EQ(bare.Build()->pixels_per_image(), 1);
+  // Largest accepted: 4096 x 256 = 2^20 pixels.
+  EXPECT_TRUE(ImageBuilder(4096, 256).Build().ok());
+  // A tabular schema has no image.
+  Schema::Builder tabular;
+  tabular.AddNumeric("x", 0, 1);
+  EXPECT_FALSE(tabular.Build()->image_index().has_value());
+  EXPECT_EQ(tabular.Build()->pixels_per_image(), 0);
+}
+
+TEST(SchemaImageTest, RefusesShapesOutsideTheDeclaredBounds) {
+  EXPECT_EQ(BuildError(ImageBuilder(0, 28)),
+            "Image column 'pixels' declares 0 x 28 pixels; height and width must each be in "
+            "[1, 4096]");
+  EXPECT_EQ(BuildError(ImageBuilder(28, 4097)),
+            "Image column 'pixels' declares 28 x 4097 pixels; height and width must each be in "
+            "[1, 4096]");
+  EXPECT_EQ(BuildError(ImageBuilder(28, -1)),
+            "Image column 'pixels' declares 28 x -1 pixels; height and width must each be in "
+            "[1, 4096]");
+  EXPECT_EQ(BuildError(ImageBuilder(4096, 257)),
+            "Image column 'pixels' declares 1052672 pixels per image; at most 1048576 (height x "
+            "width x channels) are accepted");
+  auto colour = ImageBuilder(28, 28, 3).Build();
+  ASSERT_FALSE(colour.ok());
+  EXPECT_EQ(colour.status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_NE(colour.status().message().find("only grey images (1 channel)"), std::string::npos);
+  EXPECT_FALSE(ImageBuilder(28, 28, 0).Build().ok());
+}
+
+TEST(SchemaImageTest, AnImageSchemaHoldsTheImageAndItsLabelOnly) {
+  Schema::Builder two;
+  two.AddImage("a", 2, 2).AddImage("b", 2, 2);
+  EXPECT_EQ(BuildError(two),
+            "Image column 'b' is the schema's second image column; declare at most one");
+  Schema::Builder extra;
+  extra.AddImage("pixels", 2, 2).AddNumeric("age", 0, 1);
+  EXPECT_EQ(BuildError(extra),
+            "Column 'age' is declared beside the image column 'pixels'; an image schema holds "
+            "the image column and, optionally, its label column only");
+  Schema::Builder unlabelled_category;
+  unlabelled_category.AddImage("pixels", 2, 2).AddCategorical("y", {"a", "b"});
+  EXPECT_FALSE(unlabelled_category.Build().ok());
+  // The image cannot be the label.
+  Schema::Builder image_label;
+  image_label.AddImage("pixels", 2, 2).SetLabel("pixels");
+  EXPECT_FALSE(image_label.Build().ok());
+}
+
+TEST(SchemaImageTest, ImageCellsAreNotText) {
+  const Schema schema = ImageBuilder(2, 2).Build().value();
+  auto cell = schema.ParseCell(0, "0.5");
+  ASSERT_FALSE(cell.ok());
+  EXPECT_NE(cell.status().message().find("upload --idx"), std::string::npos);
+  EXPECT_TRUE(schema.ParseCell(1, "2").ok());
+  EXPECT_EQ(schema.FormatCell(0, 0.0), "");
+}
+
+TEST(SchemaImageTest, FingerprintDependsOnTheShape) {
+  const uint64_t base = ImageBuilder(28, 28).Build()->Fingerprint();
+  EXPECT_EQ(ImageBuilder(28, 28).Build()->Fingerprint(), base);
+  EXPECT_NE(ImageBuilder(32, 32).Build()->Fingerprint(), base);
+  EXPECT_NE(ImageBuilder(28, 27).Build()->Fingerprint(), base);
+  EXPECT_NE(ImageBuilder(27, 28).Build()->Fingerprint(), base);
+  // 14 x 56 has the same pixel count as 28 x 28, and is another schema.
+  EXPECT_NE(ImageBuilder(14, 56).Build()->Fingerprint(), base);
+  // Not the same as a numeric column of that name either.
+  Schema::Builder numeric;
+  numeric.AddNumeric("pixels", 0, 1).AddCategorical("label", {"0", "1", "2"}).SetLabel("label");
+  EXPECT_NE(numeric.Build()->Fingerprint(), base);
 }
 
 }  // namespace
