@@ -1,0 +1,362 @@
+#include "core/train/image_generator.h"
+
+#include <algorithm>
+#include <cmath>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "core/nn/gemm.h"
+#include "core/train/normal_draws.h"
+#include "core/util/status_macros.h"
+
+namespace dpcurator::train {
+namespace {
+
+// ConvCondGen's widths (pearl.md Sec. 4 [code]): hidden 200, then 16
+// channels at a quarter of the image side, 8 channels after the first conv.
+constexpr int kFirstHidden = 200;
+constexpr int kFullyConnectedSecondHidden = 100;  // DP-MERF's FC generator
+constexpr int kTrunkChannels = 16;
+constexpr int kConvChannels = 8;
+constexpr int kKernel = 5;
+
+using MapMatrix = Eigen::Map<Eigen::MatrixXf>;
+using ConstMapMatrix = Eigen::Map<const Eigen::MatrixXf>;
+
+// Logistic sigmoid, evaluated so that it never overflows.
+inline float Sigmoid(float x) {
+  return x >= 0.0f ? 1.0f / (1.0f + std::exp(-x)) : std::exp(x) / (1.0f + std::exp(x));
+}
+
+}  // namespace
+
+std::string ImageGeneratorArchitectureName(ImageGeneratorArchitecture architecture) {
+  return architecture == ImageGeneratorArchitecture::kFullyConnected ? "fc" : "conv";
+}
+
+absl::StatusOr<ImageGeneratorArchitecture> ParseImageGeneratorArchitecture(
+    const std::string& name) {
+  if (name == "fc") return ImageGeneratorArchitecture::kFullyConnected;
+  if (name == "conv") return ImageGeneratorArchitecture::kConvolutional;
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown image generator '", name, "'; expected fc or conv"));
+}
+
+absl::Status ImageGeneratorOptions::Validate() const {
+  if (code_dim < 1) return absl::InvalidArgumentError("image generator code_dim must be >= 1");
+  if (num_classes < 1) {
+    return absl::InvalidArgumentError("image generator num_classes must be >= 1");
+  }
+  if (height < 1 || width < 1) {
+    return absl::InvalidArgumentError("image generator height and width must be positive");
+  }
+  if (architecture == ImageGeneratorArchitecture::kConvolutional &&
+      (height % 4 != 0 || width % 4 != 0)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the convolutional image generator upsamples twice by 2: height and width must be "
+        "multiples of 4, got ",
+        height, " x ", width, "; use the fc generator"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<ImageGenerator> ImageGenerator::Build(const ImageGeneratorOptions& options) {
+  DPC_RETURN_IF_ERROR(options.Validate());
+  ImageGenerator g;
+  g.options_ = options;
+  const bool conv = options.architecture == ImageGeneratorArchitecture::kConvolutional;
+  const int pixels = options.height * options.width;
+  const int trunk_out = conv ? kTrunkChannels * (options.height / 4) * (options.width / 4)
+                             : kFullyConnectedSecondHidden;
+  std::vector<int> widths = {options.code_dim + options.num_classes, kFirstHidden, trunk_out};
+  if (!conv) widths.push_back(pixels);
+  Eigen::Index offset = 0, running = 0;
+  for (size_t l = 0; l + 1 < widths.size(); ++l) {
+    g.dense_.push_back({widths[l], widths[l + 1], offset});
+    offset += Eigen::Index{widths[l]} * widths[l + 1] + widths[l + 1];
+    if (l < 2) {
+      nn::BatchNormOptions bn;
+      bn.channels = widths[l + 1];
+      DPC_ASSIGN_OR_RETURN(nn::BatchNormF layer, nn::BatchNormF::Create(bn));
+      g.norm_.push_back({layer, offset, running});
+      offset += layer.num_parameters();
+      running += layer.num_running_statistics();
+    }
+  }
+  g.tail_params_begin_ = offset;
+  if (conv) {
+    const nn::ImageShape trunk{kTrunkChannels, options.height / 4, options.width / 4};
+    DPC_ASSIGN_OR_RETURN(
+        nn::Upsample2dF up1,
+        nn::Upsample2dF::Create({trunk, 2, nn::UpsampleMode::kBilinear}));
+    nn::Conv2dOptions c1;
+    c1.input = up1.output_shape();
+    c1.out_channels = kConvChannels;
+    c1.kernel_size = kKernel;
+    c1.padding = kKernel / 2;
+    DPC_ASSIGN_OR_RETURN(nn::Conv2dF conv1, nn::Conv2dF::Create(c1));
+    DPC_ASSIGN_OR_RETURN(
+        nn::Upsample2dF up2,
+        nn::Upsample2dF::Create({conv1.output_shape(), 2, nn::UpsampleMode::kBilinear}));
+    nn::Conv2dOptions c2 = c1;
+    c2.input = up2.output_shape();
+    c2.out_channels = 1;
+    DPC_ASSIGN_OR_RETURN(nn::Conv2dF conv2, nn::Conv2dF::Create(c2));
+    const Eigen::Index conv1_offset = offset;
+    offset += conv1.num_parameters();
+    const Eigen::Index conv2_offset = offset;
+    offset += conv2.num_parameters();
+    g.tail_.push_back({up1, up2, conv1, conv2, conv1_offset, conv2_offset});
+  }
+  g.parameters_.setZero(offset);
+  g.running_.setZero(running);
+  return g;
+}
+
+void ImageGenerator::Initialize() {
+  PublicRng rng(options_.seed);
+  // PyTorch's nn.Linear default: U(-1/sqrt(fan_in), 1/sqrt(fan_in)) for
+  // weights and biases, as the papers' generators start.
+  for (const Dense& d : dense_) {
+    nn::internal::InitializeUniformFanIn<float>(
+        &rng, d.fan_in,
+        parameters_.segment(d.offset, Eigen::Index{d.fan_in} * d.fan_out + d.fan_out));
+  }
+  for (const Norm& n : norm_) {
+    n.layer.Initialize(parameters_.segment(n.offset, n.layer.num_parameters()));
+    n.layer.InitializeRunningStatistics(
+        running_.segment(n.running_offset, n.layer.num_running_statistics()));
+  }
+  for (const Tail& t : tail_) {
+    t.conv1.Initialize(&rng, parameters_.segment(t.conv1_offset, t.conv1.num_parameters()));
+    t.conv2.Initialize(&rng, parameters_.segment(t.conv2_offset, t.conv2.num_parameters()));
+  }
+}
+
+absl::StatusOr<ImageGenerator> ImageGenerator::Create(const ImageGeneratorOptions& options) {
+  DPC_ASSIGN_OR_RETURN(ImageGenerator g, Build(options));
+  g.Initialize();
+  return g;
+}
+
+absl::StatusOr<ImageGenerator> ImageGenerator::FromParameters(const ImageGeneratorOptions& options,
+                                                              Eigen::VectorXf parameters,
+                                                              Eigen::VectorXf running_statistics) {
+  DPC_ASSIGN_OR_RETURN(ImageGenerator g, Build(options));
+  if (parameters.size() != g.parameters_.size() ||
+      running_statistics.size() != g.running_.size()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "image generator model has ", parameters.size(), " parameters and ",
+        running_statistics.size(), " running statistics; the ",
+        ImageGeneratorArchitectureName(options.architecture), " architecture needs ",
+        g.parameters_.size(), " and ", g.running_.size(), "; check the model file"));
+  }
+  if (!parameters.allFinite() || !running_statistics.allFinite()) {
+    return absl::InvalidArgumentError("image generator model has a non-finite parameter");
+  }
+  g.parameters_ = std::move(parameters);
+  g.running_ = std::move(running_statistics);
+  return g;
+}
+
+void ImageGenerator::TailForward(Eigen::Index start, Eigen::Index rows,
+                                 const Eigen::MatrixXf& input,
+                                 ImageGeneratorWorkspace::TailChunk* chunk) const {
+  const Tail& t = tail_[0];
+  chunk->input = input.middleRows(start, rows);
+  const Eigen::MatrixXf& up1 = t.up1.Forward(chunk->input, &chunk->up1);
+  const Eigen::MatrixXf& c1 = t.conv1.Forward(
+      parameters_.segment(t.conv1_offset, t.conv1.num_parameters()), up1, &chunk->conv1);
+  chunk->hidden = c1.cwiseMax(0.0f);
+  const Eigen::MatrixXf& up2 = t.up2.Forward(chunk->hidden, &chunk->up2);
+  t.conv2.Forward(parameters_.segment(t.conv2_offset, t.conv2.num_parameters()), up2,
+                  &chunk->conv2);
+}
+
+namespace {
+
+// Splits rows [0, n) into `shards` contiguous ranges and each range into
+// chunks of at most `chunk` rows; calls visit(shard, start, rows).
+template <typename Visit>
+void ForEachChunk(Eigen::Index n, int shards, Eigen::Index chunk, int shard, Visit visit) {
+  const Eigen::Index begin = n * shard / shards;
+  const Eigen::Index end = n * (shard + 1) / shards;
+  for (Eigen::Index start = begin; start < end; start += chunk) {
+    visit(start, std::min(chunk, end - start));
+  }
+}
+
+void RunShards(ShardPool* pool, int shards, const std::function<void(int)>& fn) {
+  if (pool == nullptr || shards == 1) {
+    for (int s = 0; s < shards; ++s) fn(s);
+  } else {
+    pool->Run(shards, fn);
+  }
+}
+
+}  // namespace
+
+const Eigen::MatrixXf& ImageGenerator::Forward(const Eigen::Ref<const Eigen::MatrixXf>& code,
+                                               const Eigen::Ref<const Eigen::VectorXi>& labels,
+                                               bool training, ImageGeneratorWorkspace* ws,
+                                               ShardPool* pool) {
+  const Eigen::Index n = code.rows();
+  const int k = options_.code_dim;
+  ws->training_ = training;
+  ws->input_.resize(n, k + options_.num_classes);
+  ws->input_.leftCols(k) = code;
+  ws->input_.rightCols(options_.num_classes).setZero();
+  for (Eigen::Index i = 0; i < n; ++i) ws->input_(i, k + labels(i)) = 1.0f;
+
+  const size_t layers = dense_.size();
+  ws->dense_out_.resize(layers);
+  ws->act_.resize(layers);
+  ws->bn_.resize(norm_.size());
+  const Eigen::MatrixXf* x = &ws->input_;
+  const bool conv = !tail_.empty();
+  for (size_t l = 0; l < layers; ++l) {
+    const Dense& d = dense_[l];
+    const ConstMapMatrix w(parameters_.data() + d.offset, d.fan_in, d.fan_out);
+    const auto b = parameters_.segment(d.offset + Eigen::Index{d.fan_in} * d.fan_out, d.fan_out);
+    Eigen::MatrixXf& h = ws->dense_out_[l];
+    h.resize(n, d.fan_out);
+    nn::Gemm(false, *x, false, w, 0.0f, h);
+    h.rowwise() += b.transpose();
+    Eigen::MatrixXf& a = ws->act_[l];
+    if (l < norm_.size()) {
+      const Norm& nm = norm_[l];
+      const auto gamma_beta = parameters_.segment(nm.offset, nm.layer.num_parameters());
+      const Eigen::MatrixXf& y =
+          training ? nm.layer.ForwardTraining(
+                         gamma_beta, h,
+                         running_.segment(nm.running_offset, nm.layer.num_running_statistics()),
+                         &ws->bn_[l])
+                   : nm.layer.ForwardInference(
+                         gamma_beta, h,
+                         running_.segment(nm.running_offset, nm.layer.num_running_statistics()),
+                         &ws->bn_[l]);
+      // ConvCondGen has no ReLU between its second BN and the reshape.
+      if (conv && l == 1) {
+        a = y;
+      } else {
+        a = y.cwiseMax(0.0f);
+      }
+    } else {
+      a = h.unaryExpr([](float v) { return Sigmoid(v); });
+    }
+    x = &a;
+  }
+  ws->images_.resize(n, image_size());
+  if (!conv) {
+    ws->images_ = ws->act_.back();
+    return ws->images_;
+  }
+  const int shards = pool == nullptr ? 1 : static_cast<int>(std::min<Eigen::Index>(
+                                               pool->threads(), std::max<Eigen::Index>(1, n / 8)));
+  ws->chunks_.resize(shards);
+  const Eigen::MatrixXf& trunk = ws->act_.back();
+  RunShards(pool, shards, [&](int s) {
+    ForEachChunk(n, shards, kTailChunkRows, s, [&](Eigen::Index start, Eigen::Index rows) {
+      ImageGeneratorWorkspace::TailChunk& chunk = ws->chunks_[s];
+      TailForward(start, rows, trunk, &chunk);
+      ws->images_.middleRows(start, rows) =
+          chunk.conv2.output().unaryExpr([](float v) { return Sigmoid(v); });
+    });
+  });
+  return ws->images_;
+}
+
+void ImageGenerator::Backward(const Eigen::Ref<const Eigen::MatrixXf>& grad_images,
+                              ImageGeneratorWorkspace* ws, Eigen::Ref<Eigen::VectorXf> grad_params,
+                              ShardPool* pool) const {
+  const Eigen::Index n = grad_images.rows();
+  const bool conv = !tail_.empty();
+  const size_t layers = dense_.size();
+  ws->grad_.resize(layers);
+  // grad_[l]: dL/d(act_[l]) on entry to layer l's backward.
+  if (conv) {
+    const Tail& t = tail_[0];
+    const int shards = static_cast<int>(ws->chunks_.size());
+    Eigen::MatrixXf& grad_trunk = ws->grad_[layers - 1];
+    grad_trunk.resize(n, ws->act_.back().cols());
+    const Eigen::Index tail_params = parameters_.size() - tail_params_begin_;
+    const Eigen::Index c1_rel = t.conv1_offset - tail_params_begin_;
+    const Eigen::Index c2_rel = t.conv2_offset - tail_params_begin_;
+    RunShards(pool, shards, [&](int s) {
+      ImageGeneratorWorkspace::TailChunk& chunk = ws->chunks_[s];
+      chunk.grad_params.setZero(tail_params);
+      ForEachChunk(n, shards, kTailChunkRows, s, [&](Eigen::Index start, Eigen::Index rows) {
+        // Backward needs each layer's cached forward: recompute this
+        // chunk's (cheap next to keeping im2col buffers for the batch).
+        TailForward(start, rows, ws->act_.back(), &chunk);
+        // d sigmoid = s (1 - s).
+        const auto s_out = ws->images_.middleRows(start, rows).array();
+        chunk.grad = (grad_images.middleRows(start, rows).array() * s_out * (1.0f - s_out)).matrix();
+        t.conv2.Backward(parameters_.segment(t.conv2_offset, t.conv2.num_parameters()), chunk.grad,
+                         &chunk.conv2, chunk.grad_params.segment(c2_rel, t.conv2.num_parameters()),
+                         &chunk.grad_hidden);
+        t.up2.Backward(chunk.grad_hidden, &chunk.grad_input);
+        // ReLU after conv1.
+        chunk.grad_input = (chunk.hidden.array() > 0.0f).select(chunk.grad_input, 0.0f);
+        t.conv1.Backward(parameters_.segment(t.conv1_offset, t.conv1.num_parameters()),
+                         chunk.grad_input, &chunk.conv1,
+                         chunk.grad_params.segment(c1_rel, t.conv1.num_parameters()),
+                         &chunk.grad_hidden);
+        t.up1.Backward(chunk.grad_hidden, &chunk.grad_input);
+        grad_trunk.middleRows(start, rows) = chunk.grad_input;
+      });
+    });
+    for (const auto& chunk : ws->chunks_) {
+      grad_params.segment(tail_params_begin_, tail_params) += chunk.grad_params;
+    }
+  } else {
+    // Sigmoid output of the last dense layer.
+    const auto s_out = ws->images_.array();
+    ws->grad_[layers - 1] = (grad_images.array() * s_out * (1.0f - s_out)).matrix();
+  }
+  Eigen::MatrixXf grad_h;
+  for (size_t li = layers; li-- > 0;) {
+    const Dense& d = dense_[li];
+    // dL/dh (pre-BN output of the dense layer).
+    if (li < norm_.size()) {
+      const Norm& nm = norm_[li];
+      Eigen::MatrixXf& g = ws->grad_[li];
+      if (!(conv && li == 1)) {
+        g = (ws->act_[li].array() > 0.0f).select(g, 0.0f);
+      }
+      nm.layer.Backward(parameters_.segment(nm.offset, nm.layer.num_parameters()), g, &ws->bn_[li],
+                        grad_params.segment(nm.offset, nm.layer.num_parameters()), &grad_h);
+    } else {
+      grad_h = ws->grad_[li];  // sigmoid already applied above
+    }
+    const Eigen::MatrixXf& x = li == 0 ? ws->input_ : ws->act_[li - 1];
+    MapMatrix gw(grad_params.data() + d.offset, d.fan_in, d.fan_out);
+    nn::Gemm(true, x, false, grad_h, 1.0f, gw);
+    grad_params.segment(d.offset + Eigen::Index{d.fan_in} * d.fan_out, d.fan_out) +=
+        grad_h.colwise().sum().transpose();
+    if (li > 0) {
+      const ConstMapMatrix w(parameters_.data() + d.offset, d.fan_in, d.fan_out);
+      Eigen::MatrixXf& below = ws->grad_[li - 1];
+      below.resize(n, d.fan_in);
+      nn::Gemm(false, grad_h, true, w, 0.0f, below);
+    }
+  }
+}
+
+Eigen::MatrixXf ImageGenerator::Sample(const Eigen::VectorXi& labels, PublicRng* rng,
+                                       ShardPool* pool) {
+  constexpr Eigen::Index kBlock = 1000;
+  const Eigen::Index n = labels.size();
+  Eigen::MatrixXf out(n, image_size());
+  ImageGeneratorWorkspace ws;
+  Eigen::MatrixXf code;
+  for (Eigen::Index start = 0; start < n; start += kBlock) {
+    const Eigen::Index rows = std::min(kBlock, n - start);
+    code.resize(rows, code_dim());
+    FillStandardNormal(rng, code);
+    out.middleRows(start, rows) = Forward(code, labels.segment(start, rows), false, &ws, pool);
+  }
+  return out;
+}
+
+}  // namespace dpcurator::train
