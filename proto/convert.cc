@@ -35,9 +35,13 @@ absl::StatusOr<data::Schema> SchemaFromProto(const v1::TableSchema& proto) {
         }
         break;
       }
+      case v1::ColumnSchema::IMAGE:
+        builder.AddImage(column.name(), column.image().height(), column.image().width(),
+                         column.image().channels() == 0 ? 1 : column.image().channels());
+        break;
       default:
         return absl::InvalidArgumentError(absl::StrCat(
-            "Column '", column.name(), "' needs a type: NUMERIC or CATEGORICAL"));
+            "Column '", column.name(), "' needs a type: NUMERIC, CATEGORICAL or IMAGE"));
     }
   }
   if (!proto.label().empty()) builder.SetLabel(proto.label());
@@ -49,7 +53,12 @@ v1::TableSchema SchemaToProto(const data::Schema& schema) {
   for (const data::Column& column : schema.columns()) {
     auto* out = proto.add_columns();
     out->set_name(column.name);
-    if (column.type == data::ColumnType::kNumeric) {
+    if (column.type == data::ColumnType::kImage) {
+      out->set_type(v1::ColumnSchema::IMAGE);
+      out->mutable_image()->set_height(column.image_height);
+      out->mutable_image()->set_width(column.image_width);
+      out->mutable_image()->set_channels(column.image_channels);
+    } else if (column.type == data::ColumnType::kNumeric) {
       out->set_type(v1::ColumnSchema::NUMERIC);
       out->set_lower(column.lower);
       out->set_upper(column.upper);

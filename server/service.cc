@@ -16,6 +16,56 @@ namespace {
 // Rows in one upload message, at most; bigger messages are refused so that a
 // single message cannot pin a large allocation.
 constexpr int kMaxRowsPerMessage = 100000;
+// Images in one upload message, at most (the client sends 1000 of 28 x 28,
+// under gRPC's 4 MB default; the message size limit bounds the bytes).
+constexpr int kMaxImagesPerMessage = 100000;
+
+// Checks one image batch against the dataset's image schema and turns it
+// into a chunk (label levels in the label column, pixels kept as bytes).
+// Every refusal names the image and says what was expected; the caller adds
+// the message index.
+absl::StatusOr<data::Table> ImageChunk(const data::Schema& schema, const v1::ImageBatch& batch) {
+  const int64_t per_image = schema.pixels_per_image();
+  const data::Column& image = schema.column(*schema.image_index());
+  if (batch.count() < 0 || batch.count() > kMaxImagesPerMessage) {
+    return absl::InvalidArgumentError(absl::StrCat("the batch declares ", batch.count(),
+                                                   " images; send 1 to ", kMaxImagesPerMessage,
+                                                   " per message"));
+  }
+  const int64_t count = batch.count();
+  if (static_cast<int64_t>(batch.pixels().size()) != count * per_image) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the batch of ", count, " images carries ", batch.pixels().size(),
+        " pixel bytes; images of column '", image.name, "' are ", image.image_height, " x ",
+        image.image_width, ", so it must carry exactly ", count * per_image,
+        " (one 8-bit level per pixel)"));
+  }
+  const std::optional<int> label = schema.label_index();
+  const int64_t labels_expected = label.has_value() ? count : 0;
+  if (batch.label_levels_size() != labels_expected) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the batch of ", count, " images carries ", batch.label_levels_size(),
+        " labels; it must carry ", labels_expected,
+        label.has_value() ? " (one per image)" : " (the dataset has no label column)"));
+  }
+  data::Table chunk;
+  chunk.cells = Eigen::MatrixXd::Zero(count, schema.num_columns());
+  if (label.has_value()) {
+    const uint32_t classes = static_cast<uint32_t>(schema.NumLevels(*label));
+    for (int64_t i = 0; i < count; ++i) {
+      const uint32_t level = batch.label_levels(static_cast<int>(i));
+      if (level >= classes) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "image ", i, " has label level ", level, ", outside the ", classes,
+            " classes of column '", schema.column(*label).name, "' (levels 0 to ",
+            classes - 1, ")"));
+      }
+      chunk.cells(i, *label) = level;
+    }
+  }
+  chunk.pixels.assign(batch.pixels().begin(), batch.pixels().end());
+  return chunk;
+}
 
 #define DPC_GRPC_RETURN_IF_ERROR(expr)                      \
   do {                                                      \
@@ -146,6 +196,29 @@ grpc::Status DatasetServiceImpl::UploadRows(grpc::ServerContext* context,
     } else if (!message.dataset_id().empty() && message.dataset_id() != dataset_id) {
       return ToGrpcStatus(
           absl::InvalidArgumentError("an upload stream carries rows of one dataset only"));
+    }
+    if (message.has_images()) {
+      // An image batch: stored whole or not at all, like a message of rows.
+      auto refuse = [&](absl::string_view why) {
+        return ToGrpcStatus(absl::InvalidArgumentError(absl::StrCat(
+            "upload message ", message_index, " (image batch; ", response->rows_accepted(),
+            " images of this upload were stored before it): ", why,
+            ". Nothing of this message was stored; fix the batch and resend from it.")));
+      };
+      if (!schema->image_index().has_value()) {
+        return refuse("this dataset has no image column; upload its rows as CSV or ARFF");
+      }
+      if (message.rows_size() > 0) {
+        return refuse("a message carries rows or an image batch, not both");
+      }
+      absl::StatusOr<data::Table> chunk = ImageChunk(*schema, message.images());
+      if (!chunk.ok()) return refuse(chunk.status().message());
+      if (chunk->num_rows() > 0) {
+        DPC_GRPC_ASSIGN_OR_RETURN(total, store_->AppendRows(dataset_id, *chunk));
+        response->set_rows_accepted(response->rows_accepted() + chunk->num_rows());
+      }
+      ++message_index;
+      continue;
     }
     if (message.rows_size() > kMaxRowsPerMessage) {
       return ToGrpcStatus(absl::InvalidArgumentError(

@@ -174,6 +174,13 @@ ALTER TABLE releases ADD COLUMN incident TEXT NOT NULL DEFAULT '';
 ALTER TABLE sessions ADD COLUMN owner TEXT NOT NULL DEFAULT '';
 ALTER TABLE session_steps ADD COLUMN incident TEXT NOT NULL DEFAULT '';
 )sql",
+    // 6: image datasets. An image chunk keeps its pixels compactly, one
+    // 8-bit level per pixel (num_rows x pixels_per_image bytes, row-major),
+    // beside the usual cells blob (the label level; the image column's cell
+    // is a 0 placeholder). NULL for tabular chunks.
+    R"sql(
+ALTER TABLE row_chunks ADD COLUMN pixels BLOB;
+)sql",
 };
 
 std::string EncodeCells(const data::Table& rows) {
@@ -314,18 +321,29 @@ absl::StatusOr<int64_t> Store::AppendRows(const std::string& dataset_id,
   if (rows.cells.cols() != dataset.schema().columns_size()) {
     return absl::InvalidArgumentError("row chunk does not match the dataset's schema");
   }
+  DPC_ASSIGN_OR_RETURN(data::Schema schema, SchemaFromProto(dataset.schema()));
+  if (rows.pixels.size() != static_cast<size_t>(rows.num_rows() * schema.pixels_per_image())) {
+    return absl::InvalidArgumentError(
+        "row chunk's pixels do not match the dataset's image shape");
+  }
   DPC_ASSIGN_OR_RETURN(auto next_chunk,
                        db->Prepare("SELECT COALESCE(MAX(chunk), -1) + 1 FROM row_chunks "
                                     "WHERE dataset_id = ?"));
   next_chunk.Bind(1, dataset_id);
   DPC_ASSIGN_OR_RETURN(bool has_row, next_chunk.Step());
   const int64_t chunk = has_row ? next_chunk.ColumnInt(0) : 0;
-  DPC_ASSIGN_OR_RETURN(auto insert, db->Prepare("INSERT INTO row_chunks VALUES (?, ?, ?, ?)"));
-  DPC_RETURN_IF_ERROR(insert.Bind(1, dataset_id)
-                          .Bind(2, chunk)
-                          .Bind(3, static_cast<int64_t>(rows.num_rows()))
-                          .BindBlob(4, EncodeCells(rows))
-                          .Run());
+  DPC_ASSIGN_OR_RETURN(auto insert,
+                       db->Prepare("INSERT INTO row_chunks (dataset_id, chunk, num_rows, cells, "
+                                    "pixels) VALUES (?, ?, ?, ?, ?)"));
+  insert.Bind(1, dataset_id)
+      .Bind(2, chunk)
+      .Bind(3, static_cast<int64_t>(rows.num_rows()))
+      .BindBlob(4, EncodeCells(rows));
+  if (schema.image_index().has_value()) {
+    insert.BindBlob(5, absl::string_view(reinterpret_cast<const char*>(rows.pixels.data()),
+                                         rows.pixels.size()));
+  }  // else NULL
+  DPC_RETURN_IF_ERROR(insert.Run());
   DPC_ASSIGN_OR_RETURN(auto update,
                        db->Prepare("UPDATE datasets SET row_count = row_count + ? WHERE id = ?"));
   DPC_RETURN_IF_ERROR(update.Bind(1, static_cast<int64_t>(rows.num_rows())).Bind(2, dataset_id).Run());
@@ -336,32 +354,89 @@ absl::StatusOr<int64_t> Store::AppendRows(const std::string& dataset_id,
 absl::StatusOr<std::shared_ptr<const data::Table>> Store::LoadRows(const std::string& dataset_id,
                                                                    const data::Schema& schema) {
   auto db = database_->Lock();
-  DPC_ASSIGN_OR_RETURN(auto query, db->Prepare("SELECT num_rows, cells FROM row_chunks WHERE "
-                                                "dataset_id = ? ORDER BY chunk"));
+  DPC_ASSIGN_OR_RETURN(auto query, db->Prepare("SELECT num_rows, cells, pixels FROM row_chunks "
+                                                "WHERE dataset_id = ? ORDER BY chunk"));
   query.Bind(1, dataset_id);
   ++row_loads_;
   const int columns = schema.num_columns();
+  const int64_t pixels_per_image = schema.pixels_per_image();
   std::vector<double> values;
+  auto table = std::make_shared<data::Table>();
   int64_t total_rows = 0;
   while (true) {
     DPC_ASSIGN_OR_RETURN(bool row, query.Step());
     if (!row) break;
     const int64_t num_rows = query.ColumnInt(0);
     const std::string blob = query.ColumnBlob(1);
-    if (blob.size() != static_cast<size_t>(num_rows * columns) * sizeof(double)) {
+    const std::string pixels = query.ColumnBlob(2);
+    if (blob.size() != static_cast<size_t>(num_rows * columns) * sizeof(double) ||
+        pixels.size() != static_cast<size_t>(num_rows * pixels_per_image)) {
       return absl::DataLossError(absl::StrCat("row chunk of dataset '", dataset_id,
                                               "' has the wrong size; run the integrity check"));
     }
     const size_t old_size = values.size();
     values.resize(old_size + num_rows * columns);
     std::memcpy(values.data() + old_size, blob.data(), blob.size());
+    table->pixels.insert(table->pixels.end(), pixels.begin(), pixels.end());
     total_rows += num_rows;
   }
-  auto table = std::make_shared<data::Table>();
   table->cells = Eigen::Map<const Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic,
                                                 Eigen::RowMajor>>(values.data(), total_rows,
                                                                   columns);
   return table;
+}
+
+absl::StatusOr<std::shared_ptr<const release::EncodedRows>> Store::LoadEncodedImages(
+    const std::string& dataset_id, const data::Schema& schema) {
+  auto db = database_->Lock();
+  // The stored count sizes the features once; the chunks must add up to it.
+  DPC_ASSIGN_OR_RETURN(auto count, db->Prepare("SELECT COALESCE(SUM(num_rows), 0) FROM "
+                                                "row_chunks WHERE dataset_id = ?"));
+  count.Bind(1, dataset_id);
+  DPC_ASSIGN_OR_RETURN(bool has_count, count.Step());
+  const int64_t total_rows = has_count ? count.ColumnInt(0) : 0;
+  DPC_ASSIGN_OR_RETURN(auto query, db->Prepare("SELECT num_rows, cells, pixels FROM row_chunks "
+                                                "WHERE dataset_id = ? ORDER BY chunk"));
+  query.Bind(1, dataset_id);
+  ++row_loads_;
+  auto rows = std::make_shared<release::EncodedRows>();
+  rows->layout = data::FeatureLayout::ForFeatures(schema);
+  rows->num_classes = schema.num_classes();
+  rows->features.resize(total_rows, rows->layout.total_dim());
+  rows->labels = Eigen::VectorXi::Zero(total_rows);
+  const int columns = schema.num_columns();
+  const int64_t pixels_per_image = schema.pixels_per_image();
+  const std::optional<int> label = schema.label_index();
+  int64_t next_row = 0;
+  while (true) {
+    DPC_ASSIGN_OR_RETURN(bool row, query.Step());
+    if (!row) break;
+    const int64_t num_rows = query.ColumnInt(0);
+    const std::string blob = query.ColumnBlob(1);
+    const std::string pixels = query.ColumnBlob(2);
+    if (num_rows < 0 || next_row + num_rows > total_rows ||
+        blob.size() != static_cast<size_t>(num_rows * columns) * sizeof(double) ||
+        pixels.size() != static_cast<size_t>(num_rows * pixels_per_image)) {
+      return absl::DataLossError(absl::StrCat("row chunk of dataset '", dataset_id,
+                                              "' has the wrong size; run the integrity check"));
+    }
+    data::EncodePixels(rows->layout, reinterpret_cast<const uint8_t*>(pixels.data()), next_row,
+                       num_rows, &rows->features);
+    if (label.has_value()) {
+      for (int64_t i = 0; i < num_rows; ++i) {
+        double level;
+        std::memcpy(&level, blob.data() + (i * columns + *label) * sizeof(double),
+                    sizeof(double));
+        rows->labels(next_row + i) = static_cast<int>(level);
+      }
+    }
+    next_row += num_rows;
+  }
+  if (next_row != total_rows) {
+    return absl::DataLossError(absl::StrCat("row chunks of dataset '", dataset_id,
+                                            "' changed while read; run the integrity check"));
+  }
+  return std::shared_ptr<const release::EncodedRows>(std::move(rows));
 }
 
 absl::StatusOr<std::shared_ptr<const release::EncodedRows>> Store::LoadEncodedRows(
@@ -379,10 +454,14 @@ absl::StatusOr<std::shared_ptr<const release::EncodedRows>> Store::LoadEncodedRo
   // Read and encode outside the lock: encoding a large table must not stall
   // every other call on the store. Two racing first loads of one dataset
   // both encode; the second insert below replaces the first (same rows).
-  DPC_ASSIGN_OR_RETURN(std::shared_ptr<const data::Table> table, LoadRows(dataset_id, schema));
-  std::shared_ptr<const release::EncodedRows> rows =
-      std::make_shared<const release::EncodedRows>(release::EncodeRows(schema, *table));
-  table.reset();
+  std::shared_ptr<const release::EncodedRows> rows;
+  if (schema.image_index().has_value()) {
+    // Pixels straight from their blobs to features: no Table in between.
+    DPC_ASSIGN_OR_RETURN(rows, LoadEncodedImages(dataset_id, schema));
+  } else {
+    DPC_ASSIGN_OR_RETURN(std::shared_ptr<const data::Table> table, LoadRows(dataset_id, schema));
+    rows = std::make_shared<const release::EncodedRows>(release::EncodeRows(schema, *table));
+  }
   const size_t bytes = rows->bytes();
   if (sealed && bytes <= kMaxCachedRowBytes) {
     auto db = database_->Lock();

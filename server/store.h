@@ -19,7 +19,8 @@
 namespace dpcurator::server {
 
 // The server's durable state in one SQLite file: datasets and their rows
-// (stored encoded: one blob of doubles per uploaded chunk), collections,
+// (stored encoded: one blob of doubles per uploaded chunk, and for an image
+// dataset one blob of 8-bit pixel levels beside it), collections,
 // tokens and the audit log. Releases and the ledger live in the same file
 // but belong to Ledger (server/ledger.h); both reach the connection through
 // one SharedDatabase. Schema changes (the ledger's tables included) are
@@ -42,6 +43,8 @@ class Store {
 
   // Appends parsed rows as one chunk, in one transaction. Refused once the
   // dataset is sealed (its first release fixes the data that was released).
+  // An image dataset's rows carry their pixels (rows.pixels, num_rows x
+  // pixels_per_image levels); a tabular dataset's carry none.
   absl::StatusOr<int64_t> AppendRows(const std::string& dataset_id, const data::Table& rows);
   // Every stored row of the dataset, in upload order, read from SQLite.
   absl::StatusOr<std::shared_ptr<const data::Table>> LoadRows(const std::string& dataset_id,
@@ -109,6 +112,10 @@ class Store {
  private:
   Store(SharedDatabase* database, const Clock* clock) : database_(database), clock_(clock) {}
   absl::Status Migrate();
+  // LoadEncodedRows' read of an image dataset: the pixel blobs are decoded
+  // straight into the features (data::EncodePixels), with no Table between.
+  absl::StatusOr<std::shared_ptr<const release::EncodedRows>> LoadEncodedImages(
+      const std::string& dataset_id, const data::Schema& schema);
   // The *Locked helpers run inside a caller's Lock(): they take it as proof.
   absl::StatusOr<v1::Dataset> GetDatasetLocked(const SharedDatabase::Locked& db,
                                                const std::string& dataset_id);

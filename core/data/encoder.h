@@ -1,6 +1,7 @@
 #ifndef DPCURATOR_CORE_DATA_ENCODER_H_
 #define DPCURATOR_CORE_DATA_ENCODER_H_
 
+#include <cstdint>
 #include <optional>
 #include <vector>
 
@@ -52,6 +53,14 @@ struct FeatureLayout {
 // are read from table.pixels as level / 255.
 Eigen::MatrixXd EncodeFeatures(const Schema& schema, const FeatureLayout& layout,
                                const Table& table);
+
+// Writes images' pixels (num_rows x pixels row-major 8-bit levels, as in
+// Table::pixels) as level / 255 into rows [first_row, first_row + num_rows)
+// of `encoded` (column-major, total_dim columns) at the image slot's offset.
+// No-op for a layout without an image. EncodeFeatures uses it; so does the
+// server, straight from stored blobs.
+void EncodePixels(const FeatureLayout& layout, const uint8_t* pixels, Eigen::Index first_row,
+                  Eigen::Index num_rows, Eigen::MatrixXd* encoded);
 
 // Label level of each row (0 for every row of an unlabelled schema).
 Eigen::VectorXi ExtractLabels(const Schema& schema, const Table& table);
