@@ -10,6 +10,7 @@
 #include <fstream>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "Eigen/Core"
 #include "core/data/demo.h"
@@ -17,6 +18,7 @@
 #include "core/release/charfn_embedding.h"
 #include "core/release/encoded_rows.h"
 #include "core/release/rff_embedding.h"
+#include "core/util/public_rng.h"
 #include "core/util/shard_pool.h"
 #include "core/util/sincos.h"
 
@@ -92,12 +94,42 @@ void ResetPeakRss() {
   std::ofstream("/proc/self/clear_refs") << "5";
 }
 
-// Runs in the child: one release of `kind` (0 rff, 1 charfn) over n rows.
-Measurement Measure(int kind, int64_t n, double sincos_ns) {
-  Measurement m;
-  const data::Schema schema = data::DemoSchema();
+// The image rows' schema: 28 x 28 grey images, ten classes (Fashion-MNIST's
+// shape).
+data::Schema ImageSchema() {
+  std::vector<std::string> classes;
+  for (int c = 0; c < 10; ++c) classes.push_back(std::to_string(c));
+  data::Schema::Builder builder;
+  builder.AddImage("image", 28, 28).AddCategorical("label", classes).SetLabel("label");
+  return builder.Build().value();
+}
+
+// n random 8-bit images (level / 255, as the store decodes them) with
+// random labels, generated straight into the encoded form.
+release::EncodedRows GenerateImageRows(const data::Schema& schema, int64_t n) {
   release::EncodedRows rows;
-  {
+  rows.layout = data::FeatureLayout::ForFeatures(schema);
+  rows.num_classes = schema.num_classes();
+  rows.features.resize(n, rows.layout.total_dim());
+  rows.labels.resize(n);
+  PublicRng rng(42);
+  double* pixels = rows.features.data();
+  for (int64_t i = 0; i < rows.features.size(); ++i) {
+    pixels[i] = static_cast<double>(rng.NextU64() & 0xff) / 255.0;
+  }
+  for (int64_t i = 0; i < n; ++i) rows.labels(i) = static_cast<int>(rng.UniformInt(10));
+  return rows;
+}
+
+// Runs in the child: one release of `kind` (0 rff, 1 charfn) over n rows of
+// the demo table or of images.
+Measurement Measure(int kind, ReleaseRows shape, int64_t n, double sincos_ns) {
+  Measurement m;
+  const data::Schema schema = shape == ReleaseRows::kImages ? ImageSchema() : data::DemoSchema();
+  release::EncodedRows rows;
+  if (shape == ReleaseRows::kImages) {
+    rows = GenerateImageRows(schema, n);
+  } else {
     const data::Table table = data::GenerateDemoTable(n, 42);
     rows = release::EncodeRows(schema, table);
   }
@@ -138,13 +170,13 @@ Measurement Measure(int kind, int64_t n, double sincos_ns) {
 }
 
 // Measure() in a fresh child process, so its peak RSS is its own.
-Measurement MeasureInChild(int kind, int64_t n, double sincos_ns) {
+Measurement MeasureInChild(int kind, ReleaseRows shape, int64_t n, double sincos_ns) {
   int fds[2];
   if (pipe(fds) != 0) return {};
   const pid_t pid = fork();
   if (pid == 0) {
     close(fds[0]);
-    const Measurement m = Measure(kind, n, sincos_ns);
+    const Measurement m = Measure(kind, shape, n, sincos_ns);
     const ssize_t written = write(fds[1], &m, sizeof(m));
     _exit(written == static_cast<ssize_t>(sizeof(m)) ? 0 : 1);
   }
@@ -160,11 +192,13 @@ Measurement MeasureInChild(int kind, int64_t n, double sincos_ns) {
 
 }  // namespace
 
-bool PrintReleaseTable(const std::vector<int64_t>& sizes, double seconds) {
+bool PrintReleaseTable(ReleaseRows shape, const std::vector<int64_t>& sizes, double seconds) {
   const double sincos_ns = SinCosNanoseconds(std::min(seconds, 1.0) / 2);
   std::printf(
-      "\nrelease speed (engine only), demo table, %d frequencies, %d threads; dgemm peak: "
+      "\nrelease speed (engine only), %s, %d frequencies, %d threads; dgemm peak: "
       "square 1024 Eigen products on every release thread at once, measured before each row\n\n",
+      shape == ReleaseRows::kImages ? "28 x 28 images (784 pixels), 10 classes"
+                                    : "demo table",
       kFrequencies, ReleaseThreads());
   std::printf("%-8s %10s %12s %10s %10s %7s %8s %10s %10s\n", "kind", "rows", "rows/s",
               "GEMM GF/s", "dgemm GF/s", "ratio", "sincos", "RSS MB", "table MB");
@@ -172,7 +206,7 @@ bool PrintReleaseTable(const std::vector<int64_t>& sizes, double seconds) {
   for (int64_t n : sizes) {
     for (int kind = 0; kind < 2; ++kind) {
       const double peak = DgemmPeak(1024, std::min(seconds, 1.0) / 4);
-      const Measurement m = MeasureInChild(kind, n, sincos_ns);
+      const Measurement m = MeasureInChild(kind, shape, n, sincos_ns);
       all_ok = all_ok && m.ok;
       std::printf("%-8s %10lld %12.0f %10.1f %10.1f %6.0f%% %7.0f%% %10.0f %10.0f%s\n",
                   kind == 0 ? "dp-merf" : "pearl", static_cast<long long>(n), m.rows_per_second,
