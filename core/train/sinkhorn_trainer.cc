@@ -10,6 +10,7 @@
 #include "core/ldp/assignment.h"
 #include "core/ldp/sinkhorn.h"
 #include "core/nn/adam.h"
+#include "core/nn/gemm.h"
 #include "core/util/status_macros.h"
 #include "core/util/validation.h"
 
@@ -24,7 +25,94 @@ double MedianEntry(const Eigen::MatrixXd& matrix) {
   return values[middle];
 }
 
+absl::Status ValidateHead(const PointGeneratorOptions& options) {
+  if (!options.bounded()) return absl::OkStatus();
+  if (!std::isfinite(options.output_low) || !std::isfinite(options.output_high) ||
+      !(options.output_low < options.output_high)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the bounded output head needs finite output_low < output_high, got [",
+        options.output_low, ", ", options.output_high, "]"));
+  }
+  return absl::OkStatus();
+}
+
+// The bounded head x = low + (high - low) sigmoid(h) on the MLP output h
+// (the identity for the linear head).
+template <typename Scalar>
+const Eigen::Matrix<Scalar, Eigen::Dynamic, Eigen::Dynamic>& HeadForward(
+    const PointGeneratorOptions& options,
+    const Eigen::Matrix<Scalar, Eigen::Dynamic, Eigen::Dynamic>& pre,
+    BasicPointGeneratorWorkspace<Scalar>* workspace) {
+  if (!options.bounded()) return pre;
+  const Scalar low = static_cast<Scalar>(options.output_low);
+  const Scalar span = static_cast<Scalar>(options.output_high - options.output_low);
+  // 1 / (1 + exp(-h)): exp overflows to +inf for very negative h, giving
+  // exactly 0, never NaN.
+  workspace->points.resize(pre.rows(), pre.cols());
+  workspace->points.array() = ((-pre.array()).exp() + Scalar(1)).inverse() * span + low;
+  return workspace->points;
+}
+
+// dLoss/dh from dLoss/dx: sigmoid' = s (1 - s), and with s = (x - low) / span
+// the factor is (x - low) (high - x) / span, computed from the stored output.
+template <typename Scalar>
+const Eigen::Matrix<Scalar, Eigen::Dynamic, Eigen::Dynamic>& HeadBackward(
+    const PointGeneratorOptions& options,
+    const Eigen::Ref<const Eigen::Matrix<Scalar, Eigen::Dynamic, Eigen::Dynamic>>& grad_points,
+    BasicPointGeneratorWorkspace<Scalar>* workspace) {
+  const Scalar low = static_cast<Scalar>(options.output_low);
+  const Scalar high = static_cast<Scalar>(options.output_high);
+  const Scalar inv_span = Scalar(1) / (high - low);
+  workspace->grad_pre.resize(grad_points.rows(), grad_points.cols());
+  workspace->grad_pre.array() = grad_points.array() * (workspace->points.array() - low) *
+                                (high - workspace->points.array()) * inv_span;
+  return workspace->grad_pre;
+}
+
 }  // namespace
+
+const Eigen::MatrixXd& PointGenerator::Forward(const Eigen::Ref<const Eigen::MatrixXd>& z,
+                                               PointGeneratorWorkspace* workspace) const {
+  return HeadForward<double>(options_, mlp_.Forward(z, &workspace->mlp), workspace);
+}
+
+void PointGenerator::Backward(const Eigen::Ref<const Eigen::MatrixXd>& grad_points,
+                              PointGeneratorWorkspace* workspace,
+                              Eigen::VectorXd* grad_params) const {
+  if (!options_.bounded()) {
+    mlp_.Backward(grad_points, &workspace->mlp, grad_params);
+    return;
+  }
+  mlp_.Backward(HeadBackward<double>(options_, grad_points, workspace), &workspace->mlp,
+                grad_params);
+}
+
+absl::StatusOr<FloatPointGenerator> FloatPointGenerator::Create(const PointGenerator& master) {
+  DPC_ASSIGN_OR_RETURN(
+      nn::MlpF mlp,
+      nn::MlpF::FromParameters(master.mlp().options(), master.parameters().cast<float>()));
+  return FloatPointGenerator(master.options(), std::move(mlp));
+}
+
+void FloatPointGenerator::SyncFrom(const PointGenerator& master) {
+  mlp_.parameters() = master.parameters().cast<float>();
+}
+
+const Eigen::MatrixXf& FloatPointGenerator::Forward(const Eigen::Ref<const Eigen::MatrixXf>& z,
+                                                    PointGeneratorWorkspaceF* workspace) const {
+  return HeadForward<float>(options_, mlp_.Forward(z, &workspace->mlp), workspace);
+}
+
+void FloatPointGenerator::Backward(const Eigen::Ref<const Eigen::MatrixXf>& grad_points,
+                                   PointGeneratorWorkspaceF* workspace,
+                                   Eigen::VectorXf* grad_params) const {
+  if (!options_.bounded()) {
+    mlp_.Backward(grad_points, &workspace->mlp, grad_params);
+    return;
+  }
+  mlp_.Backward(HeadBackward<float>(options_, grad_points, workspace), &workspace->mlp,
+                grad_params);
+}
 
 nn::MlpOptions PointGenerator::MlpOptionsFor(int output_dim,
                                              const PointGeneratorOptions& options) {
@@ -41,6 +129,7 @@ absl::StatusOr<PointGenerator> PointGenerator::Create(int output_dim,
                                                       const PointGeneratorOptions& options) {
   DPC_RETURN_IF_ERROR(ValidatePositiveInt(output_dim, "Output dimension"));
   DPC_RETURN_IF_ERROR(ValidatePositiveInt(options.latent_dim, "Latent dimension"));
+  DPC_RETURN_IF_ERROR(ValidateHead(options));
   DPC_ASSIGN_OR_RETURN(nn::Mlp mlp, nn::Mlp::Create(MlpOptionsFor(output_dim, options)));
   return PointGenerator(options, std::move(mlp));
 }
@@ -49,6 +138,7 @@ absl::StatusOr<PointGenerator> PointGenerator::FromParameters(
     int output_dim, const PointGeneratorOptions& options, Eigen::VectorXd parameters) {
   DPC_RETURN_IF_ERROR(ValidatePositiveInt(output_dim, "Output dimension"));
   DPC_RETURN_IF_ERROR(ValidatePositiveInt(options.latent_dim, "Latent dimension"));
+  DPC_RETURN_IF_ERROR(ValidateHead(options));
   DPC_ASSIGN_OR_RETURN(nn::Mlp mlp, nn::Mlp::FromParameters(MlpOptionsFor(output_dim, options),
                                                             std::move(parameters)));
   return PointGenerator(options, std::move(mlp));
@@ -62,7 +152,7 @@ void PointGenerator::DrawLatents(PublicRng* rng, Eigen::MatrixXd* z) const {
 
 Eigen::MatrixXd PointGenerator::Sample(Eigen::Index n, PublicRng* rng) const {
   Eigen::MatrixXd out(n, output_dim());
-  nn::MlpWorkspace workspace;
+  PointGeneratorWorkspace workspace;
   Eigen::MatrixXd z;
   for (Eigen::Index start = 0; start < n; start += kSampleChunkRows) {
     const Eigen::Index rows = std::min(kSampleChunkRows, n - start);
@@ -113,9 +203,12 @@ absl::StatusOr<MinibatchLoss> ExactOtLoss(const Eigen::MatrixXd& generated,
   return loss;
 }
 
-absl::StatusOr<TrainedPointGenerator> TrainSinkhornGenerator(
-    const Eigen::MatrixXd& reports, const ldp::LdpMechanism& mechanism,
-    const SinkhornTrainerOptions& options) {
+namespace {
+
+// Options and reports, checked before any training (both precisions).
+template <typename Matrix>
+absl::Status ValidateTraining(const Matrix& reports, const ldp::LdpMechanism& mechanism,
+                              const SinkhornTrainerOptions& options) {
   DPC_RETURN_IF_ERROR(ValidatePositiveInt(options.steps, "Steps"));
   DPC_RETURN_IF_ERROR(ValidatePositiveInt(options.batch_size, "Batch size"));
   DPC_RETURN_IF_ERROR(ValidateFinitePositive(options.learning_rate, "Learning rate"));
@@ -138,6 +231,15 @@ absl::StatusOr<TrainedPointGenerator> TrainSinkhornGenerator(
         reports.rows(), " x ", reports.cols()));
   }
   if (!reports.allFinite()) return absl::InvalidArgumentError("reports must be finite");
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<TrainedPointGenerator> TrainSinkhornGenerator(
+    const Eigen::MatrixXd& reports, const ldp::LdpMechanism& mechanism,
+    const SinkhornTrainerOptions& options) {
+  DPC_RETURN_IF_ERROR(ValidateTraining(reports, mechanism, options));
 
   const int p = mechanism.cost_exponent();
   const int batch = static_cast<int>(std::min<Eigen::Index>(options.batch_size, reports.rows()));
@@ -158,7 +260,7 @@ absl::StatusOr<TrainedPointGenerator> TrainSinkhornGenerator(
   Eigen::MatrixXd report_batch(batch, reports.cols());
   Eigen::MatrixXd z(batch, generator.latent_dim());
   Eigen::VectorXd grad_params(generator.num_parameters());
-  nn::MlpWorkspace workspace;
+  PointGeneratorWorkspace workspace;
 
   TrainedPointGenerator trained{std::move(generator)};
   PointGenerator& g = trained.generator;
@@ -210,6 +312,144 @@ absl::StatusOr<TrainedPointGenerator> TrainSinkhornGenerator(
     if (options.progress &&
         (step % std::max(1, options.progress_every) == 0 || step == options.steps)) {
       options.progress(step, loss.loss);
+    }
+  }
+  trained.steps = options.steps;
+  return trained;
+}
+
+absl::StatusOr<TrainedPointGenerator> TrainSinkhornGeneratorFloat(
+    const Eigen::MatrixXf& reports, const ldp::LdpMechanism& mechanism,
+    const SinkhornTrainerOptions& options) {
+  DPC_RETURN_IF_ERROR(ValidateTraining(reports, mechanism, options));
+
+  const int p = mechanism.cost_exponent();
+  const Eigen::Index d = reports.cols();
+  const int batch = static_cast<int>(std::min<Eigen::Index>(options.batch_size, reports.rows()));
+  PointGeneratorOptions generator_options = options.generator;
+  generator_options.seed = options.seed;
+  DPC_ASSIGN_OR_RETURN(PointGenerator generator,
+                       PointGenerator::Create(mechanism.dimension(), generator_options));
+  DPC_ASSIGN_OR_RETURN(FloatPointGenerator replica, FloatPointGenerator::Create(generator));
+  nn::AdamOptions adam_options;
+  adam_options.learning_rate = options.learning_rate;
+  DPC_ASSIGN_OR_RETURN(nn::Adam adam, nn::Adam::Create(generator.num_parameters(), adam_options));
+
+  // The same random streams as the double path: one PublicRng for the
+  // epoch shuffles and the latents.
+  PublicRng rng(options.seed ^ 0x51C4C0A7D1E5ULL);
+  std::vector<Eigen::Index> order(reports.rows());
+  std::iota(order.begin(), order.end(), Eigen::Index{0});
+  size_t cursor = order.size();
+
+  // Every per-step buffer, allocated once (the Sinkhorn solver and the
+  // assignment keep their own B x B buffers per call).
+  Eigen::MatrixXf report_batch(batch, d);
+  Eigen::MatrixXf z(batch, generator.latent_dim());
+  Eigen::MatrixXf cross(batch, batch);
+  Eigen::MatrixXd cost(batch, batch);
+  Eigen::VectorXd generated_norms(batch), report_norms(batch);
+  Eigen::MatrixXf plan(batch, batch);
+  Eigen::VectorXf row_mass(batch);
+  Eigen::MatrixXf grad_generated(batch, d);
+  Eigen::VectorXf grad_params_float(replica.num_parameters());
+  Eigen::VectorXd grad_params(generator.num_parameters());
+  Eigen::MatrixXd generated_double, reports_double;  // p = 1 only
+  PointGeneratorWorkspaceF workspace;
+
+  TrainedPointGenerator trained{std::move(generator)};
+  PointGenerator& g = trained.generator;
+  for (int step = 1; step <= options.steps; ++step) {
+    const double progress = static_cast<double>(step - 1) / options.steps;
+    DPC_RETURN_IF_ERROR(adam.SetLearningRate(
+        options.learning_rate * (1.0 - (1.0 - options.final_learning_rate_fraction) * progress)));
+    for (int r = 0; r < batch; ++r) {
+      if (cursor == order.size()) {
+        for (size_t i = order.size() - 1; i > 0; --i) {
+          std::swap(order[i], order[rng.UniformInt(i + 1)]);
+        }
+        cursor = 0;
+      }
+      report_batch.row(r) = reports.row(order[cursor++]);
+    }
+    // Uniform[-1, 1) latents, column by column as PublicRng::FillUniform.
+    for (Eigen::Index j = 0; j < z.cols(); ++j) {
+      for (Eigen::Index i = 0; i < z.rows(); ++i) {
+        z(i, j) = static_cast<float>(2.0 * rng.Uniform() - 1.0);
+      }
+    }
+    const Eigen::MatrixXf& generated = replica.Forward(z, &workspace);
+
+    // C_ij = ||g_i - y_j||_p^p, rows generated, columns reports (pitfall 7).
+    if (p == 2) {
+      nn::Gemm(false, generated, true, report_batch, 0.0f, cross);
+      generated_norms = generated.cast<double>().rowwise().squaredNorm();
+      report_norms = report_batch.cast<double>().rowwise().squaredNorm();
+      cost = (-2.0 * cross.cast<double>()).colwise() + generated_norms;
+      cost.rowwise() += report_norms.transpose();
+      cost = cost.cwiseMax(0.0);  // cancellation
+    } else {
+      generated_double = generated.cast<double>();
+      reports_double = report_batch.cast<double>();
+      DPC_ASSIGN_OR_RETURN(cost, ldp::TransportCostMatrix(generated_double, reports_double, 1));
+    }
+
+    double lambda = mechanism.regularizer();  // p sigma^p (Thm. 1, eq. 10)
+    double loss = 0.0;
+    if (options.naive && options.naive_solver == SinkhornTrainerOptions::NaiveSolver::kExactAssignment) {
+      lambda = 0.0;
+      DPC_ASSIGN_OR_RETURN(ldp::AssignmentResult assignment, ldp::SolveAssignment(cost));
+      plan.setZero();
+      for (int i = 0; i < batch; ++i) plan(i, assignment.column[i]) = 1.0f / batch;
+      loss = assignment.total_cost / batch;
+    } else {
+      ldp::SinkhornOptions sinkhorn;
+      sinkhorn.p = p;
+      sinkhorn.lambda = lambda;
+      sinkhorn.tolerance = options.sinkhorn_tolerance;
+      sinkhorn.max_iterations = options.sinkhorn_max_iterations;
+      // Matrix-vector iterations where the shifted kernel allows them (the
+      // deconvolving loss at image scale); log domain otherwise.
+      sinkhorn.scaling_domain = true;
+      if (options.naive) {
+        lambda = options.naive_lambda_fraction * MedianEntry(cost);
+        if (!(lambda > 0)) lambda = options.naive_lambda_fraction;  // degenerate batch
+        sinkhorn.lambda = lambda;
+        sinkhorn.annealing = options.naive_annealing;
+      }
+      DPC_ASSIGN_OR_RETURN(ldp::SinkhornResult result, ldp::SinkhornFromCost(cost, sinkhorn));
+      plan = result.plan.cast<float>();
+      loss = result.cost;
+      trained.sinkhorn_iterations += result.iterations;
+      if (!result.converged) ++trained.unconverged_steps;
+    }
+
+    // Envelope gradient with the plan fixed (ldp-sinkhorn.md Sec. 1.4):
+    // p = 2: 2 (g_i sum_j P_ij - sum_j P_ij y_j), the second term one sgemm.
+    if (p == 2) {
+      row_mass = plan.rowwise().sum();
+      nn::Gemm(false, plan, false, report_batch, 0.0f, grad_generated);
+      grad_generated = 2.0f * ((generated.array().colwise() * row_mass.array()).matrix() -
+                               grad_generated);
+    } else {
+      grad_generated =
+          ldp::TransportGradient(generated_double, reports_double, plan.cast<double>(), 1)
+              .cast<float>();
+    }
+    grad_params_float.setZero();
+    replica.Backward(grad_generated, &workspace, &grad_params_float);
+    grad_params = grad_params_float.cast<double>();
+    if (!grad_params.allFinite()) {
+      return absl::InternalError(absl::StrCat("training diverged at step ", step,
+                                              " (non-finite gradient); lower the learning rate"));
+    }
+    DPC_RETURN_IF_ERROR(adam.Step(g.parameters(), grad_params));
+    replica.SyncFrom(g);
+    trained.final_loss = loss;
+    trained.lambda = lambda;
+    if (options.progress &&
+        (step % std::max(1, options.progress_every) == 0 || step == options.steps)) {
+      options.progress(step, loss);
     }
   }
   trained.steps = options.steps;

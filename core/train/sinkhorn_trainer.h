@@ -35,7 +35,30 @@ struct PointGeneratorOptions {
   std::vector<int> hidden = {256, 256};
   nn::Activation activation = nn::Activation::kRelu;
   uint64_t seed = 0;
+  // Output head. Both 0 (the default): linear, unbounded. output_low <
+  // output_high: the bounded head x = low + (high - low) sigmoid(Mlp(z)),
+  // for records that the public domain confines to a box, e.g. images with
+  // pixels in [-1, 1]: the ball projection shrinks towards the origin, so a
+  // projected image stays in the box and the deconvolved distribution does
+  // too (ldp-sinkhorn.md Sec. 4 "MNIST": pixels in [-1, 1]). The noisy
+  // reports themselves leave the box; only the naive baseline would want to.
+  double output_low = 0.0;
+  double output_high = 0.0;
+
+  bool bounded() const { return output_low != 0.0 || output_high != 0.0; }
 };
+
+// Buffers of one PointGenerator Forward/Backward pair (one per thread);
+// reused for batches of one size, they allocate nothing.
+template <typename Scalar>
+struct BasicPointGeneratorWorkspace {
+  using Matrix = Eigen::Matrix<Scalar, Eigen::Dynamic, Eigen::Dynamic>;
+  nn::BasicMlpWorkspace<Scalar> mlp;
+  Matrix points;    // output of the bounded head
+  Matrix grad_pre;  // dLoss / dMlp(z) through the bounded head
+};
+using PointGeneratorWorkspace = BasicPointGeneratorWorkspace<double>;
+using PointGeneratorWorkspaceF = BasicPointGeneratorWorkspace<float>;
 
 // An unconditional generator of points in R^d: x = Mlp(z) with a linear
 // output. Unlike TabularGenerator (sigmoid/softmax heads bounded to the
@@ -57,14 +80,10 @@ class PointGenerator {
   // Points (n x output_dim) for latents `z`, valid until the workspace's
   // next use.
   const Eigen::MatrixXd& Forward(const Eigen::Ref<const Eigen::MatrixXd>& z,
-                                 nn::MlpWorkspace* workspace) const {
-    return mlp_.Forward(z, workspace);
-  }
+                                 PointGeneratorWorkspace* workspace) const;
   // Adds dLoss/dParameters for the last Forward on `workspace`.
   void Backward(const Eigen::Ref<const Eigen::MatrixXd>& grad_points,
-                nn::MlpWorkspace* workspace, Eigen::VectorXd* grad_params) const {
-    mlp_.Backward(grad_points, workspace, grad_params);
-  }
+                PointGeneratorWorkspace* workspace, Eigen::VectorXd* grad_params) const;
 
   // n synthetic points (latents from `rng`), in chunks of kSampleChunkRows.
   Eigen::MatrixXd Sample(Eigen::Index n, PublicRng* rng) const;
@@ -86,6 +105,31 @@ class PointGenerator {
 
   PointGeneratorOptions options_;
   nn::Mlp mlp_;
+};
+
+// A float32 replica of a PointGenerator, for the image path of the trainer
+// (784-d outputs): its products go to the BLAS sgemm (core/nn/gemm.h), and
+// the generator is post-processing of the reports, so float costs no
+// privacy. The double PointGenerator stays the model (Adam updates it, in
+// double); SyncFrom copies its parameters after each step.
+class FloatPointGenerator {
+ public:
+  static absl::StatusOr<FloatPointGenerator> Create(const PointGenerator& master);
+  // Copies the master's parameters (same architecture; no allocation).
+  void SyncFrom(const PointGenerator& master);
+
+  const Eigen::MatrixXf& Forward(const Eigen::Ref<const Eigen::MatrixXf>& z,
+                                 PointGeneratorWorkspaceF* workspace) const;
+  void Backward(const Eigen::Ref<const Eigen::MatrixXf>& grad_points,
+                PointGeneratorWorkspaceF* workspace, Eigen::VectorXf* grad_params) const;
+  Eigen::Index num_parameters() const { return mlp_.num_parameters(); }
+
+ private:
+  FloatPointGenerator(PointGeneratorOptions options, nn::MlpF mlp)
+      : options_(std::move(options)), mlp_(std::move(mlp)) {}
+
+  PointGeneratorOptions options_;
+  nn::MlpF mlp_;
 };
 
 struct SinkhornTrainerOptions {
@@ -169,6 +213,22 @@ absl::StatusOr<MinibatchLoss> ExactOtLoss(const Eigen::MatrixXd& generated,
 // lambda = mechanism.regularizer() (or the naive baseline's small lambda).
 absl::StatusOr<TrainedPointGenerator> TrainSinkhornGenerator(
     const Eigen::MatrixXd& reports, const ldp::LdpMechanism& mechanism,
+    const SinkhornTrainerOptions& options);
+
+// The same algorithm on the float32 path, for high-dimensional records
+// (images: d = 784): the generator runs as a FloatPointGenerator replica,
+// the cross term of the squared-l2 cost and the plan-weighted gradient are
+// sgemm products (nn::Gemm), the minibatch buffers are allocated once, and
+// only the B x B cost matrix, the Sinkhorn iterations and Adam stay in
+// double (pitfall 6: the potentials need the precision, C / lambda reaches
+// hundreds). The cost is formed as ||g||^2 + ||y||^2 - 2 <g, y> with the
+// norms in double; its float cross term is off by about 1e-7 of the cost,
+// far below lambda. p = 1 (Laplace) is accepted and computed through the
+// double cost and gradient. Each call is single-threaded: run independent
+// collections (e.g. one per class) on separate threads. Same seed, same
+// result.
+absl::StatusOr<TrainedPointGenerator> TrainSinkhornGeneratorFloat(
+    const Eigen::MatrixXf& reports, const ldp::LdpMechanism& mechanism,
     const SinkhornTrainerOptions& options);
 
 }  // namespace dpcurator::train
