@@ -1,26 +1,107 @@
 // Curator and analyst commands about datasets: create, list, upload, budget.
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <ctime>
+#include <functional>
+#include <map>
 
 #include <nlohmann/json.hpp>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "client/commands.h"
 #include "client/connection.h"
 #include "client/pipeline.h"
+#include "client/progress.h"
 #include "client/schema_file.h"
+#include "core/data/idx.h"
+#include "core/data/png_folder.h"
 #include "core/privacy/relation.h"
 #include "proto/convert.h"
 
 namespace dpcurator::client {
 namespace {
 
+// Column names of the schema `datasets create --images` declares.
+constexpr char kImageColumn[] = "pixels";
+constexpr char kLabelColumn[] = "label";
+// Pixel bytes per upload message, at most: under gRPC's 4 MB default with
+// room for the labels (1000 images of 28 x 28 are 784 KB).
+constexpr int64_t kMaxBatchPixelBytes = int64_t{3} << 20;
+constexpr int64_t kMaxImagesPerBatch = 1000;
+
+// The image schema of `datasets create --images HxW --classes N |
+// --class-names a,b,...`: an IMAGE column "pixels" and, with classes, the
+// categorical label column "label" (class names default to "0".."N-1", as
+// IDX label files number them).
+absl::StatusOr<v1::TableSchema> ImageSchemaFromArgs(const ParsedArgs& args) {
+  const std::string shape = args.Get("images");
+  std::vector<std::string> sides = absl::StrSplit(shape, absl::ByAnyChar("xX"));
+  int height = 0;
+  int width = 0;
+  if (sides.size() != 2 || !absl::SimpleAtoi(sides[0], &height) ||
+      !absl::SimpleAtoi(sides[1], &width)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--images '", shape, "' is not a shape: write HEIGHTxWIDTH in pixels, e.g. 28x28"));
+  }
+  v1::TableSchema schema;
+  auto* image = schema.add_columns();
+  image->set_name(kImageColumn);
+  image->set_type(v1::ColumnSchema::IMAGE);
+  image->mutable_image()->set_height(height);
+  image->mutable_image()->set_width(width);
+  image->mutable_image()->set_channels(1);
+  if (args.Has("classes") && args.Has("class-names")) {
+    return absl::InvalidArgumentError("give --classes N or --class-names a,b,..., not both");
+  }
+  std::vector<std::string> names;
+  if (args.Has("class-names")) {
+    names = absl::StrSplit(args.Get("class-names"), ',');
+  } else if (args.Has("classes")) {
+    auto classes = args.GetInt("classes");
+    if (!classes.ok()) return classes.status();
+    if (*classes < 2 || *classes > 65536) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--classes must be in [2, 65536], got ", *classes,
+          "; leave it out for an unlabelled image dataset"));
+    }
+    for (int64_t c = 0; c < *classes; ++c) names.push_back(absl::StrCat(c));
+  }
+  if (!names.empty()) {
+    auto* label = schema.add_columns();
+    label->set_name(kLabelColumn);
+    label->set_type(v1::ColumnSchema::CATEGORICAL);
+    for (const auto& name : names) label->add_categories(name);
+    schema.set_label(kLabelColumn);
+  }
+  // The same checks as the server's, with the same messages, before a call.
+  if (auto parsed = SchemaFromProto(schema); !parsed.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--images / --classes: ", parsed.status().message()));
+  }
+  return schema;
+}
+
 absl::Status RunCreate(const ParsedArgs& args) {
+  if (args.Has("schema") == args.Has("images")) {
+    return absl::InvalidArgumentError(
+        "give exactly one of --schema FILE (tabular data) and --images HEIGHTxWIDTH (see "
+        "dpcurator datasets create --help)");
+  }
+  if (!args.Has("images") && (args.Has("classes") || args.Has("class-names"))) {
+    return absl::InvalidArgumentError(
+        "--classes and --class-names go with --images; a schema file declares its own label");
+  }
   auto connection = Connection::FromArgs(args);
   if (!connection.ok()) return connection.status();
-  auto schema = ReadSchemaForPublishing(args.Get("schema"), args.Flag(kAcceptDataDerivedFlag));
+  auto schema = args.Has("images")
+                    ? ImageSchemaFromArgs(args)
+                    : ReadSchemaForPublishing(args.Get("schema"), args.Flag(kAcceptDataDerivedFlag));
   if (!schema.ok()) return schema.status();
   auto epsilon = args.GetDouble("epsilon");
   auto delta = args.GetDouble("delta");
@@ -50,10 +131,262 @@ absl::Status RunCreate(const ParsedArgs& args) {
   return absl::OkStatus();
 }
 
-absl::Status RunUpload(const ParsedArgs& args) {
-  if (args.Has("csv") == args.Has("arff")) {
+// Streams images to an image dataset: batches of at most kMaxImagesPerBatch
+// images (and kMaxBatchPixelBytes), labels as level indices. `source(max,
+// pixels, labels)` fills the next batch and returns its size (0 at the end).
+// Every image was validated before this is called, so a refusal here is the
+// server's (or the connection's); the batches before it stay stored.
+using ImageSource =
+    std::function<absl::StatusOr<int64_t>(int64_t, std::string*, std::vector<uint32_t>*)>;
+
+absl::StatusOr<v1::UploadRowsResponse> SendImages(Connection& connection,
+                                                  const std::string& dataset_id,
+                                                  const data::Schema& schema, int64_t total,
+                                                  const ImageSource& source) {
+  const int64_t per_image = schema.pixels_per_image();
+  const int64_t batch_images =
+      std::max<int64_t>(1, std::min(kMaxImagesPerBatch, kMaxBatchPixelBytes / per_image));
+  auto context = connection.NewContext();
+  v1::UploadRowsResponse response;
+  auto writer = connection.datasets().UploadRows(context.get(), &response);
+  Progress progress;
+  int64_t sent = 0;
+  std::string pixels;
+  std::vector<uint32_t> labels;
+  bool stream_ended = false;
+  while (true) {
+    auto count = source(batch_images, &pixels, &labels);
+    if (!count.ok()) {
+      writer->WritesDone();
+      (void)writer->Finish();
+      return absl::Status(count.status().code(),
+                          absl::StrCat(count.status().message(), " (", response.rows_accepted(),
+                                       " images before it are stored)"));
+    }
+    if (*count == 0) break;
+    v1::UploadRowsRequest message;
+    if (sent == 0) message.set_dataset_id(dataset_id);
+    auto* batch = message.mutable_images();
+    batch->set_count(static_cast<int>(*count));
+    batch->set_pixels(std::move(pixels));
+    if (schema.label_index().has_value()) {
+      batch->mutable_label_levels()->Assign(labels.begin(), labels.end());
+    }
+    if (!writer->Write(message)) {
+      stream_ended = true;  // the server ended the stream: Finish says why
+      break;
+    }
+    sent += *count;
+    progress.Update(absl::StrFormat("upload: %lld / %lld images", static_cast<long long>(sent),
+                                    static_cast<long long>(total)));
+  }
+  if (!stream_ended) {
+    progress.Finish(absl::StrFormat("upload: %lld / %lld images sent",
+                                    static_cast<long long>(sent),
+                                    static_cast<long long>(total)));
+  }
+  writer->WritesDone();
+  grpc::Status status = writer->Finish();
+  if (!status.ok()) return RpcError(status, "upload refused");
+  if (response.rows_accepted() != sent) {
+    return absl::DataLossError(absl::StrCat(
+        "the server stored ", response.rows_accepted(), " of the ", sent,
+        " images sent (the stream was cut short); upload the images after the stored ones "
+        "again"));
+  }
+  return response;
+}
+
+// The label file's labels, all read and checked against the dataset's
+// classes before any image is sent.
+absl::StatusOr<std::vector<uint32_t>> ReadIdxLabels(const std::string& path,
+                                                    const data::Schema& schema) {
+  auto reader = data::IdxReader::Open(path);
+  if (!reader.ok()) return reader.status();
+  if (reader->dims().size() != 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        path, ": has ", reader->dims().size(),
+        " dimensions; a label file has 1 (one byte per image): is it the images file? Pass "
+        "the labels with --labels and the images with --idx"));
+  }
+  if (!schema.label_index().has_value()) {
     return absl::InvalidArgumentError(
-        "give exactly one of --csv FILE and --arff FILE (see dpcurator upload --help)");
+        "the dataset has no label column, so --labels cannot be stored; leave it out, or "
+        "create the dataset with --classes N");
+  }
+  const int classes = schema.NumLevels(*schema.label_index());
+  std::vector<uint32_t> labels;
+  labels.reserve(static_cast<size_t>(reader->num_records()));
+  std::vector<uint8_t> block;
+  while (true) {
+    const int64_t first = reader->next_record();
+    auto got = reader->Read(64 * 1024, &block);
+    if (!got.ok()) return got.status();
+    if (*got == 0) break;
+    for (int64_t i = 0; i < *got; ++i) {
+      if (block[i] >= classes) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            path, ": record ", first + i, " (0-based) has label ", block[i],
+            ", outside the dataset's ", classes, " classes (0 to ", classes - 1,
+            "); fix the label file, or create the dataset with the right --classes"));
+      }
+      labels.push_back(block[i]);
+    }
+  }
+  return labels;
+}
+
+// Opens an IDX image file and checks its shape against the dataset's.
+absl::StatusOr<data::IdxReader> OpenIdxImages(const std::string& path,
+                                              const data::Schema& schema) {
+  auto reader = data::IdxReader::Open(path);
+  if (!reader.ok()) return reader.status();
+  const data::Column& image = schema.column(*schema.image_index());
+  const auto& dims = reader->dims();
+  if (dims.size() != 3) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        path, ": has ", dims.size(),
+        " dimensions; an image file has 3 (count x height x width): is it the labels file? "
+        "Pass the images with --idx and the labels with --labels"));
+  }
+  if (dims[1] != image.image_height || dims[2] != image.image_width) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        path, ": holds ", dims[1], " x ", dims[2], " images; the dataset declares ",
+        image.image_height, " x ", image.image_width,
+        ". Resize the images, or create a dataset with --images ", dims[1], "x", dims[2]));
+  }
+  return reader;
+}
+
+absl::StatusOr<v1::UploadRowsResponse> UploadIdx(Connection& connection,
+                                                 const std::string& dataset_id,
+                                                 const data::Schema& schema,
+                                                 const std::string& images_path,
+                                                 const std::string& labels_path) {
+  // Everything is checked before anything is sent: the labels (count,
+  // range) and a full pass over the images (a truncated or overlong file
+  // is found here, with the record where it stops).
+  auto images = OpenIdxImages(images_path, schema);
+  if (!images.ok()) return images.status();
+  std::vector<uint32_t> labels;
+  if (!labels_path.empty()) {
+    auto read = ReadIdxLabels(labels_path, schema);
+    if (!read.ok()) return read.status();
+    labels = *std::move(read);
+    if (static_cast<int64_t>(labels.size()) != images->num_records()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          images_path, " holds ", images->num_records(), " images but ", labels_path,
+          " holds ", labels.size(), " labels; they must be one label per image, in order"));
+    }
+  } else if (schema.label_index().has_value()) {
+    return absl::InvalidArgumentError(
+        "the dataset has a label column: pass the label file with --labels LABELS");
+  }
+  if (images->num_records() == 0) {
+    return absl::InvalidArgumentError(absl::StrCat(images_path, ": holds no images"));
+  }
+  std::vector<uint8_t> block;
+  while (true) {
+    auto got = images->Read(4096, &block);
+    if (!got.ok()) {
+      return absl::Status(got.status().code(),
+                          absl::StrCat(got.status().message(),
+                                       ". Nothing was uploaded; fix or re-export the file "
+                                       "and upload it again."));
+    }
+    if (*got == 0) break;
+  }
+  // Second pass: stream.
+  auto reader = OpenIdxImages(images_path, schema);
+  if (!reader.ok()) return reader.status();
+  const int64_t total = reader->num_records();
+  return SendImages(connection, dataset_id, schema, total,
+                    [&](int64_t max, std::string* pixels,
+                        std::vector<uint32_t>* batch_labels) -> absl::StatusOr<int64_t> {
+                      const int64_t first = reader->next_record();
+                      auto got = reader->Read(max, &block);
+                      if (!got.ok()) return got.status();  // the file changed since
+                      pixels->assign(block.begin(), block.end());
+                      batch_labels->clear();
+                      if (!labels.empty()) {
+                        batch_labels->assign(labels.begin() + first,
+                                             labels.begin() + first + *got);
+                      }
+                      return *got;
+                    });
+}
+
+absl::StatusOr<v1::UploadRowsResponse> UploadPngFolder(Connection& connection,
+                                                       const std::string& dataset_id,
+                                                       const data::Schema& schema,
+                                                       const std::string& root) {
+  auto set = data::ReadPngFolder(root);
+  if (!set.ok()) return set.status();
+  const data::Column& image = schema.column(*schema.image_index());
+  if (set->height != image.image_height || set->width != image.image_width) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        root, ": holds ", set->height, " x ", set->width, " images; the dataset declares ",
+        image.image_height, " x ", image.image_width,
+        ". Resize the images, or create a dataset with --images ", set->height, "x",
+        set->width));
+  }
+  // Sub-folder names are class names: each must be a declared one.
+  std::vector<uint32_t> level_of(set->class_names.size());
+  if (!schema.label_index().has_value()) {
+    if (set->class_names.size() > 1) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          root, ": has ", set->class_names.size(),
+          " class folders but the dataset has no label column; create it with --classes or "
+          "--class-names"));
+    }
+  } else {
+    const data::Column& label = schema.column(*schema.label_index());
+    for (size_t c = 0; c < set->class_names.size(); ++c) {
+      auto found = std::find(label.categories.begin(), label.categories.end(),
+                             set->class_names[c]);
+      if (found == label.categories.end()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            root, "/", set->class_names[c], ": the folder name is not a declared class (",
+            absl::StrJoin(label.categories, ", "),
+            "); rename the folder to its class name, or create the dataset with "
+            "--class-names"));
+      }
+      level_of[c] = static_cast<uint32_t>(found - label.categories.begin());
+    }
+  }
+  const int64_t per_image = set->pixels_per_image();
+  const int64_t total = set->size();
+  int64_t next = 0;
+  return SendImages(connection, dataset_id, schema, total,
+                    [&](int64_t max, std::string* pixels,
+                        std::vector<uint32_t>* labels) -> absl::StatusOr<int64_t> {
+                      const int64_t count = std::min(max, total - next);
+                      pixels->resize(static_cast<size_t>(count * per_image));
+                      labels->clear();
+                      for (int64_t i = 0; i < count; ++i) {
+                        for (int64_t p = 0; p < per_image; ++p) {
+                          // The readers store level / 255: this is the level.
+                          const float v = set->pixels[(next + i) * per_image + p];
+                          (*pixels)[i * per_image + p] =
+                              static_cast<char>(static_cast<uint8_t>(std::lround(v * 255.0f)));
+                        }
+                        labels->push_back(level_of[set->labels[next + i]]);
+                      }
+                      next += count;
+                      return count;
+                    });
+}
+
+absl::Status RunUpload(const ParsedArgs& args) {
+  const int sources = static_cast<int>(args.Has("csv")) + static_cast<int>(args.Has("arff")) +
+                      static_cast<int>(args.Has("idx")) + static_cast<int>(args.Has("png-folder"));
+  if (sources != 1) {
+    return absl::InvalidArgumentError(
+        "give exactly one of --csv FILE, --arff FILE, --idx IMAGES (with --labels LABELS) and "
+        "--png-folder DIR (see dpcurator upload --help)");
+  }
+  if (args.Has("labels") && !args.Has("idx")) {
+    return absl::InvalidArgumentError("--labels goes with --idx IMAGES");
   }
   auto connection = Connection::FromArgs(args);
   if (!connection.ok()) return connection.status();
@@ -72,10 +405,33 @@ absl::Status RunUpload(const ParsedArgs& args) {
   }
   auto schema = SchemaFromProto(dataset->schema());
   if (!schema.ok()) return schema.status();
-  auto response = args.Has("csv")
-                      ? UploadCsv(*connection, dataset->id(), *schema, args.Get("csv"))
-                      : UploadArff(*connection, dataset->id(), *schema, args.Get("arff"));
+  const bool images = args.Has("idx") || args.Has("png-folder");
+  if (images != schema->image_index().has_value()) {
+    return absl::InvalidArgumentError(
+        images ? absl::StrCat("dataset '", dataset->id(),
+                              "' has no image column; upload its rows with --csv or --arff")
+               : absl::StrCat("dataset '", dataset->id(),
+                              "' is an image dataset; upload with --idx IMAGES --labels LABELS "
+                              "or --png-folder DIR"));
+  }
+  absl::StatusOr<v1::UploadRowsResponse> response;
+  if (args.Has("idx")) {
+    response = UploadIdx(*connection, dataset->id(), *schema, args.Get("idx"),
+                         args.Has("labels") ? args.Get("labels") : "");
+  } else if (args.Has("png-folder")) {
+    response = UploadPngFolder(*connection, dataset->id(), *schema, args.Get("png-folder"));
+  } else if (args.Has("csv")) {
+    response = UploadCsv(*connection, dataset->id(), *schema, args.Get("csv"));
+  } else {
+    response = UploadArff(*connection, dataset->id(), *schema, args.Get("arff"));
+  }
   if (!response.ok()) return response.status();
+  if (images && !args.Flag("json")) {
+    std::printf("uploaded %lld images; dataset has %lld rows\n",
+                static_cast<long long>(response->rows_accepted()),
+                static_cast<long long>(response->total_rows()));
+    return absl::OkStatus();
+  }
   if (args.Flag("json")) {
     nlohmann::json out = {{"rows_accepted", response->rows_accepted()},
                           {"cells_clamped", response->cells_clamped()},
@@ -195,9 +551,17 @@ std::vector<Command> DatasetCommands() {
       "The schema file is JSON (docs/schema.md; `dpcurator schema draft` writes a first one):\n"
       "column types, declared bounds and categories. Nothing about the domain is ever learned\n"
       "from rows, so a schema still carrying \"data_derived\": true markers is refused unless\n"
-      "--accept-data-derived says to publish those values as they are.",
+      "--accept-data-derived says to publish those values as they are.\n"
+      "An image dataset needs no schema file: --images 28x28 --classes 10 declares grey\n"
+      "28 x 28 images (column \"pixels\", values in [0, 1]) with a label column \"label\" of\n"
+      "classes \"0\"..\"9\" (or --class-names a,b,...). Upload them with `upload --idx` or\n"
+      "`upload --png-folder`.",
       WithConnection({{"name", "", "dataset name", false, true},
-                      {"schema", "", "schema JSON file", false, true},
+                      {"schema", "", "schema JSON file (or --images)"},
+                      {"images", "",
+                       "HEIGHTxWIDTH: an image dataset of grey images this size (or --schema)"},
+                      {"classes", "", "with --images: N label classes named 0..N-1"},
+                      {"class-names", "", "with --images: the label classes' names, a,b,..."},
                       {kAcceptDataDerivedFlag, "",
                        "publish bounds and categories that `schema draft` read from the data "
                        "(they stay marked data_derived otherwise, and are refused)",
@@ -212,14 +576,23 @@ std::vector<Command> DatasetCommands() {
                              "Row counts are shown to curators, and to analysts under replace-one.",
                              WithConnection({}), RunList});
   commands.push_back(Command{
-      "upload", "stream a CSV or ARFF file's rows into a dataset (curator)",
+      "upload", "stream a CSV or ARFF file's rows, or images, into a dataset (curator)",
       "The header (CSV) or the @attribute names (ARFF) are matched to the schema by column\n"
       "name; extra columns are ignored. Every row is checked before it is sent: a bad row\n"
       "stops the upload with FILE:LINE (1-based, header counted) and the column named; the\n"
-      "rows before it are stored. Uploads are refused once a release has been made.",
+      "rows before it are stored. Uploads are refused once a release has been made.\n"
+      "Image datasets (`datasets create --images`): --idx IMAGES --labels LABELS reads IDX\n"
+      "files (MNIST / Fashion-MNIST format, plain or gzipped); --png-folder DIR reads\n"
+      "DIR/<class name>/*.png (any PNG, converted to 8-bit grey). The files are checked in\n"
+      "full before any image is sent (magic, image size against the dataset's, truncation,\n"
+      "one label per image, labels within the classes): an error names the file and the\n"
+      "record (0-based), and nothing is stored.",
       WithConnection({{"dataset", "", "dataset id", false, true},
-                      {"csv", "", "CSV file with a header line (or --arff)"},
-                      {"arff", "", "ARFF file: its @data section is uploaded (or --csv)"},
+                      {"csv", "", "CSV file with a header line (or --arff, --idx, --png-folder)"},
+                      {"arff", "", "ARFF file: its @data section is uploaded"},
+                      {"idx", "", "IDX image file (count x height x width bytes) of an image dataset"},
+                      {"labels", "", "with --idx: the IDX label file (one byte per image)"},
+                      {"png-folder", "", "folder of class sub-folders of PNG images"},
                       {"json", "", "print JSON (docs/json.md)", true}}),
       RunUpload});
   commands.push_back(Command{

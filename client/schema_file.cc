@@ -8,6 +8,8 @@
 #include <sstream>
 
 #include "absl/status/status.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/data/schema.h"
@@ -20,7 +22,12 @@ using Json = nlohmann::json;
 
 constexpr char kTopLevelKeys[] = "columns, label";
 constexpr char kColumnKeys[] =
-    "name, type, lower, upper, integer, categories, aliases, nullable, data_derived";
+    "name, type, lower, upper, integer, categories, aliases, nullable, data_derived, and for "
+    "IMAGE columns height, width, channels";
+// Type names a schema file accepts beyond data::ParseColumnTypeName's: an
+// image column is a schema-file (and wire) type only, never a CSV or ARFF
+// column.
+constexpr char kImageTypeName[] = "image";
 
 // Finds where a JSON text stops being JSON, without exceptions: a SAX pass
 // whose parse_error callback records the byte offset.
@@ -116,16 +123,25 @@ absl::StatusOr<SchemaFile> ParseSchemaFileText(absl::string_view text, absl::str
         out->set_name(value.get<std::string>());
       } else if (key == "type") {
         if (value.is_number_integer() && (value.get<int>() == v1::ColumnSchema::NUMERIC ||
-                                          value.get<int>() == v1::ColumnSchema::CATEGORICAL)) {
+                                          value.get<int>() == v1::ColumnSchema::CATEGORICAL ||
+                                          value.get<int>() == v1::ColumnSchema::IMAGE)) {
           out->set_type(static_cast<v1::ColumnSchema::Type>(value.get<int>()));
           continue;
         }
         if (!value.is_string()) {
           return error(where, absl::StrCat("\"type\" must be a string (accepted: ",
-                                           data::kAcceptedColumnTypeNames, ")"));
+                                           data::kAcceptedColumnTypeNames, ", IMAGE)"));
+        }
+        if (absl::EqualsIgnoreCase(absl::StripAsciiWhitespace(value.get<std::string>()),
+                                   kImageTypeName)) {
+          out->set_type(v1::ColumnSchema::IMAGE);
+          continue;
         }
         auto type = data::ParseColumnTypeName(value.get<std::string>());
-        if (!type.ok()) return error(where, std::string(type.status().message()));
+        if (!type.ok()) {
+          return error(where, absl::StrCat(type.status().message(),
+                                           "; IMAGE for an image column"));
+        }
         out->set_type(type->type == data::ColumnType::kNumeric ? v1::ColumnSchema::NUMERIC
                                                                : v1::ColumnSchema::CATEGORICAL);
         if (type->integer && !has_integer) out->set_integer(true);
@@ -152,6 +168,20 @@ absl::StatusOr<SchemaFile> ParseSchemaFileText(absl::string_view text, absl::str
         } else if (value.get<bool>()) {
           file.data_derived.push_back(column.value("name", absl::StrCat("#", index)));
         }
+      } else if (key == "height" || key == "width" || key == "channels") {
+        if (!value.is_number_integer() || value.get<int64_t>() < 1 ||
+            value.get<int64_t>() > data::kMaxImageSide) {
+          return error(where, absl::StrCat("\"", key, "\" must be a whole number in [1, ",
+                                           data::kMaxImageSide, "], got ", value.dump()));
+        }
+        const int size = static_cast<int>(value.get<int64_t>());
+        if (key == "height") {
+          out->mutable_image()->set_height(size);
+        } else if (key == "width") {
+          out->mutable_image()->set_width(size);
+        } else {
+          out->mutable_image()->set_channels(size);
+        }
       } else if (key == "categories") {
         if (!value.is_array()) return error(where, "\"categories\" must be a list of strings");
         for (const Json& category : value) {
@@ -177,9 +207,16 @@ absl::StatusOr<SchemaFile> ParseSchemaFileText(absl::string_view text, absl::str
       }
     }
     if (out->type() == v1::ColumnSchema::TYPE_UNSPECIFIED) {
-      return error(
-          where,
-          absl::StrCat("\"type\" is missing (accepted: ", data::kAcceptedColumnTypeNames, ")"));
+      return error(where, absl::StrCat("\"type\" is missing (accepted: ",
+                                       data::kAcceptedColumnTypeNames, ", IMAGE)"));
+    }
+    if (out->has_image() != (out->type() == v1::ColumnSchema::IMAGE)) {
+      return error(where, out->has_image()
+                              ? "\"height\", \"width\" and \"channels\" belong to IMAGE columns only"
+                              : "an IMAGE column needs \"height\" and \"width\" (pixels)");
+    }
+    if (out->has_image() && (out->image().height() == 0 || out->image().width() == 0)) {
+      return error(where, "an IMAGE column needs both \"height\" and \"width\" (pixels)");
     }
   }
   auto schema = SchemaFromProto(file.schema);

@@ -1,0 +1,291 @@
+// End-to-end: image datasets through the command line (issue 14, item 1),
+// with the real binaries against a local dpcurator-server. The IDX files
+// and PNG folders are written here (small, from a fixed seed; no data set
+// is downloaded): `datasets create --images`, `upload --idx` and
+// `upload --png-folder`, a release over the pixels, and malformed inputs
+// (wrong magic, a 32 x 32 file for a 28 x 28 dataset, a truncated images
+// file, a label out of range, a count mismatch, an undeclared class folder),
+// each refused with an error naming the file and storing nothing.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdint>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/data/png_folder.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct CliRun {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+std::string ReadAll(const fs::path& path) {
+  std::ifstream input(path);
+  std::stringstream buffer;
+  buffer << input.rdbuf();
+  return buffer.str();
+}
+
+void PutBigEndian32(std::string* out, uint32_t value) {
+  for (int shift = 24; shift >= 0; shift -= 8) out->push_back(static_cast<char>(value >> shift));
+}
+
+// An IDX file of unsigned bytes: magic 00 00 08 <dims>, the dims, the data.
+void WriteIdx(const fs::path& path, const std::vector<uint32_t>& dims, const std::string& data) {
+  std::string bytes = {0, 0, 0x08, static_cast<char>(dims.size())};
+  for (uint32_t d : dims) PutBigEndian32(&bytes, d);
+  bytes += data;
+  std::ofstream(path, std::ios::binary) << bytes;
+}
+
+struct IdxPair {
+  std::string pixels;  // count x side x side
+  std::string labels;  // count
+};
+IdxPair MakeImages(int count, int side, int classes, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  IdxPair pair;
+  for (int i = 0; i < count; ++i) {
+    const int label = static_cast<int>(rng() % classes);
+    pair.labels.push_back(static_cast<char>(label));
+    for (int p = 0; p < side * side; ++p) {
+      // A class-dependent brightness, so the images are not pure noise.
+      pair.pixels.push_back(static_cast<char>((label * 25 + rng() % 32) & 0xff));
+    }
+  }
+  return pair;
+}
+
+class ImageCliTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("dpc_image_cli_" + std::to_string(getpid()) + "_" +
+            std::to_string(std::chrono::steady_clock::now().time_since_epoch().count()));
+    fs::create_directories(dir_);
+    std::ofstream(dir_ / "tokens.txt") << "curator curator-token-e2e\nanalyst analyst-token-e2e\n";
+    const std::string port_file = (dir_ / "port").string();
+    pid_ = fork();
+    ASSERT_GE(pid_, 0);
+    if (pid_ == 0) {
+      FILE* log = std::freopen((dir_ / "server.log").c_str(), "w", stderr);
+      (void)log;
+      const std::string db = "--db=" + (dir_ / "curator.db").string();
+      const std::string tokens = "--tokens=" + (dir_ / "tokens.txt").string();
+      const std::string port = "--port_file=" + port_file;
+      execl(DPC_SERVER, DPC_SERVER, db.c_str(), "--listen=127.0.0.1:0", tokens.c_str(),
+            "--insecure_dev", port.c_str(), static_cast<char*>(nullptr));
+      std::_Exit(127);
+    }
+    for (int i = 0; i < 600 && address_.empty(); ++i) {
+      std::ifstream input(port_file);
+      int port = 0;
+      if (input >> port && port > 0) address_ = "127.0.0.1:" + std::to_string(port);
+      if (address_.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    ASSERT_FALSE(address_.empty()) << ReadAll(dir_ / "server.log");
+  }
+
+  void TearDown() override {
+    if (pid_ > 0) {
+      kill(pid_, SIGTERM);
+      waitpid(pid_, nullptr, 0);
+    }
+    std::error_code ignored;
+    fs::remove_all(dir_, ignored);
+  }
+
+  CliRun Cli(const std::string& arguments, const std::string& token = "curator-token-e2e") {
+    const fs::path out = dir_ / "stdout.txt";
+    const fs::path err = dir_ / "stderr.txt";
+    const std::string command = "cd '" + dir_.string() + "' && env DPCURATOR_SERVER=" + address_ +
+                                " DPCURATOR_TOKEN=" + token + " DPCURATOR_INSECURE=1 " + DPC_CLI +
+                                " " + arguments + " >'" + out.string() + "' 2>'" + err.string() +
+                                "' </dev/null";
+    const int status = std::system(command.c_str());
+    CliRun run;
+    run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    run.out = ReadAll(out);
+    run.err = ReadAll(err);
+    return run;
+  }
+
+  // `datasets create --images 28x28 --classes 10`: the new dataset's id.
+  std::string CreateImageDataset(const std::string& extra = "--classes 10") {
+    CliRun run = Cli("datasets create --name fashion --images 28x28 " + extra +
+                     " --epsilon 10 --json");
+    EXPECT_EQ(run.exit_code, 0) << run.err;
+    return nlohmann::json::parse(run.out)["dataset_id"].get<std::string>();
+  }
+
+  // Uploads `count` good images and returns the dataset's total afterwards:
+  // equal to `count` exactly when every refused upload before it stored
+  // nothing.
+  int64_t TotalAfterGoodUpload(const std::string& dataset, int count) {
+    const IdxPair good = MakeImages(count, 28, 10, 99);
+    WriteIdx(dir_ / "good-images.idx", {static_cast<uint32_t>(count), 28, 28}, good.pixels);
+    WriteIdx(dir_ / "good-labels.idx", {static_cast<uint32_t>(count)}, good.labels);
+    CliRun run = Cli("upload --dataset " + dataset +
+                     " --idx good-images.idx --labels good-labels.idx --json");
+    EXPECT_EQ(run.exit_code, 0) << run.err;
+    if (run.exit_code != 0) return -1;
+    return nlohmann::json::parse(run.out)["total_rows"].get<int64_t>();
+  }
+
+  fs::path dir_;
+  pid_t pid_ = -1;
+  std::string address_;
+};
+
+TEST_F(ImageCliTest, CreateUploadIdxAndRelease) {
+  const std::string dataset = CreateImageDataset();
+  const IdxPair images = MakeImages(1500, 28, 10, 1);  // two upload messages
+  WriteIdx(dir_ / "images.idx", {1500, 28, 28}, images.pixels);
+  WriteIdx(dir_ / "labels.idx", {1500}, images.labels);
+  CliRun upload = Cli("upload --dataset " + dataset + " --idx images.idx --labels labels.idx");
+  ASSERT_EQ(upload.exit_code, 0) << upload.err;
+  EXPECT_NE(upload.out.find("uploaded 1500 images; dataset has 1500 rows"), std::string::npos)
+      << upload.out;
+  EXPECT_NE(upload.err.find("1500 / 1500 images"), std::string::npos) << upload.err;
+
+  CliRun release = Cli("release --dataset " + dataset +
+                           " --kind charfn_embedding --epsilon 1 --num-frequencies 50 "
+                           "--out img.release --json",
+                       "analyst-token-e2e");
+  ASSERT_EQ(release.exit_code, 0) << release.err;
+  EXPECT_EQ(nlohmann::json::parse(release.out)["kind"].get<std::string>(), "charfn_embedding");
+
+  // CSV into an image dataset is refused with what to do instead.
+  std::ofstream(dir_ / "rows.csv") << "pixels,label\n0.5,3\n";
+  CliRun csv = Cli("upload --dataset " + dataset + " --csv rows.csv");
+  EXPECT_NE(csv.exit_code, 0);
+  EXPECT_NE(csv.err.find("--idx"), std::string::npos) << csv.err;
+}
+
+TEST_F(ImageCliTest, MalformedIdxFilesAreRefusedAndStoreNothing) {
+  const std::string dataset = CreateImageDataset();
+  const IdxPair images = MakeImages(40, 28, 10, 2);
+  WriteIdx(dir_ / "labels.idx", {40}, images.labels);
+  auto upload = [&](const std::string& images_file, const std::string& labels_file) {
+    return Cli("upload --dataset " + dataset + " --idx " + images_file + " --labels " +
+               labels_file);
+  };
+
+  // Wrong magic: not an IDX file at all.
+  std::ofstream(dir_ / "magic.idx", std::ios::binary) << "P5\n28 28\n255\n" << images.pixels;
+  CliRun run = upload("magic.idx", "labels.idx");
+  EXPECT_NE(run.exit_code, 0);
+  EXPECT_NE(run.err.find("magic.idx"), std::string::npos) << run.err;
+  EXPECT_NE(run.err.find("wrong magic"), std::string::npos) << run.err;
+
+  // 32 x 32 images for a 28 x 28 dataset.
+  const IdxPair big = MakeImages(40, 32, 10, 3);
+  WriteIdx(dir_ / "big.idx", {40, 32, 32}, big.pixels);
+  run = upload("big.idx", "labels.idx");
+  EXPECT_NE(run.exit_code, 0);
+  EXPECT_NE(run.err.find("big.idx: holds 32 x 32 images; the dataset declares 28 x 28"),
+            std::string::npos)
+      << run.err;
+
+  // Truncated: the header says 40 images, the file holds 30 and a half.
+  WriteIdx(dir_ / "short.idx", {40, 28, 28}, images.pixels.substr(0, 30 * 784 + 392));
+  run = upload("short.idx", "labels.idx");
+  EXPECT_NE(run.exit_code, 0);
+  EXPECT_NE(run.err.find("short.idx"), std::string::npos) << run.err;
+  EXPECT_NE(run.err.find("30"), std::string::npos) << run.err;  // the record where it stops
+  EXPECT_NE(run.err.find("Nothing was uploaded"), std::string::npos) << run.err;
+
+  // A label outside the 10 classes, at record 17.
+  WriteIdx(dir_ / "images.idx", {40, 28, 28}, images.pixels);
+  std::string bad_labels = images.labels;
+  bad_labels[17] = 12;
+  WriteIdx(dir_ / "bad-labels.idx", {40}, bad_labels);
+  run = upload("images.idx", "bad-labels.idx");
+  EXPECT_NE(run.exit_code, 0);
+  EXPECT_NE(run.err.find("bad-labels.idx: record 17 (0-based) has label 12, outside the "
+                         "dataset's 10 classes"),
+            std::string::npos)
+      << run.err;
+
+  // 40 images, 39 labels.
+  WriteIdx(dir_ / "fewer-labels.idx", {39}, images.labels.substr(0, 39));
+  run = upload("images.idx", "fewer-labels.idx");
+  EXPECT_NE(run.exit_code, 0);
+  EXPECT_NE(run.err.find("images.idx holds 40 images but fewer-labels.idx holds 39 labels"),
+            std::string::npos)
+      << run.err;
+
+  // Images and labels swapped.
+  run = upload("labels.idx", "images.idx");
+  EXPECT_NE(run.exit_code, 0);
+  EXPECT_NE(run.err.find("is it the labels file?"), std::string::npos) << run.err;
+
+  // None of them stored anything.
+  EXPECT_EQ(TotalAfterGoodUpload(dataset, 20), 20);
+}
+
+TEST_F(ImageCliTest, PngFolderOfDeclaredClasses) {
+  const std::string dataset = CreateImageDataset("--class-names shirt,shoe,bag");
+  std::mt19937_64 rng(5);
+  auto write_png = [&](const fs::path& path, int side) {
+    std::vector<float> pixels(static_cast<size_t>(side) * side);
+    for (float& p : pixels) p = static_cast<float>(rng() % 256) / 255.0f;
+    ASSERT_TRUE(dpcurator::data::WritePngGrid(path.string(), pixels, side, side, 1).ok());
+  };
+  for (const char* name : {"shirt", "bag"}) {
+    fs::create_directories(dir_ / "pngs" / name);
+    for (int i = 0; i < 3; ++i) write_png(dir_ / "pngs" / name / (std::to_string(i) + ".png"), 28);
+  }
+  // An undeclared class folder is refused before anything is sent.
+  fs::create_directories(dir_ / "pngs" / "hat");
+  write_png(dir_ / "pngs" / "hat" / "0.png", 28);
+  CliRun run = Cli("upload --dataset " + dataset + " --png-folder pngs");
+  EXPECT_NE(run.exit_code, 0);
+  EXPECT_NE(run.err.find("pngs/hat: the folder name is not a declared class"), std::string::npos)
+      << run.err;
+  fs::remove_all(dir_ / "pngs" / "hat");
+  // Images of the wrong size too.
+  fs::create_directories(dir_ / "small" / "shoe");
+  write_png(dir_ / "small" / "shoe" / "0.png", 14);
+  run = Cli("upload --dataset " + dataset + " --png-folder small");
+  EXPECT_NE(run.exit_code, 0);
+  EXPECT_NE(run.err.find("small: holds 14 x 14 images; the dataset declares 28 x 28"),
+            std::string::npos)
+      << run.err;
+
+  run = Cli("upload --dataset " + dataset + " --png-folder pngs --json");
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_EQ(nlohmann::json::parse(run.out)["total_rows"].get<int64_t>(), 6);
+}
+
+TEST_F(ImageCliTest, CreateRefusesBadShapesAndMixedOptions) {
+  CliRun run = Cli("datasets create --name x --images 28 --classes 10 --epsilon 1");
+  EXPECT_NE(run.exit_code, 0);
+  EXPECT_NE(run.err.find("HEIGHTxWIDTH"), std::string::npos) << run.err;
+  run = Cli("datasets create --name x --images 5000x28 --classes 10 --epsilon 1");
+  EXPECT_NE(run.exit_code, 0);
+  EXPECT_NE(run.err.find("[1, 4096]"), std::string::npos) << run.err;
+  run = Cli("datasets create --name x --images 28x28 --classes 10 --class-names a,b --epsilon 1");
+  EXPECT_NE(run.exit_code, 0);
+  run = Cli("datasets create --name x --epsilon 1");
+  EXPECT_NE(run.exit_code, 0);
+  EXPECT_NE(run.err.find("--images"), std::string::npos) << run.err;
+}
+
+}  // namespace
