@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <array>
 #include <cerrno>
+#include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <limits>
 #include <utility>
@@ -261,6 +263,73 @@ absl::StatusOr<ImageSet> ReadIdxImages(const std::string& images_path,
     done += got;
   }
   return set;
+}
+
+absl::Status WriteIdx(const std::string& path, const std::vector<int64_t>& dims,
+                      absl::Span<const uint8_t> bytes) {
+  if (dims.empty() || dims.size() > 255) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("an IDX file has 1 to 255 dimensions, got ", dims.size()));
+  }
+  int64_t total = 1;
+  for (int64_t dim : dims) {
+    if (dim < 0 || dim > int64_t{0xffffffff}) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("IDX dimensions are 32-bit unsigned, got ", dim));
+    }
+    if (dim > 0 && total > std::numeric_limits<int64_t>::max() / dim) {
+      return absl::InvalidArgumentError("IDX dimensions overflow");
+    }
+    total *= dim;
+  }
+  if (total != static_cast<int64_t>(bytes.size())) {
+    return absl::InvalidArgumentError(absl::StrCat("IDX dimensions give ", total,
+                                                   " elements but ", bytes.size(),
+                                                   " bytes were given"));
+  }
+  std::vector<uint8_t> header = {0, 0, 0x08, static_cast<uint8_t>(dims.size())};
+  for (int64_t dim : dims) {
+    const auto value = static_cast<uint32_t>(dim);
+    for (int shift = 24; shift >= 0; shift -= 8) header.push_back((value >> shift) & 0xff);
+  }
+  const std::string temporary = absl::StrCat(path, ".tmp");
+  std::FILE* file = std::fopen(temporary.c_str(), "wb");
+  if (file == nullptr) {
+    return absl::UnavailableError(
+        absl::StrCat("cannot write '", path, "': ", std::strerror(errno)));
+  }
+  const bool written =
+      std::fwrite(header.data(), 1, header.size(), file) == header.size() &&
+      (bytes.empty() || std::fwrite(bytes.data(), 1, bytes.size(), file) == bytes.size());
+  const bool closed = std::fclose(file) == 0;
+  if (!written || !closed || std::rename(temporary.c_str(), path.c_str()) != 0) {
+    std::remove(temporary.c_str());
+    return absl::UnavailableError(absl::StrCat("cannot write '", path, "' (disk full?)"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status WriteIdxImages(const std::string& images_path, const std::string& labels_path,
+                            const ImageSet& images) {
+  const int64_t n = images.size();
+  if (static_cast<int64_t>(images.pixels.size()) != n * images.pixels_per_image()) {
+    return absl::InvalidArgumentError("image set: pixel count does not match its shape");
+  }
+  std::vector<uint8_t> levels(images.pixels.size());
+  for (size_t i = 0; i < levels.size(); ++i) {
+    const float v = images.pixels[i];
+    if (std::isnan(v)) return absl::InvalidArgumentError("image set: NaN pixel");
+    levels[i] = static_cast<uint8_t>(std::lround(255.0f * std::clamp(v, 0.0f, 1.0f)));
+  }
+  std::vector<uint8_t> labels(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    if (images.labels[i] < 0 || images.labels[i] > 255) {
+      return absl::InvalidArgumentError("IDX labels are bytes: a label is outside [0, 255]");
+    }
+    labels[i] = static_cast<uint8_t>(images.labels[i]);
+  }
+  DPC_RETURN_IF_ERROR(WriteIdx(images_path, {n, images.height, images.width}, levels));
+  return WriteIdx(labels_path, {n}, labels);
 }
 
 }  // namespace dpcurator::data

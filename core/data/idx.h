@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/types/span.h"
 #include "core/data/image_set.h"
 
 // zlib's handle type (zlib.h: typedef struct gzFile_s* gzFile), declared here
@@ -96,6 +97,20 @@ struct IdxImageOptions {
 absl::StatusOr<ImageSet> ReadIdxImages(const std::string& images_path,
                                        const std::string& labels_path,
                                        const IdxImageOptions& options = {});
+
+// Writes an IDX file of unsigned bytes (type 0x08) with the given
+// dimensions (dims[0] records; at most 255 dimensions, each < 2^32) and
+// `bytes` (row-major, exactly the product of dims). Uncompressed; written to
+// `path`.tmp and renamed, so a failure never leaves a partial file under
+// `path`. IdxReader reads it back.
+absl::Status WriteIdx(const std::string& path, const std::vector<int64_t>& dims,
+                      absl::Span<const uint8_t> bytes);
+
+// An image set as the IDX pair tools expect: `images_path` (count x height x
+// width, levels round(255 v) of pixels clamped to [0, 1]) and `labels_path`
+// (count labels, each < 256).
+absl::Status WriteIdxImages(const std::string& images_path, const std::string& labels_path,
+                            const ImageSet& images);
 
 }  // namespace dpcurator::data
 

@@ -1,5 +1,6 @@
 #include "core/data/idx.h"
 
+#include <cmath>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <zlib.h>
@@ -326,6 +327,49 @@ TEST(IdxFileTest, ReadsFashionMnistTestSet) {
   const double mean = sum / static_cast<double>(set->pixels.size());
   EXPECT_GT(mean, 0.25);
   EXPECT_LT(mean, 0.32);
+}
+
+// WriteIdxImages (what `dpcurator sample --idx` writes) reads back through
+// the reader: levels round(255 v) of clamped pixels, labels, shape.
+TEST(IdxWriteTest, WrittenImagesReadBack) {
+  ImageSet set;
+  set.height = 3;
+  set.width = 2;
+  set.num_classes = 4;
+  set.pixels = {0.0f, 1.0f, 0.5f, -0.25f, 1.5f, 0.2f,   // clamped to [0, 1]
+                0.1f, 0.9f, 0.3f, 0.7f, 0.004f, 0.996f};
+  set.labels = {3, 0};
+  const std::string images = absl::StrCat(testing::TempDir(), "/idx_write_images");
+  const std::string labels = absl::StrCat(testing::TempDir(), "/idx_write_labels");
+  ASSERT_TRUE(WriteIdxImages(images, labels, set).ok());
+  IdxImageOptions options;
+  options.num_classes = 4;
+  auto read = ReadIdxImages(images, labels, options);
+  ASSERT_TRUE(read.ok()) << read.status();
+  EXPECT_EQ(read->height, 3);
+  EXPECT_EQ(read->width, 2);
+  EXPECT_EQ(read->labels, set.labels);
+  ASSERT_EQ(read->pixels.size(), set.pixels.size());
+  for (size_t i = 0; i < set.pixels.size(); ++i) {
+    const float expected = std::round(255.0f * std::clamp(set.pixels[i], 0.0f, 1.0f)) / 255.0f;
+    EXPECT_FLOAT_EQ(read->pixels[i], expected) << "pixel " << i;
+  }
+}
+
+TEST(IdxWriteTest, MismatchedSizesAndNanAreRefusedAndWriteNothing) {
+  const std::string path = absl::StrCat(testing::TempDir(), "/idx_write_bad");
+  std::remove(path.c_str());
+  const std::vector<uint8_t> five(5, 1);
+  EXPECT_EQ(WriteIdx(path, {2, 2}, five).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(WriteIdx(path, {}, five).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(std::fopen(path.c_str(), "rb"), nullptr);
+  ImageSet set;
+  set.height = set.width = 1;
+  set.pixels = {std::nanf("")};
+  set.labels = {0};
+  EXPECT_EQ(WriteIdxImages(path, path + "_labels", set).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(std::fopen(path.c_str(), "rb"), nullptr);
 }
 
 }  // namespace
