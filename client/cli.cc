@@ -101,7 +101,10 @@ absl::StatusOr<ParsedArgs> ParseArgs(const std::vector<OptionSpec>& specs,
         return absl::InvalidArgumentError(
             absl::StrCat("--", spec.name, " is required: ", spec.help));
       }
-      if (!spec.default_value.empty()) parsed.values_[spec.name] = spec.default_value;
+      if (!spec.default_value.empty()) {
+        parsed.values_[spec.name] = spec.default_value;
+        parsed.from_default_.insert(spec.name);
+      }
     }
   }
   return parsed;

@@ -41,6 +41,10 @@ class ParsedArgs {
   // True when the option's value came from its environment variable, not
   // from the command line (so an explicit option can override it).
   bool FromEnvironment(const std::string& name) const { return from_env_.count(name) > 0; }
+  // True when the option's value is its declared default (not given on the
+  // command line or in its environment variable), so a command can pick a
+  // different default for another kind of input (image releases).
+  bool IsDefault(const std::string& name) const { return from_default_.count(name) > 0; }
   const std::vector<std::string>& positional() const { return positional_; }
 
  private:
@@ -48,6 +52,7 @@ class ParsedArgs {
                                               const std::vector<std::string>&);
   std::map<std::string, std::string> values_;
   std::set<std::string> from_env_;
+  std::set<std::string> from_default_;
   std::vector<std::string> positional_;
 };
 

@@ -16,6 +16,9 @@
 #include "client/schema_file.h"
 #include "client/pipeline.h"
 #include "core/data/csv.h"
+#include "core/data/idx.h"
+#include "core/data/png_folder.h"
+#include "core/train/image_generator.h"
 #include "core/eval/evaluator.h"
 #include "proto/convert.h"
 
@@ -56,9 +59,82 @@ absl::StatusOr<train::EmbeddingTrainerOptions> TrainerOptionsFromArgs(const Pars
   return options;
 }
 
+// The image trainers' defaults where the tabular ones do not fit (a flag
+// given on the command line wins): both papers' image settings (dp-merf.md
+// Sec. 3 "MNIST DP-MERF"; pearl.md Sec. 4: Adam 1e-2, 100 generated images
+// per step) and the convolutional generator.
+constexpr int kImageSteps = 3000;
+constexpr int kImageBatchSize = 100;
+constexpr double kImageLearningRate = 1e-2;
+constexpr int kImagePearlCriticEvery = 5;  // pearl.md Sec. 4 [code], images
+
+absl::Status RunTrainImages(const ParsedArgs& args, const v1::Release& release,
+                            const std::string& method) {
+  train::ImagePearlOptions options;
+  auto steps = args.GetInt("steps");
+  auto batch = args.GetInt("batch-size");
+  auto lr = args.GetDouble("learning-rate");
+  auto seed = args.GetInt("seed");
+  for (const absl::Status& s : {steps.status(), batch.status(), lr.status(), seed.status()}) {
+    if (!s.ok()) return s;
+  }
+  options.steps = args.IsDefault("steps") ? kImageSteps : static_cast<int>(*steps);
+  options.batch_size = args.IsDefault("batch-size") ? kImageBatchSize : static_cast<int>(*batch);
+  options.learning_rate = args.IsDefault("learning-rate") ? kImageLearningRate : *lr;
+  options.seed = static_cast<uint64_t>(*seed);
+  auto architecture = train::ParseImageGeneratorArchitecture(args.Get("generator"));
+  if (!architecture.ok()) return architecture.status();
+  options.generator.architecture = *architecture;
+  if (!args.IsDefault("hidden") || !args.IsDefault("noise-dim")) {
+    return absl::InvalidArgumentError(
+        "--hidden and --noise-dim shape table generators; for images choose --generator fc|conv");
+  }
+  const bool quiet = args.Flag("quiet");
+  const auto start = std::chrono::steady_clock::now();
+  Progress progress;
+  options.progress = [&](int step, double loss) {
+    if (quiet) return;
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const std::string line =
+        absl::StrFormat("train %s (images, %s generator): step %6d / %d  loss %.6f  %.1fs",
+                        method, args.Get("generator"), step, options.steps, loss, seconds);
+    if (step == options.steps) {
+      progress.Finish(line);
+    } else {
+      progress.Update(line);
+    }
+  };
+  absl::StatusOr<v1::GeneratorModel> model;
+  if (method == "pearl") {
+    options.use_critic = !args.Flag("no-critic");
+    auto every = args.GetInt("critic-every");
+    auto critic_lr = args.GetDouble("critic-learning-rate");
+    if (!every.ok()) return every.status();
+    if (!critic_lr.ok()) return critic_lr.status();
+    options.generator_steps_per_critic_step =
+        args.IsDefault("critic-every") ? kImagePearlCriticEvery : static_cast<int>(*every);
+    options.critic_learning_rate = *critic_lr;
+    model = TrainImagePearlModel(release, options);
+  } else {
+    model = TrainImageMerfModel(release, options);
+  }
+  if (!model.ok()) return model.status();
+  if (auto s = WriteProtoFile(*model, args.Get("out")); !s.ok()) return s;
+  std::printf(
+      "image model written to %s (release %s, epsilon %.4f; training used no budget)\n"
+      "look at it: dpcurator sample --model %s --png grid.png\n",
+      args.Get("out").c_str(), model->release_id().c_str(), model->epsilon(),
+      args.Get("out").c_str());
+  return absl::OkStatus();
+}
+
 absl::Status RunTrain(const ParsedArgs& args, const std::string& method) {
   v1::Release release;
   if (auto s = ReadProtoFile(args.Get("release"), &release); !s.ok()) return s;
+  if (release.has_embedding() && IsImageSchema(release.embedding().schema())) {
+    return RunTrainImages(args, release, method);
+  }
   auto options = TrainerOptionsFromArgs(args);
   if (!options.ok()) return options.status();
   const bool quiet = args.Flag("quiet");
@@ -97,6 +173,51 @@ absl::Status RunTrain(const ParsedArgs& args, const std::string& method) {
   return absl::OkStatus();
 }
 
+// An image model's samples: a PNG grid (one row per class) and/or an IDX
+// pair of balanced, interleaved labels.
+absl::Status RunSampleImages(const ParsedArgs& args, const v1::GeneratorModel& model,
+                             int64_t rows, uint64_t seed) {
+  if (!args.Has("png") && !args.Has("idx")) {
+    return absl::InvalidArgumentError(
+        "this is an image model: give --png GRID.png (one row of images per class) and/or "
+        "--idx PREFIX (PREFIX-images-idx3-ubyte and PREFIX-labels-idx1-ubyte, --rows images)");
+  }
+  if (args.Has("png")) {
+    auto per_class = args.GetInt("grid-per-class");
+    if (!per_class.ok()) return per_class.status();
+    if (*per_class < 1 || *per_class > 100) {
+      return absl::InvalidArgumentError("--grid-per-class must be in [1, 100]");
+    }
+    std::vector<float> grid;
+    int height = 0, width = 0, classes = model.num_classes();
+    for (int c = 0; c < classes; ++c) {
+      auto images = SampleImageModel(model, *per_class, seed + static_cast<uint64_t>(c), c);
+      if (!images.ok()) return images.status();
+      grid.insert(grid.end(), images->pixels.begin(), images->pixels.end());
+      height = static_cast<int>(images->height);
+      width = static_cast<int>(images->width);
+    }
+    if (auto s = data::WritePngGrid(args.Get("png"), grid, height, width,
+                                    static_cast<int>(*per_class));
+        !s.ok()) {
+      return s;
+    }
+    std::printf("%d classes x %lld images written to %s (one row per class)\n", classes,
+                static_cast<long long>(*per_class), args.Get("png").c_str());
+  }
+  if (args.Has("idx")) {
+    auto images = SampleImageModel(model, rows, seed);
+    if (!images.ok()) return images.status();
+    const std::string prefix = args.Get("idx");
+    const std::string images_path = absl::StrCat(prefix, "-images-idx3-ubyte");
+    const std::string labels_path = absl::StrCat(prefix, "-labels-idx1-ubyte");
+    if (auto s = data::WriteIdxImages(images_path, labels_path, *images); !s.ok()) return s;
+    std::printf("%lld synthetic images written to %s and %s (labels balanced)\n",
+                static_cast<long long>(rows), images_path.c_str(), labels_path.c_str());
+  }
+  return absl::OkStatus();
+}
+
 absl::Status RunSample(const ParsedArgs& args) {
   v1::GeneratorModel model;
   if (auto s = ReadProtoFile(args.Get("model"), &model); !s.ok()) return s;
@@ -104,6 +225,13 @@ absl::Status RunSample(const ParsedArgs& args) {
   auto seed = args.GetInt("seed");
   if (!rows.ok()) return rows.status();
   if (!seed.ok()) return seed.status();
+  if (!model.image_architecture().empty()) {
+    return RunSampleImages(args, model, *rows, static_cast<uint64_t>(*seed));
+  }
+  if (args.Has("png") || args.Has("idx")) {
+    return absl::InvalidArgumentError("--png and --idx are for image models; this one samples "
+                                      "table rows (--out FILE.csv)");
+  }
   auto table = SampleModel(model, *rows, static_cast<uint64_t>(*seed));
   if (!table.ok()) return table.status();
   auto schema = SchemaFromProto(model.schema());
@@ -195,6 +323,7 @@ std::vector<OptionSpec> TrainerOptionSpecs() {
           {"hidden", "128,128", "generator hidden layer widths"},
           {"noise-dim", "16", "generator latent dimension"},
           {"seed", "1", "seed of the generator's public randomness"},
+          {"generator", "conv", "image releases: generator, conv (PEARL's ConvCondGen) or fc"},
           {"quiet", "", "no progress line", true}};
 }
 
@@ -230,12 +359,19 @@ std::vector<Command> ModelCommands() {
       "critic that re-weights frequencies (Liew et al. 2022, Alg. 1; per-dimension precisions,\n"
       "self-normalised weights), one critic step every --critic-every generator steps.",
       pearl_options, [](const ParsedArgs& args) { return RunTrain(args, "pearl"); }});
-  commands.push_back(Command{"sample", "draw synthetic rows in the original schema (CSV)", "",
-                             {{"model", "model.pb", "model file"},
-                              {"rows", "10000", "number of rows"},
-                              {"seed", "7", "sampling seed"},
-                              {"out", "synthetic.csv", "output CSV ('-' for stdout)"}},
-                             RunSample});
+  commands.push_back(Command{
+      "sample", "draw synthetic rows in the original schema (CSV), or images (PNG grid, IDX)",
+      "Table models write CSV (--out). Image models write a PNG grid with one row of\n"
+      "--grid-per-class images per class (--png), and/or --rows images with balanced labels\n"
+      "as an IDX pair for tools (--idx PREFIX).",
+      {{"model", "model.pb", "model file"},
+       {"rows", "10000", "number of rows (images for --idx)"},
+       {"seed", "7", "sampling seed"},
+       {"out", "synthetic.csv", "output CSV ('-' for stdout); table models"},
+       {"png", "", "image models: PNG grid to write"},
+       {"grid-per-class", "10", "image models: images per class in the --png grid"},
+       {"idx", "", "image models: IDX prefix to write"}},
+      RunSample});
   commands.push_back(Command{
       "eval",
       "train-on-synthetic, test-on-real utility and marginal fidelity",

@@ -18,8 +18,10 @@
 #include "core/privacy/noise_source.h"
 #include "core/release/charfn_embedding.h"
 #include "core/release/rff_embedding.h"
+#include "core/train/image_generator.h"
 #include "core/train/pearl_trainer.h"
 #include "core/util/public_rng.h"
+#include "core/util/shard_pool.h"
 #include "core/util/status_macros.h"
 #include "proto/convert.h"
 #include "proto/release_kinds.h"
@@ -282,7 +284,140 @@ v1::GeneratorModel PackageReleaseModel(const v1::Release& release, const std::st
   return model;
 }
 
+// A trained image generator packaged with the release it was fitted to.
+v1::GeneratorModel PackageImageModel(const v1::Release& release, const std::string& method,
+                                     const train::TrainedImageGenerator& trained) {
+  const v1::EmbeddingArtefact& artefact = release.embedding();
+  const ModelSource source{artefact.schema(), artefact.schema_fingerprint(), artefact.epsilon(),
+                           artefact.delta()};
+  const Eigen::VectorXd parameters = trained.generator.parameters().cast<double>();
+  v1::GeneratorModel model = PackageModel(method, source, {}, nn::Activation::kRelu, parameters,
+                                          trained.steps, trained.final_loss);
+  model.clear_activation();
+  model.set_release_id(release.id());
+  model.set_dataset_id(release.dataset_id());
+  const train::ImageGeneratorOptions& options = trained.generator.options();
+  model.set_image_architecture(train::ImageGeneratorArchitectureName(options.architecture));
+  model.set_code_dim(options.code_dim);
+  model.set_num_classes(options.num_classes);
+  const Eigen::VectorXf& running = trained.generator.running_statistics();
+  for (float value : running) model.add_running_statistics(value);
+  return model;
+}
+
+// The image generator's shape from an image schema: one grey image column
+// and the label's classes.
+absl::StatusOr<train::ImageGeneratorOptions> ImageGeneratorShape(const data::Schema& schema) {
+  if (!schema.image_index().has_value()) {
+    return absl::InvalidArgumentError("this schema has no image column");
+  }
+  const data::Column& image = schema.column(*schema.image_index());
+  train::ImageGeneratorOptions options;
+  options.height = image.image_height;
+  options.width = image.image_width;
+  options.num_classes = schema.num_classes();
+  return options;
+}
+
 }  // namespace
+
+bool IsImageSchema(const v1::TableSchema& schema) {
+  for (const v1::ColumnSchema& column : schema.columns()) {
+    if (column.type() == v1::ColumnSchema::IMAGE) return true;
+  }
+  return false;
+}
+
+absl::StatusOr<v1::GeneratorModel> TrainImageMerfModel(const v1::Release& release,
+                                                       const train::ImageTrainerOptions& options) {
+  DPC_ASSIGN_OR_RETURN(data::Schema schema, SchemaFromProto(release.embedding().schema()));
+  const data::FeatureLayout layout = data::FeatureLayout::ForFeatures(schema);
+  DPC_ASSIGN_OR_RETURN(auto feature_map, release::RffEmbeddingKind::FeatureMap(
+                                              layout, RffOptionsFromProto(release.embedding())));
+  DPC_ASSIGN_OR_RETURN(LoadedArtefact loaded,
+                       LoadArtefact(release, v1::RFF_EMBEDDING, feature_map.output_dim()));
+  train::ImageTrainerOptions shaped = options;
+  DPC_ASSIGN_OR_RETURN(train::ImageGeneratorOptions shape, ImageGeneratorShape(loaded.schema));
+  shaped.generator.height = shape.height;
+  shaped.generator.width = shape.width;
+  shaped.generator.num_classes = shape.num_classes;
+  DPC_ASSIGN_OR_RETURN(train::TrainedImageGenerator trained,
+                       train::TrainImageMerf(loaded.layout, feature_map, loaded.target, shaped));
+  return PackageImageModel(release, "merf", trained);
+}
+
+absl::StatusOr<v1::GeneratorModel> TrainImagePearlModel(const v1::Release& release,
+                                                        const train::ImagePearlOptions& options) {
+  DPC_ASSIGN_OR_RETURN(data::Schema schema, SchemaFromProto(release.embedding().schema()));
+  const data::FeatureLayout layout = data::FeatureLayout::ForFeatures(schema);
+  DPC_ASSIGN_OR_RETURN(auto feature_map, release::CharfnEmbeddingKind::FeatureMap(
+                                              layout, CharfnOptionsFromProto(release.embedding())));
+  DPC_ASSIGN_OR_RETURN(LoadedArtefact loaded,
+                       LoadArtefact(release, v1::CHARFN_EMBEDDING, feature_map.output_dim()));
+  train::ImagePearlOptions shaped = options;
+  DPC_ASSIGN_OR_RETURN(train::ImageGeneratorOptions shape, ImageGeneratorShape(loaded.schema));
+  shaped.generator.height = shape.height;
+  shaped.generator.width = shape.width;
+  shaped.generator.num_classes = shape.num_classes;
+  DPC_ASSIGN_OR_RETURN(train::TrainedImageGenerator trained,
+                       train::TrainImagePearl(loaded.layout, feature_map, loaded.target, shaped));
+  return PackageImageModel(release, "pearl", trained);
+}
+
+absl::StatusOr<data::ImageSet> SampleImageModel(const v1::GeneratorModel& model,
+                                                int64_t num_images, uint64_t seed,
+                                                int only_class) {
+  if (model.format_version() != kModelFormatVersion) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "model format version ", model.format_version(), " is not supported (expected ",
+        kModelFormatVersion, "); retrain with this version of dpcurator"));
+  }
+  if (num_images <= 0) return absl::InvalidArgumentError("--rows must be positive");
+  if (model.image_architecture().empty()) {
+    return absl::InvalidArgumentError("this model samples table rows, not images; omit --png/--idx");
+  }
+  DPC_ASSIGN_OR_RETURN(data::Schema schema, SchemaFromProto(model.schema()));
+  DPC_ASSIGN_OR_RETURN(train::ImageGeneratorOptions options, ImageGeneratorShape(schema));
+  DPC_ASSIGN_OR_RETURN(options.architecture,
+                       train::ParseImageGeneratorArchitecture(model.image_architecture()));
+  options.code_dim = model.code_dim();
+  if (options.num_classes != model.num_classes()) {
+    return absl::DataLossError("model class count does not match its schema; retrain it");
+  }
+  if (only_class >= options.num_classes) {
+    return absl::InvalidArgumentError(absl::StrCat("--class must be below the model's ",
+                                                   options.num_classes, " classes"));
+  }
+  const Eigen::VectorXf parameters =
+      Eigen::Map<const Eigen::VectorXd>(model.parameters().data(), model.parameters_size())
+          .cast<float>();
+  const Eigen::VectorXf running = Eigen::Map<const Eigen::VectorXd>(
+                                      model.running_statistics().data(),
+                                      model.running_statistics_size())
+                                      .cast<float>();
+  DPC_ASSIGN_OR_RETURN(train::ImageGenerator generator,
+                       train::ImageGenerator::FromParameters(options, parameters, running));
+  Eigen::VectorXi labels(num_images);
+  for (int64_t i = 0; i < num_images; ++i) {
+    labels(i) = only_class >= 0 ? only_class : static_cast<int>(i % options.num_classes);
+  }
+  PublicRng rng(seed);
+  ShardPool pool(0);
+  const Eigen::MatrixXf images = generator.Sample(labels, &rng, &pool);
+  data::ImageSet set;
+  set.height = options.height;
+  set.width = options.width;
+  set.num_classes = options.num_classes;
+  // Row-major images: the sample matrix is column-major, one image a row.
+  set.pixels.resize(static_cast<size_t>(images.size()));
+  Eigen::Map<Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>>(
+      set.pixels.data(), images.rows(), images.cols()) = images;
+  set.labels.assign(labels.data(), labels.data() + labels.size());
+  if (schema.label_index().has_value()) {
+    set.class_names = schema.column(*schema.label_index()).categories;
+  }
+  return set;
+}
 
 absl::StatusOr<v1::GeneratorModel> TrainMerfModel(const v1::Release& release,
                                                   const train::EmbeddingTrainerOptions& options) {

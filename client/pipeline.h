@@ -9,7 +9,9 @@
 #include "core/data/schema.h"
 #include "core/data/table.h"
 #include "core/eval/evaluator.h"
+#include "core/data/image_set.h"
 #include "core/train/embedding_trainer.h"
+#include "core/train/image_trainer.h"
 #include "dpcurator/v1/dpcurator.pb.h"
 
 namespace dpcurator::client {
@@ -68,7 +70,29 @@ absl::StatusOr<v1::GeneratorModel> TrainPearlModel(const v1::Release& release,
                                                    const train::EmbeddingTrainerOptions& options,
                                                    const PearlOptions& pearl);
 
-// Draws rows in the original schema from a model.
+// Whether a release or model is over images (its schema has an IMAGE
+// column): those train an image generator and sample images.
+bool IsImageSchema(const v1::TableSchema& schema);
+
+// Fits a class-conditional image generator (core/train/image_generator.h)
+// to an rff_embedding release over images (DP-MERF, one-shot) and packages
+// it as a model.
+absl::StatusOr<v1::GeneratorModel> TrainImageMerfModel(const v1::Release& release,
+                                                       const train::ImageTrainerOptions& options);
+
+// The same for a charfn_embedding release (PEARL, with its critic).
+absl::StatusOr<v1::GeneratorModel> TrainImagePearlModel(const v1::Release& release,
+                                                        const train::ImagePearlOptions& options);
+
+// Draws `num_images` images from an image model, labels balanced and
+// interleaved (0, 1, ..., C-1, 0, 1, ...: every prefix is balanced), or
+// all of class `only_class` when it is >= 0.
+absl::StatusOr<data::ImageSet> SampleImageModel(const v1::GeneratorModel& model,
+                                                int64_t num_images, uint64_t seed,
+                                                int only_class = -1);
+
+// Draws rows in the original schema from a model (tabular models; image
+// models sample with SampleImageModel).
 absl::StatusOr<data::Table> SampleModel(const v1::GeneratorModel& model, int64_t num_rows,
                                         uint64_t seed);
 

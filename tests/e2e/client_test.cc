@@ -97,6 +97,24 @@ TEST_F(EnvTest, WithoutVariablesDefaultsApply) {
   EXPECT_FALSE(parsed->Has("server"));
 }
 
+// IsDefault tells a declared default from the same value given explicitly
+// (train on an image release swaps in the image defaults only for the
+// former).
+TEST(ParseArgsTest, IsDefaultOnlyForOptionsLeftOut) {
+  const std::vector<OptionSpec> specs = {{"steps", "1000", "updates"},
+                                         {"batch-size", "1024", "rows"},
+                                         {"quiet", "", "no progress", true}};
+  auto left_out = ParseArgs(specs, {});
+  ASSERT_TRUE(left_out.ok()) << left_out.status();
+  EXPECT_TRUE(left_out->IsDefault("steps"));
+  EXPECT_EQ(left_out->Get("steps"), "1000");
+  auto given = ParseArgs(specs, {"--steps", "1000", "--batch-size=7", "--quiet"});
+  ASSERT_TRUE(given.ok()) << given.status();
+  EXPECT_FALSE(given->IsDefault("steps"));  // the default's value, but given
+  EXPECT_FALSE(given->IsDefault("batch-size"));
+  EXPECT_FALSE(given->IsDefault("quiet"));
+}
+
 TEST_F(EnvTest, HelpNamesTheVariable) {
   const std::string help = FormatHelp("dpcurator x", "x", WithConnection({}));
   EXPECT_NE(help.find("--insecure"), std::string::npos);
