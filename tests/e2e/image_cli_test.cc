@@ -286,6 +286,30 @@ TEST_F(ImageCliTest, CreateRefusesBadShapesAndMixedOptions) {
   run = Cli("datasets create --name x --epsilon 1");
   EXPECT_NE(run.exit_code, 0);
   EXPECT_NE(run.err.find("--images"), std::string::npos) << run.err;
+
+  // A schema file declares the same column with "type": "image".
+  std::ofstream(dir_ / "image.schema.json")
+      << R"({"columns": [{"name": "pixels", "type": "image", "height": 28, "width": 28},
+                         {"name": "label", "type": "categorical",
+                          "categories": ["0","1","2","3","4","5","6","7","8","9"]}],
+             "label": "label"})";
+  run = Cli("schema check --schema image.schema.json");
+  EXPECT_EQ(run.exit_code, 0) << run.err;
+  run = Cli("datasets create --name from-file --schema image.schema.json --epsilon 5 --json");
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const std::string dataset = nlohmann::json::parse(run.out)["dataset_id"].get<std::string>();
+  EXPECT_EQ(TotalAfterGoodUpload(dataset, 30), 30);
+  // The shape is required, and belongs to image columns only.
+  std::ofstream(dir_ / "no-shape.schema.json")
+      << R"({"columns": [{"name": "pixels", "type": "IMAGE"}]})";
+  run = Cli("schema check --schema no-shape.schema.json");
+  EXPECT_NE(run.exit_code, 0);
+  EXPECT_NE(run.err.find("needs \"height\" and \"width\""), std::string::npos) << run.err;
+  std::ofstream(dir_ / "stray.schema.json")
+      << R"({"columns": [{"name": "x", "type": "numeric", "lower": 0, "upper": 1, "height": 3}]})";
+  run = Cli("schema check --schema stray.schema.json");
+  EXPECT_NE(run.exit_code, 0);
+  EXPECT_NE(run.err.find("belong to IMAGE columns only"), std::string::npos) << run.err;
 }
 
 }  // namespace
