@@ -116,21 +116,35 @@ absl::Status RunTrainImages(const ParsedArgs& args, const v1::Release& release,
         args.IsDefault("critic-every") ? kImagePearlCriticEvery : static_cast<int>(*every);
     options.critic_learning_rate = *critic_lr;
     model = TrainImagePearlModel(release, options);
+  } else if (args.Has("session-steps")) {
+    model = TrainImageMerfFromSessionSteps(args.Get("session-steps"), options);
   } else {
     model = TrainImageMerfModel(release, options);
   }
   if (!model.ok()) return model.status();
   if (auto s = WriteProtoFile(*model, args.Get("out")); !s.ok()) return s;
-  std::printf(
-      "image model written to %s (release %s, epsilon %.4f; training used no budget)\n"
-      "look at it: dpcurator sample --model %s --png grid.png\n",
-      args.Get("out").c_str(), model->release_id().c_str(), model->epsilon(),
-      args.Get("out").c_str());
+  if (args.Has("session-steps")) {
+    std::printf(
+        "image model written to %s (session steps of %s; its privacy is the session's: "
+        "`dpcurator session get`; training used no budget)\n",
+        args.Get("out").c_str(), args.Get("session-steps").c_str());
+  } else {
+    std::printf(
+        "image model written to %s (release %s, epsilon %.4f; training used no budget)\n",
+        args.Get("out").c_str(), model->release_id().c_str(), model->epsilon());
+  }
+  std::printf("look at it: dpcurator sample --model %s --png grid.png\n", args.Get("out").c_str());
   return absl::OkStatus();
 }
 
 absl::Status RunTrain(const ParsedArgs& args, const std::string& method) {
   v1::Release release;
+  if (args.Has("session-steps")) {
+    if (!args.IsDefault("release")) {
+      return absl::InvalidArgumentError("give one of --release and --session-steps");
+    }
+    return RunTrainImages(args, release, method);
+  }
   if (auto s = ReadProtoFile(args.Get("release"), &release); !s.ok()) return s;
   if (release.has_embedding() && IsImageSchema(release.embedding().schema())) {
     return RunTrainImages(args, release, method);
@@ -341,12 +355,19 @@ std::vector<Command> ModelCommands() {
       {"release", "release.pb", "rff_embedding artefact from `dpcurator release`"},
       {"out", "model.pb", "model file to write"}};
   for (auto& o : TrainerOptionSpecs()) train_options.push_back(o);
+  std::vector<OptionSpec> merf_options = train_options;
+  merf_options.push_back({"session-steps", "",
+                          "images: the step artefacts of an rff_embedding session (`session "
+                          "step --out FILE`) instead of --release: DP-MERF's minibatch variant"});
   commands.push_back(Command{
       "train merf",
       "fit a generator to a DP-MERF release (no budget, no private data)",
       "Minimises the distance between the released class-conditional mean embedding and the\n"
-      "generator's (Harder et al. 2021, Alg. 1), with labels from the released class weights.",
-      train_options, [](const ParsedArgs& args) { return RunTrain(args, "merf"); }});
+      "generator's (Harder et al. 2021, Alg. 1), with labels from the released class weights.\n"
+      "Image releases fit a class-conditional image generator (--generator), labels balanced;\n"
+      "with --session-steps each update fits the next step's fresh noisy embedding of a\n"
+      "Poisson-sampled batch (dp-merf.md 1.6 (a)), cycling through the file.",
+      merf_options, [](const ParsedArgs& args) { return RunTrain(args, "merf"); }});
   std::vector<OptionSpec> pearl_options = train_options;
   pearl_options[0] = {"release", "release.pb", "charfn_embedding artefact from `dpcurator release`"};
   pearl_options.push_back({"critic-every", "10", "generator steps per critic step"});

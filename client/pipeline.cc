@@ -364,6 +364,111 @@ absl::StatusOr<v1::GeneratorModel> TrainImagePearlModel(const v1::Release& relea
   return PackageImageModel(release, "pearl", trained);
 }
 
+namespace {
+
+// The artefacts of a session-steps file, read one at a time by index.
+class SessionStepsFile {
+ public:
+  static absl::StatusOr<SessionStepsFile> Open(const std::string& path) {
+    SessionStepsFile file;
+    file.path_ = path;
+    file.input_.open(path, std::ios::binary);
+    if (!file.input_) return absl::NotFoundError(absl::StrCat("cannot open '", path, "'"));
+    // Index the records: [uint64 size][size bytes], to the end of the file.
+    while (true) {
+      uint64_t size = 0;
+      const std::streamoff at = file.input_.tellg();
+      if (!file.input_.read(reinterpret_cast<char*>(&size), sizeof(size))) break;
+      if (size == 0 || size > (uint64_t{1} << 30)) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "'", path, "' is not a session-steps file (record ", file.offsets_.size(),
+            " has a bad length); write it with `dpcurator session step --out FILE`"));
+      }
+      file.input_.seekg(static_cast<std::streamoff>(size), std::ios::cur);
+      if (!file.input_) {
+        return absl::InvalidArgumentError(absl::StrCat("'", path, "' ends inside record ",
+                                                       file.offsets_.size(),
+                                                       "; fetch the steps again"));
+      }
+      file.offsets_.push_back(at);
+      file.sizes_.push_back(size);
+    }
+    if (file.offsets_.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat("'", path, "' holds no session steps"));
+    }
+    file.input_.clear();
+    return file;
+  }
+
+  int64_t size() const { return static_cast<int64_t>(offsets_.size()); }
+
+  absl::StatusOr<v1::Release> Read(int64_t index) {
+    std::string bytes(sizes_[index], '\0');
+    input_.seekg(offsets_[index] + static_cast<std::streamoff>(sizeof(uint64_t)));
+    v1::Release release;
+    if (!input_.read(bytes.data(), static_cast<std::streamsize>(bytes.size())) ||
+        !release.mutable_embedding()->ParseFromString(bytes)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("'", path_, "': record ", index, " is not an embedding artefact"));
+    }
+    return release;
+  }
+
+ private:
+  std::string path_;
+  std::ifstream input_;
+  std::vector<std::streamoff> offsets_;
+  std::vector<uint64_t> sizes_;
+};
+
+}  // namespace
+
+absl::StatusOr<v1::GeneratorModel> TrainImageMerfFromSessionSteps(
+    const std::string& steps_path, const train::ImageTrainerOptions& options) {
+  DPC_ASSIGN_OR_RETURN(SessionStepsFile file, SessionStepsFile::Open(steps_path));
+  DPC_ASSIGN_OR_RETURN(v1::Release first, file.Read(0));
+  if (!IsImageSchema(first.embedding().schema())) {
+    return absl::InvalidArgumentError(
+        "--session-steps trains image generators; this session is over a table (train on a "
+        "one-shot release with --release)");
+  }
+  DPC_ASSIGN_OR_RETURN(data::Schema schema, SchemaFromProto(first.embedding().schema()));
+  const data::FeatureLayout layout = data::FeatureLayout::ForFeatures(schema);
+  const embed::RffOptions released = RffOptionsFromProto(first.embedding());
+  DPC_ASSIGN_OR_RETURN(auto feature_map, release::RffEmbeddingKind::FeatureMap(layout, released));
+  train::ImageTrainerOptions shaped = options;
+  DPC_ASSIGN_OR_RETURN(train::ImageGeneratorOptions shape, ImageGeneratorShape(schema));
+  shaped.generator.height = shape.height;
+  shaped.generator.width = shape.width;
+  shaped.generator.num_classes = shape.num_classes;
+  const std::string fingerprint = first.embedding().schema_fingerprint();
+  const train::StepTarget step_target =
+      [&](int step) -> absl::StatusOr<embed::EmbeddingTarget> {
+    const int64_t index = (step - 1) % file.size();
+    DPC_ASSIGN_OR_RETURN(v1::Release release, file.Read(index));
+    const embed::RffOptions map = RffOptionsFromProto(release.embedding());
+    if (release.embedding().schema_fingerprint() != fingerprint || map.seed != released.seed ||
+        map.num_frequencies != released.num_frequencies ||
+        map.length_scale != released.length_scale ||
+        map.numeric_weight != released.numeric_weight) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "'", steps_path, "': record ", index,
+          " comes from another session's feature map; keep one session per file"));
+    }
+    DPC_ASSIGN_OR_RETURN(LoadedArtefact loaded,
+                         LoadArtefact(release, v1::RFF_EMBEDDING, feature_map.output_dim()));
+    return std::move(loaded.target);
+  };
+  DPC_ASSIGN_OR_RETURN(train::TrainedImageGenerator trained,
+                       train::TrainImageMerfPerStep(layout, feature_map, step_target, shaped));
+  // No one release: the model's privacy is its session's (all its steps
+  // together, `dpcurator session get`), which a step artefact does not
+  // carry, so the model records no release and no epsilon of its own.
+  first.clear_id();
+  first.mutable_embedding()->set_epsilon(0);
+  return PackageImageModel(first, "merf", trained);
+}
+
 absl::StatusOr<data::ImageSet> SampleImageModel(const v1::GeneratorModel& model,
                                                 int64_t num_images, uint64_t seed,
                                                 int only_class) {

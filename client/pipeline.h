@@ -84,6 +84,16 @@ absl::StatusOr<v1::GeneratorModel> TrainImageMerfModel(const v1::Release& releas
 absl::StatusOr<v1::GeneratorModel> TrainImagePearlModel(const v1::Release& release,
                                                         const train::ImagePearlOptions& options);
 
+// DP-MERF's minibatch variant on images (dp-merf.md 1.6 (a)): fits an image
+// generator to the per-step artefacts of an rff_embedding session, as
+// `dpcurator session step --out FILE` writes them (each a uint64 length
+// then the EmbeddingArtefact), training step t on artefact t (cycling when
+// options.steps exceeds the artefacts in the file). The file is read one
+// artefact at a time. Every artefact must come from the same session's
+// feature map (same frequencies, seed and schema).
+absl::StatusOr<v1::GeneratorModel> TrainImageMerfFromSessionSteps(
+    const std::string& steps_path, const train::ImageTrainerOptions& options);
+
 // Draws `num_images` images from an image model, labels balanced and
 // interleaved (0, 1, ..., C-1, 0, 1, ...: every prefix is balanced), or
 // all of class `only_class` when it is >= 0.
