@@ -211,6 +211,67 @@ TEST(LdpMechanismTest, GaussianSigmaIsTheRdpRouteAtDiameter) {
   EXPECT_LE(mechanism->applied_noise_scale(), needed + 1.001 * g);
 }
 
+// The image settings of the LDP paper's Gaussian pipeline (Sec. 4.4:
+// l2 ball R = 20, delta = 1e-4, eps 25-35) for a 28 x 28 image, at the
+// diameter 2R. sigma is recomputed here independently: the Gaussian RDP
+// curve alpha Delta^2 / (2 sigma^2) with the improved conversion
+// eps = min_alpha rdp + log1p(-1/alpha) - (log delta + log alpha) / (alpha - 1)
+// (CKS20 Prop. 12) minimised over a fine geometric grid of real orders
+// (not the library's order list), then bisected on sigma.
+TEST(LdpMechanismTest, ImageSettingsSigmaMatchesAnIndependentCalibration) {
+  const double radius = 20.0, delta = 1e-4;
+  auto epsilon_of = [&](double sigma) {
+    const double sensitivity = 2 * radius;
+    double best = INFINITY;
+    for (double a = 1.0005; a < 500; a *= 1.0005) {
+      const double rdp = a * sensitivity * sensitivity / (2 * sigma * sigma);
+      best = std::min(best, rdp + std::log1p(-1 / a) - (std::log(delta) + std::log(a)) / (a - 1));
+    }
+    return best;
+  };
+  auto independent_sigma = [&](double eps) {
+    double lo = 1, hi = 100;
+    for (int it = 0; it < 60; ++it) {
+      const double mid = 0.5 * (lo + hi);
+      (epsilon_of(mid) <= eps ? hi : lo) = mid;
+    }
+    return hi;
+  };
+  // The paper's eq. (5): sigma > (c + sqrt(c^2 + eps)) / (eps sqrt 2) Delta,
+  // c^2 = ln(2 / (sqrt(16 delta + 1) - 1)).
+  auto eq5 = [&](double eps, double sensitivity) {
+    const double c2 = std::log(2 / (std::sqrt(16 * delta + 1) - 1));
+    return (std::sqrt(c2) + std::sqrt(c2 + eps)) / (eps * std::sqrt(2.0)) * sensitivity;
+  };
+  for (double eps : {25.0, 30.0, 35.0}) {
+    auto mechanism = LdpMechanism::Builder()
+                         .SetKind(LdpKind::kGaussianL2)
+                         .SetDimension(784)
+                         .SetRadius(radius)
+                         .SetEpsilon(eps)
+                         .SetDelta(delta)
+                         .Build();
+    ASSERT_TRUE(mechanism.ok()) << mechanism.status();
+    const double sigma = mechanism->noise_scale();
+    const double reference = independent_sigma(eps);
+    // The library's order grid is coarser than this one, so its sigma can
+    // only be (slightly) larger; 0.5% bounds the grid's slack.
+    EXPECT_GE(sigma, reference * (1 - 1e-6)) << eps;
+    EXPECT_LE(sigma, reference * 1.005) << eps;
+    // Calibrated to the diameter: about eq. (5) at 2R (within 1%), about
+    // twice the paper's own value at Delta = R (4.218 at eps = 30).
+    EXPECT_NEAR(sigma / eq5(eps, 2 * radius), 1.0, 0.01) << eps;
+    EXPECT_GT(sigma, 1.99 * eq5(eps, radius)) << eps;
+    EXPECT_EQ(mechanism->regularizer(), 2 * sigma * sigma);
+    // The applied grid noise is at most a relative 1e-4 above.
+    EXPECT_GE(mechanism->applied_noise_scale(), sigma);
+    EXPECT_LE(mechanism->applied_noise_scale(), sigma * (1 + 1e-4));
+  }
+  // Pinned: eps = 30 gives sigma = 8.46 per pixel (against 4.218 in the
+  // paper's table at Delta = R).
+  EXPECT_NEAR(independent_sigma(30.0), 8.46, 0.01);
+}
+
 TEST(LdpMechanismTest, BuilderValidates) {
   auto base = [] {
     return LdpMechanism::Builder().SetKind(LdpKind::kGaussianL2).SetDimension(2).SetRadius(1).SetEpsilon(1).SetDelta(1e-5);

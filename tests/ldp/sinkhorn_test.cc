@@ -1,6 +1,7 @@
 #include "core/ldp/sinkhorn.h"
 
 #include <cmath>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -134,6 +135,40 @@ TEST(SinkhornTest, IterationCapIsReportedNotAnError) {
   EXPECT_FALSE(result.converged);
   EXPECT_EQ(result.iterations, 3);
   EXPECT_LE(ColumnError(result.plan), 1e-12);  // the g update was last
+}
+
+// The scaling-domain iterations (column minima absorbed) reach the log
+// domain's fixed point with the same stopping rule, and hand over to the log
+// domain when the shifted kernel's range is too wide.
+TEST(SinkhornTest, ScalingDomainMatchesLogDomain) {
+  PublicRng rng(21);
+  // Image-like costs: a large common noise energy per column plus a spread
+  // of a few lambda; then a cost whose range no shift removes (C / lambda up
+  // to ~1e4), which must fall back.
+  Eigen::MatrixXd image_like(60, 70);
+  rng.FillUniform(image_like);
+  image_like = (image_like * 30.0).rowwise() + Eigen::RowVectorXd::Constant(70, 400.0);
+  const Eigen::MatrixXd x = RandomCloud(&rng, 40, 3, 10.0);
+  const Eigen::MatrixXd y = RandomCloud(&rng, 50, 3, 10.0, 1.0);
+  const Eigen::MatrixXd wide = TransportCostMatrix(x, y, 2).value();
+  const double wide_lambda = 4.0;
+  // Precondition of the fallback case: a shifted range beyond 100.
+  ASSERT_GT(((wide.rowwise() - wide.colwise().minCoeff()) / wide_lambda).maxCoeff(), 150.0);
+  for (const auto& [cost, lambda] :
+       {std::pair{image_like, 8.0}, std::pair{wide, wide_lambda}}) {
+    SinkhornOptions options;
+    options.lambda = lambda;
+    options.tolerance = 1e-11;
+    const SinkhornResult log_domain = SinkhornFromCost(cost, options).value();
+    options.scaling_domain = true;
+    const SinkhornResult scaling = SinkhornFromCost(cost, options).value();
+    ASSERT_TRUE(log_domain.converged);
+    ASSERT_TRUE(scaling.converged);
+    EXPECT_LE(scaling.marginal_error, 2e-11);
+    EXPECT_NEAR(scaling.cost, log_domain.cost, 1e-8 * std::abs(log_domain.cost));
+    EXPECT_LE((scaling.plan - log_domain.plan).cwiseAbs().maxCoeff(), 1e-10);
+    EXPECT_NEAR(scaling.iterations, log_domain.iterations, 1);
+  }
 }
 
 TEST(SinkhornTest, ValidatesInputs) {
