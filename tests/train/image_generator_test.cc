@@ -170,6 +170,83 @@ TEST(ImageGeneratorTest, FromParametersRebuildsTheModel) {
   }
 }
 
+// The generator's own direct convolutions and parameter layout against the
+// composition of core/nn layers (dense via Eigen, nn::BatchNormF,
+// nn::Upsample2dF, nn::Conv2dF's im2col path) in eval mode.
+TEST(ImageGeneratorTest, ConvolutionalMatchesComposedNnLayers) {
+  ImageGeneratorOptions options = SmallOptions(ImageGeneratorArchitecture::kConvolutional);
+  absl::StatusOr<ImageGenerator> made = ImageGenerator::Create(options);
+  ASSERT_TRUE(made.ok());
+  ImageGenerator& g = *made;
+  // Perturb BN parameters and running statistics away from the identity.
+  Eigen::VectorXf params = g.parameters();
+  Eigen::VectorXf running = g.running_statistics();
+  PublicRng rng(12);
+  for (Eigen::Index i = 0; i < running.size(); ++i) {
+    running(i) = static_cast<float>(0.5 + rng.Uniform());
+  }
+  absl::StatusOr<ImageGenerator> rebuilt = ImageGenerator::FromParameters(options, params, running);
+  ASSERT_TRUE(rebuilt.ok());
+  constexpr int n = 5;
+  const Eigen::MatrixXf code = RandomMatrix(n, options.code_dim, 13);
+  Eigen::VectorXi labels(n);
+  labels << 0, 1, 2, 1, 0;
+  ImageGeneratorWorkspace ws;
+  const Eigen::MatrixXf images = rebuilt->Forward(code, labels, /*training=*/false, &ws);
+
+  // Reference, walking the documented flat layout.
+  const int in = options.code_dim + options.num_classes;
+  Eigen::MatrixXf x = Eigen::MatrixXf::Zero(n, in);
+  x.leftCols(options.code_dim) = code;
+  for (int i = 0; i < n; ++i) x(i, options.code_dim + labels(i)) = 1.0f;
+  Eigen::Index offset = 0, run = 0;
+  auto dense = [&](const Eigen::MatrixXf& a, int fan_out) {
+    const Eigen::Map<const Eigen::MatrixXf> w(params.data() + offset, a.cols(), fan_out);
+    const Eigen::VectorXf b = params.segment(offset + a.cols() * fan_out, fan_out);
+    offset += a.cols() * fan_out + fan_out;
+    Eigen::MatrixXf h = a * w;
+    h.rowwise() += b.transpose();
+    return h;
+  };
+  auto bn = [&](const Eigen::MatrixXf& h) {
+    nn::BatchNormOptions bo;
+    bo.channels = static_cast<int>(h.cols());
+    auto layer = nn::BatchNormF::Create(bo);
+    nn::BatchNormWorkspaceF bws;
+    Eigen::MatrixXf y = layer->ForwardInference(params.segment(offset, 2 * h.cols()), h,
+                                                running.segment(run, 2 * h.cols()), &bws);
+    offset += 2 * h.cols();
+    run += 2 * h.cols();
+    return y;
+  };
+  Eigen::MatrixXf h = bn(dense(x, 200)).cwiseMax(0.0f);
+  h = bn(dense(h, 16 * 2 * 2));
+  auto up = [](const Eigen::MatrixXf& a, nn::ImageShape shape) {
+    auto layer = nn::Upsample2dF::Create({shape, 2, nn::UpsampleMode::kBilinear});
+    nn::Upsample2dWorkspaceF uws;
+    return Eigen::MatrixXf(layer->Forward(a, &uws));
+  };
+  auto conv = [&](const Eigen::MatrixXf& a, nn::ImageShape shape, int out) {
+    nn::Conv2dOptions co;
+    co.input = shape;
+    co.out_channels = out;
+    co.kernel_size = 5;
+    co.padding = 2;
+    auto layer = nn::Conv2dF::Create(co);
+    nn::Conv2dWorkspaceF cws;
+    Eigen::MatrixXf y = layer->Forward(params.segment(offset, layer->num_parameters()), a, &cws);
+    offset += layer->num_parameters();
+    return y;
+  };
+  h = up(h, {16, 2, 2});
+  h = conv(h, {16, 4, 4}, 8).cwiseMax(0.0f);
+  h = up(h, {8, 4, 4});
+  h = conv(h, {8, 8, 8}, 1);
+  EXPECT_EQ(offset, params.size());
+  const Eigen::MatrixXf expected = h.unaryExpr([](float v) { return 1.0f / (1.0f + std::exp(-v)); });
+  EXPECT_LT((images - expected).cwiseAbs().maxCoeff(), 1e-5f);
+}
+
 TEST(ImageGeneratorTest, RejectsBadOptions) {
   ImageGeneratorOptions options;
   options.height = 30;  // not a multiple of 4
