@@ -388,53 +388,59 @@ absl::StatusOr<std::shared_ptr<const data::Table>> Store::LoadRows(const std::st
 
 absl::StatusOr<std::shared_ptr<const release::EncodedRows>> Store::LoadEncodedImages(
     const std::string& dataset_id, const data::Schema& schema) {
-  auto db = database_->Lock();
-  // The stored count sizes the features once; the chunks must add up to it.
-  DPC_ASSIGN_OR_RETURN(auto count, db->Prepare("SELECT COALESCE(SUM(num_rows), 0) FROM "
-                                                "row_chunks WHERE dataset_id = ?"));
-  count.Bind(1, dataset_id);
-  DPC_ASSIGN_OR_RETURN(bool has_count, count.Step());
-  const int64_t total_rows = has_count ? count.ColumnInt(0) : 0;
-  DPC_ASSIGN_OR_RETURN(auto query, db->Prepare("SELECT num_rows, cells, pixels FROM row_chunks "
-                                                "WHERE dataset_id = ? ORDER BY chunk"));
-  query.Bind(1, dataset_id);
-  ++row_loads_;
+  // The blobs are read under the lock (as LoadRows reads them); decoding
+  // into doubles, eight times their size, happens after it is released.
+  struct Chunk {
+    int64_t num_rows;
+    std::string cells;
+    std::string pixels;
+  };
+  std::vector<Chunk> chunks;
+  {
+    auto db = database_->Lock();
+    DPC_ASSIGN_OR_RETURN(auto query, db->Prepare("SELECT num_rows, cells, pixels FROM "
+                                                  "row_chunks WHERE dataset_id = ? ORDER BY "
+                                                  "chunk"));
+    query.Bind(1, dataset_id);
+    ++row_loads_;
+    while (true) {
+      DPC_ASSIGN_OR_RETURN(bool row, query.Step());
+      if (!row) break;
+      chunks.push_back(Chunk{query.ColumnInt(0), query.ColumnBlob(1), query.ColumnBlob(2)});
+    }
+  }
+  const int columns = schema.num_columns();
+  const int64_t pixels_per_image = schema.pixels_per_image();
+  int64_t total_rows = 0;
+  for (const Chunk& chunk : chunks) {
+    if (chunk.num_rows < 0 ||
+        chunk.cells.size() != static_cast<size_t>(chunk.num_rows * columns) * sizeof(double) ||
+        chunk.pixels.size() != static_cast<size_t>(chunk.num_rows * pixels_per_image)) {
+      return absl::DataLossError(absl::StrCat("row chunk of dataset '", dataset_id,
+                                              "' has the wrong size; run the integrity check"));
+    }
+    total_rows += chunk.num_rows;
+  }
   auto rows = std::make_shared<release::EncodedRows>();
   rows->layout = data::FeatureLayout::ForFeatures(schema);
   rows->num_classes = schema.num_classes();
   rows->features.resize(total_rows, rows->layout.total_dim());
   rows->labels = Eigen::VectorXi::Zero(total_rows);
-  const int columns = schema.num_columns();
-  const int64_t pixels_per_image = schema.pixels_per_image();
   const std::optional<int> label = schema.label_index();
   int64_t next_row = 0;
-  while (true) {
-    DPC_ASSIGN_OR_RETURN(bool row, query.Step());
-    if (!row) break;
-    const int64_t num_rows = query.ColumnInt(0);
-    const std::string blob = query.ColumnBlob(1);
-    const std::string pixels = query.ColumnBlob(2);
-    if (num_rows < 0 || next_row + num_rows > total_rows ||
-        blob.size() != static_cast<size_t>(num_rows * columns) * sizeof(double) ||
-        pixels.size() != static_cast<size_t>(num_rows * pixels_per_image)) {
-      return absl::DataLossError(absl::StrCat("row chunk of dataset '", dataset_id,
-                                              "' has the wrong size; run the integrity check"));
-    }
-    data::EncodePixels(rows->layout, reinterpret_cast<const uint8_t*>(pixels.data()), next_row,
-                       num_rows, &rows->features);
+  for (Chunk& chunk : chunks) {
+    data::EncodePixels(rows->layout, reinterpret_cast<const uint8_t*>(chunk.pixels.data()),
+                       next_row, chunk.num_rows, &rows->features);
     if (label.has_value()) {
-      for (int64_t i = 0; i < num_rows; ++i) {
+      for (int64_t i = 0; i < chunk.num_rows; ++i) {
         double level;
-        std::memcpy(&level, blob.data() + (i * columns + *label) * sizeof(double),
+        std::memcpy(&level, chunk.cells.data() + (i * columns + *label) * sizeof(double),
                     sizeof(double));
         rows->labels(next_row + i) = static_cast<int>(level);
       }
     }
-    next_row += num_rows;
-  }
-  if (next_row != total_rows) {
-    return absl::DataLossError(absl::StrCat("row chunks of dataset '", dataset_id,
-                                            "' changed while read; run the integrity check"));
+    next_row += chunk.num_rows;
+    chunk = Chunk{};  // free the blobs as they are decoded
   }
   return std::shared_ptr<const release::EncodedRows>(std::move(rows));
 }

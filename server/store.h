@@ -112,8 +112,9 @@ class Store {
  private:
   Store(SharedDatabase* database, const Clock* clock) : database_(database), clock_(clock) {}
   absl::Status Migrate();
-  // LoadEncodedRows' read of an image dataset: the pixel blobs are decoded
-  // straight into the features (data::EncodePixels), with no Table between.
+  // LoadEncodedRows' read of an image dataset: the pixel blobs, read under
+  // the lock, are decoded after it straight into the features
+  // (data::EncodePixels), with no Table between.
   absl::StatusOr<std::shared_ptr<const release::EncodedRows>> LoadEncodedImages(
       const std::string& dataset_id, const data::Schema& schema);
   // The *Locked helpers run inside a caller's Lock(): they take it as proof.

@@ -260,6 +260,12 @@ TEST_F(ImageCliTest, PngFolderOfDeclaredClasses) {
   EXPECT_NE(run.err.find("pngs/hat: the folder name is not a declared class"), std::string::npos)
       << run.err;
   fs::remove_all(dir_ / "pngs" / "hat");
+  // A file that is not a PNG (or a truncated one) is named.
+  std::ofstream(dir_ / "pngs" / "bag" / "9.png") << "not a png";
+  run = Cli("upload --dataset " + dataset + " --png-folder pngs");
+  EXPECT_NE(run.exit_code, 0);
+  EXPECT_NE(run.err.find("9.png"), std::string::npos) << run.err;
+  fs::remove(dir_ / "pngs" / "bag" / "9.png");
   // Images of the wrong size too.
   fs::create_directories(dir_ / "small" / "shoe");
   write_png(dir_ / "small" / "shoe" / "0.png", 14);
