@@ -271,5 +271,36 @@ TEST_F(ImageDatasetTest, ReleasesOverPixelsUseThePapersLengthScale) {
   EXPECT_EQ(status.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
 }
 
+TEST_F(ImageDatasetTest, SessionStepsSampleImageRows) {
+  const Images images = MakeImages(200, 6);
+  v1::UploadRowsResponse response;
+  ASSERT_TRUE(UploadMessages({Batch(images, 0, 200)}, &response).ok());
+  client::Connection analyst = Analyst();
+  v1::OpenSessionRequest open;
+  open.set_dataset_id(dataset_.id());
+  open.set_idempotency_key("image-session");
+  open.mutable_params()->set_steps(3);
+  open.mutable_params()->set_sampling_rate(0.1);
+  open.mutable_params()->set_noise_multiplier(2.0);
+  open.mutable_params()->mutable_rff_embedding()->set_num_frequencies(20);
+  v1::Session session;
+  {
+    auto context = analyst.NewContext();
+    grpc::Status status = analyst.sessions().OpenSession(context.get(), open, &session);
+    ASSERT_TRUE(status.ok()) << status.error_message();
+  }
+  v1::SessionStepRequest step;
+  step.set_session_id(session.id());
+  step.set_step(0);
+  v1::SessionStepResponse answer;
+  auto context = analyst.NewContext();
+  grpc::Status status = analyst.sessions().Step(context.get(), step, &answer);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  ASSERT_TRUE(answer.has_batch());
+  EXPECT_EQ(answer.batch().num_classes(), kClasses);
+  EXPECT_EQ(answer.batch().feature_dim(), 2 * 20);
+  EXPECT_DOUBLE_EQ(answer.batch().length_scale(), std::sqrt(127.0));
+}
+
 }  // namespace
 }  // namespace dpcurator::server::testing
