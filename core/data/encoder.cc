@@ -135,13 +135,20 @@ Table DecodeFeatures(const Schema& schema, const FeatureLayout& layout,
     const auto& slot = *layout.image;
     const int64_t pixels = slot.pixels;
     table.pixels.resize(static_cast<size_t>(n * pixels));
-    for (Eigen::Index i = 0; i < n; ++i) {
-      uint8_t* out = table.pixels.data() + i * pixels;
+    // Column-major doubles into row-major bytes, a block of rows at a time
+    // (the transpose of EncodePixels).
+    constexpr Eigen::Index kBlockRows = 128;
+    for (Eigen::Index start = 0; start < n; start += kBlockRows) {
+      const Eigen::Index rows = std::min(kBlockRows, n - start);
+      uint8_t* block = table.pixels.data() + start * pixels;
       for (int64_t p = 0; p < pixels; ++p) {
-        const double v = encoded(i, slot.offset + p);
-        // Written so that NaN reads as 0.
-        const double clamped = v > 0.0 ? (v < 1.0 ? v : 1.0) : 0.0;
-        out[p] = static_cast<uint8_t>(std::lround(clamped * kImageLevels));
+        const double* in = encoded.col(slot.offset + p).data() + start;
+        for (Eigen::Index i = 0; i < rows; ++i) {
+          const double v = in[i];
+          // Written so that NaN reads as 0.
+          const double clamped = v > 0.0 ? (v < 1.0 ? v : 1.0) : 0.0;
+          block[i * pixels + p] = static_cast<uint8_t>(std::lround(clamped * kImageLevels));
+        }
       }
     }
   }
