@@ -305,18 +305,19 @@ v1::GeneratorModel PackageImageModel(const v1::Release& release, const std::stri
   return model;
 }
 
-// The image generator's shape from an image schema: one grey image column
-// and the label's classes.
-absl::StatusOr<train::ImageGeneratorOptions> ImageGeneratorShape(const data::Schema& schema) {
+// Sets the image generator's shape from an image schema: one grey image
+// column and the label's classes (the architecture and code width stay the
+// caller's).
+absl::Status ShapeImageGenerator(const data::Schema& schema,
+                                 train::ImageGeneratorOptions* options) {
   if (!schema.image_index().has_value()) {
     return absl::InvalidArgumentError("this schema has no image column");
   }
   const data::Column& image = schema.column(*schema.image_index());
-  train::ImageGeneratorOptions options;
-  options.height = image.image_height;
-  options.width = image.image_width;
-  options.num_classes = schema.num_classes();
-  return options;
+  options->height = image.image_height;
+  options->width = image.image_width;
+  options->num_classes = schema.num_classes();
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -337,10 +338,7 @@ absl::StatusOr<v1::GeneratorModel> TrainImageMerfModel(const v1::Release& releas
   DPC_ASSIGN_OR_RETURN(LoadedArtefact loaded,
                        LoadArtefact(release, v1::RFF_EMBEDDING, feature_map.output_dim()));
   train::ImageTrainerOptions shaped = options;
-  DPC_ASSIGN_OR_RETURN(train::ImageGeneratorOptions shape, ImageGeneratorShape(loaded.schema));
-  shaped.generator.height = shape.height;
-  shaped.generator.width = shape.width;
-  shaped.generator.num_classes = shape.num_classes;
+  DPC_RETURN_IF_ERROR(ShapeImageGenerator(loaded.schema, &shaped.generator));
   DPC_ASSIGN_OR_RETURN(train::TrainedImageGenerator trained,
                        train::TrainImageMerf(loaded.layout, feature_map, loaded.target, shaped));
   return PackageImageModel(release, "merf", trained);
@@ -355,10 +353,7 @@ absl::StatusOr<v1::GeneratorModel> TrainImagePearlModel(const v1::Release& relea
   DPC_ASSIGN_OR_RETURN(LoadedArtefact loaded,
                        LoadArtefact(release, v1::CHARFN_EMBEDDING, feature_map.output_dim()));
   train::ImagePearlOptions shaped = options;
-  DPC_ASSIGN_OR_RETURN(train::ImageGeneratorOptions shape, ImageGeneratorShape(loaded.schema));
-  shaped.generator.height = shape.height;
-  shaped.generator.width = shape.width;
-  shaped.generator.num_classes = shape.num_classes;
+  DPC_RETURN_IF_ERROR(ShapeImageGenerator(loaded.schema, &shaped.generator));
   DPC_ASSIGN_OR_RETURN(train::TrainedImageGenerator trained,
                        train::TrainImagePearl(loaded.layout, feature_map, loaded.target, shaped));
   return PackageImageModel(release, "pearl", trained);
@@ -437,10 +432,7 @@ absl::StatusOr<v1::GeneratorModel> TrainImageMerfFromSessionSteps(
   const embed::RffOptions released = RffOptionsFromProto(first.embedding());
   DPC_ASSIGN_OR_RETURN(auto feature_map, release::RffEmbeddingKind::FeatureMap(layout, released));
   train::ImageTrainerOptions shaped = options;
-  DPC_ASSIGN_OR_RETURN(train::ImageGeneratorOptions shape, ImageGeneratorShape(schema));
-  shaped.generator.height = shape.height;
-  shaped.generator.width = shape.width;
-  shaped.generator.num_classes = shape.num_classes;
+  DPC_RETURN_IF_ERROR(ShapeImageGenerator(schema, &shaped.generator));
   const std::string fingerprint = first.embedding().schema_fingerprint();
   const train::StepTarget step_target =
       [&](int step) -> absl::StatusOr<embed::EmbeddingTarget> {
@@ -482,7 +474,8 @@ absl::StatusOr<data::ImageSet> SampleImageModel(const v1::GeneratorModel& model,
     return absl::InvalidArgumentError("this model samples table rows, not images; omit --png/--idx");
   }
   DPC_ASSIGN_OR_RETURN(data::Schema schema, SchemaFromProto(model.schema()));
-  DPC_ASSIGN_OR_RETURN(train::ImageGeneratorOptions options, ImageGeneratorShape(schema));
+  train::ImageGeneratorOptions options;
+  DPC_RETURN_IF_ERROR(ShapeImageGenerator(schema, &options));
   DPC_ASSIGN_OR_RETURN(options.architecture,
                        train::ParseImageGeneratorArchitecture(model.image_architecture()));
   options.code_dim = model.code_dim();
