@@ -12,7 +12,7 @@
 //          [--merf-generator fc|conv] [--merf-frequencies K] [--merf-steps N]
 //          [--merf-batch N] [--merf-lr X]
 //          [--pearl-generator fc|conv] [--pearl-frequencies K] [--pearl-steps N]
-//          [--pearl-batch N] [--pearl-lr X] [--pearl-no-critic]
+//          [--pearl-batch N] [--pearl-lr X] [--pearl-no-critic] [--pearl-critic-lr X]
 //          [--mb-generator fc|conv] [--mb-frequencies K] [--mb-batch N]
 //          [--mb-epochs N] [--mb-lr X] [--length-scale L]
 //
@@ -96,10 +96,11 @@ struct Flags {
   bool lr = true;
   double length_scale = std::sqrt(127.0);
   // Defaults: bench/fmnist.sh's tuned settings (see README).
-  MethodFlags merf{"conv", 5000, 4000, 500, 1e-2, 0};
+  MethodFlags merf{"fc", 4000, 2000, 500, 1e-2, 0};
   MethodFlags pearl{"conv", 1500, 3000, 100, 1e-2, 0};
   bool pearl_critic = true;
-  MethodFlags mb{"conv", 500, 0, 500, 1e-2, 5};
+  double pearl_critic_lr = 1e-2;
+  MethodFlags mb{"fc", 500, 0, 500, 1e-2, 5};
   uint64_t seed = 1;
 };
 
@@ -108,7 +109,7 @@ struct Flags {
                "%s\nusage: fmnist [--rows LIST] [--seeds N] [--quick] [--threads T] [--out DIR]\n"
                "  [--data DIR] [--resize S] [--no-lr] [--length-scale L] [--seed N]\n"
                "  [--{merf,pearl,mb}-{generator fc|conv, frequencies K, steps N, batch N, lr X}]\n"
-               "  [--mb-epochs N] [--pearl-no-critic]\n"
+               "  [--mb-epochs N] [--pearl-no-critic] [--pearl-critic-lr X]\n"
                "rows: real, merf-1, merf-0.2, pearl-1, pearl-0.2, merf-mb-1, merf-mb-0.2\n",
                problem.c_str());
   std::exit(2);
@@ -178,6 +179,8 @@ Flags ParseFlags(int argc, char** argv) {
       flags.seed = static_cast<uint64_t>(integer());
     } else if (arg == "--pearl-no-critic") {
       flags.pearl_critic = false;
+    } else if (arg == "--pearl-critic-lr") {
+      flags.pearl_critic_lr = real();
     } else if (method("--merf-", &flags.merf) || method("--pearl-", &flags.pearl) ||
                method("--mb-", &flags.mb)) {
     } else {
@@ -186,10 +189,11 @@ Flags ParseFlags(int argc, char** argv) {
   }
   if (flags.quick) {
     flags.seeds = 1;
-    flags.merf.steps = std::min(flags.merf.steps, 30);
-    flags.merf.frequencies = std::min(flags.merf.frequencies, 200);
-    flags.pearl.steps = std::min(flags.pearl.steps, 30);
-    flags.pearl.frequencies = std::min(flags.pearl.frequencies, 200);
+    for (MethodFlags* m : {&flags.merf, &flags.pearl}) {
+      m->steps = std::min(m->steps, 20);
+      m->batch = std::min(m->batch, 50);
+      m->frequencies = std::min(m->frequencies, 200);
+    }
     flags.mb.epochs = 1;
     flags.mb.frequencies = std::min(flags.mb.frequencies, 200);
   }
@@ -428,6 +432,7 @@ absl::Status RunRow(const Flags& flags, const std::string& name, const data::Sch
       options.threads = flags.threads;
       options.seed = flags.seed;
       options.use_critic = flags.pearl_critic;
+      options.critic_learning_rate = flags.pearl_critic_lr;
       options.progress = progress;
       options.progress_every = progress_every;
       start = std::chrono::steady_clock::now();
@@ -548,12 +553,12 @@ int main(int argc, char** argv) {
               SecondsSince(load_start), flags.threads, kDelta, judge.side, judge.side,
               flags.seeds);
   std::printf("settings: l^2 = %.1f; DP-MERF one-shot %s, %d freq, %d steps x %d, lr %g; "
-              "PEARL %s, %d freq, %d steps x %d, lr %g, critic %s; minibatch DP-MERF %s, %d "
+              "PEARL %s, %d freq, %d steps x %d, lr %g, critic %s (lr %g); minibatch DP-MERF %s, %d "
               "freq, batch %d, %d epochs, lr %g\n\n",
               flags.length_scale * flags.length_scale, flags.merf.generator.c_str(),
               flags.merf.frequencies, flags.merf.steps, flags.merf.batch, flags.merf.lr,
               flags.pearl.generator.c_str(), flags.pearl.frequencies, flags.pearl.steps,
-              flags.pearl.batch, flags.pearl.lr, flags.pearl_critic ? "on" : "off",
+              flags.pearl.batch, flags.pearl.lr, flags.pearl_critic ? "on" : "off", flags.pearl_critic_lr,
               flags.mb.generator.c_str(), flags.mb.frequencies, flags.mb.batch, flags.mb.epochs,
               flags.mb.lr);
   std::fflush(stdout);
