@@ -19,6 +19,7 @@
 #include "client/schema_file.h"
 #include "client/sinkhorn_model.h"
 #include "core/data/csv.h"
+#include "core/data/idx.h"
 #include "proto/collection.h"
 #include "proto/convert.h"
 
@@ -56,7 +57,13 @@ void PrintCollection(const v1::Collection& c, bool json) {
 }
 
 absl::Status RunCreate(const ParsedArgs& args) {
-  auto schema = ReadSchemaForPublishing(args.Get("schema"), args.Flag(kAcceptDataDerivedFlag));
+  if (args.Has("schema") == args.Has("images")) {
+    return absl::InvalidArgumentError(
+        "give --schema FILE (table records) or --images HxW (grey images), one of them");
+  }
+  auto schema = args.Has("images")
+                    ? ImageSchemaFromArgs(args)
+                    : ReadSchemaForPublishing(args.Get("schema"), args.Flag(kAcceptDataDerivedFlag));
   if (!schema.ok()) return schema.status();
   v1::CreateCollectionRequest request;
   request.set_name(args.Get("name"));
@@ -155,6 +162,28 @@ absl::Status RunDownload(const ParsedArgs& args) {
   return absl::OkStatus();
 }
 
+// An IDX image file without labels (every image labelled 0).
+absl::StatusOr<data::ImageSet> ReadUnlabelledIdxImages(const std::string& path) {
+  auto reader = data::IdxReader::Open(path);
+  if (!reader.ok()) return reader.status();
+  if (reader->dims().size() != 3) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "'", path, "' is not an IDX image file (count x height x width): it has ",
+        reader->dims().size(), " dimensions"));
+  }
+  std::vector<uint8_t> levels;
+  auto read = reader->Read(reader->num_records(), &levels);
+  if (!read.ok()) return read.status();
+  data::ImageSet set;
+  set.height = reader->dims()[1];
+  set.width = reader->dims()[2];
+  set.num_classes = 1;
+  set.pixels.resize(levels.size());
+  for (size_t i = 0; i < levels.size(); ++i) set.pixels[i] = static_cast<float>(levels[i]) / 255.0f;
+  set.labels.assign(static_cast<size_t>(*read), 0);
+  return set;
+}
+
 absl::Status RunSubmit(const ParsedArgs& args) {
   auto batch = args.GetInt("batch");
   if (!batch.ok()) return batch.status();
@@ -177,7 +206,41 @@ absl::Status RunSubmit(const ParsedArgs& args) {
   if (!mechanism.ok()) return mechanism.status();
   auto schema = CollectionSchema(collection->params());
   if (!schema.ok()) return schema.status();
-  auto table = data::ReadCsvFile(*schema, args.Get("csv"));
+  if (args.Has("csv") == args.Has("idx")) {
+    return absl::InvalidArgumentError(
+        "give --csv FILE (table records) or --idx IMAGES (image records), one of them");
+  }
+  absl::StatusOr<data::Table> table;
+  if (args.Has("idx")) {
+    // This device's images; with --labels and --class, only that class's
+    // (a per-class collection).
+    if (args.Has("class") != args.Has("labels")) {
+      return absl::InvalidArgumentError(
+          "--class K picks images by their label: give it with --labels LABELS");
+    }
+    auto only_class = args.Has("class") ? args.GetInt("class") : absl::StatusOr<int64_t>(-1);
+    if (!only_class.ok()) return only_class.status();
+    if (*only_class < -1 || *only_class > 255) {
+      return absl::InvalidArgumentError("--class must be in [0, 255] (IDX labels are bytes)");
+    }
+    data::IdxImageOptions read;
+    read.num_classes = 256;
+    absl::StatusOr<data::ImageSet> images;
+    if (args.Has("labels")) {
+      images = data::ReadIdxImages(args.Get("idx"), args.Get("labels"), read);
+    } else {
+      images = ReadUnlabelledIdxImages(args.Get("idx"));
+    }
+    if (!images.ok()) return images.status();
+    table = ImageTable(*schema, *images, static_cast<int>(*only_class));
+    if (table.ok() && table->num_rows() == 0) {
+      return absl::InvalidArgumentError(absl::StrCat("no image of '", args.Get("idx"),
+                                                     "' has label ", *only_class,
+                                                     "; nothing was sent"));
+    }
+  } else {
+    table = data::ReadCsvFile(*schema, args.Get("csv"));
+  }
   if (!table.ok()) return table.status();
   auto noise = privacy::SecureNoiseSource::Create();
   if (!noise.ok()) return noise.status();
@@ -214,6 +277,14 @@ absl::Status RunTrainSinkhorn(const ParsedArgs& args) {
   options.seed = static_cast<uint64_t>(*seed);
   options.generator.seed = static_cast<uint64_t>(*seed);
   options.naive = args.Flag("naive");
+  if (IsImageSchema(reports.collection().params().schema())) {
+    // Images: the LDP paper's image settings where a flag is left out
+    // (ldp-sinkhorn.md Sec. 4, MNIST Sec. 4.5: an MLP of 2 x 500 units,
+    // minibatches of b = 200).
+    options.generator.hidden = {500, 500};
+    if (args.IsDefault("batch-size")) options.batch_size = 200;
+    if (args.IsDefault("steps")) options.steps = 3000;
+  }
   const bool quiet = args.Flag("quiet");
   const auto start = std::chrono::steady_clock::now();
   Progress progress;
@@ -247,8 +318,10 @@ std::vector<Command> CollectionCommands() {
       "Devices project each record onto the public ball of radius R (l1 or l2) and add\n"
       "Laplace or Gaussian noise calibrated to the diameter 2R (docs/privacy.md).",
       WithConnection({{"name", "", "collection name", false, true},
-                      {"schema", "", "schema JSON (a label is encoded as an ordinary column)",
-                       false, true},
+                      {"schema", "", "schema JSON (a label is encoded as an ordinary column)"},
+                      {"images", "",
+                       "HxW: records are grey images this size (pixels in [-1, 1] on the "
+                       "device; or --schema)"},
                       {kAcceptDataDerivedFlag, "",
                        "publish bounds and categories `schema draft` read from the data", true},
                       {"mechanism", "", "local mechanism", false, true, "", {"laplace-l1", "gaussian-l2"}},
@@ -271,14 +344,17 @@ std::vector<Command> CollectionCommands() {
                       {"out", "reports.pb", "output reports file"}}),
       RunDownload});
   commands.push_back(Command{
-      "device submit", "privatise CSV rows locally and submit them (device)",
+      "device submit", "privatise CSV rows or images locally and submit them (device)",
       "Fetches the collection's public mechanism, encodes and privatises each row on this\n"
       "machine, and streams the reports with random 128-bit ids; a broken stream is resumed\n"
       "and resent batches are deduplicated by the server. The device does not trust the\n"
       "announced parameters: it refuses (and sends nothing) when they are weaker than its\n"
       "own ceiling, --max-epsilon and, for gaussian-l2, --max-delta.",
       WithConnection({{"collection", "", "collection id", false, true},
-                      {"csv", "", "CSV of records (header line)", false, true},
+                      {"csv", "", "CSV of records (header line), or --idx"},
+                      {"idx", "", "image collections: IDX file of this device's images"},
+                      {"labels", "", "with --idx and --class: the IDX label file"},
+                      {"class", "", "with --idx: submit only the images of this label"},
                       {"batch", "1000", "reports per acknowledged batch"},
                       {"max-epsilon", "10",
                        "largest per-report epsilon this device accepts (the local-DP paper's "

@@ -3,7 +3,9 @@
 
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "client/cli.h"
+#include "dpcurator/v1/dpcurator.pb.h"
 
 namespace dpcurator::client {
 
@@ -17,6 +19,11 @@ std::vector<Command> SessionCommands();   // session open|step|close|show
 std::vector<Command> CollectionCommands();  // collections ..., device submit, train sinkhorn
 std::vector<Command> AdminCommands();       // admin token create|revoke|list, admin audit
 std::vector<Command> SchemaCommands();      // schema draft|check
+
+// The image schema of `--images HxW` with `--classes N` or `--class-names
+// a,b,...` (datasets create; collections create, usually without classes):
+// an IMAGE column "pixels" and, with classes, the label column "label".
+absl::StatusOr<v1::TableSchema> ImageSchemaFromArgs(const ParsedArgs& args);
 
 }  // namespace dpcurator::client
 

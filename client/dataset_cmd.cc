@@ -30,10 +30,8 @@ namespace {
 // Column names of the schema `datasets create --images` declares.
 constexpr char kImageColumn[] = "pixels";
 constexpr char kLabelColumn[] = "label";
-// Pixel bytes per upload message, at most: under gRPC's 4 MB default with
-// room for the labels (1000 images of 28 x 28 are 784 KB).
-constexpr int64_t kMaxBatchPixelBytes = int64_t{3} << 20;
-constexpr int64_t kMaxImagesPerBatch = 1000;
+
+}  // namespace
 
 // The image schema of `datasets create --images HxW --classes N |
 // --class-names a,b,...`: an IMAGE column "pixels" and, with classes, the
@@ -86,6 +84,13 @@ absl::StatusOr<v1::TableSchema> ImageSchemaFromArgs(const ParsedArgs& args) {
   }
   return schema;
 }
+
+namespace {
+
+// Pixel bytes per upload message, at most: under gRPC's 4 MB default with
+// room for the labels (1000 images of 28 x 28 are 784 KB).
+constexpr int64_t kMaxBatchPixelBytes = int64_t{3} << 20;
+constexpr int64_t kMaxImagesPerBatch = 1000;
 
 absl::Status RunCreate(const ParsedArgs& args) {
   if (args.Has("schema") == args.Has("images")) {

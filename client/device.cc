@@ -10,12 +10,46 @@
 #include "absl/strings/str_cat.h"
 #include "core/data/encoder.h"
 #include "core/util/status_macros.h"
+#include "proto/collection.h"
 
 namespace dpcurator::client {
 
 Eigen::MatrixXd EncodeRows(const data::Schema& label_free, const data::Table& table) {
   const data::FeatureLayout layout = data::FeatureLayout::ForFeatures(label_free);
-  return data::EncodeFeatures(label_free, layout, table);
+  return ToRecordSpace(CollectionRecordSpace(label_free),
+                       data::EncodeFeatures(label_free, layout, table));
+}
+
+absl::StatusOr<data::Table> ImageTable(const data::Schema& label_free,
+                                       const data::ImageSet& images, int only_class) {
+  if (!label_free.image_index().has_value()) {
+    return absl::InvalidArgumentError(
+        "this collection's records are not images: submit them with --csv");
+  }
+  const data::Column& column = label_free.column(*label_free.image_index());
+  if (images.height != column.image_height || images.width != column.image_width) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the images are ", images.height, "x", images.width, " but the collection's are ",
+        column.image_height, "x", column.image_width));
+  }
+  std::vector<int64_t> chosen;
+  for (int64_t i = 0; i < images.size(); ++i) {
+    if (only_class < 0 || images.labels[i] == only_class) chosen.push_back(i);
+  }
+  const int64_t pixels = images.pixels_per_image();
+  data::Table table;
+  table.cells = Eigen::MatrixXd::Zero(static_cast<Eigen::Index>(chosen.size()),
+                                      label_free.num_columns());
+  table.pixels.resize(chosen.size() * static_cast<size_t>(pixels));
+  for (size_t r = 0; r < chosen.size(); ++r) {
+    const float* source = images.pixels.data() + chosen[r] * pixels;
+    uint8_t* target = table.pixels.data() + r * static_cast<size_t>(pixels);
+    // ImageSet pixels are level / 255: back to the level the store keeps.
+    for (int64_t p = 0; p < pixels; ++p) {
+      target[p] = static_cast<uint8_t>(std::lround(std::clamp(source[p], 0.0f, 1.0f) * 255.0f));
+    }
+  }
+  return table;
 }
 
 absl::Status CheckDeviceLimits(const v1::CollectionParams& announced, const DeviceLimits& limits) {

@@ -13,6 +13,7 @@
 #include "Eigen/Core"
 #include "absl/status/statusor.h"
 #include "client/connection.h"
+#include "core/data/image_set.h"
 #include "core/data/schema.h"
 #include "core/data/table.h"
 #include "core/ldp/mechanism.h"
@@ -40,8 +41,17 @@ absl::Status CheckDeviceLimits(const v1::CollectionParams& announced, const Devi
 
 // Encodes each row of `table` (read under `label_free`, the collection's
 // schema with the label cleared) with FeatureLayout: numerics scaled to
-// [0,1] by the declared bounds, one one-hot block per categorical column.
+// [0,1] by the declared bounds, one one-hot block per categorical column;
+// then maps it into the collection's record space (proto/collection.h:
+// image pixels to [-1, 1]).
 Eigen::MatrixXd EncodeRows(const data::Schema& label_free, const data::Table& table);
+
+// A device's images as a table under `label_free` (an image schema): the
+// images whose label is `only_class` (all of them when it is < 0), pixels
+// as 8-bit levels, as the store keeps them. InvalidArgument when the
+// schema has no image column or the shapes differ.
+absl::StatusOr<data::Table> ImageTable(const data::Schema& label_free,
+                                       const data::ImageSet& images, int only_class);
 
 // 16 random bytes from OpenSSL (privacy::SecureRandomU64 twice).
 std::string NewReportId();

@@ -189,6 +189,54 @@ absl::Status RunTrain(const ParsedArgs& args, const std::string& method) {
   return absl::OkStatus();
 }
 
+// A local-DP image model (one collection: one class, or unlabelled): a PNG
+// grid of its images, 10 a row, and/or an IDX pair labelled --label.
+absl::Status RunSampleSinkhornImages(const ParsedArgs& args, const v1::GeneratorModel& model,
+                                     int64_t rows, uint64_t seed) {
+  auto label = args.GetInt("label");
+  if (!label.ok()) return label.status();
+  if (*label < 0 || *label > 255) return absl::InvalidArgumentError("--label must be 0 to 255");
+  auto per_class = args.GetInt("grid-per-class");
+  if (!per_class.ok()) return per_class.status();
+  const int64_t grid = args.Has("png") ? 10 * *per_class : 0;
+  auto table = SampleModel(model, std::max(rows, grid), seed);
+  if (!table.ok()) return table.status();
+  auto schema = SchemaFromProto(model.schema());
+  if (!schema.ok()) return schema.status();
+  const data::Column& column = schema->column(*schema->image_index());
+  data::ImageSet images;
+  images.height = column.image_height;
+  images.width = column.image_width;
+  images.num_classes = static_cast<int>(*label) + 1;
+  images.pixels.reserve(table->pixels.size());
+  for (uint8_t level : table->pixels) images.pixels.push_back(static_cast<float>(level) / 255.0f);
+  images.labels.assign(static_cast<size_t>(table->num_rows()), static_cast<int>(*label));
+  if (args.Has("png")) {
+    const std::vector<float> first(
+        images.pixels.begin(),
+        images.pixels.begin() + static_cast<std::ptrdiff_t>(grid * images.pixels_per_image()));
+    if (auto s = data::WritePngGrid(args.Get("png"), first, static_cast<int>(images.height),
+                                    static_cast<int>(images.width), 10);
+        !s.ok()) {
+      return s;
+    }
+    std::printf("%lld images written to %s (10 a row)\n", static_cast<long long>(grid),
+                args.Get("png").c_str());
+  }
+  if (args.Has("idx")) {
+    images.pixels.resize(static_cast<size_t>(rows * images.pixels_per_image()));
+    images.labels.resize(static_cast<size_t>(rows));
+    const std::string prefix = args.Get("idx");
+    const std::string images_path = absl::StrCat(prefix, "-images-idx3-ubyte");
+    const std::string labels_path = absl::StrCat(prefix, "-labels-idx1-ubyte");
+    if (auto s = data::WriteIdxImages(images_path, labels_path, images); !s.ok()) return s;
+    std::printf("%lld synthetic images (label %lld) written to %s and %s\n",
+                static_cast<long long>(rows), static_cast<long long>(*label),
+                images_path.c_str(), labels_path.c_str());
+  }
+  return absl::OkStatus();
+}
+
 // An image model's samples: a PNG grid (one row per class) and/or an IDX
 // pair of balanced, interleaved labels.
 absl::Status RunSampleImages(const ParsedArgs& args, const v1::GeneratorModel& model,
@@ -198,6 +246,7 @@ absl::Status RunSampleImages(const ParsedArgs& args, const v1::GeneratorModel& m
         "this is an image model: give --png GRID.png (one row of images per class) and/or "
         "--idx PREFIX (PREFIX-images-idx3-ubyte and PREFIX-labels-idx1-ubyte, --rows images)");
   }
+  if (model.method() == "sinkhorn") return RunSampleSinkhornImages(args, model, rows, seed);
   if (args.Has("png")) {
     auto per_class = args.GetInt("grid-per-class");
     if (!per_class.ok()) return per_class.status();
@@ -241,7 +290,7 @@ absl::Status RunSample(const ParsedArgs& args) {
   auto seed = args.GetInt("seed");
   if (!rows.ok()) return rows.status();
   if (!seed.ok()) return seed.status();
-  if (!model.image_architecture().empty()) {
+  if (!model.image_architecture().empty() || IsImageSchema(model.schema())) {
     return RunSampleImages(args, model, *rows, static_cast<uint64_t>(*seed));
   }
   if (args.Has("png") || args.Has("idx")) {
@@ -307,10 +356,23 @@ absl::Status RunEvalImages(const ParsedArgs& args) {
   if (*classes < 2 || *classes > 256) return absl::InvalidArgumentError("--classes: 2 to 256");
   data::IdxImageOptions read;
   read.num_classes = static_cast<int>(*classes);
-  const std::string prefix = args.Get("synthetic");
-  auto synthetic = data::ReadIdxImages(absl::StrCat(prefix, "-images-idx3-ubyte"),
-                                       absl::StrCat(prefix, "-labels-idx1-ubyte"), read);
-  if (!synthetic.ok()) return synthetic.status();
+  // One prefix, or several (e.g. one per class collection) read as one set.
+  absl::StatusOr<data::ImageSet> synthetic;
+  for (absl::string_view prefix : absl::StrSplit(args.Get("synthetic"), ',', absl::SkipEmpty())) {
+    auto part = data::ReadIdxImages(absl::StrCat(prefix, "-images-idx3-ubyte"),
+                                    absl::StrCat(prefix, "-labels-idx1-ubyte"), read);
+    if (!part.ok()) return part.status();
+    if (!synthetic.ok()) {
+      synthetic = std::move(part);
+      continue;
+    }
+    if (part->height != synthetic->height || part->width != synthetic->width) {
+      return absl::InvalidArgumentError(absl::StrCat("'", prefix, "' images are another size"));
+    }
+    synthetic->pixels.insert(synthetic->pixels.end(), part->pixels.begin(), part->pixels.end());
+    synthetic->labels.insert(synthetic->labels.end(), part->labels.begin(), part->labels.end());
+  }
+  if (!synthetic.ok()) return absl::InvalidArgumentError("--synthetic names no IDX prefix");
   auto real = data::ReadIdxImages(args.Get("real-images"), args.Get("real-labels"), read);
   if (!real.ok()) return real.status();
   if (real->height != synthetic->height || real->width != synthetic->width) {
@@ -452,7 +514,8 @@ std::vector<Command> ModelCommands() {
        {"out", "synthetic.csv", "output CSV ('-' for stdout); table models"},
        {"png", "", "image models: PNG grid to write"},
        {"grid-per-class", "10", "image models: images per class in the --png grid"},
-       {"idx", "", "image models: IDX prefix to write"}},
+       {"idx", "", "image models: IDX prefix to write"},
+       {"label", "0", "local-DP image models (one per class collection): the IDX label"}},
       RunSample});
   commands.push_back(Command{
       "eval images",
@@ -462,7 +525,7 @@ std::vector<Command> ModelCommands() {
       "(an IDX pair from `dpcurator sample --idx PREFIX`) and reports its accuracy on the real\n"
       "held-out images (mean +- sd over --seeds), and multinomial logistic regression's.",
       {{"synthetic", "synthetic",
-        "IDX prefix: PREFIX-images-idx3-ubyte and PREFIX-labels-idx1-ubyte"},
+        "IDX prefix(es), comma-separated: PREFIX-images-idx3-ubyte, PREFIX-labels-idx1-ubyte"},
        {"real-images", "", "real held-out IDX images (e.g. t10k-images-idx3-ubyte.gz)", false, true},
        {"real-labels", "", "their IDX labels", false, true},
        {"classes", "10", "number of classes"},

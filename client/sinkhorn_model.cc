@@ -33,9 +33,21 @@ absl::StatusOr<v1::GeneratorModel> TrainSinkhornModel(const v1::ReportsFile& rep
   const Eigen::MatrixXd data =
       Eigen::Map<const Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>>(
           reports.values().data(), reports.rows(), d);
-  DPC_ASSIGN_OR_RETURN(train::TrainedPointGenerator trained,
-                       train::TrainSinkhornGenerator(data, mechanism, options));
   DPC_ASSIGN_OR_RETURN(data::Schema label_free, CollectionSchema(collection.params()));
+  const RecordSpace space = CollectionRecordSpace(label_free);
+  absl::StatusOr<train::TrainedPointGenerator> fitted;
+  if (space.low < space.high) {
+    // Image records: the generator's head is bounded to the pixel box
+    // (a projected image stays in it), and the float32 path trains it.
+    train::SinkhornTrainerOptions bounded = options;
+    bounded.generator.output_low = space.low;
+    bounded.generator.output_high = space.high;
+    fitted = train::TrainSinkhornGeneratorFloat(data.cast<float>(), mechanism, bounded);
+  } else {
+    fitted = train::TrainSinkhornGenerator(data, mechanism, options);
+  }
+  if (!fitted.ok()) return fitted.status();
+  train::TrainedPointGenerator& trained = *fitted;
   const train::PointGeneratorOptions& g = trained.generator.options();
   const ModelSource source{SchemaToProto(label_free), label_free.FingerprintHex(),
                            mechanism.epsilon(), mechanism.delta()};
@@ -47,6 +59,8 @@ absl::StatusOr<v1::GeneratorModel> TrainSinkhornModel(const v1::ReportsFile& rep
   model.set_latent_dim(g.latent_dim);
   model.set_noise_dim(g.latent_dim);
   model.set_output_dim(trained.generator.output_dim());
+  model.set_output_low(g.output_low);
+  model.set_output_high(g.output_high);
   model.set_num_classes(1);
   return model;
 }
@@ -64,6 +78,8 @@ absl::StatusOr<data::Table> SampleSinkhornModel(const v1::GeneratorModel& model,
   train::PointGeneratorOptions options;
   options.latent_dim = model.latent_dim();
   options.hidden.assign(model.hidden().begin(), model.hidden().end());
+  options.output_low = model.output_low();
+  options.output_high = model.output_high();
   DPC_ASSIGN_OR_RETURN(options.activation, nn::ParseActivation(model.activation()));
   Eigen::VectorXd parameters =
       Eigen::Map<const Eigen::VectorXd>(model.parameters().data(), model.parameters_size());
@@ -71,9 +87,12 @@ absl::StatusOr<data::Table> SampleSinkhornModel(const v1::GeneratorModel& model,
                        train::PointGenerator::FromParameters(model.output_dim(), options,
                                                              std::move(parameters)));
   PublicRng rng(seed);
-  const Eigen::MatrixXd points = generator.Sample(num_rows, &rng);
+  // Records back to the encoding (image pixels from [-1, 1] to [0, 1]).
+  const Eigen::MatrixXd points =
+      FromRecordSpace(CollectionRecordSpace(schema), generator.Sample(num_rows, &rng));
   // Argmax per categorical block (uniforms empty); numerics mapped back to
-  // the declared bounds. No label: the schema is label-less.
+  // the declared bounds, pixels to 8-bit levels. No label: the schema is
+  // label-less.
   return data::DecodeFeatures(schema, layout, points, Eigen::VectorXi::Zero(num_rows),
                               Eigen::MatrixXd());
 }

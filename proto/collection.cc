@@ -22,8 +22,29 @@ int CollectionDimension(const data::Schema& label_free) {
   return data::FeatureLayout::ForFeatures(label_free).total_dim();
 }
 
+RecordSpace CollectionRecordSpace(const data::Schema& label_free) {
+  if (label_free.image_index().has_value()) return RecordSpace{2.0, -1.0, -1.0, 1.0};
+  return RecordSpace{};
+}
+
+Eigen::MatrixXd ToRecordSpace(const RecordSpace& space, Eigen::MatrixXd encoded) {
+  if (space.scale != 1.0 || space.offset != 0.0) {
+    encoded = (encoded.array() * space.scale + space.offset).matrix();
+  }
+  return encoded;
+}
+
+Eigen::MatrixXd FromRecordSpace(const RecordSpace& space, Eigen::MatrixXd records) {
+  if (space.scale != 1.0 || space.offset != 0.0) {
+    records = ((records.array() - space.offset) / space.scale).matrix();
+  }
+  return records;
+}
+
 double DefaultCollectionRadius(const data::Schema& label_free, ldp::LdpKind kind) {
   const data::FeatureLayout layout = data::FeatureLayout::ForFeatures(label_free);
+  // Every coordinate's largest magnitude is 1 in both spaces: a numeric in
+  // [0, 1], one bit per one-hot block, a pixel in [-1, 1].
   const double ones = layout.numeric_dim + layout.num_categorical_columns();
   return kind == ldp::LdpKind::kGaussianL2 ? std::sqrt(ones) : ones;
 }

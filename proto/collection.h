@@ -6,6 +6,7 @@
 // (`train sinkhorn`) must agree on. Everything here is a function of the
 // public schema and parameters only, never of data.
 
+#include "Eigen/Core"
 #include "absl/status/statusor.h"
 #include "core/data/encoder.h"
 #include "core/data/schema.h"
@@ -21,11 +22,34 @@ absl::StatusOr<data::Schema> CollectionSchema(const v1::CollectionParams& params
 // Encoded width d = d_num + V of the label-less schema.
 int CollectionDimension(const data::Schema& label_free);
 
+// Where a collection's records live when the device projects and noises
+// them: record = scale * encoded + offset, per coordinate. Tables: the
+// encoded row itself (numerics in [0, 1], one-hot blocks). Image schemas:
+// pixels mapped to [-1, 1] (2v - 1), the LDP paper's pixel space
+// (ldp-sinkhorn.md Sec. 3, "pixels in [-1,1]"), so the origin-centred ball
+// is centred on mid-grey and a blank image is not its most extreme point.
+// A function of the public schema only.
+struct RecordSpace {
+  double scale = 1.0;
+  double offset = 0.0;
+  // The box the records' coordinates lie in before noise; a generator of
+  // this collection's records bounds its outputs to it (images), or is
+  // unbounded when low == high == 0 (tables: one-hot blocks are not boxes).
+  double low = 0.0;
+  double high = 0.0;
+};
+RecordSpace CollectionRecordSpace(const data::Schema& label_free);
+
+// Encoded rows (n x d) to records and back, coordinate-wise.
+Eigen::MatrixXd ToRecordSpace(const RecordSpace& space, Eigen::MatrixXd encoded);
+Eigen::MatrixXd FromRecordSpace(const RecordSpace& space, Eigen::MatrixXd records);
+
 // The default public radius: the largest norm of an encoded row (numerics in
 // [0,1], one one-hot bit per categorical column), sqrt(d_num + C) for the l2
 // ball and d_num + C for the l1 ball, C the number of categorical columns.
 // (The "sqrt(d_num + V)" / "d_num + V" over-bounds this for V > C; we
-// use the tight bound.)
+// use the tight bound.) Images in [-1, 1]: sqrt(pixels) and pixels, the
+// norms of an all-black or all-white image.
 double DefaultCollectionRadius(const data::Schema& label_free, ldp::LdpKind kind);
 
 // Validates the parameters, fills in the default radius, and builds the

@@ -79,7 +79,8 @@ class ImageCliTest : public ::testing::Test {
            ("dpc_image_cli_" + std::to_string(getpid()) + "_" +
             std::to_string(std::chrono::steady_clock::now().time_since_epoch().count()));
     fs::create_directories(dir_);
-    std::ofstream(dir_ / "tokens.txt") << "curator curator-token-e2e\nanalyst analyst-token-e2e\n";
+    std::ofstream(dir_ / "tokens.txt")
+        << "curator curator-token-e2e\nanalyst analyst-token-e2e\ndevice device-token-e2e\n";
     const std::string port_file = (dir_ / "port").string();
     pid_ = fork();
     ASSERT_GE(pid_, 0);
@@ -425,6 +426,72 @@ TEST_F(ImageCliTest, TrainSampleAndJudgeImageModels) {
   EXPECT_GE(accuracy, 0.0);
   EXPECT_LE(accuracy, 1.0);
   EXPECT_TRUE(report.contains("logistic_regression_accuracy"));
+}
+
+// Local DP on images through the command line (issue 14 item 5): an image
+// collection, a device submitting only its class-2 images (in [-1, 1],
+// projected and noised on the device), the reports trained into a bounded
+// Sinkhorn generator, sampled to a PNG grid and an IDX pair labelled 2.
+TEST_F(ImageCliTest, LocalDpImageCollectionToSamples) {
+  CliRun create = Cli("collections create --name class2 --images 8x8 --mechanism gaussian-l2 "
+                      "--epsilon 30 --delta 1e-4 --radius 4 --json");
+  ASSERT_EQ(create.exit_code, 0) << create.err;
+  const auto collection = nlohmann::json::parse(create.out);
+  EXPECT_EQ(collection["dimension"].get<int>(), 64);
+  const std::string id = collection["collection_id"].get<std::string>();
+
+  const IdxPair images = MakeImages(300, 8, 4, 11);
+  WriteIdx(dir_ / "mine.idx", {300, 8, 8}, images.pixels);
+  WriteIdx(dir_ / "mine-labels.idx", {300}, images.labels);
+  int class2 = 0;
+  for (char label : images.labels) class2 += label == 2;
+  ASSERT_GT(class2, 20);
+  const std::string device = "device-token-e2e";
+  // The device's own ceiling refuses epsilon 30 unless raised; nothing sent.
+  CliRun refused = Cli("device submit --collection " + id +
+                           " --idx mine.idx --labels mine-labels.idx --class 2",
+                       device);
+  EXPECT_NE(refused.exit_code, 0);
+  EXPECT_NE(refused.err.find("--max-epsilon"), std::string::npos) << refused.err;
+  // --class needs the labels that pick the images.
+  CliRun unlabelled = Cli("device submit --collection " + id + " --idx mine.idx --class 2 " +
+                              "--max-epsilon 30 --max-delta 1e-4",
+                          device);
+  EXPECT_NE(unlabelled.exit_code, 0);
+  EXPECT_NE(unlabelled.err.find("--labels"), std::string::npos) << unlabelled.err;
+  CliRun submit = Cli("device submit --collection " + id +
+                          " --idx mine.idx --labels mine-labels.idx --class 2 "
+                          "--max-epsilon 30 --max-delta 1e-4",
+                      device);
+  ASSERT_EQ(submit.exit_code, 0) << submit.err;
+  EXPECT_NE(submit.out.find("accepted " + std::to_string(class2) + ","), std::string::npos)
+      << submit.out;
+
+  ASSERT_EQ(Cli("collections download --collection " + id + " --out reports.pb",
+                "analyst-token-e2e")
+                .exit_code,
+            0);
+  CliRun train = Cli("train sinkhorn --reports reports.pb --out ldp.pb --steps 5 --batch-size 16 "
+                     "--quiet");
+  ASSERT_EQ(train.exit_code, 0) << train.err;
+  CliRun sample = Cli("sample --model ldp.pb --png ldp.png --grid-per-class 2 --idx ldp "
+                      "--label 2 --rows 30");
+  ASSERT_EQ(sample.exit_code, 0) << sample.err;
+  const IdxRead pixels = ReadIdxBytes(dir_ / "ldp-images-idx3-ubyte");
+  const IdxRead labels = ReadIdxBytes(dir_ / "ldp-labels-idx1-ubyte");
+  ASSERT_EQ(pixels.dims, (std::vector<uint32_t>{30, 8, 8}));
+  ASSERT_EQ(labels.dims, (std::vector<uint32_t>{30}));
+  EXPECT_EQ(labels.data, std::string(30, '\x02'));
+  // 2 x 10 images, 10 a row, 8 pixels each way.
+  const std::string png = ReadAll(dir_ / "ldp.png");
+  ASSERT_GT(png.size(), 24u);
+  auto be32 = [&](size_t at) {
+    uint32_t value = 0;
+    for (int b = 0; b < 4; ++b) value = value << 8 | static_cast<unsigned char>(png[at + b]);
+    return value;
+  };
+  EXPECT_EQ(be32(16), 10u * 8);
+  EXPECT_EQ(be32(20), 2u * 8);
 }
 
 }  // namespace

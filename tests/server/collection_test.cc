@@ -95,6 +95,49 @@ class CollectionTest : public ServerTest {
   v1::Collection collection_;
 };
 
+// Image records live in [-1, 1] on the device (2v - 1: the ball is centred
+// on mid-grey), tables in their encoding; the trainer's sampler maps back.
+TEST(RecordSpaceTest, ImagesMapToMinusOneOneAndBackTablesStay) {
+  data::Schema::Builder images;
+  images.AddImage("pixels", 2, 2);
+  const data::Schema image_schema = images.Build().value();
+  const RecordSpace space = CollectionRecordSpace(image_schema);
+  EXPECT_EQ(space.low, -1.0);
+  EXPECT_EQ(space.high, 1.0);
+  data::ImageSet set;
+  set.height = set.width = 2;
+  set.pixels = {0.0f, 1.0f, 0.5f, 0.2f};
+  set.labels = {0};
+  auto table = client::ImageTable(image_schema, set, -1);
+  ASSERT_TRUE(table.ok()) << table.status();
+  const Eigen::MatrixXd records = client::EncodeRows(image_schema, *table);
+  ASSERT_EQ(records.cols(), 4);
+  EXPECT_DOUBLE_EQ(records(0, 0), -1.0);
+  EXPECT_DOUBLE_EQ(records(0, 1), 1.0);
+  EXPECT_NEAR(records(0, 2), 2.0 * 128 / 255 - 1, 1e-12);  // level round(127.5) = 128
+  EXPECT_NEAR(records(0, 3), 2.0 * 51 / 255 - 1, 1e-12);
+  EXPECT_TRUE(FromRecordSpace(space, records).isApprox(
+      (records.array() + 1.0).matrix() / 2.0));
+  // The default l2 radius is the norm of an all-black or all-white image.
+  EXPECT_DOUBLE_EQ(DefaultCollectionRadius(image_schema, ldp::LdpKind::kGaussianL2), 2.0);
+  // Only that class's images are a per-class device's records.
+  set.pixels.insert(set.pixels.end(), {1.0f, 1.0f, 1.0f, 1.0f});
+  set.labels = {0, 3};
+  auto class3 = client::ImageTable(image_schema, set, 3);
+  ASSERT_TRUE(class3.ok());
+  EXPECT_EQ(class3->num_rows(), 1);
+  EXPECT_EQ(class3->pixels, std::vector<uint8_t>(4, 255));
+
+  data::Schema::Builder table_builder;
+  table_builder.AddNumeric("x", 0, 1);
+  const data::Schema table_schema = table_builder.Build().value();
+  const RecordSpace identity = CollectionRecordSpace(table_schema);
+  EXPECT_EQ(identity.scale, 1.0);
+  EXPECT_EQ(identity.offset, 0.0);
+  EXPECT_FALSE(identity.low < identity.high);  // unbounded head
+  EXPECT_FALSE(client::ImageTable(table_schema, set, -1).ok());
+}
+
 TEST_F(CollectionTest, CreateResolvesThePublicParameters) {
   EXPECT_EQ(collection_.state(), v1::Collection::OPEN);
   EXPECT_EQ(collection_.dimension(), 4);
