@@ -100,6 +100,8 @@ struct Flags {
   int steps = 3000;
   int batch = 200;
   double lr = 1e-3;
+  double final_lr = 0.1;
+  double ema = 0.0;
   int latent = 2;
   int hidden = 500;
   int w2_n = 1000;
@@ -110,6 +112,7 @@ struct Flags {
   double radius = 20.0;
   double delta = 1e-4;
   bool naive = true;
+  bool box = true;  // bounded [-1, 1] head; --linear-head for the plain MLP
   uint64_t seed = 1;
   std::string out = "fmnist_ldp_out";
   std::string data = "/usr/share/datasets/fashion-mnist";
@@ -147,6 +150,8 @@ Flags ParseFlags(int argc, char** argv) {
     };
     if (arg == "--quick") {
       flags.quick = true;
+    } else if (arg == "--linear-head") {
+      flags.box = false;
     } else if (arg == "--no-naive") {
       flags.naive = false;
     } else if (arg == "--epsilon") {
@@ -164,6 +169,10 @@ Flags ParseFlags(int argc, char** argv) {
       flags.batch = positive_int();
     } else if (arg == "--lr") {
       flags.lr = positive_double();
+    } else if (arg == "--final-lr") {
+      flags.final_lr = positive_double();
+    } else if (arg == "--ema") {
+      flags.ema = positive_double();
     } else if (arg == "--latent") {
       flags.latent = positive_int();
     } else if (arg == "--hidden") {
@@ -395,8 +404,10 @@ int main(int argc, char** argv) {
           (2.0 * train_by_class.rows[c].cast<double>().array() - 1.0).matrix();
       reports[c] = mechanism->PrivatizeRows(records, &noise).value().cast<float>();
     });
-    phases.push_back(absl::StrCat("eps ", eps_text, " privatise ", train_set->size(),
-                                  " images: ", absl::SixDigits(Seconds(t0)), " s"));
+    Eigen::Index privatised = 0;
+    for (const Eigen::MatrixXf& r : reports) privatised += r.rows();
+    phases.push_back(absl::StrCat("eps ", eps_text, ": privatise ", privatised,
+                                  " images (device side): ", absl::SixDigits(Seconds(t0)), " s"));
     {
       Row noisy;
       noisy.eps = eps_text;
@@ -422,11 +433,14 @@ int main(int argc, char** argv) {
       options.steps = flags.steps;
       options.batch_size = flags.batch;
       options.learning_rate = flags.lr;
-      options.final_learning_rate_fraction = 0.1;
+      options.final_learning_rate_fraction = flags.final_lr;
+      options.parameter_averaging = flags.ema;
       options.generator.latent_dim = flags.latent;
       options.generator.hidden = {flags.hidden, flags.hidden};
-      options.generator.output_low = -1.0;
-      options.generator.output_high = 1.0;
+      if (flags.box) {
+        options.generator.output_low = -1.0;
+        options.generator.output_high = 1.0;
+      }
       options.sinkhorn_tolerance = 1e-6;
       options.sinkhorn_max_iterations = 400;  // the paper's L = 200-400
       options.naive = naive;

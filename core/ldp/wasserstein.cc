@@ -11,8 +11,8 @@
 namespace dpcurator::ldp {
 namespace {
 
-// Rows of `matrix` whose label is `label`, the first `count` of them, in
-// order; fewer when the set runs out.
+// Indices of the first `count` rows labelled `label`, in order; fewer when
+// the labels run out.
 std::vector<Eigen::Index> RowsOfClass(absl::Span<const int> labels, int label, int count) {
   std::vector<Eigen::Index> rows;
   for (size_t i = 0; i < labels.size() && static_cast<int>(rows.size()) < count; ++i) {

@@ -225,6 +225,10 @@ absl::Status ValidateTraining(const Matrix& reports, const ldp::LdpMechanism& me
           "Naive annealing must be in [0, 1), got ", options.naive_annealing));
     }
   }
+  if (!(options.parameter_averaging >= 0 && options.parameter_averaging < 1)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "Parameter averaging must be in [0, 1), got ", options.parameter_averaging));
+  }
   if (reports.rows() == 0 || reports.cols() != mechanism.dimension()) {
     return absl::InvalidArgumentError(absl::StrCat(
         "reports must be a non-empty n x ", mechanism.dimension(), " matrix, got ",
@@ -233,6 +237,26 @@ absl::Status ValidateTraining(const Matrix& reports, const ldp::LdpMechanism& me
   if (!reports.allFinite()) return absl::InvalidArgumentError("reports must be finite");
   return absl::OkStatus();
 }
+
+// The iterate average of SinkhornTrainerOptions::parameter_averaging.
+class IterateAverage {
+ public:
+  IterateAverage(double beta, const Eigen::VectorXd& initial)
+      : beta_(beta), average_(beta > 0 ? initial : Eigen::VectorXd()) {}
+  void Update(int step, const Eigen::VectorXd& parameters) {
+    if (beta_ == 0) return;
+    const double beta_t = std::min(beta_, (1.0 + step) / (10.0 + step));
+    average_ = beta_t * average_ + (1.0 - beta_t) * parameters;
+  }
+  // Replaces the trained parameters with the average.
+  void Apply(Eigen::VectorXd* parameters) const {
+    if (beta_ > 0) *parameters = average_;
+  }
+
+ private:
+  double beta_;
+  Eigen::VectorXd average_;
+};
 
 }  // namespace
 
@@ -262,6 +286,7 @@ absl::StatusOr<TrainedPointGenerator> TrainSinkhornGenerator(
   Eigen::VectorXd grad_params(generator.num_parameters());
   PointGeneratorWorkspace workspace;
 
+  IterateAverage average(options.parameter_averaging, generator.parameters());
   TrainedPointGenerator trained{std::move(generator)};
   PointGenerator& g = trained.generator;
   for (int step = 1; step <= options.steps; ++step) {
@@ -305,6 +330,7 @@ absl::StatusOr<TrainedPointGenerator> TrainSinkhornGenerator(
                                               " (non-finite gradient); lower the learning rate"));
     }
     DPC_RETURN_IF_ERROR(adam.Step(g.parameters(), grad_params));
+    average.Update(step, g.parameters());
     trained.final_loss = loss.loss;
     trained.lambda = lambda;
     trained.sinkhorn_iterations += loss.sinkhorn_iterations;
@@ -314,6 +340,7 @@ absl::StatusOr<TrainedPointGenerator> TrainSinkhornGenerator(
       options.progress(step, loss.loss);
     }
   }
+  average.Apply(&g.parameters());
   trained.steps = options.steps;
   return trained;
 }
@@ -357,6 +384,7 @@ absl::StatusOr<TrainedPointGenerator> TrainSinkhornGeneratorFloat(
   Eigen::MatrixXd generated_double, reports_double;  // p = 1 only
   PointGeneratorWorkspaceF workspace;
 
+  IterateAverage average(options.parameter_averaging, generator.parameters());
   TrainedPointGenerator trained{std::move(generator)};
   PointGenerator& g = trained.generator;
   for (int step = 1; step <= options.steps; ++step) {
@@ -444,6 +472,7 @@ absl::StatusOr<TrainedPointGenerator> TrainSinkhornGeneratorFloat(
                                               " (non-finite gradient); lower the learning rate"));
     }
     DPC_RETURN_IF_ERROR(adam.Step(g.parameters(), grad_params));
+    average.Update(step, g.parameters());
     replica.SyncFrom(g);
     trained.final_loss = loss;
     trained.lambda = lambda;
@@ -452,6 +481,7 @@ absl::StatusOr<TrainedPointGenerator> TrainSinkhornGeneratorFloat(
       options.progress(step, loss);
     }
   }
+  average.Apply(&g.parameters());
   trained.steps = options.steps;
   return trained;
 }

@@ -170,6 +170,16 @@ struct SinkhornTrainerOptions {
   double sinkhorn_tolerance = 1e-6;
   int sinkhorn_max_iterations = 500;
 
+  // Polyak-Ruppert averaging of the iterates (Polyak & Juditsky 1992), as
+  // an exponential moving average: after each step
+  //   avg <- beta_t avg + (1 - beta_t) theta,  beta_t = min(beta, (1 + t) / (10 + t)),
+  // and the returned generator carries avg (training itself follows theta).
+  // With the deconvolving loss at image scale each minibatch's barycentric
+  // targets carry the report noise (sigma / sqrt(effective reports)), so the
+  // iterates jitter around the fit; averaging removes most of that jitter.
+  // 0 (the default) returns the last iterate; otherwise in (0, 1).
+  double parameter_averaging = 0.0;
+
   // Called every `progress_every` steps and at the end with the step's
   // entropic OT value (the minibatch loss).
   std::function<void(int step, double loss)> progress;

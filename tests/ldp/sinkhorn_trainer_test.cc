@@ -115,6 +115,42 @@ TEST(SinkhornTrainerTest, DeterministicForASeed) {
   EXPECT_EQ(rebuilt->Sample(10, &r1), a.generator.Sample(10, &r2));
 }
 
+// Iterate averaging returns beta_t avg + (1 - beta_t) theta, with
+// beta_t = min(beta, (1 + t) / (10 + t)) and avg starting at the
+// initialisation; training itself is unchanged.
+TEST(SinkhornTrainerTest, IterateAveragingAveragesTheIterates) {
+  const ldp::LdpMechanism mechanism = GaussianMechanism();
+  const Eigen::MatrixXd reports = PointMassReports(mechanism, {0.1, 0.1}, 300, 9);
+  SinkhornTrainerOptions options = SmallOptions();
+  PointGeneratorOptions initial_options = options.generator;
+  initial_options.seed = options.seed;
+  const Eigen::VectorXd initial = PointGenerator::Create(2, initial_options).value().parameters();
+  options.steps = 1;
+  const Eigen::VectorXd one = TrainSinkhornGenerator(reports, mechanism, options)
+                                  .value()
+                                  .generator.parameters();
+  options.steps = 2;
+  const Eigen::VectorXd two = TrainSinkhornGenerator(reports, mechanism, options)
+                                  .value()
+                                  .generator.parameters();
+  options.parameter_averaging = 0.5;
+  const Eigen::VectorXd averaged =
+      TrainSinkhornGeneratorFloat(reports.cast<float>(), mechanism, options)
+          .value()
+          .generator.parameters();
+  const Eigen::VectorXd averaged_double = TrainSinkhornGenerator(reports, mechanism, options)
+                                              .value()
+                                              .generator.parameters();
+  const double beta1 = 2.0 / 11.0, beta2 = 3.0 / 12.0;
+  const Eigen::VectorXd expected = beta2 * (beta1 * initial + (1 - beta1) * one) + (1 - beta2) * two;
+  EXPECT_LE((averaged_double - expected).cwiseAbs().maxCoeff(), 1e-12);
+  EXPECT_LE((averaged - expected).cwiseAbs().maxCoeff(), 1e-4);
+  EXPECT_GT((averaged - two).cwiseAbs().maxCoeff(), 1e-4);
+  options.parameter_averaging = 1.0;
+  EXPECT_FALSE(TrainSinkhornGenerator(reports, mechanism, options).ok());
+  EXPECT_FALSE(TrainSinkhornGeneratorFloat(reports.cast<float>(), mechanism, options).ok());
+}
+
 TEST(SinkhornTrainerTest, Validates) {
   const ldp::LdpMechanism mechanism = GaussianMechanism();
   const Eigen::MatrixXd reports = Eigen::MatrixXd::Zero(10, 2);
