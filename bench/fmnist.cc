@@ -99,7 +99,10 @@ struct Flags {
   MethodFlags merf{"fc", 4000, 2000, 500, 1e-2, 0};
   MethodFlags pearl{"conv", 1500, 3000, 100, 1e-2, 0};
   bool pearl_critic = true;
-  double pearl_critic_lr = 1e-2;
+  // 1e-3, not the code's 1e-2 (pearl.md 1.2 F): at 1e-2 the softmax weights
+  // concentrate on a few frequencies within the run (64.0% vs 75.6% CNN
+  // accuracy at epsilon 1 in our tuning).
+  double pearl_critic_lr = 1e-3;
   MethodFlags mb{"fc", 500, 0, 500, 1e-2, 5};
   uint64_t seed = 1;
 };
