@@ -415,7 +415,7 @@ void ImageGenerator::Backward(const Eigen::Ref<const Eigen::MatrixXf>& grad_imag
     const auto s_out = ws->images_.array();
     ws->grad_[layers - 1] = (grad_images.array() * s_out * (1.0f - s_out)).matrix();
   }
-  Eigen::MatrixXf grad_h;
+  Eigen::MatrixXf& grad_h = ws->grad_h_;
   for (size_t li = layers; li-- > 0;) {
     const Dense& d = dense_[li];
     // dL/dh (pre-BN output of the dense layer).

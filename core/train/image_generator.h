@@ -83,6 +83,7 @@ class ImageGeneratorWorkspace {
   std::vector<nn::BatchNormWorkspaceF> bn_;
   std::vector<Eigen::MatrixXf> act_;
   std::vector<Eigen::MatrixXf> grad_;
+  Eigen::MatrixXf grad_h_;  // dL/d(pre-BN output) of the layer in hand
   Eigen::MatrixXf images_;
   Eigen::MatrixXf grad_images_;
   std::vector<TailChunk> chunks_;
@@ -124,7 +125,7 @@ class ImageGenerator {
   const Eigen::VectorXf& running_statistics() const { return running_; }
 
   // Images for latent codes `code` (n x code_dim, n >= 2 in training) and
-  // `labels` (n values in [0, num_classes)). training: BN normalises with
+  // `labels` (n values in [0, num_classes), not checked: the hot path). training: BN normalises with
   // the batch's statistics and updates the running ones (PyTorch's train
   // mode); otherwise BN uses the running statistics (eval mode). `pool` may
   // be null (one thread). The result lives in `workspace`.
