@@ -418,6 +418,11 @@ class SessionStepsFile {
 
 }  // namespace
 
+absl::StatusOr<int64_t> CountSessionSteps(const std::string& steps_path) {
+  DPC_ASSIGN_OR_RETURN(SessionStepsFile file, SessionStepsFile::Open(steps_path));
+  return file.size();
+}
+
 absl::StatusOr<v1::GeneratorModel> TrainImageMerfFromSessionSteps(
     const std::string& steps_path, const train::ImageTrainerOptions& options) {
   DPC_ASSIGN_OR_RETURN(SessionStepsFile file, SessionStepsFile::Open(steps_path));

@@ -91,6 +91,10 @@ absl::StatusOr<v1::GeneratorModel> TrainImagePearlModel(const v1::Release& relea
 // options.steps exceeds the artefacts in the file). The file is read one
 // artefact at a time. Every artefact must come from the same session's
 // feature map (same frequencies, seed and schema).
+// The number of step artefacts in a session-steps file (the default
+// number of training steps: one update per released step).
+absl::StatusOr<int64_t> CountSessionSteps(const std::string& steps_path);
+
 absl::StatusOr<v1::GeneratorModel> TrainImageMerfFromSessionSteps(
     const std::string& steps_path, const train::ImageTrainerOptions& options);
 

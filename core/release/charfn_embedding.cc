@@ -13,8 +13,10 @@ namespace dpcurator::release {
 
 absl::StatusOr<CharfnEmbeddingKind::Params> CharfnEmbeddingKind::Resolve(
     Params params, const data::Schema& schema) {
-  DPC_RETURN_IF_ERROR(
-      ResolveFrequencyParams(&params.num_frequencies, params.length_scale, &params.seed));
+  const int default_frequencies =
+      schema.image_index().has_value() ? kImageCharfnFrequencies : kDefaultNumFrequencies;
+  DPC_RETURN_IF_ERROR(ResolveFrequencyParams(&params.num_frequencies, default_frequencies,
+                                             params.length_scale, &params.seed));
   if (params.private_length_scale && params.length_scale > 0) {
     return absl::InvalidArgumentError(
         "give either a declared length_scale or private_length_scale, not both");

@@ -30,7 +30,7 @@ class CharfnEmbeddingKind {
 
   // As on the wire: 0 (unset) means the default.
   struct Params {
-    int num_frequencies = 0;     // 0: kDefaultNumFrequencies
+    int num_frequencies = 0;     // 0: kDefaultNumFrequencies (images: kImage*Frequencies)
     double length_scale = 0.0;   // declared l; 0: embed::DefaultCharfnLengthScale(layout)
     bool private_length_scale = false;  // l from a private mean distance instead
     // The numeric block's own length-scale: > 0 declared, 0 the schema

@@ -9,8 +9,9 @@
 
 namespace dpcurator::release {
 
-absl::Status ResolveFrequencyParams(int* num_frequencies, double length_scale, uint64_t* seed) {
-  if (*num_frequencies == 0) *num_frequencies = kDefaultNumFrequencies;
+absl::Status ResolveFrequencyParams(int* num_frequencies, int default_frequencies,
+                                    double length_scale, uint64_t* seed) {
+  if (*num_frequencies == 0) *num_frequencies = default_frequencies;
   if (*num_frequencies < 1 || *num_frequencies > kMaxNumFrequencies) {
     return absl::InvalidArgumentError(absl::StrCat(
         "num_frequencies must be in [1, ", kMaxNumFrequencies, "], got ", *num_frequencies));

@@ -20,8 +20,10 @@ embed::RffOptions OptionsOf(const RffEmbeddingKind::Params& params) {
 
 absl::StatusOr<RffEmbeddingKind::Params> RffEmbeddingKind::Resolve(Params params,
                                                                    const data::Schema& schema) {
-  DPC_RETURN_IF_ERROR(
-      ResolveFrequencyParams(&params.num_frequencies, params.length_scale, &params.seed));
+  const int default_frequencies =
+      schema.image_index().has_value() ? kImageRffFrequencies : kDefaultNumFrequencies;
+  DPC_RETURN_IF_ERROR(ResolveFrequencyParams(&params.num_frequencies, default_frequencies,
+                                             params.length_scale, &params.seed));
   if (params.numeric_weight.has_value()) {
     DPC_RETURN_IF_ERROR(ValidateInUnitInterval(*params.numeric_weight, "numeric_weight"));
   }

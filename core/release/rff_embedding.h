@@ -30,7 +30,7 @@ class RffEmbeddingKind {
 
   // As on the wire: 0 (unset) means the default.
   struct Params {
-    int num_frequencies = 0;               // 0: kDefaultNumFrequencies
+    int num_frequencies = 0;               // 0: kDefaultNumFrequencies (images: kImage*Frequencies)
     double length_scale = 0.0;             // 0: embed::DefaultLengthScale(layout)
     std::optional<double> numeric_weight;  // unset: embed::DefaultNumericWeight(layout)
     uint64_t seed = 0;                     // 0: a fresh public seed

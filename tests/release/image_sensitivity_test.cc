@@ -18,10 +18,12 @@
 #include "core/data/encoder.h"
 #include "core/data/schema.h"
 #include "core/embed/labelled_embedding.h"
+#include "core/embed/rff.h"
 #include "core/privacy/noise_source.h"
 #include "core/privacy/relation.h"
 #include "core/release/charfn_embedding.h"
 #include "core/release/encoded_rows.h"
+#include "core/release/labelled_release.h"
 #include "core/release/rff_embedding.h"
 #include "core/util/public_rng.h"
 
@@ -219,6 +221,29 @@ TEST_P(ImageSensitivityTest, ReplaceOneNeighbours) {
   }
   ASSERT_GT(cross, 20);
   EXPECT_GE(largest_cross, base.sensitivity * (1 - 1e-9));
+}
+
+// Image schemas take their own declared defaults (labelled_release.h);
+// tables keep 500; an explicit count wins.
+TEST(ImageDefaultsTest, FrequencyCountsAndLengthScale) {
+  const data::Schema schema = ImageSchema();
+  RffEmbeddingKind::Params rff;
+  rff.seed = 3;
+  EXPECT_EQ(RffEmbeddingKind::Resolve(rff, schema)->num_frequencies, kImageRffFrequencies);
+  CharfnEmbeddingKind::Params charfn;
+  charfn.seed = 3;
+  EXPECT_EQ(CharfnEmbeddingKind::Resolve(charfn, schema)->num_frequencies,
+            kImageCharfnFrequencies);
+  rff.num_frequencies = 70;
+  EXPECT_EQ(RffEmbeddingKind::Resolve(rff, schema)->num_frequencies, 70);
+  data::Schema::Builder table;
+  table.AddNumeric("x", 0, 1).AddCategorical("y", {"a", "b"}).SetLabel("y");
+  rff.num_frequencies = 0;
+  EXPECT_EQ(RffEmbeddingKind::Resolve(rff, table.Build().value())->num_frequencies,
+            kDefaultNumFrequencies);
+  // The papers' l^2 = 127 on raw pixels.
+  EXPECT_DOUBLE_EQ(embed::DefaultLengthScale(data::FeatureLayout::ForFeatures(schema)),
+                   std::sqrt(127.0));
 }
 
 INSTANTIATE_TEST_SUITE_P(Kinds, ImageSensitivityTest, ::testing::Values(false, true),
