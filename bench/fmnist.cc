@@ -525,7 +525,8 @@ absl::Status RunRow(const Flags& flags, const std::string& name, const data::Sch
     row->sample_s = SecondsSince(start);
   }
   if (!flags.out.empty()) {
-    absl::Status written = WriteGrid(absl::StrCat(flags.out, "/", name, ".png"), synth, synth_labels);
+    absl::Status written =
+        WriteGrid(absl::StrCat(flags.out, "/", name, ".png"), synth, synth_labels);
     if (!written.ok()) return written;
   }
   return JudgeRow(flags, judge, synth, synth_labels, row);
@@ -539,8 +540,9 @@ int main(int argc, char** argv) {
   data::IdxImageOptions train_options;
   if (flags.quick) train_options.max_records = 3000;
   const auto load_start = std::chrono::steady_clock::now();
-  const auto train_set = data::ReadIdxImages(absl::StrCat(flags.data, "/train-images-idx3-ubyte.gz"),
-                                             absl::StrCat(flags.data, "/train-labels-idx1-ubyte.gz"),
+  const auto train_set =
+      data::ReadIdxImages(absl::StrCat(flags.data, "/train-images-idx3-ubyte.gz"),
+                          absl::StrCat(flags.data, "/train-labels-idx1-ubyte.gz"),
                                              train_options);
   const auto test_set = data::ReadIdxImages(absl::StrCat(flags.data, "/t10k-images-idx3-ubyte.gz"),
                                             absl::StrCat(flags.data, "/t10k-labels-idx1-ubyte.gz"));
@@ -574,14 +576,16 @@ int main(int argc, char** argv) {
               static_cast<long long>(train_set->size()), static_cast<long long>(test_set->size()),
               SecondsSince(load_start), flags.threads, kDelta, judge.side, judge.side,
               flags.seeds);
-  std::printf("settings: l^2 = %.1f; DP-MERF one-shot %s, %d freq (%d at eps < 0.5), %d steps x %d, lr %g; "
-              "PEARL %s, %d freq, %d steps x %d, lr %g, critic %s (lr %g); minibatch DP-MERF %s, %d "
+  std::printf("settings: l^2 = %.1f; DP-MERF one-shot %s, %d freq (%d at eps < 0.5), %d steps "
+              "x %d, lr %g; PEARL %s, %d freq, %d steps x %d, lr %g, critic %s (lr %g); "
+              "minibatch DP-MERF %s, %d "
               "freq, batch %d, %d epochs, lr %g\n\n",
               flags.length_scale * flags.length_scale, flags.merf.generator.c_str(),
               flags.merf.frequencies, flags.merf.frequencies_small_eps, flags.merf.steps,
               flags.merf.batch, flags.merf.lr,
               flags.pearl.generator.c_str(), flags.pearl.frequencies, flags.pearl.steps,
-              flags.pearl.batch, flags.pearl.lr, flags.pearl_critic ? "on" : "off", flags.pearl_critic_lr,
+              flags.pearl.batch, flags.pearl.lr, flags.pearl_critic ? "on" : "off",
+              flags.pearl_critic_lr,
               flags.mb.generator.c_str(), flags.mb.frequencies, flags.mb.batch, flags.mb.epochs,
               flags.mb.lr);
   std::fflush(stdout);

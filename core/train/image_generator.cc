@@ -350,8 +350,8 @@ const Eigen::MatrixXf& ImageGenerator::Forward(const Eigen::Ref<const Eigen::Mat
       ws->chunks_[j].rows = n * (j + 1) / num_chunks - ws->chunks_[j].start;
     }
   }
-  const int shards = static_cast<int>(
-      std::min<Eigen::Index>(pool == nullptr ? 1 : pool->threads(), std::max<Eigen::Index>(1, num_chunks)));
+  const int shards = static_cast<int>(std::min<Eigen::Index>(
+      pool == nullptr ? 1 : pool->threads(), std::max<Eigen::Index>(1, num_chunks)));
   ws->shards_.resize(shards);
   const Eigen::MatrixXf& trunk = ws->act_.back();
   RunShards(pool, shards, [&](int s) {

@@ -125,10 +125,11 @@ class ImageGenerator {
   const Eigen::VectorXf& running_statistics() const { return running_; }
 
   // Images for latent codes `code` (n x code_dim, n >= 2 in training) and
-  // `labels` (n values in [0, num_classes), not checked: the hot path). training: BN normalises with
-  // the batch's statistics and updates the running ones (PyTorch's train
-  // mode); otherwise BN uses the running statistics (eval mode). `pool` may
-  // be null (one thread). The result lives in `workspace`.
+  // `labels` (n values in [0, num_classes), not checked: the hot path).
+  // training: BN normalises with the batch's statistics and updates the
+  // running ones (PyTorch's train mode); otherwise BN uses the running
+  // statistics (eval mode). `pool` may be null (one thread). The result
+  // lives in `workspace`.
   const Eigen::MatrixXf& Forward(const Eigen::Ref<const Eigen::MatrixXf>& code,
                                  const Eigen::Ref<const Eigen::VectorXi>& labels, bool training,
                                  ImageGeneratorWorkspace* workspace, ShardPool* pool = nullptr);

@@ -243,7 +243,8 @@ TEST(ImageGeneratorTest, ConvolutionalMatchesComposedNnLayers) {
   h = up(h, {8, 4, 4});
   h = conv(h, {8, 8, 8}, 1);
   EXPECT_EQ(offset, params.size());
-  const Eigen::MatrixXf expected = h.unaryExpr([](float v) { return 1.0f / (1.0f + std::exp(-v)); });
+  const Eigen::MatrixXf expected =
+      h.unaryExpr([](float v) { return 1.0f / (1.0f + std::exp(-v)); });
   EXPECT_LT((images - expected).cwiseAbs().maxCoeff(), 1e-5f);
 }
 
