@@ -51,6 +51,7 @@
 #include "core/data/schema.h"
 #include "core/embed/labelled_embedding.h"
 #include "core/eval/cnn_classifier.h"
+#include "core/eval/image_judge.h"
 #include "core/eval/logistic_regression.h"
 #include "core/privacy/calibration.h"
 #include "core/privacy/noise_source.h"
@@ -223,35 +224,6 @@ double SecondsSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-// Bilinear resize of each row to size x size (half-pixel centres, as
-// bench/fmnist_judge and torchvision's Resize).
-Eigen::MatrixXf Resize(const Eigen::MatrixXf& images, int height, int width, int size) {
-  if (size <= 0) return images;
-  Eigen::MatrixXf out(images.rows(), Eigen::Index{size} * size);
-  auto axis = [size](int in, int d, int* lo, int* hi, float* frac) {
-    const float src = std::clamp((static_cast<float>(d) + 0.5f) * static_cast<float>(in) /
-                                         static_cast<float>(size) -
-                                     0.5f,
-                                 0.0f, static_cast<float>(in - 1));
-    *lo = static_cast<int>(src);
-    *hi = std::min(*lo + 1, in - 1);
-    *frac = src - static_cast<float>(*lo);
-  };
-  for (int y = 0; y < size; ++y) {
-    int y0, y1;
-    float fy;
-    axis(height, y, &y0, &y1, &fy);
-    for (int x = 0; x < size; ++x) {
-      int x0, x1;
-      float fx;
-      axis(width, x, &x0, &x1, &fx);
-      out.col(y * size + x) =
-          (1 - fy) * ((1 - fx) * images.col(y0 * width + x0) + fx * images.col(y0 * width + x1)) +
-          fy * ((1 - fx) * images.col(y1 * width + x0) + fx * images.col(y1 * width + x1));
-    }
-  }
-  return out;
-}
 
 // The image dataset as the release units read it until the image column
 // type lands: 784 numeric pixel columns declared in [0, 1] and a
@@ -288,7 +260,8 @@ struct Judge {
 absl::Status JudgeRow(const Flags& flags, const Judge& judge, const Eigen::MatrixXf& images,
                       const std::vector<int>& labels, RowResult* row) {
   const auto start = std::chrono::steady_clock::now();
-  const Eigen::MatrixXf cnn_train = Resize(images, 28, 28, judge.resize);
+  const Eigen::MatrixXf cnn_train =
+      judge.resize > 0 ? eval::ResizeImages(images, 28, 28, judge.resize) : images;
   for (int seed = 0; seed < flags.seeds; ++seed) {
     eval::CnnClassifierOptions options;
     options.seed = static_cast<uint64_t>(seed);
@@ -568,7 +541,8 @@ int main(int argc, char** argv) {
   judge.resize = flags.resize;
   judge.side = flags.resize > 0 ? flags.resize : 28;
   const Eigen::MatrixXf test_images = eval::ImageMatrix(*test_set);
-  judge.test_cnn = Resize(test_images, 28, 28, flags.resize);
+  judge.test_cnn =
+      flags.resize > 0 ? eval::ResizeImages(test_images, 28, 28, flags.resize) : test_images;
   judge.test_lr = test_images.cast<double>();
   judge.test_labels = test_set->labels;
   std::printf("Fashion-MNIST: %lld train, %lld test images (loaded in %.1f s); %d thread(s); "

@@ -29,6 +29,7 @@
 #include "Eigen/Core"
 #include "core/data/idx.h"
 #include "core/eval/cnn_classifier.h"
+#include "core/eval/image_judge.h"
 #include "core/eval/logistic_regression.h"
 
 namespace {
@@ -87,35 +88,6 @@ Flags ParseFlags(int argc, char** argv) {
   return flags;
 }
 
-// Bilinear resize of each row (a height x width image) to size x size, with
-// the half-pixel-centre convention of PIL's and torchvision's Resize:
-// source coordinate (d + 0.5) * in / out - 0.5, clamped to the image.
-Eigen::MatrixXf Resize(const Eigen::MatrixXf& images, int height, int width, int size) {
-  Eigen::MatrixXf out(images.rows(), Eigen::Index{size} * size);
-  auto axis = [size](int in, int d, int* lo, int* hi, float* frac) {
-    const float src = std::clamp((static_cast<float>(d) + 0.5f) * static_cast<float>(in) /
-                                         static_cast<float>(size) -
-                                     0.5f,
-                                 0.0f, static_cast<float>(in - 1));
-    *lo = static_cast<int>(src);
-    *hi = std::min(*lo + 1, in - 1);
-    *frac = src - static_cast<float>(*lo);
-  };
-  for (int y = 0; y < size; ++y) {
-    int y0, y1;
-    float fy;
-    axis(height, y, &y0, &y1, &fy);
-    for (int x = 0; x < size; ++x) {
-      int x0, x1;
-      float fx;
-      axis(width, x, &x0, &x1, &fx);
-      out.col(y * size + x) =
-          (1 - fy) * ((1 - fx) * images.col(y0 * width + x0) + fx * images.col(y0 * width + x1)) +
-          fy * ((1 - fx) * images.col(y1 * width + x0) + fx * images.col(y1 * width + x1));
-    }
-  }
-  return out;
-}
 
 double SecondsSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -156,11 +128,11 @@ int main(int argc, char** argv) {
   const Eigen::MatrixXf test_images = eval::ImageMatrix(*test);
   const int side = flags.resize > 0 ? flags.resize : static_cast<int>(train->height);
   const Eigen::MatrixXf cnn_train =
-      flags.resize > 0 ? Resize(train_images, static_cast<int>(train->height),
+      flags.resize > 0 ? eval::ResizeImages(train_images, static_cast<int>(train->height),
                                 static_cast<int>(train->width), side)
                        : train_images;
   const Eigen::MatrixXf cnn_test =
-      flags.resize > 0 ? Resize(test_images, static_cast<int>(test->height),
+      flags.resize > 0 ? eval::ResizeImages(test_images, static_cast<int>(test->height),
                                 static_cast<int>(test->width), side)
                        : test_images;
   std::printf("Fashion-MNIST: %lld train, %lld test images (loaded in %.1f s); %d thread(s)\n\n",
