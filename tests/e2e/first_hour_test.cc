@@ -23,90 +23,30 @@
 #include <thread>
 #include <vector>
 
+#include "tests/e2e/local_server.h"
+
+namespace dpcurator {
 namespace {
 
 namespace fs = std::filesystem;
 
-struct CliRun {
-  int exit_code = -1;
-  std::string out;
-  std::string err;
-};
+using e2e::CliRun;
+using e2e::ReadAll;
 
-std::string ReadAll(const fs::path& path) {
-  std::ifstream input(path);
-  std::stringstream buffer;
-  buffer << input.rdbuf();
-  return buffer.str();
-}
-
-// A local server on a temporary database, plaintext, with one curator and
-// one analyst token; stopped when the fixture ends.
-class FirstHourTest : public ::testing::Test {
+class FirstHourTest : public e2e::LocalServerTest {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("dpc_first_hour_" + std::to_string(getpid()) + "_" +
-            std::to_string(std::chrono::steady_clock::now().time_since_epoch().count()));
-    fs::create_directories(dir_);
-    std::ofstream(dir_ / "tokens.txt") << "curator curator-token-e2e\nanalyst analyst-token-e2e\n"
-                                          "device device-token-e2e-0\n";
-    const std::string port_file = (dir_ / "port").string();
-    pid_ = fork();
-    ASSERT_GE(pid_, 0);
-    if (pid_ == 0) {
-      FILE* log = std::freopen((dir_ / "server.log").c_str(), "w", stderr);
-      (void)log;
-      const std::string db = "--db=" + (dir_ / "curator.db").string();
-      const std::string tokens = "--tokens=" + (dir_ / "tokens.txt").string();
-      const std::string port = "--port_file=" + port_file;
-      execl(DPC_SERVER, DPC_SERVER, db.c_str(), "--listen=127.0.0.1:0", tokens.c_str(),
-            "--insecure_dev", port.c_str(), static_cast<char*>(nullptr));
-      std::_Exit(127);
-    }
-    for (int i = 0; i < 600 && address_.empty(); ++i) {
-      std::ifstream input(port_file);
-      int port = 0;
-      if (input >> port && port > 0) address_ = "127.0.0.1:" + std::to_string(port);
-      if (address_.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-    ASSERT_FALSE(address_.empty()) << ReadAll(dir_ / "server.log");
-  }
-
-  void TearDown() override {
-    if (pid_ > 0) {
-      kill(pid_, SIGTERM);
-      waitpid(pid_, nullptr, 0);
-    }
-    std::error_code ignored;
-    fs::remove_all(dir_, ignored);
+    StartServer("dpc_first_hour_",
+                "curator curator-token-e2e\nanalyst analyst-token-e2e\n"
+                "device device-token-e2e-0\n");
   }
 
   // Runs the CLI in the work directory with `env` (VAR=value ...) prepended;
-  // stdout and stderr are captured apart (neither is a terminal).
+  // the connection comes from the environment only (issue 11 C: --insecure
+  // and every connection flag from DPCURATOR_*, Env(token)).
   CliRun Cli(const std::string& arguments, const std::string& env = "") {
-    const fs::path out = dir_ / "stdout.txt";
-    const fs::path err = dir_ / "stderr.txt";
-    const std::string command = "cd '" + dir_.string() + "' && env " + env + " " + DPC_CLI + " " +
-                                arguments + " >'" + out.string() + "' 2>'" + err.string() +
-                                "' </dev/null";
-    const int status = std::system(command.c_str());
-    CliRun run;
-    run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    run.out = ReadAll(out);
-    run.err = ReadAll(err);
-    return run;
+    return RunCli(arguments, env);
   }
-
-  // The connection, from the environment only (issue 11 C: --insecure and
-  // every connection flag from DPCURATOR_*).
-  std::string Env(const std::string& token) const {
-    return "DPCURATOR_SERVER=" + address_ + " DPCURATOR_TOKEN=" + token + " DPCURATOR_INSECURE=1";
-  }
-
-  fs::path dir_;
-  pid_t pid_ = -1;
-  std::string address_;
 };
 
 // Writes a German-credit-like ARFF file: the attribute names, types and
@@ -444,3 +384,4 @@ TEST_F(FirstHourTest, DeviceRefusesParametersWeakerThanItsCeiling) {
 }
 
 }  // namespace
+}  // namespace dpcurator

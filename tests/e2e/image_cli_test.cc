@@ -25,22 +25,15 @@
 
 #include "core/data/png_folder.h"
 
+#include "tests/e2e/local_server.h"
+
+namespace dpcurator {
 namespace {
 
 namespace fs = std::filesystem;
 
-struct CliRun {
-  int exit_code = -1;
-  std::string out;
-  std::string err;
-};
-
-std::string ReadAll(const fs::path& path) {
-  std::ifstream input(path);
-  std::stringstream buffer;
-  buffer << input.rdbuf();
-  return buffer.str();
-}
+using e2e::CliRun;
+using e2e::ReadAll;
 
 void PutBigEndian32(std::string* out, uint32_t value) {
   for (int shift = 24; shift >= 0; shift -= 8) out->push_back(static_cast<char>(value >> shift));
@@ -72,59 +65,15 @@ IdxPair MakeImages(int count, int side, int classes, uint64_t seed) {
   return pair;
 }
 
-class ImageCliTest : public ::testing::Test {
+class ImageCliTest : public e2e::LocalServerTest {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("dpc_image_cli_" + std::to_string(getpid()) + "_" +
-            std::to_string(std::chrono::steady_clock::now().time_since_epoch().count()));
-    fs::create_directories(dir_);
-    std::ofstream(dir_ / "tokens.txt")
-        << "curator curator-token-e2e\nanalyst analyst-token-e2e\ndevice device-token-e2e\n";
-    const std::string port_file = (dir_ / "port").string();
-    pid_ = fork();
-    ASSERT_GE(pid_, 0);
-    if (pid_ == 0) {
-      FILE* log = std::freopen((dir_ / "server.log").c_str(), "w", stderr);
-      (void)log;
-      const std::string db = "--db=" + (dir_ / "curator.db").string();
-      const std::string tokens = "--tokens=" + (dir_ / "tokens.txt").string();
-      const std::string port = "--port_file=" + port_file;
-      execl(DPC_SERVER, DPC_SERVER, db.c_str(), "--listen=127.0.0.1:0", tokens.c_str(),
-            "--insecure_dev", port.c_str(), static_cast<char*>(nullptr));
-      std::_Exit(127);
-    }
-    for (int i = 0; i < 600 && address_.empty(); ++i) {
-      std::ifstream input(port_file);
-      int port = 0;
-      if (input >> port && port > 0) address_ = "127.0.0.1:" + std::to_string(port);
-      if (address_.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-    ASSERT_FALSE(address_.empty()) << ReadAll(dir_ / "server.log");
-  }
-
-  void TearDown() override {
-    if (pid_ > 0) {
-      kill(pid_, SIGTERM);
-      waitpid(pid_, nullptr, 0);
-    }
-    std::error_code ignored;
-    fs::remove_all(dir_, ignored);
+    StartServer("dpc_image_cli_",
+                "curator curator-token-e2e\nanalyst analyst-token-e2e\ndevice device-token-e2e\n");
   }
 
   CliRun Cli(const std::string& arguments, const std::string& token = "curator-token-e2e") {
-    const fs::path out = dir_ / "stdout.txt";
-    const fs::path err = dir_ / "stderr.txt";
-    const std::string command = "cd '" + dir_.string() + "' && env DPCURATOR_SERVER=" + address_ +
-                                " DPCURATOR_TOKEN=" + token + " DPCURATOR_INSECURE=1 " + DPC_CLI +
-                                " " + arguments + " >'" + out.string() + "' 2>'" + err.string() +
-                                "' </dev/null";
-    const int status = std::system(command.c_str());
-    CliRun run;
-    run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    run.out = ReadAll(out);
-    run.err = ReadAll(err);
-    return run;
+    return RunCli(arguments, Env(token));
   }
 
   // `datasets create --images 28x28 --classes 10`: the new dataset's id.
@@ -149,9 +98,6 @@ class ImageCliTest : public ::testing::Test {
     return nlohmann::json::parse(run.out)["total_rows"].get<int64_t>();
   }
 
-  fs::path dir_;
-  pid_t pid_ = -1;
-  std::string address_;
 };
 
 TEST_F(ImageCliTest, CreateUploadIdxAndRelease) {
@@ -495,3 +441,4 @@ TEST_F(ImageCliTest, LocalDpImageCollectionToSamples) {
 }
 
 }  // namespace
+}  // namespace dpcurator

@@ -1,0 +1,109 @@
+#ifndef DPCURATOR_TESTS_E2E_LOCAL_SERVER_H_
+#define DPCURATOR_TESTS_E2E_LOCAL_SERVER_H_
+
+// The end-to-end tests' harness: a real dpcurator-server (DPC_SERVER) on a
+// free loopback port in a fresh directory, plaintext with bootstrap tokens,
+// and the real CLI (DPC_CLI) run in that directory with stdout and stderr
+// captured apart (neither is a terminal).
+
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+
+namespace dpcurator::e2e {
+
+namespace fs = std::filesystem;
+
+struct CliRun {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+inline std::string ReadAll(const fs::path& path) {
+  std::ifstream input(path);
+  std::stringstream buffer;
+  buffer << input.rdbuf();
+  return buffer.str();
+}
+
+class LocalServerTest : public ::testing::Test {
+ protected:
+  // Starts the server in a new directory named `prefix`<pid>_<time> with a
+  // --tokens file holding `tokens` ("<role> <token>" lines).
+  void StartServer(const std::string& prefix, const std::string& tokens) {
+    dir_ = fs::temp_directory_path() /
+           (prefix + std::to_string(getpid()) + "_" +
+            std::to_string(std::chrono::steady_clock::now().time_since_epoch().count()));
+    fs::create_directories(dir_);
+    std::ofstream(dir_ / "tokens.txt") << tokens;
+    const std::string port_file = (dir_ / "port").string();
+    pid_ = fork();
+    ASSERT_GE(pid_, 0);
+    if (pid_ == 0) {
+      FILE* log = std::freopen((dir_ / "server.log").c_str(), "w", stderr);
+      (void)log;
+      const std::string db = "--db=" + (dir_ / "curator.db").string();
+      const std::string token_file = "--tokens=" + (dir_ / "tokens.txt").string();
+      const std::string port = "--port_file=" + port_file;
+      execl(DPC_SERVER, DPC_SERVER, db.c_str(), "--listen=127.0.0.1:0", token_file.c_str(),
+            "--insecure_dev", port.c_str(), static_cast<char*>(nullptr));
+      std::_Exit(127);
+    }
+    for (int i = 0; i < 600 && address_.empty(); ++i) {
+      std::ifstream input(port_file);
+      int port = 0;
+      if (input >> port && port > 0) address_ = "127.0.0.1:" + std::to_string(port);
+      if (address_.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    ASSERT_FALSE(address_.empty()) << ReadAll(dir_ / "server.log");
+  }
+
+  void TearDown() override {
+    if (pid_ > 0) {
+      kill(pid_, SIGTERM);
+      waitpid(pid_, nullptr, 0);
+    }
+    std::error_code ignored;
+    fs::remove_all(dir_, ignored);
+  }
+
+  // Runs `dpcurator arguments` in the directory with `env` (VAR=value ...)
+  // prepended.
+  CliRun RunCli(const std::string& arguments, const std::string& env) {
+    const fs::path out = dir_ / "stdout.txt";
+    const fs::path err = dir_ / "stderr.txt";
+    const std::string command = "cd '" + dir_.string() + "' && env " + env + " " + DPC_CLI + " " +
+                                arguments + " >'" + out.string() + "' 2>'" + err.string() +
+                                "' </dev/null";
+    const int status = std::system(command.c_str());
+    CliRun run;
+    run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    run.out = ReadAll(out);
+    run.err = ReadAll(err);
+    return run;
+  }
+
+  // The connection to this server, from the environment only.
+  std::string Env(const std::string& token) const {
+    return "DPCURATOR_SERVER=" + address_ + " DPCURATOR_TOKEN=" + token + " DPCURATOR_INSECURE=1";
+  }
+
+  fs::path dir_;
+  pid_t pid_ = -1;
+  std::string address_;
+};
+
+}  // namespace dpcurator::e2e
+
+#endif  // DPCURATOR_TESTS_E2E_LOCAL_SERVER_H_
