@@ -258,6 +258,42 @@ class IterateAverage {
   Eigen::VectorXd average_;
 };
 
+// Minibatches of reports without replacement within an epoch: a fresh
+// Fisher-Yates shuffle of the row indices per pass, drawn from the
+// trainer's one PublicRng (so the double and float paths see the same
+// batches for the same seed).
+class EpochBatcher {
+ public:
+  explicit EpochBatcher(Eigen::Index rows) : order_(static_cast<size_t>(rows)) {
+    std::iota(order_.begin(), order_.end(), Eigen::Index{0});
+    cursor_ = order_.size();
+  }
+  // Copies the next batch.rows() reports into `batch`.
+  template <typename Matrix>
+  void Next(const Matrix& reports, PublicRng* rng, Matrix* batch) {
+    for (Eigen::Index r = 0; r < batch->rows(); ++r) {
+      if (cursor_ == order_.size()) {
+        for (size_t i = order_.size() - 1; i > 0; --i) {
+          std::swap(order_[i], order_[rng->UniformInt(i + 1)]);
+        }
+        cursor_ = 0;
+      }
+      batch->row(r) = reports.row(order_[cursor_++]);
+    }
+  }
+
+ private:
+  std::vector<Eigen::Index> order_;
+  size_t cursor_ = 0;
+};
+
+// The learning rate of step `step` (1-based): linear decay to
+// final_learning_rate_fraction over the run.
+double StepLearningRate(const SinkhornTrainerOptions& options, int step) {
+  const double progress = static_cast<double>(step - 1) / options.steps;
+  return options.learning_rate * (1.0 - (1.0 - options.final_learning_rate_fraction) * progress);
+}
+
 }  // namespace
 
 absl::StatusOr<TrainedPointGenerator> TrainSinkhornGenerator(
@@ -278,9 +314,7 @@ absl::StatusOr<TrainedPointGenerator> TrainSinkhornGenerator(
   PublicRng rng(options.seed ^ 0x51C4C0A7D1E5ULL);
   // Minibatches of reports without replacement within an epoch (a fresh
   // Fisher-Yates shuffle of the indices per pass).
-  std::vector<Eigen::Index> order(reports.rows());
-  std::iota(order.begin(), order.end(), Eigen::Index{0});
-  size_t cursor = order.size();
+  EpochBatcher batcher(reports.rows());
   Eigen::MatrixXd report_batch(batch, reports.cols());
   Eigen::MatrixXd z(batch, generator.latent_dim());
   Eigen::VectorXd grad_params(generator.num_parameters());
@@ -290,18 +324,8 @@ absl::StatusOr<TrainedPointGenerator> TrainSinkhornGenerator(
   TrainedPointGenerator trained{std::move(generator)};
   PointGenerator& g = trained.generator;
   for (int step = 1; step <= options.steps; ++step) {
-    const double progress = static_cast<double>(step - 1) / options.steps;
-    DPC_RETURN_IF_ERROR(adam.SetLearningRate(
-        options.learning_rate * (1.0 - (1.0 - options.final_learning_rate_fraction) * progress)));
-    for (int r = 0; r < batch; ++r) {
-      if (cursor == order.size()) {
-        for (size_t i = order.size() - 1; i > 0; --i) {
-          std::swap(order[i], order[rng.UniformInt(i + 1)]);
-        }
-        cursor = 0;
-      }
-      report_batch.row(r) = reports.row(order[cursor++]);
-    }
+    DPC_RETURN_IF_ERROR(adam.SetLearningRate(StepLearningRate(options, step)));
+    batcher.Next(reports, &rng, &report_batch);
     g.DrawLatents(&rng, &z);
     const Eigen::MatrixXd& generated = g.Forward(z, &workspace);
 
@@ -365,9 +389,7 @@ absl::StatusOr<TrainedPointGenerator> TrainSinkhornGeneratorFloat(
   // The same random streams as the double path: one PublicRng for the
   // epoch shuffles and the latents.
   PublicRng rng(options.seed ^ 0x51C4C0A7D1E5ULL);
-  std::vector<Eigen::Index> order(reports.rows());
-  std::iota(order.begin(), order.end(), Eigen::Index{0});
-  size_t cursor = order.size();
+  EpochBatcher batcher(reports.rows());
 
   // Every per-step buffer, allocated once (the Sinkhorn solver and the
   // assignment keep their own B x B buffers per call).
@@ -388,18 +410,8 @@ absl::StatusOr<TrainedPointGenerator> TrainSinkhornGeneratorFloat(
   TrainedPointGenerator trained{std::move(generator)};
   PointGenerator& g = trained.generator;
   for (int step = 1; step <= options.steps; ++step) {
-    const double progress = static_cast<double>(step - 1) / options.steps;
-    DPC_RETURN_IF_ERROR(adam.SetLearningRate(
-        options.learning_rate * (1.0 - (1.0 - options.final_learning_rate_fraction) * progress)));
-    for (int r = 0; r < batch; ++r) {
-      if (cursor == order.size()) {
-        for (size_t i = order.size() - 1; i > 0; --i) {
-          std::swap(order[i], order[rng.UniformInt(i + 1)]);
-        }
-        cursor = 0;
-      }
-      report_batch.row(r) = reports.row(order[cursor++]);
-    }
+    DPC_RETURN_IF_ERROR(adam.SetLearningRate(StepLearningRate(options, step)));
+    batcher.Next(reports, &rng, &report_batch);
     // Uniform[-1, 1) latents, column by column as PublicRng::FillUniform.
     for (Eigen::Index j = 0; j < z.cols(); ++j) {
       for (Eigen::Index i = 0; i < z.rows(); ++i) {
