@@ -286,21 +286,8 @@ absl::Status RunTrainSinkhorn(const ParsedArgs& args) {
     if (args.IsDefault("batch-size")) options.batch_size = 200;
     if (args.IsDefault("steps")) options.steps = 500;
   }
-  const bool quiet = args.Flag("quiet");
-  const auto start = std::chrono::steady_clock::now();
-  Progress progress;
-  options.progress = [&](int step, double loss) {
-    if (quiet) return;
-    const double seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    const std::string line = absl::StrFormat("train sinkhorn: step %6d / %d  loss %.6f  %.1fs",
-                                             step, options.steps, loss, seconds);
-    if (step == options.steps) {
-      progress.Finish(line);
-    } else {
-      progress.Update(line);
-    }
-  };
+  StepProgress progress("train sinkhorn", options.steps, args.Flag("quiet"));
+  options.progress = progress.Callback();
   auto model = TrainSinkhornModel(reports, options, kModelFormatVersion);
   if (!model.ok()) return model.status();
   if (auto s = WriteProtoFile(*model, args.Get("out")); !s.ok()) return s;

@@ -117,22 +117,9 @@ absl::Status RunTrainImages(const ParsedArgs& args, const v1::Release& release,
     return absl::InvalidArgumentError(
         "--hidden and --noise-dim shape table generators; for images choose --generator fc|conv");
   }
-  const bool quiet = args.Flag("quiet");
-  const auto start = std::chrono::steady_clock::now();
-  Progress progress;
-  options.progress = [&](int step, double loss) {
-    if (quiet) return;
-    const double seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    const std::string line =
-        absl::StrFormat("train %s (images, %s generator): step %6d / %d  loss %.6f  %.1fs",
-                        method, generator, step, options.steps, loss, seconds);
-    if (step == options.steps) {
-      progress.Finish(line);
-    } else {
-      progress.Update(line);
-    }
-  };
+  StepProgress progress(absl::StrFormat("train %s (images, %s generator)", method, generator),
+                        options.steps, args.Flag("quiet"));
+  options.progress = progress.Callback();
   absl::StatusOr<v1::GeneratorModel> model;
   if (method == "pearl") {
     options.use_critic = !args.Flag("no-critic");
@@ -180,21 +167,8 @@ absl::Status RunTrain(const ParsedArgs& args, const std::string& method) {
   }
   auto options = TrainerOptionsFromArgs(args);
   if (!options.ok()) return options.status();
-  const bool quiet = args.Flag("quiet");
-  const auto start = std::chrono::steady_clock::now();
-  Progress progress;
-  options->progress = [&](int step, double loss) {
-    if (quiet) return;
-    const double seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    const std::string line = absl::StrFormat("train %s: step %6d / %d  loss %.6f  %.1fs", method,
-                                             step, options->steps, loss, seconds);
-    if (step == options->steps) {
-      progress.Finish(line);
-    } else {
-      progress.Update(line);
-    }
-  };
+  StepProgress progress(absl::StrCat("train ", method), options->steps, args.Flag("quiet"));
+  options->progress = progress.Callback();
   absl::StatusOr<v1::GeneratorModel> model;
   if (method == "pearl") {
     PearlOptions pearl;

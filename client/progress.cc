@@ -2,6 +2,8 @@
 
 #include <unistd.h>
 
+#include "absl/strings/str_format.h"
+
 namespace dpcurator::client {
 
 Progress::Progress()
@@ -42,6 +44,21 @@ void Progress::Finish(const std::string& line) {
   std::fflush(out_);
   printed_any_ = true;
   last_printed_ = clock_();
+}
+
+std::function<void(int step, double loss)> StepProgress::Callback() {
+  return [this](int step, double loss) {
+    if (quiet_) return;
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    const std::string line = absl::StrFormat("%s: step %6d / %d  loss %.6f  %.1fs", label_, step,
+                                             total_steps_, loss, seconds);
+    if (step == total_steps_) {
+      progress_.Finish(line);
+    } else {
+      progress_.Update(line);
+    }
+  };
 }
 
 }  // namespace dpcurator::client

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <functional>
 #include <string>
+#include <utility>
 
 namespace dpcurator::client {
 
@@ -37,6 +38,24 @@ class Progress {
   bool printed_any_ = false;
   std::chrono::steady_clock::time_point last_printed_;
   size_t last_width_ = 0;
+};
+
+// A trainer's progress callback: "<label>: step S / N  loss L  Ts", the
+// line at step N finished; nothing when `quiet`. The callback refers to
+// this object: keep it alive while training.
+class StepProgress {
+ public:
+  StepProgress(std::string label, int total_steps, bool quiet)
+      : label_(std::move(label)), total_steps_(total_steps), quiet_(quiet) {}
+
+  std::function<void(int step, double loss)> Callback();
+
+ private:
+  std::string label_;
+  int total_steps_;
+  bool quiet_;
+  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+  Progress progress_;
 };
 
 }  // namespace dpcurator::client
