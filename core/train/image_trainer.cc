@@ -249,7 +249,7 @@ absl::StatusOr<TrainedImageGenerator> TrainImagePearl(
   critic_adam_options.maximize = true;  // sup over omega (Eq. 1)
   DPC_ASSIGN_OR_RETURN(nn::Adam critic_adam,
                        nn::Adam::Create(critic.precisions().size(), critic_adam_options));
-  Eigen::VectorXd per_frequency_loss, precisions;
+  Eigen::VectorXd per_frequency_loss;
   const ClassMeanLoss loss = [&](const Eigen::MatrixXd& means, Eigen::MatrixXd* grad) {
     return PearlMeanLoss(target.class_means, means, critic.weights(), &per_frequency_loss, grad);
   };
@@ -259,16 +259,8 @@ absl::StatusOr<TrainedImageGenerator> TrainImagePearl(
     if (!options.use_critic || step % options.generator_steps_per_critic_step != 0) continue;
     // Critic ascent on a fresh batch, generator in BN eval mode (pearl.md
     // 1.2 H [code]).
-    PearlMeanLoss(target.class_means, fit.Draw(/*training=*/false), critic.weights(),
-                  &per_frequency_loss, /*grad_means=*/nullptr);
-    const Eigen::VectorXd critic_grad = critic.Gradient(per_frequency_loss);
-    if (!critic_grad.allFinite()) {
-      return absl::InternalError(
-          absl::StrCat("critic diverged at step ", step, " (non-finite gradient)"));
-    }
-    precisions = critic.precisions();
-    DPC_RETURN_IF_ERROR(critic_adam.Step(precisions, critic_grad));
-    DPC_RETURN_IF_ERROR(critic.SetPrecisions(precisions));
+    DPC_RETURN_IF_ERROR(critic.AscentStep(target.class_means, fit.Draw(/*training=*/false), step,
+                                          &critic_adam));
   }
   return TrainedImageGenerator{std::move(fit.generator()), last, options.steps};
 }

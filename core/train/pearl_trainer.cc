@@ -48,6 +48,20 @@ void PearlCritic::UpdateWeights() {
   weights_ /= weights_.sum();
 }
 
+absl::Status PearlCritic::AscentStep(const Eigen::MatrixXd& target_means,
+                                     const Eigen::MatrixXd& generated_means, int step,
+                                     nn::Adam* adam) {
+  PearlMeanLoss(target_means, generated_means, weights_, &ascent_loss_, /*grad_means=*/nullptr);
+  const Eigen::VectorXd gradient = Gradient(ascent_loss_);
+  if (!gradient.allFinite()) {
+    return absl::InternalError(
+        absl::StrCat("critic diverged at step ", step, " (non-finite gradient)"));
+  }
+  ascent_precisions_ = precisions_;
+  DPC_RETURN_IF_ERROR(adam->Step(ascent_precisions_, gradient));
+  return SetPrecisions(ascent_precisions_);
+}
+
 Eigen::VectorXd PearlCritic::Gradient(const Eigen::VectorXd& per_frequency_loss) const {
   // dL/ds_l = -sum_i alpha_i (f_i - L) t_il^2 / 2 (pearl.md 1.2 F).
   const double loss = weights_.dot(per_frequency_loss);
@@ -126,7 +140,6 @@ absl::StatusOr<TrainedPearlGenerator> TrainPearlGenerator(
                        nn::Adam::Create(critic.precisions().size(), critic_adam_options));
 
   Eigen::VectorXd per_frequency_loss;
-  Eigen::VectorXd precisions;
   int critic_steps = 0;
   // Generator step: descent on L(theta) at fixed alpha (Alg. 1 line 18).
   const ClassMeanLoss loss = [&](const Eigen::MatrixXd& class_means,
@@ -141,16 +154,8 @@ absl::StatusOr<TrainedPearlGenerator> TrainPearlGenerator(
     if (!options.use_critic || step % options.generator_steps_per_critic_step != 0) {
       return absl::OkStatus();
     }
-    PearlMeanLoss(target.class_means, draw_class_means(), critic.weights(), &per_frequency_loss,
-                  /*grad_means=*/nullptr);
-    const Eigen::VectorXd critic_grad = critic.Gradient(per_frequency_loss);
-    if (!critic_grad.allFinite()) {
-      return absl::InternalError(
-          absl::StrCat("critic diverged at step ", step, " (non-finite gradient)"));
-    }
-    precisions = critic.precisions();
-    DPC_RETURN_IF_ERROR(critic_adam.Step(precisions, critic_grad));
-    DPC_RETURN_IF_ERROR(critic.SetPrecisions(precisions));
+    DPC_RETURN_IF_ERROR(
+        critic.AscentStep(target.class_means, draw_class_means(), step, &critic_adam));
     ++critic_steps;
     return absl::OkStatus();
   };

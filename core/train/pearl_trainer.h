@@ -7,6 +7,7 @@
 #include "Eigen/Core"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "core/nn/adam.h"
 #include "core/data/encoder.h"
 #include "core/embed/charfn.h"
 #include "core/embed/labelled_embedding.h"
@@ -46,8 +47,20 @@ class PearlCritic {
   //   dL/ds_l = -sum_i alpha_i (f_i - L) t_il^2 / 2.
   Eigen::VectorXd Gradient(const Eigen::VectorXd& per_frequency_loss) const;
 
+  // One critic ascent step (Alg. 1, pearl.md 1.2 H): the loss of the
+  // generated class means against the target's under the current weights
+  // (PearlMeanLoss), its gradient in s, and one step of `adam` (made with
+  // maximize = true) on s. Internal when the gradient is not finite
+  // (`step` names the generator step in the message).
+  absl::Status AscentStep(const Eigen::MatrixXd& target_means,
+                          const Eigen::MatrixXd& generated_means, int step, nn::Adam* adam);
+
  private:
   void UpdateWeights();
+
+  // AscentStep's buffers, reused across steps.
+  Eigen::VectorXd ascent_loss_;
+  Eigen::VectorXd ascent_precisions_;
 
   Eigen::MatrixXd half_squared_frequencies_;  // t_il^2 / 2, k x d
   Eigen::VectorXd base_precisions_;           // s0, d
