@@ -1,0 +1,204 @@
+#include "core/release/dp_sgd.h"
+
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "core/privacy/discrete_noise.h"
+#include "core/util/status_macros.h"
+#include "core/util/validation.h"
+
+namespace dpcurator::release {
+namespace {
+
+// A clip norm this large makes no sense for gradients of [0, 1] rows and
+// keeps every grid value far inside the snapping range (discrete_noise.h).
+constexpr double kMaxClipNorm = 1e6;
+
+}  // namespace
+
+int DpSgdRowWidth(const data::FeatureLayout& layout, int num_classes) {
+  return layout.total_dim() + (num_classes > 1 ? num_classes : 0);
+}
+
+int DpSgdRowWidth(const data::Schema& schema) {
+  return DpSgdRowWidth(data::FeatureLayout::ForFeatures(schema), schema.num_classes());
+}
+
+Eigen::MatrixXd DpSgdRows(const EncodedRows& rows) {
+  const int features = rows.layout.total_dim();
+  const int width = DpSgdRowWidth(rows.layout, rows.num_classes);
+  Eigen::MatrixXd out = Eigen::MatrixXd::Zero(rows.num_rows(), width);
+  out.leftCols(features) = rows.features;
+  if (width > features) {
+    for (Eigen::Index i = 0; i < rows.num_rows(); ++i) out(i, features + rows.labels(i)) = 1.0;
+  }
+  return out;
+}
+
+std::string_view DpSgdLossName(DpSgdLoss loss) {
+  switch (loss) {
+    case DpSgdLoss::kReconstructionBce:
+      return "reconstruction_bce";
+    case DpSgdLoss::kWganCriticReal:
+      return "wgan_critic_real";
+  }
+  return "unknown";
+}
+
+absl::StatusOr<DpSgdKind::Params> DpSgdKind::Resolve(Params params, const data::Schema& schema) {
+  if (params.hidden.size() > static_cast<size_t>(kMaxDpSgdHiddenLayers)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("dp_sgd network has ", params.hidden.size(), " hidden layers; at most ",
+                     kMaxDpSgdHiddenLayers, " are accepted"));
+  }
+  for (size_t i = 0; i < params.hidden.size(); ++i) {
+    if (params.hidden[i] < 1 || params.hidden[i] > kMaxDpSgdWidth) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("dp_sgd hidden layer ", i, " has width ", params.hidden[i],
+                       "; widths must be in [1, ", kMaxDpSgdWidth, "]"));
+    }
+  }
+  if (params.activation == nn::Activation::kLeakyRelu) {
+    if (params.leaky_relu_slope == 0.0) params.leaky_relu_slope = kDefaultLeakyReluSlope;
+    DPC_RETURN_IF_ERROR(
+        ValidateInOpenUnitInterval(params.leaky_relu_slope, "dp_sgd leaky_relu_slope"));
+  }
+  DPC_RETURN_IF_ERROR(ValidateFinitePositive(params.clip_norm, "dp_sgd clip_norm"));
+  if (params.clip_norm > kMaxClipNorm) {
+    return absl::InvalidArgumentError(absl::StrCat("dp_sgd clip_norm must be at most ",
+                                                   kMaxClipNorm, ", got ", params.clip_norm));
+  }
+  // The divisor is public: declared here, never the batch's true size
+  // (which Poisson sampling keeps private; docs/privacy.md 2.9).
+  DPC_RETURN_IF_ERROR(ValidateFinitePositive(
+      params.expected_batch_size,
+      "dp_sgd expected_batch_size (the public divisor, e.g. sampling rate x dataset size)"));
+  const int width = DpSgdRowWidth(schema);
+  DPC_ASSIGN_OR_RETURN(const int64_t count, NumParameters(params, width));
+  if (count > kMaxDpSgdParameters) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "dp_sgd network has ", count, " parameters (rows of width ", width,
+        "); at most ", kMaxDpSgdParameters, " are accepted. Use fewer or narrower hidden layers"));
+  }
+  return params;
+}
+
+int DpSgdKind::OutputWidth(const Params& params, int row_width) {
+  return params.loss == DpSgdLoss::kWganCriticReal ? 1 : row_width;
+}
+
+nn::MlpOptions DpSgdKind::Network(const Params& params, int row_width) {
+  nn::MlpOptions options;
+  options.input_dim = row_width;
+  options.hidden = params.hidden;
+  options.output_dim = OutputWidth(params, row_width);
+  options.activation = params.activation;
+  options.leaky_relu_slope =
+      params.activation == nn::Activation::kLeakyRelu ? params.leaky_relu_slope
+                                                      : kDefaultLeakyReluSlope;
+  options.layer_norm = false;
+  return options;
+}
+
+absl::StatusOr<int64_t> DpSgdKind::NumParameters(const Params& params, int row_width) {
+  // Counted in 64 bits before nn::Mlp sees it, so an absurd declaration is
+  // refused by our limit rather than by an overflow.
+  int64_t count = 0;
+  int64_t fan_in = row_width;
+  for (int width : params.hidden) {
+    count += (fan_in + 1) * int64_t{width};
+    fan_in = width;
+  }
+  count += (fan_in + 1) * int64_t{OutputWidth(params, row_width)};
+  if (count > kMaxDpSgdParameters) return count;
+  DPC_ASSIGN_OR_RETURN(const Eigen::Index checked,
+                       nn::Mlp::CountParameters(Network(params, row_width)));
+  if (checked != count) {
+    return absl::InternalError("dp_sgd parameter count disagrees with the network's layout");
+  }
+  return count;
+}
+
+GaussianMechanismRecord DpSgdKind::Plan(const Params& /*resolved*/, double noise_multiplier) {
+  return GaussianMechanismRecord{{noise_multiplier}};
+}
+
+double DpSgdKind::Sensitivity(const Params& resolved, privacy::NeighbouringRelation relation) {
+  return relation == privacy::NeighbouringRelation::kAddRemove ? resolved.clip_norm
+                                                               : 2.0 * resolved.clip_norm;
+}
+
+absl::Status DpSgdKind::CheckParameters(const Params& resolved, int row_width,
+                                        const Eigen::Ref<const Eigen::VectorXd>& parameters) {
+  DPC_ASSIGN_OR_RETURN(const int64_t expected, NumParameters(resolved, row_width));
+  if (parameters.size() != expected) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "dp_sgd step parameters have length ", parameters.size(), "; the network declared at "
+        "open has ", expected, " (nn::Mlp::parameters() layout)"));
+  }
+  if (!parameters.allFinite()) {
+    return absl::InvalidArgumentError(
+        "dp_sgd step parameters contain a NaN or infinite value; send finite parameters");
+  }
+  return absl::OkStatus();
+}
+
+Eigen::MatrixXd DpSgdKind::LossGradient(const Params& resolved,
+                                        const Eigen::Ref<const Eigen::MatrixXd>& outputs,
+                                        const Eigen::Ref<const Eigen::MatrixXd>& rows) {
+  switch (resolved.loss) {
+    case DpSgdLoss::kReconstructionBce: {
+      // d/dz [max(z,0) - x z + log(1 + e^-|z|)] = sigmoid(z) - x, averaged
+      // over the D coordinates (nn.BCELoss of the reference, per example).
+      const double inv_width = 1.0 / static_cast<double>(outputs.cols());
+      return ((1.0 / (1.0 + (-outputs.array()).exp())) - rows.array()).matrix() * inv_width;
+    }
+    case DpSgdLoss::kWganCriticReal:
+      // L_i = -D(x_i): the critic lowers mean D(fake) - mean D(real).
+      return Eigen::MatrixXd::Constant(outputs.rows(), 1, -1.0);
+  }
+  return Eigen::MatrixXd::Zero(outputs.rows(), outputs.cols());
+}
+
+absl::Status DpSgdKind::ClippedGradientSum(const Params& resolved, const nn::Mlp& network,
+                                           const Eigen::Ref<const Eigen::MatrixXd>& rows,
+                                           nn::PerExampleWorkspace* workspace,
+                                           Eigen::VectorXd* sum) {
+  sum->setZero(network.num_parameters());
+  if (rows.rows() == 0) return absl::OkStatus();
+  const Eigen::MatrixXd& outputs = network.Forward(rows, workspace->mlp_workspace());
+  const Eigen::MatrixXd grad_output = LossGradient(resolved, outputs, rows);
+  return nn::AddClippedGradientSum(network, grad_output, resolved.clip_norm, workspace, sum);
+}
+
+absl::StatusOr<DpSgdKind::Result> DpSgdKind::Run(
+    const Params& resolved, const EncodedRows& batch, privacy::NeighbouringRelation relation,
+    double noise_multiplier, const Eigen::Ref<const Eigen::VectorXd>& parameters,
+    privacy::NoiseSource* noise) {
+  DPC_RETURN_IF_ERROR(ValidateFinitePositive(noise_multiplier, "Noise multiplier"));
+  const int width = DpSgdRowWidth(batch.layout, batch.num_classes);
+  DPC_RETURN_IF_ERROR(CheckParameters(resolved, width, parameters));
+  DPC_ASSIGN_OR_RETURN(nn::Mlp network,
+                       nn::Mlp::FromParameters(Network(resolved, width), parameters));
+  Result result;
+  nn::PerExampleWorkspace workspace;
+  DPC_RETURN_IF_ERROR(
+      ClippedGradientSum(resolved, network, DpSgdRows(batch), &workspace, &result.gradient));
+  // One Gaussian release of the whole clipped sum, snapped to the grid of
+  // s * Delta with discrete Gaussian noise (docs/privacy.md 4.2): the same
+  // noise path as the embedding kinds. A non-finite sum (a network whose
+  // forward pass overflows) fails here before anything is released, with
+  // a message naming no value.
+  result.sensitivity = Sensitivity(resolved, relation);
+  DPC_ASSIGN_OR_RETURN(const privacy::GridNoise grid_noise,
+                       privacy::AddGridGaussianNoise(result.gradient, noise_multiplier,
+                                                     result.sensitivity, noise));
+  result.applied_noise_stddev = grid_noise.scale();
+  // Public divisor: post-processing of the noisy sum.
+  result.divisor = resolved.expected_batch_size;
+  result.gradient /= result.divisor;
+  result.ran.noise_multipliers = {noise_multiplier};
+  return result;
+}
+
+}  // namespace dpcurator::release
