@@ -83,6 +83,7 @@ absl::Status EvalOptions::Validate() const {
   DPC_RETURN_IF_ERROR(logistic_regression.Validate());
   DPC_RETURN_IF_ERROR(gradient_boosted_trees.Validate());
   DPC_RETURN_IF_ERROR(fidelity.Validate());
+  DPC_RETURN_IF_ERROR(paper_metrics.Validate());
   if (compute_utility && classifiers.empty()) {
     return absl::InvalidArgumentError("Utility evaluation needs at least one classifier");
   }
@@ -189,6 +190,29 @@ absl::StatusOr<EvalReport> Evaluate(const data::Schema& schema, const data::Tabl
     if (real_train != nullptr) {
       DPC_ASSIGN_OR_RETURN(report.real_train_fidelity,
                            ComputeFidelity(schema, *real_train, real_test, options.fidelity));
+    }
+  }
+
+  if (options.compute_paper_metrics && !schema.image_index().has_value()) {
+    struct Candidate {
+      const char* name;
+      const data::Table* table;
+      std::optional<PaperMetrics>* out;
+    };
+    std::vector<Candidate> candidates = {{"synthetic", &synthetic, &report.paper_metrics}};
+    if (real_train != nullptr) {
+      candidates.push_back({"real training", real_train, &report.real_train_paper_metrics});
+    }
+    for (const Candidate& candidate : candidates) {
+      auto metrics =
+          ComputePaperMetrics(schema, *candidate.table, real_test, options.paper_metrics);
+      if (metrics.ok()) {
+        *candidate.out = *std::move(metrics);
+      } else {
+        report.warnings.push_back(absl::StrCat("The paper metrics of the ", candidate.name,
+                                               " rows were not computed: ",
+                                               metrics.status().message()));
+      }
     }
   }
   return report;

@@ -13,6 +13,7 @@
 #include "core/eval/fidelity.h"
 #include "core/eval/gradient_boosted_trees.h"
 #include "core/eval/logistic_regression.h"
+#include "core/eval/paper_metrics.h"
 
 namespace dpcurator::eval {
 
@@ -31,6 +32,10 @@ struct EvalOptions {
   bool compute_utility = true;
   bool compute_fidelity = true;
   FidelityOptions fidelity;
+  // DP-auto-GAN's three metrics and issue 17's shape checks
+  // (core/eval/paper_metrics.h), for schemas without an image column.
+  bool compute_paper_metrics = true;
+  PaperMetricsOptions paper_metrics;
 
   // A training table whose labels hold a single class cannot train a
   // classifier (a collapsed generator produces one).
@@ -88,6 +93,13 @@ struct EvalReport {
   // fidelity numbers should be read against. Set when a real training table
   // was given and fidelity is on.
   std::optional<FidelityReport> real_train_fidelity;
+  // ComputePaperMetrics(synthetic vs real test), and the same for the real
+  // training rows (the paper's "real" scores: dimension-wise prediction
+  // trained on real rows, and the sampling floor of the distances). Unset
+  // for an image schema or when the metrics are off; a failure of these
+  // metrics is a warning, not an error of the evaluation.
+  std::optional<PaperMetrics> paper_metrics;
+  std::optional<PaperMetrics> real_train_paper_metrics;
   // Human-readable notes (single-class training, skipped utility, ...).
   std::vector<std::string> warnings;
 };
@@ -101,6 +113,9 @@ struct EvalReport {
 //     data::ExtractLabels. With `real_train`, the same classifiers are also
 //     trained on it (the "real" baseline rows).
 //   - fidelity: ComputeFidelity(schema, synthetic, real_test).
+//   - paper metrics: ComputePaperMetrics(schema, synthetic, real_test), and
+//     with `real_train` also ComputePaperMetrics(schema, *real_train,
+//     real_test).
 // Fails with InvalidArgument when a table does not match the schema (see
 // ValidateTableForSchema) or the real test set lacks the classes a metric
 // needs (binary: both), and per options.single_class_policy.
