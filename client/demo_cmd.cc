@@ -412,6 +412,14 @@ absl::Status RunDemo(const ParsedArgs& args) {
                     "%.4f):\n%s",
                     r.method.c_str(), &r == &results[0] ? " (and the real-data reference)" : "",
                     average_auc(r.report), FormatEvalReport(r.report).c_str());
+        // The real reference (real train vs real test) was computed with the
+        // first method; every method's block shows it beside its own.
+        if (r.report.paper_metrics.has_value()) {
+          const auto& real = results[0].report.real_train_paper_metrics;
+          std::printf("%s", eval::FormatPaperMetrics(*r.report.paper_metrics,
+                                                     real.has_value() ? &*real : nullptr)
+                                .c_str());
+        }
         std::printf("[%s] timings: release %.2fs, train %.2fs, sample %.2fs, eval %.2fs\n",
                     r.method.c_str(), r.release_seconds, r.train_seconds, r.sample_seconds,
                     r.eval_seconds);

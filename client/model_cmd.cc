@@ -315,6 +315,63 @@ absl::Status RunSample(const ParsedArgs& args) {
   return absl::OkStatus();
 }
 
+// DP-auto-GAN's metrics and issue 17's shape checks (core/eval/paper_metrics.h).
+nlohmann::json PaperMetricsJson(const eval::PaperMetrics& m) {
+  nlohmann::json out;
+  if (m.dimension_wise.has_value()) {
+    nlohmann::json columns = nlohmann::json::array();
+    for (const auto& c : m.dimension_wise->columns) {
+      columns.push_back({{"column", c.column},
+                         {"metric", c.metric},
+                         {"score", c.score},
+                         {"constant_predictor", c.constant_predictor}});
+    }
+    out["dimension_wise_prediction"] = {{"columns", columns},
+                                        {"mean_score", m.dimension_wise->mean_score},
+                                        {"train_rows", m.dimension_wise->train_rows},
+                                        {"test_rows", m.dimension_wise->test_rows}};
+  }
+  if (m.three_way.triples > 0) {
+    out["three_way_marginals"] = {{"triples", m.three_way.triples},
+                                  {"mean_l1", m.three_way.mean_l1},
+                                  {"max_l1", m.three_way.max_l1},
+                                  {"max_triple", m.three_way.max_triple}};
+  }
+  const auto& w = m.pca_wasserstein;
+  out["pca_wasserstein"] = {{"score", w.score},
+                            {"w1", w.w1},
+                            {"explained_variance_ratio", w.explained_variance_ratio},
+                            {"diameter", w.diameter},
+                            {"sample_rows", w.sample_rows},
+                            {"repetitions", w.repetitions}};
+  nlohmann::json shape;
+  shape["named"] = nlohmann::json::array();
+  for (const auto& n : m.shape.named) {
+    shape["named"].push_back({{"name", n.name}, {"real", n.reference}, {"value", n.value}});
+  }
+  shape["point_masses"] = nlohmann::json::array();
+  for (const auto& p : m.shape.point_masses) {
+    shape["point_masses"].push_back({{"column", p.column},
+                                     {"value", p.value},
+                                     {"real", p.reference_share},
+                                     {"share", p.share}});
+  }
+  shape["dependencies"] = nlohmann::json::array();
+  for (const auto& f : m.shape.dependencies) {
+    shape["dependencies"].push_back({{"columns", {f.column_a, f.column_b}},
+                                     {"pairs", f.pairs},
+                                     {"agreement", f.agreement}});
+  }
+  shape["impossible_combinations"] = nlohmann::json::array();
+  for (const auto& c : m.shape.impossible) {
+    shape["impossible_combinations"].push_back(
+        {{"columns", {c.column_a, c.column_b}}, {"empty_cells", c.empty_cells}, {"share", c.share}});
+  }
+  shape["impossible_mean_share"] = m.shape.impossible_mean_share;
+  out["shape_checks"] = shape;
+  return out;
+}
+
 nlohmann::json EvalJson(const eval::EvalReport& report) {
   nlohmann::json out;
   out["num_classes"] = report.num_classes;
@@ -340,6 +397,12 @@ nlohmann::json EvalJson(const eval::EvalReport& report) {
                        {"correlation_mean_abs_difference",
                         report.fidelity->correlation_mean_abs_difference},
                        {"tv_distance_by_column", columns}};
+  }
+  if (report.paper_metrics.has_value()) {
+    out["paper_metrics"] = PaperMetricsJson(*report.paper_metrics);
+  }
+  if (report.real_train_paper_metrics.has_value()) {
+    out["real_train_paper_metrics"] = PaperMetricsJson(*report.real_train_paper_metrics);
   }
   out["warnings"] = report.warnings;
   return out;
@@ -450,6 +513,13 @@ absl::Status RunEval(const ParsedArgs& args) {
     std::printf("%s\n", EvalJson(*report).dump(2).c_str());
   } else {
     std::printf("%s", FormatEvalReport(*report).c_str());
+    if (report->paper_metrics.has_value()) {
+      std::printf("%s", eval::FormatPaperMetrics(*report->paper_metrics,
+                                                 report->real_train_paper_metrics.has_value()
+                                                     ? &*report->real_train_paper_metrics
+                                                     : nullptr)
+                            .c_str());
+    }
   }
   return absl::OkStatus();
 }
