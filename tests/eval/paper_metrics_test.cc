@@ -145,6 +145,31 @@ TEST(PcaWassersteinTest, UsesW1NotW2) {
   EXPECT_NEAR(result->score, 1.0 - 0.5 / std::sqrt(2.0), 1e-12);
 }
 
+TEST(PcaWassersteinTest, NormalisesBySqrtExplainedVarianceTimesDiameter) {
+  const data::Schema schema = Build(
+      data::Schema::Builder().AddNumeric("x", 0, 10).AddNumeric("y", 0, 10).AddNumeric("z", 0, 10));
+  // A full factorial, so the covariance is diagonal: encoded x in {0, .5}
+  // (variance .0625), y in {0, .2} (.01), z in {0, .1} (.0025). The top two
+  // axes are x and y: v = .0725 / .075. The candidate is the reference moved
+  // by +1 in x (+.1 encoded), along the first axis: W1 = .1 (a translation).
+  std::vector<std::vector<double>> reference_rows, candidate_rows;
+  for (double x : {0.0, 5.0}) {
+    for (double y : {0.0, 2.0}) {
+      for (double z : {0.0, 1.0}) {
+        reference_rows.push_back({x, y, z});
+        candidate_rows.push_back({x + 1, y, z});
+      }
+    }
+  }
+  const auto result =
+      PcaWassersteinScore(schema, MakeTable(candidate_rows), MakeTable(reference_rows), {});
+  ASSERT_TRUE(result.ok()) << result.status();
+  const double v = 0.0725 / 0.075;
+  EXPECT_NEAR(result->explained_variance_ratio, v, 1e-12);
+  EXPECT_NEAR(result->w1, 0.1, 1e-12);
+  EXPECT_NEAR(result->score, 1.0 - 0.1 / (std::sqrt(v) * std::sqrt(3.0)), 1e-12);
+}
+
 TEST(PcaWassersteinTest, OneHotBlocksCountTwiceInTheDiameter) {
   const data::Schema schema = Build(data::Schema::Builder()
                                         .AddNumeric("x", 0, 1)
@@ -162,12 +187,12 @@ TEST(PcaWassersteinTest, OneHotBlocksCountTwiceInTheDiameter) {
 
 TEST(DimensionWiseTest, ScoreHelpersMatchHandValues) {
   Eigen::VectorXi predicted(6), truth(6);
-  predicted << 1, 1, 0, 0, 1, 0;
+  predicted << 1, 1, 1, 0, 1, 0;
   truth << 1, 0, 0, 1, 1, 0;
-  // TP 2, FP 1, FN 1: F1 = 4 / 6.
-  EXPECT_DOUBLE_EQ(BinaryF1(predicted, truth, 1), 4.0 / 6.0);
-  // Class 0: TP 2, FP 1, FN 1 as well.
-  EXPECT_DOUBLE_EQ(BinaryF1(predicted, truth, 0), 4.0 / 6.0);
+  // Class 1: TP 2, FP 2, FN 1: F1 = 4 / 7. Class 0: TP 1, FP 1, FN 2: 2 / 5
+  // (scoring the wrong class would show).
+  EXPECT_DOUBLE_EQ(BinaryF1(predicted, truth, 1), 4.0 / 7.0);
+  EXPECT_DOUBLE_EQ(BinaryF1(predicted, truth, 0), 2.0 / 5.0);
   Eigen::VectorXd yhat(3), y(3);
   yhat << 1, 2, 4;
   y << 1, 2, 3;  // SSE 1, SST 2.
