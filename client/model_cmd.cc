@@ -611,7 +611,10 @@ std::vector<Command> ModelCommands() {
       "train-on-synthetic, test-on-real utility and marginal fidelity",
       "Fits logistic regression and gradient-boosted trees on the synthetic rows and scores\n"
       "them on real held-out rows (ROC-AUC and PR-AUC from scores); per-column total variation\n"
-      "distance and pairwise correlation difference.",
+      "distance and pairwise correlation difference; DP-auto-GAN's metrics (dimension-wise\n"
+      "prediction, 3-way marginal 2*TV, 2-way PCA Wasserstein score) and the shape checks\n"
+      "(point masses, one-to-one column pairs, level pairs absent from the real rows). With\n"
+      "--real-train, each is also shown for the real training rows.",
       {{"synthetic", "synthetic.csv", "synthetic CSV"},
        {"real", "", "real held-out CSV (header line)", false, true},
        {"real-train", "", "optional real training CSV: adds the train-on-real baseline rows"},
