@@ -1,0 +1,184 @@
+#ifndef DPCURATOR_CORE_TRAIN_AUTOGAN_TRAINER_H_
+#define DPCURATOR_CORE_TRAIN_AUTOGAN_TRAINER_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "Eigen/Core"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "core/data/encoder.h"
+#include "core/data/schema.h"
+#include "core/data/table.h"
+#include "core/nn/activation.h"
+#include "core/nn/mlp.h"
+#include "core/util/public_rng.h"
+
+namespace dpcurator::train {
+
+// DP-auto-GAN (dp-auto-gan.md; issue 15 items 3-4) with a trainer that never
+// sees a row: every gradient over private rows comes from a DP-SGD oracle
+// (the server's dp_sgd session step kind), which Poisson-samples a batch,
+// clips each example's gradient of the declared network to norm C, adds
+// Gaussian noise of scale sigma C and divides by a public expected batch
+// size (dp-auto-gan.md 1.2, Alg. 5 with microbatch r = 1).
+//
+// Rows of the DP-SGD oracle ("DP-SGD rows", width DpSgdRowWidth): the encoded
+// features of data::EncodeFeatures (numerics scaled to [0, 1] by the declared
+// bounds, one-hot categoricals; dp-auto-gan.md 1.5) followed by the one-hot
+// label when the schema has more than one class. All of it is public
+// pre-processing: bounds and categories come from the schema.
+
+// The loss a DP-SGD oracle differentiates per example.
+enum class DpSgdLossKind {
+  // Reconstruction BCE averaged over the D coordinates (the reference's
+  // nn.BCELoss, dp-auto-gan.md 1.3 "Loss in [R]"): the network outputs D
+  // logits z, L_i = mean_j BCE(sigmoid(z_j), x_j), dL_i/dz = (sigmoid(z) - x)/D.
+  kReconstructionBce,
+  // The real part of the WGAN critic loss, L_i = -Dc(x_i) (standard signs,
+  // dp-auto-gan.md pitfall 3): the critic outputs one score.
+  kWganCriticReal,
+};
+
+// What one phase declares when it opens its oracle (one DP-SGD session).
+struct DpSgdPhaseSpec {
+  std::string name;        // "autoencoder" or "critic", for progress lines
+  nn::MlpOptions network;  // layer_norm off; the oracle's parameter layout
+  DpSgdLossKind loss = DpSgdLossKind::kReconstructionBce;
+  double clip_norm = 1.0;            // C
+  double expected_batch_size = 1.0;  // the public divisor
+  int64_t steps = 0;                 // T, reserved at open
+  double budget_share = 1.0;         // this phase's fraction of the epsilon
+};
+
+// A DP-SGD gradient oracle for one declared network: Step(t, theta) is
+// (sum_i CLIP(grad L_i(theta), C) + N(0, sigma^2 C^2 I)) / expected batch
+// size over a fresh Poisson batch. Step indices run 0..T-1; asking an index
+// again returns the same answer without a second charge (the server replays
+// it). Implementations: client/dp_sgd_oracle.h (a server session) and a
+// test-only in-process one (tests/train/autogan_trainer_test.cc).
+class DpSgdGradientOracle {
+ public:
+  virtual ~DpSgdGradientOracle() = default;
+  virtual absl::StatusOr<Eigen::VectorXd> Step(int64_t index,
+                                               const Eigen::VectorXd& parameters) = 0;
+  // Ends the phase (the server returns unused steps). Idempotent.
+  virtual absl::Status Close() = 0;
+  // Epsilon charged so far by this oracle's session(s), for progress lines;
+  // negative when unknown.
+  virtual double epsilon_spent() const { return -1.0; }
+};
+
+// Opens the oracle of one phase.
+using DpSgdOracleFactory =
+    std::function<absl::StatusOr<std::unique_ptr<DpSgdGradientOracle>>(const DpSgdPhaseSpec&)>;
+
+// Width of a DP-SGD row: encoded features, then the one-hot label if
+// num_classes > 1.
+int DpSgdRowWidth(const data::FeatureLayout& layout, int num_classes);
+
+// DP-SGD rows of encoded features (n x layout.total_dim()) and labels.
+Eigen::MatrixXd DpSgdRows(const Eigen::MatrixXd& features, const Eigen::VectorXi& labels,
+                          int num_classes);
+
+struct AutoganOptions {
+  // Autoencoder (one Mlp: D -> encoder_hidden -> latent_dim -> decoder_hidden
+  // -> D logits), the reference's Adult shape (dp-auto-gan.md Sec. 4).
+  std::vector<int> encoder_hidden = {60};
+  int latent_dim = 15;
+  std::vector<int> decoder_hidden = {60};
+  // Hidden activation of the autoencoder and the critic (and the generator).
+  nn::Activation activation = nn::Activation::kLeakyRelu;
+  double leaky_relu_slope = 0.2;
+
+  // Phase 1.
+  int64_t autoencoder_steps = 1000;
+  double autoencoder_batch = 256;  // expected Poisson batch (public divisor)
+  double autoencoder_clip = 0.1;
+  double autoencoder_learning_rate = 5e-3;
+
+  // Phase 2: the latent WGAN.
+  int noise_dim = 64;
+  std::vector<int> generator_hidden = {64, 64};
+  std::vector<int> critic_hidden = {70, 35};
+  int64_t critic_steps = 1000;  // T of the critic's session
+  double critic_batch = 256;
+  double critic_clip = 0.1;
+  double critic_learning_rate = 5e-3;
+  double generator_learning_rate = 5e-3;
+  int critic_steps_per_generator_step = 5;  // tD
+  int generator_batch = 256;                // decoded fakes per step
+  // Trainer-side weight clamping of the critic to [-c, c] after every step
+  // (the reference's Lipschitz device, pitfall 3); 0 disables it.
+  double weight_clamp = 0.0;
+
+  // Fraction of the epsilon spent on the autoencoder (the rest: critic).
+  double autoencoder_share = 0.5;
+  uint64_t seed = 1;
+
+  // Called every `progress_every` steps of a phase and at its end with the
+  // phase name, step (1-based), phase steps, a public loss figure and the
+  // oracle's epsilon_spent().
+  std::function<void(const std::string& phase, int64_t step, int64_t steps, double loss,
+                     double epsilon_spent)>
+      progress;
+  int64_t progress_every = 50;
+};
+
+// The released model: noise z ~ N(0, I) -> generator -> latent -> decoder
+// -> sigmoid -> DP-SGD row (dp-auto-gan.md 1.1 step 4). The encoder and
+// critic are not released.
+struct AutoganModel {
+  nn::MlpOptions generator_options;
+  Eigen::VectorXd generator_parameters;
+  nn::MlpOptions decoder_options;
+  Eigen::VectorXd decoder_parameters;
+};
+
+struct TrainedAutogan {
+  AutoganModel model;
+  double autoencoder_final_loss = 0.0;  // gradient-norm figure of phase 1
+  double generator_final_loss = 0.0;    // -mean critic score of fakes
+  int64_t autoencoder_steps = 0;
+  int64_t critic_steps = 0;
+  // The final critic (not released; for diagnostics and tests).
+  nn::MlpOptions critic_options;
+  Eigen::VectorXd critic_parameters;
+};
+
+// The phase specs TrainAutogan opens, for a caller that checks them first.
+absl::StatusOr<DpSgdPhaseSpec> AutoencoderPhase(int row_width, const AutoganOptions& options);
+absl::StatusOr<DpSgdPhaseSpec> CriticPhase(int row_width, const AutoganOptions& options);
+
+// The decoder half of an autoencoder Mlp whose hidden layer `latent_layer`
+// (0-based) is the latent code: the layers after it, with their parameters
+// copied from the tail of the flat vector (DenseLayerLayout offsets).
+absl::StatusOr<nn::Mlp> DecoderOf(const nn::Mlp& autoencoder, int latent_layer);
+
+// Runs phase 1 then phase 2, each through its own oracle from `open`.
+absl::StatusOr<TrainedAutogan> TrainAutogan(const data::FeatureLayout& layout, int num_classes,
+                                            const AutoganOptions& options,
+                                            const DpSgdOracleFactory& open);
+
+// Decoded DP-SGD rows (sigmoid outputs, n x DpSgdRowWidth) -> table rows:
+// numerics back to the declared bounds, categorical and label blocks by
+// argmax or, if `rng` is not null, sampled from the block's normalised
+// outputs.
+absl::StatusOr<data::Table> DecodeDpSgdRows(const data::Schema& schema,
+                                            const Eigen::MatrixXd& rows, PublicRng* rng);
+
+// Generated DP-SGD rows (n x DpSgdRowWidth, in [0, 1]) from fresh noise.
+absl::StatusOr<Eigen::MatrixXd> GenerateRows(const AutoganModel& model, int64_t num_rows,
+                                             PublicRng* rng);
+
+// Synthetic table rows: GenerateRows then DecodeDpSgdRows (sampling blocks
+// when `sample_blocks`).
+absl::StatusOr<data::Table> SampleAutogan(const data::Schema& schema, const AutoganModel& model,
+                                          int64_t num_rows, uint64_t seed, bool sample_blocks);
+
+}  // namespace dpcurator::train
+
+#endif  // DPCURATOR_CORE_TRAIN_AUTOGAN_TRAINER_H_
