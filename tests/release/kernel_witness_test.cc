@@ -15,7 +15,9 @@
 
 #include "core/release/kernel_witness.h"
 
+#include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <string>
 #include <variant>
@@ -479,6 +481,35 @@ TEST(KernelWitnessKindTest, PlanEventAndBounds) {
   EXPECT_TRUE(
       KernelWitnessKind::Run(*resolved, batch, query, NeighbouringRelation::kAddRemove, 1, &zero)
           .ok());
+}
+
+
+// Not part of the suite (seconds at image size): one step's cost at
+// d = 784 for M points, for the docs and the trainer's choice of M. Run with
+// --gtest_also_run_disabled_tests --gtest_filter=*Timing*.
+TEST(KernelWitnessTimingTest, DISABLED_OneStepAtImageDimension) {
+  PublicRng rng(18);
+  data::Schema::Builder builder;
+  builder.AddImage("image", 28, 28).AddCategorical("label", {"a", "b"}).SetLabel("label");
+  const data::Schema schema = builder.Build().value();
+  KernelWitnessKind::Params params;
+  params.batch_divisor = 60;
+  auto resolved = KernelWitnessKind::Resolve(params, schema);
+  ASSERT_TRUE(resolved.ok());
+  const EncodedRows batch = RandomRows(schema, 60, &rng);
+  privacy::SeededNoiseSource noise(3);
+  for (int m : {16, 32, 64}) {
+    KernelWitnessKind::Query query;
+    query.points = RandomPoints(m, 784, &rng);
+    const auto start = std::chrono::steady_clock::now();
+    auto result =
+        KernelWitnessKind::Run(*resolved, batch, query, NeighbouringRelation::kAddRemove, 1.0,
+                               &noise);
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    ASSERT_TRUE(result.ok()) << result.status();
+    std::printf("M = %d, d = 784: %.3f s per step\n", m, seconds);
+  }
 }
 
 }  // namespace
