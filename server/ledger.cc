@@ -674,7 +674,8 @@ absl::StatusOr<Ledger::StepAdmission> Ledger::BeginStep(const std::string& sessi
 }
 
 absl::StatusOr<Ledger::StoredStep> Ledger::RecordStep(const std::string& session_id,
-                                                      int64_t step, const StoredStep& outcome) {
+                                                      int64_t step, const StoredStep& outcome,
+                                                      bool drop_previous_answer) {
   auto locked = database_->Lock();
   Database* db = locked.get();
   DPC_ASSIGN_OR_RETURN(auto transaction, Transaction::BeginImmediate(db));
@@ -701,6 +702,12 @@ absl::StatusOr<Ledger::StoredStep> Ledger::RecordStep(const std::string& session
                           .Bind(4, now)
                           .Bind(5, outcome.incident)
                           .Run());
+  if (drop_previous_answer && step > 0) {
+    DPC_ASSIGN_OR_RETURN(auto blank,
+                         db->Prepare("UPDATE session_steps SET artefact = zeroblob(0) "
+                                     "WHERE session_id = ? AND step = ?"));
+    DPC_RETURN_IF_ERROR(blank.Bind(1, session_id).Bind(2, step - 1).Run());
+  }
   DPC_ASSIGN_OR_RETURN(auto touch,
                        db->Prepare("UPDATE sessions SET last_activity_unix = ? WHERE id = ?"));
   DPC_RETURN_IF_ERROR(touch.Bind(1, now).Bind(2, session_id).Run());

@@ -138,9 +138,14 @@ class Ledger {
   // Stores a step's outcome: `outcome.failed()` records a failure after rows
   // were read (the step is used; its reservation is never returned). If the
   // index was stored meanwhile, returns that one (only one outcome per step
-  // index is ever delivered).
+  // index is ever delivered). drop_previous_answer (dp_sgd, whose steps run
+  // in order and whose answers can be megabytes): the stored answer of step
+  // `step - 1` is blanked in the same transaction, so a session keeps one
+  // answer; its row stays, so steps_used and the refund at close do not
+  // change (docs/privacy.md 2.9).
   absl::StatusOr<StoredStep> RecordStep(const std::string& session_id, int64_t step,
-                                        const StoredStep& outcome);
+                                        const StoredStep& outcome,
+                                        bool drop_previous_answer = false);
   // Closes an open session and appends a refund event for the steps not run
   // (exactly SelfCompose(step_event, reserved - used); failed steps count as
   // used). Closing a closed session is a no-op that returns it.

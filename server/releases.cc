@@ -1,10 +1,14 @@
 #include "server/releases.h"
 
+#include <algorithm>
+#include <cmath>
+
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "core/privacy/calibration.h"
 #include "core/privacy/discrete_noise.h"
 #include "core/privacy/sampled_gaussian.h"
+#include "core/release/dp_sgd.h"
 #include "core/release/rff_embedding.h"
 #include "core/util/status_macros.h"
 #include "core/util/validation.h"
@@ -26,6 +30,42 @@ void SetDatasetFields(const v1::Dataset& dataset, v1::EmbeddingArtefact* artefac
   artefact->set_relation(dataset.relation() == v1::REPLACE_ONE ? v1::REPLACE_ONE
                                                                : v1::ADD_REMOVE);
   artefact->set_delta(dataset.budget().delta());
+}
+
+// A dp_sgd session's declaration as the core unit takes it. Unknown
+// activation or loss names are refused here, before admission.
+absl::StatusOr<release::DpSgdKind::Params> DpSgdParamsFromProto(const v1::DpSgdParams& proto) {
+  release::DpSgdKind::Params params;
+  if (proto.hidden_size() > release::kMaxDpSgdHiddenLayers) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("dp_sgd network has ", proto.hidden_size(), " hidden layers; at most ",
+                     release::kMaxDpSgdHiddenLayers, " are accepted"));
+  }
+  params.hidden.assign(proto.hidden().begin(), proto.hidden().end());
+  // Empty: relu, the reference's hidden activation.
+  const std::string activation = proto.activation().empty() ? "relu" : proto.activation();
+  const absl::StatusOr<nn::Activation> parsed = nn::ParseActivation(activation);
+  if (!parsed.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "dp_sgd activation '", activation, "' is not supported; use relu, leaky_relu or tanh"));
+  }
+  params.activation = *parsed;
+  params.leaky_relu_slope = proto.leaky_relu_slope();
+  switch (proto.loss()) {
+    case v1::RECONSTRUCTION_BCE:
+      params.loss = release::DpSgdLoss::kReconstructionBce;
+      break;
+    case v1::WGAN_CRITIC_REAL:
+      params.loss = release::DpSgdLoss::kWganCriticReal;
+      break;
+    default:
+      return absl::InvalidArgumentError(
+          "dp_sgd loss must be RECONSTRUCTION_BCE (autoencoder) or WGAN_CRITIC_REAL (critic on "
+          "real rows)");
+  }
+  params.clip_norm = proto.clip_norm();
+  params.expected_batch_size = proto.expected_batch_size();
+  return params;
 }
 
 }  // namespace
@@ -131,6 +171,23 @@ absl::StatusOr<SessionPlan> PlanSession(const v1::OpenSessionRequest& request,
       ParamsToProto(resolved, params.mutable_rff_embedding());
       break;
     }
+    case v1::SessionParams::kDpSgd: {
+      DPC_ASSIGN_OR_RETURN(data::Schema schema, SchemaFromProto(dataset.schema()));
+      using Kind = release::DpSgdKind;
+      DPC_ASSIGN_OR_RETURN(Kind::Params declared, DpSgdParamsFromProto(params.dp_sgd()));
+      DPC_ASSIGN_OR_RETURN(const Kind::Params resolved, Kind::Resolve(declared, schema));
+      // What the trainer and CheckStepQuery read back: the canonical
+      // activation and slope, the row width and the parameter count, all
+      // from the public schema.
+      v1::DpSgdParams& proto = *params.mutable_dp_sgd();
+      const int width = release::DpSgdRowWidth(schema);
+      DPC_ASSIGN_OR_RETURN(const int64_t count, Kind::NumParameters(resolved, width));
+      proto.set_activation(nn::ActivationName(resolved.activation));
+      proto.set_leaky_relu_slope(resolved.leaky_relu_slope);
+      proto.set_row_width(width);
+      proto.set_num_parameters(count);
+      break;
+    }
     case v1::SessionParams::STEP_NOT_SET:
       return absl::InternalError("session step kind was not resolved");
   }
@@ -192,6 +249,23 @@ absl::Status CheckStepQuery(const v1::SessionParams& params,
       }
       return absl::InvalidArgumentError(
           "this session's steps are rff_embedding: send an rff_embedding query or none");
+    case v1::SessionParams::kDpSgd: {
+      if (request.query_case() != v1::SessionStepRequest::kDpSgd) {
+        return absl::InvalidArgumentError(
+            "this session's steps are dp_sgd: send a dp_sgd query with the network's parameters");
+      }
+      const auto& values = request.dp_sgd().parameters();
+      if (values.size() != params.dp_sgd().num_parameters()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "dp_sgd step parameters have length ", values.size(), "; the network declared at "
+            "open has ", params.dp_sgd().num_parameters(), " (nn::Mlp::parameters() layout)"));
+      }
+      if (!std::all_of(values.begin(), values.end(), [](float v) { return std::isfinite(v); })) {
+        return absl::InvalidArgumentError(
+            "dp_sgd step parameters contain a NaN or infinite value; send finite parameters");
+      }
+      return absl::OkStatus();
+    }
     case v1::SessionParams::STEP_NOT_SET:
       break;
   }
@@ -246,6 +320,7 @@ absl::StatusOr<std::string> ComputeSessionStep(const v1::Session& session,
                                                const v1::Dataset& dataset,
                                                const release::EncodedRows& rows,
                                                const std::string& step_id,
+                                               const v1::SessionStepRequest& request,
                                                privacy::NoiseSource* noise) {
   const v1::SessionParams& params = session.params();
   const StepBatch batch = SampleStepBatch(params, dataset, rows, noise);
@@ -268,6 +343,24 @@ absl::StatusOr<std::string> ComputeSessionStep(const v1::Session& session,
       artefact.set_release_id(step_id);
       return artefact.SerializeAsString();
     }
+    case v1::SessionParams::kDpSgd: {
+      using Kind = release::DpSgdKind;
+      DPC_ASSIGN_OR_RETURN(const Kind::Params resolved, DpSgdParamsFromProto(params.dp_sgd()));
+      const auto& values = request.dp_sgd().parameters();
+      const Eigen::VectorXd parameters =
+          Eigen::Map<const Eigen::VectorXf>(values.data(), values.size()).cast<double>();
+      DPC_ASSIGN_OR_RETURN(Kind::Result result,
+                           Kind::Run(resolved, batch.rows, relation, session.noise_multiplier(),
+                                     parameters, noise));
+      if (!(result.ran == Kind::Plan(resolved, session.noise_multiplier()))) {
+        return absl::InternalError("the step ran a mechanism other than the one charged");
+      }
+      v1::DpSgdGradient answer;
+      answer.mutable_gradient()->Reserve(static_cast<int>(result.gradient.size()));
+      for (const double g : result.gradient) answer.add_gradient(static_cast<float>(g));
+      answer.set_divisor(result.divisor);
+      return answer.SerializeAsString();
+    }
     case v1::SessionParams::STEP_NOT_SET:
       break;
   }
@@ -282,10 +375,64 @@ absl::Status SetStepAnswer(const v1::SessionParams& params, const std::string& a
         return absl::DataLossError("stored session step does not parse");
       }
       return absl::OkStatus();
+    case v1::SessionParams::kDpSgd:
+      // An answer always has its divisor, so it is never empty; empty means
+      // a later step replaced it (Ledger::RecordStep).
+      if (answer.empty()) {
+        return absl::FailedPreconditionError(
+            "this dp_sgd step's answer is no longer stored: sessions keep only the latest "
+            "step's answer. Continue with the session's next step index (steps_used)");
+      }
+      if (!response->mutable_gradient()->ParseFromString(answer)) {
+        return absl::DataLossError("stored session step does not parse");
+      }
+      return absl::OkStatus();
     case v1::SessionParams::STEP_NOT_SET:
       break;
   }
   return absl::FailedPreconditionError("the session has no step kind");
+}
+
+bool KeepsOnlyLatestAnswer(const v1::SessionParams& params) {
+  return params.step_case() == v1::SessionParams::kDpSgd;
+}
+
+absl::Status CheckStepOrder(const v1::Session& session, int64_t step) {
+  if (!KeepsOnlyLatestAnswer(session.params()) || step == session.steps_used()) {
+    return absl::OkStatus();
+  }
+  if (step < session.steps_used()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "dp_sgd step ", step, " of session '", session.id(), "' was answered and replaced by a "
+        "later step; only the latest answer is kept. The next step is ", session.steps_used()));
+  }
+  return absl::FailedPreconditionError(absl::StrCat(
+      "dp_sgd steps run in order: the next step of session '", session.id(), "' is ",
+      session.steps_used(), ", not ", step));
+}
+
+absl::Status StepRateLimiter::Take(const std::string& session_id, double now_seconds) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (buckets_.size() >= kMaxBuckets && !buckets_.contains(session_id)) {
+    // Drop every bucket that has refilled: forgetting it changes nothing.
+    absl::erase_if(buckets_, [&](const auto& entry) {
+      return entry.second.tokens + (now_seconds - entry.second.updated) * rate_ >= burst_;
+    });
+  }
+  auto [it, inserted] = buckets_.try_emplace(session_id, Bucket{burst_, now_seconds});
+  Bucket& bucket = it->second;
+  if (!inserted) {
+    bucket.tokens =
+        std::min(burst_, bucket.tokens + std::max(0.0, now_seconds - bucket.updated) * rate_);
+    bucket.updated = std::max(bucket.updated, now_seconds);
+  }
+  if (bucket.tokens < 1.0) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "session '", session_id, "' is over its limit of ", rate_,
+        " steps per second; wait briefly and retry the same step index (nothing was charged)"));
+  }
+  bucket.tokens -= 1.0;
+  return absl::OkStatus();
 }
 
 }  // namespace dpcurator::server

@@ -1,9 +1,12 @@
 #ifndef DPCURATOR_SERVER_RELEASES_H_
 #define DPCURATOR_SERVER_RELEASES_H_
 
+#include <cstdint>
+#include <mutex>
 #include <optional>
 #include <string>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "core/data/schema.h"
 #include "core/privacy/events.h"
@@ -67,16 +70,56 @@ absl::Status CheckStepQuery(const v1::SessionParams& params,
 // part of the mechanism), then computes the step kind's noisy statistic of
 // the batch (rff_embedding: the batch's labelled embedding with the
 // Gaussian noise of the plan). Returns the answer's bytes, as stored.
+// dp_sgd: the noisy clipped gradient of the declared network at the
+// request's parameters (CheckStepQuery has checked them).
 absl::StatusOr<std::string> ComputeSessionStep(const v1::Session& session,
                                                const v1::Dataset& dataset,
                                                const release::EncodedRows& rows,
                                                const std::string& step_id,
+                                               const v1::SessionStepRequest& request,
                                                privacy::NoiseSource* noise);
 
 
 // Puts a stored answer into the response's case for the session's kind.
+// dp_sgd keeps only the latest step's answer (docs/privacy.md 2.9): an
+// older index's blanked answer is FAILED_PRECONDITION.
 absl::Status SetStepAnswer(const v1::SessionParams& params, const std::string& answer,
                            v1::SessionStepResponse* response);
+
+// dp_sgd steps run in order, so the ledger keeps one answer per session
+// (docs/privacy.md 2.9): before any row is read, a new index must be the
+// session's next one (FAILED_PRECONDITION saying which). Other kinds: OK.
+absl::Status CheckStepOrder(const v1::Session& session, int64_t step);
+// Whether the session's kind keeps only its latest step's answer.
+bool KeepsOnlyLatestAnswer(const v1::SessionParams& params);
+
+// Per-session step rate of dp_sgd sessions, so one analyst cannot starve
+// the server (issue 15): a token bucket per session, refilled at
+// kDpSgdStepsPerSecond up to kDpSgdStepBurst. Checked before any row is
+// read; a refused step costs nothing and may be retried.
+inline constexpr double kDpSgdStepsPerSecond = 500.0;
+inline constexpr double kDpSgdStepBurst = 100.0;
+class StepRateLimiter {
+ public:
+  StepRateLimiter(double steps_per_second, double burst)
+      : rate_(steps_per_second), burst_(burst) {}
+  // Takes one token of `session_id`'s bucket at `now_seconds` (a monotonic
+  // clock); RESOURCE_EXHAUSTED when the bucket is empty.
+  absl::Status Take(const std::string& session_id, double now_seconds);
+
+ private:
+  struct Bucket {
+    double tokens = 0.0;
+    double updated = 0.0;
+  };
+  // Buckets idle long enough to be full again are dropped past this many,
+  // so the map stays bounded (a full bucket and no bucket are the same).
+  static constexpr size_t kMaxBuckets = 4096;
+  const double rate_;
+  const double burst_;
+  std::mutex mutex_;
+  absl::flat_hash_map<std::string, Bucket> buckets_;  // guarded by mutex_
+};
 
 }  // namespace dpcurator::server
 

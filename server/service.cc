@@ -1,5 +1,7 @@
 #include "server/service.h"
 
+#include <chrono>
+
 #include "absl/strings/str_cat.h"
 #include "core/data/csv.h"
 #include "core/privacy/noise_source.h"
@@ -131,6 +133,19 @@ absl::Status ValidateBudget(const v1::Budget& budget) {
   auto status = ValidateFinitePositive(budget.epsilon(), "Budget epsilon");
   if (!status.ok()) return status;
   return ValidateInOpenUnitInterval(budget.delta(), "Budget delta");
+}
+
+// One limiter for the process: dp_sgd step rates are per session id, and
+// session ids are unique across servers sharing a process (tests).
+StepRateLimiter& DpSgdRateLimiter() {
+  static StepRateLimiter* const limiter =
+      new StepRateLimiter(kDpSgdStepsPerSecond, kDpSgdStepBurst);
+  return *limiter;
+}
+
+double MonotonicSeconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
 }
 
 }  // namespace
@@ -503,6 +518,12 @@ grpc::Status SessionServiceImpl::Step(grpc::ServerContext* context,
     response->set_replayed(true);
   } else {
     const v1::Session& session = admission.session;
+    // dp_sgd: in order (one stored answer per session) and at a bounded
+    // rate per session, both refused before any row is read (no charge).
+    DPC_GRPC_RETURN_IF_ERROR(CheckStepOrder(session, request->step()));
+    if (KeepsOnlyLatestAnswer(session.params())) {
+      DPC_GRPC_RETURN_IF_ERROR(DpSgdRateLimiter().Take(session.id(), MonotonicSeconds()));
+    }
     DPC_GRPC_ASSIGN_OR_RETURN(v1::Dataset dataset, store_->GetDataset(session.dataset_id()));
     DPC_GRPC_ASSIGN_OR_RETURN(data::Schema schema, SchemaFromProto(dataset.schema()));
     // Before any row is read: a failure here leaves the step unused.
@@ -514,7 +535,7 @@ grpc::Status SessionServiceImpl::Step(grpc::ServerContext* context,
       DPC_ASSIGN_OR_RETURN(std::shared_ptr<const release::EncodedRows> rows,
                            store_->LoadEncodedRows(dataset.id(), schema));
       DPC_RETURN_IF_ERROR(Hit(failpoint_, "session_step.after_rows_read"));
-      return ComputeSessionStep(session, dataset, *rows, step_id, noise.get());
+      return ComputeSessionStep(session, dataset, *rows, step_id, *request, noise.get());
     }();
     Ledger::StoredStep attempt;
     if (computed.ok()) {
@@ -532,7 +553,8 @@ grpc::Status SessionServiceImpl::Step(grpc::ServerContext* context,
     // Stored before it is returned: a retry of this index replays it, and
     // only the first outcome stored for an index is ever delivered.
     DPC_GRPC_ASSIGN_OR_RETURN(outcome,
-                              ledger_->RecordStep(session.id(), request->step(), attempt));
+                              ledger_->RecordStep(session.id(), request->step(), attempt,
+                                                  KeepsOnlyLatestAnswer(session.params())));
   }
   if (outcome.failed()) return IncidentStatus("session step", step_id, outcome.incident);
   DPC_GRPC_RETURN_IF_ERROR(SetStepAnswer(admission.session.params(), outcome.artefact, response));
