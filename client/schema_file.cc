@@ -22,7 +22,8 @@ using Json = nlohmann::json;
 
 constexpr char kTopLevelKeys[] = "columns, label";
 constexpr char kColumnKeys[] =
-    "name, type, lower, upper, integer, categories, aliases, nullable, data_derived, and for "
+    "name, type, lower, upper, integer, atoms, bins, categories, aliases, nullable, "
+    "data_derived, and for "
     "IMAGE columns height, width, channels";
 // Type names a schema file accepts beyond data::ParseColumnTypeName's: an
 // image column is a schema-file (and wire) type only, never a CSV or ARFF
@@ -155,6 +156,23 @@ absl::StatusOr<SchemaFile> ParseSchemaFileText(absl::string_view text, absl::str
         } else {
           out->set_upper(value.get<double>());
         }
+      } else if (key == "atoms" || key == "bins") {
+        // Public point masses and bin edges of a numeric column (docs/schema.md).
+        if (!value.is_array()) {
+          return error(where, absl::StrCat("\"", key, "\" must be a list of numbers, got ",
+                                           KindName(value)));
+        }
+        for (const Json& number : value) {
+          if (!number.is_number()) {
+            return error(where, absl::StrCat("\"", key, "\" must hold numbers only, got ",
+                                             number.dump()));
+          }
+          if (key == "atoms") {
+            out->add_atoms(number.get<double>());
+          } else {
+            out->add_bins(number.get<double>());
+          }
+        }
       } else if (key == "integer" || key == "nullable" || key == "data_derived") {
         if (!value.is_boolean()) {
           return error(where,
@@ -209,6 +227,10 @@ absl::StatusOr<SchemaFile> ParseSchemaFileText(absl::string_view text, absl::str
     if (out->type() == v1::ColumnSchema::TYPE_UNSPECIFIED) {
       return error(where, absl::StrCat("\"type\" is missing (accepted: ",
                                        data::kAcceptedColumnTypeNames, ", IMAGE)"));
+    }
+    if ((out->atoms_size() > 0 || out->bins_size() > 0) &&
+        out->type() != v1::ColumnSchema::NUMERIC) {
+      return error(where, "\"atoms\" and \"bins\" belong to NUMERIC columns only");
     }
     if (out->has_image() != (out->type() == v1::ColumnSchema::IMAGE)) {
       return error(where, out->has_image()

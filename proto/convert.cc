@@ -16,6 +16,14 @@ absl::StatusOr<data::Schema> SchemaFromProto(const v1::TableSchema& proto) {
     switch (column.type()) {
       case v1::ColumnSchema::NUMERIC:
         builder.AddNumeric(column.name(), column.lower(), column.upper(), column.integer());
+        if (!column.atoms().empty()) {
+          builder.SetAtoms(column.name(),
+                           std::vector<double>(column.atoms().begin(), column.atoms().end()));
+        }
+        if (!column.bins().empty()) {
+          builder.SetBins(column.name(),
+                          std::vector<double>(column.bins().begin(), column.bins().end()));
+        }
         if (column.nullable()) {
           return absl::UnimplementedError(absl::StrCat(
               "Numeric column '", column.name(),
@@ -63,6 +71,8 @@ v1::TableSchema SchemaToProto(const data::Schema& schema) {
       out->set_lower(column.lower);
       out->set_upper(column.upper);
       out->set_integer(column.integer);
+      for (double atom : column.atoms) out->add_atoms(atom);
+      for (double edge : column.bins) out->add_bins(edge);
     } else {
       out->set_type(v1::ColumnSchema::CATEGORICAL);
       for (const auto& category : column.categories) out->add_categories(category);

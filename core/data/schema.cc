@@ -90,6 +90,17 @@ Schema::Builder& Schema::Builder::SetLabel(std::string name) {
   return *this;
 }
 
+Schema::Builder& Schema::Builder::SetAtoms(absl::string_view column,
+                                           std::vector<double> atoms) {
+  atoms_.emplace_back(std::string(column), std::move(atoms));
+  return *this;
+}
+
+Schema::Builder& Schema::Builder::SetBins(absl::string_view column, std::vector<double> edges) {
+  bins_.emplace_back(std::string(column), std::move(edges));
+  return *this;
+}
+
 Schema::Builder& Schema::Builder::SetMissingTokens(std::vector<std::string> tokens) {
   missing_tokens_ = std::move(tokens);
   return *this;
@@ -228,6 +239,54 @@ absl::StatusOr<Schema> Schema::Builder::Build() const {
           "' has leading or trailing whitespace; cells are trimmed, so remove it"));
     }
     column.aliases.emplace_back(token, category);
+  }
+  // Atoms and bin edges are public metadata like the bounds (docs/schema.md):
+  // checked here so that every discretisation of a built schema is valid.
+  for (const auto& [declared, is_atoms] :
+       {std::pair{&atoms_, true}, std::pair{&bins_, false}}) {
+    const char* what = is_atoms ? "atoms" : "bins";
+    for (const auto& [column_name, values] : *declared) {
+      auto index = schema.FindColumn(column_name);
+      if (!index.has_value()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "\"", what, "\" declared for unknown column '", column_name, "'"));
+      }
+      Column& column = schema.columns_[*index];
+      if (column.type != ColumnType::kNumeric) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("Column '", column_name, "' declares \"", what,
+                         "\", which only numeric columns may declare"));
+      }
+      const size_t limit = is_atoms ? kMaxAtoms : kMaxBinEdges;
+      if (values.size() > limit) {
+        return absl::InvalidArgumentError(absl::StrCat("Column '", column_name, "' declares ",
+                                                       values.size(), " ", what, "; at most ",
+                                                       limit, " are accepted"));
+      }
+      for (size_t i = 0; i < values.size(); ++i) {
+        const double v = values[i];
+        const bool inside = is_atoms ? (v >= column.lower && v <= column.upper)
+                                     : (v > column.lower && v < column.upper);
+        if (!std::isfinite(v) || !inside) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "Column '", column_name, "': ", what, " value ", v, " must be finite and ",
+              is_atoms ? "inside" : "strictly inside", " the declared bounds [", column.lower,
+              ", ", column.upper, "]"));
+        }
+        if (i > 0 && !(values[i - 1] < v)) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "Column '", column_name, "': \"", what,
+              "\" must be strictly increasing (sorted, no repeats); ", values[i - 1],
+              " is followed by ", v));
+        }
+        if (is_atoms && column.integer && v != std::floor(v)) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "Integer column '", column_name, "' declares atom ", v,
+              ", which no integer value can equal; declare whole numbers"));
+        }
+      }
+      (is_atoms ? column.atoms : column.bins) = values;
+    }
   }
   if (label_.has_value()) {
     auto index = schema.FindColumn(*label_);
@@ -389,6 +448,15 @@ uint64_t Schema::Fingerprint() const {
     } else if (c.type == ColumnType::kNumeric) {
       absl::StrAppend(&canonical, absl::StrFormat("%.17g|%.17g|%d", c.lower, c.upper,
                                                   c.integer ? 1 : 0));
+      // Only when declared, so that schemas without them keep the
+      // fingerprints they always had.
+      auto append_list = [&canonical](const char* tag, const std::vector<double>& values) {
+        if (values.empty()) return;
+        absl::StrAppend(&canonical, "|", tag);
+        for (double v : values) absl::StrAppend(&canonical, absl::StrFormat(",%.17g", v));
+      };
+      append_list("atoms", c.atoms);
+      append_list("bins", c.bins);
     } else {
       absl::StrAppend(&canonical, absl::StrJoin(c.categories, "\x1f"), "|",
                       c.nullable ? 1 : 0);

@@ -25,6 +25,15 @@ struct Column {
   double upper = 1.0;
   // Numeric: synthetic values are rounded to integers when sampled.
   bool integer = false;
+  // Numeric: public point masses inside the bounds (for example 0 for a
+  // capital gain, 40 for weekly hours), sorted and distinct; integers for an
+  // integer column. Marginal methods give each its own cell
+  // (core/data/discretize.h).
+  std::vector<double> atoms;
+  // Numeric: public interior bin edges, strictly increasing and strictly
+  // inside (lower, upper); the bins are [lower, e_1), [e_1, e_2), ...,
+  // [e_m, upper]. Empty: core/data/discretize.h's data-independent default.
+  std::vector<double> bins;
   // Categorical: the public category list, in declared order.
   std::vector<std::string> categories;
   // Categorical: extra spellings mapped to a declared category (for example
@@ -46,6 +55,10 @@ struct Column {
 // Data-independent bounds on a declared image shape (Schema::Builder::Build).
 inline constexpr int kMaxImageSide = 4096;
 inline constexpr int64_t kMaxImagePixels = int64_t{1} << 20;
+// Data-independent bounds on a numeric column's declared atoms and bin
+// edges, so that a marginal's domain stays small (core/data/discretize.h).
+inline constexpr int kMaxAtoms = 64;
+inline constexpr int kMaxBinEdges = 1024;
 // An image pixel's 8-bit level l stands for the value l / kImageLevels.
 inline constexpr double kImageLevels = 255.0;
 
@@ -83,13 +96,19 @@ class Schema {
     Builder& AddAlias(absl::string_view column, std::string token,
                       std::string category);
     Builder& SetLabel(std::string name);
+    // Public atoms and bin edges of a numeric column (Column::atoms, bins).
+    Builder& SetAtoms(absl::string_view column, std::vector<double> atoms);
+    Builder& SetBins(absl::string_view column, std::vector<double> edges);
     // Tokens read as "missing" (default: "" and "?").
     Builder& SetMissingTokens(std::vector<std::string> tokens);
     // Validates names (unique, non-empty), bounds (finite, lower < upper),
     // categories (non-empty, unique), aliases (target declared), label
     // (categorical, not nullable, at least two categories), images (at most
     // one; sides in [1, kMaxImageSide], at most kMaxImagePixels pixels, one
-    // channel; beside it only the label column).
+    // channel; beside it only the label column), atoms (numeric column;
+    // finite, inside the bounds, strictly increasing, integers for an integer
+    // column; at most kMaxAtoms) and bin edges (numeric column; finite,
+    // strictly increasing, strictly inside the bounds; at most kMaxBinEdges).
     absl::StatusOr<Schema> Build() const;
 
    private:
@@ -97,6 +116,8 @@ class Schema {
     std::vector<std::tuple<std::string, std::string, std::string>> aliases_;
     std::optional<std::string> label_;
     std::vector<std::string> missing_tokens_ = {"", "?"};
+    std::vector<std::pair<std::string, std::vector<double>>> atoms_;
+    std::vector<std::pair<std::string, std::vector<double>>> bins_;
   };
 
   const std::vector<Column>& columns() const { return columns_; }

@@ -79,6 +79,8 @@ std::string EncodeEvent(const PrivacyEvent& event) {
           return absl::StrCat("laplace(", Num(e.noise_multiplier), ")");
         } else if constexpr (std::is_same_v<T, RandomizedResponseEvent>) {
           return absl::StrCat("rr(", e.num_categories, ",", Num(e.epsilon), ")");
+        } else if constexpr (std::is_same_v<T, ExponentialMechanismEvent>) {
+          return absl::StrCat("exponential(", Num(e.epsilon), ")");
         } else if constexpr (std::is_same_v<T, ComposedEvent>) {
           std::string out = "compose(";
           for (size_t i = 0; i < e.events.size(); ++i) {
@@ -134,6 +136,10 @@ absl::StatusOr<PrivacyEvent> DecodeEvent(absl::string_view text) {
   if (name == "rr") {
     DPC_ASSIGN_OR_RETURN(auto v, ParseNumbers(args, 2));
     return PrivacyEvent::RandomizedResponse(static_cast<int64_t>(v[0]), v[1]);
+  }
+  if (name == "exponential") {
+    DPC_ASSIGN_OR_RETURN(auto v, ParseNumbers(args, 1));
+    return PrivacyEvent::ExponentialMechanism(v[0]);
   }
   if (name == "compose") {
     std::vector<PrivacyEvent> parts;

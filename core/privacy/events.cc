@@ -93,6 +93,11 @@ absl::StatusOr<PrivacyEvent> PrivacyEvent::RandomizedResponse(
                       true);
 }
 
+absl::StatusOr<PrivacyEvent> PrivacyEvent::ExponentialMechanism(double epsilon) {
+  DPC_RETURN_IF_ERROR(ValidateFinitePositive(epsilon, "Epsilon"));
+  return PrivacyEvent(ExponentialMechanismEvent{epsilon}, true, true);
+}
+
 absl::StatusOr<PrivacyEvent> PrivacyEvent::Compose(
     std::vector<PrivacyEvent> events) {
   bool add_remove = true;
@@ -206,6 +211,9 @@ struct Describer {
   std::string operator()(const RandomizedResponseEvent& e) const {
     return absl::StrCat("RandomizedResponse(k=", e.num_categories,
                         ", eps=", e.epsilon, ")");
+  }
+  std::string operator()(const ExponentialMechanismEvent& e) const {
+    return absl::StrCat("ExponentialMechanism(eps=", e.epsilon, ")");
   }
   std::string operator()(const ComposedEvent& e) const {
     std::vector<std::string> parts;

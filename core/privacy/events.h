@@ -97,6 +97,16 @@ struct RandomizedResponseEvent {
   int64_t num_categories;
   double epsilon;
 };
+// One exponential mechanism (McSherry & Talwar 2007) choosing among
+// candidates with probability proportional to exp(eps q / (2 Delta)), Delta
+// the quality score's sensitivity under the dataset's relation: eps-DP and
+// eps-bounded-range, hence (eps^2 / 8)-zCDP (Cesar & Rogers 2021, Lemma 3.2
+// / Thm. 3.4; docs/privacy.md 2.11), RDP min(alpha eps^2 / 8, eps). Valid
+// for both relations (the caller's Delta is the relation's). Stored as
+// "exponential(eps)". MST's pair selection (core/train/mst.h).
+struct ExponentialMechanismEvent {
+  double epsilon;
+};
 // Several events on the same data, in any order.
 struct ComposedEvent {
   std::vector<PrivacyEvent> events;
@@ -115,7 +125,8 @@ class PrivacyEvent {
                    SampledWithoutReplacementGaussianEvent,
                    PoissonSampledDiscreteGaussianEvent,
                    SampledWithoutReplacementDiscreteGaussianEvent, LaplaceEvent,
-                   RandomizedResponseEvent, ComposedEvent, SelfComposedEvent>;
+                   RandomizedResponseEvent, ExponentialMechanismEvent, ComposedEvent,
+                   SelfComposedEvent>;
 
   // noise_multiplier finite and > 0.
   static absl::StatusOr<PrivacyEvent> Gaussian(double noise_multiplier);
@@ -142,6 +153,8 @@ class PrivacyEvent {
   // num_categories >= 2; epsilon finite and > 0.
   static absl::StatusOr<PrivacyEvent> RandomizedResponse(int64_t num_categories,
                                                          double epsilon);
+  // epsilon finite and > 0.
+  static absl::StatusOr<PrivacyEvent> ExponentialMechanism(double epsilon);
   // Fails if no neighbouring relation is valid for all parts. An empty
   // composition is the event "nothing happened".
   static absl::StatusOr<PrivacyEvent> Compose(std::vector<PrivacyEvent> events);

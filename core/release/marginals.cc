@@ -1,0 +1,143 @@
+#include "core/release/marginals.h"
+
+#include <cmath>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "core/privacy/discrete_noise.h"
+#include "core/util/status_macros.h"
+
+namespace dpcurator::release {
+namespace {
+
+std::string CliqueText(const std::vector<int>& clique) {
+  return absl::StrCat("(", absl::StrJoin(clique, ", "), ")");
+}
+
+std::vector<int> ShapeOf(const std::vector<int>& clique, const data::Discretizer& domain) {
+  std::vector<int> shape;
+  shape.reserve(clique.size());
+  for (int column : clique) shape.push_back(domain.domain_size(column));
+  return shape;
+}
+
+}  // namespace
+
+int64_t MarginalCellIndex(const std::vector<int>& clique, const std::vector<int>& shape,
+                          const Eigen::MatrixXi& codes, Eigen::Index row) {
+  int64_t index = 0;
+  for (size_t k = 0; k < clique.size(); ++k) index = index * shape[k] + codes(row, clique[k]);
+  return index;
+}
+
+Eigen::VectorXd ExactMarginal(const std::vector<int>& clique, const std::vector<int>& shape,
+                              const Eigen::MatrixXi& codes) {
+  int64_t cells = 1;
+  for (int size : shape) cells *= size;
+  Eigen::VectorXd counts = Eigen::VectorXd::Zero(cells);
+  for (Eigen::Index r = 0; r < codes.rows(); ++r) {
+    counts[MarginalCellIndex(clique, shape, codes, r)] += 1.0;
+  }
+  return counts;
+}
+
+absl::StatusOr<MarginalsKind::Params> MarginalsKind::Resolve(Params params,
+                                                             const data::Schema& schema) {
+  if (params.cliques.empty() || params.cliques.size() > static_cast<size_t>(kMaxCliques)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "a marginals release needs between 1 and ", kMaxCliques, " cliques (attribute subsets), got ",
+        params.cliques.size()));
+  }
+  DPC_ASSIGN_OR_RETURN(data::Discretizer domain, data::Discretizer::Create(schema));
+  int64_t total = 0;
+  for (const std::vector<int>& clique : params.cliques) {
+    if (clique.empty() || clique.size() > static_cast<size_t>(kMaxCliqueColumns)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "clique ", CliqueText(clique), " has ", clique.size(), " columns; a clique has 1 to ",
+          kMaxCliqueColumns));
+    }
+    absl::flat_hash_set<int> seen;
+    int64_t cells = 1;
+    for (int column : clique) {
+      if (column < 0 || column >= schema.num_columns()) {
+        return absl::InvalidArgumentError(absl::StrCat("clique ", CliqueText(clique),
+                                                       " names column index ", column,
+                                                       "; the schema has columns 0 to ",
+                                                       schema.num_columns() - 1));
+      }
+      if (!seen.insert(column).second) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "clique ", CliqueText(clique), " names column '", schema.column(column).name,
+            "' twice; list each column once"));
+      }
+      cells *= domain.domain_size(column);
+    }
+    if (cells > kMaxCellsPerClique) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "clique ", CliqueText(clique), " has ", cells, " cells; at most ", kMaxCellsPerClique,
+          " are accepted (declare coarser bins in the schema, or fewer columns)"));
+    }
+    total += cells;
+  }
+  if (total > kMaxMarginalCells) {
+    return absl::InvalidArgumentError(absl::StrCat("the cliques have ", total,
+                                                   " cells in all; at most ", kMaxMarginalCells,
+                                                   " are accepted per release: split it"));
+  }
+  return params;
+}
+
+GaussianMechanismRecord MarginalsKind::Plan(const Params& /*resolved*/, double noise_multiplier) {
+  return GaussianMechanismRecord{{noise_multiplier}};
+}
+
+double MarginalsKind::L2Sensitivity(const Params& resolved,
+                                    privacy::NeighbouringRelation relation) {
+  // docs/privacy.md 2.11: ||f(D) - f(D')||_2^2 = k (one cell per table moves
+  // by 1) under ADD_REMOVE, at most 2k (one cell -1, one +1) under REPLACE_ONE.
+  const double k = static_cast<double>(resolved.cliques.size());
+  return relation == privacy::NeighbouringRelation::kReplaceOne ? std::sqrt(2.0 * k)
+                                                                : std::sqrt(k);
+}
+
+absl::StatusOr<MarginalsKind::Result> MarginalsKind::Run(const Params& resolved,
+                                                         const data::Schema& schema,
+                                                         const data::Table& rows,
+                                                         privacy::NeighbouringRelation relation,
+                                                         double noise_multiplier,
+                                                         privacy::NoiseSource* noise) {
+  DPC_ASSIGN_OR_RETURN(data::Discretizer domain, data::Discretizer::Create(schema));
+  const Eigen::MatrixXi codes = domain.Encode(rows);
+  Result result;
+  int64_t total = 0;
+  for (const std::vector<int>& clique : resolved.cliques) {
+    NoisyMarginal marginal;
+    marginal.clique = clique;
+    marginal.shape = ShapeOf(clique, domain);
+    marginal.counts = ExactMarginal(clique, marginal.shape, codes);
+    total += marginal.counts.size();
+    result.marginals.push_back(std::move(marginal));
+  }
+  // One draw over the concatenation: the sensitivity is the whole vector's.
+  Eigen::VectorXd all(total);
+  int64_t offset = 0;
+  for (const NoisyMarginal& m : result.marginals) {
+    all.segment(offset, m.counts.size()) = m.counts;
+    offset += m.counts.size();
+  }
+  DPC_ASSIGN_OR_RETURN(privacy::GridNoise drawn,
+                       privacy::AddGridGaussianNoise(all, noise_multiplier,
+                                                     L2Sensitivity(resolved, relation), noise));
+  offset = 0;
+  for (NoisyMarginal& m : result.marginals) {
+    m.counts = all.segment(offset, m.counts.size());
+    m.noise_std = noise->adds_noise() ? drawn.scale() : 0.0;
+    offset += m.counts.size();
+  }
+  result.ran.noise_multipliers = {noise_multiplier};
+  return result;
+}
+
+}  // namespace dpcurator::release

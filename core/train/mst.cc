@@ -1,0 +1,391 @@
+#include "core/train/mst.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "core/privacy/conversion.h"
+#include "core/privacy/exponential_mechanism.h"
+#include "core/privacy/rdp.h"
+#include "core/util/public_rng.h"
+#include "core/util/status_macros.h"
+#include "core/util/validation.h"
+
+namespace dpcurator::train {
+namespace {
+
+using RowMajorMatrix = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+
+// Iterative proportional fitting stops when every margin is within this
+// (in probability) of its target, or after kMaxIpfIterations sweeps.
+constexpr double kIpfTolerance = 1e-12;
+constexpr int kMaxIpfIterations = 2000;
+
+class UnionFind {
+ public:
+  explicit UnionFind(int n) : parent_(n) { std::iota(parent_.begin(), parent_.end(), 0); }
+  int Find(int v) {
+    while (parent_[v] != v) v = parent_[v] = parent_[parent_[v]];
+    return v;
+  }
+  bool Union(int a, int b) {
+    a = Find(a);
+    b = Find(b);
+    if (a == b) return false;
+    parent_[b] = a;
+    return true;
+  }
+
+ private:
+  std::vector<int> parent_;
+};
+
+// A measured estimate of one quantity and the variance of each of its cells.
+struct Estimate {
+  Eigen::VectorXd value;
+  double variance = 0.0;
+};
+
+// Inverse-variance weighted average; noiseless estimates (variance 0), when
+// there are any, are averaged alone (their weight is infinite).
+Eigen::VectorXd Combine(const std::vector<Estimate>& estimates) {
+  bool any_exact = false;
+  for (const Estimate& e : estimates) any_exact = any_exact || e.variance <= 0.0;
+  Eigen::VectorXd sum = Eigen::VectorXd::Zero(estimates.front().value.size());
+  double weights = 0.0;
+  for (const Estimate& e : estimates) {
+    if (any_exact && e.variance > 0.0) continue;
+    const double w = any_exact ? 1.0 : 1.0 / e.variance;
+    sum += w * e.value;
+    weights += w;
+  }
+  return sum / weights;
+}
+
+// Scales each row of `table` to `target` (a zero row with a positive target
+// becomes target x fallback, fallback a probability vector).
+void FitRows(RowMajorMatrix* table, const Eigen::VectorXd& target,
+             const Eigen::VectorXd& fallback) {
+  for (Eigen::Index i = 0; i < table->rows(); ++i) {
+    const double sum = table->row(i).sum();
+    if (sum > 0.0) {
+      table->row(i) *= target[i] / sum;
+    } else {
+      table->row(i) = target[i] * fallback.transpose();
+    }
+  }
+}
+
+// Brings a non-negative table to row margins p and column margins q (both
+// probability vectors) by iterative proportional fitting (Deming & Stephan
+// 1940), the I-projection onto the tables with those margins. Returns
+// whether both margins are met to kIpfTolerance.
+bool FitMargins(RowMajorMatrix* table, const Eigen::VectorXd& p, const Eigen::VectorXd& q) {
+  for (int iteration = 0; iteration < kMaxIpfIterations; ++iteration) {
+    FitRows(table, p, q);
+    RowMajorMatrix transposed = table->transpose();
+    FitRows(&transposed, q, p);
+    *table = transposed.transpose();
+    const double row_error = (table->rowwise().sum() - p).cwiseAbs().maxCoeff();
+    if (row_error < kIpfTolerance) return true;
+  }
+  return false;
+}
+
+// A clipped noisy table's zero pattern can make the margins unreachable
+// (IPF then cycles): mixing in this share of the independent table p q^T
+// gives every cell with positive margins some mass, and IPF converges.
+constexpr double kIndependentShare = 1e-3;
+
+RowMajorMatrix ConsistentTable(const RowMajorMatrix& clipped, const Eigen::VectorXd& p,
+                               const Eigen::VectorXd& q) {
+  RowMajorMatrix table = clipped;
+  if (FitMargins(&table, p, q)) return table;
+  const double total = clipped.sum() > 0.0 ? clipped.sum() : 1.0;
+  table = clipped + kIndependentShare * total * (p * q.transpose());
+  FitMargins(&table, p, q);
+  return table;
+}
+
+std::string PairText(const std::vector<int>& clique) {
+  return absl::StrCat("(", clique[0], ", ", clique[1], ")");
+}
+
+}  // namespace
+
+absl::StatusOr<MstBudget> MstBudgetForRho(int num_columns, double rho) {
+  if (num_columns < 2) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "MST needs a schema of at least 2 columns, got ", num_columns));
+  }
+  DPC_RETURN_IF_ERROR(ValidateFinitePositive(rho, "rho"));
+  MstBudget budget;
+  budget.num_columns = num_columns;
+  budget.rho = rho;
+  const double third = rho / 3.0;
+  // A grid Gaussian of multiplier s is 1 / (2 s^2)-zCDP (RDP alpha / (2 s^2)).
+  budget.one_way_noise_multiplier = std::sqrt(1.0 / (2.0 * third));
+  budget.two_way_noise_multiplier = budget.one_way_noise_multiplier;
+  // n - 1 mechanisms of eps^2 / 8 each.
+  budget.selection_epsilon = std::sqrt(8.0 * third / (num_columns - 1));
+  return budget;
+}
+
+absl::StatusOr<privacy::PrivacyEvent> MstEvent(const MstBudget& budget) {
+  DPC_ASSIGN_OR_RETURN(privacy::PrivacyEvent one_way,
+                       privacy::PrivacyEvent::GridGaussian(budget.one_way_noise_multiplier));
+  DPC_ASSIGN_OR_RETURN(privacy::PrivacyEvent step,
+                       privacy::PrivacyEvent::ExponentialMechanism(budget.selection_epsilon));
+  DPC_ASSIGN_OR_RETURN(privacy::PrivacyEvent selection,
+                       privacy::PrivacyEvent::SelfCompose(std::move(step), budget.num_columns - 1));
+  DPC_ASSIGN_OR_RETURN(privacy::PrivacyEvent two_way,
+                       privacy::PrivacyEvent::GridGaussian(budget.two_way_noise_multiplier));
+  return privacy::PrivacyEvent::Compose(
+      {std::move(one_way), std::move(selection), std::move(two_way)});
+}
+
+absl::StatusOr<MstBudget> CalibrateMstBudget(int num_columns, double epsilon, double delta) {
+  DPC_RETURN_IF_ERROR(ValidateFinitePositive(epsilon, "Epsilon"));
+  DPC_RETURN_IF_ERROR(ValidateInOpenUnitInterval(delta, "Delta"));
+  auto epsilon_of = [&](double rho) -> absl::StatusOr<double> {
+    DPC_ASSIGN_OR_RETURN(MstBudget budget, MstBudgetForRho(num_columns, rho));
+    DPC_ASSIGN_OR_RETURN(privacy::PrivacyEvent event, MstEvent(budget));
+    const std::vector<double>& orders = privacy::DefaultRdpOrders();
+    DPC_ASSIGN_OR_RETURN(std::vector<double> rdp, privacy::ComputeRdp(event, orders));
+    DPC_ASSIGN_OR_RETURN(privacy::RdpEpsilon converted,
+                         privacy::RdpToEpsilon(orders, rdp, delta));
+    return converted.epsilon;
+  };
+  double lo = 1e-3;
+  double hi = 1e-3;
+  for (int i = 0; i < 200; ++i) {
+    DPC_ASSIGN_OR_RETURN(double e, epsilon_of(lo));
+    if (e <= epsilon) break;
+    hi = lo;
+    lo /= 4.0;
+  }
+  for (int i = 0; i < 200; ++i) {
+    DPC_ASSIGN_OR_RETURN(double e, epsilon_of(hi));
+    if (e > epsilon) break;
+    lo = hi;
+    hi *= 4.0;
+  }
+  while (hi / lo > 1.0 + 1e-6) {
+    const double mid = std::sqrt(lo * hi);
+    DPC_ASSIGN_OR_RETURN(double e, epsilon_of(mid));
+    (e <= epsilon ? lo : hi) = mid;
+  }
+  DPC_ASSIGN_OR_RETURN(double e, epsilon_of(lo));
+  if (!(e <= epsilon)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "no MST budget fits epsilon ", epsilon, " at delta ", delta, "; raise epsilon"));
+  }
+  return MstBudgetForRho(num_columns, lo);
+}
+
+Eigen::VectorXd ProjectToSimplex(const Eigen::VectorXd& counts) {
+  const Eigen::Index d = counts.size();
+  const double total = counts.sum();
+  if (!(total > 0.0)) return Eigen::VectorXd::Constant(d, 1.0 / d);
+  const Eigen::VectorXd v = counts / total;
+  // Duchi, Shalev-Shwartz, Singer, Chandra 2008, Fig. 1: the threshold theta
+  // with sum max(v - theta, 0) = 1.
+  std::vector<double> sorted(v.data(), v.data() + d);
+  std::sort(sorted.begin(), sorted.end(), std::greater<double>());
+  double cumulative = 0.0;
+  double theta = 0.0;
+  for (Eigen::Index k = 0; k < d; ++k) {
+    cumulative += sorted[k];
+    const double t = (cumulative - 1.0) / static_cast<double>(k + 1);
+    if (sorted[k] - t > 0.0) theta = t;
+  }
+  return (v.array() - theta).cwiseMax(0.0).matrix();
+}
+
+double MstQualitySensitivity(privacy::NeighbouringRelation relation) {
+  return relation == privacy::NeighbouringRelation::kReplaceOne ? 2.0 : 1.0;
+}
+
+absl::StatusOr<std::vector<std::pair<int, int>>> SelectMstTree(
+    const Eigen::MatrixXi& codes, const std::vector<release::NoisyMarginal>& one_way,
+    privacy::NeighbouringRelation relation, double epsilon_per_step,
+    privacy::NoiseSource* noise) {
+  const int n = static_cast<int>(codes.cols());
+  if (n < 2 || static_cast<int>(one_way.size()) != n) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "MST's selection needs one released 1-way marginal per column (", n, " columns, ",
+        one_way.size(), " marginals)"));
+  }
+  // Everything below until the scores is public (the released 1-ways).
+  std::vector<Eigen::VectorXd> p(n);
+  double n_hat = 0.0;
+  for (int c = 0; c < n; ++c) {
+    if (one_way[c].clique != std::vector<int>{c}) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "MST's selection: marginal ", c, " must be column ", c, "'s 1-way marginal"));
+    }
+    p[c] = ProjectToSimplex(one_way[c].counts);
+    n_hat += std::max(0.0, one_way[c].counts.sum()) / n;
+  }
+  std::vector<std::pair<int, int>> candidates;
+  std::vector<double> quality;
+  for (int i = 0; i < n; ++i) {
+    for (int j = i + 1; j < n; ++j) {
+      const std::vector<int> shape = {one_way[i].shape[0], one_way[j].shape[0]};
+      const Eigen::VectorXd truth = release::ExactMarginal({i, j}, shape, codes);
+      // Row-major estimate n_hat p_i p_j^T, as the table's layout.
+      double l1 = 0.0;
+      for (int a = 0; a < shape[0]; ++a) {
+        for (int b = 0; b < shape[1]; ++b) {
+          l1 += std::fabs(truth[int64_t{a} * shape[1] + b] - n_hat * p[i][a] * p[j][b]);
+        }
+      }
+      candidates.emplace_back(i, j);
+      quality.push_back(l1);
+    }
+  }
+  const double sensitivity = MstQualitySensitivity(relation);
+  UnionFind components(n);
+  std::vector<std::pair<int, int>> chosen;
+  for (int round = 0; round + 1 < n; ++round) {
+    std::vector<int> open;
+    std::vector<double> scores;
+    for (size_t k = 0; k < candidates.size(); ++k) {
+      if (components.Find(candidates[k].first) != components.Find(candidates[k].second)) {
+        open.push_back(static_cast<int>(k));
+        scores.push_back(quality[k]);
+      }
+    }
+    DPC_ASSIGN_OR_RETURN(int pick, privacy::ExponentialMechanismSelect(scores, epsilon_per_step,
+                                                                       sensitivity, noise));
+    const auto edge = candidates[open[pick]];
+    components.Union(edge.first, edge.second);
+    chosen.push_back(edge);
+  }
+  return chosen;
+}
+
+absl::StatusOr<TreeModel> FitTreeModel(const std::vector<int>& domain_sizes,
+                                       const std::vector<release::NoisyMarginal>& one_way,
+                                       const std::vector<release::NoisyMarginal>& two_way) {
+  const int n = static_cast<int>(domain_sizes.size());
+  std::vector<std::vector<Estimate>> node_estimates(n);
+  std::vector<Estimate> totals;
+  for (const release::NoisyMarginal& m : one_way) {
+    if (m.clique.size() != 1 || m.clique[0] < 0 || m.clique[0] >= n ||
+        m.counts.size() != domain_sizes[m.clique[0]]) {
+      return absl::InvalidArgumentError(
+          "FitTreeModel: a 1-way marginal does not match the domain (one column, one count per "
+          "cell)");
+    }
+    const double variance = m.noise_std * m.noise_std;
+    node_estimates[m.clique[0]].push_back({m.counts, variance});
+    totals.push_back({Eigen::VectorXd::Constant(1, m.counts.sum()),
+                      variance * static_cast<double>(m.counts.size())});
+  }
+  UnionFind forest(n);
+  for (const release::NoisyMarginal& m : two_way) {
+    if (m.clique.size() != 2 || m.clique[0] < 0 || m.clique[0] >= n || m.clique[1] < 0 ||
+        m.clique[1] >= n || m.clique[0] == m.clique[1] ||
+        m.counts.size() != int64_t{domain_sizes[m.clique[0]]} * domain_sizes[m.clique[1]]) {
+      return absl::InvalidArgumentError(
+          "FitTreeModel: a 2-way marginal does not match the domain (two distinct columns, one "
+          "count per cell)");
+    }
+    if (!forest.Union(m.clique[0], m.clique[1])) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "FitTreeModel: pair ", PairText(m.clique),
+          " closes a cycle; a tree model takes pairs that form a forest (a spanning tree)"));
+    }
+    const int di = domain_sizes[m.clique[0]];
+    const int dj = domain_sizes[m.clique[1]];
+    const Eigen::Map<const RowMajorMatrix> table(m.counts.data(), di, dj);
+    const double variance = m.noise_std * m.noise_std;
+    node_estimates[m.clique[0]].push_back({table.rowwise().sum(), variance * dj});
+    node_estimates[m.clique[1]].push_back({table.colwise().sum().transpose(), variance * di});
+    totals.push_back({Eigen::VectorXd::Constant(1, m.counts.sum()),
+                      variance * static_cast<double>(m.counts.size())});
+  }
+  TreeModel model;
+  model.domain_sizes = domain_sizes;
+  for (int c = 0; c < n; ++c) {
+    if (node_estimates[c].empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "FitTreeModel: column ", c, " has no measured marginal; measure its 1-way marginal"));
+    }
+    model.nodes.push_back(ProjectToSimplex(Combine(node_estimates[c])));
+  }
+  model.total = std::max(0.0, Combine(totals)[0]);
+  for (const release::NoisyMarginal& m : two_way) {
+    const int i = m.clique[0];
+    const int j = m.clique[1];
+    RowMajorMatrix table =
+        Eigen::Map<const RowMajorMatrix>(m.counts.data(), domain_sizes[i], domain_sizes[j])
+            .cwiseMax(0.0);
+    table = ConsistentTable(table, model.nodes[i], model.nodes[j]);
+    model.edges.emplace_back(i, j);
+    model.tables.push_back(table);
+  }
+  return model;
+}
+
+Eigen::MatrixXi SampleTreeModel(const TreeModel& model, int64_t num_rows, uint64_t seed) {
+  const int n = static_cast<int>(model.domain_sizes.size());
+  // Each step samples `child` given `parent` from a cumulative table of
+  // d_parent rows (or, for a root, the node marginal as one row).
+  struct Step {
+    int parent = -1;
+    int child = 0;
+    RowMajorMatrix cumulative;
+  };
+  std::vector<std::vector<std::pair<int, int>>> adjacent(n);  // (neighbour, edge)
+  for (size_t e = 0; e < model.edges.size(); ++e) {
+    adjacent[model.edges[e].first].emplace_back(model.edges[e].second, static_cast<int>(e));
+    adjacent[model.edges[e].second].emplace_back(model.edges[e].first, static_cast<int>(e));
+  }
+  auto cumulate = [](RowMajorMatrix table, const Eigen::VectorXd& fallback) {
+    for (Eigen::Index r = 0; r < table.rows(); ++r) {
+      if (!(table.row(r).sum() > 0.0)) table.row(r) = fallback.transpose();
+      for (Eigen::Index k = 1; k < table.cols(); ++k) table(r, k) += table(r, k - 1);
+    }
+    return table;
+  };
+  std::vector<Step> steps;
+  std::vector<bool> visited(n, false);
+  for (int root = 0; root < n; ++root) {
+    if (visited[root]) continue;
+    visited[root] = true;
+    steps.push_back({-1, root, cumulate(model.nodes[root].transpose(), model.nodes[root])});
+    std::vector<int> queue = {root};
+    for (size_t head = 0; head < queue.size(); ++head) {
+      const int parent = queue[head];
+      for (const auto& [child, e] : adjacent[parent]) {
+        if (visited[child]) continue;
+        visited[child] = true;
+        queue.push_back(child);
+        RowMajorMatrix conditional = model.edges[e].first == parent
+                                         ? RowMajorMatrix(model.tables[e])
+                                         : RowMajorMatrix(model.tables[e].transpose());
+        steps.push_back({parent, child, cumulate(std::move(conditional), model.nodes[child])});
+      }
+    }
+  }
+  PublicRng rng(seed);
+  Eigen::MatrixXi codes(num_rows, n);
+  for (int64_t r = 0; r < num_rows; ++r) {
+    for (const Step& step : steps) {
+      const Eigen::Index row = step.parent < 0 ? 0 : codes(r, step.parent);
+      const double* begin = step.cumulative.row(row).data();
+      const double* end = begin + step.cumulative.cols();
+      const double u = rng.Uniform() * end[-1];
+      const int code = static_cast<int>(std::upper_bound(begin, end, u) - begin);
+      codes(r, step.child) = std::min(code, static_cast<int>(step.cumulative.cols()) - 1);
+    }
+  }
+  return codes;
+}
+
+}  // namespace dpcurator::train
