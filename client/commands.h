@@ -19,6 +19,7 @@ std::vector<Command> SessionCommands();   // session open|step|close|show
 std::vector<Command> CollectionCommands();  // collections ..., device submit, train sinkhorn
 std::vector<Command> AdminCommands();       // admin token create|revoke|list, admin audit
 std::vector<Command> SchemaCommands();      // schema draft|check
+std::vector<Command> ReportCommands();      // report
 
 // The image schema of `--images HxW` with `--classes N` or `--class-names
 // a,b,...` (datasets create; collections create, usually without classes):

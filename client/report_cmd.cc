@@ -1,0 +1,163 @@
+// `dpcurator report`: one self-contained HTML page comparing synthetic rows
+// with real held-out rows (issue 17 item 4): column shapes, pair trends,
+// train-on-synthetic-test-on-real, and what the synthetic rows cost.
+#include <algorithm>
+#include <cstdio>
+#include <ctime>
+#include <fstream>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "client/commands.h"
+#include "client/pipeline.h"
+#include "client/schema_file.h"
+#include "core/data/csv.h"
+#include "core/eval/evaluator.h"
+#include "core/eval/html_report.h"
+#include "core/eval/quality_report.h"
+#include "nlohmann/json.hpp"
+#include "proto/convert.h"
+
+namespace dpcurator::client {
+namespace {
+
+// Writes to a temporary name and renames, so an interrupted run never
+// leaves half a report where the last good one was.
+absl::Status WriteTextFile(const std::string& path, const std::string& text) {
+  const std::string temporary = absl::StrCat(path, ".tmp");
+  {
+    std::ofstream output(temporary, std::ios::binary | std::ios::trunc);
+    output << text;
+    if (!output) return absl::UnavailableError(absl::StrCat("cannot write '", temporary, "'"));
+  }
+  if (std::rename(temporary.c_str(), path.c_str()) != 0) {
+    return absl::UnavailableError(absl::StrCat("cannot move '", temporary, "' to '", path, "'"));
+  }
+  return absl::OkStatus();
+}
+
+std::string TodayUtc() {
+  const std::time_t now = std::time(nullptr);
+  std::tm utc{};
+  gmtime_r(&now, &utc);
+  char buffer[32];
+  std::strftime(buffer, sizeof(buffer), "%Y-%m-%d %H:%M UTC", &utc);
+  return buffer;
+}
+
+absl::Status RunReport(const ParsedArgs& args) {
+  if (args.Has("model") == args.Has("schema")) {
+    return absl::InvalidArgumentError(
+        "give exactly one of --model (a trained model: its schema and privacy spent) or "
+        "--schema (a schema file: compare two tables, e.g. real against real)");
+  }
+  eval::HtmlReportInput input;
+  v1::TableSchema schema_proto;
+  if (args.Has("model")) {
+    v1::GeneratorModel model;
+    if (auto s = ReadProtoFile(args.Get("model"), &model); !s.ok()) return s;
+    schema_proto = model.schema();
+    input.privacy.method = model.method();
+    input.privacy.dataset_id = model.dataset_id();
+    input.privacy.epsilon = model.epsilon();
+    input.privacy.delta = model.delta();
+    if (!model.release_id().empty()) input.privacy.release_ids.push_back(model.release_id());
+  } else {
+    auto read = ReadSchemaForLocalUse(args.Get("schema"));
+    if (!read.ok()) return read.status();
+    schema_proto = *read;
+  }
+  if (args.Has("release")) {
+    // The artefacts the model was fitted to: they carry the relation (and,
+    // for a multi-release model, every release id).
+    for (absl::string_view path : absl::StrSplit(args.Get("release"), ',', absl::SkipEmpty())) {
+      v1::EmbeddingArtefact artefact;
+      if (auto s = ReadProtoFile(std::string(path), &artefact); !s.ok()) return s;
+      input.privacy.relation = v1::NeighbouringRelation_Name(artefact.relation());
+      const std::string& id = artefact.release_id();
+      if (!id.empty() && std::find(input.privacy.release_ids.begin(),
+                                   input.privacy.release_ids.end(),
+                                   id) == input.privacy.release_ids.end()) {
+        input.privacy.release_ids.push_back(id);
+      }
+    }
+  }
+  auto schema = SchemaFromProto(schema_proto);
+  if (!schema.ok()) return schema.status();
+  auto synthetic = data::ReadCsvFile(*schema, args.Get("synthetic"));
+  if (!synthetic.ok()) return synthetic.status();
+  auto real = data::ReadCsvFile(*schema, args.Get("real"));
+  if (!real.ok()) return real.status();
+
+  std::fprintf(stderr, "scoring column shapes and pair trends...\n");
+  auto quality = eval::ComputeQualityReport(*schema, *real, *synthetic);
+  if (!quality.ok()) return quality.status();
+  input.quality = *std::move(quality);
+
+  if (schema->label_index().has_value() && !args.Flag("no-tstr")) {
+    std::fprintf(stderr, "training the TSTR classifiers...\n");
+    std::optional<data::Table> real_train;
+    if (args.Has("real-train")) {
+      auto loaded = data::ReadCsvFile(*schema, args.Get("real-train"));
+      if (!loaded.ok()) return loaded.status();
+      real_train = *std::move(loaded);
+    }
+    eval::EvalOptions options;
+    options.compute_paper_metrics = false;  // `dpcurator eval` shows them; the page has TSTR
+    auto evaluated = eval::Evaluate(*schema, *synthetic, *real, options,
+                                    real_train.has_value() ? &*real_train : nullptr);
+    if (!evaluated.ok()) return evaluated.status();
+    input.utility = evaluated->utility;
+  }
+  input.notes.push_back(absl::StrFormat(
+      "Synthetic: %s (%lld rows). Real held-out: %s (%lld rows). Made %s by dpcurator report.",
+      args.Get("synthetic"), static_cast<long long>(synthetic->num_rows()), args.Get("real"),
+      static_cast<long long>(real->num_rows()), TodayUtc()));
+  const std::string out = args.Get("out");
+  if (auto s = WriteTextFile(out, eval::RenderHtmlReport(*schema, input)); !s.ok()) return s;
+  const eval::QualityReport& q = input.quality;
+  if (args.Flag("json")) {
+    nlohmann::json json = {{"out", out},
+                           {"column_shapes", q.column_shapes},
+                           {"column_pair_trends", q.column_pair_trends},
+                           {"overall", q.overall},
+                           {"pairs", q.pairs.size()},
+                           {"pairs_skipped", q.pairs_skipped}};
+    std::printf("%s\n", json.dump(2).c_str());
+  } else {
+    std::printf("Column Shapes %.1f%%, Column Pair Trends %.1f%%, overall %.1f%%\nwrote %s\n",
+                100 * q.column_shapes, 100 * q.column_pair_trends, 100 * q.overall, out.c_str());
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+std::vector<Command> ReportCommands() {
+  return {Command{
+      "report",
+      "a self-contained HTML quality report: synthetic rows against real held-out rows",
+      "Writes one HTML file (inline SVG, no scripts, opens offline) with SDMetrics-style\n"
+      "scores (Column Shapes: 1 - KS or 1 - TV per column; Column Pair Trends: correlation\n"
+      "or contingency similarity per pair), real-vs-synthetic histograms of every column,\n"
+      "a pair-trend heatmap, the train-on-synthetic-test-on-real table, and the privacy\n"
+      "spent (epsilon, delta, relation, release ids) from --model and --release.",
+      {{"synthetic", "synthetic.csv", "synthetic CSV (`dpcurator sample`)"},
+       {"real", "", "real held-out CSV (header line)", false, true},
+       {"model", "", "the model the synthetic rows came from (schema, epsilon, delta, release)"},
+       {"schema", "", "schema file instead of --model (no privacy section)"},
+       {"release", "", "the release artefact(s) the model was fitted to, comma-separated: "
+                       "adds the neighbouring relation"},
+       {"real-train", "", "optional real training CSV: adds train-on-real baseline rows"},
+       {"no-tstr", "", "leave out the classifiers (faster)", true},
+       {"out", "report.html", "HTML file to write"},
+       {"json", "", "print the scores as JSON", true}},
+      RunReport}};
+}
+
+}  // namespace dpcurator::client

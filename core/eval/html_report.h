@@ -1,0 +1,46 @@
+#ifndef DPCURATOR_CORE_EVAL_HTML_REPORT_H_
+#define DPCURATOR_CORE_EVAL_HTML_REPORT_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/strings/string_view.h"
+#include "core/data/schema.h"
+#include "core/eval/evaluator.h"
+#include "core/eval/quality_report.h"
+
+namespace dpcurator::eval {
+
+// What the synthetic rows cost, as the model and its releases record it.
+struct PrivacySpent {
+  std::string method;      // "merf", "pearl", ... ("" when unknown)
+  std::string dataset_id;
+  std::vector<std::string> release_ids;
+  double epsilon = 0.0;    // 0 when unknown (real-vs-real reports)
+  double delta = 0.0;
+  std::string relation;    // "ADD_REMOVE", "REPLACE_ONE" or "" when unknown
+};
+
+struct HtmlReportInput {
+  std::string title = "dpcurator quality report";
+  // Free text shown under the title (file names, row counts, date).
+  std::vector<std::string> notes;
+  PrivacySpent privacy;
+  QualityReport quality;
+  // Train-on-synthetic, test-on-real rows (EvalReport::utility); may be empty.
+  std::vector<ClassifierResult> utility;
+};
+
+// One self-contained HTML5 page: inline CSS and inline SVG plots, no
+// scripts, no external resources, so it opens offline and can be mailed.
+// Sections: summary scores, privacy spent, TSTR table, per-column
+// histograms (real vs synthetic), and the pair-trend heatmap. Every text
+// from the data (column names, levels, ids) is HTML-escaped.
+std::string RenderHtmlReport(const data::Schema& schema, const HtmlReportInput& input);
+
+// &, <, >, " and ' as character references.
+std::string HtmlEscape(absl::string_view text);
+
+}  // namespace dpcurator::eval
+
+#endif  // DPCURATOR_CORE_EVAL_HTML_REPORT_H_

@@ -1,0 +1,214 @@
+#include "core/eval/quality_report.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "absl/strings/str_format.h"
+#include "core/eval/fidelity.h"
+
+namespace dpcurator::eval {
+namespace {
+
+using data::ColumnType;
+
+// A cell's index among `bins` equal-width bins over [lower, upper], the
+// upper bound in the last bin (as ColumnHistogram bins them).
+int NumericBin(double value, double lower, double upper, int bins) {
+  if (!(upper > lower)) return 0;
+  const int bin = static_cast<int>(std::floor((value - lower) / (upper - lower) * bins));
+  return std::clamp(bin, 0, bins - 1);
+}
+
+// Per-row cell codes of one column for a contingency table, and their count.
+struct ColumnCodes {
+  std::vector<int> codes;
+  int cells = 0;
+};
+ColumnCodes CodesOf(const data::Schema& schema, const data::Table& table, int column,
+                    int numeric_bins) {
+  const data::Column& c = schema.column(column);
+  ColumnCodes out;
+  out.codes.resize(table.num_rows());
+  if (c.type == ColumnType::kCategorical) {
+    out.cells = schema.NumLevels(column);
+    for (int64_t r = 0; r < table.num_rows(); ++r) {
+      out.codes[r] = static_cast<int>(table.cells(r, column));
+    }
+  } else {
+    out.cells = numeric_bins;
+    for (int64_t r = 0; r < table.num_rows(); ++r) {
+      out.codes[r] = NumericBin(table.cells(r, column), c.lower, c.upper, numeric_bins);
+    }
+  }
+  return out;
+}
+
+Eigen::MatrixXd Contingency(const ColumnCodes& a, const ColumnCodes& b) {
+  Eigen::MatrixXd table = Eigen::MatrixXd::Zero(a.cells, b.cells);
+  for (size_t r = 0; r < a.codes.size(); ++r) table(a.codes[r], b.codes[r]) += 1.0;
+  return table / static_cast<double>(a.codes.size());
+}
+
+// Pearson correlation of two columns; NaN when either is constant.
+double Pearson(const Eigen::VectorXd& x, const Eigen::VectorXd& y) {
+  const Eigen::ArrayXd dx = x.array() - x.mean();
+  const Eigen::ArrayXd dy = y.array() - y.mean();
+  const double sxx = (dx * dx).sum();
+  const double syy = (dy * dy).sum();
+  if (!(sxx > 1e-24) || !(syy > 1e-24)) return std::nan("");
+  return std::clamp((dx * dy).sum() / std::sqrt(sxx * syy), -1.0, 1.0);
+}
+
+std::vector<double> ColumnValues(const data::Table& table, int column) {
+  const Eigen::VectorXd values = table.cells.col(column);
+  return std::vector<double>(values.data(), values.data() + values.size());
+}
+
+}  // namespace
+
+absl::Status QualityOptions::Validate() const {
+  if (histogram_bins < 2 || histogram_bins > 1000) {
+    return absl::InvalidArgumentError("histogram_bins must be in [2, 1000]");
+  }
+  if (contingency_bins < 2 || contingency_bins > 100) {
+    return absl::InvalidArgumentError("contingency_bins must be in [2, 100]");
+  }
+  return absl::OkStatus();
+}
+
+double KolmogorovSmirnovStatistic(std::vector<double> a, std::vector<double> b) {
+  std::sort(a.begin(), a.end());
+  std::sort(b.begin(), b.end());
+  const double na = static_cast<double>(a.size());
+  const double nb = static_cast<double>(b.size());
+  size_t i = 0;
+  size_t j = 0;
+  double statistic = 0.0;
+  // Walk the merged order; evaluate the gap only after all copies of a value
+  // (ties) have been consumed from both samples, where both CDFs are right-
+  // continuous step functions.
+  while (i < a.size() && j < b.size()) {
+    const double x = std::min(a[i], b[j]);
+    while (i < a.size() && a[i] == x) ++i;
+    while (j < b.size() && b[j] == x) ++j;
+    statistic = std::max(statistic, std::abs(static_cast<double>(i) / na -
+                                             static_cast<double>(j) / nb));
+  }
+  return statistic;
+}
+
+double CramersV(const Eigen::MatrixXd& table) {
+  const double total = table.sum();
+  if (!(total > 0.0)) return 0.0;
+  const Eigen::VectorXd rows = table.rowwise().sum();
+  const Eigen::RowVectorXd cols = table.colwise().sum();
+  int used_rows = 0;
+  int used_cols = 0;
+  for (Eigen::Index r = 0; r < rows.size(); ++r) used_rows += rows(r) > 0.0;
+  for (Eigen::Index c = 0; c < cols.size(); ++c) used_cols += cols(c) > 0.0;
+  const int k = std::min(used_rows, used_cols);
+  if (k < 2) return 0.0;
+  double chi2 = 0.0;
+  for (Eigen::Index r = 0; r < table.rows(); ++r) {
+    if (rows(r) <= 0.0) continue;
+    for (Eigen::Index c = 0; c < table.cols(); ++c) {
+      if (cols(c) <= 0.0) continue;
+      const double expected = rows(r) * cols(c) / total;
+      const double diff = table(r, c) - expected;
+      chi2 += diff * diff / expected;
+    }
+  }
+  return std::sqrt(chi2 / (total * (k - 1)));
+}
+
+absl::StatusOr<QualityReport> ComputeQualityReport(const data::Schema& schema,
+                                                   const data::Table& real,
+                                                   const data::Table& synthetic,
+                                                   const QualityOptions& options) {
+  if (auto s = options.Validate(); !s.ok()) return s;
+  if (auto s = ValidateTableForSchema(schema, real, "real table"); !s.ok()) return s;
+  if (auto s = ValidateTableForSchema(schema, synthetic, "synthetic table"); !s.ok()) return s;
+
+  std::vector<int> columns;
+  for (int c = 0; c < schema.num_columns(); ++c) {
+    if (schema.column(c).type != ColumnType::kImage) columns.push_back(c);
+  }
+  if (columns.empty()) {
+    return absl::InvalidArgumentError("the schema has no table column to report on");
+  }
+
+  QualityReport report;
+  report.contingency_bins = options.contingency_bins;
+  for (int c : columns) {
+    const data::Column& column = schema.column(c);
+    ColumnShape shape;
+    shape.column = c;
+    shape.name = column.name;
+    shape.categorical = column.type == ColumnType::kCategorical;
+    shape.real = ColumnHistogram(schema, real, c, options.histogram_bins);
+    shape.synthetic = ColumnHistogram(schema, synthetic, c, options.histogram_bins);
+    if (shape.categorical) {
+      shape.metric = "TVComplement";
+      shape.score = 1.0 - TotalVariationDistance(shape.real, shape.synthetic);
+      for (int level = 0; level < schema.NumLevels(c); ++level) {
+        shape.cell_labels.push_back(schema.LevelName(c, level));
+      }
+    } else {
+      shape.metric = "KSComplement";
+      shape.score = 1.0 - KolmogorovSmirnovStatistic(ColumnValues(real, c),
+                                                      ColumnValues(synthetic, c));
+      const double width = (column.upper - column.lower) / options.histogram_bins;
+      for (int b = 0; b < options.histogram_bins; ++b) {
+        shape.cell_labels.push_back(absl::StrFormat("%.6g", column.lower + b * width));
+      }
+    }
+    report.column_shapes += shape.score;
+    report.shapes.push_back(std::move(shape));
+  }
+  report.column_shapes /= static_cast<double>(report.shapes.size());
+
+  std::vector<ColumnCodes> real_codes;
+  std::vector<ColumnCodes> synthetic_codes;
+  for (int c : columns) {
+    real_codes.push_back(CodesOf(schema, real, c, options.contingency_bins));
+    synthetic_codes.push_back(CodesOf(schema, synthetic, c, options.contingency_bins));
+  }
+  for (size_t i = 0; i < columns.size(); ++i) {
+    for (size_t j = i + 1; j < columns.size(); ++j) {
+      const int a = columns[i];
+      const int b = columns[j];
+      PairTrend pair;
+      pair.column_a = a;
+      pair.column_b = b;
+      const bool both_numeric = schema.column(a).type == ColumnType::kNumeric &&
+                                schema.column(b).type == ColumnType::kNumeric;
+      if (both_numeric) {
+        pair.metric = "CorrelationSimilarity";
+        pair.real_association = Pearson(real.cells.col(a), real.cells.col(b));
+        pair.synthetic_association = Pearson(synthetic.cells.col(a), synthetic.cells.col(b));
+        if (std::isnan(pair.real_association) || std::isnan(pair.synthetic_association)) {
+          ++report.pairs_skipped;
+          continue;
+        }
+        pair.score = 1.0 - std::abs(pair.real_association - pair.synthetic_association) / 2.0;
+      } else {
+        pair.metric = "ContingencySimilarity";
+        const Eigen::MatrixXd p = Contingency(real_codes[i], real_codes[j]);
+        const Eigen::MatrixXd q = Contingency(synthetic_codes[i], synthetic_codes[j]);
+        pair.score = 1.0 - 0.5 * (p - q).cwiseAbs().sum();
+        pair.real_association = CramersV(p);
+        pair.synthetic_association = CramersV(q);
+      }
+      report.column_pair_trends += pair.score;
+      report.pairs.push_back(pair);
+    }
+  }
+  // A single column has no pairs: the property is then vacuous (score 1).
+  report.column_pair_trends = report.pairs.empty()
+                                  ? 1.0
+                                  : report.column_pair_trends / static_cast<double>(report.pairs.size());
+  report.overall = 0.5 * (report.column_shapes + report.column_pair_trends);
+  return report;
+}
+
+}  // namespace dpcurator::eval

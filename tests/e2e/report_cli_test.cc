@@ -1,0 +1,120 @@
+// `dpcurator report` as a user runs it (issue 17 item 4): on two halves of
+// the real Adult training file the summary scores must read as "the same
+// data" (>= 0.95), the page must be one self-contained file, and bad input
+// must give a clear error and leave no report behind.
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+namespace {
+
+struct CliRun {
+  int exit_code;
+  std::string output;
+};
+
+// `with_stderr`: the error messages too (false: stdout only, for --json).
+CliRun RunCli(const std::string& arguments, bool with_stderr = true) {
+  const std::string command =
+      std::string(DPC_CLI) + " " + arguments + (with_stderr ? " 2>&1" : " 2>/dev/null");
+  FILE* pipe = popen(command.c_str(), "r");
+  EXPECT_NE(pipe, nullptr);
+  std::string output;
+  std::array<char, 4096> buffer;
+  size_t read;
+  while ((read = fread(buffer.data(), 1, buffer.size(), pipe)) > 0) output.append(buffer.data(), read);
+  const int status = pclose(pipe);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
+}
+
+class ReportCliTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("dpc_report_test_" + std::to_string(::getpid()));
+    std::filesystem::create_directories(dir_);
+    // Split adult.data into odd and even rows, both with the header.
+    std::ifstream data(std::string(DPC_SOURCE_DIR) + "/../shared/data/adult/adult.data");
+    ASSERT_TRUE(data) << "the shared Adult data is missing";
+    std::string header;
+    std::getline(data, header);
+    std::ofstream first(dir_ / "first.csv");
+    std::ofstream second(dir_ / "second.csv");
+    first << header << "\n";
+    second << header << "\n";
+    std::string line;
+    for (int i = 0; std::getline(data, line); ++i) {
+      if (line.empty()) continue;
+      (i % 2 == 0 ? first : second) << line << "\n";
+    }
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  std::string Path(const std::string& name) const { return (dir_ / name).string(); }
+  std::string Schema() const { return std::string(DPC_SOURCE_DIR) + "/schemas/adult.schema.json"; }
+
+  std::filesystem::path dir_;
+};
+
+TEST_F(ReportCliTest, RealHalvesScoreAsTheSameData) {
+  const CliRun run = RunCli("report --schema " + Schema() + " --synthetic " + Path("first.csv") +
+                            " --real " + Path("second.csv") + " --no-tstr --out " +
+                            Path("report.html") + " --json",
+                            /*with_stderr=*/false);
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  const auto json = nlohmann::json::parse(run.output);
+  EXPECT_GE(json["column_shapes"].get<double>(), 0.95);
+  EXPECT_GE(json["column_pair_trends"].get<double>(), 0.95);
+  EXPECT_GE(json["overall"].get<double>(), 0.95);
+  EXPECT_EQ(json["pairs"].get<int>(), 15 * 14 / 2);
+
+  std::ifstream file(Path("report.html"));
+  std::stringstream html;
+  html << file.rdbuf();
+  const std::string page = html.str();
+  // One plot per column and the heatmap; nothing fetched from anywhere.
+  size_t svgs = 0;
+  for (size_t at = page.find("<svg"); at != std::string::npos; at = page.find("<svg", at + 1)) {
+    ++svgs;
+  }
+  EXPECT_EQ(svgs, 16u);
+  EXPECT_EQ(page.find("<script"), std::string::npos);
+  EXPECT_EQ(page.find("src="), std::string::npos);
+  EXPECT_EQ(page.find("href="), std::string::npos);
+  EXPECT_NE(page.find("hours-per-week"), std::string::npos);
+  EXPECT_FALSE(std::filesystem::exists(Path("report.html.tmp")));
+}
+
+TEST_F(ReportCliTest, SyntheticRowsOutsideTheSchemaAreRefusedAndNoReportIsWritten) {
+  {
+    std::ofstream bad(Path("bad.csv"));
+    std::ifstream good(Path("first.csv"));
+    std::string line;
+    std::getline(good, line);
+    bad << line << "\n";
+    bad << "39, Martian, 77516, Bachelors, 13, Never-married, Adm-clerical, Not-in-family, "
+           "White, Male, 2174, 0, 40, United-States, <=50K\n";
+  }
+  const CliRun run = RunCli("report --schema " + Schema() + " --synthetic " + Path("bad.csv") +
+                            " --real " + Path("second.csv") + " --out " + Path("bad.html"));
+  EXPECT_NE(run.exit_code, 0);
+  EXPECT_NE(run.output.find("bad.csv"), std::string::npos) << run.output;
+  EXPECT_FALSE(std::filesystem::exists(Path("bad.html")));
+}
+
+TEST_F(ReportCliTest, NeedsExactlyOneOfModelAndSchema) {
+  const CliRun run = RunCli("report --synthetic " + Path("first.csv") + " --real " +
+                            Path("second.csv") + " --out " + Path("x.html"));
+  EXPECT_NE(run.exit_code, 0);
+  EXPECT_NE(run.output.find("--model"), std::string::npos) << run.output;
+}
+
+}  // namespace

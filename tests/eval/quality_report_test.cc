@@ -1,0 +1,248 @@
+// The quality report (issue 17 item 4): SDMetrics-style scores against hand
+// values, and the HTML page parsed back: balanced tags, one plot per
+// column plus the heatmap, nothing external, data text escaped, and the
+// summary it shows equal to the computed scores.
+#include "core/eval/quality_report.h"
+
+#include <cmath>
+#include <map>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "core/eval/html_report.h"
+
+namespace dpcurator::eval {
+namespace {
+
+data::Schema MixedSchema(const std::string& first_name = "x") {
+  data::Schema::Builder builder;
+  builder.AddNumeric(first_name, 0.0, 10.0);
+  builder.AddNumeric("y", 0.0, 10.0);
+  builder.AddCategorical("colour", {"red", "green", "blue"});
+  builder.AddCategorical("label", {"no", "yes"});
+  builder.SetLabel("label");
+  auto schema = builder.Build();
+  EXPECT_TRUE(schema.ok()) << schema.status();
+  return *schema;
+}
+
+data::Table RandomTable(int rows, uint64_t seed, double slope = 1.0) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> u(0.0, 10.0);
+  std::uniform_int_distribution<int> colour(0, 2);
+  data::Table table;
+  table.cells.resize(rows, 4);
+  for (int r = 0; r < rows; ++r) {
+    const double x = u(rng);
+    table.cells(r, 0) = x;
+    table.cells(r, 1) = std::clamp(slope > 0 ? x + 0.5 * (u(rng) - 5) / 5 : 10 - x, 0.0, 10.0);
+    table.cells(r, 2) = colour(rng);
+    table.cells(r, 3) = x > 5 ? 1 : 0;
+  }
+  return table;
+}
+
+TEST(KolmogorovSmirnovTest, HandValues) {
+  EXPECT_NEAR(KolmogorovSmirnovStatistic({1, 2, 3}, {2, 3, 4}), 1.0 / 3, 1e-15);
+  // Ties: the gap is read after every copy of a value in both samples.
+  EXPECT_NEAR(KolmogorovSmirnovStatistic({0, 0, 1}, {0, 1, 1}), 1.0 / 3, 1e-15);
+  EXPECT_NEAR(KolmogorovSmirnovStatistic({5, 5}, {5}), 0.0, 1e-15);
+  EXPECT_NEAR(KolmogorovSmirnovStatistic({0, 1}, {2, 3}), 1.0, 1e-15);
+  EXPECT_NEAR(KolmogorovSmirnovStatistic({0, 1, 2, 3}, {1.5}), 0.5, 1e-15);
+}
+
+TEST(CramersVTest, HandValues) {
+  Eigen::MatrixXd diagonal(2, 2);
+  diagonal << 0.5, 0.0, 0.0, 0.5;
+  EXPECT_NEAR(CramersV(diagonal), 1.0, 1e-12);
+  Eigen::MatrixXd independent(2, 3);
+  independent << 0.1, 0.2, 0.2, 0.1, 0.2, 0.2;
+  EXPECT_NEAR(CramersV(independent), 0.0, 1e-12);
+  Eigen::MatrixXd one_row(1, 3);
+  one_row << 0.2, 0.3, 0.5;
+  EXPECT_EQ(CramersV(one_row), 0.0);
+}
+
+TEST(QualityReportTest, IdenticalTablesScoreOne) {
+  const data::Schema schema = MixedSchema();
+  const data::Table table = RandomTable(500, 1);
+  auto report = ComputeQualityReport(schema, table, table);
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_DOUBLE_EQ(report->column_shapes, 1.0);
+  EXPECT_DOUBLE_EQ(report->column_pair_trends, 1.0);
+  EXPECT_DOUBLE_EQ(report->overall, 1.0);
+  EXPECT_EQ(report->shapes.size(), 4u);
+  EXPECT_EQ(report->pairs.size(), 6u);
+}
+
+TEST(QualityReportTest, ScoresMatchHandComputedDistances) {
+  const data::Schema schema = MixedSchema();
+  data::Table real = RandomTable(400, 2);
+  data::Table synthetic = real;
+  // Colour: real uniform-ish; synthetic all "red". TVComplement = 1 - TV.
+  Eigen::Vector3d real_colour = Eigen::Vector3d::Zero();
+  for (int r = 0; r < 400; ++r) real_colour(static_cast<int>(real.cells(r, 2))) += 1.0 / 400;
+  synthetic.cells.col(2).setZero();
+  // x shifted by +2 (clamped): KSComplement from the exact statistic.
+  for (int r = 0; r < 400; ++r) synthetic.cells(r, 0) = std::min(10.0, real.cells(r, 0) + 2.0);
+  auto report = ComputeQualityReport(schema, real, synthetic);
+  ASSERT_TRUE(report.ok()) << report.status();
+  const double tv = 0.5 * (std::abs(real_colour(0) - 1.0) + real_colour(1) + real_colour(2));
+  EXPECT_NEAR(report->shapes[2].score, 1.0 - tv, 1e-12);
+  EXPECT_EQ(report->shapes[2].metric, "TVComplement");
+  std::vector<double> a(real.cells.col(0).data(), real.cells.col(0).data() + 400);
+  std::vector<double> b(synthetic.cells.col(0).data(), synthetic.cells.col(0).data() + 400);
+  EXPECT_NEAR(report->shapes[0].score, 1.0 - KolmogorovSmirnovStatistic(a, b), 1e-12);
+  EXPECT_LT(report->shapes[0].score, 0.85);  // a shift of 2 in 10 is visible
+  EXPECT_EQ(report->shapes[0].metric, "KSComplement");
+  // The unchanged columns keep a perfect shape score.
+  EXPECT_DOUBLE_EQ(report->shapes[1].score, 1.0);
+  EXPECT_DOUBLE_EQ(report->shapes[3].score, 1.0);
+}
+
+TEST(QualityReportTest, CorrelationSimilarityOfReversedTrendIsLow) {
+  const data::Schema schema = MixedSchema();
+  const data::Table real = RandomTable(1000, 3, /*slope=*/1.0);
+  const data::Table synthetic = RandomTable(1000, 3, /*slope=*/-1.0);
+  auto report = ComputeQualityReport(schema, real, synthetic);
+  ASSERT_TRUE(report.ok()) << report.status();
+  const PairTrend& xy = report->pairs[0];
+  ASSERT_EQ(xy.metric, "CorrelationSimilarity");
+  EXPECT_GT(xy.real_association, 0.9);
+  EXPECT_NEAR(xy.synthetic_association, -1.0, 1e-12);
+  EXPECT_NEAR(xy.score, 1.0 - std::abs(xy.real_association - xy.synthetic_association) / 2,
+              1e-12);
+  EXPECT_LT(xy.score, 0.1);
+  // x with colour: a contingency pair.
+  EXPECT_EQ(report->pairs[1].metric, "ContingencySimilarity");
+}
+
+TEST(QualityReportTest, ConstantNumericColumnSkipsItsCorrelationPairs) {
+  const data::Schema schema = MixedSchema();
+  const data::Table real = RandomTable(200, 4);
+  data::Table synthetic = real;
+  synthetic.cells.col(1).setConstant(3.0);
+  auto report = ComputeQualityReport(schema, real, synthetic);
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_EQ(report->pairs_skipped, 1);
+  EXPECT_EQ(report->pairs.size(), 5u);
+}
+
+TEST(QualityReportTest, RejectsAnInvalidTable) {
+  const data::Schema schema = MixedSchema();
+  const data::Table real = RandomTable(50, 5);
+  data::Table bad = real;
+  bad.cells(3, 2) = 7;  // no such level
+  EXPECT_FALSE(ComputeQualityReport(schema, real, bad).ok());
+}
+
+// A small HTML reader for the test: checks that every non-void element is
+// closed in order, and collects the tags seen and attribute text.
+struct ParsedHtml {
+  bool balanced = true;
+  std::string error;
+  std::map<std::string, int> tag_counts;
+  std::vector<std::string> attributes;  // raw attribute text of every tag
+};
+
+ParsedHtml ParseHtml(const std::string& html) {
+  static const std::set<std::string> kVoid = {"meta", "br", "hr", "img", "link", "input",
+                                              "line", "rect", "path", "circle"};
+  ParsedHtml parsed;
+  std::vector<std::string> stack;
+  size_t i = 0;
+  while ((i = html.find('<', i)) != std::string::npos) {
+    const size_t end = html.find('>', i);
+    if (end == std::string::npos) {
+      parsed.balanced = false;
+      parsed.error = "unterminated tag";
+      return parsed;
+    }
+    std::string tag = html.substr(i + 1, end - i - 1);
+    i = end + 1;
+    if (tag.empty() || tag[0] == '!') continue;  // doctype
+    const bool closing = tag[0] == '/';
+    const bool self_closing = tag.back() == '/';
+    if (closing) tag = tag.substr(1);
+    if (self_closing) tag.pop_back();
+    const size_t space = tag.find_first_of(" \n");
+    const std::string name = tag.substr(0, space);
+    if (space != std::string::npos) parsed.attributes.push_back(tag.substr(space));
+    if (closing) {
+      if (stack.empty() || stack.back() != name) {
+        parsed.balanced = false;
+        parsed.error = "unexpected </" + name + ">";
+        return parsed;
+      }
+      stack.pop_back();
+      continue;
+    }
+    ++parsed.tag_counts[name];
+    // <rect ...><title>..</title></rect> closes explicitly; bare rects and
+    // lines are self-closed with "/>".
+    if (self_closing || (kVoid.count(name) > 0 && name != "rect")) continue;
+    stack.push_back(name);
+  }
+  if (!stack.empty()) {
+    parsed.balanced = false;
+    parsed.error = "unclosed <" + stack.back() + ">";
+  }
+  return parsed;
+}
+
+TEST(HtmlReportTest, SelfContainedBalancedAndEscaped) {
+  const data::Schema schema = MixedSchema("<b>x & \"y\"</b>");
+  const data::Table real = RandomTable(300, 6);
+  const data::Table synthetic = RandomTable(300, 7, -1.0);
+  auto quality = ComputeQualityReport(schema, real, synthetic);
+  ASSERT_TRUE(quality.ok()) << quality.status();
+  HtmlReportInput input;
+  input.quality = *quality;
+  input.privacy.method = "merf";
+  input.privacy.epsilon = 1.0;
+  input.privacy.delta = 1e-5;
+  input.privacy.relation = "ADD_REMOVE";
+  input.privacy.release_ids = {"rel_1"};
+  ClassifierResult row;
+  row.classifier = "logistic_regression";
+  row.train_source = "synthetic";
+  row.roc_auc = 0.875;
+  input.utility.push_back(row);
+  const std::string html = RenderHtmlReport(schema, input);
+
+  const ParsedHtml parsed = ParseHtml(html);
+  ASSERT_TRUE(parsed.balanced) << parsed.error;
+  // One histogram per column and the heatmap.
+  EXPECT_EQ(parsed.tag_counts.at("svg"), 5);
+  EXPECT_EQ(parsed.tag_counts.count("script"), 0u);
+  for (const std::string& attributes : parsed.attributes) {
+    EXPECT_EQ(attributes.find("src="), std::string::npos) << attributes;
+    EXPECT_EQ(attributes.find("href="), std::string::npos) << attributes;
+    // The only URL is the SVG namespace name, which is never fetched.
+    const size_t url = attributes.find("http");
+    if (url != std::string::npos) {
+      EXPECT_EQ(attributes.compare(url, 26, "http://www.w3.org/2000/svg"), 0) << attributes;
+    }
+  }
+  EXPECT_EQ(html.find("<b>x"), std::string::npos);
+  EXPECT_NE(html.find("&lt;b&gt;x &amp; &quot;y&quot;&lt;/b&gt;"), std::string::npos);
+  // The summary shows the computed scores.
+  const std::string needle = "data-score=\"";
+  std::vector<double> shown;
+  for (size_t at = html.find(needle); at != std::string::npos; at = html.find(needle, at + 1)) {
+    shown.push_back(std::stod(html.substr(at + needle.size(), 12)));
+  }
+  ASSERT_EQ(shown.size(), 3u);
+  EXPECT_NEAR(shown[0], quality->column_shapes, 1e-6);
+  EXPECT_NEAR(shown[1], quality->column_pair_trends, 1e-6);
+  EXPECT_NEAR(shown[2], quality->overall, 1e-6);
+  EXPECT_NE(html.find("ADD_REMOVE"), std::string::npos);
+  EXPECT_NE(html.find("0.875"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace dpcurator::eval
