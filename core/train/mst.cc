@@ -322,9 +322,12 @@ absl::StatusOr<TreeModel> FitTreeModel(const std::vector<int>& domain_sizes,
   for (const release::NoisyMarginal& m : two_way) {
     const int i = m.clique[0];
     const int j = m.clique[1];
+    // The Euclidean projection onto the simplex (not a clip at 0): it shifts
+    // every cell down by one constant before clipping, so the positive half
+    // of the noise on empty cells does not survive as spurious mass.
+    const Eigen::VectorXd projected = ProjectToSimplex(m.counts);
     RowMajorMatrix table =
-        Eigen::Map<const RowMajorMatrix>(m.counts.data(), domain_sizes[i], domain_sizes[j])
-            .cwiseMax(0.0);
+        Eigen::Map<const RowMajorMatrix>(projected.data(), domain_sizes[i], domain_sizes[j]);
     table = ConsistentTable(table, model.nodes[i], model.nodes[j]);
     model.edges.emplace_back(i, j);
     model.tables.push_back(table);
