@@ -20,6 +20,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "client/autogan_model.h"
 #include "client/commands.h"
 #include "client/progress.h"
 #include "client/schema_file.h"
@@ -261,10 +262,13 @@ absl::Status RunDemo(const ParsedArgs& args) {
     std::vector<std::string> methods;
     if (args.Get("method") == "both") {
       methods = {"merf", "pearl"};
-    } else if (args.Get("method") == "merf" || args.Get("method") == "pearl") {
+    } else if (args.Get("method") == "all") {
+      methods = {"merf", "pearl", "autogan"};
+    } else if (args.Get("method") == "merf" || args.Get("method") == "pearl" ||
+               args.Get("method") == "autogan") {
       methods = {args.Get("method")};
     } else {
-      return absl::InvalidArgumentError("--method must be merf, pearl or both");
+      return absl::InvalidArgumentError("--method must be merf, pearl, autogan, both or all");
     }
     struct MethodResult {
       std::string method;
@@ -277,53 +281,69 @@ absl::Status RunDemo(const ParsedArgs& args) {
       MethodResult result;
       result.method = method;
       t = Clock::now();
-      v1::ReleaseRequest request;
-      request.set_dataset_id(dataset.id());
-      request.set_idempotency_key(NewIdempotencyKey());
-      request.set_epsilon(*epsilon);
-      if (method == "merf") {
-        request.mutable_rff_embedding()->set_num_frequencies(static_cast<int>(*frequencies));
+      absl::StatusOr<v1::GeneratorModel> model;
+      if (method == "autogan") {
+        // DP-auto-GAN: no release; two dp_sgd sessions at epsilon together.
+        AutoganRun run;
+        run.dataset_id = dataset.id();
+        run.schema = demo->schema_proto;
+        run.epsilon = *epsilon;
+        run.delta = *delta;
+        run.rows_guess = demo->train.num_rows();
+        run.options = DefaultAutoganOptions();
+        run.quiet = json;
+        result.release.set_id("dp_sgd sessions");
+        result.release.mutable_embedding()->set_epsilon(*epsilon);
+        model = TrainAutoganModel(analyst, run);
       } else {
-        request.mutable_charfn_embedding()->set_num_frequencies(static_cast<int>(*frequencies));
-        request.mutable_charfn_embedding()->set_private_length_scale(
-            args.Flag("private-length-scale"));
-        if (args.Has("pearl-length-scale")) {
-          auto length_scale = args.GetDouble("pearl-length-scale");
-          if (!length_scale.ok()) return length_scale.status();
-          request.mutable_charfn_embedding()->set_length_scale(*length_scale);
-        }
-      }
-      {
-        auto context = analyst.NewContext();
-        grpc::Status status =
-            analyst.releases().RequestRelease(context.get(), request, &result.release);
-        if (!status.ok()) return RpcError(status, "release");
-      }
-      result.release_seconds = SecondsSince(t);
-      const auto& artefact = result.release.embedding();
-      say(absl::StrFormat("analyst: %s release %s (%s, %d frequencies, length-scale %.3f%s, "
-                          "noise multiplier %.4f) in %.2fs",
-                          method, result.release.id(), ReleaseKindName(result.release.kind()),
-                          artefact.num_frequencies(), artefact.length_scale(),
-                          artefact.length_scale_private() ? " private" : "",
-                          artefact.noise_multiplier(), result.release_seconds));
-      t = Clock::now();
-      const int steps = trainer_options->steps;
-      Progress progress;
-      trainer_options->progress = [&](int step, double loss) {
-        if (json) return;
-        const std::string line = absl::StrFormat("trainer (%s): step %5d / %d, loss %.5f, %.1fs",
-                                                 method, step, steps, loss, SecondsSince(t));
-        if (step == steps) {
-          progress.Finish(line);
+        v1::ReleaseRequest request;
+        request.set_dataset_id(dataset.id());
+        request.set_idempotency_key(NewIdempotencyKey());
+        request.set_epsilon(*epsilon);
+        if (method == "merf") {
+          request.mutable_rff_embedding()->set_num_frequencies(static_cast<int>(*frequencies));
         } else {
-          progress.Update(line);
+          request.mutable_charfn_embedding()->set_num_frequencies(static_cast<int>(*frequencies));
+          request.mutable_charfn_embedding()->set_private_length_scale(
+              args.Flag("private-length-scale"));
+          if (args.Has("pearl-length-scale")) {
+            auto length_scale = args.GetDouble("pearl-length-scale");
+            if (!length_scale.ok()) return length_scale.status();
+            request.mutable_charfn_embedding()->set_length_scale(*length_scale);
+          }
         }
-      };
-      auto model = method == "merf"
-                       ? TrainMerfModel(result.release, *trainer_options)
-                       : TrainPearlModel(result.release, *trainer_options,
-                                         PearlOptions{.use_critic = !args.Flag("pearl-no-critic")});
+        {
+          auto context = analyst.NewContext();
+          grpc::Status status =
+              analyst.releases().RequestRelease(context.get(), request, &result.release);
+          if (!status.ok()) return RpcError(status, "release");
+        }
+        result.release_seconds = SecondsSince(t);
+        const auto& artefact = result.release.embedding();
+        say(absl::StrFormat("analyst: %s release %s (%s, %d frequencies, length-scale %.3f%s, "
+                            "noise multiplier %.4f) in %.2fs",
+                            method, result.release.id(), ReleaseKindName(result.release.kind()),
+                            artefact.num_frequencies(), artefact.length_scale(),
+                            artefact.length_scale_private() ? " private" : "",
+                            artefact.noise_multiplier(), result.release_seconds));
+        t = Clock::now();
+        const int steps = trainer_options->steps;
+        Progress progress;
+        trainer_options->progress = [&](int step, double loss) {
+          if (json) return;
+          const std::string line = absl::StrFormat("trainer (%s): step %5d / %d, loss %.5f, %.1fs",
+                                                   method, step, steps, loss, SecondsSince(t));
+          if (step == steps) {
+            progress.Finish(line);
+          } else {
+            progress.Update(line);
+          }
+        };
+        model = method == "merf"
+                    ? TrainMerfModel(result.release, *trainer_options)
+                    : TrainPearlModel(result.release, *trainer_options,
+                                      PearlOptions{.use_critic = !args.Flag("pearl-no-critic")});
+      }
       if (!model.ok()) return model.status();
       result.train_seconds = SecondsSince(t);
       t = Clock::now();
@@ -441,8 +461,10 @@ std::vector<Command> DemoCommands() {
       {"budget", "3", "epsilon cap of the dataset"},
       {"rows", "20000", "demo table: training rows (held-out: a quarter, at least 1000)"},
       {"num-frequencies", "500", "frequencies (rff: D/2; charfn: k)"},
-      {"method", "merf", "merf (DP-MERF), pearl (PEARL), or both on the same split and budget",
-       false, false, "", {"merf", "pearl", "both"}},
+      {"method", "merf",
+       "merf (DP-MERF), pearl (PEARL), autogan (DP-auto-GAN), both (merf, pearl) or all, on "
+       "the same split and budget",
+       false, false, "", {"merf", "pearl", "autogan", "both", "all"}},
       {"private-length-scale", "", "pearl: spend part of epsilon on a DP length-scale", true},
       {"pearl-length-scale", "", "pearl: declared length-scale (default: from the schema)"},
       {"pearl-no-critic", "", "pearl: uniform frequency weights (the paper's ablation)", true},

@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "client/autogan_model.h"
 #include "client/commands.h"
 #include "client/progress.h"
 #include "client/schema_file.h"
@@ -584,6 +585,7 @@ std::vector<Command> ModelCommands() {
       "critic that re-weights frequencies (Liew et al. 2022, Alg. 1; per-dimension precisions,\n"
       "self-normalised weights), one critic step every --critic-every generator steps.",
       pearl_options, [](const ParsedArgs& args) { return RunTrain(args, "pearl"); }});
+  for (auto& command : AutoganCommands()) commands.push_back(std::move(command));
   commands.push_back(Command{
       "sample", "draw synthetic rows in the original schema (CSV), or images (PNG grid, IDX)",
       "Table models write CSV (--out). Image models write a PNG grid with one row of\n"

@@ -7,6 +7,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "client/autogan_model.h"
 #include "client/model_package.h"
 #include "client/sinkhorn_model.h"
 #include "core/data/arff.h"
@@ -567,6 +568,7 @@ absl::StatusOr<data::Table> SampleModel(const v1::GeneratorModel& model, int64_t
   // Local-DP reports: a PointGenerator in R^d, decoded under the label-less
   // collection schema (client/sinkhorn_model.h).
   if (model.method() == "sinkhorn") return SampleSinkhornModel(model, num_rows, seed);
+  if (model.method() == "autogan") return SampleAutoganModel(model, num_rows, seed);
   DPC_ASSIGN_OR_RETURN(data::Schema schema, SchemaFromProto(model.schema()));
   const data::FeatureLayout layout = data::FeatureLayout::ForFeatures(schema);
   train::GeneratorOptions options;

@@ -46,7 +46,9 @@ absl::Status ValidateOptions(const AutoganOptions& o) {
   if (o.critic_steps_per_generator_step <= 0) {
     return absl::InvalidArgumentError("--critic-steps-per-generator-step must be positive");
   }
-  if (o.generator_batch <= 0) return absl::InvalidArgumentError("--generator-batch must be positive");
+  if (o.generator_batch <= 0) {
+    return absl::InvalidArgumentError("--generator-batch must be positive");
+  }
   if (!(o.weight_clamp >= 0) || !std::isfinite(o.weight_clamp)) {
     return absl::InvalidArgumentError("--weight-clamp must be >= 0 (0: no clamping)");
   }

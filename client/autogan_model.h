@@ -1,0 +1,57 @@
+#ifndef DPCURATOR_CLIENT_AUTOGAN_MODEL_H_
+#define DPCURATOR_CLIENT_AUTOGAN_MODEL_H_
+
+// DP-auto-GAN through the product (issue 15 item 4): both phases as dp_sgd
+// sessions on the server, the model file, and sampling from it.
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "client/cli.h"
+#include "client/connection.h"
+#include "core/data/table.h"
+#include "core/train/autogan_trainer.h"
+#include "dpcurator/v1/dpcurator.pb.h"
+
+namespace dpcurator::client {
+
+struct AutoganRun {
+  std::string dataset_id;
+  v1::TableSchema schema;  // the dataset's (public) schema
+  double epsilon = 1.0;    // for both phases together
+  double delta = 0.0;      // the dataset's delta, recorded in the model
+  // A public guess of the dataset's size: q = expected batch / rows. Only
+  // the sampling rate depends on it; a wrong guess changes the real batch
+  // size, never the privacy guarantee (the divisor is the declared batch).
+  int64_t rows_guess = 0;
+  train::AutoganOptions options;
+  bool sample_blocks = true;
+  bool quiet = false;
+  // Idempotency keys of the two sessions are derived from this (empty:
+  // random), so rerunning the same command after a crash reopens the same
+  // sessions instead of reserving the budget again.
+  std::string key;
+};
+
+// Opens one dp_sgd session per phase (its share of the epsilon), trains,
+// and packages the released half (generator + decoder) as a GeneratorModel
+// with method "autogan".
+absl::StatusOr<v1::GeneratorModel> TrainAutoganModel(Connection& analyst, const AutoganRun& run);
+
+// Synthetic rows from a method "autogan" model (SampleModel's hook).
+absl::StatusOr<data::Table> SampleAutoganModel(const v1::GeneratorModel& model, int64_t num_rows,
+                                               uint64_t seed);
+
+// `train autogan` (registered by ModelCommands).
+std::vector<Command> AutoganCommands();
+
+// The defaults of `train autogan` (tuned on Adult at epsilon 1; see
+// autogan_cmd.cc).
+train::AutoganOptions DefaultAutoganOptions();
+
+}  // namespace dpcurator::client
+
+#endif  // DPCURATOR_CLIENT_AUTOGAN_MODEL_H_
