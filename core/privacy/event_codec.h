@@ -9,7 +9,7 @@
 //
 //   gaussian(s)  discrete_gaussian(s)  grid_gaussian(s)
 //   poisson(q,s)  wor(q,s)  discrete_poisson(q,s)  discrete_wor(q,s)
-//   laplace(b)  rr(k,eps)  compose(e1;e2;...)  repeat(T;e)
+//   laplace(b)  rr(k,eps)  exponential(eps)  compose(e1;e2;...)  repeat(T;e)
 //
 // Numbers are written with 17 significant digits, so a decoded event has
 // exactly the parameters (and the RDP curve) of the encoded one.

@@ -97,13 +97,14 @@ struct TreeModel {
 // Fits a TreeModel to noisy marginals (MST's "generate" step, here exact on
 // the tree): each column's marginal is the inverse-variance average of its
 // 1-way measurement and the margins of its measured pairs, projected onto
-// the simplex; each pair table is clipped at 0 and brought to those margins
-// by iterative proportional fitting (with a 1e-3 share of the independent
-// table mixed in when the clipped table's zeros make them unreachable). one_way: 1-column NoisyMarginals (any
-// subset of columns; a column without one uses its pairs' margins only);
-// two_way: 2-column ones whose pairs form a forest over the columns
-// (INVALID_ARGUMENT otherwise, naming the pair). A column in no pair is
-// independent of the rest.
+// the simplex; each pair table is projected onto the simplex (a shift by one
+// constant, then a clip at 0) and brought to those margins by iterative
+// proportional fitting (with a 1e-3 share of the independent table mixed in
+// when the table's zeros make them unreachable).
+// one_way: 1-column NoisyMarginals (any subset of columns; a column without
+// one uses its pairs' margins only); two_way: 2-column ones whose pairs form
+// a forest over the columns (INVALID_ARGUMENT otherwise, naming the pair). A
+// column in no pair is independent of the rest.
 absl::StatusOr<TreeModel> FitTreeModel(const std::vector<int>& domain_sizes,
                                        const std::vector<release::NoisyMarginal>& one_way,
                                        const std::vector<release::NoisyMarginal>& two_way);
