@@ -108,6 +108,11 @@ absl::StatusOr<MarginalsKind::Result> MarginalsKind::Run(const Params& resolved,
                                                          privacy::NeighbouringRelation relation,
                                                          double noise_multiplier,
                                                          privacy::NoiseSource* noise) {
+  if (rows.cells.cols() != schema.num_columns()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the table has ", rows.cells.cols(), " columns and the schema ", schema.num_columns(),
+        "; read the rows under the dataset's schema"));
+  }
   DPC_ASSIGN_OR_RETURN(data::Discretizer domain, data::Discretizer::Create(schema));
   const Eigen::MatrixXi codes = domain.Encode(rows);
   Result result;

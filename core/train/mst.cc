@@ -223,12 +223,24 @@ absl::StatusOr<std::vector<std::pair<int, int>>> SelectMstTree(
   std::vector<Eigen::VectorXd> p(n);
   double n_hat = 0.0;
   for (int c = 0; c < n; ++c) {
-    if (one_way[c].clique != std::vector<int>{c}) {
+    if (one_way[c].clique != std::vector<int>{c} || one_way[c].shape.size() != 1 ||
+        one_way[c].counts.size() != one_way[c].shape[0]) {
       return absl::InvalidArgumentError(absl::StrCat(
           "MST's selection: marginal ", c, " must be column ", c, "'s 1-way marginal"));
     }
     p[c] = ProjectToSimplex(one_way[c].counts);
     n_hat += std::max(0.0, one_way[c].counts.sum()) / n;
+  }
+  // Codes from data::Discretizer::Encode under the released marginals'
+  // schema always lie in their domains; anything else is a caller's bug
+  // (the message names no row and no value).
+  for (int c = 0; c < n; ++c) {
+    if (codes.rows() > 0 &&
+        (codes.col(c).minCoeff() < 0 || codes.col(c).maxCoeff() >= one_way[c].shape[0])) {
+      return absl::InternalError(
+          "MST's selection: the rows' codes do not match the released marginals' domains; "
+          "encode the rows with the schema the marginals were released under");
+    }
   }
   std::vector<std::pair<int, int>> candidates;
   std::vector<double> quality;
