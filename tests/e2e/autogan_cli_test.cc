@@ -1,0 +1,115 @@
+// `dpcurator train autogan` against a local dpcurator-server (issue 15 item
+// 4): a tiny network and few steps through both dp_sgd sessions, then
+// `sample` and `eval` on the model unchanged; the dataset's spent epsilon
+// is what the two sessions charged; rerunning with the same --key reopens
+// the same sessions and charges nothing more.
+
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <fstream>
+#include <random>
+#include <regex>
+#include <string>
+
+#include "tests/e2e/local_server.h"
+
+namespace dpcurator {
+namespace {
+
+using e2e::CliRun;
+
+class AutoganCliTest : public e2e::LocalServerTest {
+ protected:
+  void SetUp() override {
+    StartServer("dpc_autogan_cli_", "curator curator-token-ag\nanalyst analyst-token-ag\n");
+  }
+};
+
+// A small labelled table: x in [0, 10], a category, the label depending on
+// both.
+void WriteData(const e2e::fs::path& dir, int rows) {
+  std::ofstream(dir / "s.json") << R"({"columns": [
+    {"name": "x", "type": "NUMERIC", "lower": 0, "upper": 10},
+    {"name": "c", "type": "CATEGORICAL", "categories": ["a", "b", "c"]},
+    {"name": "y", "type": "CATEGORICAL", "categories": ["no", "yes"]}],
+    "label": "y"})";
+  std::mt19937_64 rng(5);
+  std::ofstream csv(dir / "data.csv");
+  csv << "x,c,y\n";
+  const char* levels[] = {"a", "b", "c"};
+  for (int i = 0; i < rows; ++i) {
+    const double x = std::uniform_real_distribution<double>(0, 10)(rng);
+    const int c = static_cast<int>(rng() % 3);
+    const bool y = x + 2 * c + std::normal_distribution<double>(0, 1)(rng) > 7;
+    csv << x << "," << levels[c] << "," << (y ? "yes" : "no") << "\n";
+  }
+}
+
+TEST_F(AutoganCliTest, TrainSampleEvalAndCharges) {
+  WriteData(dir_, 600);
+  CliRun created = RunCli("datasets create --name t --schema s.json --epsilon 3 --json",
+                          Env("curator-token-ag"));
+  ASSERT_EQ(created.exit_code, 0) << created.err;
+  const std::string dataset = nlohmann::json::parse(created.out)["dataset_id"];
+  CliRun uploaded =
+      RunCli("upload --dataset " + dataset + " --csv data.csv --json", Env("curator-token-ag"));
+  ASSERT_EQ(uploaded.exit_code, 0) << uploaded.err;
+
+  const std::string train_args =
+      "train autogan --dataset " + dataset +
+      " --epsilon 1 --rows 600 --steps-ae 30 --steps-gan 20 --batch-ae 60 --batch-gan 60"
+      " --hidden-ae 8 --latent-dim 4 --hidden-critic 8 --key e2e-key --out m.pb";
+  CliRun train = RunCli(train_args, Env("analyst-token-ag"));
+  ASSERT_EQ(train.exit_code, 0) << train.err;
+  // One progress line per phase, and the charge of each session.
+  EXPECT_NE(train.err.find("train autogan: autoencoder"), std::string::npos) << train.err;
+  EXPECT_NE(train.err.find("train autogan: critic"), std::string::npos) << train.err;
+  const std::regex closed(
+      "(autoencoder|critic): session \\S+ closed after (\\d+) steps, noise multiplier \\S+, "
+      "epsilon (\\S+) charged");
+  double charged = 0;
+  int sessions = 0;
+  for (std::sregex_iterator it(train.err.begin(), train.err.end(), closed), end; it != end; ++it) {
+    ++sessions;
+    EXPECT_EQ(std::stoi((*it)[2]), (*it)[1] == "autoencoder" ? 30 : 20);
+    charged += std::stod((*it)[3]);
+  }
+  ASSERT_EQ(sessions, 2) << train.err;
+  // The two halves of epsilon 1 (autoencoder share 0.5).
+  EXPECT_NEAR(charged, 1.0, 1e-3);
+
+  CliRun budget = RunCli("budget --dataset " + dataset + " --json", Env("analyst-token-ag"));
+  ASSERT_EQ(budget.exit_code, 0) << budget.err;
+  const double spent = nlohmann::json::parse(budget.out)["epsilon_spent"].get<double>();
+  // The ledger composes the two sessions; its total is at most their sum
+  // (tighter when it composes them at the RDP level) and at least either.
+  EXPECT_LE(spent, charged + 1e-6);
+  EXPECT_GE(spent, 0.5 - 1e-3);
+
+  CliRun sample = RunCli("sample --model m.pb --rows 300 --out syn.csv", "");
+  ASSERT_EQ(sample.exit_code, 0) << sample.err;
+  std::ifstream synthetic(dir_ / "syn.csv");
+  std::string line;
+  std::getline(synthetic, line);
+  EXPECT_EQ(line, "x,c,y");
+  int lines = 0;
+  for (; std::getline(synthetic, line); ++lines) {
+    const std::string y = line.substr(line.rfind(',') + 1);
+    EXPECT_TRUE(y == "yes" || y == "no") << line;
+  }
+  EXPECT_EQ(lines, 300);
+  CliRun eval = RunCli("eval --model m.pb --synthetic syn.csv --real data.csv --json", "");
+  ASSERT_EQ(eval.exit_code, 0) << eval.err;
+  EXPECT_FALSE(nlohmann::json::parse(eval.out)["utility"].empty());
+
+  // The same command and key again: the server replays both sessions (no
+  // new reservation), so nothing more is charged whatever the rerun does.
+  RunCli(train_args, Env("analyst-token-ag"));
+  CliRun again = RunCli("budget --dataset " + dataset + " --json", Env("analyst-token-ag"));
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_NEAR(nlohmann::json::parse(again.out)["epsilon_spent"].get<double>(), spent, 1e-9);
+}
+
+}  // namespace
+}  // namespace dpcurator
