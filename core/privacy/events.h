@@ -100,8 +100,8 @@ struct RandomizedResponseEvent {
 // One exponential mechanism (McSherry & Talwar 2007) choosing among
 // candidates with probability proportional to exp(eps q / (2 Delta)), Delta
 // the quality score's sensitivity under the dataset's relation: eps-DP and
-// eps-bounded-range, hence (eps^2 / 8)-zCDP (Cesar & Rogers 2021, Lemma 3.2
-// / Thm. 3.4; docs/privacy.md 2.11), RDP min(alpha eps^2 / 8, eps). Valid
+// eps-bounded-range, hence (eps^2 / 8)-zCDP (Cesar & Rogers 2021, their
+// bounded-range bound; docs/privacy.md 2.11), RDP min(alpha eps^2 / 8, eps). Valid
 // for both relations (the caller's Delta is the relation's). Stored as
 // "exponential(eps)". MST's pair selection (core/train/mst.h).
 struct ExponentialMechanismEvent {

@@ -5,7 +5,7 @@
 // with probability proportional to exp(eps q_i / (2 Delta)), Delta the
 // sensitivity of the quality scores q under the dataset's relation. It is
 // eps-DP and eps-bounded-range, hence (eps^2 / 8)-zCDP (Cesar & Rogers
-// 2021, Lemma 3.2, Thm. 3.4); the ledger charges it as
+// 2021, bounded range; MST Sec. 4); the ledger charges it as
 // PrivacyEvent::ExponentialMechanism(eps) (docs/privacy.md 2.11).
 //
 // Sampled by the Gumbel-max trick: argmax_i eps q_i / (2 Delta) + G_i with

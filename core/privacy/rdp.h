@@ -110,7 +110,7 @@ double RandomizedResponseRdp(int64_t num_categories, double epsilon,
 // The exponential mechanism with eps = 2 Delta x (its exp(eps q / (2 Delta))
 // weight): eps-DP and eps-bounded-range, so (eps^2 / 8)-zCDP (Cesar &
 // Rogers 2021, "Bounding, Concentrating, and Truncating: Unifying Privacy
-// Loss Composition for Data Analytics", Lemma 3.2 and Thm. 3.4), and
+// Loss Composition for Data Analytics": bounded range), and
 // D_alpha <= D_inf <= eps: min(alpha eps^2 / 8, eps).
 double ExponentialMechanismRdp(double epsilon, double order);
 
