@@ -317,7 +317,7 @@ std::vector<Command> AutoganCommands() {
                       {"rows", "",
                        "public guess of the dataset's size for the sampling rate (default: the "
                        "dataset's row count where it is public)"},
-                      {"autoencoder-share", "", "fraction of epsilon for phase 1 (default 0.5)"},
+                      {"autoencoder-share", "", "fraction of epsilon for phase 1 (default 0.7)"},
                       {"steps-ae", "", "autoencoder DP-SGD steps"},
                       {"steps-gan", "", "critic DP-SGD steps"},
                       {"batch-ae", "", "expected autoencoder batch (the public divisor)"},

@@ -52,6 +52,11 @@ AutoganOptions TinyOptions() {
   o.critic_steps_per_generator_step = 3;
   o.generator_batch = 64;
   o.progress_every = 10;
+  o.autoencoder_learning_rate = 5e-3;
+  o.critic_learning_rate = 5e-3;
+  o.generator_learning_rate = 5e-3;
+  o.weight_clamp = 0.0;
+  o.autoencoder_share = 0.5;
   return o;
 }
 
