@@ -9,6 +9,7 @@
 #include "core/privacy/discrete_noise.h"
 #include "core/privacy/sampled_gaussian.h"
 #include "core/release/dp_sgd.h"
+#include "core/release/kernel_witness.h"
 #include "core/release/rff_embedding.h"
 #include "core/util/status_macros.h"
 #include "core/util/validation.h"
@@ -66,6 +67,22 @@ absl::StatusOr<release::DpSgdKind::Params> DpSgdParamsFromProto(const v1::DpSgdP
   params.clip_norm = proto.clip_norm();
   params.expected_batch_size = proto.expected_batch_size();
   return params;
+}
+
+// A kernel_witness session's declaration as the core unit takes it.
+release::KernelWitnessKind::Params KernelWitnessParamsFromProto(
+    const v1::KernelWitnessParams& proto) {
+  release::KernelWitnessKind::Params params;
+  params.bandwidths.assign(proto.bandwidths().begin(), proto.bandwidths().end());
+  params.conditional = proto.conditional();
+  params.batch_divisor = proto.expected_batch_size();
+  return params;
+}
+
+// max_points as resolved at open (0: the unit's limit).
+int KernelWitnessMaxPoints(const v1::KernelWitnessParams& proto) {
+  return proto.max_points() == 0 ? release::KernelWitnessKind::kMaxQueryPoints
+                                 : proto.max_points();
 }
 
 }  // namespace
@@ -188,6 +205,48 @@ absl::StatusOr<SessionPlan> PlanSession(const v1::OpenSessionRequest& request,
       proto.set_num_parameters(count);
       break;
     }
+    case v1::SessionParams::kKernelWitness: {
+      DPC_ASSIGN_OR_RETURN(data::Schema schema, SchemaFromProto(dataset.schema()));
+      using Kind = release::KernelWitnessKind;
+      v1::KernelWitnessParams& proto = *params.mutable_kernel_witness();
+      if (proto.parallel()) {
+        // Parallel composition over classes is valid only under ADD_REMOVE
+        // with fixed public labels, and the ledger charges every session
+        // against the dataset in sequence: K per-class sessions would be
+        // charged K times. Refused rather than overcharged or undercharged
+        // (docs/privacy.md 2.10).
+        return absl::InvalidArgumentError(
+            "kernel_witness parallel variant (one generator per class) is not supported: the "
+            "ledger cannot charge parallel composition over classes; use the conditional "
+            "variant (conditional = true) instead");
+      }
+      if (proto.max_points() < 0 || proto.max_points() > Kind::kMaxQueryPoints) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("kernel_witness max_points must be in [1, ", Kind::kMaxQueryPoints,
+                         "] (0: ", Kind::kMaxQueryPoints, "), got ", proto.max_points()));
+      }
+      if (proto.conditional() && !schema.label_index().has_value()) {
+        return absl::InvalidArgumentError(
+            "conditional kernel_witness needs a label column in the dataset's schema; open an "
+            "unconditional session (conditional = false) or declare a label");
+      }
+      if (dataset.relation() == v1::REPLACE_ONE) {
+        // The batch has the fixed public size floor(q n) (set below as the
+        // resolved rate times n): that is the divisor Run checks.
+        proto.set_expected_batch_size(std::max<double>(
+            1.0, std::floor(params.sampling_rate() * static_cast<double>(dataset.row_count()) +
+                            1e-9)));
+      }
+      DPC_ASSIGN_OR_RETURN(const Kind::Params resolved,
+                           Kind::Resolve(KernelWitnessParamsFromProto(proto), schema));
+      proto.clear_bandwidths();
+      for (const double h : resolved.bandwidths) proto.add_bandwidths(h);
+      proto.set_expected_batch_size(resolved.batch_divisor);
+      proto.set_max_points(KernelWitnessMaxPoints(proto));
+      proto.set_dimension(data::FeatureLayout::ForFeatures(schema).total_dim());
+      proto.set_num_classes(schema.num_classes());
+      break;
+    }
     case v1::SessionParams::STEP_NOT_SET:
       return absl::InternalError("session step kind was not resolved");
   }
@@ -265,6 +324,40 @@ absl::Status CheckStepQuery(const v1::SessionParams& params,
             "dp_sgd step parameters contain a NaN or infinite value; send finite parameters");
       }
       return absl::OkStatus();
+    }
+    case v1::SessionParams::kKernelWitness: {
+      if (request.query_case() != v1::SessionStepRequest::kKernelWitness) {
+        return absl::InvalidArgumentError(
+            "this session's steps are kernel_witness: send a kernel_witness query with the "
+            "generated points");
+      }
+      const v1::KernelWitnessParams& declared = params.kernel_witness();
+      const v1::KernelWitnessQuery& query = request.kernel_witness();
+      const int max_points = KernelWitnessMaxPoints(declared);
+      if (query.num_points() < 1 || query.num_points() > max_points) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("kernel_witness step has ", query.num_points(), " query points; this "
+                         "session takes 1 to ", max_points, " per step (max_points at open)"));
+      }
+      if (query.points_size() !=
+          static_cast<int64_t>(query.num_points()) * declared.dimension()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "kernel_witness step points have ", query.points_size(), " numbers; expected ",
+            query.num_points(), " points times the dataset's ", declared.dimension(),
+            " encoded feature dimensions, row-major"));
+      }
+      // The unit's own checks (finite, bounded, labels in range), on the
+      // query alone: nothing here reads a row.
+      release::KernelWitnessKind::Query unit_query;
+      unit_query.points = Eigen::Map<const Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic,
+                                                         Eigen::RowMajor>>(
+                              query.points().data(), query.num_points(), declared.dimension())
+                              .cast<double>();
+      unit_query.labels = Eigen::Map<const Eigen::VectorXi>(query.labels().data(),
+                                                            query.labels_size());
+      return release::KernelWitnessKind::ValidateQuery(KernelWitnessParamsFromProto(declared),
+                                                       unit_query, declared.dimension(),
+                                                       declared.num_classes());
     }
     case v1::SessionParams::STEP_NOT_SET:
       break;
@@ -361,6 +454,37 @@ absl::StatusOr<std::string> ComputeSessionStep(const v1::Session& session,
       answer.set_divisor(result.divisor);
       return answer.SerializeAsString();
     }
+    case v1::SessionParams::kKernelWitness: {
+      using Kind = release::KernelWitnessKind;
+      const v1::KernelWitnessParams& declared = params.kernel_witness();
+      const v1::KernelWitnessQuery& request_query = request.kernel_witness();
+      const Kind::Params resolved = KernelWitnessParamsFromProto(declared);
+      Kind::Query query;
+      query.points = Eigen::Map<const Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic,
+                                                    Eigen::RowMajor>>(
+                         request_query.points().data(), request_query.num_points(),
+                         declared.dimension())
+                         .cast<double>();
+      query.labels = Eigen::Map<const Eigen::VectorXi>(request_query.labels().data(),
+                                                       request_query.labels_size());
+      DPC_ASSIGN_OR_RETURN(Kind::Result result,
+                           Kind::Run(resolved, batch.rows, query, relation,
+                                     session.noise_multiplier(), noise));
+      if (!(result.ran == Kind::Plan(resolved, session.noise_multiplier()))) {
+        return absl::InternalError("the step ran a mechanism other than the one charged");
+      }
+      v1::KernelWitnessValues answer;
+      answer.mutable_values()->Reserve(static_cast<int>(result.values.size()));
+      for (const double v : result.values) answer.add_values(static_cast<float>(v));
+      answer.mutable_gradients()->Reserve(static_cast<int>(result.gradients.size()));
+      for (Eigen::Index j = 0; j < result.gradients.rows(); ++j) {
+        for (Eigen::Index a = 0; a < result.gradients.cols(); ++a) {
+          answer.add_gradients(static_cast<float>(result.gradients(j, a)));
+        }
+      }
+      answer.set_divisor(resolved.batch_divisor);
+      return answer.SerializeAsString();
+    }
     case v1::SessionParams::STEP_NOT_SET:
       break;
   }
@@ -387,6 +511,17 @@ absl::Status SetStepAnswer(const v1::SessionParams& params, const std::string& a
         return absl::DataLossError("stored session step does not parse");
       }
       return absl::OkStatus();
+    case v1::SessionParams::kKernelWitness:
+      // Like dp_sgd: the divisor is always set, so empty means replaced.
+      if (answer.empty()) {
+        return absl::FailedPreconditionError(
+            "this kernel_witness step's answer is no longer stored: sessions keep only the "
+            "latest step's answer. Continue with the session's next step index (steps_used)");
+      }
+      if (!response->mutable_witness()->ParseFromString(answer)) {
+        return absl::DataLossError("stored session step does not parse");
+      }
+      return absl::OkStatus();
     case v1::SessionParams::STEP_NOT_SET:
       break;
   }
@@ -394,8 +529,15 @@ absl::Status SetStepAnswer(const v1::SessionParams& params, const std::string& a
 }
 
 bool KeepsOnlyLatestAnswer(const v1::SessionParams& params) {
-  return params.step_case() == v1::SessionParams::kDpSgd;
+  return params.step_case() == v1::SessionParams::kDpSgd ||
+         params.step_case() == v1::SessionParams::kKernelWitness;
 }
+
+namespace {
+const char* KindName(const v1::SessionParams& params) {
+  return params.step_case() == v1::SessionParams::kKernelWitness ? "kernel_witness" : "dp_sgd";
+}
+}  // namespace
 
 absl::Status CheckStepOrder(const v1::Session& session, int64_t step) {
   if (!KeepsOnlyLatestAnswer(session.params()) || step == session.steps_used()) {
@@ -403,11 +545,11 @@ absl::Status CheckStepOrder(const v1::Session& session, int64_t step) {
   }
   if (step < session.steps_used()) {
     return absl::FailedPreconditionError(absl::StrCat(
-        "dp_sgd step ", step, " of session '", session.id(), "' was answered and replaced by a "
+        KindName(session.params()), " step ", step, " of session '", session.id(), "' was answered and replaced by a "
         "later step; only the latest answer is kept. The next step is ", session.steps_used()));
   }
   return absl::FailedPreconditionError(absl::StrCat(
-      "dp_sgd steps run in order: the next step of session '", session.id(), "' is ",
+      KindName(session.params()), " steps run in order: the next step of session '", session.id(), "' is ",
       session.steps_used(), ", not ", step));
 }
 

@@ -81,13 +81,16 @@ absl::StatusOr<std::string> ComputeSessionStep(const v1::Session& session,
 
 
 // Puts a stored answer into the response's case for the session's kind.
-// dp_sgd keeps only the latest step's answer (docs/privacy.md 2.9): an
+// dp_sgd and kernel_witness keep only the latest step's answer
+// (docs/privacy.md 2.9, 2.10): an
 // older index's blanked answer is FAILED_PRECONDITION.
 absl::Status SetStepAnswer(const v1::SessionParams& params, const std::string& answer,
                            v1::SessionStepResponse* response);
 
 // dp_sgd steps run in order, so the ledger keeps one answer per session
 // (docs/privacy.md 2.9): before any row is read, a new index must be the
+// kernel_witness: the noisy witness's values and gradients at the
+// request's points (docs/privacy.md 2.10).
 // session's next one (FAILED_PRECONDITION saying which). Other kinds: OK.
 absl::Status CheckStepOrder(const v1::Session& session, int64_t step);
 // Whether the session's kind keeps only its latest step's answer.
