@@ -65,6 +65,10 @@ const ReleaseKindBinding* BindingFor(v1::ReleaseRequest::KindCase kind_case) {
       return Instance<Binding<release::CharfnEmbeddingKind, v1::CHARFN_EMBEDDING,
                               &ReleaseRequest::charfn_embedding,
                               &ReleaseRequest::mutable_charfn_embedding>>();
+    // A recipe of several mechanisms, not one Gaussian: planned and run by
+    // PlanRelease / ComputeMstRelease (server/releases.cc).
+    case ReleaseRequest::kMst:
+      return nullptr;
     case ReleaseRequest::KIND_NOT_SET:
       return nullptr;
   }

@@ -10,6 +10,7 @@
 #include "core/privacy/sampled_gaussian.h"
 #include "core/release/dp_sgd.h"
 #include "core/release/kernel_witness.h"
+#include "core/release/marginals.h"
 #include "core/release/rff_embedding.h"
 #include "core/util/status_macros.h"
 #include "core/util/validation.h"
@@ -85,20 +86,90 @@ int KernelWitnessMaxPoints(const v1::KernelWitnessParams& proto) {
                                  : proto.max_points();
 }
 
+// MST's plan (docs/privacy.md 2.11): everything from the public schema and
+// the request, before admission. The event is the whole recipe's:
+// train::MstEvent, the 1-way grid Gaussian, n - 1 exponential mechanisms
+// and the 2-way grid Gaussian, composed.
+absl::StatusOr<ReleasePlan> PlanMstRelease(const v1::ReleaseRequest& request,
+                                           const v1::Dataset& dataset,
+                                           const data::Schema& schema) {
+  ReleasePlan plan;
+  plan.resolved_request = request;
+  const int n = schema.num_columns();
+  if (n < 2) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "mst needs a schema of at least 2 columns; dataset '", dataset.id(), "' has ", n));
+  }
+  absl::StatusOr<data::Discretizer> domain = data::Discretizer::Create(schema);
+  if (!domain.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "mst needs a discrete domain for every column of dataset '", dataset.id(),
+        "' (numeric columns need bins in the schema file; image columns are not supported): ",
+        domain.status().message()));
+  }
+  // The 2-way marginals' cliques are chosen privately later, so every pair
+  // must fit the marginals' limits, and n - 1 of the largest together.
+  int64_t largest_pair = 0;
+  for (int i = 0; i < n; ++i) {
+    for (int j = i + 1; j < n; ++j) {
+      largest_pair = std::max<int64_t>(
+          largest_pair, int64_t{domain->domain_size(i)} * domain->domain_size(j));
+    }
+  }
+  if (largest_pair > release::kMaxCellsPerClique ||
+      largest_pair * (n - 1) > release::kMaxMarginalCells) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "mst: the schema's domain is too large (a pair of columns has ", largest_pair,
+        " cells; at most ", release::kMaxCellsPerClique, " per pair and ",
+        release::kMaxMarginalCells,
+        " for n - 1 pairs are accepted); declare fewer bins or levels in the schema file"));
+  }
+  if (dataset.row_count() == 0) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("dataset '", dataset.id(), "' has no rows; upload rows first"));
+  }
+  if (request.privacy_case() != v1::ReleaseRequest::kEpsilon) {
+    return absl::InvalidArgumentError(
+        "mst release needs a target epsilon (--epsilon); a noise multiplier is not accepted, "
+        "since the budget is split over three mechanisms");
+  }
+  DPC_RETURN_IF_ERROR(ValidateFinitePositive(request.epsilon(), "Epsilon"));
+  DPC_ASSIGN_OR_RETURN(const train::MstBudget budget,
+                       train::CalibrateMstBudget(n, request.epsilon(), dataset.budget().delta()));
+  plan.noise_multiplier = budget.one_way_noise_multiplier;
+  DPC_ASSIGN_OR_RETURN(plan.event, train::MstEvent(budget));
+  plan.mst = budget;
+  return plan;
+}
+
+v1::NoisyMarginalTable MarginalToProto(const release::NoisyMarginal& marginal) {
+  v1::NoisyMarginalTable table;
+  for (const int c : marginal.clique) table.add_clique(c);
+  for (const int s : marginal.shape) table.add_shape(s);
+  table.mutable_counts()->Add(marginal.counts.data(),
+                              marginal.counts.data() + marginal.counts.size());
+  table.set_noise_std(marginal.noise_std);
+  return table;
+}
+
 }  // namespace
 
 std::string ReleasePlan::kind_name() const {
+  if (mst.has_value()) return ReleaseKindName(v1::MST);
   return binding == nullptr ? "" : ReleaseKindName(binding->kind());
 }
 
 absl::StatusOr<ReleasePlan> PlanRelease(const v1::ReleaseRequest& request,
                                         const v1::Dataset& dataset, const data::Schema& schema) {
+  if (request.kind_case() == v1::ReleaseRequest::kMst) {
+    return PlanMstRelease(request, dataset, schema);
+  }
   ReleasePlan plan;
   plan.resolved_request = request;
   plan.binding = BindingFor(request.kind_case());
   if (plan.binding == nullptr) {
     return absl::InvalidArgumentError(
-        "release request names no kind; supported: rff_embedding, charfn_embedding");
+        "release request names no kind; supported: rff_embedding, charfn_embedding, mst");
   }
   // Every parameter against data-independent bounds (docs/privacy.md 6.2).
   DPC_RETURN_IF_ERROR(plan.binding->Resolve(schema, &plan.resolved_request));
@@ -158,6 +229,76 @@ absl::StatusOr<v1::Release> ComputeRelease(const ReleasePlan& plan, const v1::Da
   SetDatasetFields(dataset, &artefact);
   artefact.set_release_id(release_id);
   artefact.set_epsilon(epsilon_alone);
+  return release;
+}
+
+absl::StatusOr<v1::Release> ComputeMstRelease(const ReleasePlan& plan, const v1::Dataset& dataset,
+                                              const data::Schema& schema,
+                                              const data::Table& rows,
+                                              const std::string& release_id,
+                                              double epsilon_alone, privacy::NoiseSource* noise) {
+  if (!plan.mst.has_value()) return absl::InternalError("release plan is not an mst plan");
+  const train::MstBudget& budget = *plan.mst;
+  const auto relation = RelationFromProto(dataset.relation());
+  using Kind = release::MarginalsKind;
+  DPC_ASSIGN_OR_RETURN(const data::Discretizer domain, data::Discretizer::Create(schema));
+  const int n = schema.num_columns();
+  if (n != budget.num_columns) {
+    return absl::InternalError("the mst plan was made for another schema");
+  }
+  Kind::Params one_way_params;
+  for (int c = 0; c < n; ++c) one_way_params.cliques.push_back({c});
+  DPC_ASSIGN_OR_RETURN(one_way_params, Kind::Resolve(one_way_params, schema));
+  DPC_ASSIGN_OR_RETURN(Kind::Result one_way,
+                       Kind::Run(one_way_params, schema, rows, relation,
+                                 budget.one_way_noise_multiplier, noise));
+  // Never release what the ledger did not charge (MstEvent's first part).
+  if (!(one_way.ran == Kind::Plan(one_way_params, budget.one_way_noise_multiplier))) {
+    return absl::InternalError("the engine ran a mechanism other than the one charged");
+  }
+  // n - 1 exponential mechanisms of budget.selection_epsilon each.
+  DPC_ASSIGN_OR_RETURN(const auto edges,
+                       train::SelectMstTree(domain.Encode(rows), one_way.marginals, relation,
+                                            budget.selection_epsilon, noise));
+  if (static_cast<int>(edges.size()) != n - 1) {
+    return absl::InternalError("the tree selection ran other than n - 1 mechanisms");
+  }
+  Kind::Params two_way_params;
+  for (const auto& [i, j] : edges) two_way_params.cliques.push_back({i, j});
+  DPC_ASSIGN_OR_RETURN(two_way_params, Kind::Resolve(two_way_params, schema));
+  DPC_ASSIGN_OR_RETURN(Kind::Result two_way,
+                       Kind::Run(two_way_params, schema, rows, relation,
+                                 budget.two_way_noise_multiplier, noise));
+  if (!(two_way.ran == Kind::Plan(two_way_params, budget.two_way_noise_multiplier))) {
+    return absl::InternalError("the engine ran a mechanism other than the one charged");
+  }
+  v1::Release release;
+  release.set_id(release_id);
+  release.set_dataset_id(dataset.id());
+  release.set_idempotency_key(plan.resolved_request.idempotency_key());
+  release.set_kind(v1::MST);
+  v1::MstArtefact& artefact = *release.mutable_mst();
+  artefact.set_format_version(1);
+  artefact.set_release_id(release_id);
+  artefact.set_dataset_id(dataset.id());
+  *artefact.mutable_schema() = dataset.schema();
+  artefact.set_schema_fingerprint(dataset.schema_fingerprint());
+  artefact.set_relation(dataset.relation() == v1::REPLACE_ONE ? v1::REPLACE_ONE
+                                                              : v1::ADD_REMOVE);
+  artefact.set_epsilon(epsilon_alone);
+  artefact.set_delta(dataset.budget().delta());
+  artefact.set_rho(budget.rho);
+  for (int c = 0; c < n; ++c) artefact.add_domain_sizes(domain.domain_size(c));
+  for (const auto& m : one_way.marginals) *artefact.add_one_way() = MarginalToProto(m);
+  for (const auto& [i, j] : edges) {
+    v1::MstEdge& edge = *artefact.add_edges();
+    edge.set_first(i);
+    edge.set_second(j);
+  }
+  for (const auto& m : two_way.marginals) *artefact.add_two_way() = MarginalToProto(m);
+  artefact.set_one_way_noise_multiplier(budget.one_way_noise_multiplier);
+  artefact.set_selection_epsilon(budget.selection_epsilon);
+  artefact.set_two_way_noise_multiplier(budget.two_way_noise_multiplier);
   return release;
 }
 

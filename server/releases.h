@@ -13,6 +13,7 @@
 #include "core/privacy/noise_source.h"
 #include "core/release/encoded_rows.h"
 #include "core/release/mechanism_record.h"
+#include "core/train/mst.h"
 #include "dpcurator/v1/dpcurator.pb.h"
 #include "server/release_kinds.h"
 
@@ -32,6 +33,10 @@ struct ReleasePlan {
   // The request with server-chosen defaults filled in (public seed, ...):
   // stored with the release, so a replay is exact.
   v1::ReleaseRequest resolved_request;
+  // The MST recipe (ReleaseRequest.mst), which is no one-shot Gaussian kind
+  // (binding is null): its budget in thirds, from the public schema and
+  // epsilon; `event` is train::MstEvent(*mst), every mechanism it will run.
+  std::optional<train::MstBudget> mst;
 };
 
 // Validates the request against the dataset, resolves defaults and
@@ -48,6 +53,17 @@ absl::StatusOr<v1::Release> ComputeRelease(const ReleasePlan& plan, const v1::Da
                                            const release::EncodedRows& rows,
                                            const std::string& release_id, double epsilon_alone,
                                            privacy::NoiseSource* noise);
+
+// The MST recipe for a plan with `mst` set (docs/privacy.md 2.11): noisy
+// 1-way marginals of every column, SelectMstTree on the discretised rows
+// (n - 1 exponential mechanisms), noisy 2-way marginals of the chosen
+// pairs, each Gaussian checked against the plan. Reads the raw rows (the
+// discretisation needs the stored values, not the encoded features).
+absl::StatusOr<v1::Release> ComputeMstRelease(const ReleasePlan& plan, const v1::Dataset& dataset,
+                                              const data::Schema& schema,
+                                              const data::Table& rows,
+                                              const std::string& release_id,
+                                              double epsilon_alone, privacy::NoiseSource* noise);
 
 // A session's per-step mechanism, decided at open: Poisson-subsampled
 // Gaussian (ADD_REMOVE) or fixed-size sampling without replacement

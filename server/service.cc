@@ -401,6 +401,14 @@ absl::StatusOr<v1::Release> ReleaseServiceImpl::RunReleaseEngine(const AdmittedR
   // From the first row read on, a failure keeps its charge and says nothing
   // data-dependent (docs/privacy.md 6.1).
   auto computed = [&]() -> absl::StatusOr<v1::Release> {
+    if (admitted.plan.mst.has_value()) {
+      // MST discretises the stored values, not the encoded features.
+      DPC_ASSIGN_OR_RETURN(std::shared_ptr<const data::Table> table,
+                           store_->LoadRows(dataset.id(), admitted.schema));
+      DPC_RETURN_IF_ERROR(Hit(failpoint_, "release.after_rows_read"));
+      return ComputeMstRelease(admitted.plan, dataset, admitted.schema, *table,
+                               admission.release_id, admission.epsilon_alone, noise->get());
+    }
     DPC_ASSIGN_OR_RETURN(std::shared_ptr<const release::EncodedRows> rows,
                          store_->LoadEncodedRows(dataset.id(), admitted.schema));
     DPC_RETURN_IF_ERROR(Hit(failpoint_, "release.after_rows_read"));

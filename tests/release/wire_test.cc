@@ -37,6 +37,14 @@ TEST(ReleaseKindWireTest, EveryKindHasOneNameAndABindingThatPlansAnEvent) {
     const auto* field = v1::ReleaseRequest::descriptor()->FindFieldByName(name);
     ASSERT_NE(field, nullptr) << "ReleaseRequest.kind has no case named " << name;
     ASSERT_EQ(field->containing_oneof(), &KindOneof());
+    if (kind == v1::MST) {
+      // A recipe of several mechanisms (server/releases.cc PlanMstRelease,
+      // event train::MstEvent; tests/server/mst_release_test.cc), not a
+      // one-shot Gaussian binding.
+      EXPECT_EQ(server::BindingFor(v1::ReleaseRequest::kMst), nullptr);
+      ++bound;
+      continue;
+    }
     const auto* binding =
         server::BindingFor(static_cast<v1::ReleaseRequest::KindCase>(field->number()));
     ASSERT_NE(binding, nullptr) << name << " is on the wire but not in the registry";
