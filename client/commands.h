@@ -20,6 +20,7 @@ std::vector<Command> CollectionCommands();  // collections ..., device submit, t
 std::vector<Command> AdminCommands();       // admin token create|revoke|list, admin audit
 std::vector<Command> SchemaCommands();      // schema draft|check
 std::vector<Command> ReportCommands();      // report
+std::vector<Command> KernelCommands();      // train kernel
 
 // The image schema of `--images HxW` with `--classes N` or `--class-names
 // a,b,...` (datasets create; collections create, usually without classes):

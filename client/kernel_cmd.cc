@@ -1,0 +1,271 @@
+// `dpcurator train kernel` (issue 16 item 4): DP-kernel on a kernel_witness
+// session. Each step sends the generator's M points (and labels) to the
+// server and gets back the noisy witness's values and gradients there
+// (docs/privacy.md 2.10); the MMD loss and the generator update are
+// post-processing (core/train/kernel_trainer.h). Tables only for now: the
+// model is the tabular generator of `train merf`, so `sample` and `eval`
+// read it unchanged (method "kernel").
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "client/cli.h"
+#include "client/commands.h"
+#include "client/kernel_oracle.h"
+#include "client/model_package.h"
+#include "client/pipeline.h"
+#include "client/progress.h"
+#include "core/data/encoder.h"
+#include "core/nn/adam.h"
+#include "core/train/kernel_trainer.h"
+#include "core/train/tabular_generator.h"
+#include "proto/convert.h"
+
+namespace dpcurator::client {
+namespace {
+
+// The tabular generator of DP-MERF as the kernel trainer's PointGenerator:
+// encoded rows in [0, 1]^d (sigmoid numerics, softmax categorical blocks),
+// labels drawn uniformly (the conditional variant's generated labels,
+// dp-kernel-frdp.md sec. 2), Adam on dL/dY through the heads and the MLP.
+class TabularKernelGenerator final : public train::PointGenerator {
+ public:
+  TabularKernelGenerator(train::TabularGenerator generator, nn::Adam adam, bool conditional)
+      : generator_(std::move(generator)),
+        adam_(std::move(adam)),
+        conditional_(conditional),
+        grad_(Eigen::VectorXd::Zero(generator_.num_parameters())) {}
+
+  void Sample(int count, PublicRng* rng, Eigen::MatrixXd* points,
+              Eigen::VectorXi* labels) override {
+    Eigen::MatrixXd z(count, generator_.noise_dim());
+    rng->FillNormal(z);
+    const int classes = generator_.num_classes();
+    Eigen::VectorXi drawn(classes > 1 ? count : 0);
+    for (Eigen::Index i = 0; i < drawn.size(); ++i) {
+      drawn(i) = static_cast<int>(rng->UniformInt(static_cast<uint64_t>(classes)));
+    }
+    *points = generator_.Forward(z, drawn, &workspace_);
+    *labels = conditional_ ? drawn : Eigen::VectorXi();
+  }
+
+  void Update(const Eigen::MatrixXd& point_gradients) override {
+    grad_.setZero();
+    generator_.Backward(point_gradients, &workspace_, &grad_);
+    // A non-finite gradient (never expected: the answer is checked finite
+    // by its size and the loss is smooth) leaves the parameters unchanged.
+    status_.Update(adam_.Step(generator_.parameters(), grad_));
+  }
+
+  const train::TabularGenerator& generator() const { return generator_; }
+  const absl::Status& status() const { return status_; }
+
+ private:
+  train::TabularGenerator generator_;
+  nn::Adam adam_;
+  bool conditional_;
+  train::GeneratorWorkspace workspace_;
+  Eigen::VectorXd grad_;
+  absl::Status status_;
+};
+
+absl::StatusOr<int64_t> IntFlag(const ParsedArgs& args, const char* name, int64_t fallback) {
+  if (!args.Has(name)) return fallback;
+  return args.GetInt(name);
+}
+absl::StatusOr<double> DoubleFlag(const ParsedArgs& args, const char* name, double fallback) {
+  if (!args.Has(name)) return fallback;
+  return args.GetDouble(name);
+}
+
+absl::Status RunTrainKernel(const ParsedArgs& args) {
+  auto connection = Connection::FromArgs(args);
+  if (!connection.ok()) return connection.status();
+  v1::ListDatasetsResponse list;
+  {
+    auto context = connection->NewContext();
+    grpc::Status status =
+        connection->datasets().ListDatasets(context.get(), v1::ListDatasetsRequest(), &list);
+    if (!status.ok()) return RpcError(status, "list datasets");
+  }
+  const v1::Dataset* dataset = nullptr;
+  for (const auto& d : list.datasets()) {
+    if (d.id() == args.Get("dataset")) dataset = &d;
+  }
+  if (dataset == nullptr) {
+    return absl::NotFoundError(absl::StrCat("no dataset '", args.Get("dataset"),
+                                            "'; `dpcurator datasets list` shows the ids"));
+  }
+  auto schema = SchemaFromProto(dataset->schema());
+  if (!schema.ok()) return schema.status();
+  if (schema->image_index().has_value()) {
+    return absl::UnimplementedError(
+        "train kernel fits tabular datasets only in this version; for image datasets use "
+        "train merf or pearl");
+  }
+  const std::string variant = args.Has("variant") ? args.Get("variant") : "";
+  const bool labelled = schema->label_index().has_value();
+  if (variant == "parallel") {
+    return absl::InvalidArgumentError(
+        "--variant parallel (one generator per class) is not supported: the ledger cannot "
+        "charge parallel composition over classes (docs/privacy.md 2.10); use --variant "
+        "conditional");
+  }
+  if (!variant.empty() && variant != "conditional" && variant != "unconditional") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--variant must be conditional or unconditional, got '", variant, "'"));
+  }
+  const bool conditional = variant.empty() ? labelled : variant == "conditional";
+  if (conditional && !labelled) {
+    return absl::InvalidArgumentError(
+        "--variant conditional needs a label column in the dataset's schema; omit --variant");
+  }
+  if (!conditional && labelled) {
+    return absl::InvalidArgumentError(
+        "the dataset has a label column: an unconditional generator would draw labels "
+        "independent of the features; use --variant conditional (the default)");
+  }
+  auto epsilon = args.GetDouble("epsilon");
+  if (!epsilon.ok()) return epsilon.status();
+  auto steps = IntFlag(args, "steps", 2000);
+  auto batch = DoubleFlag(args, "batch", 500.0);
+  auto points = IntFlag(args, "points", 32);
+  auto learning_rate = DoubleFlag(args, "lr", 1e-3);
+  auto seed = IntFlag(args, "seed", 1);
+  for (const absl::Status& s : {steps.status(), batch.status(), points.status(),
+                                learning_rate.status(), seed.status()}) {
+    if (!s.ok()) return s;
+  }
+  int64_t rows_guess = dataset->row_count();
+  if (args.Has("rows")) {
+    auto rows = args.GetInt("rows");
+    if (!rows.ok()) return rows.status();
+    rows_guess = *rows;
+  }
+  if (rows_guess <= 0) {
+    return absl::InvalidArgumentError(
+        "the dataset's size is private: give --rows N, a public guess of its number of rows "
+        "(it sets the sampling rate q = batch / N; the privacy guarantee does not depend on it)");
+  }
+  if (!(*batch >= 1.0)) return absl::InvalidArgumentError("--batch must be at least 1");
+
+  KernelSessionOptions session;
+  session.dataset_id = dataset->id();
+  session.idempotency_key = args.Has("key") ? args.Get("key") : NewIdempotencyKey();
+  session.sampling_rate = std::min(1.0, *batch / static_cast<double>(rows_guess));
+  session.epsilon = *epsilon;
+  session.steps = *steps;
+  session.kernel.set_conditional(conditional);
+  // The public divisor m: the declared expected batch (pitfall 4).
+  session.kernel.set_expected_batch_size(*batch);
+  session.kernel.set_max_points(static_cast<int>(std::clamp<int64_t>(*points, 0, 64)));
+  auto oracle = KernelOracle::Open(&*connection, session);
+  if (!oracle.ok()) return oracle.status();
+  if (oracle->session().state() != "OPEN") {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "session ", oracle->session().id(), " of --key '", session.idempotency_key, "' is ",
+        oracle->session().state(), " (epsilon ", oracle->session().epsilon_spent_total(),
+        " was charged); nothing more is charged. Train again with a new --key"));
+  }
+  const int64_t remaining = oracle->session().steps_reserved() - oracle->session().steps_used();
+  if (oracle->session().steps_used() > 0) {
+    std::printf("resuming session %s at step %lld (the generator restarts)\n",
+                oracle->session().id().c_str(),
+                static_cast<long long>(oracle->session().steps_used()));
+  }
+
+  const data::FeatureLayout layout = data::FeatureLayout::ForFeatures(*schema);
+  train::GeneratorOptions generator_options;
+  generator_options.noise_dim = 16;
+  generator_options.hidden = {256, 256};
+  generator_options.seed = static_cast<uint64_t>(*seed);
+  auto generator = train::TabularGenerator::Create(layout, schema->num_classes(),
+                                                   generator_options);
+  if (!generator.ok()) return generator.status();
+  nn::AdamOptions adam_options;
+  adam_options.learning_rate = *learning_rate;
+  auto adam = nn::Adam::Create(generator->num_parameters(), adam_options);
+  if (!adam.ok()) return adam.status();
+  TabularKernelGenerator point_generator(*std::move(generator), *std::move(adam), conditional);
+
+  train::KernelTrainerOptions options;
+  options.steps = static_cast<int>(remaining);
+  options.points_per_step = static_cast<int>(*points);
+  options.seed = static_cast<uint64_t>(*seed);
+  StepProgress progress("train kernel (MMD loss)", options.steps, args.Flag("quiet"));
+  auto update = progress.Callback();
+  double final_loss = 0.0;
+  const absl::Status trained = train::TrainKernelGenerator(
+      options, oracle->bandwidths(), &*oracle, &point_generator,
+      [&](const train::KernelTrainerProgress& p) {
+        final_loss = p.loss;
+        update(p.step, p.loss);
+      });
+  if (!trained.ok()) return trained;
+  if (!point_generator.status().ok()) return point_generator.status();
+  auto closed = oracle->Close();
+  if (!closed.ok()) return closed.status();
+  std::printf("session %s: %lld steps, epsilon spent %.4f (reserved %.4f)\n",
+              closed->id().c_str(), static_cast<long long>(closed->steps_used()),
+              closed->epsilon_spent_total(), closed->epsilon_reserved());
+
+  ModelSource source;
+  source.schema = dataset->schema();
+  source.schema_fingerprint = schema->FingerprintHex();
+  source.epsilon = closed->epsilon_spent_total();
+  source.delta = dataset->budget().delta();
+  const train::TabularGenerator& g = point_generator.generator();
+  v1::GeneratorModel model = PackageModel("kernel", source, g.options().hidden,
+                                          g.options().activation, g.parameters(),
+                                          static_cast<int>(closed->steps_used()), final_loss);
+  model.set_dataset_id(dataset->id());
+  model.set_noise_dim(g.options().noise_dim);
+  model.set_layer_norm(g.options().layer_norm);
+  model.set_num_classes(g.num_classes());
+  // Generated labels are uniform (the conditional variant's); the class
+  // proportions are not released by the session.
+  for (int c = 0; c < g.num_classes(); ++c) model.add_class_weights(1.0 / g.num_classes());
+  if (auto s = WriteProtoFile(model, args.Get("out")); !s.ok()) return s;
+  std::printf("model written to %s (kernel, epsilon %g, delta %g)\n", args.Get("out").c_str(),
+              model.epsilon(), model.delta());
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+std::vector<Command> KernelCommands() {
+  std::vector<Command> commands;
+  commands.push_back(Command{
+      "train kernel",
+      "DP-kernel: a generator fitted to noisy kernel witnesses of a session (analyst)",
+      "Each step sends --points generated rows to a kernel_witness session; the server answers\n"
+      "the kernel mean function of a Poisson-sampled batch plus one Gaussian-process path,\n"
+      "with its gradient, at those points (dp-kernel-frdp.md; docs/privacy.md 2.10), and the\n"
+      "generator descends the MMD. The session reserves --steps subsampled Gaussian steps for\n"
+      "--epsilon. A dropped connection is retried on the same step (no second charge);\n"
+      "rerunning with the same --key reopens the same session.",
+      WithConnection(
+          {{"dataset", "", "dataset id", false, true},
+           {"epsilon", "", "epsilon of all steps together", false, true},
+           {"out", "model.pb", "model file to write"},
+           {"variant", "", "conditional (default with a label column) or unconditional"},
+           {"steps", "", "session steps T (default 2000)"},
+           {"batch", "", "expected batch size m, the public divisor (default 500)"},
+           {"points", "", "generated points per step M, at most 64 (default 32)"},
+           {"lr", "", "generator Adam learning rate (default 1e-3)"},
+           {"rows", "",
+            "public guess of the dataset's size for q = batch / rows (default: the dataset's "
+            "row count where it is public)"},
+           {"seed", "", "seed of the public randomness (default 1)"},
+           {"key", "", "idempotency key of the session"},
+           {"quiet", "", "no progress lines", true}}),
+      RunTrainKernel});
+  return commands;
+}
+
+}  // namespace dpcurator::client

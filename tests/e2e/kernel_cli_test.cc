@@ -1,0 +1,110 @@
+// `dpcurator train kernel` against a local dpcurator-server (issue 16 item
+// 4): a few kernel_witness steps on a tiny labelled table, then `sample`
+// and `eval` on the model unchanged; the dataset's spent epsilon is the
+// session's charge; rerunning with the same --key charges nothing more.
+
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <fstream>
+#include <random>
+#include <regex>
+#include <string>
+
+#include "tests/e2e/local_server.h"
+
+namespace dpcurator {
+namespace {
+
+using e2e::CliRun;
+
+class KernelCliTest : public e2e::LocalServerTest {
+ protected:
+  void SetUp() override {
+    StartServer("dpc_kernel_cli_", "curator curator-token-kn\nanalyst analyst-token-kn\n");
+  }
+};
+
+// A small labelled table: x in [0, 10], a category, the label depending on
+// both.
+void WriteData(const e2e::fs::path& dir, int rows) {
+  std::ofstream(dir / "s.json") << R"({"columns": [
+    {"name": "x", "type": "NUMERIC", "lower": 0, "upper": 10},
+    {"name": "c", "type": "CATEGORICAL", "categories": ["a", "b", "c"]},
+    {"name": "y", "type": "CATEGORICAL", "categories": ["no", "yes"]}],
+    "label": "y"})";
+  std::mt19937_64 rng(11);
+  std::ofstream csv(dir / "data.csv");
+  csv << "x,c,y\n";
+  const char* levels[] = {"a", "b", "c"};
+  for (int i = 0; i < rows; ++i) {
+    const double x = std::uniform_real_distribution<double>(0, 10)(rng);
+    const int c = static_cast<int>(rng() % 3);
+    const bool y = x + 2 * c + std::normal_distribution<double>(0, 1)(rng) > 7;
+    csv << x << "," << levels[c] << "," << (y ? "yes" : "no") << "\n";
+  }
+}
+
+TEST_F(KernelCliTest, TrainSampleEvalAndCharges) {
+  WriteData(dir_, 500);
+  CliRun created = RunCli("datasets create --name t --schema s.json --epsilon 3 --json",
+                          Env("curator-token-kn"));
+  ASSERT_EQ(created.exit_code, 0) << created.err;
+  const std::string dataset = nlohmann::json::parse(created.out)["dataset_id"];
+  CliRun uploaded =
+      RunCli("upload --dataset " + dataset + " --csv data.csv --json", Env("curator-token-kn"));
+  ASSERT_EQ(uploaded.exit_code, 0) << uploaded.err;
+
+  const std::string train_args = "train kernel --dataset " + dataset +
+                                 " --epsilon 1 --rows 500 --steps 40 --batch 50 --points 16"
+                                 " --key e2e-kernel --out m.pb";
+  CliRun train = RunCli(train_args, Env("analyst-token-kn"));
+  ASSERT_EQ(train.exit_code, 0) << train.err;
+  const std::regex closed("session \\S+: (\\d+) steps, epsilon spent (\\S+) \\(reserved (\\S+)\\)");
+  std::smatch match;
+  ASSERT_TRUE(std::regex_search(train.out, match, closed)) << train.out;
+  EXPECT_EQ(std::stoi(match[1]), 40);
+  const double charged = std::stod(match[2]);
+  EXPECT_NEAR(charged, 1.0, 1e-3);  // calibrated to the target, all steps used
+  EXPECT_NEAR(charged, std::stod(match[3]), 1e-4);
+
+  CliRun budget = RunCli("budget --dataset " + dataset + " --json", Env("analyst-token-kn"));
+  ASSERT_EQ(budget.exit_code, 0) << budget.err;
+  const double spent = nlohmann::json::parse(budget.out)["epsilon_spent"].get<double>();
+  EXPECT_NEAR(spent, charged, 1e-4);
+
+  CliRun sample = RunCli("sample --model m.pb --rows 200 --out syn.csv", "");
+  ASSERT_EQ(sample.exit_code, 0) << sample.err;
+  std::ifstream synthetic(dir_ / "syn.csv");
+  std::string line;
+  std::getline(synthetic, line);
+  EXPECT_EQ(line, "x,c,y");
+  int lines = 0;
+  for (; std::getline(synthetic, line); ++lines) {
+    const std::string y = line.substr(line.rfind(',') + 1);
+    EXPECT_TRUE(y == "yes" || y == "no") << line;
+  }
+  EXPECT_EQ(lines, 200);
+  CliRun eval = RunCli("eval --model m.pb --synthetic syn.csv --real data.csv --json", "");
+  ASSERT_EQ(eval.exit_code, 0) << eval.err;
+  EXPECT_FALSE(nlohmann::json::parse(eval.out)["utility"].empty());
+
+  // The same key again: the closed session is replayed, not reopened, and
+  // the command says so; nothing more is charged.
+  CliRun rerun = RunCli(train_args, Env("analyst-token-kn"));
+  EXPECT_NE(rerun.exit_code, 0);
+  EXPECT_NE(rerun.err.find("new --key"), std::string::npos) << rerun.err;
+  CliRun again = RunCli("budget --dataset " + dataset + " --json", Env("analyst-token-kn"));
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_NEAR(nlohmann::json::parse(again.out)["epsilon_spent"].get<double>(), spent, 1e-9);
+
+  // The parallel variant is refused before any session is opened.
+  CliRun parallel = RunCli("train kernel --dataset " + dataset +
+                               " --epsilon 1 --variant parallel --out p.pb",
+                           Env("analyst-token-kn"));
+  EXPECT_NE(parallel.exit_code, 0);
+  EXPECT_NE(parallel.err.find("parallel composition"), std::string::npos) << parallel.err;
+}
+
+}  // namespace
+}  // namespace dpcurator
