@@ -239,6 +239,17 @@ absl::StatusOr<v1::GeneratorModel> TrainAutoganModel(Connection& analyst, const 
     session.network = DpSgdParamsFor(spec);
     auto oracle = DpSgdOracle::Open(&analyst, session);
     if (!oracle.ok()) return oracle.status();
+    // The same key reopens (replays) a session from an earlier run. Its
+    // steps are spent and the trainer state that went with them is gone, so
+    // it cannot continue; say so instead of failing on a replayed step.
+    const v1::Session& opened = oracle->session();
+    if (opened.state() != "OPEN" || opened.steps_used() > 0) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "the ", spec.name, " session ", opened.id(), " of key '", key, "' already ran ",
+          opened.steps_used(), " of ", opened.steps_reserved(), " steps (", opened.state(),
+          "); its epsilon stays spent and a new run cannot resume its trainer state: rerun "
+          "with a new --key (or none)"));
+    }
     return std::make_unique<RemoteOracle>(spec.name, *std::move(oracle), run.quiet);
   };
   auto trained = train::TrainAutogan(layout, num_classes, options, open);

@@ -103,9 +103,12 @@ TEST_F(AutoganCliTest, TrainSampleEvalAndCharges) {
   ASSERT_EQ(eval.exit_code, 0) << eval.err;
   EXPECT_FALSE(nlohmann::json::parse(eval.out)["utility"].empty());
 
-  // The same command and key again: the server replays both sessions (no
-  // new reservation), so nothing more is charged whatever the rerun does.
-  RunCli(train_args, Env("analyst-token-ag"));
+  // The same command and key again: the server replays the session (no new
+  // reservation), so nothing more is charged.
+  // The rerun cannot resume the finished sessions and says what to do.
+  CliRun rerun = RunCli(train_args, Env("analyst-token-ag"));
+  EXPECT_NE(rerun.exit_code, 0);
+  EXPECT_NE(rerun.err.find("rerun with a new --key"), std::string::npos) << rerun.err;
   CliRun again = RunCli("budget --dataset " + dataset + " --json", Env("analyst-token-ag"));
   ASSERT_EQ(again.exit_code, 0) << again.err;
   EXPECT_NEAR(nlohmann::json::parse(again.out)["epsilon_spent"].get<double>(), spent, 1e-9);
