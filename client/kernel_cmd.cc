@@ -2,9 +2,10 @@
 // session. Each step sends the generator's M points (and labels) to the
 // server and gets back the noisy witness's values and gradients there
 // (docs/privacy.md 2.10); the MMD loss and the generator update are
-// post-processing (core/train/kernel_trainer.h). Tables only for now: the
-// model is the tabular generator of `train merf`, so `sample` and `eval`
-// read it unchanged (method "kernel").
+// post-processing (core/train/kernel_trainer.h). The model is the tabular
+// generator of `train merf` for tables and its fc image generator (issue
+// 14) for images, so `sample` and `eval` read it unchanged (method
+// "kernel").
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -23,6 +24,7 @@
 #include "core/data/encoder.h"
 #include "core/nn/adam.h"
 #include "core/train/kernel_trainer.h"
+#include "core/train/image_generator.h"
 #include "core/train/tabular_generator.h"
 #include "proto/convert.h"
 
@@ -74,6 +76,51 @@ class TabularKernelGenerator final : public train::PointGenerator {
   absl::Status status_;
 };
 
+// The image generator of issue 14 (fc, float32) as a PointGenerator: its
+// pixels in [0, 1] are the encoded features of an image row (one grey
+// channel, row-major), labels uniform. Adam runs on a double copy of the
+// parameters (nn::Adam is double), written back each step.
+class ImageKernelGenerator final : public train::PointGenerator {
+ public:
+  ImageKernelGenerator(train::ImageGenerator generator, nn::Adam adam)
+      : generator_(std::move(generator)),
+        adam_(std::move(adam)),
+        master_(generator_.parameters().cast<double>()),
+        grad_(Eigen::VectorXf::Zero(generator_.num_parameters())) {}
+
+  void Sample(int count, PublicRng* rng, Eigen::MatrixXd* points,
+              Eigen::VectorXi* labels) override {
+    Eigen::MatrixXd z(count, generator_.code_dim());
+    rng->FillNormal(z);
+    labels->resize(count);
+    for (int i = 0; i < count; ++i) {
+      (*labels)(i) =
+          static_cast<int>(rng->UniformInt(static_cast<uint64_t>(generator_.num_classes())));
+    }
+    const Eigen::MatrixXf z_f = z.cast<float>();
+    *points = generator_.Forward(z_f, *labels, /*training=*/true, &workspace_).cast<double>();
+    if (generator_.num_classes() == 1) labels->resize(0);
+  }
+
+  void Update(const Eigen::MatrixXd& point_gradients) override {
+    grad_.setZero();
+    generator_.Backward(point_gradients.cast<float>(), &workspace_, grad_);
+    status_.Update(adam_.Step(master_, grad_.cast<double>()));
+    generator_.parameters() = master_.cast<float>();
+  }
+
+  const train::ImageGenerator& generator() const { return generator_; }
+  const absl::Status& status() const { return status_; }
+
+ private:
+  train::ImageGenerator generator_;
+  nn::Adam adam_;
+  Eigen::VectorXd master_;
+  Eigen::VectorXf grad_;
+  train::ImageGeneratorWorkspace workspace_;
+  absl::Status status_;
+};
+
 absl::StatusOr<int64_t> IntFlag(const ParsedArgs& args, const char* name, int64_t fallback) {
   if (!args.Has(name)) return fallback;
   return args.GetInt(name);
@@ -103,11 +150,7 @@ absl::Status RunTrainKernel(const ParsedArgs& args) {
   }
   auto schema = SchemaFromProto(dataset->schema());
   if (!schema.ok()) return schema.status();
-  if (schema->image_index().has_value()) {
-    return absl::UnimplementedError(
-        "train kernel fits tabular datasets only in this version; for image datasets use "
-        "train merf or pearl");
-  }
+  const bool images = schema->image_index().has_value();
   const std::string variant = args.Has("variant") ? args.Get("variant") : "";
   const bool labelled = schema->label_index().has_value();
   if (variant == "parallel") {
@@ -179,6 +222,67 @@ absl::Status RunTrainKernel(const ParsedArgs& args) {
                 static_cast<long long>(oracle->session().steps_used()));
   }
 
+  train::KernelTrainerOptions options;
+  options.steps = static_cast<int>(remaining);
+  options.points_per_step = static_cast<int>(*points);
+  options.seed = static_cast<uint64_t>(*seed);
+  StepProgress progress("train kernel (MMD loss)", options.steps, args.Flag("quiet"));
+  auto update = progress.Callback();
+  double final_loss = 0.0;
+  const auto on_step = [&](const train::KernelTrainerProgress& p) {
+    final_loss = p.loss;
+    update(p.step, p.loss);
+  };
+  nn::AdamOptions adam_options;
+  adam_options.learning_rate = *learning_rate;
+  ModelSource source;
+  source.schema = dataset->schema();
+  source.schema_fingerprint = schema->FingerprintHex();
+  source.delta = dataset->budget().delta();
+
+  if (images) {
+    const data::Column& image = schema->column(*schema->image_index());
+    train::ImageGeneratorOptions image_options;
+    image_options.architecture = train::ImageGeneratorArchitecture::kFullyConnected;
+    image_options.height = image.image_height;
+    image_options.width = image.image_width;
+    image_options.num_classes = schema->num_classes();
+    image_options.seed = static_cast<uint64_t>(*seed);
+    auto generator = train::ImageGenerator::Create(image_options);
+    if (!generator.ok()) return generator.status();
+    auto adam = nn::Adam::Create(generator->num_parameters(), adam_options);
+    if (!adam.ok()) return adam.status();
+    ImageKernelGenerator point_generator(*std::move(generator), *std::move(adam));
+    if (auto s = train::TrainKernelGenerator(options, oracle->bandwidths(), &*oracle,
+                                             &point_generator, on_step);
+        !s.ok()) {
+      return s;
+    }
+    if (!point_generator.status().ok()) return point_generator.status();
+    auto closed = oracle->Close();
+    if (!closed.ok()) return closed.status();
+    std::printf("session %s: %lld steps, epsilon spent %.4f (reserved %.4f)\n",
+                closed->id().c_str(), static_cast<long long>(closed->steps_used()),
+                closed->epsilon_spent_total(), closed->epsilon_reserved());
+    source.epsilon = closed->epsilon_spent_total();
+    const train::ImageGenerator& g = point_generator.generator();
+    v1::GeneratorModel model =
+        PackageModel("kernel", source, {}, nn::Activation::kRelu,
+                     g.parameters().cast<double>(), static_cast<int>(closed->steps_used()),
+                     final_loss);
+    model.clear_activation();
+    model.set_dataset_id(dataset->id());
+    model.set_image_architecture(
+        train::ImageGeneratorArchitectureName(g.options().architecture));
+    model.set_code_dim(g.options().code_dim);
+    model.set_num_classes(g.options().num_classes);
+    for (float value : g.running_statistics()) model.add_running_statistics(value);
+    if (auto s = WriteProtoFile(model, args.Get("out")); !s.ok()) return s;
+    std::printf("model written to %s (kernel, images, epsilon %g, delta %g)\n",
+                args.Get("out").c_str(), model.epsilon(), model.delta());
+    return absl::OkStatus();
+  }
+
   const data::FeatureLayout layout = data::FeatureLayout::ForFeatures(*schema);
   train::GeneratorOptions generator_options;
   generator_options.noise_dim = 16;
@@ -187,25 +291,11 @@ absl::Status RunTrainKernel(const ParsedArgs& args) {
   auto generator = train::TabularGenerator::Create(layout, schema->num_classes(),
                                                    generator_options);
   if (!generator.ok()) return generator.status();
-  nn::AdamOptions adam_options;
-  adam_options.learning_rate = *learning_rate;
   auto adam = nn::Adam::Create(generator->num_parameters(), adam_options);
   if (!adam.ok()) return adam.status();
   TabularKernelGenerator point_generator(*std::move(generator), *std::move(adam), conditional);
-
-  train::KernelTrainerOptions options;
-  options.steps = static_cast<int>(remaining);
-  options.points_per_step = static_cast<int>(*points);
-  options.seed = static_cast<uint64_t>(*seed);
-  StepProgress progress("train kernel (MMD loss)", options.steps, args.Flag("quiet"));
-  auto update = progress.Callback();
-  double final_loss = 0.0;
   const absl::Status trained = train::TrainKernelGenerator(
-      options, oracle->bandwidths(), &*oracle, &point_generator,
-      [&](const train::KernelTrainerProgress& p) {
-        final_loss = p.loss;
-        update(p.step, p.loss);
-      });
+      options, oracle->bandwidths(), &*oracle, &point_generator, on_step);
   if (!trained.ok()) return trained;
   if (!point_generator.status().ok()) return point_generator.status();
   auto closed = oracle->Close();
@@ -214,11 +304,7 @@ absl::Status RunTrainKernel(const ParsedArgs& args) {
               closed->id().c_str(), static_cast<long long>(closed->steps_used()),
               closed->epsilon_spent_total(), closed->epsilon_reserved());
 
-  ModelSource source;
-  source.schema = dataset->schema();
-  source.schema_fingerprint = schema->FingerprintHex();
   source.epsilon = closed->epsilon_spent_total();
-  source.delta = dataset->budget().delta();
   const train::TabularGenerator& g = point_generator.generator();
   v1::GeneratorModel model = PackageModel("kernel", source, g.options().hidden,
                                           g.options().activation, g.parameters(),

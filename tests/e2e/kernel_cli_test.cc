@@ -10,6 +10,7 @@
 #include <random>
 #include <regex>
 #include <string>
+#include <vector>
 
 #include "tests/e2e/local_server.h"
 
@@ -104,6 +105,48 @@ TEST_F(KernelCliTest, TrainSampleEvalAndCharges) {
                            Env("analyst-token-kn"));
   EXPECT_NE(parallel.exit_code, 0);
   EXPECT_NE(parallel.err.find("parallel composition"), std::string::npos) << parallel.err;
+}
+
+// An IDX file of unsigned bytes: magic 00 00 08 <dims>, the dims, the data.
+void WriteIdx(const e2e::fs::path& path, const std::vector<uint32_t>& dims,
+              const std::string& data) {
+  std::string bytes = {0, 0, 0x08, static_cast<char>(dims.size())};
+  for (uint32_t d : dims) {
+    for (int shift = 24; shift >= 0; shift -= 8) bytes.push_back(static_cast<char>(d >> shift));
+  }
+  bytes += data;
+  std::ofstream(path, std::ios::binary) << bytes;
+}
+
+// Images: the fc image generator of issue 14 on a kernel_witness session,
+// then a PNG grid and an IDX pair from the model unchanged.
+TEST_F(KernelCliTest, ImagesTrainAndSample) {
+  CliRun created = RunCli("datasets create --name img --images 8x8 --classes 3 --epsilon 3 --json",
+                          Env("curator-token-kn"));
+  ASSERT_EQ(created.exit_code, 0) << created.err;
+  const std::string dataset = nlohmann::json::parse(created.out)["dataset_id"];
+  std::mt19937_64 rng(3);
+  std::string pixels, labels;
+  for (int i = 0; i < 300; ++i) {
+    const int label = static_cast<int>(rng() % 3);
+    labels.push_back(static_cast<char>(label));
+    for (int p = 0; p < 64; ++p) pixels.push_back(static_cast<char>(label * 80 + rng() % 32));
+  }
+  WriteIdx(dir_ / "images.idx", {300, 8, 8}, pixels);
+  WriteIdx(dir_ / "labels.idx", {300}, labels);
+  CliRun uploaded = RunCli("upload --dataset " + dataset + " --idx images.idx --labels labels.idx",
+                           Env("curator-token-kn"));
+  ASSERT_EQ(uploaded.exit_code, 0) << uploaded.err;
+  CliRun train = RunCli("train kernel --dataset " + dataset +
+                            " --epsilon 1 --rows 300 --steps 10 --batch 30 --points 8 --out i.pb",
+                        Env("analyst-token-kn"));
+  ASSERT_EQ(train.exit_code, 0) << train.err;
+  EXPECT_NE(train.out.find("10 steps"), std::string::npos) << train.out;
+  CliRun sample =
+      RunCli("sample --model i.pb --rows 30 --png grid.png --grid-per-class 4 --idx syn", "");
+  ASSERT_EQ(sample.exit_code, 0) << sample.err;
+  EXPECT_TRUE(e2e::fs::exists(dir_ / "grid.png"));
+  EXPECT_TRUE(e2e::fs::exists(dir_ / "syn-images-idx3-ubyte"));
 }
 
 }  // namespace
