@@ -21,6 +21,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "client/autogan_model.h"
+#include "client/mst_model.h"
 #include "client/commands.h"
 #include "client/progress.h"
 #include "client/schema_file.h"
@@ -265,10 +266,11 @@ absl::Status RunDemo(const ParsedArgs& args) {
     } else if (args.Get("method") == "all") {
       methods = {"merf", "pearl", "autogan"};
     } else if (args.Get("method") == "merf" || args.Get("method") == "pearl" ||
-               args.Get("method") == "autogan") {
+               args.Get("method") == "autogan" || args.Get("method") == "mst") {
       methods = {args.Get("method")};
     } else {
-      return absl::InvalidArgumentError("--method must be merf, pearl, autogan, both or all");
+      return absl::InvalidArgumentError(
+          "--method must be merf, pearl, autogan, mst, both or all");
     }
     struct MethodResult {
       std::string method;
@@ -295,6 +297,19 @@ absl::Status RunDemo(const ParsedArgs& args) {
         result.release.set_id("dp_sgd sessions");
         result.release.mutable_embedding()->set_epsilon(*epsilon);
         model = TrainAutoganModel(analyst, run);
+      } else if (method == "mst") {
+        // MST: one release (marginals + private tree), a client-side fit.
+        auto released = RequestMstRelease(analyst, dataset.id(), *epsilon, NewIdempotencyKey());
+        if (!released.ok()) return released.status();
+        result.release = *std::move(released);
+        result.release_seconds = SecondsSince(t);
+        say(absl::StrFormat("analyst: mst release %s (%d columns, tree of %d edges, epsilon "
+                            "%.4f) in %.2fs",
+                            result.release.id(), result.release.mst().domain_sizes_size(),
+                            result.release.mst().edges_size(), result.release.mst().epsilon(),
+                            result.release_seconds));
+        t = Clock::now();
+        model = TrainMstModel(result.release);
       } else {
         v1::ReleaseRequest request;
         request.set_dataset_id(dataset.id());
@@ -399,7 +414,8 @@ absl::Status RunDemo(const ParsedArgs& args) {
         out["results"].push_back(
             {{"method", r.method},
              {"release_id", r.release.id()},
-             {"epsilon_release", r.release.embedding().epsilon()},
+             {"epsilon_release",
+              r.release.has_mst() ? r.release.mst().epsilon() : r.release.embedding().epsilon()},
              {"noise_multiplier", r.release.embedding().noise_multiplier()},
              {"length_scale", r.release.embedding().length_scale()},
              {"average_tstr_roc_auc", average_auc(r.report)},
@@ -422,7 +438,9 @@ absl::Status RunDemo(const ParsedArgs& args) {
         std::printf("artefact (%s)     %s (%s, noise multiplier %.4f, epsilon %.4f)\n",
                     r.method.c_str(), r.release.id().c_str(),
                     ReleaseKindName(r.release.kind()).c_str(),
-                    r.release.embedding().noise_multiplier(), r.release.embedding().epsilon());
+                    r.release.embedding().noise_multiplier(),
+                    r.release.has_mst() ? r.release.mst().epsilon()
+                                        : r.release.embedding().epsilon());
       }
       std::printf("privacy            epsilon spent %.4f of %.4f at delta %g; remaining %.4f\n",
                   budget_report.epsilon_spent(), budget_report.budget().epsilon(),
@@ -462,9 +480,10 @@ std::vector<Command> DemoCommands() {
       {"rows", "20000", "demo table: training rows (held-out: a quarter, at least 1000)"},
       {"num-frequencies", "500", "frequencies (rff: D/2; charfn: k)"},
       {"method", "merf",
-       "merf (DP-MERF), pearl (PEARL), autogan (DP-auto-GAN), both (merf, pearl) or all, on "
+       "merf (DP-MERF), pearl (PEARL), autogan (DP-auto-GAN), mst (MST), both (merf, pearl) "
+       "or all, on "
        "the same split and budget",
-       false, false, "", {"merf", "pearl", "autogan", "both", "all"}},
+       false, false, "", {"merf", "pearl", "autogan", "mst", "both", "all"}},
       {"private-length-scale", "", "pearl: spend part of epsilon on a DP length-scale", true},
       {"pearl-length-scale", "", "pearl: declared length-scale (default: from the schema)"},
       {"pearl-no-critic", "", "pearl: uniform frequency weights (the paper's ablation)", true},

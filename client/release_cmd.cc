@@ -50,9 +50,14 @@ absl::Status RunRelease(const ParsedArgs& args) {
       params->set_seed(seed);
       break;
     }
+    case v1::MST:
+      // The recipe's parameters all come from the schema and --epsilon.
+      request.mutable_mst();
+      break;
     default:
-      return absl::InvalidArgumentError(absl::StrCat(
-          "--kind '", args.Get("kind"), "' is not supported; use rff_embedding or charfn_embedding"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("--kind '", args.Get("kind"),
+                       "' is not supported; use rff_embedding, charfn_embedding or mst"));
   }
   v1::Release release;
   auto context = connection->NewContext();
@@ -64,12 +69,13 @@ absl::Status RunRelease(const ParsedArgs& args) {
   }
   auto written = WriteProtoFile(release, args.Get("out"));
   if (!written.ok()) return written;
+  const double epsilon = release.has_mst() ? release.mst().epsilon() : release.embedding().epsilon();
   if (args.Flag("json")) {
     nlohmann::json out = {{"release_id", release.id()},
                           {"dataset_id", release.dataset_id()},
                           {"kind", ReleaseKindName(release.kind())},
                           {"replayed", release.replayed()},
-                          {"epsilon", release.embedding().epsilon()},
+                          {"epsilon", epsilon},
                           {"noise_multiplier", release.embedding().noise_multiplier()},
                           {"epsilon_spent_total", release.epsilon_spent_total()},
                           {"epsilon_remaining", release.epsilon_remaining()},
@@ -80,7 +86,7 @@ absl::Status RunRelease(const ParsedArgs& args) {
   }
   std::printf("%s %s: epsilon %.4f for this release; dataset spent %.4f, remaining %.4f\n",
               release.replayed() ? "replayed stored release" : "released", release.id().c_str(),
-              release.embedding().epsilon(), release.epsilon_spent_total(),
+              epsilon, release.epsilon_spent_total(),
               release.epsilon_remaining());
   std::printf("artefact written to %s (idempotency key %s)\n", args.Get("out").c_str(),
               request.idempotency_key().c_str());
@@ -132,8 +138,9 @@ std::vector<Command> ReleaseCommands() {
       "  dpcurator release --dataset ds_... --epsilon 1 --out merf.release",
       WithConnection({{"dataset", "", "dataset id", false, true},
                       {"kind", "rff_embedding",
-                       "release kind: rff_embedding (DP-MERF) or charfn_embedding (PEARL)", false,
-                       false, "", {"rff_embedding", "charfn_embedding"}},
+                       "release kind: rff_embedding (DP-MERF), charfn_embedding (PEARL) or mst "
+                       "(MST's marginals and private tree; --epsilon only)",
+                       false, false, "", {"rff_embedding", "charfn_embedding", "mst"}},
                       {"private-length-scale", "",
                        "charfn: release a DP mean distance as the length-scale (same event)",
                        true},

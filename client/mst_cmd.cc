@@ -1,0 +1,213 @@
+// `dpcurator train mst`: fit MST's tree model to an "mst" release (or
+// release and fit in one command), and sample from the model file.
+#include <cstdio>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "client/mst_model.h"
+#include "client/model_package.h"
+#include "client/pipeline.h"
+#include "core/data/discretize.h"
+#include "core/train/mst.h"
+#include "core/util/status_macros.h"
+#include "proto/convert.h"
+
+namespace dpcurator::client {
+namespace {
+
+release::NoisyMarginal MarginalFromProto(const v1::NoisyMarginalTable& table) {
+  release::NoisyMarginal marginal;
+  marginal.clique.assign(table.clique().begin(), table.clique().end());
+  marginal.shape.assign(table.shape().begin(), table.shape().end());
+  marginal.counts = Eigen::Map<const Eigen::VectorXd>(table.counts().data(), table.counts_size());
+  marginal.noise_std = table.noise_std();
+  return marginal;
+}
+
+// The artefact's tables agree with its own domain (a file edited or cut
+// short is refused here, naming the table, before the fit indexes them).
+absl::Status CheckArtefact(const v1::MstArtefact& artefact) {
+  const int n = artefact.domain_sizes_size();
+  auto check = [&](const v1::NoisyMarginalTable& t, const std::string& what) -> absl::Status {
+    int64_t cells = 1;
+    if (t.clique_size() != t.shape_size() || t.clique_size() == 0) {
+      return absl::DataLossError(absl::StrCat("mst release: ", what, " has no consistent shape"));
+    }
+    for (int k = 0; k < t.clique_size(); ++k) {
+      if (t.clique(k) < 0 || t.clique(k) >= n || t.shape(k) != artefact.domain_sizes(t.clique(k))) {
+        return absl::DataLossError(
+            absl::StrCat("mst release: ", what, " does not match the release's domain"));
+      }
+      cells *= t.shape(k);
+    }
+    if (cells != t.counts_size()) {
+      return absl::DataLossError(absl::StrCat("mst release: ", what, " has ", t.counts_size(),
+                                              " counts, its shape needs ", cells));
+    }
+    return absl::OkStatus();
+  };
+  for (int i = 0; i < artefact.one_way_size(); ++i) {
+    DPC_RETURN_IF_ERROR(check(artefact.one_way(i), absl::StrCat("1-way table ", i)));
+  }
+  for (int i = 0; i < artefact.two_way_size(); ++i) {
+    DPC_RETURN_IF_ERROR(check(artefact.two_way(i), absl::StrCat("2-way table ", i)));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status RunTrainMst(const ParsedArgs& args) {
+  v1::Release release;
+  if (args.Has("release")) {
+    DPC_RETURN_IF_ERROR(ReadProtoFile(args.Get("release"), &release));
+  } else if (args.Has("dataset")) {
+    if (!args.Has("epsilon")) {
+      return absl::InvalidArgumentError(
+          "train mst --dataset needs --epsilon (the MST release's target epsilon)");
+    }
+    DPC_ASSIGN_OR_RETURN(const double epsilon, args.GetDouble("epsilon"));
+    DPC_ASSIGN_OR_RETURN(Connection connection, Connection::FromArgs(args));
+    const std::string key = args.Has("key") ? args.Get("key") : NewIdempotencyKey();
+    DPC_ASSIGN_OR_RETURN(release,
+                         RequestMstRelease(connection, args.Get("dataset"), epsilon, key));
+    if (args.Has("release-out")) {
+      DPC_RETURN_IF_ERROR(WriteProtoFile(release, args.Get("release-out")));
+    }
+    std::printf("released %s (mst): epsilon %.4f; dataset spent %.4f, remaining %.4f (key %s)\n",
+                release.id().c_str(), release.mst().epsilon(), release.epsilon_spent_total(),
+                release.epsilon_remaining(), key.c_str());
+  } else {
+    return absl::InvalidArgumentError(
+        "train mst needs --release FILE (an mst release) or --dataset ds_... --epsilon E");
+  }
+  DPC_ASSIGN_OR_RETURN(const v1::GeneratorModel model, TrainMstModel(release));
+  DPC_RETURN_IF_ERROR(WriteProtoFile(model, args.Get("out")));
+  std::printf("mst model (%d columns, tree of %d edges) written to %s\n",
+              model.mst_domain_sizes_size(), model.mst_edges_size(), args.Get("out").c_str());
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<v1::Release> RequestMstRelease(Connection& analyst, const std::string& dataset_id,
+                                              double epsilon, const std::string& key) {
+  v1::ReleaseRequest request;
+  request.set_dataset_id(dataset_id);
+  request.set_idempotency_key(key);
+  request.set_epsilon(epsilon);
+  request.mutable_mst();
+  v1::Release release;
+  auto context = analyst.NewContext();
+  const grpc::Status status = analyst.releases().RequestRelease(context.get(), request, &release);
+  if (!status.ok()) {
+    return RpcError(status, absl::StrCat("mst release refused (retry with --key ", key,
+                                         " to avoid a second charge)"));
+  }
+  return release;
+}
+
+absl::StatusOr<v1::GeneratorModel> TrainMstModel(const v1::Release& release) {
+  if (!release.has_mst()) {
+    return absl::InvalidArgumentError(
+        "train mst needs an mst release (dpcurator release --kind mst); this file holds "
+        "another kind");
+  }
+  const v1::MstArtefact& artefact = release.mst();
+  if (artefact.format_version() != 1) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "mst release format ", artefact.format_version(), " is not supported (this client "
+        "reads 1); upgrade dpcurator"));
+  }
+  DPC_RETURN_IF_ERROR(CheckArtefact(artefact));
+  std::vector<int> sizes(artefact.domain_sizes().begin(), artefact.domain_sizes().end());
+  std::vector<release::NoisyMarginal> one_way, two_way;
+  for (const auto& t : artefact.one_way()) one_way.push_back(MarginalFromProto(t));
+  for (const auto& t : artefact.two_way()) two_way.push_back(MarginalFromProto(t));
+  DPC_ASSIGN_OR_RETURN(const train::TreeModel tree, train::FitTreeModel(sizes, one_way, two_way));
+  const ModelSource source{artefact.schema(), artefact.schema_fingerprint(), artefact.epsilon(),
+                           artefact.delta()};
+  v1::GeneratorModel model =
+      PackageModel("mst", source, {}, nn::Activation::kRelu, Eigen::VectorXd(), 0, 0.0);
+  model.set_release_id(release.id());
+  model.set_dataset_id(release.dataset_id());
+  for (const int s : tree.domain_sizes) model.add_mst_domain_sizes(s);
+  for (const auto& node : tree.nodes) {
+    model.mutable_mst_nodes()->Add(node.data(), node.data() + node.size());
+  }
+  for (size_t e = 0; e < tree.edges.size(); ++e) {
+    v1::MstEdge& edge = *model.add_mst_edges();
+    edge.set_first(tree.edges[e].first);
+    edge.set_second(tree.edges[e].second);
+    // Row-major: the first column's codes index rows.
+    const Eigen::MatrixXd& table = tree.tables[e];
+    for (Eigen::Index a = 0; a < table.rows(); ++a) {
+      for (Eigen::Index b = 0; b < table.cols(); ++b) model.add_mst_tables(table(a, b));
+    }
+  }
+  model.set_mst_total(tree.total);
+  return model;
+}
+
+absl::StatusOr<data::Table> SampleMstModel(const v1::GeneratorModel& model, int64_t num_rows,
+                                           uint64_t seed) {
+  const absl::Status corrupt = absl::DataLossError(
+      "the mst model file does not rebuild (its tables do not match its domain); retrain it "
+      "with `dpcurator train mst`");
+  DPC_ASSIGN_OR_RETURN(const data::Schema schema, SchemaFromProto(model.schema()));
+  DPC_ASSIGN_OR_RETURN(const data::Discretizer domain, data::Discretizer::Create(schema));
+  train::TreeModel tree;
+  tree.domain_sizes.assign(model.mst_domain_sizes().begin(), model.mst_domain_sizes().end());
+  const int n = static_cast<int>(tree.domain_sizes.size());
+  if (n != domain.num_columns()) return corrupt;
+  int64_t offset = 0;
+  for (int c = 0; c < n; ++c) {
+    if (tree.domain_sizes[c] != domain.domain_size(c) ||
+        offset + tree.domain_sizes[c] > model.mst_nodes_size()) {
+      return corrupt;
+    }
+    tree.nodes.push_back(
+        Eigen::Map<const Eigen::VectorXd>(model.mst_nodes().data() + offset, tree.domain_sizes[c]));
+    offset += tree.domain_sizes[c];
+  }
+  if (offset != model.mst_nodes_size()) return corrupt;
+  offset = 0;
+  for (const v1::MstEdge& edge : model.mst_edges()) {
+    const int i = edge.first(), j = edge.second();
+    if (i < 0 || i >= n || j < 0 || j >= n || i == j) return corrupt;
+    const int64_t cells = int64_t{tree.domain_sizes[i]} * tree.domain_sizes[j];
+    if (offset + cells > model.mst_tables_size()) return corrupt;
+    Eigen::MatrixXd table(tree.domain_sizes[i], tree.domain_sizes[j]);
+    for (Eigen::Index a = 0; a < table.rows(); ++a) {
+      for (Eigen::Index b = 0; b < table.cols(); ++b) table(a, b) = model.mst_tables(offset++);
+    }
+    tree.edges.emplace_back(i, j);
+    tree.tables.push_back(std::move(table));
+  }
+  if (offset != model.mst_tables_size()) return corrupt;
+  tree.total = model.mst_total();
+  // Two public streams: the tree's codes, then the within-bin draws.
+  return domain.Decode(train::SampleTreeModel(tree, num_rows, seed), seed ^ 0x9e3779b97f4a7c15ULL);
+}
+
+std::vector<Command> MstCommands() {
+  std::vector<Command> commands;
+  commands.push_back(Command{
+      "train mst",
+      "fit MST's tree model to an mst release, or release and fit in one command",
+      "MST (McKenna, Miklau, Sheldon 2021): the server releases noisy 1-way marginals, a\n"
+      "private maximum spanning tree of column pairs and their noisy 2-way marginals\n"
+      "(docs/privacy.md 2.11); the client fits a tree-structured graphical model to them\n"
+      "(no further budget). Numeric columns use the schema's bins and atoms.\n\n"
+      "  dpcurator train mst --release mst.release --out mst.model\n"
+      "  dpcurator train mst --dataset ds_... --epsilon 1 --out mst.model",
+      WithConnection({{"release", "", "an mst release file (dpcurator release --kind mst)"},
+                      {"dataset", "", "release from this dataset first (needs --epsilon)"},
+                      {"epsilon", "", "target epsilon of the mst release (with --dataset)"},
+                      {"key", "", "idempotency key of the release (default: fresh)"},
+                      {"release-out", "", "also write the release artefact here (with --dataset)"},
+                      {"out", "model.pb", "model file to write"}}),
+      RunTrainMst});
+  return commands;
+}
+
+}  // namespace dpcurator::client
