@@ -17,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "client/cli.h"
 #include "client/commands.h"
+#include "client/kernel_model.h"
 #include "client/kernel_oracle.h"
 #include "client/model_package.h"
 #include "client/pipeline.h"
@@ -148,10 +149,52 @@ absl::Status RunTrainKernel(const ParsedArgs& args) {
     return absl::NotFoundError(absl::StrCat("no dataset '", args.Get("dataset"),
                                             "'; `dpcurator datasets list` shows the ids"));
   }
-  auto schema = SchemaFromProto(dataset->schema());
+  KernelRun run;
+  run.dataset_id = dataset->id();
+  run.schema = dataset->schema();
+  run.delta = dataset->budget().delta();
+  run.rows_guess = dataset->row_count();
+  if (args.Has("rows")) {
+    auto rows = args.GetInt("rows");
+    if (!rows.ok()) return rows.status();
+    run.rows_guess = *rows;
+  }
+  auto epsilon = args.GetDouble("epsilon");
+  if (!epsilon.ok()) return epsilon.status();
+  run.epsilon = *epsilon;
+  run.variant = args.Has("variant") ? args.Get("variant") : "";
+  auto steps = IntFlag(args, "steps", run.steps);
+  auto batch = DoubleFlag(args, "batch", run.batch);
+  auto points = IntFlag(args, "points", run.points);
+  auto learning_rate = DoubleFlag(args, "lr", run.learning_rate);
+  auto seed = IntFlag(args, "seed", 1);
+  for (const absl::Status& s : {steps.status(), batch.status(), points.status(),
+                                learning_rate.status(), seed.status()}) {
+    if (!s.ok()) return s;
+  }
+  run.steps = *steps;
+  run.batch = *batch;
+  run.points = static_cast<int>(std::clamp<int64_t>(*points, 0, 1 << 20));
+  run.learning_rate = *learning_rate;
+  run.seed = static_cast<uint64_t>(*seed);
+  run.key = args.Has("key") ? args.Get("key") : "";
+  run.quiet = args.Flag("quiet");
+  auto model = TrainKernelModel(*connection, run);
+  if (!model.ok()) return model.status();
+  if (auto s = WriteProtoFile(*model, args.Get("out")); !s.ok()) return s;
+  std::printf("model written to %s (kernel%s, epsilon %g, delta %g)\n", args.Get("out").c_str(),
+              model->image_architecture().empty() ? "" : ", images", model->epsilon(),
+              model->delta());
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<v1::GeneratorModel> TrainKernelModel(Connection& analyst, const KernelRun& run) {
+  auto schema = SchemaFromProto(run.schema);
   if (!schema.ok()) return schema.status();
   const bool images = schema->image_index().has_value();
-  const std::string variant = args.Has("variant") ? args.Get("variant") : "";
+  const std::string& variant = run.variant;
   const bool labelled = schema->label_index().has_value();
   if (variant == "parallel") {
     return absl::InvalidArgumentError(
@@ -173,41 +216,25 @@ absl::Status RunTrainKernel(const ParsedArgs& args) {
         "the dataset has a label column: an unconditional generator would draw labels "
         "independent of the features; use --variant conditional (the default)");
   }
-  auto epsilon = args.GetDouble("epsilon");
-  if (!epsilon.ok()) return epsilon.status();
-  auto steps = IntFlag(args, "steps", 2000);
-  auto batch = DoubleFlag(args, "batch", 500.0);
-  auto points = IntFlag(args, "points", 32);
-  auto learning_rate = DoubleFlag(args, "lr", 1e-3);
-  auto seed = IntFlag(args, "seed", 1);
-  for (const absl::Status& s : {steps.status(), batch.status(), points.status(),
-                                learning_rate.status(), seed.status()}) {
-    if (!s.ok()) return s;
-  }
-  int64_t rows_guess = dataset->row_count();
-  if (args.Has("rows")) {
-    auto rows = args.GetInt("rows");
-    if (!rows.ok()) return rows.status();
-    rows_guess = *rows;
-  }
-  if (rows_guess <= 0) {
+  if (!(run.epsilon > 0)) return absl::InvalidArgumentError("--epsilon must be positive");
+  if (run.rows_guess <= 0) {
     return absl::InvalidArgumentError(
         "the dataset's size is private: give --rows N, a public guess of its number of rows "
         "(it sets the sampling rate q = batch / N; the privacy guarantee does not depend on it)");
   }
-  if (!(*batch >= 1.0)) return absl::InvalidArgumentError("--batch must be at least 1");
+  if (!(run.batch >= 1.0)) return absl::InvalidArgumentError("--batch must be at least 1");
 
   KernelSessionOptions session;
-  session.dataset_id = dataset->id();
-  session.idempotency_key = args.Has("key") ? args.Get("key") : NewIdempotencyKey();
-  session.sampling_rate = std::min(1.0, *batch / static_cast<double>(rows_guess));
-  session.epsilon = *epsilon;
-  session.steps = *steps;
+  session.dataset_id = run.dataset_id;
+  session.idempotency_key = run.key.empty() ? NewIdempotencyKey() : run.key;
+  session.sampling_rate = std::min(1.0, run.batch / static_cast<double>(run.rows_guess));
+  session.epsilon = run.epsilon;
+  session.steps = run.steps;
   session.kernel.set_conditional(conditional);
   // The public divisor m: the declared expected batch (pitfall 4).
-  session.kernel.set_expected_batch_size(*batch);
-  session.kernel.set_max_points(static_cast<int>(std::clamp<int64_t>(*points, 0, 64)));
-  auto oracle = KernelOracle::Open(&*connection, session);
+  session.kernel.set_expected_batch_size(run.batch);
+  session.kernel.set_max_points(static_cast<int>(std::clamp(run.points, 0, 64)));
+  auto oracle = KernelOracle::Open(&analyst, session);
   if (!oracle.ok()) return oracle.status();
   if (oracle->session().state() != "OPEN") {
     return absl::FailedPreconditionError(absl::StrCat(
@@ -224,9 +251,9 @@ absl::Status RunTrainKernel(const ParsedArgs& args) {
 
   train::KernelTrainerOptions options;
   options.steps = static_cast<int>(remaining);
-  options.points_per_step = static_cast<int>(*points);
-  options.seed = static_cast<uint64_t>(*seed);
-  StepProgress progress("train kernel (MMD loss)", options.steps, args.Flag("quiet"));
+  options.points_per_step = run.points;
+  options.seed = run.seed;
+  StepProgress progress("train kernel (MMD loss)", options.steps, run.quiet);
   auto update = progress.Callback();
   double final_loss = 0.0;
   const auto on_step = [&](const train::KernelTrainerProgress& p) {
@@ -234,11 +261,11 @@ absl::Status RunTrainKernel(const ParsedArgs& args) {
     update(p.step, p.loss);
   };
   nn::AdamOptions adam_options;
-  adam_options.learning_rate = *learning_rate;
+  adam_options.learning_rate = run.learning_rate;
   ModelSource source;
-  source.schema = dataset->schema();
+  source.schema = run.schema;
   source.schema_fingerprint = schema->FingerprintHex();
-  source.delta = dataset->budget().delta();
+  source.delta = run.delta;
 
   if (images) {
     const data::Column& image = schema->column(*schema->image_index());
@@ -247,7 +274,7 @@ absl::Status RunTrainKernel(const ParsedArgs& args) {
     image_options.height = image.image_height;
     image_options.width = image.image_width;
     image_options.num_classes = schema->num_classes();
-    image_options.seed = static_cast<uint64_t>(*seed);
+    image_options.seed = run.seed;
     auto generator = train::ImageGenerator::Create(image_options);
     if (!generator.ok()) return generator.status();
     auto adam = nn::Adam::Create(generator->num_parameters(), adam_options);
@@ -271,23 +298,20 @@ absl::Status RunTrainKernel(const ParsedArgs& args) {
                      g.parameters().cast<double>(), static_cast<int>(closed->steps_used()),
                      final_loss);
     model.clear_activation();
-    model.set_dataset_id(dataset->id());
+    model.set_dataset_id(run.dataset_id);
     model.set_image_architecture(
         train::ImageGeneratorArchitectureName(g.options().architecture));
     model.set_code_dim(g.options().code_dim);
     model.set_num_classes(g.options().num_classes);
     for (float value : g.running_statistics()) model.add_running_statistics(value);
-    if (auto s = WriteProtoFile(model, args.Get("out")); !s.ok()) return s;
-    std::printf("model written to %s (kernel, images, epsilon %g, delta %g)\n",
-                args.Get("out").c_str(), model.epsilon(), model.delta());
-    return absl::OkStatus();
+    return model;
   }
 
   const data::FeatureLayout layout = data::FeatureLayout::ForFeatures(*schema);
   train::GeneratorOptions generator_options;
   generator_options.noise_dim = 16;
   generator_options.hidden = {256, 256};
-  generator_options.seed = static_cast<uint64_t>(*seed);
+  generator_options.seed = run.seed;
   auto generator = train::TabularGenerator::Create(layout, schema->num_classes(),
                                                    generator_options);
   if (!generator.ok()) return generator.status();
@@ -309,20 +333,15 @@ absl::Status RunTrainKernel(const ParsedArgs& args) {
   v1::GeneratorModel model = PackageModel("kernel", source, g.options().hidden,
                                           g.options().activation, g.parameters(),
                                           static_cast<int>(closed->steps_used()), final_loss);
-  model.set_dataset_id(dataset->id());
+  model.set_dataset_id(run.dataset_id);
   model.set_noise_dim(g.options().noise_dim);
   model.set_layer_norm(g.options().layer_norm);
   model.set_num_classes(g.num_classes());
   // Generated labels are uniform (the conditional variant's); the class
   // proportions are not released by the session.
   for (int c = 0; c < g.num_classes(); ++c) model.add_class_weights(1.0 / g.num_classes());
-  if (auto s = WriteProtoFile(model, args.Get("out")); !s.ok()) return s;
-  std::printf("model written to %s (kernel, epsilon %g, delta %g)\n", args.Get("out").c_str(),
-              model.epsilon(), model.delta());
-  return absl::OkStatus();
+  return model;
 }
-
-}  // namespace
 
 std::vector<Command> KernelCommands() {
   std::vector<Command> commands;

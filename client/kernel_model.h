@@ -1,0 +1,46 @@
+#ifndef DPCURATOR_CLIENT_KERNEL_MODEL_H_
+#define DPCURATOR_CLIENT_KERNEL_MODEL_H_
+
+// DP-kernel through the product (issue 16 item 4): one kernel_witness
+// session on the server, the generator trained on its answers, and the
+// model file (method "kernel"; read by `sample` and `eval` unchanged).
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "client/connection.h"
+#include "dpcurator/v1/dpcurator.pb.h"
+
+namespace dpcurator::client {
+
+struct KernelRun {
+  std::string dataset_id;
+  v1::TableSchema schema;  // the dataset's (public) schema
+  double delta = 0.0;      // the dataset's delta, recorded in the model
+  // A public guess of the dataset's size: q = batch / rows_guess. A wrong
+  // guess changes the real batch size, never the guarantee (the divisor is
+  // the declared batch).
+  int64_t rows_guess = 0;
+  double epsilon = 1.0;  // of all steps together
+  // "conditional", "unconditional" or empty (conditional when the schema
+  // has a label); "parallel" is refused (docs/privacy.md 2.10).
+  std::string variant;
+  int64_t steps = 2000;   // T
+  double batch = 500.0;   // m, the public divisor
+  int points = 32;        // M per step, at most 64
+  double learning_rate = 1e-3;
+  uint64_t seed = 1;
+  // Idempotency key of the session (empty: random). Rerunning with the key
+  // of a closed session is refused without a charge.
+  std::string key;
+  bool quiet = false;
+};
+
+// Opens the session, trains (tabular generator for tables, fc image
+// generator for images), closes it, and packages the model.
+absl::StatusOr<v1::GeneratorModel> TrainKernelModel(Connection& analyst, const KernelRun& run);
+
+}  // namespace dpcurator::client
+
+#endif  // DPCURATOR_CLIENT_KERNEL_MODEL_H_
