@@ -5,6 +5,7 @@
 // refused before admission (nothing charged).
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <numeric>
 #include <string>
 #include <vector>
@@ -132,6 +133,30 @@ TEST_F(MstReleaseTest, BadRequestsAreRefusedBeforeAdmission) {
     EXPECT_FALSE(status.ok());
   }
   EXPECT_EQ(Budget(dataset.id()).events_size(), 0);
+}
+
+TEST_F(MstReleaseTest, AFailureAfterRowsAreReadKeepsTheChargeAndSaysNothingOfTheData) {
+  v1::Dataset dataset;
+  ASSERT_TRUE(CreateDataset(10.0, 1e-5, v1::ADD_REMOVE, &dataset).ok());
+  ASSERT_TRUE(UploadDemoRows(dataset.id(), 120, 4).ok());
+  std::atomic<bool> armed{true};
+  failpoint_ = [&armed](absl::string_view at) {
+    return at == "release.after_rows_read" && armed.load()
+               ? absl::InternalError("boom 12345 secret")
+               : absl::OkStatus();
+  };
+  StopServer();
+  StartServer();
+  v1::Release release;
+  const grpc::Status status = RequestRelease(MstRequest(dataset.id(), 1.0, "fail"), &release);
+  EXPECT_NE(status.error_code(), grpc::StatusCode::OK);
+  EXPECT_EQ(status.error_message().find("secret"), std::string::npos);
+  EXPECT_EQ(status.error_message().find("12345"), std::string::npos);
+  // No refund: the charge stays.
+  EXPECT_EQ(Budget(dataset.id()).events_size(), 1);
+  EXPECT_GT(Budget(dataset.id()).epsilon_spent(), 0.99);
+  armed = false;
+  StopServer();  // before `armed` goes out of scope
 }
 
 }  // namespace
