@@ -21,6 +21,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "client/autogan_model.h"
+#include "client/kernel_model.h"
 #include "client/mst_model.h"
 #include "client/commands.h"
 #include "client/progress.h"
@@ -261,7 +262,9 @@ absl::Status RunDemo(const ParsedArgs& args) {
     // 2-3. For each method: analyst requests a release, the trainer fits,
     // samples and evaluates from the artefact alone.
     std::vector<std::string> methods;
-    if (args.Get("method") == "both") {
+    if (args.Get("method") == "kernel") {
+      methods = {"kernel"};
+    } else if (args.Get("method") == "both") {
       methods = {"merf", "pearl"};
     } else if (args.Get("method") == "all") {
       methods = {"merf", "pearl", "autogan"};
@@ -284,7 +287,19 @@ absl::Status RunDemo(const ParsedArgs& args) {
       result.method = method;
       t = Clock::now();
       absl::StatusOr<v1::GeneratorModel> model;
-      if (method == "autogan") {
+      if (method == "kernel") {
+        // DP-kernel: no release; one kernel_witness session at epsilon.
+        KernelRun run;
+        run.dataset_id = dataset.id();
+        run.schema = demo->schema_proto;
+        run.epsilon = *epsilon;
+        run.delta = *delta;
+        run.rows_guess = demo->train.num_rows();
+        run.quiet = json;
+        result.release.set_id("kernel_witness session");
+        result.release.mutable_embedding()->set_epsilon(*epsilon);
+        model = TrainKernelModel(analyst, run);
+      } else if (method == "autogan") {
         // DP-auto-GAN: no release; two dp_sgd sessions at epsilon together.
         AutoganRun run;
         run.dataset_id = dataset.id();
@@ -480,10 +495,9 @@ std::vector<Command> DemoCommands() {
       {"rows", "20000", "demo table: training rows (held-out: a quarter, at least 1000)"},
       {"num-frequencies", "500", "frequencies (rff: D/2; charfn: k)"},
       {"method", "merf",
-       "merf (DP-MERF), pearl (PEARL), autogan (DP-auto-GAN), mst (MST), both (merf, pearl) "
-       "or all, on "
-       "the same split and budget",
-       false, false, "", {"merf", "pearl", "autogan", "mst", "both", "all"}},
+       "merf (DP-MERF), pearl (PEARL), autogan (DP-auto-GAN), mst (MST), kernel (DP-kernel), "
+       "both (merf, pearl) or all, on the same split and budget",
+       false, false, "", {"merf", "pearl", "autogan", "mst", "kernel", "both", "all"}},
       {"private-length-scale", "", "pearl: spend part of epsilon on a DP length-scale", true},
       {"pearl-length-scale", "", "pearl: declared length-scale (default: from the schema)"},
       {"pearl-no-critic", "", "pearl: uniform frequency weights (the paper's ablation)", true},
