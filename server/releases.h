@@ -88,6 +88,8 @@ absl::Status CheckStepQuery(const v1::SessionParams& params,
 // Gaussian noise of the plan). Returns the answer's bytes, as stored.
 // dp_sgd: the noisy clipped gradient of the declared network at the
 // request's parameters (CheckStepQuery has checked them).
+// kernel_witness: the noisy witness's values and gradients at the
+// request's points (docs/privacy.md 2.10).
 absl::StatusOr<std::string> ComputeSessionStep(const v1::Session& session,
                                                const v1::Dataset& dataset,
                                                const release::EncodedRows& rows,
@@ -105,8 +107,6 @@ absl::Status SetStepAnswer(const v1::SessionParams& params, const std::string& a
 
 // dp_sgd steps run in order, so the ledger keeps one answer per session
 // (docs/privacy.md 2.9): before any row is read, a new index must be the
-// kernel_witness: the noisy witness's values and gradients at the
-// request's points (docs/privacy.md 2.10).
 // session's next one (FAILED_PRECONDITION saying which). Other kinds: OK.
 absl::Status CheckStepOrder(const v1::Session& session, int64_t step);
 // Whether the session's kind keeps only its latest step's answer.
