@@ -431,7 +431,9 @@ absl::Status RunDemo(const ParsedArgs& args) {
              {"release_id", r.release.id()},
              {"epsilon_release",
               r.release.has_mst() ? r.release.mst().epsilon() : r.release.embedding().epsilon()},
-             {"noise_multiplier", r.release.embedding().noise_multiplier()},
+             {"noise_multiplier", r.release.has_mst()
+                                      ? r.release.mst().one_way_noise_multiplier()
+                                      : r.release.embedding().noise_multiplier()},
              {"length_scale", r.release.embedding().length_scale()},
              {"average_tstr_roc_auc", average_auc(r.report)},
              {"evaluation", EvalReportJson(r.report)},
@@ -453,7 +455,8 @@ absl::Status RunDemo(const ParsedArgs& args) {
         std::printf("artefact (%s)     %s (%s, noise multiplier %.4f, epsilon %.4f)\n",
                     r.method.c_str(), r.release.id().c_str(),
                     ReleaseKindName(r.release.kind()).c_str(),
-                    r.release.embedding().noise_multiplier(),
+                    r.release.has_mst() ? r.release.mst().one_way_noise_multiplier()
+                                        : r.release.embedding().noise_multiplier(),
                     r.release.has_mst() ? r.release.mst().epsilon()
                                         : r.release.embedding().epsilon());
       }

@@ -76,7 +76,10 @@ absl::Status RunRelease(const ParsedArgs& args) {
                           {"kind", ReleaseKindName(release.kind())},
                           {"replayed", release.replayed()},
                           {"epsilon", epsilon},
-                          {"noise_multiplier", release.embedding().noise_multiplier()},
+                          // mst: the 1-way (= 2-way) marginals' multiplier.
+                          {"noise_multiplier", release.has_mst()
+                                                   ? release.mst().one_way_noise_multiplier()
+                                                   : release.embedding().noise_multiplier()},
                           {"epsilon_spent_total", release.epsilon_spent_total()},
                           {"epsilon_remaining", release.epsilon_remaining()},
                           {"idempotency_key", request.idempotency_key()},
