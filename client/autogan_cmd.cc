@@ -208,13 +208,13 @@ absl::StatusOr<v1::GeneratorModel> TrainAutoganModel(Connection& analyst, const 
   const std::string key = run.key.empty() ? NewIdempotencyKey() : run.key;
 
   train::AutoganOptions options = run.options;
-  // One progress line per phase; the epsilon the session has charged so far
-  // is printed when the phase ends (the progress line shows steps and loss).
+  // One progress line per phase: steps, loss, and the dataset's epsilon
+  // spent so far (a session's steps are charged when it opens).
   std::unique_ptr<StepProgress> progress;
   std::function<void(int, double)> update;
   std::string current_phase;
   options.progress = [&](const std::string& phase, int64_t step, int64_t steps, double loss,
-                         double) {
+                         double epsilon_spent) {
     if (phase != current_phase) {
       current_phase = phase;
       progress = std::make_unique<StepProgress>(
@@ -223,6 +223,7 @@ absl::StatusOr<v1::GeneratorModel> TrainAutoganModel(Connection& analyst, const 
           static_cast<int>(steps), run.quiet);
       update = progress->Callback();
     }
+    progress->set_note(absl::StrFormat("eps spent %.4f", epsilon_spent));
     update(static_cast<int>(step), loss);
   };
   options.progress_every = 25;

@@ -51,8 +51,9 @@ std::function<void(int step, double loss)> StepProgress::Callback() {
     if (quiet_) return;
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-    const std::string line = absl::StrFormat("%s: step %6d / %d  loss %.6f  %.1fs", label_, step,
-                                             total_steps_, loss, seconds);
+    const std::string line =
+        absl::StrFormat("%s: step %6d / %d  loss %.6f  %.1fs%s%s", label_, step, total_steps_,
+                        loss, seconds, note_.empty() ? "" : "  ", note_);
     if (step == total_steps_) {
       progress_.Finish(line);
     } else {

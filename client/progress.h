@@ -50,8 +50,13 @@ class StepProgress {
 
   std::function<void(int step, double loss)> Callback();
 
+  // Text appended to the next lines (e.g. "eps spent 0.70"), for trainers
+  // whose state beyond step and loss changes while they run.
+  void set_note(std::string note) { note_ = std::move(note); }
+
  private:
   std::string label_;
+  std::string note_;
   int total_steps_;
   bool quiet_;
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
