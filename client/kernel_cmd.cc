@@ -122,6 +122,17 @@ class ImageKernelGenerator final : public train::PointGenerator {
   absl::Status status_;
 };
 
+// The session's own charge and the dataset's total after it. The model
+// records the session's epsilon for all T reserved steps: exact when every
+// step ran, an upper bound otherwise (the unused steps were refunded).
+void PrintSessionCharge(const v1::Session& closed) {
+  std::printf("session %s: %lld of %lld steps, epsilon %.4f for the session (at delta); "
+              "dataset total spent %.4f\n",
+              closed.id().c_str(), static_cast<long long>(closed.steps_used()),
+              static_cast<long long>(closed.steps_reserved()), closed.epsilon_reserved(),
+              closed.epsilon_spent_total());
+}
+
 absl::StatusOr<int64_t> IntFlag(const ParsedArgs& args, const char* name, int64_t fallback) {
   if (!args.Has(name)) return fallback;
   return args.GetInt(name);
@@ -239,7 +250,7 @@ absl::StatusOr<v1::GeneratorModel> TrainKernelModel(Connection& analyst, const K
   if (oracle->session().state() != "OPEN") {
     return absl::FailedPreconditionError(absl::StrCat(
         "session ", oracle->session().id(), " of --key '", session.idempotency_key, "' is ",
-        oracle->session().state(), " (epsilon ", oracle->session().epsilon_spent_total(),
+        oracle->session().state(), " (its epsilon ", oracle->session().epsilon_reserved(),
         " was charged); nothing more is charged. Train again with a new --key"));
   }
   const int64_t remaining = oracle->session().steps_reserved() - oracle->session().steps_used();
@@ -288,10 +299,8 @@ absl::StatusOr<v1::GeneratorModel> TrainKernelModel(Connection& analyst, const K
     if (!point_generator.status().ok()) return point_generator.status();
     auto closed = oracle->Close();
     if (!closed.ok()) return closed.status();
-    std::printf("session %s: %lld steps, epsilon spent %.4f (reserved %.4f)\n",
-                closed->id().c_str(), static_cast<long long>(closed->steps_used()),
-                closed->epsilon_spent_total(), closed->epsilon_reserved());
-    source.epsilon = closed->epsilon_spent_total();
+    PrintSessionCharge(*closed);
+    source.epsilon = closed->epsilon_reserved();
     const train::ImageGenerator& g = point_generator.generator();
     v1::GeneratorModel model =
         PackageModel("kernel", source, {}, nn::Activation::kRelu,
@@ -324,11 +333,9 @@ absl::StatusOr<v1::GeneratorModel> TrainKernelModel(Connection& analyst, const K
   if (!point_generator.status().ok()) return point_generator.status();
   auto closed = oracle->Close();
   if (!closed.ok()) return closed.status();
-  std::printf("session %s: %lld steps, epsilon spent %.4f (reserved %.4f)\n",
-              closed->id().c_str(), static_cast<long long>(closed->steps_used()),
-              closed->epsilon_spent_total(), closed->epsilon_reserved());
+  PrintSessionCharge(*closed);
 
-  source.epsilon = closed->epsilon_spent_total();
+  source.epsilon = closed->epsilon_reserved();
   const train::TabularGenerator& g = point_generator.generator();
   v1::GeneratorModel model = PackageModel("kernel", source, g.options().hidden,
                                           g.options().activation, g.parameters(),

@@ -61,13 +61,15 @@ TEST_F(KernelCliTest, TrainSampleEvalAndCharges) {
                                  " --key e2e-kernel --out m.pb";
   CliRun train = RunCli(train_args, Env("analyst-token-kn"));
   ASSERT_EQ(train.exit_code, 0) << train.err;
-  const std::regex closed("session \\S+: (\\d+) steps, epsilon spent (\\S+) \\(reserved (\\S+)\\)");
+  const std::regex closed(
+      "session \\S+: (\\d+) of 40 steps, epsilon (\\S+) for the session \\(at delta\\); "
+      "dataset total spent (\\S+)");
   std::smatch match;
   ASSERT_TRUE(std::regex_search(train.out, match, closed)) << train.out;
   EXPECT_EQ(std::stoi(match[1]), 40);
   const double charged = std::stod(match[2]);
   EXPECT_NEAR(charged, 1.0, 1e-3);  // calibrated to the target, all steps used
-  EXPECT_NEAR(charged, std::stod(match[3]), 1e-4);
+  EXPECT_NEAR(charged, std::stod(match[3]), 1e-4);  // the dataset's first charge
 
   CliRun budget = RunCli("budget --dataset " + dataset + " --json", Env("analyst-token-kn"));
   ASSERT_EQ(budget.exit_code, 0) << budget.err;
@@ -141,7 +143,7 @@ TEST_F(KernelCliTest, ImagesTrainAndSample) {
                             " --epsilon 1 --rows 300 --steps 10 --batch 30 --points 8 --out i.pb",
                         Env("analyst-token-kn"));
   ASSERT_EQ(train.exit_code, 0) << train.err;
-  EXPECT_NE(train.out.find("10 steps"), std::string::npos) << train.out;
+  EXPECT_NE(train.out.find("10 of 10 steps"), std::string::npos) << train.out;
   CliRun sample =
       RunCli("sample --model i.pb --rows 30 --png grid.png --grid-per-class 4 --idx syn", "");
   ASSERT_EQ(sample.exit_code, 0) << sample.err;
