@@ -1,7 +1,6 @@
 #ifndef DPCURATOR_CLIENT_DP_SGD_ORACLE_H_
 #define DPCURATOR_CLIENT_DP_SGD_ORACLE_H_
 
-#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -10,29 +9,15 @@
 
 #include "absl/status/statusor.h"
 #include "client/connection.h"
+#include "client/session_channel.h"
 #include "dpcurator/v1/dpcurator.pb.h"
 
 namespace dpcurator::client {
 
-// What a dp_sgd session is opened with (docs/privacy.md 2.9).
-struct DpSgdSessionOptions {
-  std::string dataset_id;
-  // Empty: a fresh random key. Reusing a key reopens (replays) the same
-  // session, so a trainer restarted after a dropped connection is not
-  // charged twice.
-  std::string idempotency_key;
-  double sampling_rate = 0.0;  // q
-  // Exactly one: the privacy of all T steps (calibrated by the server at
-  // the dataset's delta) or the per-step noise multiplier sigma.
-  std::optional<double> epsilon;
-  std::optional<double> noise_multiplier;
-  int64_t steps = 0;  // T, reserved at open
+// What a dp_sgd session is opened with (docs/privacy.md 2.9): the common
+// session fields and the declared network.
+struct DpSgdSessionOptions : SessionOpenOptions {
   v1::DpSgdParams network;
-  // Retries of a call that failed in transport (UNAVAILABLE,
-  // DEADLINE_EXCEEDED) or hit the per-session step rate
-  // (RESOURCE_EXHAUSTED), with doubling waits from initial_backoff.
-  int max_attempts = 8;
-  std::chrono::milliseconds initial_backoff{50};
 };
 
 // The trainer's side of a dp_sgd session: a remote DP-SGD oracle. Step
@@ -58,25 +43,14 @@ class DpSgdOracle {
 
   // The session as last seen (resolved params: row_width, num_parameters,
   // noise multiplier; steps used, epsilon reserved and spent).
-  const v1::Session& session() const { return session_; }
-  int64_t num_parameters() const { return session_.params().dp_sgd().num_parameters(); }
+  const v1::Session& session() const { return channel_.session(); }
+  int64_t num_parameters() const { return session().params().dp_sgd().num_parameters(); }
 
  private:
-  DpSgdOracle(Connection* connection, v1::Session session, int max_attempts,
-              std::chrono::milliseconds backoff)
-      : connection_(connection),
-        session_(std::move(session)),
-        max_attempts_(max_attempts),
-        backoff_(backoff) {}
+  explicit DpSgdOracle(SessionChannel channel) : channel_(std::move(channel)) {}
 
-  Connection* connection_;
-  v1::Session session_;
-  int max_attempts_;
-  std::chrono::milliseconds backoff_;
+  SessionChannel channel_;
 };
-
-// Whether a failed call may be retried unchanged.
-bool IsRetryable(grpc::StatusCode code);
 
 }  // namespace dpcurator::client
 

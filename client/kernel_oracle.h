@@ -1,7 +1,6 @@
 #ifndef DPCURATOR_CLIENT_KERNEL_ORACLE_H_
 #define DPCURATOR_CLIENT_KERNEL_ORACLE_H_
 
-#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -11,29 +10,16 @@
 
 #include "absl/status/statusor.h"
 #include "client/connection.h"
+#include "client/session_channel.h"
 #include "core/train/kernel_trainer.h"
 #include "dpcurator/v1/dpcurator.pb.h"
 
 namespace dpcurator::client {
 
-// What a kernel_witness session is opened with (docs/privacy.md 2.10).
-struct KernelSessionOptions {
-  std::string dataset_id;
-  // Empty: a fresh random key. Reusing a key reopens (replays) the same
-  // session, so a restarted trainer is not charged twice.
-  std::string idempotency_key;
-  double sampling_rate = 0.0;  // q
-  // Exactly one: the privacy of all T steps (calibrated by the server at
-  // the dataset's delta) or the per-step noise multiplier sigma.
-  std::optional<double> epsilon;
-  std::optional<double> noise_multiplier;
-  int64_t steps = 0;  // T, reserved at open
+// What a kernel_witness session is opened with (docs/privacy.md 2.10): the
+// common session fields and the kernel.
+struct KernelSessionOptions : SessionOpenOptions {
   v1::KernelWitnessParams kernel;
-  // Retries of a call that failed in transport (UNAVAILABLE,
-  // DEADLINE_EXCEEDED) or hit the per-session step rate
-  // (RESOURCE_EXHAUSTED), with doubling waits from initial_backoff.
-  int max_attempts = 8;
-  std::chrono::milliseconds initial_backoff{50};
 };
 
 // The trainer's side of a kernel_witness session: a remote
@@ -61,26 +47,18 @@ class KernelOracle final : public train::KernelWitnessOracle {
 
   // The session as last seen (resolved kernel: bandwidths, dimension,
   // num_classes; noise multiplier; steps used; epsilon reserved and spent).
-  const v1::Session& session() const { return session_; }
-  const v1::KernelWitnessParams& kernel() const { return session_.params().kernel_witness(); }
+  const v1::Session& session() const { return channel_.session(); }
+  const v1::KernelWitnessParams& kernel() const { return session().params().kernel_witness(); }
   std::vector<double> bandwidths() const {
     return {kernel().bandwidths().begin(), kernel().bandwidths().end()};
   }
   int64_t next_step() const { return next_step_; }
 
  private:
-  KernelOracle(Connection* connection, v1::Session session, int max_attempts,
-               std::chrono::milliseconds backoff)
-      : connection_(connection),
-        session_(std::move(session)),
-        max_attempts_(max_attempts),
-        backoff_(backoff),
-        next_step_(session_.steps_used()) {}
+  explicit KernelOracle(SessionChannel channel)
+      : channel_(std::move(channel)), next_step_(channel_.session().steps_used()) {}
 
-  Connection* connection_;
-  v1::Session session_;
-  int max_attempts_;
-  std::chrono::milliseconds backoff_;
+  SessionChannel channel_;
   int64_t next_step_;
 };
 
