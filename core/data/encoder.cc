@@ -5,6 +5,15 @@
 
 namespace dpcurator::data {
 
+int AtomLevel(const std::vector<double>& atoms, double value) {
+  // Exact equality, as Discretizer::Code (core/data/discretize.cc): atoms
+  // and cells are parsed by the same strtod, and a value near an atom is
+  // not at it.
+  const auto atom = std::lower_bound(atoms.begin(), atoms.end(), value);
+  if (atom != atoms.end() && *atom == value) return static_cast<int>(atom - atoms.begin());
+  return static_cast<int>(atoms.size());
+}
+
 FeatureLayout FeatureLayout::ForFeatures(const Schema& schema) {
   FeatureLayout layout;
   for (int column : schema.feature_indices()) {
@@ -30,6 +39,16 @@ FeatureLayout FeatureLayout::ForFeatures(const Schema& schema) {
       offset += levels;
       layout.categorical_dim += levels;
     }
+  }
+  // After every categorical block, so that adding atoms to a schema moves no
+  // categorical block.
+  for (const auto& slot : layout.numeric) {
+    const Column& c = schema.column(slot.column);
+    if (c.atoms.empty()) continue;
+    const int levels = static_cast<int>(c.atoms.size()) + 1;
+    layout.categorical.push_back({slot.column, offset, levels, /*atom_indicator=*/true});
+    offset += levels;
+    layout.categorical_dim += levels;
   }
   return layout;
 }
@@ -76,6 +95,13 @@ Eigen::MatrixXd EncodeFeatures(const Schema& schema, const FeatureLayout& layout
     EncodePixels(layout, table.pixels.data(), 0, n, &encoded);
   }
   for (const auto& slot : layout.categorical) {
+    if (slot.atom_indicator) {
+      const std::vector<double>& atoms = schema.column(slot.column).atoms;
+      for (Eigen::Index i = 0; i < n; ++i) {
+        encoded(i, slot.offset + AtomLevel(atoms, table.cells(i, slot.column))) = 1.0;
+      }
+      continue;
+    }
     for (Eigen::Index i = 0; i < n; ++i) {
       const int level = static_cast<int>(table.cells(i, slot.column));
       if (level >= 0 && level < slot.levels) encoded(i, slot.offset + level) = 1.0;
@@ -128,7 +154,11 @@ Table DecodeFeatures(const Schema& schema, const FeatureLayout& layout,
           }
         }
       }
-      table.cells(i, slot.column) = chosen;
+      if (!slot.atom_indicator) {
+        table.cells(i, slot.column) = chosen;
+      } else if (chosen + 1 < slot.levels) {
+        table.cells(i, slot.column) = schema.column(slot.column).atoms[chosen];
+      }
     }
   }
   if (layout.image.has_value()) {

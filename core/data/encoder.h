@@ -13,9 +13,17 @@ namespace dpcurator::data {
 
 // Layout of the encoded feature vector of a row (label excluded):
 //   [ numeric columns scaled to [0,1] by the declared bounds | image pixels |
-//     one-hot blocks ]
+//     one-hot blocks of the categorical columns |
+//     one-hot atom indicators of the numeric columns with declared atoms ]
 // Generators emit exactly this layout (sigmoid numerics and pixels, softmax
-// blocks), so real and synthetic rows meet in the same space. An image's
+// blocks), so real and synthetic rows meet in the same space. A numeric
+// column with atoms (Column::atoms, public point masses such as 0 for a
+// capital gain) thus has a mixed head: the sigmoid of its scaled value and a
+// softmax over "which atom, or none" (issue 17 item 1), decoded to the atom
+// exactly when one is chosen. An indicator block is one more one-hot block
+// with exactly one 1 per row, so every norm bound that counts one-hot
+// blocks (docs/privacy.md 2.1, 2.7) covers it through
+// num_categorical_columns(). An image's
 // pixels (level / 255, in the declared range [0, 1]) count as numeric
 // dimensions: numeric_dim includes them, so every feature map treats them
 // as it treats numerics, but `numeric` holds one slot per numeric column
@@ -25,10 +33,14 @@ struct FeatureLayout {
     int column;  // schema column index
     int offset;  // position in the encoded vector
   };
+  // A one-hot block: a categorical column's levels, or (atom_indicator) a
+  // numeric column's atoms: level a < atoms.size() when the value equals
+  // atom a, the last level when it equals none.
   struct CategoricalSlot {
     int column;
     int offset;
     int levels;
+    bool atom_indicator = false;
   };
   struct ImageSlot {
     int column;
@@ -44,6 +56,7 @@ struct FeatureLayout {
   int numeric_dim = 0;
   int categorical_dim = 0;
   int total_dim() const { return numeric_dim + categorical_dim; }
+  // The number of one-hot blocks (categorical columns and atom indicators).
   int num_categorical_columns() const { return static_cast<int>(categorical.size()); }
 
   static FeatureLayout ForFeatures(const Schema& schema);
@@ -62,11 +75,16 @@ Eigen::MatrixXd EncodeFeatures(const Schema& schema, const FeatureLayout& layout
 void EncodePixels(const FeatureLayout& layout, const uint8_t* pixels, Eigen::Index first_row,
                   Eigen::Index num_rows, Eigen::MatrixXd* encoded);
 
+// The level of `value` in an atom indicator block: the index of the atom it
+// equals in the sorted `atoms`, else atoms.size() ("no atom").
+int AtomLevel(const std::vector<double>& atoms, double value);
+
 // Label level of each row (0 for every row of an unlabelled schema).
 Eigen::VectorXi ExtractLabels(const Schema& schema, const Table& table);
 
 // Inverse of EncodeFeatures for generator output: numeric values mapped back
-// to the declared bounds (rounded for integer columns); each categorical
+// to the declared bounds (rounded for integer columns), then replaced by the
+// atom where the column's indicator block chooses one; each one-hot
 // block is sampled from its (non-negative) weights with `uniforms` (one
 // uniform in [0,1) per row and block, n x num_categorical_columns) or, when
 // `uniforms` is empty, decoded by argmax. The label column is set from

@@ -75,7 +75,8 @@ bool SameLayout(const data::FeatureLayout& a, const data::FeatureLayout& b) {
   for (size_t i = 0; i < a.categorical.size(); ++i) {
     if (a.categorical[i].column != b.categorical[i].column ||
         a.categorical[i].offset != b.categorical[i].offset ||
-        a.categorical[i].levels != b.categorical[i].levels) {
+        a.categorical[i].levels != b.categorical[i].levels ||
+        a.categorical[i].atom_indicator != b.categorical[i].atom_indicator) {
       return false;
     }
   }

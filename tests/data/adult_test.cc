@@ -43,7 +43,13 @@ TEST(AdultTest, SchemaFile) {
   EXPECT_EQ(schema.num_classes(), 2);
   const FeatureLayout layout = FeatureLayout::ForFeatures(schema);
   EXPECT_EQ(layout.numeric_dim, 6);
-  EXPECT_EQ(layout.num_categorical_columns(), 8);
+  // 8 categorical columns, then the atom indicators of capital-gain (0,
+  // 99999), capital-loss (0) and hours-per-week (40).
+  EXPECT_EQ(layout.num_categorical_columns(), 8 + 3);
+  for (int b = 8; b < 11; ++b) EXPECT_TRUE(layout.categorical[b].atom_indicator) << b;
+  EXPECT_EQ(layout.categorical[8].levels, 3);
+  EXPECT_EQ(layout.categorical[9].levels, 2);
+  EXPECT_EQ(layout.categorical[10].levels, 2);
   // Reading the file twice gives the same schema.
   EXPECT_EQ(schema.FingerprintHex(), AdultSchema().FingerprintHex());
   // The test file's spelling of the label is an alias.

@@ -136,6 +136,92 @@ TEST(DecoderTest, SamplingFollowsTheClippedWeights) {
   }
 }
 
+// ----------------------------------------------------------------- atoms ---
+
+// A numeric column with declared atoms gets a one-hot indicator block after
+// every categorical block: level a for atom a, the last level for "none".
+Schema AtomSchema() {
+  Schema::Builder builder;
+  builder.AddNumeric("gain", 0, 100, /*integer=*/true)
+      .AddCategorical("c", {"a", "b"})
+      .AddNumeric("hours", 1, 99, /*integer=*/true)
+      .AddNumeric("plain", 0, 1)
+      .SetAtoms("gain", {0, 100})
+      .SetAtoms("hours", {40});
+  return builder.Build().value();
+}
+
+TEST(AtomEncoderTest, IndicatorBlocksFollowTheCategoricalBlocks) {
+  const Schema schema = AtomSchema();
+  const FeatureLayout layout = FeatureLayout::ForFeatures(schema);
+  EXPECT_EQ(layout.numeric_dim, 3);
+  ASSERT_EQ(layout.categorical.size(), 3u);
+  EXPECT_FALSE(layout.categorical[0].atom_indicator);
+  EXPECT_EQ(layout.categorical[0].offset, 3);
+  EXPECT_TRUE(layout.categorical[1].atom_indicator);
+  EXPECT_EQ(layout.categorical[1].column, 0);
+  EXPECT_EQ(layout.categorical[1].offset, 5);
+  EXPECT_EQ(layout.categorical[1].levels, 3);  // 0, 100, none
+  EXPECT_TRUE(layout.categorical[2].atom_indicator);
+  EXPECT_EQ(layout.categorical[2].column, 2);
+  EXPECT_EQ(layout.categorical[2].offset, 8);
+  EXPECT_EQ(layout.categorical[2].levels, 2);  // 40, none
+  EXPECT_EQ(layout.categorical_dim, 2 + 3 + 2);
+  EXPECT_EQ(layout.num_categorical_columns(), 3);
+  EXPECT_EQ(layout.total_dim(), 10);
+}
+
+TEST(AtomEncoderTest, EncodesTheAtomExactlyAndNothingNearIt) {
+  const Schema schema = AtomSchema();
+  const FeatureLayout layout = FeatureLayout::ForFeatures(schema);
+  Table table;
+  table.cells.resize(4, 4);
+  table.cells << 0, 1, 40, 0.5,  //
+      100, 0, 41, 0.5,           //
+      1e-12, 0, 39.999999, 0.5,  // near an atom is not at it
+      50, 1, 40, 0.5;
+  const Eigen::MatrixXd encoded = EncodeFeatures(schema, layout, table);
+  Eigen::MatrixXd expected_blocks(4, 5);
+  expected_blocks << 1, 0, 0, 1, 0,  //
+      0, 1, 0, 0, 1,                 //
+      0, 0, 1, 0, 1,                 //
+      0, 0, 1, 1, 0;
+  EXPECT_EQ(encoded.middleCols(5, 5), expected_blocks);
+  // The scaled values stay beside the indicators.
+  EXPECT_DOUBLE_EQ(encoded(1, 0), 1.0);
+  EXPECT_DOUBLE_EQ(encoded(0, 1), 39.0 / 98.0);
+  EXPECT_EQ(AtomLevel({0, 100}, 100), 1);
+  EXPECT_EQ(AtomLevel({0, 100}, 99.5), 2);
+  EXPECT_EQ(AtomLevel({}, 0), 0);
+}
+
+TEST(AtomDecoderTest, ChosenAtomIsExactNoneKeepsTheContinuousValue) {
+  const Schema schema = AtomSchema();
+  const FeatureLayout layout = FeatureLayout::ForFeatures(schema);
+  Eigen::MatrixXd encoded = Eigen::MatrixXd::Zero(3, layout.total_dim());
+  // Row 0: gain's head says 0.37 (-> 37) but its indicator picks atom 0;
+  // hours 0.6 (-> 59.8 -> 60) with "none".
+  encoded.row(0) << 0.37, 0.6, 0.5, 1, 0, 0.9, 0.05, 0.05, 0.1, 0.8;
+  // Row 1: gain "none" keeps 37; hours picks 40 over a head at 0.99.
+  encoded.row(1) << 0.37, 0.99, 0.5, 0, 1, 0.1, 0.2, 0.7, 0.6, 0.4;
+  // Row 2: gain picks 100.
+  encoded.row(2) << 0.0, 0.0, 0.5, 0, 1, 0.0, 1.0, 0.0, 0.0, 1.0;
+  const Table table = DecodeFeatures(schema, layout, encoded, Eigen::Vector3i::Zero(),
+                                     Eigen::MatrixXd());
+  EXPECT_EQ(table.cells(0, 0), 0);
+  EXPECT_EQ(table.cells(0, 2), 60);
+  EXPECT_EQ(table.cells(1, 0), 37);
+  EXPECT_EQ(table.cells(1, 2), 40);
+  EXPECT_EQ(table.cells(2, 0), 100);
+  EXPECT_EQ(table.cells(2, 2), 1);
+  // Encoding the decoded rows sets each indicator to the level chosen.
+  const Eigen::MatrixXd again = EncodeFeatures(schema, layout, table);
+  EXPECT_EQ(again(0, 5), 1.0);
+  EXPECT_EQ(again(1, 8), 1.0);
+  EXPECT_EQ(again(0, 9), 1.0);
+  EXPECT_EQ(again(2, 6), 1.0);
+}
+
 // ---------------------------------------------------------------- images ---
 
 Schema ImageSchema(int height, int width) {

@@ -23,6 +23,9 @@ struct SchemaSpec {
   int categorical_columns = 2;
   // 0: unlabelled; otherwise the label column's number of classes.
   int num_classes = 2;
+  // Numeric columns declare one to three public atoms (Column::atoms), which
+  // RandomRow then hits often: each becomes a one-hot indicator block.
+  bool atoms = false;
 };
 
 // A schema with the requested column counts, random bounds (widths from 1e-2
@@ -46,7 +49,21 @@ inline data::Schema RandomSchema(const SchemaSpec& spec, PublicRng* rng) {
       // An integer column must hold an integer within its bounds (the
       // schema refuses it otherwise).
       const bool integer = rng->Uniform() < 0.3 && std::ceil(lower) <= std::floor(lower + width);
-      builder.AddNumeric(absl::StrCat("num", p.index), lower, lower + width, integer);
+      const std::string name = absl::StrCat("num", p.index);
+      builder.AddNumeric(name, lower, lower + width, integer);
+      if (spec.atoms) {
+        // Distinct values inside the bounds (integers for an integer
+        // column), the lower bound itself among them at times.
+        std::vector<double> atoms;
+        const int wanted = 1 + static_cast<int>(rng->UniformInt(3));
+        for (int a = 0; a < wanted; ++a) {
+          double v = (a == 0 && rng->Uniform() < 0.5) ? lower : lower + width * rng->Uniform();
+          if (integer) v = std::clamp(std::round(v), std::ceil(lower), std::floor(lower + width));
+          if (std::find(atoms.begin(), atoms.end(), v) == atoms.end()) atoms.push_back(v);
+        }
+        std::sort(atoms.begin(), atoms.end());
+        builder.SetAtoms(name, atoms);
+      }
     } else if (p.kind == 1) {
       const int levels = 1 + static_cast<int>(rng->UniformInt(6));
       std::vector<std::string> categories;
@@ -65,7 +82,8 @@ inline data::Schema RandomSchema(const SchemaSpec& spec, PublicRng* rng) {
 // One random row as stored cells. Numeric values are drawn from
 // [lower - w, upper + w] (so about a third fall outside the declared bounds
 // and must be clamped by the encoder); with probability `extreme` a numeric
-// cell is instead a bound itself or far outside (+-1e6 w). Categorical cells
+// cell is instead a bound itself or far outside (+-1e6 w); a column with
+// atoms takes one of them with probability 0.3. Categorical cells
 // are any level, the missing level of a nullable column included.
 inline Eigen::RowVectorXd RandomRow(const data::Schema& schema, PublicRng* rng,
                                     double extreme = 0.1) {
@@ -74,7 +92,9 @@ inline Eigen::RowVectorXd RandomRow(const data::Schema& schema, PublicRng* rng,
     const data::Column& column = schema.column(c);
     if (column.type == data::ColumnType::kNumeric) {
       const double w = column.upper - column.lower;
-      if (rng->Uniform() < extreme) {
+      if (!column.atoms.empty() && rng->Uniform() < 0.3) {
+        row(c) = column.atoms[rng->UniformInt(column.atoms.size())];
+      } else if (rng->Uniform() < extreme) {
         const double choices[] = {column.lower, column.upper, column.lower - 1e6 * w,
                                   column.upper + 1e6 * w};
         row(c) = choices[rng->UniformInt(4)];
