@@ -94,22 +94,9 @@ absl::StatusOr<std::vector<int>> ParseWidths(const std::string& flag, const std:
 absl::Status RunTrainAutogan(const ParsedArgs& args) {
   auto connection = Connection::FromArgs(args);
   if (!connection.ok()) return connection.status();
-  // The dataset's public schema and delta (and its size, where public).
-  v1::ListDatasetsResponse list;
-  {
-    auto context = connection->NewContext();
-    grpc::Status status =
-        connection->datasets().ListDatasets(context.get(), v1::ListDatasetsRequest(), &list);
-    if (!status.ok()) return RpcError(status, "list datasets");
-  }
-  const v1::Dataset* dataset = nullptr;
-  for (const auto& d : list.datasets()) {
-    if (d.id() == args.Get("dataset")) dataset = &d;
-  }
-  if (dataset == nullptr) {
-    return absl::NotFoundError(absl::StrCat("no dataset '", args.Get("dataset"),
-                                            "'; `dpcurator datasets list` shows the ids"));
-  }
+  auto found = FindDataset(&*connection, args.Get("dataset"));
+  if (!found.ok()) return found.status();
+  const v1::Dataset* dataset = &*found;
   AutoganRun run;
   run.dataset_id = dataset->id();
   run.schema = dataset->schema();

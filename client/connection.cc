@@ -136,4 +136,17 @@ absl::Status RpcError(const grpc::Status& status, const std::string& what) {
   return absl::Status(static_cast<absl::StatusCode>(status.error_code()), message);
 }
 
+absl::StatusOr<v1::Dataset> FindDataset(Connection* connection, const std::string& id) {
+  v1::ListDatasetsResponse list;
+  auto context = connection->NewContext();
+  grpc::Status status =
+      connection->datasets().ListDatasets(context.get(), v1::ListDatasetsRequest(), &list);
+  if (!status.ok()) return RpcError(status, "list datasets");
+  for (const auto& dataset : list.datasets()) {
+    if (dataset.id() == id) return dataset;
+  }
+  return absl::NotFoundError(
+      absl::StrCat("no dataset '", id, "'; `dpcurator datasets list` shows the ids"));
+}
+
 }  // namespace dpcurator::client

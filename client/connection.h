@@ -55,6 +55,10 @@ absl::StatusOr<bool> UsePlaintext(const ParsedArgs& args);
 // A gRPC status as an absl::Status whose message names the server.
 absl::Status RpcError(const grpc::Status& status, const std::string& what);
 
+// The dataset `id` as the server lists it (public schema, budget, relation,
+// row count where public); NotFound names the command that lists the ids.
+absl::StatusOr<v1::Dataset> FindDataset(Connection* connection, const std::string& id);
+
 }  // namespace dpcurator::client
 
 #endif  // DPCURATOR_CLIENT_CONNECTION_H_

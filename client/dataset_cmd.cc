@@ -395,19 +395,9 @@ absl::Status RunUpload(const ParsedArgs& args) {
   }
   auto connection = Connection::FromArgs(args);
   if (!connection.ok()) return connection.status();
-  // The dataset's own schema decides how cells are read.
-  v1::ListDatasetsResponse list;
-  auto context = connection->NewContext();
-  grpc::Status status =
-      connection->datasets().ListDatasets(context.get(), v1::ListDatasetsRequest(), &list);
-  if (!status.ok()) return RpcError(status, "list datasets");
-  const v1::Dataset* dataset = nullptr;
-  for (const auto& d : list.datasets()) {
-    if (d.id() == args.Get("dataset")) dataset = &d;
-  }
-  if (dataset == nullptr) {
-    return absl::NotFoundError(absl::StrCat("no dataset '", args.Get("dataset"), "'"));
-  }
+  auto found = FindDataset(&*connection, args.Get("dataset"));
+  if (!found.ok()) return found.status();
+  const v1::Dataset* dataset = &*found;
   auto schema = SchemaFromProto(dataset->schema());
   if (!schema.ok()) return schema.status();
   const bool images = args.Has("idx") || args.Has("png-folder");
