@@ -26,28 +26,8 @@ class AutoganCliTest : public e2e::LocalServerTest {
   }
 };
 
-// A small labelled table: x in [0, 10], a category, the label depending on
-// both.
-void WriteData(const e2e::fs::path& dir, int rows) {
-  std::ofstream(dir / "s.json") << R"({"columns": [
-    {"name": "x", "type": "NUMERIC", "lower": 0, "upper": 10},
-    {"name": "c", "type": "CATEGORICAL", "categories": ["a", "b", "c"]},
-    {"name": "y", "type": "CATEGORICAL", "categories": ["no", "yes"]}],
-    "label": "y"})";
-  std::mt19937_64 rng(5);
-  std::ofstream csv(dir / "data.csv");
-  csv << "x,c,y\n";
-  const char* levels[] = {"a", "b", "c"};
-  for (int i = 0; i < rows; ++i) {
-    const double x = std::uniform_real_distribution<double>(0, 10)(rng);
-    const int c = static_cast<int>(rng() % 3);
-    const bool y = x + 2 * c + std::normal_distribution<double>(0, 1)(rng) > 7;
-    csv << x << "," << levels[c] << "," << (y ? "yes" : "no") << "\n";
-  }
-}
-
 TEST_F(AutoganCliTest, TrainSampleEvalAndCharges) {
-  WriteData(dir_, 600);
+  e2e::WriteLabelledMixedTable(dir_, 600, /*seed=*/5);
   CliRun created = RunCli("datasets create --name t --schema s.json --epsilon 3 --json",
                           Env("curator-token-ag"));
   ASSERT_EQ(created.exit_code, 0) << created.err;

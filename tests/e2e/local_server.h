@@ -12,10 +12,12 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <random>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -103,6 +105,27 @@ class LocalServerTest : public ::testing::Test {
   pid_t pid_ = -1;
   std::string address_;
 };
+
+// A small labelled table for the trainers' CLI tests: s.json declares x in
+// [0, 10], a category c of three levels and the label y, which depends on
+// both; data.csv holds `rows` rows drawn from `seed`.
+inline void WriteLabelledMixedTable(const fs::path& dir, int rows, uint64_t seed) {
+  std::ofstream(dir / "s.json") << R"({"columns": [
+    {"name": "x", "type": "NUMERIC", "lower": 0, "upper": 10},
+    {"name": "c", "type": "CATEGORICAL", "categories": ["a", "b", "c"]},
+    {"name": "y", "type": "CATEGORICAL", "categories": ["no", "yes"]}],
+    "label": "y"})";
+  std::mt19937_64 rng(seed);
+  std::ofstream csv(dir / "data.csv");
+  csv << "x,c,y\n";
+  const char* levels[] = {"a", "b", "c"};
+  for (int i = 0; i < rows; ++i) {
+    const double x = std::uniform_real_distribution<double>(0, 10)(rng);
+    const int c = static_cast<int>(rng() % 3);
+    const bool y = x + 2 * c + std::normal_distribution<double>(0, 1)(rng) > 7;
+    csv << x << "," << levels[c] << "," << (y ? "yes" : "no") << "\n";
+  }
+}
 
 }  // namespace dpcurator::e2e
 
