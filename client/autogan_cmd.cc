@@ -23,6 +23,11 @@
 #include "client/progress.h"
 #include "core/data/encoder.h"
 #include "core/nn/activation.h"
+#include "core/privacy/accounting.h"
+#include "core/privacy/calibration.h"
+#include "core/privacy/events.h"
+#include "core/privacy/sampled_gaussian.h"
+#include "core/util/status_macros.h"
 #include "proto/convert.h"
 
 namespace dpcurator::client {
@@ -101,6 +106,7 @@ absl::Status RunTrainAutogan(const ParsedArgs& args) {
   run.dataset_id = dataset->id();
   run.schema = dataset->schema();
   run.delta = dataset->budget().delta();
+  run.relation = dataset->relation();
   if (args.Has("rows")) {
     auto rows = args.GetInt("rows");
     if (!rows.ok()) return rows.status();
@@ -215,6 +221,10 @@ absl::StatusOr<v1::GeneratorModel> TrainAutoganModel(Connection& analyst, const 
   };
   options.progress_every = 25;
 
+  const privacy::NeighbouringRelation relation = RelationFromProto(run.relation);
+  const privacy::SamplingScheme scheme = privacy::SamplingSchemeFor(relation);
+  privacy::AccountantState earlier_phases(relation);
+  double cumulative_share = 0.0;
   train::DpSgdOracleFactory open = [&](const train::DpSgdPhaseSpec& spec)
       -> absl::StatusOr<std::unique_ptr<train::DpSgdGradientOracle>> {
     DpSgdSessionOptions session;
@@ -222,8 +232,17 @@ absl::StatusOr<v1::GeneratorModel> TrainAutoganModel(Connection& analyst, const 
     session.idempotency_key = absl::StrCat(key, "-", spec.name);
     session.sampling_rate =
         std::min(1.0, spec.expected_batch_size / static_cast<double>(run.rows_guess));
-    session.epsilon = run.epsilon * spec.budget_share;
     session.steps = spec.steps;
+    // This phase's multiplier: the smallest that keeps the phases so far,
+    // composed after the earlier ones, within their cumulative share.
+    cumulative_share = std::min(1.0, cumulative_share + spec.budget_share);
+    privacy::CalibrationOptions calibration;
+    calibration.prior = &earlier_phases;
+    auto sigma = privacy::CalibrateSampledDiscreteGaussianNoiseMultiplier(
+        scheme, session.sampling_rate, session.steps, run.epsilon * cumulative_share, run.delta,
+        calibration);
+    if (!sigma.ok()) return sigma.status();
+    session.noise_multiplier = *sigma;
     session.network = DpSgdParamsFor(spec);
     auto oracle = DpSgdOracle::Open(&analyst, session);
     if (!oracle.ok()) return oracle.status();
@@ -238,6 +257,14 @@ absl::StatusOr<v1::GeneratorModel> TrainAutoganModel(Connection& analyst, const 
           "); its epsilon stays spent and a new run cannot resume its trainer state: rerun "
           "with a new --key (or none)"));
     }
+    // What the ledger now holds for this phase, as the next one's prior.
+    auto step = privacy::SampledGaussianEvent(scheme, session.sampling_rate,
+                                              opened.params().noise_multiplier(),
+                                              privacy::SampledNoise::kDiscrete);
+    if (!step.ok()) return step.status();
+    auto phase = privacy::PrivacyEvent::SelfCompose(*std::move(step), session.steps);
+    if (!phase.ok()) return phase.status();
+    DPC_RETURN_IF_ERROR(earlier_phases.Add(*phase));
     return std::make_unique<RemoteOracle>(spec.name, *std::move(oracle), run.quiet);
   };
   auto trained = train::TrainAutogan(layout, num_classes, options, open);

@@ -307,6 +307,7 @@ absl::Status RunDemo(const ParsedArgs& args) {
         run.epsilon = *epsilon;
         run.delta = *delta;
         run.rows_guess = demo->train.num_rows();
+        run.relation = v1::ADD_REMOVE;  // as the demo's dataset is created
         run.options = DefaultAutoganOptions();
         run.quiet = json;
         result.release.set_id("dp_sgd sessions");
