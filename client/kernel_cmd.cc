@@ -122,7 +122,8 @@ class ImageKernelGenerator final : public train::PointGenerator {
   absl::Status status_;
 };
 
-// The session's own charge and the dataset's total after it. The model
+// The session's own charge and the dataset's total after it, on stdout
+// (not under --quiet, which the demo sets for its --json report). The model
 // records the session's epsilon for all T reserved steps: exact when every
 // step ran, an upper bound otherwise (the unused steps were refunded).
 void PrintSessionCharge(const v1::Session& closed) {
@@ -287,7 +288,7 @@ absl::StatusOr<v1::GeneratorModel> TrainKernelModel(Connection& analyst, const K
     if (!point_generator.status().ok()) return point_generator.status();
     auto closed = oracle->Close();
     if (!closed.ok()) return closed.status();
-    PrintSessionCharge(*closed);
+    if (!run.quiet) PrintSessionCharge(*closed);
     source.epsilon = closed->epsilon_reserved();
     const train::ImageGenerator& g = point_generator.generator();
     v1::GeneratorModel model =
@@ -321,7 +322,7 @@ absl::StatusOr<v1::GeneratorModel> TrainKernelModel(Connection& analyst, const K
   if (!point_generator.status().ok()) return point_generator.status();
   auto closed = oracle->Close();
   if (!closed.ok()) return closed.status();
-  PrintSessionCharge(*closed);
+  if (!run.quiet) PrintSessionCharge(*closed);
 
   source.epsilon = closed->epsilon_reserved();
   const train::TabularGenerator& g = point_generator.generator();

@@ -167,6 +167,16 @@ TEST(CliDemoTest, MerfAndPearlShareTheLedger) {
   }
 }
 
+// DP-kernel in the demo: one kernel_witness session at epsilon 1 (its T
+// from --steps), and with --json stdout is the JSON report alone (the
+// session's summary line is for `train kernel`, not the report).
+TEST(CliDemoTest, KernelJsonReportIsJsonAlone) {
+  auto out = RunJson("demo --rows 3000 --steps 40 --method kernel --json");
+  ASSERT_EQ(out["results"].size(), 1u);
+  EXPECT_EQ(out["results"][0]["method"], "kernel");
+  EXPECT_NEAR(out["epsilon_spent"].get<double>(), 1.0, 1e-6);
+}
+
 // The Adult benchmark's acceptance bar at (1, 1e-5), on the shared data as
 // the files are: logistic-regression TSTR ROC-AUC (from scores) >= 0.80.
 TEST(CliAdultTest, MerfAtEpsilonOneBeatsPointEightAndKeepsPointMasses) {
