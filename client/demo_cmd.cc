@@ -295,7 +295,7 @@ absl::Status RunDemo(const ParsedArgs& args) {
         run.epsilon = *epsilon;
         run.delta = *delta;
         run.rows_guess = demo->train.num_rows();
-        // --steps given: the kernel session's T too (its default is 4000).
+        // --steps given: the kernel session's T too (its default is 8000).
         if (args.Has("steps")) run.steps = trainer_options->steps;
         run.quiet = json;
         result.release.set_id("kernel_witness session");

@@ -355,7 +355,7 @@ std::vector<Command> KernelCommands() {
            {"epsilon", "", "epsilon of all steps together", false, true},
            {"out", "model.pb", "model file to write"},
            {"variant", "", "conditional (default with a label column) or unconditional"},
-           {"steps", "", "session steps T (default 4000)"},
+           {"steps", "", "session steps T (default 8000)"},
            {"batch", "", "expected batch size m, the public divisor (default 500)"},
            {"points", "", "generated points per step M, at most 64 (default 32)"},
            {"lr", "", "generator Adam learning rate (default 3e-4)"},
