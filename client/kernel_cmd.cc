@@ -26,6 +26,7 @@
 #include "core/nn/adam.h"
 #include "core/train/kernel_trainer.h"
 #include "core/train/image_generator.h"
+#include "core/train/image_kernel_generator.h"
 #include "core/train/tabular_generator.h"
 #include "proto/convert.h"
 
@@ -74,51 +75,6 @@ class TabularKernelGenerator final : public train::PointGenerator {
   bool conditional_;
   train::GeneratorWorkspace workspace_;
   Eigen::VectorXd grad_;
-  absl::Status status_;
-};
-
-// The image generator of issue 14 (fc, float32) as a PointGenerator: its
-// pixels in [0, 1] are the encoded features of an image row (one grey
-// channel, row-major), labels uniform. Adam runs on a double copy of the
-// parameters (nn::Adam is double), written back each step.
-class ImageKernelGenerator final : public train::PointGenerator {
- public:
-  ImageKernelGenerator(train::ImageGenerator generator, nn::Adam adam)
-      : generator_(std::move(generator)),
-        adam_(std::move(adam)),
-        master_(generator_.parameters().cast<double>()),
-        grad_(Eigen::VectorXf::Zero(generator_.num_parameters())) {}
-
-  void Sample(int count, PublicRng* rng, Eigen::MatrixXd* points,
-              Eigen::VectorXi* labels) override {
-    Eigen::MatrixXd z(count, generator_.code_dim());
-    rng->FillNormal(z);
-    labels->resize(count);
-    for (int i = 0; i < count; ++i) {
-      (*labels)(i) =
-          static_cast<int>(rng->UniformInt(static_cast<uint64_t>(generator_.num_classes())));
-    }
-    const Eigen::MatrixXf z_f = z.cast<float>();
-    *points = generator_.Forward(z_f, *labels, /*training=*/true, &workspace_).cast<double>();
-    if (generator_.num_classes() == 1) labels->resize(0);
-  }
-
-  void Update(const Eigen::MatrixXd& point_gradients) override {
-    grad_.setZero();
-    generator_.Backward(point_gradients.cast<float>(), &workspace_, grad_);
-    status_.Update(adam_.Step(master_, grad_.cast<double>()));
-    generator_.parameters() = master_.cast<float>();
-  }
-
-  const train::ImageGenerator& generator() const { return generator_; }
-  const absl::Status& status() const { return status_; }
-
- private:
-  train::ImageGenerator generator_;
-  nn::Adam adam_;
-  Eigen::VectorXd master_;
-  Eigen::VectorXf grad_;
-  train::ImageGeneratorWorkspace workspace_;
   absl::Status status_;
 };
 
@@ -279,7 +235,7 @@ absl::StatusOr<v1::GeneratorModel> TrainKernelModel(Connection& analyst, const K
     if (!generator.ok()) return generator.status();
     auto adam = nn::Adam::Create(generator->num_parameters(), adam_options);
     if (!adam.ok()) return adam.status();
-    ImageKernelGenerator point_generator(*std::move(generator), *std::move(adam));
+    train::ImageKernelGenerator point_generator(*std::move(generator), *std::move(adam));
     if (auto s = train::TrainKernelGenerator(options, oracle->bandwidths(), &*oracle,
                                              &point_generator, on_step);
         !s.ok()) {
