@@ -15,14 +15,26 @@
 //          [--pearl-batch N] [--pearl-lr X] [--pearl-no-critic] [--pearl-critic-lr X]
 //          [--mb-generator fc|conv] [--mb-frequencies K] [--mb-batch N]
 //          [--mb-epochs N] [--mb-lr X] [--length-scale L]
+//          [--kernel-generator fc|conv] [--kernel-steps N] [--kernel-batch M]
+//          [--kernel-points M] [--kernel-lr X] [--kernel-bandwidths H,...]
 //
-// Rows: real, merf-1, merf-0.2, pearl-1, pearl-0.2, merf-mb-1, merf-mb-0.2
-// (method, epsilon; delta = 1e-5 throughout). One-shot releases are
-// charged as the server charges a release (REPLACE_ONE, public n = 60000,
-// CalibrateGridGaussianNoiseMultiplier for the kind's Gaussians); the
-// minibatch DP-MERF row as an rff_embedding session (ADD_REMOVE, Poisson
-// steps at q = batch / n, CalibrateSampledDiscreteGaussianNoiseMultiplier
-// over all planned steps, dp-merf.md 1.6 (a) and pitfall 8).
+// Rows: real, merf-1, merf-0.2, pearl-1, pearl-0.2, merf-mb-1, merf-mb-0.2,
+// kernel-1, kernel-0.2 (method, epsilon; delta = 1e-5 throughout). One-shot
+// releases are charged as the server charges a release (REPLACE_ONE, public
+// n = 60000, CalibrateGridGaussianNoiseMultiplier for the kind's
+// Gaussians); the minibatch DP-MERF row as an rff_embedding session
+// (ADD_REMOVE, Poisson steps at q = batch / n,
+// CalibrateSampledDiscreteGaussianNoiseMultiplier over all planned steps,
+// dp-merf.md 1.6 (a) and pitfall 8). The DP-kernel
+// rows (issue 16) run the steps of a kernel_witness session in process
+// (train::InProcessKernelWitnessOracle: Poisson sampling at q = batch / n
+// and KernelWitnessKind::Run, ADD_REMOVE), with the parameters and the
+// calibration the server resolves at session open (server/releases.cc):
+// the conditional variant, the default bandwidths, the public divisor = the
+// expected batch, and CalibrateSampledDiscreteGaussianNoiseMultiplier over
+// all T steps. The generator is `train kernel`'s (train::
+// ImageKernelGenerator); the witness releases run between its steps, so
+// their time is reported as the row's release time.
 //
 // The judge: the CNN at --resize S (default 32: the configuration in which
 // the CNN reaches >= 88% on real data in bench/fmnist_judge; 0 keeps 28 x
@@ -44,7 +56,9 @@
 #include <vector>
 
 #include "Eigen/Core"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "core/data/idx.h"
 #include "core/data/png_folder.h"
@@ -53,14 +67,18 @@
 #include "core/eval/cnn_classifier.h"
 #include "core/eval/image_judge.h"
 #include "core/eval/logistic_regression.h"
+#include "core/nn/adam.h"
 #include "core/privacy/calibration.h"
 #include "core/privacy/noise_source.h"
 #include "core/privacy/sampled_gaussian.h"
 #include "core/release/charfn_embedding.h"
 #include "core/release/encoded_rows.h"
+#include "core/release/kernel_witness.h"
 #include "core/release/rff_embedding.h"
 #include "core/train/image_generator.h"
+#include "core/train/image_kernel_generator.h"
 #include "core/train/image_trainer.h"
+#include "core/train/kernel_trainer.h"
 #include "core/util/public_rng.h"
 #include "core/util/shard_pool.h"
 
@@ -90,9 +108,24 @@ struct MethodFlags {
   int frequencies_small_eps = 0;
 };
 
+// DP-kernel (issue 16): T session steps at q = batch / n, M generated
+// points per step.
+struct KernelFlags {
+  std::string generator = "fc";
+  int steps = 0;
+  int batch = 0;   // expected batch m = q n: the public divisor (pitfall 4)
+  int points = 0;  // M <= KernelWitnessKind::kMaxQueryPoints
+  double lr = 0.0;
+  // Empty: the session's defaults (KernelWitnessKind::DefaultBandwidths,
+  // sqrt(784) * {1/64, ..., 1/4} = 0.44 .. 7), which is what `train kernel`
+  // gets. Otherwise in pixel units of [0, 1]^784, for measuring only.
+  std::vector<double> bandwidths;
+};
+
 struct Flags {
-  std::vector<std::string> rows = {"real",  "merf-1",    "merf-0.2",   "pearl-1",
-                                   "pearl-0.2", "merf-mb-1", "merf-mb-0.2"};
+  std::vector<std::string> rows = {"real",      "merf-1",    "merf-0.2",    "pearl-1",
+                                   "pearl-0.2", "merf-mb-1", "merf-mb-0.2", "kernel-1",
+                                   "kernel-0.2"};
   int seeds = 5;
   bool quick = false;
   int threads = 2;
@@ -118,6 +151,8 @@ struct Flags {
   // accuracy at epsilon 1 in our tuning).
   double pearl_critic_lr = 1e-3;
   MethodFlags mb{"fc", 500, 0, 2000, 1e-2, 10};
+  // DP-kernel: KERNEL_DEFAULTS_TBD.
+  KernelFlags kernel{"fc", 10000, 1200, 32, 3e-4, {}};
   uint64_t seed = 1;
 };
 
@@ -127,7 +162,10 @@ struct Flags {
                "  [--data DIR] [--resize S] [--no-lr] [--length-scale L] [--seed N]\n"
                "  [--{merf,pearl,mb}-{generator fc|conv, frequencies K, steps N, batch N, lr X}]\n"
                "  [--mb-epochs N] [--pearl-no-critic] [--pearl-critic-lr X]\n"
-               "rows: real, merf-1, merf-0.2, pearl-1, pearl-0.2, merf-mb-1, merf-mb-0.2\n",
+               "  [--kernel-{generator fc|conv, steps N, batch M, points M, lr X}]\n"
+               "  [--kernel-bandwidths H,...]\n"
+               "rows: real, merf-1, merf-0.2, pearl-1, pearl-0.2, merf-mb-1, merf-mb-0.2,\n"
+               "  kernel-1, kernel-0.2\n",
                problem.c_str());
   std::exit(2);
 }
@@ -200,6 +238,30 @@ Flags ParseFlags(int argc, char** argv) {
       flags.pearl_critic = false;
     } else if (arg == "--pearl-critic-lr") {
       flags.pearl_critic_lr = real();
+    } else if (arg == "--kernel-generator") {
+      flags.kernel.generator = text();
+    } else if (arg == "--kernel-steps") {
+      flags.kernel.steps = std::max(1, integer());
+    } else if (arg == "--kernel-batch") {
+      flags.kernel.batch = std::max(1, integer());
+    } else if (arg == "--kernel-points") {
+      flags.kernel.points = integer();
+      if (flags.kernel.points < 2 ||
+          flags.kernel.points > release::KernelWitnessKind::kMaxQueryPoints) {
+        Usage(absl::StrCat("--kernel-points must be in [2, ",
+                           release::KernelWitnessKind::kMaxQueryPoints, "]"));
+      }
+    } else if (arg == "--kernel-lr") {
+      flags.kernel.lr = real();
+    } else if (arg == "--kernel-bandwidths") {
+      flags.kernel.bandwidths.clear();
+      for (absl::string_view part : absl::StrSplit(text(), ',')) {
+        double h = 0.0;
+        if (!absl::SimpleAtod(part, &h) || !(h > 0)) {
+          Usage("--kernel-bandwidths needs positive numbers, comma-separated");
+        }
+        flags.kernel.bandwidths.push_back(h);
+      }
     } else if (method("--merf-", &flags.merf) || method("--pearl-", &flags.pearl) ||
                method("--mb-", &flags.mb)) {
     } else {
@@ -216,6 +278,9 @@ Flags ParseFlags(int argc, char** argv) {
     }
     flags.mb.epochs = 1;
     flags.mb.frequencies = std::min(flags.mb.frequencies, 200);
+    flags.kernel.steps = std::min(flags.kernel.steps, 20);
+    flags.kernel.batch = std::min(flags.kernel.batch, 50);
+    flags.kernel.points = std::min(flags.kernel.points, 16);
   }
   return flags;
 }
@@ -334,6 +399,108 @@ void Progress(const std::string& name, int step, double loss) {
   std::fprintf(stderr, "  [%s] step %d loss %.5g\n", name.c_str(), step, loss);
 }
 
+// An oracle that times the one it wraps: the witness releases (Poisson
+// sampling and KernelWitnessKind::Run) interleave with the generator's
+// steps, and the table reports the two apart.
+class TimedKernelOracle final : public train::KernelWitnessOracle {
+ public:
+  explicit TimedKernelOracle(train::KernelWitnessOracle* inner) : inner_(inner) {}
+
+  absl::StatusOr<train::KernelWitnessAnswer> Step(const Eigen::MatrixXd& points,
+                                                  const Eigen::VectorXi& labels) override {
+    const auto start = std::chrono::steady_clock::now();
+    absl::StatusOr<train::KernelWitnessAnswer> answer = inner_->Step(points, labels);
+    seconds_ += SecondsSince(start);
+    return answer;
+  }
+  double seconds() const { return seconds_; }
+
+ private:
+  train::KernelWitnessOracle* inner_;
+  double seconds_ = 0.0;
+};
+
+// DP-kernel's conditional variant as a kernel_witness session resolves it
+// (server/releases.cc, kKernelWitness; `dpcurator train kernel`), its T
+// steps run in process on the training rows, and the generator `train
+// kernel` fits for images.
+absl::StatusOr<train::TrainedImageGenerator> TrainKernelRow(
+    const Flags& flags, const std::string& name, const data::Schema& schema,
+    const release::EncodedRows& rows, privacy::NoiseSource* noise, RowResult* row) {
+  const KernelFlags& k = flags.kernel;
+  const int64_t n = rows.num_rows();
+  release::KernelWitnessKind::Params params;
+  // The conditional variant (product kernel with the label's indicator,
+  // dp-kernel-frdp.md sec. 2): the parallel one cannot be charged by the
+  // ledger (docs/privacy.md 2.10).
+  params.conditional = true;
+  // Under ADD_REMOVE the divisor is the declared expected batch m = q n,
+  // never the realised |B| (pitfall 4).
+  params.batch_divisor = static_cast<double>(k.batch);
+  params.bandwidths = k.bandwidths;
+  absl::StatusOr<release::KernelWitnessKind::Params> resolved =
+      release::KernelWitnessKind::Resolve(params, schema);
+  if (!resolved.ok()) return resolved.status();
+  const double q = std::min(1.0, static_cast<double>(k.batch) / static_cast<double>(n));
+  // One subsampled discrete Gaussian per step, composed over all T planned
+  // steps, as the server calibrates an epsilon session at open.
+  absl::StatusOr<double> sigma = privacy::CalibrateSampledDiscreteGaussianNoiseMultiplier(
+      privacy::SamplingScheme::kPoisson, q, k.steps, row->epsilon, kDelta);
+  if (!sigma.ok()) return sigma.status();
+  row->noise_multiplier = *sigma;
+
+  absl::StatusOr<train::ImageGeneratorArchitecture> arch = Architecture(k.generator);
+  if (!arch.ok()) return arch.status();
+  train::ImageGeneratorOptions image_options;
+  image_options.architecture = *arch;
+  image_options.height = 28;
+  image_options.width = 28;
+  image_options.num_classes = kClasses;
+  image_options.seed = flags.seed;
+  absl::StatusOr<train::ImageGenerator> generator = train::ImageGenerator::Create(image_options);
+  if (!generator.ok()) return generator.status();
+  dpcurator::nn::AdamOptions adam_options;
+  adam_options.learning_rate = k.lr;
+  absl::StatusOr<dpcurator::nn::Adam> adam =
+      dpcurator::nn::Adam::Create(generator->num_parameters(), adam_options);
+  if (!adam.ok()) return adam.status();
+  train::ImageKernelGenerator point_generator(*std::move(generator), *std::move(adam));
+
+  train::InProcessKernelWitnessOracle session(*resolved, &rows, q, *sigma, noise);
+  TimedKernelOracle oracle(&session);
+  train::KernelTrainerOptions options;
+  options.steps = k.steps;
+  options.points_per_step = k.points;
+  options.seed = flags.seed;
+  // The per-step loss is one noisy witness's: print its mean over the
+  // progress window.
+  const int every = flags.quick ? 10 : 500;
+  double window = 0.0, final_loss = 0.0;
+  const auto progress = [&](const train::KernelTrainerProgress& p) {
+    window += p.loss;
+    if (p.step % every == 0 || p.step == options.steps) {
+      const int since = p.step % every == 0 ? every : p.step % every;
+      final_loss = window / since;
+      Progress(name, p.step, final_loss);
+      window = 0.0;
+    }
+  };
+  const auto start = std::chrono::steady_clock::now();
+  if (absl::Status s = train::TrainKernelGenerator(options, resolved->bandwidths, &oracle,
+                                                   &point_generator, progress);
+      !s.ok()) {
+    return s;
+  }
+  if (!point_generator.status().ok()) return point_generator.status();
+  row->release_s = oracle.seconds();
+  row->train_s = SecondsSince(start) - oracle.seconds();
+  row->note = absl::StrCat(k.steps, " steps, q = ", q, ", M = ", k.points, ", lr ", k.lr,
+                           k.bandwidths.empty() ? "" : ", h = ",
+                           absl::StrJoin(k.bandwidths, ","));
+  return train::TrainedImageGenerator{std::move(point_generator.mutable_generator()),
+                                      final_loss, k.steps};
+}
+
 absl::Status RunRow(const Flags& flags, const std::string& name, const data::Schema& schema,
                     const release::EncodedRows& rows, const data::ImageSet& train_set,
                     const Judge& judge, privacy::NoiseSource* noise, RowResult* row) {
@@ -353,11 +520,16 @@ absl::Status RunRow(const Flags& flags, const std::string& name, const data::Sch
     row->epsilon = std::strtod(eps_text.c_str(), nullptr);
     if (!(row->epsilon > 0)) return absl::InvalidArgumentError(absl::StrCat("bad row ", name));
     MethodFlags m = minibatch ? flags.mb : (kind == "merf" ? flags.merf : flags.pearl);
+    if (kind == "kernel") {
+      m = MethodFlags();
+      m.generator = flags.kernel.generator;
+    }
     if (row->epsilon < 0.5 && m.frequencies_small_eps > 0) {
       m.frequencies = m.frequencies_small_eps;
     }
-    row->method = kind == "merf" ? "DP-MERF" : "PEARL";
-    row->variant = minibatch ? "minibatch" : "one-shot";
+    row->method = kind == "merf" ? "DP-MERF" : kind == "pearl" ? "PEARL" : "DP-kernel";
+    // DP-kernel: the conditional variant on per-step releases.
+    row->variant = kind == "kernel" ? "cond" : minibatch ? "minibatch" : "one-shot";
     row->generator = m.generator;
     absl::StatusOr<train::ImageGeneratorArchitecture> arch = Architecture(m.generator);
     if (!arch.ok()) return arch.status();
@@ -486,6 +658,11 @@ absl::Status RunRow(const Flags& flags, const std::string& name, const data::Sch
       row->train_s = SecondsSince(start) - release_s;
       row->note = absl::StrCat(steps, " steps, q = ", q);
       trained.emplace(std::move(*fit));
+    } else if (kind == "kernel") {
+      absl::StatusOr<train::TrainedImageGenerator> fit =
+          TrainKernelRow(flags, name, schema, rows, noise, row);
+      if (!fit.ok()) return fit.status();
+      trained.emplace(std::move(*fit));
     } else {
       return absl::InvalidArgumentError(absl::StrCat("unknown row ", name));
     }
@@ -553,7 +730,8 @@ int main(int argc, char** argv) {
   std::printf("settings: l^2 = %.1f; DP-MERF one-shot %s, %d freq (%d at eps < 0.5), %d steps "
               "x %d, lr %g; PEARL %s, %d freq, %d steps x %d, lr %g, critic %s (lr %g); "
               "minibatch DP-MERF %s, %d "
-              "freq, batch %d, %d epochs, lr %g\n\n",
+              "freq, batch %d, %d epochs, lr %g; DP-kernel %s, %d steps, expected batch %d, "
+              "M = %d, lr %g\n\n",
               flags.length_scale * flags.length_scale, flags.merf.generator.c_str(),
               flags.merf.frequencies, flags.merf.frequencies_small_eps, flags.merf.steps,
               flags.merf.batch, flags.merf.lr,
@@ -561,7 +739,8 @@ int main(int argc, char** argv) {
               flags.pearl.batch, flags.pearl.lr, flags.pearl_critic ? "on" : "off",
               flags.pearl_critic_lr,
               flags.mb.generator.c_str(), flags.mb.frequencies, flags.mb.batch, flags.mb.epochs,
-              flags.mb.lr);
+              flags.mb.lr, flags.kernel.generator.c_str(), flags.kernel.steps, flags.kernel.batch,
+              flags.kernel.points, flags.kernel.lr);
   std::fflush(stdout);
 
   absl::StatusOr<std::unique_ptr<privacy::SecureNoiseSource>> noise =

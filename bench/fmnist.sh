@@ -1,22 +1,26 @@
 #!/usr/bin/env bash
-# The Fashion-MNIST table of issue 14 (item 6): real data, DP-MERF and PEARL
-# at epsilon 1 and 0.2 (delta 1e-5), one-shot and minibatch DP-MERF, judged
-# by the papers' CNN (5 seeds) and logistic regression, with the wall time
-# of each phase; the 10 x 10 PNG grid of each row lands beside the table.
+# The Fashion-MNIST table of issues 14 (item 6) and 16: real data, DP-MERF
+# and PEARL at epsilon 1 and 0.2 (delta 1e-5), one-shot and minibatch
+# DP-MERF, and DP-kernel (conditional, kernel_witness steps), judged by the
+# papers' CNN (5 seeds) and logistic regression, with the wall time of each
+# phase; the 10 x 10 PNG grid of each row lands beside the table.
 #
 #   bench/fmnist.sh [OUT_DIR] [extra bench/fmnist flags...]
+#   bench/fmnist.sh OUT --rows merf-1,kernel-1     # issue 16's comparison
 #
 # Default OUT_DIR: fmnist-results/<UTC date>. Needs the build (build/bench/
-# fmnist) and Debian's dataset-fashion-mnist (scripts/dev.sh). Takes about
-# an hour on 2 cores; `build/bench/fmnist --quick` is the smoke test.
+# fmnist, or FMNIST_BIN=path) and Debian's dataset-fashion-mnist
+# (scripts/dev.sh). The rows before DP-kernel take about an hour on 2
+# cores, each DP-kernel row adds its training time (see bench/fmnist.cc's
+# defaults) and its judge; `build/bench/fmnist --quick` is the smoke test.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out="${1:-fmnist-results/$(date -u +%Y%m%dT%H%M%SZ)}"
 shift || true
 mkdir -p "$out"
-bin=build/bench/fmnist
+bin="${FMNIST_BIN:-build/bench/fmnist}"
 if [[ ! -x "$bin" ]]; then
-  echo "build it first: cmake --build build --target fmnist" >&2
+  echo "build it first: cmake --build build --target fmnist (or set FMNIST_BIN)" >&2
   exit 1
 fi
 {
