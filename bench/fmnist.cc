@@ -16,7 +16,8 @@
 //          [--mb-generator fc|conv] [--mb-frequencies K] [--mb-batch N]
 //          [--mb-epochs N] [--mb-lr X] [--length-scale L]
 //          [--kernel-generator fc|conv] [--kernel-steps N] [--kernel-batch M]
-//          [--kernel-points M] [--kernel-lr X] [--kernel-bandwidths H,...]
+//          [--kernel-points M] [--kernel-lr X] [--kernel-lr-end X]
+//          [--kernel-bandwidths H,...]
 //
 // Rows: real, merf-1, merf-0.2, pearl-1, pearl-0.2, merf-mb-1, merf-mb-0.2,
 // kernel-1, kernel-0.2 (method, epsilon; delta = 1e-5 throughout). One-shot
@@ -50,6 +51,7 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <numbers>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -116,6 +118,9 @@ struct KernelFlags {
   int batch = 0;   // expected batch m = q n: the public divisor (pitfall 4)
   int points = 0;  // M <= KernelWitnessKind::kMaxQueryPoints
   double lr = 0.0;
+  // Cosine annealing from lr to lr_end over the T steps (0: constant lr,
+  // as `train kernel` runs).
+  double lr_end = 0.0;
   // Empty: the session's defaults (KernelWitnessKind::DefaultBandwidths,
   // sqrt(784) * {1/64, ..., 1/4} = 0.44 .. 7), which is what `train kernel`
   // gets. Otherwise in pixel units of [0, 1]^784, for measuring only.
@@ -152,7 +157,7 @@ struct Flags {
   double pearl_critic_lr = 1e-3;
   MethodFlags mb{"fc", 500, 0, 2000, 1e-2, 10};
   // DP-kernel: KERNEL_DEFAULTS_TBD.
-  KernelFlags kernel{"fc", 10000, 1200, 32, 3e-4, {}};
+  KernelFlags kernel{"fc", 10000, 1200, 32, 3e-4, 0.0, {}};
   uint64_t seed = 1;
 };
 
@@ -163,7 +168,7 @@ struct Flags {
                "  [--{merf,pearl,mb}-{generator fc|conv, frequencies K, steps N, batch N, lr X}]\n"
                "  [--mb-epochs N] [--pearl-no-critic] [--pearl-critic-lr X]\n"
                "  [--kernel-{generator fc|conv, steps N, batch M, points M, lr X}]\n"
-               "  [--kernel-bandwidths H,...]\n"
+               "  [--kernel-lr-end X] [--kernel-bandwidths H,...]\n"
                "rows: real, merf-1, merf-0.2, pearl-1, pearl-0.2, merf-mb-1, merf-mb-0.2,\n"
                "  kernel-1, kernel-0.2\n",
                problem.c_str());
@@ -253,6 +258,8 @@ Flags ParseFlags(int argc, char** argv) {
       }
     } else if (arg == "--kernel-lr") {
       flags.kernel.lr = real();
+    } else if (arg == "--kernel-lr-end") {
+      flags.kernel.lr_end = real();
     } else if (arg == "--kernel-bandwidths") {
       flags.kernel.bandwidths.clear();
       for (absl::string_view part : absl::StrSplit(text(), ',')) {
@@ -476,7 +483,17 @@ absl::StatusOr<train::TrainedImageGenerator> TrainKernelRow(
   // progress window.
   const int every = flags.quick ? 10 : 500;
   double window = 0.0, final_loss = 0.0;
+  absl::Status schedule;
   const auto progress = [&](const train::KernelTrainerProgress& p) {
+    if (k.lr_end > 0) {
+      // Every step's gradient carries fresh GP noise (the witness's and its
+      // gradient's, docs/privacy.md 2.10), so at a constant rate the
+      // generator keeps a noise-driven fluctuation proportional to the rate
+      // (pixel speckle in the samples); annealing shrinks it at the end.
+      const double done = static_cast<double>(p.step) / options.steps;
+      schedule.Update(point_generator.SetLearningRate(
+          k.lr_end + 0.5 * (k.lr - k.lr_end) * (1.0 + std::cos(std::numbers::pi * done))));
+    }
     window += p.loss;
     if (p.step % every == 0 || p.step == options.steps) {
       const int since = p.step % every == 0 ? every : p.step % every;
@@ -492,9 +509,11 @@ absl::StatusOr<train::TrainedImageGenerator> TrainKernelRow(
     return s;
   }
   if (!point_generator.status().ok()) return point_generator.status();
+  if (!schedule.ok()) return schedule;
   row->release_s = oracle.seconds();
   row->train_s = SecondsSince(start) - oracle.seconds();
   row->note = absl::StrCat(k.steps, " steps, q = ", q, ", M = ", k.points, ", lr ", k.lr,
+                           k.lr_end > 0 ? absl::StrCat(" -> ", k.lr_end) : "",
                            k.bandwidths.empty() ? "" : ", h = ",
                            absl::StrJoin(k.bandwidths, ","));
   return train::TrainedImageGenerator{std::move(point_generator.mutable_generator()),

@@ -34,6 +34,11 @@ class ImageKernelGenerator final : public PointGenerator {
               Eigen::VectorXi* labels) override;
   void Update(const Eigen::MatrixXd& point_gradients) override;
 
+  // For learning-rate schedules between steps (nn::Adam::SetLearningRate).
+  absl::Status SetLearningRate(double learning_rate) {
+    return adam_.SetLearningRate(learning_rate);
+  }
+
   const ImageGenerator& generator() const { return generator_; }
   // For sampling after training (ImageGenerator::Sample is not const: it
   // reuses its buffers).
