@@ -419,6 +419,19 @@ TEST(KernelWitnessRunTest, ZeroNoiseReleaseIsTheWitnessAndItsGradient) {
   }
 }
 
+// Image schemas default to sqrt(d) * {1/8, 1/4, 1/2}: 3.5, 7, 14 at 28 x 28
+// (bench/fmnist's DP-kernel row; the tabular fractions gave 22%).
+TEST(KernelWitnessKindTest, ImageDefaultBandwidths) {
+  data::Schema::Builder builder;
+  builder.AddCategorical("label", {"a", "b"}).AddImage("pixels", 28, 28).SetLabel("label");
+  const data::Schema schema = builder.Build().value();
+  KernelWitnessKind::Params params;
+  params.batch_divisor = 60;
+  auto resolved = KernelWitnessKind::Resolve(params, schema);
+  ASSERT_TRUE(resolved.ok()) << resolved.status();
+  EXPECT_EQ(resolved->bandwidths, (std::vector<double>{3.5, 7.0, 14.0}));
+}
+
 TEST(KernelWitnessKindTest, PlanEventAndBounds) {
   const data::Schema schema = NumericSchema(4, 2);
   KernelWitnessKind::Params params;
