@@ -164,7 +164,9 @@ struct Flags {
   // no signal at Fashion-MNIST's distances (~5-10) but most of the GP
   // gradient noise (its per-coordinate variance is (1/K) sum 1/h^2), and
   // the released gradient is noisy, unlike the paper's code (pitfall 2).
-  // {3.5, 7, 14}: fc 68.2%, conv 72.9% (smooth samples, no speckle) at
+  // {3.5, 7, 14} (the session's default for image columns, declared here
+  // because PixelSchema's 784 numeric columns get the tabular default):
+  // fc 68.2%, conv 72.9% (smooth samples, no speckle) at
   // T 2000, M 32, lr 1e-3 (3.5 min to train on one thread). More steps
   // did not help: sigma / m grows as sqrt(T) (conv, M 16: T 4000 71.2%,
   // T 8000 69.3%, both annealed to 1e-5).
@@ -527,8 +529,7 @@ absl::StatusOr<train::TrainedImageGenerator> TrainKernelRow(
   row->train_s = SecondsSince(start) - oracle.seconds();
   row->note = absl::StrCat(k.steps, " steps, q = ", q, ", M = ", k.points, ", lr ", k.lr,
                            k.lr_end > 0 ? absl::StrCat(" -> ", k.lr_end) : "",
-                           k.bandwidths.empty() ? "" : ", h = ",
-                           absl::StrJoin(k.bandwidths, ","));
+                           ", h = ", absl::StrJoin(resolved->bandwidths, ","));
   return train::TrainedImageGenerator{std::move(point_generator.mutable_generator()),
                                       final_loss, k.steps};
 }

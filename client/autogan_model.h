@@ -40,13 +40,10 @@ struct AutoganRun {
 };
 
 // Opens one dp_sgd session per phase, trains, and packages the released
-// half. Phase k's noise multiplier is calibrated so that phases 1..k
-// compose (RDP, as the ledger composes them) to epsilon times the shares
-// of phases 1..k: the last phase ends exactly at epsilon, instead of each
-// phase being calibrated alone to its share, which composed to less (0.77
-// at epsilon 1 on Adult) and wasted the rest. So
-// the model (generator + decoder) is a GeneratorModel with method
-// "autogan".
+// half (generator + decoder) as a GeneratorModel with method "autogan".
+// Phase k's noise multiplier is calibrated so that phases 1..k compose (as
+// the ledger composes them) to epsilon times their cumulative share, so the
+// last phase ends exactly at epsilon (docs/privacy.md 2.9).
 absl::StatusOr<v1::GeneratorModel> TrainAutoganModel(Connection& analyst, const AutoganRun& run);
 
 // Synthetic rows from a method "autogan" model (SampleModel's hook).

@@ -6,6 +6,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "core/data/encoder.h"
 
 namespace dpcurator::data {
 namespace {
@@ -63,10 +64,9 @@ int Discretizer::Code(int column, double value) const {
     if (value >= 0 && value < domain.size) return static_cast<int>(value);
     return domain.size - 1;
   }
-  const auto atom = std::lower_bound(domain.atoms.begin(), domain.atoms.end(), value);
-  if (atom != domain.atoms.end() && *atom == value) {
-    return static_cast<int>(atom - domain.atoms.begin());
-  }
+  // An atom's own cell, by the encoder's rule (exact equality).
+  const int atom = AtomLevel(domain.atoms, value);
+  if (atom < static_cast<int>(domain.atoms.size())) return atom;
   const int num_bins = static_cast<int>(domain.edges.size()) - 1;
   // First edge > value, among the interior ones: bin b holds [e_b, e_{b+1}).
   const auto upper = std::upper_bound(domain.edges.begin() + 1, domain.edges.end() - 1, value);

@@ -6,9 +6,8 @@
 namespace dpcurator::data {
 
 int AtomLevel(const std::vector<double>& atoms, double value) {
-  // Exact equality, as Discretizer::Code (core/data/discretize.cc): atoms
-  // and cells are parsed by the same strtod, and a value near an atom is
-  // not at it.
+  // Exact equality (Discretizer::Code uses this too): atoms and cells are
+  // parsed by the same strtod, and a value near an atom is not at it.
   const auto atom = std::lower_bound(atoms.begin(), atoms.end(), value);
   if (atom != atoms.end() && *atom == value) return static_cast<int>(atom - atoms.begin());
   return static_cast<int>(atoms.size());
