@@ -24,6 +24,7 @@
 #include "client/progress.h"
 #include "core/data/encoder.h"
 #include "core/nn/adam.h"
+#include "core/release/kernel_witness.h"
 #include "core/train/kernel_trainer.h"
 #include "core/train/image_generator.h"
 #include "core/train/image_kernel_generator.h"
@@ -189,7 +190,8 @@ absl::StatusOr<v1::GeneratorModel> TrainKernelModel(Connection& analyst, const K
   session.kernel.set_conditional(conditional);
   // The public divisor m: the declared expected batch (pitfall 4).
   session.kernel.set_expected_batch_size(run.batch);
-  session.kernel.set_max_points(static_cast<int>(std::clamp(run.points, 0, 64)));
+  session.kernel.set_max_points(
+      std::clamp(run.points, 0, release::KernelWitnessKind::kMaxQueryPoints));
   auto oracle = KernelOracle::Open(&analyst, session);
   if (!oracle.ok()) return oracle.status();
   if (oracle->session().state() != "OPEN") {
@@ -313,7 +315,9 @@ std::vector<Command> KernelCommands() {
            {"variant", "", "conditional (default with a label column) or unconditional"},
            {"steps", "", "session steps T (default 8000)"},
            {"batch", "", "expected batch size m, the public divisor (default 500)"},
-           {"points", "", "generated points per step M, at most 64 (default 32)"},
+           {"points", "",
+            "generated points per step M: at most 64 per label conditionally (1024 in all), 64 "
+            "unconditionally (default 32)"},
            {"lr", "", "generator Adam learning rate (default 3e-4)"},
            {"rows", "",
             "public guess of the dataset's size for q = batch / rows (default: the dataset's "

@@ -80,10 +80,16 @@ release::KernelWitnessKind::Params KernelWitnessParamsFromProto(
   return params;
 }
 
+// The most points a step may send: kMaxQueryPoints conditionally (at most
+// kMaxGroupPoints per label, checked per step), kMaxGroupPoints otherwise.
+int KernelWitnessPointLimit(const v1::KernelWitnessParams& proto) {
+  return proto.conditional() ? release::KernelWitnessKind::kMaxQueryPoints
+                             : release::KernelWitnessKind::kMaxGroupPoints;
+}
+
 // max_points as resolved at open (0: the unit's limit).
 int KernelWitnessMaxPoints(const v1::KernelWitnessParams& proto) {
-  return proto.max_points() == 0 ? release::KernelWitnessKind::kMaxQueryPoints
-                                 : proto.max_points();
+  return proto.max_points() == 0 ? KernelWitnessPointLimit(proto) : proto.max_points();
 }
 
 // MST's plan (docs/privacy.md 2.11): everything from the public schema and
@@ -361,10 +367,12 @@ absl::StatusOr<SessionPlan> PlanSession(const v1::OpenSessionRequest& request,
             "ledger cannot charge parallel composition over classes; use the conditional "
             "variant (conditional = true) instead");
       }
-      if (proto.max_points() < 0 || proto.max_points() > Kind::kMaxQueryPoints) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("kernel_witness max_points must be in [1, ", Kind::kMaxQueryPoints,
-                         "] (0: ", Kind::kMaxQueryPoints, "), got ", proto.max_points()));
+      const int point_limit = KernelWitnessPointLimit(proto);
+      if (proto.max_points() < 0 || proto.max_points() > point_limit) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "kernel_witness max_points must be in [1, ", point_limit, "] (0: ", point_limit,
+            ") for a", proto.conditional() ? " conditional" : "n unconditional",
+            " session, got ", proto.max_points()));
       }
       if (proto.conditional() && !schema.label_index().has_value()) {
         return absl::InvalidArgumentError(

@@ -112,22 +112,23 @@ absl::StatusOr<KernelJointFactor> KernelJointFactor::Create(
   factor.dimension_ = d;
   factor.rank_ = r;
 
-  // Q from a full Householder QR of the differences w_j - w_1: its first r
-  // columns span them (also when they are dependent: a superset is fine,
-  // only V^T (w_j - w_l) = 0 matters).
+  // U: the first r columns of the Householder Q of the differences
+  // w_j - w_1 (a superset of their span is fine, only V^T (w_j - w_l) = 0
+  // matters). Only U is formed (d x r): the complement V enters through the
+  // projector I - U U^T (see Whiten), never as a d x (d - r) matrix.
   if (r > 0) {
     Eigen::MatrixXd differences(d, m - 1);
     for (int j = 1; j < m; ++j) differences.col(j - 1) = (points.row(j) - points.row(0)).transpose();
     Eigen::HouseholderQR<Eigen::MatrixXd> qr(differences);
-    factor.basis_ = qr.householderQ();
+    factor.span_basis_ = qr.householderQ() * Eigen::MatrixXd::Identity(d, r);
   } else {
-    factor.basis_ = Eigen::MatrixXd::Identity(d, d);
+    factor.span_basis_.resize(d, 0);
   }
   // P_j = U^T (w_j - w_1): U^T (w_j - w_l) = P_j - P_l.
   Eigen::MatrixXd projected(r, m);
   for (int j = 0; j < m; ++j) {
     projected.col(j) =
-        factor.basis_.leftCols(r).transpose() * (points.row(j) - points.row(0)).transpose();
+        factor.span_basis_.transpose() * (points.row(j) - points.row(0)).transpose();
   }
 
   // The span block: [G(w_1..w_M); U^T grad G(w_1); ...; U^T grad G(w_M)].
@@ -195,20 +196,25 @@ absl::StatusOr<KernelJointFactor> KernelJointFactor::Create(
 Eigen::VectorXd KernelJointFactor::Whiten(const Eigen::VectorXd& values,
                                           const Eigen::MatrixXd& gradients) const {
   const int m = num_points_;
-  const int d = dimension_;
   const int r = rank_;
-  const Eigen::MatrixXd rotated = basis_.transpose() * gradients.transpose();  // d x M
+  const Eigen::MatrixXd gradients_t = gradients.transpose();               // d x M
+  const Eigen::MatrixXd in_span = span_basis_.transpose() * gradients_t;  // r x M
   Eigen::VectorXd span(m * (1 + r));
   span.head(m) = values;
-  for (int j = 0; j < m; ++j) span.segment(m + j * r, r) = rotated.col(j).head(r);
+  for (int j = 0; j < m; ++j) span.segment(m + j * r, r) = in_span.col(j);
   Eigen::VectorXd out(whitened_size());
   out.head(m * (1 + r)) = span_llt_.matrixL().solve(span);
-  if (d > r) {
-    // Rows of the complement block are i.i.d. with covariance C over j:
-    // u = B L_C^{-T}, i.e. u^T = L_C^{-1} B^T.
-    const Eigen::MatrixXd complement_t =
-        complement_llt_.matrixL().solve(rotated.bottomRows(d - r).transpose());  // M x (d-r)
-    Eigen::Map<Eigen::MatrixXd>(out.data() + m * (1 + r), d - r, m) = complement_t.transpose();
+  if (has_complement()) {
+    // The complement part P_V g = g - U U^T g in all d coordinates, its
+    // columns whitened over the points: W = (P_V G) L_C^{-T}, i.e.
+    // W^T = L_C^{-1} (P_V G)^T. ||P_V x|| = ||V^T x||, so W has the norm of
+    // the coordinates V^T G L_C^{-T} of docs/privacy.md 2.10 (same
+    // sensitivity) without forming V.
+    const Eigen::MatrixXd complement = gradients_t - span_basis_ * in_span;  // d x M
+    const Eigen::MatrixXd whitened_t =
+        complement_llt_.matrixL().solve(complement.transpose());  // M x d
+    Eigen::Map<Eigen::MatrixXd>(out.data() + m * (1 + r), dimension_, m) =
+        whitened_t.transpose();
   }
   return out;
 }
@@ -216,18 +222,22 @@ Eigen::VectorXd KernelJointFactor::Whiten(const Eigen::VectorXd& values,
 void KernelJointFactor::Color(const Eigen::VectorXd& z, Eigen::VectorXd* values,
                               Eigen::MatrixXd* gradients) const {
   const int m = num_points_;
-  const int d = dimension_;
   const int r = rank_;
   const Eigen::VectorXd span = span_llt_.matrixL() * z.head(m * (1 + r));
   *values = span.head(m);
-  Eigen::MatrixXd rotated(d, m);
-  for (int j = 0; j < m; ++j) rotated.col(j).head(r) = span.segment(m + j * r, r);
-  if (d > r) {
-    const Eigen::Map<const Eigen::MatrixXd> u(z.data() + m * (1 + r), d - r, m);
-    rotated.bottomRows(d - r) =
-        (complement_llt_.matrixL() * u.transpose()).transpose();  // B = u L_C^T
+  Eigen::MatrixXd in_span(r, m);
+  for (int j = 0; j < m; ++j) in_span.col(j) = span.segment(m + j * r, r);
+  Eigen::MatrixXd gradients_t = span_basis_ * in_span;  // d x M
+  if (has_complement()) {
+    // P_V (Z L_C^T): for Z with i.i.d. N(0, 1) entries, V^T Z is i.i.d.
+    // N(0, 1) in (d - r) x M, so this has the law of V B, B = u L_C^T, of
+    // the factorisation; on a whitened statistic it returns P_V G exactly
+    // (P_V is idempotent).
+    const Eigen::Map<const Eigen::MatrixXd> u(z.data() + m * (1 + r), dimension_, m);
+    const Eigen::MatrixXd colored = u * complement_llt_.matrixL().transpose();  // d x M
+    gradients_t += colored - span_basis_ * (span_basis_.transpose() * colored);
   }
-  *gradients = (basis_ * rotated).transpose();
+  *gradients = gradients_t.transpose();
 }
 
 Eigen::MatrixXd DenseJointCovariance(const Eigen::MatrixXd& points,
@@ -344,10 +354,20 @@ absl::Status KernelWitnessKind::ValidateQuery(const Params& resolved, const Quer
       }
     }
   }
-  if (m * (static_cast<int64_t>(total_dim) + 1) > privacy::kMaxGridGaussianDimension) {
+  // The whitened vector's size (sum of KernelJointFactor::whitened_size
+  // over the groups): at most M (1 + min(d, M_g - 1)) + M d.
+  const int64_t span_rank =
+      std::min<int64_t>(total_dim, std::min<int64_t>(m, kMaxGroupPoints) - 1);
+  if (m * (1 + span_rank) + m * static_cast<int64_t>(total_dim) >
+      privacy::kMaxGridGaussianDimension) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "kernel_witness releases M (d + 1) numbers per step, at most ",
+        "kernel_witness releases M (1 + min(d, M - 1)) + M d numbers per step, at most ",
         privacy::kMaxGridGaussianDimension, ": send fewer query points"));
+  }
+  if (!resolved.conditional && m > kMaxGroupPoints) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "unconditional kernel_witness takes at most ", kMaxGroupPoints,
+        " query points per step (one Gaussian-process factor over all of them), got ", m));
   }
   if (resolved.conditional) {
     if (query.labels.size() != m) {
@@ -360,6 +380,15 @@ absl::Status KernelWitnessKind::ValidateQuery(const Params& resolved, const Quer
         return absl::InvalidArgumentError(
             absl::StrCat("kernel_witness query label ", j, " must be in [0, ", num_classes,
                          "), got ", query.labels(j)));
+      }
+    }
+    std::vector<int> per_label(static_cast<size_t>(num_classes), 0);
+    for (Eigen::Index j = 0; j < m; ++j) {
+      if (++per_label[static_cast<size_t>(query.labels(j))] > kMaxGroupPoints) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "conditional kernel_witness takes at most ", kMaxGroupPoints,
+            " query points per label per step (one Gaussian-process factor per label), got more "
+            "for label ", query.labels(j)));
       }
     }
   } else if (query.labels.size() != 0) {

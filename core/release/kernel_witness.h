@@ -52,10 +52,16 @@ class KernelWitnessKind {
   // whitening lose their digits), above it the kernel is flat at 1.
   static constexpr double kMinBandwidthPerSqrtDim = 1e-4;
   static constexpr double kMaxBandwidthPerSqrtDim = 1e4;
-  // M per step. The dense span block of the joint sampler has
-  // M (1 + min(d, M - 1)) coordinates (at most 4096 here: one Cholesky of
-  // that size, about 2e10 flops, per step and class).
-  static constexpr int kMaxQueryPoints = 64;
+  // Points per independent GP group: all the points unconditionally, the
+  // points of one label in the conditional variant (k* is 0 across labels,
+  // so each label's points get their own factor). A group of M_g points
+  // has a dense span block of M_g (1 + min(d, M_g - 1)) coordinates (at
+  // most 4096 here: one Cholesky of that size, about 2e10 flops).
+  static constexpr int kMaxGroupPoints = 64;
+  // M per step: conditionally up to kMaxGroupPoints per label; more points
+  // cost no privacy (the charge depends on (q, s) only) and average the
+  // GP's gradient noise over more generated samples (bench/fmnist).
+  static constexpr int kMaxQueryPoints = 1024;
   // Query coordinates are trainer-chosen (public) but bounded, so that no
   // distance to a row of the declared domain can overflow.
   static constexpr double kMaxQueryCoordinate = 1e6;
@@ -136,11 +142,17 @@ void KernelWitness(const Eigen::MatrixXd& rows, const Eigen::MatrixXd& points,
 // uncorrelated with everything else and have covariance C (x) I, C_jl =
 // (1/K) sum_h k_h(w_j, w_l) / h^2. So one dense Cholesky of the span block
 // (M + M r coordinates: values and U^T gradients) and one of C (M x M).
+// V is never formed: the complement part is P_V G = (I - U U^T) G in all d
+// coordinates (same norm as V^T G), and coloring projects its noise with
+// P_V, which has the law of V times i.i.d. noise. This costs O(d M r) a
+// factor instead of O(d^2 M) for a full Q.
 // A relative jitter kJitter is added to every diagonal: it only adds
 // noise (the covariance grows, the whitened sensitivity shrinks).
 //
 // Coordinates of a whitened vector: [span block (M + M r); complement block
-// ((d - r) x M, column-major)], dimension M (d + 1).
+// (d x M, column-major; absent when r = d)]. Color(Whiten(x)) = x for every
+// (values, gradients); Whiten(Color(z)) is z with its complement block
+// projected by P_V.
 class KernelJointFactor {
  public:
   static constexpr double kJitter = 1e-9;
@@ -154,10 +166,12 @@ class KernelJointFactor {
   int num_points() const { return num_points_; }
   int dimension() const { return dimension_; }
   int span_rank() const { return rank_; }
-  // M (d + 1).
+  // M (1 + r) + M d (M (1 + d) when r = d: no complement block).
   int64_t whitened_size() const {
-    return static_cast<int64_t>(num_points_) * (dimension_ + 1);
+    const int64_t m = num_points_;
+    return m * (1 + rank_) + (has_complement() ? m * dimension_ : 0);
   }
+  bool has_complement() const { return dimension_ > rank_; }
   double jitter() const { return jitter_; }
 
   // L^{-1} [values; gradients] in the coordinates above.
@@ -172,7 +186,7 @@ class KernelJointFactor {
   int dimension_ = 0;
   int rank_ = 0;
   double jitter_ = 0.0;
-  Eigen::MatrixXd basis_;  // Q, d x d (first r columns span the differences)
+  Eigen::MatrixXd span_basis_;  // U, d x r: spans the differences
   Eigen::LLT<Eigen::MatrixXd> span_llt_;
   Eigen::LLT<Eigen::MatrixXd> complement_llt_;
 };

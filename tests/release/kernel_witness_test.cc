@@ -104,8 +104,9 @@ TEST(KernelJointFactorTest, FactorReproducesDenseJointCovariance) {
     ASSERT_TRUE(factor.ok()) << factor.status();
     EXPECT_EQ(factor->span_rank(), std::min(c.d, c.m - 1));
     const Eigen::Index n = factor->whitened_size();
-    ASSERT_EQ(n, c.m * (c.d + 1));
-    Eigen::MatrixXd l(n, n);
+    const int rank = std::min(c.d, c.m - 1);
+    ASSERT_EQ(n, c.m * (1 + rank) + (c.d > rank ? c.m * c.d : 0));
+    Eigen::MatrixXd l(c.m * (1 + c.d), n);
     for (Eigen::Index i = 0; i < n; ++i) {
       Eigen::VectorXd values;
       Eigen::MatrixXd gradients;
@@ -116,13 +117,23 @@ TEST(KernelJointFactorTest, FactorReproducesDenseJointCovariance) {
     const double scale = dense.diagonal().maxCoeff();
     EXPECT_LT((l * l.transpose() - dense).cwiseAbs().maxCoeff(), 1e-6 * scale)
         << "M " << c.m << " d " << c.d;
-    // Whiten inverts Color.
-    Eigen::VectorXd z(n);
-    for (Eigen::Index i = 0; i < n; ++i) z(i) = rng.Normal();
-    Eigen::VectorXd values;
-    Eigen::MatrixXd gradients;
-    factor->Color(z, &values, &gradients);
-    EXPECT_LT((factor->Whiten(values, gradients) - z).cwiseAbs().maxCoeff(), 1e-6);
+    // Color inverts Whiten on every (values, gradients), and Whiten(Color(.))
+    // is a projection (the complement block's U directions are dropped).
+    Eigen::VectorXd values = Eigen::VectorXd::Zero(c.m);
+    Eigen::MatrixXd gradients = Eigen::MatrixXd::Zero(c.m, c.d);
+    for (int j = 0; j < c.m; ++j) {
+      values(j) = rng.Normal();
+      for (int a = 0; a < c.d; ++a) gradients(j, a) = rng.Normal();
+    }
+    const Eigen::VectorXd whitened = factor->Whiten(values, gradients);
+    ASSERT_EQ(whitened.size(), n);
+    Eigen::VectorXd back_values;
+    Eigen::MatrixXd back_gradients;
+    factor->Color(whitened, &back_values, &back_gradients);
+    EXPECT_LT((back_values - values).cwiseAbs().maxCoeff(), 1e-6);
+    EXPECT_LT((back_gradients - gradients).cwiseAbs().maxCoeff(), 1e-6);
+    EXPECT_LT((factor->Whiten(back_values, back_gradients) - whitened).cwiseAbs().maxCoeff(),
+              1e-6);
   }
 }
 
@@ -133,15 +144,18 @@ TEST(KernelJointFactorTest, FactorReproducesDenseJointCovariance) {
 TEST(KernelJointFactorTest, DrawsMatchDenseCovarianceAndWrongCrossTermsFail) {
   PublicRng rng(12);
   constexpr int kDraws = 20000;
-  for (const SamplerCase& c : {SamplerCase{4, 3}, SamplerCase{5, 4}, SamplerCase{6, 3}}) {
+  // (3, 5) and (2, 6) have a complement block (r < d): its noise is projected.
+  for (const SamplerCase& c : {SamplerCase{4, 3}, SamplerCase{5, 4}, SamplerCase{6, 3},
+                               SamplerCase{3, 5}, SamplerCase{2, 6}}) {
     const Eigen::MatrixXd points = RandomPoints(c.m, c.d, &rng);
     auto factor = KernelJointFactor::Create(points, kTwoBandwidths);
     ASSERT_TRUE(factor.ok()) << factor.status();
-    const Eigen::Index n = factor->whitened_size();
+    const Eigen::Index whitened = factor->whitened_size();
+    const Eigen::Index n = c.m * (1 + c.d);  // the dense law's size
     Eigen::MatrixXd draws(n, kDraws);
-    Eigen::VectorXd z(n);
+    Eigen::VectorXd z(whitened);
     for (int t = 0; t < kDraws; ++t) {
-      for (Eigen::Index i = 0; i < n; ++i) z(i) = rng.Normal();
+      for (Eigen::Index i = 0; i < whitened; ++i) z(i) = rng.Normal();
       Eigen::VectorXd values;
       Eigen::MatrixXd gradients;
       factor->Color(z, &values, &gradients);
@@ -468,7 +482,7 @@ TEST(KernelWitnessKindTest, PlanEventAndBounds) {
   const EncodedRows batch = RandomRows(schema, 3, &rng);
   privacy::ZeroNoiseSource zero;
   KernelWitnessKind::Query query;
-  query.points = RandomPoints(KernelWitnessKind::kMaxQueryPoints + 1, 4, &rng);
+  query.points = RandomPoints(KernelWitnessKind::kMaxGroupPoints + 1, 4, &rng);
   EXPECT_FALSE(
       KernelWitnessKind::Run(*resolved, batch, query, NeighbouringRelation::kAddRemove, 1, &zero)
           .ok());
@@ -494,6 +508,26 @@ TEST(KernelWitnessKindTest, PlanEventAndBounds) {
   EXPECT_TRUE(
       KernelWitnessKind::Run(*resolved, batch, query, NeighbouringRelation::kAddRemove, 1, &zero)
           .ok());
+
+  // Conditionally, up to kMaxGroupPoints per label and kMaxQueryPoints in
+  // all: 2 x 64 points pass, 65 of one label do not.
+  KernelWitnessKind::Params conditional_params;
+  conditional_params.conditional = true;
+  conditional_params.batch_divisor = 60;
+  auto conditional = KernelWitnessKind::Resolve(conditional_params, schema);
+  ASSERT_TRUE(conditional.ok());
+  const int group = KernelWitnessKind::kMaxGroupPoints;
+  query.points = RandomPoints(2 * group, 4, &rng);
+  query.labels.resize(2 * group);
+  for (int j = 0; j < 2 * group; ++j) query.labels(j) = j % 2;
+  EXPECT_TRUE(KernelWitnessKind::Run(*conditional, batch, query,
+                                     NeighbouringRelation::kAddRemove, 1, &zero)
+                  .ok());
+  query.labels(0) = 1;  // 65 points of label 1
+  auto crowded =
+      KernelWitnessKind::Run(*conditional, batch, query, NeighbouringRelation::kAddRemove, 1, &zero);
+  ASSERT_FALSE(crowded.ok());
+  EXPECT_NE(crowded.status().message().find("per label"), std::string::npos) << crowded.status();
 }
 
 

@@ -205,7 +205,10 @@ TEST_F(KernelWitnessSessionTest, BadSessionsAreRefusedBeforeAdmission) {
   kernel.set_parallel(true);
   refused(kernel, "parallel");
   kernel = Kernel();
-  kernel.set_max_points(65);
+  kernel.set_max_points(65);  // unconditional: one GP factor, at most 64
+  refused(kernel, "max_points");
+  kernel = Kernel(/*conditional=*/true);
+  kernel.set_max_points(1025);  // conditional: at most 1024 (64 per label)
   refused(kernel, "max_points");
   kernel = Kernel();
   kernel.set_expected_batch_size(0.0);
