@@ -127,6 +127,10 @@ struct KernelFlags {
   // {1/64, ..., 1/4} = 0.44 .. 7), which is what `train kernel` gets today
   // (it has no flag for them).
   std::vector<double> bandwidths;
+  // ImageKernelGeneratorOptions: Polyak averaging decay (0: off) and
+  // balanced labels per step.
+  double average_decay = 0.0;
+  bool balanced_labels = false;
 };
 
 struct Flags {
@@ -170,7 +174,7 @@ struct Flags {
   // T 2000, M 32, lr 1e-3 (3.5 min to train on one thread). More steps
   // did not help: sigma / m grows as sqrt(T) (conv, M 16: T 4000 71.2%,
   // T 8000 69.3%, both annealed to 1e-5).
-  KernelFlags kernel{"conv", 2000, 1200, 32, 1e-3, 0.0, {3.5, 7.0, 14.0}};
+  KernelFlags kernel{"conv", 2000, 1200, 32, 1e-3, 0.0, {3.5, 7.0, 14.0}, 0.0, false};
   uint64_t seed = 1;
 };
 
@@ -182,6 +186,7 @@ struct Flags {
                "  [--mb-epochs N] [--pearl-no-critic] [--pearl-critic-lr X]\n"
                "  [--kernel-{generator fc|conv, steps N, batch M, points M, lr X}]\n"
                "  [--kernel-lr-end X] [--kernel-bandwidths H,...|default]\n"
+               "  [--kernel-average DECAY] [--kernel-balanced]\n"
                "rows: real, merf-1, merf-0.2, pearl-1, pearl-0.2, merf-mb-1, merf-mb-0.2,\n"
                "  kernel-1, kernel-0.2\n",
                problem.c_str());
@@ -271,6 +276,11 @@ Flags ParseFlags(int argc, char** argv) {
       }
     } else if (arg == "--kernel-lr") {
       flags.kernel.lr = real();
+    } else if (arg == "--kernel-average") {
+      flags.kernel.average_decay = real();
+      if (flags.kernel.average_decay >= 1.0) Usage("--kernel-average needs a decay in (0, 1)");
+    } else if (arg == "--kernel-balanced") {
+      flags.kernel.balanced_labels = true;
     } else if (arg == "--kernel-lr-end") {
       flags.kernel.lr_end = real();
     } else if (arg == "--kernel-bandwidths") {
@@ -486,7 +496,11 @@ absl::StatusOr<train::TrainedImageGenerator> TrainKernelRow(
   absl::StatusOr<dpcurator::nn::Adam> adam =
       dpcurator::nn::Adam::Create(generator->num_parameters(), adam_options);
   if (!adam.ok()) return adam.status();
-  train::ImageKernelGenerator point_generator(*std::move(generator), *std::move(adam));
+  train::ImageKernelGeneratorOptions kernel_generator_options;
+  kernel_generator_options.average_decay = k.average_decay;
+  kernel_generator_options.balanced_labels = k.balanced_labels;
+  train::ImageKernelGenerator point_generator(*std::move(generator), *std::move(adam),
+                                              kernel_generator_options);
 
   train::InProcessKernelWitnessOracle session(*resolved, &rows, q, *sigma, noise);
   TimedKernelOracle oracle(&session);
@@ -525,11 +539,17 @@ absl::StatusOr<train::TrainedImageGenerator> TrainKernelRow(
   }
   if (!point_generator.status().ok()) return point_generator.status();
   if (!schedule.ok()) return schedule;
+  {
+    dpcurator::PublicRng recalibration_rng(flags.seed + 7919);
+    point_generator.UseAverage(k.points, &recalibration_rng);
+  }
   row->release_s = oracle.seconds();
   row->train_s = SecondsSince(start) - oracle.seconds();
   row->note = absl::StrCat(k.steps, " steps, q = ", q, ", M = ", k.points, ", lr ", k.lr,
                            k.lr_end > 0 ? absl::StrCat(" -> ", k.lr_end) : "",
-                           ", h = ", absl::StrJoin(resolved->bandwidths, ","));
+                           ", h = ", absl::StrJoin(resolved->bandwidths, ","),
+                           k.average_decay > 0 ? absl::StrCat(", average ", k.average_decay) : "",
+                           k.balanced_labels ? ", balanced" : "");
   return train::TrainedImageGenerator{std::move(point_generator.mutable_generator()),
                                       final_loss, k.steps};
 }

@@ -124,15 +124,30 @@ absl::Status RunTrainKernel(const ParsedArgs& args) {
   auto batch = DoubleFlag(args, "batch", run.batch);
   auto points = IntFlag(args, "points", run.points);
   auto learning_rate = DoubleFlag(args, "lr", run.learning_rate);
+  auto average = DoubleFlag(args, "average", run.average_decay);
   auto seed = IntFlag(args, "seed", 1);
   for (const absl::Status& s : {steps.status(), batch.status(), points.status(),
-                                learning_rate.status(), seed.status()}) {
+                                learning_rate.status(), average.status(), seed.status()}) {
     if (!s.ok()) return s;
+  }
+  // A given flag must be valid: 0 would silently mean "the default".
+  if (args.Has("steps") && *steps < 1) return absl::InvalidArgumentError("--steps must be >= 1");
+  if (args.Has("points") && *points < 1) {
+    return absl::InvalidArgumentError("--points must be >= 1");
+  }
+  if (args.Has("lr") && !(*learning_rate > 0)) {
+    return absl::InvalidArgumentError("--lr must be positive");
+  }
+  if (args.Has("average") && !(*average >= 0 && *average < 1)) {
+    return absl::InvalidArgumentError(
+        "--average must be in [0, 1): the decay per step of the parameter average (0: off)");
   }
   run.steps = *steps;
   run.batch = *batch;
   run.points = static_cast<int>(std::clamp<int64_t>(*points, 0, 1 << 20));
   run.learning_rate = *learning_rate;
+  run.average_decay = *average;
+  run.generator = args.Has("generator") ? args.Get("generator") : "";
   run.seed = static_cast<uint64_t>(*seed);
   run.key = args.Has("key") ? args.Get("key") : "";
   run.quiet = args.Flag("quiet");
@@ -147,10 +162,27 @@ absl::Status RunTrainKernel(const ParsedArgs& args) {
 
 }  // namespace
 
-absl::StatusOr<v1::GeneratorModel> TrainKernelModel(Connection& analyst, const KernelRun& run) {
-  auto schema = SchemaFromProto(run.schema);
+absl::StatusOr<v1::GeneratorModel> TrainKernelModel(Connection& analyst,
+                                                     const KernelRun& requested) {
+  auto schema = SchemaFromProto(requested.schema);
   if (!schema.ok()) return schema.status();
   const bool images = schema->image_index().has_value();
+  // Fill the defaults of the dataset's kind (kernel_model.h).
+  KernelRun run = requested;
+  if (run.steps == 0) run.steps = images ? kImageKernelSteps : kTableKernelSteps;
+  if (run.batch == 0.0) run.batch = images ? kImageKernelBatch : kTableKernelBatch;
+  if (run.points == 0) run.points = images ? kImageKernelPoints : kTableKernelPoints;
+  if (run.learning_rate == 0.0) {
+    run.learning_rate = images ? kImageKernelLearningRate : kTableKernelLearningRate;
+  }
+  if (run.average_decay < 0.0) run.average_decay = images ? kImageKernelAverageDecay : 0.0;
+  if (!images && (!run.generator.empty() || run.average_decay > 0.0)) {
+    return absl::InvalidArgumentError(
+        "--generator and --average are for image datasets; this dataset is a table");
+  }
+  absl::StatusOr<train::ImageGeneratorArchitecture> architecture =
+      train::ParseImageGeneratorArchitecture(run.generator.empty() ? "conv" : run.generator);
+  if (!architecture.ok()) return architecture.status();
   const std::string& variant = run.variant;
   const bool labelled = schema->label_index().has_value();
   if (variant == "parallel") {
@@ -228,7 +260,7 @@ absl::StatusOr<v1::GeneratorModel> TrainKernelModel(Connection& analyst, const K
   if (images) {
     const data::Column& image = schema->column(*schema->image_index());
     train::ImageGeneratorOptions image_options;
-    image_options.architecture = train::ImageGeneratorArchitecture::kFullyConnected;
+    image_options.architecture = *architecture;
     image_options.height = image.image_height;
     image_options.width = image.image_width;
     image_options.num_classes = schema->num_classes();
@@ -237,13 +269,21 @@ absl::StatusOr<v1::GeneratorModel> TrainKernelModel(Connection& analyst, const K
     if (!generator.ok()) return generator.status();
     auto adam = nn::Adam::Create(generator->num_parameters(), adam_options);
     if (!adam.ok()) return adam.status();
-    train::ImageKernelGenerator point_generator(*std::move(generator), *std::move(adam));
+    train::ImageKernelGeneratorOptions kernel_options;
+    kernel_options.average_decay = run.average_decay;
+    // One GP per label in a step: every class gets its share of the points.
+    kernel_options.balanced_labels = conditional;
+    train::ImageKernelGenerator point_generator(*std::move(generator), *std::move(adam),
+                                                kernel_options);
     if (auto s = train::TrainKernelGenerator(options, oracle->bandwidths(), &*oracle,
                                              &point_generator, on_step);
         !s.ok()) {
       return s;
     }
     if (!point_generator.status().ok()) return point_generator.status();
+    // Public randomness for the BN re-estimation of the averaged parameters.
+    PublicRng recalibration_rng(run.seed + 7919);
+    point_generator.UseAverage(run.points, &recalibration_rng);
     auto closed = oracle->Close();
     if (!closed.ok()) return closed.status();
     if (!run.quiet) PrintSessionCharge(*closed);
@@ -313,12 +353,18 @@ std::vector<Command> KernelCommands() {
            {"epsilon", "", "epsilon of all steps together", false, true},
            {"out", "model.pb", "model file to write"},
            {"variant", "", "conditional (default with a label column) or unconditional"},
-           {"steps", "", "session steps T (default 8000)"},
-           {"batch", "", "expected batch size m, the public divisor (default 500)"},
+           {"steps", "", "session steps T (default 8000 for tables, 2000 for images)"},
+           {"batch", "",
+            "expected batch size m, the public divisor (default 500 for tables, 1200 for "
+            "images)"},
            {"points", "",
             "generated points per step M: at most 64 per label conditionally (1024 in all), 64 "
-            "unconditionally (default 32)"},
-           {"lr", "", "generator Adam learning rate (default 3e-4)"},
+            "unconditionally (default 32 for tables, 64 for images)"},
+           {"lr", "", "generator Adam learning rate (default 3e-4 for tables, 1e-3 for images)"},
+           {"generator", "", "images: conv (default) or fc"},
+           {"average", "",
+            "images: decay per step of the generator's parameter average, in [0, 1) "
+            "(default 0.995; 0: off)"},
            {"rows", "",
             "public guess of the dataset's size for q = batch / rows (default: the dataset's "
             "row count where it is public)"},

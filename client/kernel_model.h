@@ -26,15 +26,16 @@ struct KernelRun {
   // "conditional", "unconditional" or empty (conditional when the schema
   // has a label); "parallel" is refused (docs/privacy.md 2.10).
   std::string variant;
-  // Defaults tuned on Adult at (1, 1e-5) with bench/adult.sh --method
-  // kernel (one seed each): lr 1e-3 / 3e-3 / 3e-4 / 1e-4 at 2000 steps gave
-  // LR ROC-AUC 0.748 / 0.582 / 0.772 / 0.770; 4000 steps at 3e-4 gave 0.798
-  // before the atom indicators (issue 17) widened the row, 0.685 and 0.696
-  // after (seeds 1, 2); 8000 steps gave 0.756 (--steps 8000, seed 1).
-  int64_t steps = 8000;   // T
-  double batch = 500.0;   // m, the public divisor
-  int points = 32;        // M per step, at most 64
-  double learning_rate = 3e-4;
+  // 0 (or empty): the default for the dataset's kind, below.
+  int64_t steps = 0;           // T
+  double batch = 0.0;          // m, the public divisor
+  int points = 0;              // M per step
+  double learning_rate = 0.0;  // Adam
+  // Images only: "conv" (default) or "fc" (issue 14's generators), and the
+  // Polyak-averaging decay of the generator's parameters (negative: the
+  // default; 0: off).
+  std::string generator;
+  double average_decay = -1.0;
   uint64_t seed = 1;
   // Idempotency key of the session (empty: random). Rerunning with the key
   // of a closed session is refused without a charge.
@@ -42,8 +43,25 @@ struct KernelRun {
   bool quiet = false;
 };
 
-// Opens the session, trains (tabular generator for tables, fc image
-// generator for images), closes it, and packages the model.
+// Tables: tuned on Adult at (1, 1e-5) with bench/adult.sh --method kernel
+// (one seed each): lr 1e-3 / 3e-3 / 3e-4 / 1e-4 at 2000 steps gave LR
+// ROC-AUC 0.748 / 0.582 / 0.772 / 0.770; 4000 steps at 3e-4 gave 0.798
+// before the atom indicators (issue 17) widened the row, 0.685 and 0.696
+// after (seeds 1, 2); 8000 steps gave 0.756 (--steps 8000, seed 1).
+inline constexpr int64_t kTableKernelSteps = 8000;
+inline constexpr double kTableKernelBatch = 500.0;
+inline constexpr int kTableKernelPoints = 32;
+inline constexpr double kTableKernelLearningRate = 3e-4;
+// Images: bench/fmnist's DP-kernel row (README, "Fashion-MNIST"), the conv
+// generator with balanced labels and averaged parameters.
+inline constexpr int64_t kImageKernelSteps = 2000;
+inline constexpr double kImageKernelBatch = 1200.0;
+inline constexpr int kImageKernelPoints = 64;
+inline constexpr double kImageKernelLearningRate = 1e-3;
+inline constexpr double kImageKernelAverageDecay = 0.995;
+
+// Opens the session, trains (tabular generator for tables, the conv or fc
+// image generator for images), closes it, and packages the model.
 absl::StatusOr<v1::GeneratorModel> TrainKernelModel(Connection& analyst, const KernelRun& run);
 
 }  // namespace dpcurator::client

@@ -8,10 +8,15 @@ void ImageKernelGenerator::Sample(int count, PublicRng* rng, Eigen::MatrixXd* po
                                   Eigen::VectorXi* labels) {
   Eigen::MatrixXd z(count, generator_.code_dim());
   rng->FillNormal(z);
+  const auto classes = static_cast<uint64_t>(generator_.num_classes());
   labels->resize(count);
-  for (int i = 0; i < count; ++i) {
-    (*labels)(i) =
-        static_cast<int>(rng->UniformInt(static_cast<uint64_t>(generator_.num_classes())));
+  if (options_.balanced_labels) {
+    const int offset = static_cast<int>(rng->UniformInt(classes));
+    for (int i = 0; i < count; ++i) {
+      (*labels)(i) = static_cast<int>((static_cast<uint64_t>(i + offset)) % classes);
+    }
+  } else {
+    for (int i = 0; i < count; ++i) (*labels)(i) = static_cast<int>(rng->UniformInt(classes));
   }
   const Eigen::MatrixXf z_f = z.cast<float>();
   *points = generator_.Forward(z_f, *labels, /*training=*/true, &workspace_).cast<double>();
@@ -23,6 +28,18 @@ void ImageKernelGenerator::Update(const Eigen::MatrixXd& point_gradients) {
   generator_.Backward(point_gradients.cast<float>(), &workspace_, grad_);
   status_.Update(adam_.Step(master_, grad_.cast<double>()));
   generator_.parameters() = master_.cast<float>();
+  if (options_.average_decay > 0.0) {
+    average_ = options_.average_decay * average_ + (1.0 - options_.average_decay) * master_;
+  }
+}
+
+void ImageKernelGenerator::UseAverage(int batch_size, PublicRng* rng) {
+  if (options_.average_decay <= 0.0) return;
+  master_ = average_;
+  generator_.parameters() = master_.cast<float>();
+  Eigen::MatrixXd points;
+  Eigen::VectorXi labels;
+  for (int b = 0; b < kRecalibrationBatches; ++b) Sample(batch_size, rng, &points, &labels);
 }
 
 }  // namespace dpcurator::train

@@ -13,23 +13,43 @@
 
 namespace dpcurator::train {
 
+struct ImageKernelGeneratorOptions {
+  // Polyak averaging of the parameters (an exponential moving average with
+  // this decay per step; 0 turns it off). Every DP-kernel step's gradient
+  // carries fresh GP noise (docs/privacy.md 2.10), so the raw parameters
+  // keep a noise-driven fluctuation of the size of the learning rate; the
+  // average cancels most of it (post-processing of the releases: free).
+  // UseAverage() installs it.
+  double average_decay = 0.0;
+  // Labels of each step's M points: balanced (each class floor(M / C) or
+  // one more, the extra ones at a random offset) rather than i.i.d.
+  // uniform. The conditional release is one independent GP per class
+  // (KernelWitnessKind::Run), so a class with one point in a step gets no
+  // generated-generated term and a class with none no signal at all.
+  bool balanced_labels = false;
+};
+
 // The image generator of issue 14 (fc or conv, float32) as DP-kernel's
 // PointGenerator (issue 16): its pixels in [0, 1] are the encoded features
 // of an image row (one grey channel, row-major), its labels are drawn
-// uniformly (the conditional variant's generated labels, dp-kernel-frdp.md
-// sec. 2). Shared by `dpcurator train kernel` and bench/fmnist, so the
-// benchmark measures the generator the CLI trains. Adam runs on a double
-// copy of the parameters (nn::Adam is double), written back each step.
+// uniformly or balanced per step (the conditional variant's generated
+// labels, dp-kernel-frdp.md sec. 2). Shared by `dpcurator train kernel` and
+// bench/fmnist, so the benchmark measures the generator the CLI trains.
+// Adam runs on a double copy of the parameters (nn::Adam is double),
+// written back each step.
 class ImageKernelGenerator final : public PointGenerator {
  public:
-  ImageKernelGenerator(ImageGenerator generator, nn::Adam adam)
+  ImageKernelGenerator(ImageGenerator generator, nn::Adam adam,
+                       ImageKernelGeneratorOptions options = {})
       : generator_(std::move(generator)),
         adam_(std::move(adam)),
+        options_(options),
         master_(generator_.parameters().cast<double>()),
+        average_(master_),
         grad_(Eigen::VectorXf::Zero(generator_.num_parameters())) {}
 
-  // `count` latent codes and uniform labels; the labels come back empty for
-  // a one-class generator (the unconditional variant's query has none).
+  // `count` latent codes and labels; the labels come back empty for a
+  // one-class generator (the unconditional variant's query has none).
   void Sample(int count, PublicRng* rng, Eigen::MatrixXd* points,
               Eigen::VectorXi* labels) override;
   void Update(const Eigen::MatrixXd& point_gradients) override;
@@ -38,6 +58,17 @@ class ImageKernelGenerator final : public PointGenerator {
   absl::Status SetLearningRate(double learning_rate) {
     return adam_.SetLearningRate(learning_rate);
   }
+
+  // Training-mode passes UseAverage runs: BN's momentum is 0.1, so 64
+  // passes forget the raw parameters' statistics to 0.9^64 ~ 1e-3.
+  static constexpr int kRecalibrationBatches = 64;
+
+  // After training, with average_decay > 0: installs the averaged
+  // parameters and re-estimates the BN running statistics for them
+  // (kRecalibrationBatches training-mode passes of `batch_size` codes from
+  // `rng`, public randomness): the statistics gathered during training
+  // belong to the raw parameters. Without averaging it does nothing.
+  void UseAverage(int batch_size, PublicRng* rng);
 
   const ImageGenerator& generator() const { return generator_; }
   // For sampling after training (ImageGenerator::Sample is not const: it
@@ -49,7 +80,9 @@ class ImageKernelGenerator final : public PointGenerator {
  private:
   ImageGenerator generator_;
   nn::Adam adam_;
+  ImageKernelGeneratorOptions options_;
   Eigen::VectorXd master_;
+  Eigen::VectorXd average_;
   Eigen::VectorXf grad_;
   ImageGeneratorWorkspace workspace_;
   absl::Status status_;

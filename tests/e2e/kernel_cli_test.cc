@@ -87,6 +87,22 @@ TEST_F(KernelCliTest, TrainSampleEvalAndCharges) {
                            Env("analyst-token-kn"));
   EXPECT_NE(parallel.exit_code, 0);
   EXPECT_NE(parallel.err.find("parallel composition"), std::string::npos) << parallel.err;
+  // So are image-only flags on a table, and an out-of-range average; the
+  // budget does not move.
+  CliRun image_flag = RunCli("train kernel --dataset " + dataset +
+                                 " --epsilon 1 --rows 500 --generator conv --out g.pb",
+                             Env("analyst-token-kn"));
+  EXPECT_NE(image_flag.exit_code, 0);
+  EXPECT_NE(image_flag.err.find("image datasets"), std::string::npos) << image_flag.err;
+  CliRun bad_average = RunCli("train kernel --dataset " + dataset +
+                                  " --epsilon 1 --rows 500 --average 1 --out g.pb",
+                              Env("analyst-token-kn"));
+  EXPECT_NE(bad_average.exit_code, 0);
+  EXPECT_NE(bad_average.err.find("--average must be in [0, 1)"), std::string::npos)
+      << bad_average.err;
+  CliRun after = RunCli("budget --dataset " + dataset + " --json", Env("analyst-token-kn"));
+  ASSERT_EQ(after.exit_code, 0) << after.err;
+  EXPECT_NEAR(nlohmann::json::parse(after.out)["epsilon_spent"].get<double>(), spent, 1e-9);
 }
 
 // An IDX file of unsigned bytes: magic 00 00 08 <dims>, the dims, the data.
@@ -100,8 +116,9 @@ void WriteIdx(const e2e::fs::path& path, const std::vector<uint32_t>& dims,
   std::ofstream(path, std::ios::binary) << bytes;
 }
 
-// Images: the fc image generator of issue 14 on a kernel_witness session,
-// then a PNG grid and an IDX pair from the model unchanged.
+// Images: the image generators of issue 14 (conv by default, fc on
+// request) on kernel_witness sessions, with the parameter average, then a
+// PNG grid and an IDX pair from the model unchanged.
 TEST_F(KernelCliTest, ImagesTrainAndSample) {
   CliRun created = RunCli("datasets create --name img --images 8x8 --classes 3 --epsilon 3 --json",
                           Env("curator-token-kn"));
@@ -129,6 +146,18 @@ TEST_F(KernelCliTest, ImagesTrainAndSample) {
   ASSERT_EQ(sample.exit_code, 0) << sample.err;
   EXPECT_TRUE(e2e::fs::exists(dir_ / "grid.png"));
   EXPECT_TRUE(e2e::fs::exists(dir_ / "syn-images-idx3-ubyte"));
+
+  CliRun fc = RunCli("train kernel --dataset " + dataset +
+                         " --epsilon 1 --rows 300 --steps 5 --batch 30 --points 8 --generator fc"
+                         " --average 0 --out f.pb",
+                     Env("analyst-token-kn"));
+  ASSERT_EQ(fc.exit_code, 0) << fc.err;
+  CliRun fc_sample = RunCli("sample --model f.pb --rows 30 --png fc.png --grid-per-class 4", "");
+  ASSERT_EQ(fc_sample.exit_code, 0) << fc_sample.err;
+  CliRun unknown = RunCli("train kernel --dataset " + dataset +
+                              " --epsilon 1 --rows 300 --generator mlp --out u.pb",
+                          Env("analyst-token-kn"));
+  EXPECT_NE(unknown.exit_code, 0);
 }
 
 }  // namespace

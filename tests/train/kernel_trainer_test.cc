@@ -19,6 +19,7 @@
 #include "core/privacy/noise_source.h"
 #include "core/release/encoded_rows.h"
 #include "core/release/kernel_witness.h"
+#include "core/train/image_kernel_generator.h"
 #include "core/util/public_rng.h"
 
 namespace dpcurator::train {
@@ -207,6 +208,81 @@ TEST(KernelTrainerTest, GeneratorMovesToTheBlobsThroughNoisyReleases) {
       EXPECT_LT(end, 0.3 * start) << "class " << c << " conditional " << conditional;
     }
     EXPECT_LT(last_loss, first_loss);
+  }
+}
+
+ImageKernelGenerator SmallImageGenerator(ImageKernelGeneratorOptions options) {
+  ImageGeneratorOptions image_options;
+  image_options.architecture = ImageGeneratorArchitecture::kConvolutional;
+  image_options.height = 8;
+  image_options.width = 8;
+  image_options.num_classes = 10;
+  auto generator = ImageGenerator::Create(image_options);
+  EXPECT_TRUE(generator.ok()) << generator.status();
+  nn::AdamOptions adam_options;
+  adam_options.learning_rate = 1e-2;
+  auto adam = nn::Adam::Create(generator->num_parameters(), adam_options);
+  EXPECT_TRUE(adam.ok()) << adam.status();
+  return ImageKernelGenerator(*std::move(generator), *std::move(adam), options);
+}
+
+// Balanced labels: every class floor(M / C) or one more times in a step,
+// at every offset; i.i.d. labels are not (they are the control).
+TEST(ImageKernelGeneratorTest, BalancedLabelsGiveEveryClassItsShare) {
+  for (bool balanced : {true, false}) {
+    ImageKernelGeneratorOptions options;
+    options.balanced_labels = balanced;
+    ImageKernelGenerator generator = SmallImageGenerator(options);
+    PublicRng rng(31);
+    Eigen::MatrixXd points;
+    Eigen::VectorXi labels;
+    bool all_balanced = true;
+    for (int step = 0; step < 20; ++step) {
+      generator.Sample(32, &rng, &points, &labels);
+      ASSERT_EQ(labels.size(), 32);
+      std::vector<int> counts(10, 0);
+      for (int j = 0; j < 32; ++j) ++counts[static_cast<size_t>(labels(j))];
+      all_balanced &= *std::min_element(counts.begin(), counts.end()) >= 3 &&
+                      *std::max_element(counts.begin(), counts.end()) <= 4;
+    }
+    EXPECT_EQ(all_balanced, balanced);
+  }
+}
+
+// UseAverage installs the exponential moving average of the parameters
+// after each update (recomputed here from the raw ones) and re-estimates
+// BN's running statistics; without averaging it changes nothing.
+TEST(ImageKernelGeneratorTest, UseAverageInstallsTheMovingAverage) {
+  constexpr double kDecay = 0.9;
+  for (double decay : {kDecay, 0.0}) {
+    ImageKernelGeneratorOptions options;
+    options.average_decay = decay;
+    ImageKernelGenerator generator = SmallImageGenerator(options);
+    PublicRng rng(32);
+    Eigen::VectorXd average = generator.generator().parameters().cast<double>();
+    Eigen::MatrixXd points;
+    Eigen::VectorXi labels;
+    for (int step = 0; step < 30; ++step) {
+      generator.Sample(16, &rng, &points, &labels);
+      Eigen::MatrixXd gradients(points.rows(), points.cols());
+      for (Eigen::Index i = 0; i < gradients.size(); ++i) gradients(i) = rng.Normal();
+      generator.Update(gradients);
+      ASSERT_TRUE(generator.status().ok()) << generator.status();
+      average = kDecay * average + (1.0 - kDecay) * generator.generator().parameters().cast<double>();
+    }
+    const Eigen::VectorXf raw = generator.generator().parameters();
+    const Eigen::VectorXf statistics = generator.generator().running_statistics();
+    generator.UseAverage(16, &rng);
+    const Eigen::VectorXf& installed = generator.generator().parameters();
+    if (decay > 0) {
+      EXPECT_LT((installed.cast<double>() - average).cwiseAbs().maxCoeff(), 1e-5);
+      EXPECT_GT((installed - raw).cwiseAbs().maxCoeff(), 1e-3);
+      EXPECT_GT((generator.generator().running_statistics() - statistics).cwiseAbs().maxCoeff(),
+                1e-4);
+    } else {
+      EXPECT_EQ(installed, raw);
+      EXPECT_EQ(generator.generator().running_statistics(), statistics);
+    }
   }
 }
 
