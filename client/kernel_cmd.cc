@@ -353,7 +353,7 @@ std::vector<Command> KernelCommands() {
            {"epsilon", "", "epsilon of all steps together", false, true},
            {"out", "model.pb", "model file to write"},
            {"variant", "", "conditional (default with a label column) or unconditional"},
-           {"steps", "", "session steps T (default 8000 for tables, 2000 for images)"},
+           {"steps", "", "session steps T (default 8000 for tables, 4000 for images)"},
            {"batch", "",
             "expected batch size m, the public divisor (default 500 for tables, 1200 for "
             "images)"},
@@ -361,10 +361,10 @@ std::vector<Command> KernelCommands() {
             "generated points per step M: at most 64 per label conditionally (1024 in all), 64 "
             "unconditionally (default 32 for tables, 64 for images)"},
            {"lr", "", "generator Adam learning rate (default 3e-4 for tables, 1e-3 for images)"},
-           {"generator", "", "images: conv (default) or fc"},
+           {"generator", "", "images: conv (default), conv-wide or fc"},
            {"average", "",
             "images: decay per step of the generator's parameter average, in [0, 1) "
-            "(default 0.995; 0: off)"},
+            "(default 0.998; 0: off)"},
            {"rows", "",
             "public guess of the dataset's size for q = batch / rows (default: the dataset's "
             "row count where it is public)"},

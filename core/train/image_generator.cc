@@ -128,15 +128,24 @@ DirectConv DirectConvOf(const nn::Conv2dF& conv) {
 }  // namespace
 
 std::string ImageGeneratorArchitectureName(ImageGeneratorArchitecture architecture) {
-  return architecture == ImageGeneratorArchitecture::kFullyConnected ? "fc" : "conv";
+  switch (architecture) {
+    case ImageGeneratorArchitecture::kFullyConnected:
+      return "fc";
+    case ImageGeneratorArchitecture::kConvolutional:
+      return "conv";
+    case ImageGeneratorArchitecture::kConvolutionalWide:
+      return "conv-wide";
+  }
+  return "conv";
 }
 
 absl::StatusOr<ImageGeneratorArchitecture> ParseImageGeneratorArchitecture(
     const std::string& name) {
   if (name == "fc") return ImageGeneratorArchitecture::kFullyConnected;
   if (name == "conv") return ImageGeneratorArchitecture::kConvolutional;
+  if (name == "conv-wide") return ImageGeneratorArchitecture::kConvolutionalWide;
   return absl::InvalidArgumentError(
-      absl::StrCat("unknown image generator '", name, "'; expected fc or conv"));
+      absl::StrCat("unknown image generator '", name, "'; expected fc, conv or conv-wide"));
 }
 
 absl::Status ImageGeneratorOptions::Validate() const {
@@ -147,7 +156,7 @@ absl::Status ImageGeneratorOptions::Validate() const {
   if (height < 1 || width < 1) {
     return absl::InvalidArgumentError("image generator height and width must be positive");
   }
-  if (architecture == ImageGeneratorArchitecture::kConvolutional &&
+  if (architecture != ImageGeneratorArchitecture::kFullyConnected &&
       (height % 4 != 0 || width % 4 != 0)) {
     return absl::InvalidArgumentError(absl::StrCat(
         "the convolutional image generator upsamples twice by 2: height and width must be "
@@ -161,9 +170,11 @@ absl::StatusOr<ImageGenerator> ImageGenerator::Build(const ImageGeneratorOptions
   DPC_RETURN_IF_ERROR(options.Validate());
   ImageGenerator g;
   g.options_ = options;
-  const bool conv = options.architecture == ImageGeneratorArchitecture::kConvolutional;
+  const bool conv = options.architecture != ImageGeneratorArchitecture::kFullyConnected;
+  const int widen = options.architecture == ImageGeneratorArchitecture::kConvolutionalWide ? 2 : 1;
+  const int trunk_channels = widen * kTrunkChannels;
   const int pixels = options.height * options.width;
-  const int trunk_out = conv ? kTrunkChannels * (options.height / 4) * (options.width / 4)
+  const int trunk_out = conv ? trunk_channels * (options.height / 4) * (options.width / 4)
                              : kFullyConnectedSecondHidden;
   std::vector<int> widths = {options.code_dim + options.num_classes, kFirstHidden, trunk_out};
   if (!conv) widths.push_back(pixels);
@@ -182,13 +193,13 @@ absl::StatusOr<ImageGenerator> ImageGenerator::Build(const ImageGeneratorOptions
   }
   g.tail_params_begin_ = offset;
   if (conv) {
-    const nn::ImageShape trunk{kTrunkChannels, options.height / 4, options.width / 4};
+    const nn::ImageShape trunk{trunk_channels, options.height / 4, options.width / 4};
     DPC_ASSIGN_OR_RETURN(
         nn::Upsample2dF up1,
         nn::Upsample2dF::Create({trunk, 2, nn::UpsampleMode::kBilinear}));
     nn::Conv2dOptions c1;
     c1.input = up1.output_shape();
-    c1.out_channels = kConvChannels;
+    c1.out_channels = widen * kConvChannels;
     c1.kernel_size = kKernel;
     c1.padding = kKernel / 2;
     DPC_ASSIGN_OR_RETURN(nn::Conv2dF conv1, nn::Conv2dF::Create(c1));

@@ -25,9 +25,14 @@ enum class ImageGeneratorArchitecture {
   // W/4, bilinear upsample x2, conv5x5(16->8, pad 2), ReLU, upsample x2,
   // conv5x5(8->1, pad 2), sigmoid.
   kConvolutional,
+  // The same with twice the channels (32 x H/4 x W/4 trunk, 16 after the
+  // first conv): for DP-kernel, whose per-step releases carry more signal
+  // about the generator's own samples than one fixed embedding does.
+  kConvolutionalWide,
 };
 
-// "fc" / "conv", for flags and model files; Parse is the inverse.
+// "fc" / "conv" / "conv-wide", for flags and model files; Parse is the
+// inverse.
 std::string ImageGeneratorArchitectureName(ImageGeneratorArchitecture architecture);
 absl::StatusOr<ImageGeneratorArchitecture> ParseImageGeneratorArchitecture(
     const std::string& name);
