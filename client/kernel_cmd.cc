@@ -261,6 +261,7 @@ absl::StatusOr<v1::GeneratorModel> TrainKernelModel(Connection& analyst,
     const data::Column& image = schema->column(*schema->image_index());
     train::ImageGeneratorOptions image_options;
     image_options.architecture = *architecture;
+    image_options.code_dim = kImageKernelCodeDim;
     image_options.height = image.image_height;
     image_options.width = image.image_width;
     image_options.num_classes = schema->num_classes();

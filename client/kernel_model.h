@@ -60,6 +60,8 @@ inline constexpr double kImageKernelBatch = 1200.0;
 inline constexpr int kImageKernelPoints = 64;
 inline constexpr double kImageKernelLearningRate = 1e-3;
 inline constexpr double kImageKernelAverageDecay = 0.998;
+// The latent code's width (the paper's nz = 10; 5 in the one-shot methods).
+inline constexpr int kImageKernelCodeDim = 10;
 
 // Opens the session, trains (tabular generator for tables, the conv or fc
 // image generator for images), closes it, and packages the model.
