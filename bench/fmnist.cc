@@ -70,7 +70,6 @@
 #include "core/eval/cnn_classifier.h"
 #include "core/eval/image_judge.h"
 #include "core/eval/logistic_regression.h"
-#include "core/nn/adam.h"
 #include "core/privacy/calibration.h"
 #include "core/privacy/noise_source.h"
 #include "core/privacy/sampled_gaussian.h"
@@ -117,16 +116,16 @@ struct KernelFlags {
   std::string generator = "fc";
   int steps = 0;
   int batch = 0;   // expected batch m = q n: the public divisor (pitfall 4)
-  int points = 0;  // M <= KernelWitnessKind::kMaxQueryPoints
+  int points = 0;  // M <= KernelWitnessKind::MaxQueryPoints(true, 10)
   double lr = 0.0;
   // Cosine annealing from lr to lr_end over the T steps (0: constant lr,
   // as `train kernel` runs).
   double lr_end = 0.0;
   // In pixel units of [0, 1]^784, declared in the session's parameters
   // (KernelWitnessParams.bandwidths) and checked by Resolve. Empty: the
-  // session's defaults (KernelWitnessKind::DefaultBandwidths, sqrt(784) *
-  // {1/64, ..., 1/4} = 0.44 .. 7), which is what `train kernel` gets today
-  // (it has no flag for them).
+  // session's defaults for PixelSchema's 784 numeric columns (the tabular
+  // sqrt(784) {1/64, ..., 1/4} = 0.44 .. 7, not the image columns' default
+  // that `train kernel` gets on an image dataset).
   std::vector<double> bandwidths;
   // ImageKernelGeneratorOptions: Polyak averaging decay (0: off) and
   // balanced labels per step.
@@ -186,7 +185,18 @@ struct Flags {
   // 76.8%: the generator is not the limit. Bandwidths at latent 10:
   // {3, 6, 12} 77.4%, {4, 8, 16} 76.7% (the session's image default is
   // now sqrt(d) {3/28, 3/14, 3/7}, i.e. {3, 6, 12} here).
-  KernelFlags kernel{"conv", 4000, 1200, 64, 1e-3, 0.0, {3.0, 6.0, 12.0}, 0.998, true, 10};
+  // The defaults are `train kernel`'s for images (train::kImageKernel*),
+  // with the image sessions' default bandwidths at 28 x 28 declared.
+  KernelFlags kernel{"conv",
+                     train::kImageKernelSteps,
+                     static_cast<int>(train::kImageKernelBatch),
+                     train::kImageKernelPoints,
+                     train::kImageKernelLearningRate,
+                     0.0,
+                     {3.0, 6.0, 12.0},
+                     train::kImageKernelAverageDecay,
+                     true,
+                     train::kImageKernelCodeDim};
   uint64_t seed = 1;
 };
 
@@ -281,10 +291,9 @@ Flags ParseFlags(int argc, char** argv) {
       flags.kernel.batch = std::max(1, integer());
     } else if (arg == "--kernel-points") {
       flags.kernel.points = integer();
-      if (flags.kernel.points < 2 ||
-          flags.kernel.points > release::KernelWitnessKind::kMaxQueryPoints) {
-        Usage(absl::StrCat("--kernel-points must be in [2, ",
-                           release::KernelWitnessKind::kMaxQueryPoints, "]"));
+      const int max_points = release::KernelWitnessKind::MaxQueryPoints(true, kClasses);
+      if (flags.kernel.points < 2 || flags.kernel.points > max_points) {
+        Usage(absl::StrCat("--kernel-points must be in [2, ", max_points, "]"));
       }
     } else if (arg == "--kernel-lr") {
       flags.kernel.lr = real();
@@ -508,18 +517,13 @@ absl::StatusOr<train::TrainedImageGenerator> TrainKernelRow(
   image_options.num_classes = kClasses;
   image_options.seed = flags.seed;
   image_options.code_dim = k.code_dim;
-  absl::StatusOr<train::ImageGenerator> generator = train::ImageGenerator::Create(image_options);
-  if (!generator.ok()) return generator.status();
-  dpcurator::nn::AdamOptions adam_options;
-  adam_options.learning_rate = k.lr;
-  absl::StatusOr<dpcurator::nn::Adam> adam =
-      dpcurator::nn::Adam::Create(generator->num_parameters(), adam_options);
-  if (!adam.ok()) return adam.status();
   train::ImageKernelGeneratorOptions kernel_generator_options;
   kernel_generator_options.average_decay = k.average_decay;
   kernel_generator_options.balanced_labels = k.balanced_labels;
-  train::ImageKernelGenerator point_generator(*std::move(generator), *std::move(adam),
-                                              kernel_generator_options);
+  absl::StatusOr<train::ImageKernelGenerator> created =
+      train::ImageKernelGenerator::Create(image_options, k.lr, kernel_generator_options);
+  if (!created.ok()) return created.status();
+  train::ImageKernelGenerator& point_generator = *created;
 
   train::InProcessKernelWitnessOracle session(*resolved, &rows, q, *sigma, noise);
   TimedKernelOracle oracle(&session);
@@ -558,10 +562,7 @@ absl::StatusOr<train::TrainedImageGenerator> TrainKernelRow(
   }
   if (!point_generator.status().ok()) return point_generator.status();
   if (!schedule.ok()) return schedule;
-  {
-    dpcurator::PublicRng recalibration_rng(flags.seed + 7919);
-    point_generator.UseAverage(k.points, &recalibration_rng);
-  }
+  point_generator.UseAverage(k.points);
   row->release_s = oracle.seconds();
   row->train_s = SecondsSince(start) - oracle.seconds();
   row->note = absl::StrCat(k.steps, " steps, q = ", q, ", M = ", k.points, ", lr ", k.lr,

@@ -169,13 +169,15 @@ absl::StatusOr<v1::GeneratorModel> TrainKernelModel(Connection& analyst,
   const bool images = schema->image_index().has_value();
   // Fill the defaults of the dataset's kind (kernel_model.h).
   KernelRun run = requested;
-  if (run.steps == 0) run.steps = images ? kImageKernelSteps : kTableKernelSteps;
-  if (run.batch == 0.0) run.batch = images ? kImageKernelBatch : kTableKernelBatch;
-  if (run.points == 0) run.points = images ? kImageKernelPoints : kTableKernelPoints;
+  if (run.steps == 0) run.steps = images ? train::kImageKernelSteps : kTableKernelSteps;
+  if (run.batch == 0.0) run.batch = images ? train::kImageKernelBatch : kTableKernelBatch;
+  if (run.points == 0) run.points = images ? train::kImageKernelPoints : kTableKernelPoints;
   if (run.learning_rate == 0.0) {
-    run.learning_rate = images ? kImageKernelLearningRate : kTableKernelLearningRate;
+    run.learning_rate = images ? train::kImageKernelLearningRate : kTableKernelLearningRate;
   }
-  if (run.average_decay < 0.0) run.average_decay = images ? kImageKernelAverageDecay : 0.0;
+  if (run.average_decay < 0.0) {
+    run.average_decay = images ? train::kImageKernelAverageDecay : 0.0;
+  }
   if (!images && (!run.generator.empty() || run.average_decay > 0.0)) {
     return absl::InvalidArgumentError(
         "--generator and --average are for image datasets; this dataset is a table");
@@ -212,6 +214,16 @@ absl::StatusOr<v1::GeneratorModel> TrainKernelModel(Connection& analyst,
         "(it sets the sampling rate q = batch / N; the privacy guarantee does not depend on it)");
   }
   if (!(run.batch >= 1.0)) return absl::InvalidArgumentError("--batch must be at least 1");
+  // Checked here, before the session (and its charge) is opened.
+  const int max_points =
+      release::KernelWitnessKind::MaxQueryPoints(conditional, schema->num_classes());
+  if (run.points < 1 || run.points > max_points) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--points must be in [1, ", max_points, "] for this ",
+        conditional ? "conditional" : "unconditional",
+        " session (at most 64 per Gaussian-process factor: ",
+        conditional ? "one per label" : "one over all points", "), got ", run.points));
+  }
 
   KernelSessionOptions session;
   session.dataset_id = run.dataset_id;
@@ -222,8 +234,7 @@ absl::StatusOr<v1::GeneratorModel> TrainKernelModel(Connection& analyst,
   session.kernel.set_conditional(conditional);
   // The public divisor m: the declared expected batch (pitfall 4).
   session.kernel.set_expected_batch_size(run.batch);
-  session.kernel.set_max_points(
-      std::clamp(run.points, 0, release::KernelWitnessKind::kMaxQueryPoints));
+  session.kernel.set_max_points(run.points);
   auto oracle = KernelOracle::Open(&analyst, session);
   if (!oracle.ok()) return oracle.status();
   if (oracle->session().state() != "OPEN") {
@@ -250,8 +261,6 @@ absl::StatusOr<v1::GeneratorModel> TrainKernelModel(Connection& analyst,
     final_loss = p.loss;
     update(p.step, p.loss);
   };
-  nn::AdamOptions adam_options;
-  adam_options.learning_rate = run.learning_rate;
   ModelSource source;
   source.schema = run.schema;
   source.schema_fingerprint = schema->FingerprintHex();
@@ -261,35 +270,31 @@ absl::StatusOr<v1::GeneratorModel> TrainKernelModel(Connection& analyst,
     const data::Column& image = schema->column(*schema->image_index());
     train::ImageGeneratorOptions image_options;
     image_options.architecture = *architecture;
-    image_options.code_dim = kImageKernelCodeDim;
+    image_options.code_dim = train::kImageKernelCodeDim;
     image_options.height = image.image_height;
     image_options.width = image.image_width;
     image_options.num_classes = schema->num_classes();
     image_options.seed = run.seed;
-    auto generator = train::ImageGenerator::Create(image_options);
-    if (!generator.ok()) return generator.status();
-    auto adam = nn::Adam::Create(generator->num_parameters(), adam_options);
-    if (!adam.ok()) return adam.status();
     train::ImageKernelGeneratorOptions kernel_options;
     kernel_options.average_decay = run.average_decay;
-    // One GP per label in a step: every class gets its share of the points.
-    kernel_options.balanced_labels = conditional;
-    train::ImageKernelGenerator point_generator(*std::move(generator), *std::move(adam),
-                                                kernel_options);
+    // One GP per label in a step: every class gets its share of the points
+    // (and at most max_points / classes of them, the per-label limit).
+    kernel_options.balanced_labels = true;
+    auto point_generator =
+        train::ImageKernelGenerator::Create(image_options, run.learning_rate, kernel_options);
+    if (!point_generator.ok()) return point_generator.status();
     if (auto s = train::TrainKernelGenerator(options, oracle->bandwidths(), &*oracle,
-                                             &point_generator, on_step);
+                                             &*point_generator, on_step);
         !s.ok()) {
       return s;
     }
-    if (!point_generator.status().ok()) return point_generator.status();
-    // Public randomness for the BN re-estimation of the averaged parameters.
-    PublicRng recalibration_rng(run.seed + 7919);
-    point_generator.UseAverage(run.points, &recalibration_rng);
+    if (!point_generator->status().ok()) return point_generator->status();
+    point_generator->UseAverage(run.points);
     auto closed = oracle->Close();
     if (!closed.ok()) return closed.status();
     if (!run.quiet) PrintSessionCharge(*closed);
     source.epsilon = closed->epsilon_reserved();
-    const train::ImageGenerator& g = point_generator.generator();
+    const train::ImageGenerator& g = point_generator->generator();
     v1::GeneratorModel model =
         PackageModel("kernel", source, {}, nn::Activation::kRelu,
                      g.parameters().cast<double>(), static_cast<int>(closed->steps_used()),
@@ -312,6 +317,8 @@ absl::StatusOr<v1::GeneratorModel> TrainKernelModel(Connection& analyst,
   auto generator = train::TabularGenerator::Create(layout, schema->num_classes(),
                                                    generator_options);
   if (!generator.ok()) return generator.status();
+  nn::AdamOptions adam_options;
+  adam_options.learning_rate = run.learning_rate;
   auto adam = nn::Adam::Create(generator->num_parameters(), adam_options);
   if (!adam.ok()) return adam.status();
   TabularKernelGenerator point_generator(*std::move(generator), *std::move(adam), conditional);
@@ -359,7 +366,7 @@ std::vector<Command> KernelCommands() {
             "expected batch size m, the public divisor (default 500 for tables, 1200 for "
             "images)"},
            {"points", "",
-            "generated points per step M: at most 64 per label conditionally (1024 in all), 64 "
+            "generated points per step M: at most 64 per class conditionally (1024 in all), 64 "
             "unconditionally (default 32 for tables, 64 for images)"},
            {"lr", "", "generator Adam learning rate (default 3e-4 for tables, 1e-3 for images)"},
            {"generator", "", "images: conv (default), conv-wide or fc"},

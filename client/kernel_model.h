@@ -52,16 +52,7 @@ inline constexpr int64_t kTableKernelSteps = 8000;
 inline constexpr double kTableKernelBatch = 500.0;
 inline constexpr int kTableKernelPoints = 32;
 inline constexpr double kTableKernelLearningRate = 3e-4;
-// Images: bench/fmnist's DP-kernel row (README, "Fashion-MNIST"; the tuning
-// is in bench/fmnist.cc), the conv generator with balanced labels and
-// averaged parameters.
-inline constexpr int64_t kImageKernelSteps = 4000;
-inline constexpr double kImageKernelBatch = 1200.0;
-inline constexpr int kImageKernelPoints = 64;
-inline constexpr double kImageKernelLearningRate = 1e-3;
-inline constexpr double kImageKernelAverageDecay = 0.998;
-// The latent code's width (the paper's nz = 10; 5 in the one-shot methods).
-inline constexpr int kImageKernelCodeDim = 10;
+// Images: train::kImageKernel* (core/train/image_kernel_generator.h).
 
 // Opens the session, trains (tabular generator for tables, the conv or fc
 // image generator for images), closes it, and packages the model.

@@ -80,18 +80,6 @@ release::KernelWitnessKind::Params KernelWitnessParamsFromProto(
   return params;
 }
 
-// The most points a step may send: kMaxQueryPoints conditionally (at most
-// kMaxGroupPoints per label, checked per step), kMaxGroupPoints otherwise.
-int KernelWitnessPointLimit(const v1::KernelWitnessParams& proto) {
-  return proto.conditional() ? release::KernelWitnessKind::kMaxQueryPoints
-                             : release::KernelWitnessKind::kMaxGroupPoints;
-}
-
-// max_points as resolved at open (0: the unit's limit).
-int KernelWitnessMaxPoints(const v1::KernelWitnessParams& proto) {
-  return proto.max_points() == 0 ? KernelWitnessPointLimit(proto) : proto.max_points();
-}
-
 // MST's plan (docs/privacy.md 2.11): everything from the public schema and
 // the request, before admission. The event is the whole recipe's:
 // train::MstEvent, the 1-way grid Gaussian, n - 1 exponential mechanisms
@@ -367,7 +355,7 @@ absl::StatusOr<SessionPlan> PlanSession(const v1::OpenSessionRequest& request,
             "ledger cannot charge parallel composition over classes; use the conditional "
             "variant (conditional = true) instead");
       }
-      const int point_limit = KernelWitnessPointLimit(proto);
+      const int point_limit = Kind::MaxQueryPoints(proto.conditional(), schema.num_classes());
       if (proto.max_points() < 0 || proto.max_points() > point_limit) {
         return absl::InvalidArgumentError(absl::StrCat(
             "kernel_witness max_points must be in [1, ", point_limit, "] (0: ", point_limit,
@@ -391,7 +379,7 @@ absl::StatusOr<SessionPlan> PlanSession(const v1::OpenSessionRequest& request,
       proto.clear_bandwidths();
       for (const double h : resolved.bandwidths) proto.add_bandwidths(h);
       proto.set_expected_batch_size(resolved.batch_divisor);
-      proto.set_max_points(KernelWitnessMaxPoints(proto));
+      if (proto.max_points() == 0) proto.set_max_points(point_limit);
       proto.set_dimension(data::FeatureLayout::ForFeatures(schema).total_dim());
       proto.set_num_classes(schema.num_classes());
       break;
@@ -482,7 +470,7 @@ absl::Status CheckStepQuery(const v1::SessionParams& params,
       }
       const v1::KernelWitnessParams& declared = params.kernel_witness();
       const v1::KernelWitnessQuery& query = request.kernel_witness();
-      const int max_points = KernelWitnessMaxPoints(declared);
+      const int max_points = declared.max_points();  // resolved at open
       if (query.num_points() < 1 || query.num_points() > max_points) {
         return absl::InvalidArgumentError(
             absl::StrCat("kernel_witness step has ", query.num_points(), " query points; this "

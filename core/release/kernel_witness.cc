@@ -312,6 +312,12 @@ absl::StatusOr<KernelWitnessKind::Params> KernelWitnessKind::Resolve(Params para
   return params;
 }
 
+int KernelWitnessKind::MaxQueryPoints(bool conditional, int num_classes) {
+  if (!conditional) return kMaxGroupPoints;
+  return static_cast<int>(
+      std::min<int64_t>(kMaxQueryPoints, int64_t{kMaxGroupPoints} * std::max(1, num_classes)));
+}
+
 double KernelWitnessKind::Sensitivity(privacy::NeighbouringRelation relation,
                                       double batch_divisor) {
   // ADD_REMOVE: f_D' - f_D = +-(1/m) k(x, .), norm sqrt(k(x, x)) / m = 1/m.
@@ -336,9 +342,14 @@ absl::StatusOr<privacy::PrivacyEvent> KernelWitnessKind::StepEvent(
 absl::Status KernelWitnessKind::ValidateQuery(const Params& resolved, const Query& query,
                                               int total_dim, int num_classes) {
   const Eigen::Index m = query.points.rows();
-  if (m < 1 || m > kMaxQueryPoints) {
+  const int max_points = MaxQueryPoints(resolved.conditional, num_classes);
+  if (m < 1 || m > max_points) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "kernel_witness takes 1 to ", kMaxQueryPoints, " query points per step, got ", m));
+        resolved.conditional ? "conditional" : "unconditional", " kernel_witness takes 1 to ",
+        max_points, " query points per step (at most ", kMaxGroupPoints,
+        " per Gaussian-process factor: ",
+        resolved.conditional ? "one factor per label" : "one factor over all points",
+        "), got ", m));
   }
   if (query.points.cols() != total_dim) {
     return absl::InvalidArgumentError(
@@ -364,11 +375,6 @@ absl::Status KernelWitnessKind::ValidateQuery(const Params& resolved, const Quer
     return absl::InvalidArgumentError(absl::StrCat(
         "kernel_witness releases M (1 + min(d, M - 1)) + M d numbers per step, at most ",
         privacy::kMaxGridGaussianDimension, ": send fewer query points"));
-  }
-  if (!resolved.conditional && m > kMaxGroupPoints) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "unconditional kernel_witness takes at most ", kMaxGroupPoints,
-        " query points per step (one Gaussian-process factor over all of them), got ", m));
   }
   if (resolved.conditional) {
     if (query.labels.size() != m) {

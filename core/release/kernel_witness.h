@@ -62,6 +62,11 @@ class KernelWitnessKind {
   // cost no privacy (the charge depends on (q, s) only) and average the
   // GP's gradient noise over more generated samples (bench/fmnist).
   static constexpr int kMaxQueryPoints = 1024;
+  // The most points one step may send: kMaxGroupPoints unconditionally;
+  // conditionally kMaxGroupPoints per label, so at most that many per class
+  // (points spread evenly over the labels, as the trainer's balanced labels
+  // do) and kMaxQueryPoints in all. Public: the schema's class count only.
+  static int MaxQueryPoints(bool conditional, int num_classes);
   // Query coordinates are trainer-chosen (public) but bounded, so that no
   // distance to a row of the declared domain can overflow.
   static constexpr double kMaxQueryCoordinate = 1e6;

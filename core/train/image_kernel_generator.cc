@@ -1,8 +1,27 @@
 #include "core/train/image_kernel_generator.h"
 
 #include <cstdint>
+#include <utility>
 
 namespace dpcurator::train {
+namespace {
+
+// Offsets the recalibration's codes from the training's (both public).
+constexpr uint64_t kRecalibrationStream = 7919;
+
+}  // namespace
+
+absl::StatusOr<ImageKernelGenerator> ImageKernelGenerator::Create(
+    const ImageGeneratorOptions& image_options, double learning_rate,
+    ImageKernelGeneratorOptions options) {
+  absl::StatusOr<ImageGenerator> generator = ImageGenerator::Create(image_options);
+  if (!generator.ok()) return generator.status();
+  nn::AdamOptions adam_options;
+  adam_options.learning_rate = learning_rate;
+  absl::StatusOr<nn::Adam> adam = nn::Adam::Create(generator->num_parameters(), adam_options);
+  if (!adam.ok()) return adam.status();
+  return ImageKernelGenerator(*std::move(generator), *std::move(adam), options);
+}
 
 void ImageKernelGenerator::Sample(int count, PublicRng* rng, Eigen::MatrixXd* points,
                                   Eigen::VectorXi* labels) {
@@ -33,13 +52,14 @@ void ImageKernelGenerator::Update(const Eigen::MatrixXd& point_gradients) {
   }
 }
 
-void ImageKernelGenerator::UseAverage(int batch_size, PublicRng* rng) {
+void ImageKernelGenerator::UseAverage(int batch_size) {
   if (options_.average_decay <= 0.0) return;
   master_ = average_;
   generator_.parameters() = master_.cast<float>();
+  PublicRng rng(generator_.options().seed + kRecalibrationStream);
   Eigen::MatrixXd points;
   Eigen::VectorXi labels;
-  for (int b = 0; b < kRecalibrationBatches; ++b) Sample(batch_size, rng, &points, &labels);
+  for (int b = 0; b < kRecalibrationBatches; ++b) Sample(batch_size, &rng, &points, &labels);
 }
 
 }  // namespace dpcurator::train

@@ -6,12 +6,25 @@
 #include <Eigen/Core>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "core/nn/adam.h"
 #include "core/train/image_generator.h"
 #include "core/train/kernel_trainer.h"
 #include "core/util/public_rng.h"
 
 namespace dpcurator::train {
+
+// DP-kernel's defaults for images, tuned with bench/fmnist at epsilon 1
+// (README, "Fashion-MNIST"; the runs behind each are listed in
+// bench/fmnist.cc): `dpcurator train kernel` on image datasets and the
+// bench's kernel rows both start from them.
+inline constexpr int kImageKernelSteps = 4000;             // T
+inline constexpr double kImageKernelBatch = 1200.0;        // m, q = m / n
+inline constexpr int kImageKernelPoints = 64;              // M per step
+inline constexpr double kImageKernelLearningRate = 1e-3;   // Adam
+inline constexpr double kImageKernelAverageDecay = 0.998;  // parameter average
+// The latent code's width (the paper's nz = 10; 5 in the one-shot methods).
+inline constexpr int kImageKernelCodeDim = 10;
 
 struct ImageKernelGeneratorOptions {
   // Polyak averaging of the parameters (an exponential moving average with
@@ -39,6 +52,12 @@ struct ImageKernelGeneratorOptions {
 // written back each step.
 class ImageKernelGenerator final : public PointGenerator {
  public:
+  // A freshly initialised generator (ImageGenerator::Create) with Adam at
+  // `learning_rate`.
+  static absl::StatusOr<ImageKernelGenerator> Create(const ImageGeneratorOptions& image_options,
+                                                     double learning_rate,
+                                                     ImageKernelGeneratorOptions options);
+
   ImageKernelGenerator(ImageGenerator generator, nn::Adam adam,
                        ImageKernelGeneratorOptions options = {})
       : generator_(std::move(generator)),
@@ -65,10 +84,11 @@ class ImageKernelGenerator final : public PointGenerator {
 
   // After training, with average_decay > 0: installs the averaged
   // parameters and re-estimates the BN running statistics for them
-  // (kRecalibrationBatches training-mode passes of `batch_size` codes from
-  // `rng`, public randomness): the statistics gathered during training
-  // belong to the raw parameters. Without averaging it does nothing.
-  void UseAverage(int batch_size, PublicRng* rng);
+  // (kRecalibrationBatches training-mode passes of `batch_size` codes,
+  // public randomness seeded from the generator's seed): the statistics
+  // gathered during training belong to the raw parameters. Without
+  // averaging it does nothing.
+  void UseAverage(int batch_size);
 
   const ImageGenerator& generator() const { return generator_; }
   // For sampling after training (ImageGenerator::Sample is not const: it

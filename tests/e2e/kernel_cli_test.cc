@@ -100,6 +100,15 @@ TEST_F(KernelCliTest, TrainSampleEvalAndCharges) {
   EXPECT_NE(bad_average.exit_code, 0);
   EXPECT_NE(bad_average.err.find("--average must be in [0, 1)"), std::string::npos)
       << bad_average.err;
+  // More points than a conditional session on 2 classes takes (64 per
+  // label) is refused before the session opens, not by the trainer after
+  // its charge.
+  CliRun too_many = RunCli("train kernel --dataset " + dataset +
+                               " --epsilon 1 --rows 500 --points 129 --out g.pb",
+                           Env("analyst-token-kn"));
+  EXPECT_NE(too_many.exit_code, 0);
+  EXPECT_NE(too_many.err.find("--points must be in [1, 128]"), std::string::npos)
+      << too_many.err;
   CliRun after = RunCli("budget --dataset " + dataset + " --json", Env("analyst-token-kn"));
   ASSERT_EQ(after.exit_code, 0) << after.err;
   EXPECT_NEAR(nlohmann::json::parse(after.out)["epsilon_spent"].get<double>(), spent, 1e-9);

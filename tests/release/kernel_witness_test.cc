@@ -512,8 +512,15 @@ TEST(KernelWitnessKindTest, PlanEventAndBounds) {
       KernelWitnessKind::Run(*resolved, batch, query, NeighbouringRelation::kAddRemove, 1, &zero)
           .ok());
 
-  // Conditionally, up to kMaxGroupPoints per label and kMaxQueryPoints in
-  // all: 2 x 64 points pass, 65 of one label do not.
+  // The step limit: one factor of 64 unconditionally; 64 per class
+  // conditionally, capped at kMaxQueryPoints.
+  EXPECT_EQ(KernelWitnessKind::MaxQueryPoints(false, 10), KernelWitnessKind::kMaxGroupPoints);
+  EXPECT_EQ(KernelWitnessKind::MaxQueryPoints(true, 2), 2 * KernelWitnessKind::kMaxGroupPoints);
+  EXPECT_EQ(KernelWitnessKind::MaxQueryPoints(true, 10), 10 * KernelWitnessKind::kMaxGroupPoints);
+  EXPECT_EQ(KernelWitnessKind::MaxQueryPoints(true, 100), KernelWitnessKind::kMaxQueryPoints);
+
+  // Conditionally, up to kMaxGroupPoints per label: 2 x 64 points pass
+  // (the limit for 2 classes), 129 do not, nor 65 of one label.
   KernelWitnessKind::Params conditional_params;
   conditional_params.conditional = true;
   conditional_params.batch_divisor = 60;
@@ -526,6 +533,13 @@ TEST(KernelWitnessKindTest, PlanEventAndBounds) {
   EXPECT_TRUE(KernelWitnessKind::Run(*conditional, batch, query,
                                      NeighbouringRelation::kAddRemove, 1, &zero)
                   .ok());
+  KernelWitnessKind::Query too_many = query;
+  too_many.points = RandomPoints(2 * group + 1, 4, &rng);
+  too_many.labels.resize(2 * group + 1);
+  for (int j = 0; j <= 2 * group; ++j) too_many.labels(j) = j % 2;
+  EXPECT_FALSE(KernelWitnessKind::Run(*conditional, batch, too_many,
+                                      NeighbouringRelation::kAddRemove, 1, &zero)
+                   .ok());
   query.labels(0) = 1;  // 65 points of label 1
   auto crowded =
       KernelWitnessKind::Run(*conditional, batch, query, NeighbouringRelation::kAddRemove, 1, &zero);

@@ -217,13 +217,10 @@ ImageKernelGenerator SmallImageGenerator(ImageKernelGeneratorOptions options) {
   image_options.height = 8;
   image_options.width = 8;
   image_options.num_classes = 10;
-  auto generator = ImageGenerator::Create(image_options);
+  absl::StatusOr<ImageKernelGenerator> generator =
+      ImageKernelGenerator::Create(image_options, 1e-2, options);
   EXPECT_TRUE(generator.ok()) << generator.status();
-  nn::AdamOptions adam_options;
-  adam_options.learning_rate = 1e-2;
-  auto adam = nn::Adam::Create(generator->num_parameters(), adam_options);
-  EXPECT_TRUE(adam.ok()) << adam.status();
-  return ImageKernelGenerator(*std::move(generator), *std::move(adam), options);
+  return *std::move(generator);
 }
 
 // Balanced labels: every class floor(M / C) or one more times in a step,
@@ -272,7 +269,7 @@ TEST(ImageKernelGeneratorTest, UseAverageInstallsTheMovingAverage) {
     }
     const Eigen::VectorXf raw = generator.generator().parameters();
     const Eigen::VectorXf statistics = generator.generator().running_statistics();
-    generator.UseAverage(16, &rng);
+    generator.UseAverage(16);
     const Eigen::VectorXf& installed = generator.generator().parameters();
     if (decay > 0) {
       EXPECT_LT((installed.cast<double>() - average).cwiseAbs().maxCoeff(), 1e-5);
