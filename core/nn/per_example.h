@@ -46,7 +46,8 @@ class PerExampleWorkspace {
 
   // Of the last PerExampleGradientNorms or AddClippedGradientSum: the L2
   // norm of every example's full parameter gradient (n), and the factors
-  // min(1, C / norm) that AddClippedGradientSum applied (n).
+  // min(1, C / norm) that AddClippedGradientSum applied (n): 0 for an
+  // example whose norm is not finite, which it drops.
   const Eigen::VectorXd& norms() const { return norms_; }
   const Eigen::VectorXd& clip_factors() const { return clip_factors_; }
 
@@ -61,6 +62,11 @@ class PerExampleWorkspace {
   MlpWorkspace mlp_;
   Eigen::VectorXd norms_;
   Eigen::VectorXd clip_factors_;
+  // 1 for an example whose norm is finite, 0 for one dropped (n).
+  Eigen::VectorXd kept_;
+  // Per-example norm terms (n x terms) and the kept rows of a layer input.
+  Eigen::MatrixXd norm_terms_;
+  Eigen::MatrixXd kept_input_;
   // scaled_[l]: clip_factors-weighted rows of layer l's delta (n x fan_out).
   std::vector<Eigen::MatrixXd> scaled_;
 };
@@ -81,6 +87,10 @@ const Eigen::VectorXd& PerExampleGradientNorms(
 // (Abadi et al. 2016, Alg. 1, "clip gradient"; dp-auto-gan.md 1.2 CLIP) to
 // `grad_params` (size mlp.num_parameters(), Mlp::parameters() layout, the
 // same as Mlp::Backward; the caller zeroes it). A zero gradient gets factor 1.
+// An example whose norm is not finite (overflow in its forward or backward
+// values) contributes exactly zero, by selection (factor 0 and its rows
+// zeroed, never 0 * inf); the sum of the others is finite, each term having
+// norm at most C.
 // By linearity the clipped sum is the batch gradient of the rows scaled by
 // their factors: one GEMM per dense layer, dW = X^T diag(c) dH. Same
 // preconditions as PerExampleGradientNorms, whose results it leaves in

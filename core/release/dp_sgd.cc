@@ -1,6 +1,7 @@
 #include "core/release/dp_sgd.h"
 
 #include <cmath>
+#include <limits>
 
 #include "absl/strings/str_cat.h"
 #include "core/privacy/discrete_noise.h"
@@ -8,14 +9,6 @@
 #include "core/util/validation.h"
 
 namespace dpcurator::release {
-namespace {
-
-// A clip norm this large makes no sense for gradients of [0, 1] rows and
-// keeps every grid value far inside the snapping range (discrete_noise.h).
-constexpr double kMaxClipNorm = 1e6;
-
-}  // namespace
-
 int DpSgdRowWidth(const data::FeatureLayout& layout, int num_classes) {
   return layout.total_dim() + (num_classes > 1 ? num_classes : 0);
 }
@@ -64,15 +57,21 @@ absl::StatusOr<DpSgdKind::Params> DpSgdKind::Resolve(Params params, const data::
         ValidateInOpenUnitInterval(params.leaky_relu_slope, "dp_sgd leaky_relu_slope"));
   }
   DPC_RETURN_IF_ERROR(ValidateFinitePositive(params.clip_norm, "dp_sgd clip_norm"));
-  if (params.clip_norm > kMaxClipNorm) {
-    return absl::InvalidArgumentError(absl::StrCat("dp_sgd clip_norm must be at most ",
-                                                   kMaxClipNorm, ", got ", params.clip_norm));
+  if (params.clip_norm < kMinClipNorm || params.clip_norm > kMaxClipNorm) {
+    return absl::InvalidArgumentError(absl::StrCat("dp_sgd clip_norm must be in [2^-20, ",
+                                                   kMaxClipNorm, "], got ", params.clip_norm));
   }
   // The divisor is public: declared here, never the batch's true size
   // (which Poisson sampling keeps private; docs/privacy.md 2.9).
   DPC_RETURN_IF_ERROR(ValidateFinitePositive(
       params.expected_batch_size,
       "dp_sgd expected_batch_size (the public divisor, e.g. sampling rate x dataset size)"));
+  if (params.expected_batch_size < kMinDpSgdDivisor ||
+      params.expected_batch_size > kMaxDpSgdDivisor) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "dp_sgd expected_batch_size (the public divisor) must be in [1, 2^40], got ",
+        params.expected_batch_size));
+  }
   const int width = DpSgdRowWidth(schema);
   DPC_ASSIGN_OR_RETURN(const int64_t count, NumParameters(params, width));
   if (count > kMaxDpSgdParameters) {
@@ -140,7 +139,37 @@ absl::Status DpSgdKind::CheckParameters(const Params& resolved, int row_width,
     return absl::InvalidArgumentError(
         "dp_sgd step parameters contain a NaN or infinite value; send finite parameters");
   }
+  if (parameters.size() > 0 && parameters.cwiseAbs().maxCoeff() > kMaxDpSgdParameterMagnitude) {
+    return absl::InvalidArgumentError(
+        "dp_sgd step parameters must have magnitude at most 2^20 = 1048576 (a bound that keeps "
+        "every step's arithmetic finite; docs/privacy.md 2.9); rescale the network");
+  }
   return absl::OkStatus();
+}
+
+absl::StatusOr<privacy::GridNoise> DpSgdKind::NoiseFor(const Params& resolved,
+                                                       privacy::NeighbouringRelation relation,
+                                                       double noise_multiplier, int row_width) {
+  DPC_RETURN_IF_ERROR(ValidateFinitePositive(noise_multiplier, "Noise multiplier"));
+  DPC_ASSIGN_OR_RETURN(const int64_t count, NumParameters(resolved, row_width));
+  absl::StatusOr<privacy::GridNoise> spec =
+      privacy::GridGaussianNoise(noise_multiplier, Sensitivity(resolved, relation), count);
+  if (!spec.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "dp_sgd noise multiplier ", noise_multiplier, " with clip norm ", resolved.clip_norm,
+        " cannot be drawn on the noise grid (", spec.status().message(),
+        "); choose a noise multiplier between 1e-3 and 1e6"));
+  }
+  // A released coordinate is g (m + Z) with |m|, |Z| <= 2^52 grid units
+  // (AddGridNoise clamps m, and refuses Z beyond), g <= 2^-20 s Delta', so
+  // |answer| <= 2^33 scale / divisor; the answer is float32.
+  const double largest = std::ldexp(spec->scale(), 34) / resolved.expected_batch_size;
+  if (!(largest <= static_cast<double>(std::numeric_limits<float>::max()))) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "dp_sgd noise multiplier ", noise_multiplier, " times the sensitivity is too large for "
+        "the float32 answer; choose a smaller noise multiplier or clip norm"));
+  }
+  return spec;
 }
 
 Eigen::MatrixXd DpSgdKind::LossGradient(const Params& resolved,
@@ -168,15 +197,25 @@ absl::Status DpSgdKind::ClippedGradientSum(const Params& resolved, const nn::Mlp
   if (rows.rows() == 0) return absl::OkStatus();
   const Eigen::MatrixXd& outputs = network.Forward(rows, workspace->mlp_workspace());
   const Eigen::MatrixXd grad_output = LossGradient(resolved, outputs, rows);
-  return nn::AddClippedGradientSum(network, grad_output, resolved.clip_norm, workspace, sum);
+  DPC_RETURN_IF_ERROR(
+      nn::AddClippedGradientSum(network, grad_output, resolved.clip_norm, workspace, sum));
+  // Every kept term has norm <= C, so the sum is finite; should it still not
+  // be (it cannot under the parameter bounds), it is released as noise
+  // alone, by selection, never as an error (issue 23).
+  if (!sum->allFinite()) sum->setZero();
+  return absl::OkStatus();
 }
 
 absl::StatusOr<DpSgdKind::Result> DpSgdKind::Run(
     const Params& resolved, const EncodedRows& batch, privacy::NeighbouringRelation relation,
     double noise_multiplier, const Eigen::Ref<const Eigen::VectorXd>& parameters,
     privacy::NoiseSource* noise) {
-  DPC_RETURN_IF_ERROR(ValidateFinitePositive(noise_multiplier, "Noise multiplier"));
+  // Public checks first, the same ones the server made before admission
+  // (NoiseFor at open, CheckParameters on the query): nothing below them
+  // can fail, whatever the batch holds.
   const int width = DpSgdRowWidth(batch.layout, batch.num_classes);
+  DPC_ASSIGN_OR_RETURN(const privacy::GridNoise grid_noise,
+                       NoiseFor(resolved, relation, noise_multiplier, width));
   DPC_RETURN_IF_ERROR(CheckParameters(resolved, width, parameters));
   DPC_ASSIGN_OR_RETURN(nn::Mlp network,
                        nn::Mlp::FromParameters(Network(resolved, width), parameters));
@@ -186,13 +225,10 @@ absl::StatusOr<DpSgdKind::Result> DpSgdKind::Run(
       ClippedGradientSum(resolved, network, DpSgdRows(batch), &workspace, &result.gradient));
   // One Gaussian release of the whole clipped sum, snapped to the grid of
   // s * Delta with discrete Gaussian noise (docs/privacy.md 4.2): the same
-  // noise path as the embedding kinds. A non-finite sum (a network whose
-  // forward pass overflows) fails here before anything is released, with
-  // a message naming no value.
+  // noise path as the embedding kinds. The sum is finite (above), so
+  // AddGridNoise's finiteness check cannot trip.
   result.sensitivity = Sensitivity(resolved, relation);
-  DPC_ASSIGN_OR_RETURN(const privacy::GridNoise grid_noise,
-                       privacy::AddGridGaussianNoise(result.gradient, noise_multiplier,
-                                                     result.sensitivity, noise));
+  DPC_RETURN_IF_ERROR(privacy::AddGridNoise(grid_noise, result.gradient, noise));
   result.applied_noise_stddev = grid_noise.scale();
   // Public divisor: post-processing of the noisy sum.
   result.divisor = resolved.expected_batch_size;

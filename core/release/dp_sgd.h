@@ -14,6 +14,7 @@
 #include "core/nn/activation.h"
 #include "core/nn/mlp.h"
 #include "core/nn/per_example.h"
+#include "core/privacy/discrete_noise.h"
 #include "core/privacy/noise_source.h"
 #include "core/privacy/relation.h"
 #include "core/release/encoded_rows.h"
@@ -41,6 +42,22 @@ inline constexpr int64_t kMaxDpSgdParameters = int64_t{1} << 20;
 inline constexpr int kMaxDpSgdHiddenLayers = 8;
 inline constexpr int kMaxDpSgdWidth = 4096;
 inline constexpr double kDefaultLeakyReluSlope = 0.01;
+
+// Bounds that make every step's computation finite on every row the schema
+// allows (docs/privacy.md 2.9, "Totality"): with every parameter of
+// magnitude at most 2^20, rows in [0, 1]^w and at most 2^20 parameters, no
+// forward value, delta or per-example norm can leave the double range, so
+// no row can make a step's arithmetic overflow (issue 23's row oracle fed
+// parameters of 3e38). Checked on every step's query before any row is read.
+inline constexpr double kMaxDpSgdParameterMagnitude = 0x1.0p20;
+// The clip norm's range: below 2^-20 the clipped sum is only noise, above
+// 1e6 gradients of [0, 1] rows make no sense.
+inline constexpr double kMinClipNorm = 0x1.0p-20;
+inline constexpr double kMaxClipNorm = 1e6;
+// The public divisor's range (the declared expected batch size): at least
+// one row, at most 2^40.
+inline constexpr double kMinDpSgdDivisor = 1.0;
+inline constexpr double kMaxDpSgdDivisor = 0x1.0p40;
 
 // The per-example loss L_i whose gradient is clipped (docs/privacy.md 2.9).
 enum class DpSgdLoss {
@@ -103,6 +120,17 @@ class DpSgdKind {
   // The mechanism of one step for noise multiplier s: one Gaussian release.
   static GaussianMechanismRecord Plan(const Params& resolved, double noise_multiplier);
 
+  // The grid noise every step of a session with noise multiplier s draws:
+  // privacy::GridGaussianNoise(s, Sensitivity, NumParameters), the very call
+  // Run makes, refused (INVALID_ARGUMENT) when s * Delta is outside the
+  // grid's range or when the released gradient, divided by the divisor,
+  // could leave float's range (answers are float32). The server calls it at
+  // session open, before admission, so Run cannot fail on it after the rows
+  // are read.
+  static absl::StatusOr<privacy::GridNoise> NoiseFor(const Params& resolved,
+                                                     privacy::NeighbouringRelation relation,
+                                                     double noise_multiplier, int row_width);
+
   // L2 sensitivity of the clipped sum: C when one row is added or removed
   // (one clipped term of norm <= C appears or disappears), 2C when one row
   // of a fixed-size batch is replaced (one term of norm <= C becomes
@@ -110,7 +138,8 @@ class DpSgdKind {
   static double Sensitivity(const Params& resolved, privacy::NeighbouringRelation relation);
 
   // Before any row is read: the query has the network's length and only
-  // finite values (INVALID_ARGUMENT stating the expected length).
+  // finite values of magnitude at most kMaxDpSgdParameterMagnitude
+  // (INVALID_ARGUMENT stating the expected length or the bound).
   static absl::Status CheckParameters(const Params& resolved, int row_width,
                                       const Eigen::Ref<const Eigen::VectorXd>& parameters);
 
@@ -118,7 +147,10 @@ class DpSgdKind {
   // (rows x row_width, DpSgdRows layout) at `network`'s parameters, by one
   // Forward, the loss gradient, and nn::AddClippedGradientSum (per-example
   // norms by the dense-layer identity, the sum by one GEMM per layer).
-  // Sets *sum (resized, zeroed first). An empty batch gives zeros.
+  // Sets *sum (resized, zeroed first). An empty batch gives zeros. Total:
+  // an example with a non-finite value is dropped, and a sum that is still
+  // not finite is replaced by zeros (released as noise alone), never an
+  // error (docs/privacy.md 2.9).
   static absl::Status ClippedGradientSum(const Params& resolved, const nn::Mlp& network,
                                          const Eigen::Ref<const Eigen::MatrixXd>& rows,
                                          nn::PerExampleWorkspace* workspace,
@@ -132,7 +164,10 @@ class DpSgdKind {
 
   // The engine: ClippedGradientSum over the batch, grid Gaussian noise of
   // multiplier s on the whole vector (std s * Sensitivity), divided by the
-  // public divisor. `parameters` must have passed CheckParameters.
+  // public divisor. `parameters` must have passed CheckParameters and s
+  // NoiseFor: then Run returns a finite gradient of the planned length for
+  // every batch, and fails only on those public checks, which it repeats
+  // before it reads the batch.
   static absl::StatusOr<Result> Run(const Params& resolved, const EncodedRows& batch,
                                     privacy::NeighbouringRelation relation,
                                     double noise_multiplier,

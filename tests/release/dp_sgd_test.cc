@@ -267,12 +267,12 @@ TEST_F(DpSgdTest, ResolveRefusesEveryOutOfBoundsDeclaration) {
   p = ok;
   p.hidden = {4096, 4096};  // 16.8M parameters
   EXPECT_NE(refused(p).find("parameters"), std::string::npos);
-  for (double clip : {0.0, -1.0, nan, inf, 1e7}) {
+  for (double clip : {0.0, -1.0, nan, inf, 1e7, 1e-305, 1e-7}) {
     p = ok;
     p.clip_norm = clip;
     EXPECT_NE(refused(p).find("clip_norm"), std::string::npos);
   }
-  for (double divisor : {0.0, -3.0, nan, inf}) {
+  for (double divisor : {0.0, -3.0, nan, inf, 0.5, 1e305}) {
     p = ok;
     p.expected_batch_size = divisor;
     EXPECT_NE(refused(p).find("expected_batch_size"), std::string::npos);
@@ -307,6 +307,117 @@ TEST_F(DpSgdTest, ParametersMustHaveTheNetworksLengthAndBeFinite) {
                              Eigen::VectorXd::Zero(count), &zero);
   ASSERT_TRUE(none.ok()) << none.status();
   EXPECT_EQ(none->gradient, Eigen::VectorXd::Zero(count));
+}
+
+// Issue 23's row oracle, in the core unit: a network whose forward pass is
+// exactly 0 on every row except those with feature 0 above 1/2, where it is
+// inf - inf = NaN. Before, the clipped sum became NaN and the step failed
+// after the rows were read, so failure told whether such a row was in the
+// batch. Now such examples are dropped by selection and the sum is that of
+// the other rows; and the server never gets here, since parameters of 3e38
+// are refused before any row is read.
+TEST_F(DpSgdTest, OverflowingExamplesAreDroppedAndTheirParametersRefused) {
+  constexpr int kLayers = kMaxDpSgdHiddenLayers;
+  DpSgdKind::Params params = MakeParams(std::vector<int>(kLayers, 2), nn::Activation::kRelu,
+                                        DpSgdLoss::kReconstructionBce, 1.0);
+  nn::Mlp mlp = Network(params, 3);
+  mlp.parameters().setZero();
+  const auto& layers = mlp.layers();
+  Eigen::VectorXd& theta = mlp.parameters();
+  // Layer 0: h = relu(3e38 x_0 - 1.5e38) in both units: positive iff x_0 > 1/2.
+  for (int unit = 0; unit < 2; ++unit) {
+    theta(layers[0].weight_offset + unit * layers[0].fan_in) = 3e38;
+    theta(layers[0].bias_offset + unit) = -1.5e38;
+  }
+  // Hidden layers 1..7: 3e38 h, past the double range on those rows.
+  for (int l = 1; l < kLayers; ++l) {
+    for (int k = 0; k < 4; ++k) theta(layers[l].weight_offset + k) = 3e38;
+  }
+  // Output: +3e38 h_0 - 3e38 h_1 = inf - inf = NaN on those rows, 0 elsewhere.
+  for (int out = 0; out < layers[kLayers].fan_out; ++out) {
+    theta(layers[kLayers].weight_offset + out * 2) = 3e38;
+    theta(layers[kLayers].weight_offset + out * 2 + 1) = -3e38;
+  }
+  const Eigen::MatrixXd rows = DpSgdRows(rows_);
+  nn::MlpWorkspace forward;
+  const Eigen::MatrixXd outputs = mlp.Forward(rows, &forward);
+  std::vector<Eigen::Index> finite;
+  for (Eigen::Index i = 0; i < rows.rows(); ++i) {
+    if (outputs.row(i).allFinite()) finite.push_back(i);
+  }
+  // The exploit's premise: some rows give NaN, the others exact zeros.
+  ASSERT_GT(finite.size(), 0u);
+  ASSERT_LT(finite.size(), static_cast<size_t>(rows.rows()));
+  nn::PerExampleWorkspace workspace;
+  Eigen::VectorXd sum;
+  ASSERT_TRUE(DpSgdKind::ClippedGradientSum(params, mlp, rows, &workspace, &sum).ok());
+  ASSERT_TRUE(sum.allFinite());
+  for (Eigen::Index i = 0; i < rows.rows(); ++i) {
+    EXPECT_EQ(workspace.clip_factors()(i) == 0.0, !outputs.row(i).allFinite()) << i;
+  }
+  const Eigen::VectorXd kept_only = ClippedSum(params, mlp, rows(finite, Eigen::all));
+  EXPECT_LE((sum - kept_only).norm(), 1e-12 * (1.0 + kept_only.norm()));
+
+  // The query itself is refused before any row is read, by the bound that
+  // keeps every step's arithmetic finite.
+  const absl::Status refused = DpSgdKind::CheckParameters(params, width_, mlp.parameters());
+  EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(refused.message().find("2^20"), std::string::npos) << refused;
+  privacy::ZeroNoiseSource zero;
+  EXPECT_EQ(DpSgdKind::Run(params, rows_, NeighbouringRelation::kAddRemove, 1.0,
+                           mlp.parameters(), &zero)
+                .status()
+                .code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+// docs/privacy.md 2.9, "Totality": at the parameter bound, with every weight
+// +2^20 (the sign pattern that grows fastest), eight hidden relu layers and
+// rows of ones, every forward value, delta and per-example norm is finite,
+// so no example is dropped and the released sum is a real clipped sum.
+TEST_F(DpSgdTest, NetworksAtTheParameterBoundStayFinite) {
+  for (const nn::Activation activation :
+       {nn::Activation::kRelu, nn::Activation::kLeakyRelu, nn::Activation::kTanh}) {
+    for (const DpSgdLoss loss : {DpSgdLoss::kReconstructionBce, DpSgdLoss::kWganCriticReal}) {
+      const DpSgdKind::Params params =
+          MakeParams(std::vector<int>(kMaxDpSgdHiddenLayers, 64), activation, loss, 1.0);
+      nn::Mlp mlp = Network(params, 9);
+      mlp.parameters().setConstant(kMaxDpSgdParameterMagnitude);
+      ASSERT_TRUE(DpSgdKind::CheckParameters(params, width_, mlp.parameters()).ok());
+      const Eigen::MatrixXd ones = Eigen::MatrixXd::Ones(16, width_);
+      nn::PerExampleWorkspace workspace;
+      Eigen::VectorXd sum;
+      ASSERT_TRUE(DpSgdKind::ClippedGradientSum(params, mlp, ones, &workspace, &sum).ok());
+      EXPECT_TRUE(workspace.norms().allFinite());
+      EXPECT_TRUE((workspace.clip_factors().array() > 0.0).all());
+      EXPECT_TRUE(sum.allFinite());
+      EXPECT_LE(sum.norm(), 16.0 * params.clip_norm * (1.0 + 1e-9));
+    }
+  }
+}
+
+// Every parameter that could make the noise step fail after the rows are
+// read is refused by NoiseFor, the call Run makes first and the server makes
+// at open: s * Delta outside the grid's range, and answers beyond float32.
+TEST_F(DpSgdTest, NoiseForRefusesWhatTheGridOrTheFloatAnswerCannotHold) {
+  const DpSgdKind::Params params =
+      MakeParams({6}, nn::Activation::kRelu, DpSgdLoss::kReconstructionBce, 1.0);
+  for (const auto relation :
+       {NeighbouringRelation::kAddRemove, NeighbouringRelation::kReplaceOne}) {
+    EXPECT_TRUE(DpSgdKind::NoiseFor(params, relation, 1.1, width_).ok());
+    EXPECT_TRUE(DpSgdKind::NoiseFor(params, relation, 1e6, width_).ok());
+    for (double s : {1e-310, 1e30, 1e100, 1e300}) {
+      const auto refused = DpSgdKind::NoiseFor(params, relation, s, width_);
+      EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument) << s;
+      // Run refuses it the same way, before it reads the batch.
+      privacy::ZeroNoiseSource zero;
+      const int64_t count = *DpSgdKind::NumParameters(params, width_);
+      EXPECT_EQ(DpSgdKind::Run(params, rows_, relation, s, Eigen::VectorXd::Zero(count), &zero)
+                    .status()
+                    .code(),
+                absl::StatusCode::kInvalidArgument);
+    }
+  }
 }
 
 }  // namespace
