@@ -1,36 +1,79 @@
 #ifndef DPCURATOR_CORE_PRIVACY_EXPONENTIAL_MECHANISM_H_
 #define DPCURATOR_CORE_PRIVACY_EXPONENTIAL_MECHANISM_H_
 
-// The exponential mechanism (McSherry & Talwar 2007): choose candidate i
-// with probability proportional to exp(eps q_i / (2 Delta)), Delta the
-// sensitivity of the quality scores q under the dataset's relation. It is
-// eps-DP and eps-bounded-range, hence (eps^2 / 8)-zCDP (Cesar & Rogers
-// 2021, bounded range; MST Sec. 4); the ledger charges it as
-// PrivacyEvent::ExponentialMechanism(eps) (docs/privacy.md 2.11).
+// The exponential mechanism (McSherry & Talwar 2007) with an EXACT sampler
+// (docs/privacy.md 2.11, "The exponential mechanism's exact sampler").
 //
-// Sampled by the Gumbel-max trick: argmax_i eps q_i / (2 Delta) + G_i with
-// G_i = -log(-log U_i) i.i.d. standard Gumbel, U_i uniform from the
-// NoiseSource (the CSPRNG in production), which has exactly the
-// exponential mechanism's law (Yellott 1977; Durfee & Rogers 2019). The
-// draw is in floating point, unlike the grid noise: a selection reveals an
-// index, never a perturbed value, so the low-order-bit attacks on
-// floating-point Laplace noise (Mironov 2012) have no released value to read.
+// Quality scores q (sensitivity Delta under the dataset's relation) are
+// snapped to the public power-of-two grid g = 2^(floor(log2 Delta) -
+// kScoreGridBits): Q_i = round(q_i / g), an integer, after clamping q_i / g to
+// [-kMaxScoreUnits, kMaxScoreUnits]. q / g is exact (a power-of-two scale),
+// and rounding moves a score by at most g / 2, so the integer scores have
+// sensitivity S = floor(Delta / g) + 1 grid units (S g <= Delta + g, i.e. at
+// most a relative 2^-20 more than Delta). Candidate i is then chosen with
+// probability exactly proportional to exp(-gamma_i),
+//   gamma_i = G_i eps_num / (2^(kEpsilonFractionBits + 1) S),
+//   G_i = min(Q* - Q_i, kMaxScoreGap),  Q* = max_j Q_j,
+// eps_num = floor(eps 2^kEpsilonFractionBits): the exponential mechanism with
+// epsilon eps_num 2^-30 <= eps and sensitivity S on the clamped integer
+// scores, so eps-DP and eps-bounded-range, hence (eps^2 / 8)-zCDP (Cesar &
+// Rogers 2021; MST Sec. 4), as the ledger charges it
+// (PrivacyEvent::ExponentialMechanism(eps)). The draw is exact: uniform
+// proposals accepted by Bernoulli(exp(-gamma_i)) on uint128 rationals
+// (discrete_noise.h, Canonne, Kamath & Steinke 2020 Algorithm 1), with no
+// floating point between the integer scores and the index.
+//
+// Totality (docs/privacy.md 6.1): after the public checks of
+// ValidateExponentialMechanism, selection never fails. Huge finite and
+// infinite scores are clamped to the grid range (non-expansive); a NaN score
+// (a caller's bug: scores should be finite) counts as the lowest score.
 
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "core/privacy/noise_source.h"
 
 namespace dpcurator::privacy {
 
-// Index of the chosen candidate. qualities non-empty and finite; epsilon and
-// sensitivity finite and > 0. With a source that adds no noise
-// (ZeroNoiseSource) the choice is the first best candidate (tests of logic).
+// The score grid sits this many binary orders below the sensitivity.
+inline constexpr int kScoreGridBits = 20;
+// Epsilon is rounded down to a multiple of 2^-kEpsilonFractionBits.
+inline constexpr int kEpsilonFractionBits = 30;
+// Public bounds on the parameters (docs/privacy.md 2.11): epsilon in
+// [2^-30, kMaxExponentialEpsilon], sensitivity in
+// [kMinExponentialSensitivity, DBL_MAX] (keeps the grid a normal double).
+inline constexpr double kMaxExponentialEpsilon = 1e6;
+inline constexpr double kMinExponentialSensitivity = 0x1.0p-1000;
+// Scores are clamped to +-kMaxScoreUnits grid units, and their gaps below
+// the best to kMaxScoreGap units: every gap times eps_num (< 2^50) fits in
+// 128 bits, and at the gap cap exp(-gamma) < exp(-1024) for every accepted
+// epsilon.
+inline constexpr int64_t kMaxScoreUnits = int64_t{1} << 62;
+inline constexpr uint64_t kMaxScoreGap = uint64_t{1} << 62;
+
+// The public checks the mechanism makes, for callers to run before
+// admission: num_candidates >= 1; epsilon finite, at least 2^-30 and at most
+// kMaxExponentialEpsilon; sensitivity finite and in
+// [kMinExponentialSensitivity, DBL_MAX]. ExponentialMechanismSelect fails
+// exactly when this fails for (qualities.size(), epsilon, sensitivity).
+absl::Status ValidateExponentialMechanism(int num_candidates, double epsilon,
+                                          double sensitivity);
+
+// Index of the chosen candidate (the law above). Fails only on the public
+// checks (ValidateExponentialMechanism, and at most INT_MAX candidates);
+// never on the values of `qualities`. With a source that adds no noise
+// (ZeroNoiseSource) the choice is the first candidate with the best grid
+// score (the mode of the law; tests of logic).
 absl::StatusOr<int> ExponentialMechanismSelect(absl::Span<const double> qualities,
                                                double epsilon, double sensitivity,
                                                NoiseSource* noise);
 
-// The mechanism's selection probabilities (softmax of eps q / (2 Delta)),
-// for tests and for people.
+// The exact law of ExponentialMechanismSelect (softmax of -gamma_i from the
+// clamped integer scores), in double precision, for tests and for people.
+// Fails exactly when ExponentialMechanismSelect does.
 absl::StatusOr<std::vector<double>> ExponentialMechanismProbabilities(
     absl::Span<const double> qualities, double epsilon, double sensitivity);
 
