@@ -94,6 +94,30 @@ double EpsilonFromRates(double fpr, double fnr, double delta) {
   return best;
 }
 
+// Wilson score upper bound on a proportion (Wilson 1927) with normal
+// quantile z: (c + z^2/2 + z sqrt(c (n - c) / n + z^2 / 4)) / (n + z^2).
+double WilsonUpper(int64_t successes, int64_t trials, double z) {
+  const double c = static_cast<double>(successes);
+  const double n = static_cast<double>(trials);
+  return std::min(1.0, (c + z * z / 2.0 + z * std::sqrt(c * (n - c) / n + z * z / 4.0)) / (n + z * z));
+}
+
+// The upper tail quantile of the standard normal, Phi^-1(1 - p), p in
+// (0, 1/2], by bisection on erfc (only used to size the Wilson bound).
+double NormalUpperQuantile(double p) {
+  double lo = 0.0;
+  double hi = 40.0;
+  for (int i = 0; i < 200; ++i) {
+    const double mid = 0.5 * (lo + hi);
+    if (0.5 * std::erfc(mid / std::sqrt(2.0)) > p) {
+      lo = mid;
+    } else {
+      hi = mid;
+    }
+  }
+  return hi;
+}
+
 struct Sample {
   double mean = 0.0;
   double sum_squares = 0.0;  // about the mean
@@ -153,21 +177,27 @@ absl::StatusOr<EpsilonLowerBound> EmpiricalEpsilonLowerBound(absl::Span<const do
   const absl::Span<const double> eval1 = scores_d1.subspan(half1);
 
   // Selection: sweep tau over every score of the first halves (and below
-  // them all). The point estimate uses add-one smoothed rates (c + 1) /
-  // (n + 2) so that an extreme tau with an empty tail does not score +inf;
-  // the choice only has to be a function of the first halves for the second
-  // halves' intervals to keep their confidence.
+  // them all), scoring each tau by the bound itself with each rate replaced
+  // by its Wilson upper bound at the same confidence on the first halves (a
+  // closed-form stand-in for Clopper-Pearson, cheap at every tau). Plain
+  // point estimates favour extreme thresholds whose tails hold a handful of
+  // scores and then evaluate to nothing on the second halves; the
+  // pessimistic estimate picks the tau that is likely to hold up. The choice
+  // only has to be a function of the first halves for the second halves'
+  // intervals to keep their confidence.
+  const double z = NormalUpperQuantile(alpha / 2.0);
   std::vector<std::pair<double, int>> pooled;  // (score, 0 for d0 / 1 for d1)
   pooled.reserve(half0 + half1);
   for (const double s : select0) pooled.emplace_back(s, 0);
   for (const double s : select1) pooled.emplace_back(s, 1);
   std::sort(pooled.begin(), pooled.end());
-  const double n0 = static_cast<double>(half0);
-  const double n1 = static_cast<double>(half1);
+  const int64_t n0 = static_cast<int64_t>(half0);
+  const int64_t n1 = static_cast<int64_t>(half1);
   // tau below every score: all guessed D1; FP = half0, FN = 0.
   double best_tau = pooled.front().first - 1.0;
-  double best_value = EpsilonFromRates((n0 + 1.0) / (n0 + 2.0), 1.0 / (n1 + 2.0), delta);
-  int64_t fp = static_cast<int64_t>(half0);
+  double best_value =
+      EpsilonFromRates(WilsonUpper(n0, n0, z), WilsonUpper(0, n1, z), delta);
+  int64_t fp = n0;
   int64_t fn = 0;
   for (size_t i = 0; i < pooled.size(); ++i) {
     if (pooled[i].second == 0) {
@@ -177,8 +207,7 @@ absl::StatusOr<EpsilonLowerBound> EmpiricalEpsilonLowerBound(absl::Span<const do
     }
     // tau = pooled[i] only once every equal score is on the <= side.
     if (i + 1 < pooled.size() && pooled[i + 1].first == pooled[i].first) continue;
-    const double value = EpsilonFromRates((static_cast<double>(fp) + 1.0) / (n0 + 2.0),
-                                          (static_cast<double>(fn) + 1.0) / (n1 + 2.0), delta);
+    const double value = EpsilonFromRates(WilsonUpper(fp, n0, z), WilsonUpper(fn, n1, z), delta);
     if (value > best_value) {
       best_value = value;
       best_tau = pooled[i].first;
