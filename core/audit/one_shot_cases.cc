@@ -203,7 +203,7 @@ AuditCase RffEmbeddingCase(NeighbouringRelation relation, bool image, const Muta
   c.relation = privacy::RelationName(relation);
   c.tightness = Tightness::kGaussianMu;
   c.quick_runs = kGaussianQuickRuns;
-  c.full_runs = 100000;
+  c.full_runs = 200000;
   c.prepare = [relation, image, mutation](const AuditTarget& target)
       -> absl::StatusOr<PreparedCase> {
     DPC_ASSIGN_OR_RETURN(EmbeddingPair pair, image ? ImagePair(relation) : NumericPair(relation));
@@ -260,7 +260,7 @@ AuditCase CharfnEmbeddingCase(NeighbouringRelation relation, const Mutation& mut
   c.relation = privacy::RelationName(relation);
   c.tightness = Tightness::kGaussianMu;
   c.quick_runs = kGaussianQuickRuns;
-  c.full_runs = 100000;
+  c.full_runs = 200000;
   c.prepare = [relation, mutation](const AuditTarget& target) -> absl::StatusOr<PreparedCase> {
     DPC_ASSIGN_OR_RETURN(EmbeddingPair pair, NumericPair(relation));
     using Kind = release::CharfnEmbeddingKind;
@@ -296,7 +296,7 @@ AuditCase MarginalsCase(NeighbouringRelation relation, const Mutation& mutation)
   c.relation = privacy::RelationName(relation);
   c.tightness = Tightness::kGaussianMu;
   c.quick_runs = kGaussianQuickRuns;
-  c.full_runs = 100000;
+  c.full_runs = 200000;
   c.prepare = [relation, mutation](const AuditTarget& target) -> absl::StatusOr<PreparedCase> {
     data::Schema::Builder builder;
     builder.AddCategorical("c0", {"a", "b", "c"}).AddCategorical("c1", {"u", "v"});
@@ -436,7 +436,7 @@ AuditCase LdpGaussianCase(const Mutation& mutation) {
   c.relation = "LOCAL";
   c.tightness = Tightness::kGaussianMu;
   c.quick_runs = kGaussianQuickRuns;
-  c.full_runs = 100000;
+  c.full_runs = 200000;
   c.prepare = [mutation](const AuditTarget& target) -> absl::StatusOr<PreparedCase> {
     constexpr double kRadius = 1.0;
     DPC_ASSIGN_OR_RETURN(const ldp::LdpMechanism mechanism, ldp::LdpMechanism::Builder()

@@ -101,13 +101,13 @@ absl::StatusOr<AuditRow> RunAudit(const AuditCase& audit_case, const AuditTarget
 }
 
 std::string FormatAuditTable(absl::Span<const AuditRow> rows) {
-  std::string out = absl::StrFormat("%-34s %-11s %7s %8s %8s %7s %7s %7s %8s %8s  %s\n", "kind",
+  std::string out = absl::StrFormat("%-50s %-11s %7s %8s %8s %7s %7s %7s %8s %8s  %s\n", "kind",
                                     "relation", "eps", "delta", "eps_lb95", "mu_emp", "mu",
                                     "mu(e,d)", "N", "seconds", "verdict");
   for (const AuditRow& row : rows) {
     const std::string mu =
         row.accounted_mu > 0.0 ? absl::StrFormat("%.4f", row.accounted_mu) : std::string("-");
-    absl::StrAppendFormat(&out, "%-34s %-11s %7.4f %8.0e %8.4f %7.4f %7s %7.4f %8d %8.2f  %s\n",
+    absl::StrAppendFormat(&out, "%-50s %-11s %7.4f %8.0e %8.4f %7.4f %7s %7.4f %8d %8.2f  %s\n",
                           row.kind, row.relation, row.accounted_epsilon, row.delta,
                           row.bound.epsilon, row.mu_emp, mu, row.target_mu, row.runs_per_side,
                           row.seconds, Verdict(row));
