@@ -38,8 +38,10 @@ struct EpsilonLowerBound {
   int64_t evaluation_trials = 0;  // per side
 };
 
-// Picks tau on the first half of each sample (the tau maximising the point
-// estimate of the bound below), then on the second halves, with FPR and FNR
+// Picks tau on the first half of each sample (the tau maximising an
+// estimate of the bound below on the first halves, each rate replaced by its
+// Wilson upper bound so that thin tails are not chosen), then on the second
+// halves, with FPR and FNR
 // replaced by their Clopper-Pearson upper bounds at confidence 1 - alpha/2
 // each, returns the larger of
 //   log((1 - delta - FPR) / FNR)  and  log((1 - delta - FNR) / FPR)

@@ -4,6 +4,9 @@
 // as tight as the issue demands (mu_emp >= 0.9 mu for one-shot Gaussian
 // kinds, eps_lb >= 0.7 eps for Laplace and the exponential mechanism).
 
+#include <cctype>
+#include <iostream>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -12,6 +15,10 @@
 #include "gtest/gtest.h"
 
 namespace dpcurator::audit {
+
+// gtest names a failing case by this, not by its bytes.
+void PrintTo(const AuditCase& c, std::ostream* os) { *os << c.kind << " " << c.relation; }
+
 namespace {
 
 class QuickAudit : public ::testing::TestWithParam<AuditCase> {};
