@@ -160,6 +160,11 @@ def release_mst():
     write("release_mst", "epsilon_denormal", h + privacy(epsilon=5e-324) + b(7) + rows(s, 5))
     h, s = header(numerics=(), cats=(2,), label=2, n=1)
     write("release_mst", "one_row", h + privacy(epsilon=1.0) + b(5) + rows(s, 6))
+    # Found by the smoke run: at delta 1e-12 a tiny epsilon is admitted and
+    # the one-way Gaussian's s * Delta is off the noise grid after the read.
+    h, s = header(delta=3, numerics=(), cats=(2,), label=2, n=1)
+    write("release_mst", "epsilon_5e-143_delta_1e-12",
+          h + privacy(epsilon=5.4941909356181673e-143) + b(0) + rows(s, 6))
 
 
 def step_rff():
