@@ -30,34 +30,53 @@ double DefaultCharfnLengthScale(const data::FeatureLayout& layout) {
 
 absl::StatusOr<CharacteristicFunctionMap> CharacteristicFunctionMap::Create(
     const data::FeatureLayout& layout, const CharfnOptions& options) {
+  DPC_RETURN_IF_ERROR(ValidateLengthScale(options.length_scale, "Length-scale"));
+  DPC_ASSIGN_OR_RETURN(CharacteristicFunctionMap map, CreateUnscaled(layout, options));
+  DPC_RETURN_IF_ERROR(map.SetLengthScale(options.length_scale, options.numeric_length_scale));
+  return map;
+}
+
+absl::StatusOr<CharacteristicFunctionMap> CharacteristicFunctionMap::CreateUnscaled(
+    const data::FeatureLayout& layout, const CharfnOptions& options) {
   DPC_RETURN_IF_ERROR(ValidatePositiveInt(options.num_frequencies, "Number of frequencies"));
   if (options.num_frequencies > 1 << 20) {
     return absl::InvalidArgumentError(absl::StrCat(
         "Number of frequencies must be at most 1048576, got ", options.num_frequencies));
   }
-  DPC_RETURN_IF_ERROR(ValidateLengthScale(options.length_scale, "Length-scale"));
   DPC_RETURN_IF_ERROR(ValidatePositiveInt(layout.total_dim(), "Encoded dimension"));
   CharacteristicFunctionMap map;
   map.input_dim_ = layout.total_dim();
+  map.numeric_dim_ = layout.numeric_dim;
   map.num_frequencies_ = options.num_frequencies;
-  map.length_scale_ = options.length_scale;
   // Unit norm (pearl.md 1.2 D [code]: [cos, sin]/sqrt(k)).
   map.scale_ = kFeatureNormShrink / std::sqrt(static_cast<double>(map.num_frequencies_));
-  // t_il ~ N(0, 1/l^2): std(t) = 1/D~ (pearl.md 1.2 B, Alg. 1 line 3).
+  // The standard normal draws; SetLengthScale divides by l.
   map.frequencies_.resize(map.num_frequencies_, map.input_dim_);
   PublicRng rng(options.seed);
   rng.FillNormal(map.frequencies_);
-  map.frequencies_ /= map.length_scale_;
+  return map;
+}
+
+absl::Status CharacteristicFunctionMap::SetLengthScale(double length_scale,
+                                                       double numeric_length_scale) {
+  if (scaled_) return absl::FailedPreconditionError("the frequencies are already scaled");
+  DPC_RETURN_IF_ERROR(ValidateLengthScale(length_scale, "Length-scale"));
+  const bool numeric_own = numeric_length_scale > 0 && numeric_dim_ > 0;
+  if (numeric_own) {
+    DPC_RETURN_IF_ERROR(ValidateLengthScale(numeric_length_scale, "Numeric length-scale"));
+  }
+  length_scale_ = length_scale;
+  // t_il ~ N(0, 1/l^2): std(t) = 1/D~ (pearl.md 1.2 B, Alg. 1 line 3).
+  frequencies_ /= length_scale_;
   // Optional separate length-scale for the numeric block (an ARD product
   // kernel: the same Bochner sampling with per-dimension scales). The
   // features keep norm 1 whatever the frequencies, so no sensitivity moves.
-  if (options.numeric_length_scale > 0 && layout.numeric_dim > 0) {
-    DPC_RETURN_IF_ERROR(ValidateLengthScale(options.numeric_length_scale, "Numeric length-scale"));
-    map.frequencies_.leftCols(layout.numeric_dim) *=
-        map.length_scale_ / options.numeric_length_scale;
-    map.numeric_length_scale_ = options.numeric_length_scale;
+  if (numeric_own) {
+    frequencies_.leftCols(numeric_dim_) *= length_scale_ / numeric_length_scale;
+    numeric_length_scale_ = numeric_length_scale;
   }
-  return map;
+  scaled_ = true;
+  return absl::OkStatus();
 }
 
 void CharacteristicFunctionMap::Features(const Eigen::MatrixXd& encoded,

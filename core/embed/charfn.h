@@ -54,6 +54,16 @@ class CharacteristicFunctionMap final : public FeatureMap {
   static absl::StatusOr<CharacteristicFunctionMap> Create(const data::FeatureLayout& layout,
                                                           const CharfnOptions& options);
 
+  // Create in two halves, for a length-scale known only later (a private
+  // one, released from the rows): CreateUnscaled allocates and draws T from
+  // the public seed (options.length_scale and numeric_length_scale are not
+  // used yet), before any row is read; SetLengthScale then scales T exactly
+  // as Create does, so the map equals Create(layout, options with these
+  // scales) bit for bit. Features() must not be called in between.
+  static absl::StatusOr<CharacteristicFunctionMap> CreateUnscaled(
+      const data::FeatureLayout& layout, const CharfnOptions& options);
+  absl::Status SetLengthScale(double length_scale, double numeric_length_scale);
+
   int input_dim() const override { return input_dim_; }
   int output_dim() const override { return 2 * num_frequencies_; }
   void Features(const Eigen::MatrixXd& encoded, Eigen::MatrixXd* features) const override;
@@ -75,6 +85,8 @@ class CharacteristicFunctionMap final : public FeatureMap {
 
  private:
   int input_dim_ = 0;
+  int numeric_dim_ = 0;
+  bool scaled_ = false;
   int num_frequencies_ = 0;
   double length_scale_ = 1.0;
   double numeric_length_scale_ = 0.0;

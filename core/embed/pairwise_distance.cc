@@ -6,6 +6,7 @@
 #include <numeric>
 
 #include "absl/strings/str_cat.h"
+#include "core/embed/frequency_bounds.h"
 #include "core/privacy/discrete_noise.h"
 #include "core/util/status_macros.h"
 #include "core/util/validation.h"
@@ -236,6 +237,20 @@ absl::StatusOr<double> DistanceSensitivity(DistanceEstimator estimator,
   return 2.0 * diameter / n;
 }
 
+absl::StatusOr<privacy::GridNoise> MeanDistanceNoise(DistanceEstimator estimator,
+                                                     NeighbouringRelation relation,
+                                                     double diameter, double noise_multiplier,
+                                                     int64_t public_n) {
+  DPC_RETURN_IF_ERROR(ValidateFinitePositive(noise_multiplier, "Noise multiplier"));
+  DPC_ASSIGN_OR_RETURN(const double sensitivity,
+                       DistanceSensitivity(estimator, relation, diameter, public_n));
+  const int64_t dimension =
+      estimator == DistanceEstimator::kHashChain && relation == NeighbouringRelation::kAddRemove
+          ? 2
+          : 1;
+  return privacy::GridGaussianNoise(noise_multiplier, sensitivity, dimension);
+}
+
 absl::StatusOr<NoisyDistanceStatistic> ReleaseMeanDistance(
     const DistanceStatistic& statistic, DistanceEstimator estimator,
     NeighbouringRelation relation, double diameter, double noise_multiplier, int64_t public_n,
@@ -282,8 +297,9 @@ absl::StatusOr<NoisyDistanceStatistic> ReleaseMeanDistance(
   // Grid-snapped discrete Gaussian noise (docs/privacy.md 4.2): same
   // multiplier s, noise inflated for the rounding distance.
   DPC_ASSIGN_OR_RETURN(const privacy::GridNoise grid_noise,
-                       privacy::AddGridGaussianNoise(release.values, noise_multiplier,
-                                                     sensitivity, noise));
+                       MeanDistanceNoise(estimator, relation, diameter, noise_multiplier,
+                                         public_n));
+  DPC_RETURN_IF_ERROR(privacy::AddGridNoise(grid_noise, release.values, noise));
   release.noise_grid = grid_noise.grid;
   release.applied_noise_stddev = grid_noise.scale();
   return release;
@@ -300,9 +316,16 @@ double NoisyMeanDistance(const NoisyDistanceStatistic& release) {
 }
 
 double LengthScaleFromMeanDistance(double noisy_mean, double diameter, double floor_fraction) {
-  const double floor = floor_fraction * diameter;
+  // Clamped into the feature maps' accepted range as well (a NaN or
+  // non-positive diameter or fraction included), so no noisy value can make
+  // CharacteristicFunctionMap refuse the length-scale after the read.
+  double floor = floor_fraction * diameter;
+  if (!(floor >= kMinLengthScale)) floor = kMinLengthScale;
+  if (!(floor <= kMaxLengthScale)) floor = kMaxLengthScale;
+  double ceiling = std::max(diameter, floor);
+  if (!(ceiling <= kMaxLengthScale)) ceiling = kMaxLengthScale;
   if (!std::isfinite(noisy_mean)) return floor;
-  return std::clamp(noisy_mean, floor, std::max(diameter, floor));
+  return std::clamp(noisy_mean, floor, ceiling);
 }
 
 }  // namespace dpcurator::embed

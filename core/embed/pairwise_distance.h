@@ -8,6 +8,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "core/data/encoder.h"
+#include "core/privacy/discrete_noise.h"
 #include "core/privacy/noise_source.h"
 #include "core/privacy/relation.h"
 
@@ -126,6 +127,17 @@ struct NoisyDistanceStatistic {
   double applied_noise_stddev = 0.0;
 };
 
+// The grid Gaussian noise ReleaseMeanDistance draws, from public values
+// only (the sensitivity above, and the released vector's length: 2 for the
+// hash chain under ADD_REMOVE, else 1). A release kind calls it before
+// admission, so a multiplier or a public n the noise step cannot take
+// (s * Delta outside the grid, n < 2 under REPLACE_ONE) is refused before
+// the charge, never after the rows are read (docs/privacy.md 6.4).
+absl::StatusOr<privacy::GridNoise> MeanDistanceNoise(DistanceEstimator estimator,
+                                                     privacy::NeighbouringRelation relation,
+                                                     double diameter, double noise_multiplier,
+                                                     int64_t public_n);
+
 // The Gaussian mechanism on the released vector: one accounting event with
 // RDP alpha / (2 s^2) (PRIVACY.md, "Gaussian mechanism"). REPLACE_ONE
 // requires statistic.num_rows == public_n (n is public, the rows used must
@@ -145,7 +157,10 @@ double NoisyMeanDistance(const NoisyDistanceStatistic& release);
 // [floor_fraction * diam, diam]: noise can make D~ <= 0 (pearl.md 1.2 B,
 // "guard against D~ <= 0"), a tiny l makes the phases t.x huge so the
 // features decorrelate and the embedding carries no signal, and the true
-// mean never exceeds diam. Post-processing only.
+// mean never exceeds diam. Post-processing only. The result always lies
+// in [kMinLengthScale, kMaxLengthScale] (frequency_bounds.h), whatever the
+// noisy mean (NaN and infinities included), so the feature map built from it
+// cannot be refused after the rows were read (docs/privacy.md 6.4).
 inline constexpr double kLengthScaleFloorFraction = 0.05;
 double LengthScaleFromMeanDistance(double noisy_mean, double diameter,
                                    double floor_fraction = kLengthScaleFloorFraction);

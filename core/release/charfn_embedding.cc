@@ -35,6 +35,9 @@ absl::StatusOr<CharfnEmbeddingKind::Params> CharfnEmbeddingKind::Resolve(
   }
   DPC_RETURN_IF_ERROR(
       ValidateReleasedDimension(params.num_frequencies, 0, schema.num_classes()));
+  // T is num_frequencies x total_dim (embed::CharacteristicFunctionMap).
+  DPC_RETURN_IF_ERROR(ValidateFrequencyMatrix(
+      params.num_frequencies, data::FeatureLayout::ForFeatures(schema).total_dim()));
   return params;
 }
 
@@ -46,10 +49,63 @@ GaussianMechanismRecord CharfnEmbeddingKind::Plan(const Params& resolved,
   return planned;
 }
 
+absl::Status CharfnEmbeddingKind::CheckNoise(const Params& resolved,
+                                            const data::FeatureLayout& layout, int num_classes,
+                                            privacy::NeighbouringRelation relation,
+                                            double noise_multiplier, int64_t public_n) {
+  if (resolved.private_length_scale) {
+    DPC_RETURN_IF_ERROR(embed::MeanDistanceNoise(embed::DistanceEstimator::kHashChain, relation,
+                                                 embed::EncodedRowDiameter(layout),
+                                                 noise_multiplier, public_n)
+                            .status());
+  }
+  // CharacteristicFunctionMap::output_dim(): cos and sin per frequency.
+  return LabelledEmbeddingNoise(relation, noise_multiplier, public_n,
+                                2 * int64_t{resolved.num_frequencies}, num_classes)
+      .status();
+}
+
+namespace {
+
+// The map's options but for l (declared, default, or released later).
+embed::CharfnOptions OptionsOf(const CharfnEmbeddingKind::Params& resolved,
+                               const data::FeatureLayout& layout) {
+  embed::CharfnOptions options;
+  options.num_frequencies = resolved.num_frequencies;
+  options.seed = resolved.seed;
+  if (resolved.numeric_length_scale > 0) {
+    options.numeric_length_scale = resolved.numeric_length_scale;
+  } else if (resolved.numeric_length_scale == 0) {
+    options.numeric_length_scale = embed::DefaultLengthScale(layout);
+  }  // < 0: 0, the numeric block uses l itself
+  return options;
+}
+
+}  // namespace
+
+absl::StatusOr<CharfnEmbeddingKind::Prepared> CharfnEmbeddingKind::Prepare(
+    const Params& resolved, const data::FeatureLayout& layout) {
+  DPC_ASSIGN_OR_RETURN(embed::CharacteristicFunctionMap feature_map,
+                       embed::CharacteristicFunctionMap::CreateUnscaled(
+                           layout, OptionsOf(resolved, layout)));
+  return Prepared{resolved, std::move(feature_map)};
+}
+
 absl::StatusOr<CharfnEmbeddingKind::Result> CharfnEmbeddingKind::Run(
     const Params& resolved, const EncodedRows& rows, privacy::NeighbouringRelation relation,
     double noise_multiplier, int64_t public_n, privacy::NoiseSource* noise) {
+  DPC_ASSIGN_OR_RETURN(Prepared prepared, Prepare(resolved, rows.layout));
+  return Run(std::move(prepared), rows, relation, noise_multiplier, public_n, noise);
+}
+
+absl::StatusOr<CharfnEmbeddingKind::Result> CharfnEmbeddingKind::Run(
+    Prepared prepared, const EncodedRows& rows, privacy::NeighbouringRelation relation,
+    double noise_multiplier, int64_t public_n, privacy::NoiseSource* noise) {
+  const Params& resolved = prepared.resolved;
   const data::FeatureLayout& layout = rows.layout;
+  // The plan's own check (a no-op after PlanRelease passed it).
+  DPC_RETURN_IF_ERROR(
+      CheckNoise(resolved, layout, rows.num_classes, relation, noise_multiplier, public_n));
   Result result;
   result.row_diameter = embed::EncodedRowDiameter(layout);
   double length_scale =
@@ -66,21 +122,17 @@ absl::StatusOr<CharfnEmbeddingKind::Result> CharfnEmbeddingKind::Run(
                                                     embed::DistanceEstimator::kHashChain, relation,
                                                     result.row_diameter, noise_multiplier,
                                                     public_n, noise));
+    // Always inside the accepted range (LengthScaleFromMeanDistance), so
+    // SetLengthScale below cannot refuse it.
     length_scale = embed::LengthScaleFromMeanDistance(embed::NoisyMeanDistance(*result.distance),
                                                       result.row_diameter);
     result.ran.noise_multipliers.push_back(result.distance->noise_multiplier);
   }
-  embed::CharfnOptions options;
-  options.num_frequencies = resolved.num_frequencies;
+  embed::CharfnOptions options = OptionsOf(resolved, layout);
   options.length_scale = length_scale;
-  options.seed = resolved.seed;
-  if (resolved.numeric_length_scale > 0) {
-    options.numeric_length_scale = resolved.numeric_length_scale;
-  } else if (resolved.numeric_length_scale == 0) {
-    options.numeric_length_scale = embed::DefaultLengthScale(layout);
-  }  // < 0: 0, the numeric block uses l itself
-  DPC_ASSIGN_OR_RETURN(embed::CharacteristicFunctionMap feature_map,
-                       embed::CharacteristicFunctionMap::Create(layout, options));
+  embed::CharacteristicFunctionMap& feature_map = prepared.feature_map;
+  DPC_RETURN_IF_ERROR(feature_map.SetLengthScale(options.length_scale,
+                                                 options.numeric_length_scale));
   DPC_ASSIGN_OR_RETURN(result.embedding,
                        NoisyLabelledEmbeddingOf(feature_map, rows, relation, noise_multiplier,
                                                 public_n, noise));

@@ -55,6 +55,31 @@ class CharfnEmbeddingKind {
   // One Gaussian release, two with private_length_scale (same multiplier).
   static GaussianMechanismRecord Plan(const Params& resolved, double noise_multiplier);
 
+  // Every way the noise steps could fail, from public values only: the
+  // private length-scale's distance release (embed::MeanDistanceNoise: s x
+  // Delta on the grid, public n >= 2 under REPLACE_ONE) and the embedding's
+  // grid Gaussian (2k + 1) x C coordinates. Called before admission by the
+  // server and again by Run (docs/privacy.md 6.4).
+  static absl::Status CheckNoise(const Params& resolved, const data::FeatureLayout& layout,
+                                 int num_classes, privacy::NeighbouringRelation relation,
+                                 double noise_multiplier, int64_t public_n);
+
+  // The frequency matrix (k x total_dim doubles, bounded by Resolve),
+  // allocated and drawn before any row is read; with a private
+  // length-scale it is scaled once the noisy distance is released
+  // (CharacteristicFunctionMap::SetLengthScale).
+  struct Prepared {
+    Params resolved;
+    embed::CharacteristicFunctionMap feature_map;
+  };
+  static absl::StatusOr<Prepared> Prepare(const Params& resolved,
+                                          const data::FeatureLayout& layout);
+
+  static absl::StatusOr<Result> Run(Prepared prepared, const EncodedRows& rows,
+                                    privacy::NeighbouringRelation relation,
+                                    double noise_multiplier, int64_t public_n,
+                                    privacy::NoiseSource* noise);
+  // Prepare, then Run.
   static absl::StatusOr<Result> Run(const Params& resolved, const EncodedRows& rows,
                                     privacy::NeighbouringRelation relation,
                                     double noise_multiplier, int64_t public_n,

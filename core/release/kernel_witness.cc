@@ -304,9 +304,10 @@ absl::StatusOr<KernelWitnessKind::Params> KernelWitnessKind::Resolve(Params para
     }
   }
   DPC_RETURN_IF_ERROR(ValidateFinitePositive(params.batch_divisor, "kernel_witness batch_divisor"));
-  if (params.batch_divisor < 1.0) {
+  if (params.batch_divisor < 1.0 || params.batch_divisor > kMaxBatchDivisor) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "kernel_witness batch_divisor (the declared expected batch size) must be at least 1, got ",
+        "kernel_witness batch_divisor (the declared expected batch size) must be in [1, 2^40], "
+        "got ",
         params.batch_divisor));
   }
   return params;
@@ -326,6 +327,31 @@ double KernelWitnessKind::Sensitivity(privacy::NeighbouringRelation relation,
   return relation == privacy::NeighbouringRelation::kReplaceOne
              ? std::sqrt(2.0) / batch_divisor
              : 1.0 / batch_divisor;
+}
+
+absl::StatusOr<privacy::GridNoise> KernelWitnessKind::NoiseFor(
+    const Params& resolved, privacy::NeighbouringRelation relation, double noise_multiplier,
+    int64_t whitened_size) {
+  const double sensitivity = Sensitivity(relation, resolved.batch_divisor) * kWhiteningMargin;
+  return privacy::GridGaussianNoise(noise_multiplier, sensitivity, whitened_size);
+}
+
+int64_t KernelWitnessKind::MaxWhitenedSize(int max_points, int total_dim) {
+  // ValidateQuery's bound: M (1 + min(d, M_g - 1)) + M d, itself at most
+  // kMaxGridGaussianDimension.
+  const int64_t m = std::max(max_points, 1);
+  const int64_t span_rank =
+      std::min<int64_t>(total_dim, std::min<int64_t>(m, kMaxGroupPoints) - 1);
+  return std::min<int64_t>(m * (1 + span_rank) + m * static_cast<int64_t>(total_dim),
+                           privacy::kMaxGridGaussianDimension);
+}
+
+absl::Status KernelWitnessKind::CheckNoise(const Params& resolved,
+                                           privacy::NeighbouringRelation relation,
+                                           double noise_multiplier, int max_points,
+                                           int total_dim) {
+  return NoiseFor(resolved, relation, noise_multiplier, MaxWhitenedSize(max_points, total_dim))
+      .status();
 }
 
 GaussianMechanismRecord KernelWitnessKind::Plan(const Params& /*resolved*/,
@@ -413,13 +439,11 @@ absl::StatusOr<KernelWitnessKind::Result> KernelWitnessKind::Run(
   const int total_dim = batch.layout.total_dim();
   DPC_RETURN_IF_ERROR(ValidateQuery(resolved, query, total_dim, batch.num_classes));
   DPC_RETURN_IF_ERROR(ValidateFinitePositive(noise_multiplier, "noise multiplier"));
-  if (relation == privacy::NeighbouringRelation::kReplaceOne &&
-      static_cast<double>(batch.num_rows()) != resolved.batch_divisor) {
-    // Under REPLACE_ONE the batch size is fixed and public (docs/privacy.md 3.4).
-    return absl::InvalidArgumentError(absl::StrCat(
-        "kernel_witness under REPLACE_ONE divides by the fixed batch size ",
-        resolved.batch_divisor, ": the step's batch must have exactly that many rows"));
-  }
+  // Under REPLACE_ONE the batch has the fixed public size batch_divisor by
+  // construction (the server's one FixedBatchSize gives both, and PlanSession
+  // checks they agree before admission). No check of the batch here: a
+  // failure decided after the rows are read would be a privacy channel
+  // (docs/privacy.md 6.4).
 
   // Groups of query points sharing one independent GP: all of them, or one
   // per label (the product kernel is 0 across labels, so the joint
@@ -468,10 +492,9 @@ absl::StatusOr<KernelWitnessKind::Result> KernelWitnessKind::Run(
     whitened.segment(offset, factors[g].whitened_size()) = factors[g].Whiten(values, gradients);
     offset += factors[g].whitened_size();
   }
-  const double sensitivity = Sensitivity(relation, resolved.batch_divisor) * kWhiteningMargin;
-  DPC_ASSIGN_OR_RETURN(privacy::GridNoise grid,
-                       privacy::AddGridGaussianNoise(whitened, noise_multiplier, sensitivity, noise));
-  (void)grid;
+  DPC_ASSIGN_OR_RETURN(const privacy::GridNoise grid,
+                       NoiseFor(resolved, relation, noise_multiplier, whitened.size()));
+  DPC_RETURN_IF_ERROR(privacy::AddGridNoise(grid, whitened, noise));
 
   Result result;
   result.values.resize(m);

@@ -11,6 +11,7 @@
 #include "absl/status/statusor.h"
 #include "core/data/encoder.h"
 #include "core/data/schema.h"
+#include "core/privacy/discrete_noise.h"
 #include "core/privacy/events.h"
 #include "core/privacy/noise_source.h"
 #include "core/privacy/relation.h"
@@ -70,6 +71,11 @@ class KernelWitnessKind {
   // Query coordinates are trainer-chosen (public) but bounded, so that no
   // distance to a row of the declared domain can overflow.
   static constexpr double kMaxQueryCoordinate = 1e6;
+  // The declared divisor m (expected batch size) is at most 2^40 rows: a
+  // larger one would make the sensitivity 1/m so small that s / m leaves the
+  // noise grid, and every step would fail after the read (docs/privacy.md
+  // 6.4). No dataset we serve has 10^12 rows.
+  static constexpr double kMaxBatchDivisor = 0x1.0p40;
 
   struct Params {
     // Empty: DefaultBandwidths(layout).
@@ -78,8 +84,9 @@ class KernelWitnessKind {
     bool conditional = false;
     // The public divisor m of the witness (pitfall 4): under ADD_REMOVE the
     // declared expected batch size (never the realised |B|, which is never
-    // revealed either); under REPLACE_ONE the fixed batch size, which Run
-    // checks against the batch.
+    // revealed either); under REPLACE_ONE the fixed batch size, which the
+    // server's one batch-size function makes equal to the batch by
+    // construction (checked at plan time, never after the read).
     double batch_divisor = 0.0;
   };
 
@@ -108,6 +115,22 @@ class KernelWitnessKind {
   // The RKHS sensitivity of f (docs/privacy.md 2.10): 1/m under ADD_REMOVE,
   // sqrt(2)/m under REPLACE_ONE (k >= 0 and k(x, x) = 1).
   static double Sensitivity(privacy::NeighbouringRelation relation, double batch_divisor);
+
+  // The grid Gaussian noise of a step whose whitened vector has
+  // `whitened_size` coordinates (privacy::GridGaussianNoise at s and the
+  // whitened sensitivity): what Run draws.
+  static absl::StatusOr<privacy::GridNoise> NoiseFor(const Params& resolved,
+                                                     privacy::NeighbouringRelation relation,
+                                                     double noise_multiplier,
+                                                     int64_t whitened_size);
+  // The largest whitened vector a step may send (ValidateQuery's bound for
+  // max_points points of total_dim coordinates).
+  static int64_t MaxWhitenedSize(int max_points, int total_dim);
+  // Before admission: NoiseFor at the largest step a session can send. The
+  // grid's integer scale only grows with the dimension, so a step that
+  // passes ValidateQuery can never fail its noise step (docs/privacy.md 6.4).
+  static absl::Status CheckNoise(const Params& resolved, privacy::NeighbouringRelation relation,
+                                 double noise_multiplier, int max_points, int total_dim);
 
   // One grid Gaussian release with multiplier s per step.
   static GaussianMechanismRecord Plan(const Params& resolved, double noise_multiplier);

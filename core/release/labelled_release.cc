@@ -1,6 +1,7 @@
 #include "core/release/labelled_release.h"
 
 #include <algorithm>
+#include <string>
 
 #include "absl/strings/str_cat.h"
 #include "core/embed/frequency_bounds.h"
@@ -38,6 +39,29 @@ absl::Status ValidateReleasedDimension(int num_frequencies, int extra_features, 
         "."));
   }
   return absl::OkStatus();
+}
+
+absl::Status ValidateFrequencyMatrix(int num_frequencies, int64_t input_dim) {
+  const int64_t entries = int64_t{num_frequencies} * std::max<int64_t>(input_dim, 0);
+  if (entries <= kMaxFrequencyMatrixEntries) return absl::OkStatus();
+  const int64_t fits = kMaxFrequencyMatrixEntries / std::max<int64_t>(input_dim, 1);
+  return absl::InvalidArgumentError(absl::StrCat(
+      "this release's frequency matrix would hold ", num_frequencies, " frequencies x ",
+      input_dim, " encoded dimensions = ", entries, " numbers (", entries / (int64_t{1} << 17),
+      " MiB); at most ", kMaxFrequencyMatrixEntries, " (512 MiB) are accepted. ",
+      fits >= 1 ? absl::StrCat("Lower num_frequencies to at most ", fits, ".")
+                : std::string("The dataset's rows are too wide for this release kind.")));
+}
+
+absl::StatusOr<privacy::GridNoise> LabelledEmbeddingNoise(privacy::NeighbouringRelation relation,
+                                                          double noise_multiplier,
+                                                          int64_t public_n, int64_t feature_dim,
+                                                          int num_classes) {
+  DPC_ASSIGN_OR_RETURN(const double sensitivity,
+                       embed::LabelledEmbeddingSensitivity(relation, public_n));
+  // ReleaseLabelledEmbedding's joint vector [values ; totals].
+  return privacy::GridGaussianNoise(noise_multiplier, sensitivity,
+                                    (feature_dim + 1) * int64_t{num_classes});
 }
 
 absl::StatusOr<embed::NoisyLabelledEmbedding> NoisyLabelledEmbeddingOf(

@@ -7,6 +7,7 @@
 #include "absl/status/statusor.h"
 #include "core/embed/feature_map.h"
 #include "core/embed/labelled_embedding.h"
+#include "core/privacy/discrete_noise.h"
 #include "core/privacy/noise_source.h"
 #include "core/privacy/relation.h"
 #include "core/release/encoded_rows.h"
@@ -47,6 +48,31 @@ absl::Status ResolveFrequencyParams(int* num_frequencies, int default_frequencie
 // block; PEARL: none). The refusal names the largest num_frequencies that
 // would fit.
 absl::Status ValidateReleasedDimension(int num_frequencies, int extra_features, int num_classes);
+
+// The frequency matrix (num_frequencies x input_dim doubles) is allocated
+// by the engine whatever the rows, so its size is a request parameter like
+// any other and is bounded before admission (docs/privacy.md 6.2): 2^26
+// doubles = 512 MiB. Fashion-MNIST's defaults (4000 x 784 for rff, 1500 x
+// 784 for charfn) are 3.1M and 1.2M entries; a 1024 x 1024 image schema's
+// defaults (33.5 GB and 12.6 GB) are refused with the largest
+// num_frequencies that fits.
+inline constexpr int64_t kMaxFrequencyMatrixEntries = int64_t{1} << 26;
+// OK when num_frequencies x input_dim <= kMaxFrequencyMatrixEntries;
+// otherwise INVALID_ARGUMENT saying what to lower. Public values only.
+absl::Status ValidateFrequencyMatrix(int num_frequencies, int64_t input_dim);
+
+// The grid Gaussian noise ReleaseLabelledEmbedding draws for a released
+// vector of (feature_dim + 1) x num_classes coordinates at noise multiplier
+// s, from public values only: the sensitivity (LabelledEmbeddingSensitivity,
+// public_n used under REPLACE_ONE only) and privacy::GridGaussianNoise, the
+// code the noise step runs. A kind calls it at plan time (before admission)
+// and again in Run, so a multiplier whose s * Delta the grid cannot take is
+// refused before any charge and can never fail after the rows are read
+// (docs/privacy.md 6.4).
+absl::StatusOr<privacy::GridNoise> LabelledEmbeddingNoise(privacy::NeighbouringRelation relation,
+                                                          double noise_multiplier,
+                                                          int64_t public_n, int64_t feature_dim,
+                                                          int num_classes);
 
 // The labelled embedding of `rows` under `feature_map` with the Gaussian
 // noise of multiplier s (docs/privacy.md 2.2): the noiseless statistic is

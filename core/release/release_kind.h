@@ -4,8 +4,11 @@
 #include <concepts>
 #include <cstdint>
 #include <string_view>
+#include <utility>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "core/data/encoder.h"
 #include "core/data/schema.h"
 #include "core/privacy/noise_source.h"
 #include "core/privacy/relation.h"
@@ -21,8 +24,15 @@ namespace dpcurator::release {
 //              before admission (docs/privacy.md 6.2);
 //   Plan     - the mechanism Run will perform for a noise multiplier, from
 //              which the ledger's event follows (OneShotEvent);
-//   Run      - the engine: the noiseless statistic with its sensitivity,
-//              noised, with `ran`, the engine's own record of its mechanism;
+//   CheckNoise - every way the noise step could fail, from public values
+//              (layout, classes, relation, s, public n) with the code the
+//              noise step runs; called before admission and again by Run
+//              (docs/privacy.md 6.4);
+//   Prepare  - what the engine allocates from public values (the feature
+//              map), built before any row is read;
+//   Run      - the engine over the prepared state: the noiseless statistic
+//              with its sensitivity, noised, with `ran`, the engine's own
+//              record of its mechanism;
 //   FeatureMap - how a trainer rebuilds the map from the artefact.
 // The server binds a kind only through this concept (server/release_kinds.cc),
 // so a kind without a planned mechanism, and hence without an event, does
@@ -30,14 +40,21 @@ namespace dpcurator::release {
 template <typename Kind>
 concept OneShotReleaseKind =
     requires(const typename Kind::Params& params, const data::Schema& schema,
-             const EncodedRows& rows, privacy::NeighbouringRelation relation,
-             double noise_multiplier, int64_t public_n, privacy::NoiseSource* noise,
+             const data::FeatureLayout& layout, int num_classes, const EncodedRows& rows,
+             privacy::NeighbouringRelation relation, double noise_multiplier, int64_t public_n,
+             privacy::NoiseSource* noise, typename Kind::Prepared prepared,
              const typename Kind::Result& result) {
       { Kind::kName } -> std::convertible_to<std::string_view>;
       { Kind::Resolve(params, schema) } -> std::same_as<absl::StatusOr<typename Kind::Params>>;
       { Kind::Plan(params, noise_multiplier) } -> std::same_as<GaussianMechanismRecord>;
       {
-        Kind::Run(params, rows, relation, noise_multiplier, public_n, noise)
+        Kind::CheckNoise(params, layout, num_classes, relation, noise_multiplier, public_n)
+        } -> std::same_as<absl::Status>;
+      {
+        Kind::Prepare(params, layout)
+        } -> std::same_as<absl::StatusOr<typename Kind::Prepared>>;
+      {
+        Kind::Run(std::move(prepared), rows, relation, noise_multiplier, public_n, noise)
         } -> std::same_as<absl::StatusOr<typename Kind::Result>>;
       { result.ran } -> std::convertible_to<GaussianMechanismRecord>;
     };

@@ -30,6 +30,8 @@ absl::StatusOr<RffEmbeddingKind::Params> RffEmbeddingKind::Resolve(Params params
   const data::FeatureLayout layout = data::FeatureLayout::ForFeatures(schema);
   DPC_RETURN_IF_ERROR(ValidateReleasedDimension(params.num_frequencies, layout.categorical_dim,
                                                 schema.num_classes()));
+  // W is num_frequencies x numeric_dim (embed::RandomFourierFeatureMap).
+  DPC_RETURN_IF_ERROR(ValidateFrequencyMatrix(params.num_frequencies, layout.numeric_dim));
   return params;
 }
 
@@ -38,11 +40,39 @@ GaussianMechanismRecord RffEmbeddingKind::Plan(const Params& /*resolved*/,
   return GaussianMechanismRecord{{noise_multiplier}};
 }
 
+absl::Status RffEmbeddingKind::CheckNoise(const Params& resolved,
+                                         const data::FeatureLayout& layout, int num_classes,
+                                         privacy::NeighbouringRelation relation,
+                                         double noise_multiplier, int64_t public_n) {
+  // RandomFourierFeatureMap::output_dim(): cos and sin per frequency, and
+  // the categorical block.
+  const int64_t feature_dim = 2 * int64_t{resolved.num_frequencies} + layout.categorical_dim;
+  return LabelledEmbeddingNoise(relation, noise_multiplier, public_n, feature_dim, num_classes)
+      .status();
+}
+
+absl::StatusOr<RffEmbeddingKind::Prepared> RffEmbeddingKind::Prepare(
+    const Params& resolved, const data::FeatureLayout& layout) {
+  DPC_ASSIGN_OR_RETURN(embed::RandomFourierFeatureMap feature_map,
+                       embed::RandomFourierFeatureMap::Create(layout, OptionsOf(resolved)));
+  return Prepared{resolved, std::move(feature_map)};
+}
+
 absl::StatusOr<RffEmbeddingKind::Result> RffEmbeddingKind::Run(
     const Params& resolved, const EncodedRows& rows, privacy::NeighbouringRelation relation,
     double noise_multiplier, int64_t public_n, privacy::NoiseSource* noise) {
-  DPC_ASSIGN_OR_RETURN(embed::RandomFourierFeatureMap feature_map,
-                       embed::RandomFourierFeatureMap::Create(rows.layout, OptionsOf(resolved)));
+  DPC_ASSIGN_OR_RETURN(const Prepared prepared, Prepare(resolved, rows.layout));
+  return Run(prepared, rows, relation, noise_multiplier, public_n, noise);
+}
+
+absl::StatusOr<RffEmbeddingKind::Result> RffEmbeddingKind::Run(
+    const Prepared& prepared, const EncodedRows& rows, privacy::NeighbouringRelation relation,
+    double noise_multiplier, int64_t public_n, privacy::NoiseSource* noise) {
+  const Params& resolved = prepared.resolved;
+  const embed::RandomFourierFeatureMap& feature_map = prepared.feature_map;
+  // The plan's own check (a no-op after PlanRelease / PlanSession passed).
+  DPC_RETURN_IF_ERROR(
+      CheckNoise(resolved, rows.layout, rows.num_classes, relation, noise_multiplier, public_n));
   Result result;
   DPC_ASSIGN_OR_RETURN(result.embedding,
                        NoisyLabelledEmbeddingOf(feature_map, rows, relation, noise_multiplier,

@@ -51,7 +51,33 @@ class RffEmbeddingKind {
   // The mechanism Run performs for noise multiplier s: one Gaussian release.
   static GaussianMechanismRecord Plan(const Params& resolved, double noise_multiplier);
 
-  // The engine. public_n: the public row count (REPLACE_ONE) or the batch's.
+  // Every way the noise step could fail, checked from public values only:
+  // the grid Gaussian of the released vector ((2k + categorical + 1) x C
+  // coordinates) at multiplier s, with public_n the public row count
+  // (REPLACE_ONE; unused under ADD_REMOVE). The server calls it before
+  // admission (PlanRelease, PlanSession); Run calls it again, so the two
+  // cannot drift (docs/privacy.md 6.4).
+  static absl::Status CheckNoise(const Params& resolved, const data::FeatureLayout& layout,
+                                 int num_classes, privacy::NeighbouringRelation relation,
+                                 double noise_multiplier, int64_t public_n);
+
+  // What the engine allocates from public values alone, built before any
+  // row is read (the frequency matrix, k x numeric_dim doubles, bounded by
+  // Resolve): an allocation failure then happens before the read.
+  struct Prepared {
+    Params resolved;
+    embed::RandomFourierFeatureMap feature_map;
+  };
+  static absl::StatusOr<Prepared> Prepare(const Params& resolved,
+                                          const data::FeatureLayout& layout);
+
+  // The engine over prepared state. public_n: the public row count
+  // (REPLACE_ONE) or the batch's.
+  static absl::StatusOr<Result> Run(const Prepared& prepared, const EncodedRows& rows,
+                                    privacy::NeighbouringRelation relation,
+                                    double noise_multiplier, int64_t public_n,
+                                    privacy::NoiseSource* noise);
+  // Prepare, then Run (session steps and tests).
   static absl::StatusOr<Result> Run(const Params& resolved, const EncodedRows& rows,
                                     privacy::NeighbouringRelation relation,
                                     double noise_multiplier, int64_t public_n,

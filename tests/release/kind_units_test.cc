@@ -8,7 +8,10 @@
 #include <gtest/gtest.h>
 
 #include "core/data/demo.h"
+#include "core/embed/charfn.h"
+#include "core/embed/frequency_bounds.h"
 #include "core/embed/labelled_embedding.h"
+#include "core/embed/pairwise_distance.h"
 #include "core/privacy/events.h"
 #include "core/privacy/grid_gaussian.h"
 #include "core/privacy/noise_source.h"
@@ -195,6 +198,128 @@ TEST(EncodedRowsTest, SelectRowsKeepsFeaturesAndLabelsTogether) {
   EXPECT_EQ(batch.labels(1), rows.labels(0));
   EXPECT_EQ(batch.num_classes, rows.num_classes);
   EXPECT_EQ(batch.bytes(), 3 * (rows.features.cols() * sizeof(double) + sizeof(int)));
+}
+
+// Issue 23, 0(b): every way the noise step could fail is the plan's to
+// refuse. CheckNoise (called before admission and again by Run) refuses
+// the multipliers that used to fail after the rows were read ("noise scale
+// outside the range"), and the REPLACE_ONE n = 1 private length-scale; a
+// multiplier it accepts runs to a released output of the planned shape.
+TEST_F(KindUnitsTest, CheckNoiseRefusesWhatTheNoiseStepCannotTake) {
+  const data::FeatureLayout& layout = rows_.layout;
+  const int classes = rows_.num_classes;
+  const int64_t n = rows_.num_rows();
+  RffEmbeddingKind::Params rff_params;
+  rff_params.num_frequencies = 16;
+  const auto rff = RffEmbeddingKind::Resolve(rff_params, schema_).value();
+  CharfnEmbeddingKind::Params charfn_params;
+  charfn_params.num_frequencies = 16;
+  charfn_params.private_length_scale = true;
+  const auto charfn = CharfnEmbeddingKind::Resolve(charfn_params, schema_).value();
+  privacy::SeededNoiseSource noise(5);
+  for (NeighbouringRelation relation :
+       {NeighbouringRelation::kAddRemove, NeighbouringRelation::kReplaceOne}) {
+    for (double s : {1e30, 1e100, 1e200, 1e300}) {
+      EXPECT_FALSE(RffEmbeddingKind::CheckNoise(rff, layout, classes, relation, s, n).ok()) << s;
+      EXPECT_FALSE(RffEmbeddingKind::Run(rff, rows_, relation, s, n, &noise).ok()) << s;
+      EXPECT_FALSE(CharfnEmbeddingKind::CheckNoise(charfn, layout, classes, relation, s, n).ok())
+          << s;
+      EXPECT_FALSE(CharfnEmbeddingKind::Run(charfn, rows_, relation, s, n, &noise).ok()) << s;
+    }
+    for (double s : {0.3, 1.0, 1000.0}) {
+      ASSERT_TRUE(RffEmbeddingKind::CheckNoise(rff, layout, classes, relation, s, n).ok()) << s;
+      ASSERT_TRUE(CharfnEmbeddingKind::CheckNoise(charfn, layout, classes, relation, s, n).ok());
+      const auto released = CharfnEmbeddingKind::Run(charfn, rows_, relation, s, n, &noise);
+      ASSERT_TRUE(released.ok()) << released.status();
+      EXPECT_TRUE(released->embedding.class_values.allFinite());
+      EXPECT_EQ(released->embedding.class_values.rows(), 2 * 16);
+    }
+  }
+  // REPLACE_ONE with public n = 1: the distance release is undefined, so
+  // the plan refuses; the embedding alone (declared l) is fine.
+  EXPECT_FALSE(CharfnEmbeddingKind::CheckNoise(charfn, layout, classes,
+                                               NeighbouringRelation::kReplaceOne, 1.0, 1)
+                   .ok());
+  CharfnEmbeddingKind::Params declared = charfn;
+  declared.private_length_scale = false;
+  EXPECT_TRUE(CharfnEmbeddingKind::CheckNoise(declared, layout, classes,
+                                              NeighbouringRelation::kReplaceOne, 1.0, 1)
+                  .ok());
+}
+
+// The private length-scale can never be refused by the feature map after
+// the read: whatever the noisy mean distance, the derived l lies in
+// ValidateLengthScale's range.
+TEST(PrivateLengthScaleTest, EveryNoisyMeanGivesAnAcceptedLengthScale) {
+  const double inf = std::numeric_limits<double>::infinity();
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  for (double diameter : {1.0, std::sqrt(2.0), 28.0, 1024.0, 65536.0, 1e-9, 1e9, 0.0, nan}) {
+    for (double mean : {-inf, -1e300, -1.0, 0.0, 1e-300, 0.5, 3.0, 1e5, 1e300, inf, nan}) {
+      const double l = embed::LengthScaleFromMeanDistance(mean, diameter);
+      EXPECT_TRUE(embed::ValidateLengthScale(l, "l").ok())
+          << "mean " << mean << " diameter " << diameter << " gave " << l;
+    }
+  }
+}
+
+// The two-step map of a private length-scale (allocated before the read,
+// scaled after) is Create's map bit for bit, so the trainer rebuilds what
+// was released.
+TEST(PrivateLengthScaleTest, UnscaledThenScaledEqualsCreate) {
+  const data::Schema schema = data::DemoSchema();
+  const data::FeatureLayout layout = data::FeatureLayout::ForFeatures(schema);
+  for (double numeric : {0.0, 0.37}) {
+    embed::CharfnOptions options;
+    options.num_frequencies = 12;
+    options.length_scale = 1.7;
+    options.numeric_length_scale = numeric;
+    options.seed = 99;
+    const auto created = embed::CharacteristicFunctionMap::Create(layout, options).value();
+    auto two_step = embed::CharacteristicFunctionMap::CreateUnscaled(layout, options).value();
+    ASSERT_TRUE(two_step.SetLengthScale(1.7, numeric).ok());
+    EXPECT_EQ(two_step.frequencies(), created.frequencies());
+    EXPECT_EQ(two_step.numeric_length_scale(), created.numeric_length_scale());
+    EXPECT_FALSE(two_step.SetLengthScale(1.7, numeric).ok());  // once only
+  }
+}
+
+// Memory is a parameter (issue 23, 0(b)): the frequency matrix, k x d
+// doubles, is bounded at Resolve. A 1024 x 1024 image schema's defaults
+// (rff 4000 x 1048576 = 33.5 GB, charfn 1500 x 1048576 = 12.6 GB) are
+// refused with what to lower; Fashion-MNIST's 28 x 28 defaults still pass.
+TEST(FrequencyMatrixTest, BoundedAtResolveForWideImages) {
+  auto image_schema = [](int side) {
+    return data::Schema::Builder()
+        .AddImage("image", side, side)
+        .AddCategorical("label", {"a", "b", "c"})
+        .SetLabel("label")
+        .Build()
+        .value();
+  };
+  const data::Schema wide = image_schema(1024);
+  const auto rff = RffEmbeddingKind::Resolve({}, wide);
+  ASSERT_FALSE(rff.ok());
+  EXPECT_EQ(rff.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(rff.status().message().find("Lower num_frequencies to at most 64"),
+            std::string::npos)
+      << rff.status();
+  const auto charfn = CharfnEmbeddingKind::Resolve({}, wide);
+  ASSERT_FALSE(charfn.ok());
+  EXPECT_NE(charfn.status().message().find("Lower num_frequencies to at most 64"),
+            std::string::npos)
+      << charfn.status();
+  RffEmbeddingKind::Params small;
+  small.num_frequencies = 64;
+  EXPECT_TRUE(RffEmbeddingKind::Resolve(small, wide).ok());
+  const data::Schema fashion = image_schema(28);
+  const auto rff_fashion = RffEmbeddingKind::Resolve({}, fashion);
+  ASSERT_TRUE(rff_fashion.ok()) << rff_fashion.status();
+  EXPECT_EQ(rff_fashion->num_frequencies, kImageRffFrequencies);
+  const auto charfn_fashion = CharfnEmbeddingKind::Resolve({}, fashion);
+  ASSERT_TRUE(charfn_fashion.ok()) << charfn_fashion.status();
+  EXPECT_EQ(charfn_fashion->num_frequencies, kImageCharfnFrequencies);
+  EXPECT_TRUE(ValidateFrequencyMatrix(1 << 13, 1 << 13).ok());
+  EXPECT_FALSE(ValidateFrequencyMatrix((1 << 13) + 1, 1 << 13).ok());
 }
 
 }  // namespace
