@@ -30,19 +30,42 @@ class Binding final : public ReleaseKindBinding {
     return Kind::Plan(ParamsFromProto((resolved.*Params)()), noise_multiplier);
   }
 
-  absl::StatusOr<EngineOutput> Run(const v1::ReleaseRequest& resolved,
-                                   const release::EncodedRows& rows,
-                                   privacy::NeighbouringRelation relation,
-                                   double noise_multiplier, int64_t public_n,
-                                   privacy::NoiseSource* noise) const override {
-    DPC_ASSIGN_OR_RETURN(typename Kind::Result result,
-                         Kind::Run(ParamsFromProto((resolved.*Params)()), rows, relation,
-                                   noise_multiplier, public_n, noise));
-    EngineOutput output;
-    SetArtefactFields(result, &output.artefact);
-    output.ran = std::move(result.ran);
-    return output;
+  absl::Status CheckNoise(const v1::ReleaseRequest& resolved, const data::Schema& schema,
+                          privacy::NeighbouringRelation relation, double noise_multiplier,
+                          int64_t public_n) const override {
+    return Kind::CheckNoise(ParamsFromProto((resolved.*Params)()),
+                            data::FeatureLayout::ForFeatures(schema), schema.num_classes(),
+                            relation, noise_multiplier, public_n);
   }
+
+  absl::StatusOr<std::unique_ptr<PreparedEngine>> Prepare(
+      const v1::ReleaseRequest& resolved, const data::Schema& schema) const override {
+    DPC_ASSIGN_OR_RETURN(typename Kind::Prepared prepared,
+                         Kind::Prepare(ParamsFromProto((resolved.*Params)()),
+                                       data::FeatureLayout::ForFeatures(schema)));
+    return std::unique_ptr<PreparedEngine>(new Prepared(std::move(prepared)));
+  }
+
+ private:
+  class Prepared final : public PreparedEngine {
+   public:
+    explicit Prepared(typename Kind::Prepared prepared) : prepared_(std::move(prepared)) {}
+    absl::StatusOr<EngineOutput> Run(const release::EncodedRows& rows,
+                                     privacy::NeighbouringRelation relation,
+                                     double noise_multiplier, int64_t public_n,
+                                     privacy::NoiseSource* noise) override {
+      DPC_ASSIGN_OR_RETURN(typename Kind::Result result,
+                           Kind::Run(std::move(prepared_), rows, relation, noise_multiplier,
+                                     public_n, noise));
+      EngineOutput output;
+      SetArtefactFields(result, &output.artefact);
+      output.ran = std::move(result.ran);
+      return output;
+    }
+
+   private:
+    typename Kind::Prepared prepared_;
+  };
 };
 
 template <typename BindingType>

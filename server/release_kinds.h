@@ -2,6 +2,7 @@
 #define DPCURATOR_SERVER_RELEASE_KINDS_H_
 
 #include <cstdint>
+#include <memory>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -21,6 +22,18 @@ struct EngineOutput {
   release::GaussianMechanismRecord ran;
 };
 
+// A kind's engine with everything it allocates from public values already
+// built (release::OneShotReleaseKind's Prepare): made before any row is
+// read, run once after.
+class PreparedEngine {
+ public:
+  virtual ~PreparedEngine() = default;
+  virtual absl::StatusOr<EngineOutput> Run(const release::EncodedRows& rows,
+                                           privacy::NeighbouringRelation relation,
+                                           double noise_multiplier, int64_t public_n,
+                                           privacy::NoiseSource* noise) = 0;
+};
+
 // The server's handle on one one-shot release kind: its core unit
 // (core/release/, bound through release::OneShotReleaseKind) seen through
 // its case of ReleaseRequest.kind.
@@ -36,11 +49,15 @@ class ReleaseKindBinding {
   // ledger charges (release::OneShotEvent).
   virtual release::GaussianMechanismRecord Plan(const v1::ReleaseRequest& resolved,
                                                 double noise_multiplier) const = 0;
-  virtual absl::StatusOr<EngineOutput> Run(const v1::ReleaseRequest& resolved,
-                                           const release::EncodedRows& rows,
-                                           privacy::NeighbouringRelation relation,
-                                           double noise_multiplier, int64_t public_n,
-                                           privacy::NoiseSource* noise) const = 0;
+  // Before admission: every way the engine's noise step could fail for
+  // this multiplier and public size, from the public schema only (the
+  // kind's CheckNoise, which its Run calls again; docs/privacy.md 6.4).
+  virtual absl::Status CheckNoise(const v1::ReleaseRequest& resolved, const data::Schema& schema,
+                                  privacy::NeighbouringRelation relation,
+                                  double noise_multiplier, int64_t public_n) const = 0;
+  // After admission, before any row is read: the engine's allocations.
+  virtual absl::StatusOr<std::unique_ptr<PreparedEngine>> Prepare(
+      const v1::ReleaseRequest& resolved, const data::Schema& schema) const = 0;
 };
 
 // The registry: one line per kind in release_kinds.cc. nullptr for

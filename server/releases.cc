@@ -136,6 +136,17 @@ absl::StatusOr<ReleasePlan> PlanMstRelease(const v1::ReleaseRequest& request,
   return plan;
 }
 
+// A plan-time noise check's refusal as the analyst gets it: always
+// INVALID_ARGUMENT (the request's parameters are at fault), with the check's
+// own message, which names public values only.
+absl::Status RefusedAtPlan(const absl::Status& status, double noise_multiplier) {
+  if (status.ok()) return status;
+  return absl::InvalidArgumentError(absl::StrCat(
+      "noise multiplier ", noise_multiplier,
+      " cannot be used for this request (checked before any charge): ", status.message(),
+      ". Choose a noise multiplier or epsilon in the supported range"));
+}
+
 v1::NoisyMarginalTable MarginalToProto(const release::NoisyMarginal& marginal) {
   v1::NoisyMarginalTable table;
   for (const int c : marginal.clique) table.add_clique(c);
@@ -192,6 +203,14 @@ absl::StatusOr<ReleasePlan> PlanRelease(const v1::ReleaseRequest& request,
       return absl::InvalidArgumentError(
           "release request needs a privacy level: epsilon or noise_multiplier");
   }
+  // Before admission, with the code the engine's noise step runs: a
+  // multiplier (or public n) the noise step cannot take is refused here,
+  // never charged and failed after the rows are read (docs/privacy.md 6.4).
+  DPC_RETURN_IF_ERROR(RefusedAtPlan(
+      plan.binding->CheckNoise(plan.resolved_request, schema,
+                               RelationFromProto(dataset.relation()), plan.noise_multiplier,
+                               dataset.row_count()),
+      plan.noise_multiplier));
   // The charge is the event of the planned mechanism, which ComputeRelease
   // checks the engine's own record against before anything is released.
   plan.planned = plan.binding->Plan(plan.resolved_request, plan.noise_multiplier);
@@ -199,15 +218,30 @@ absl::StatusOr<ReleasePlan> PlanRelease(const v1::ReleaseRequest& request,
   return plan;
 }
 
+absl::StatusOr<std::unique_ptr<PreparedEngine>> PrepareRelease(const ReleasePlan& plan,
+                                                               const data::Schema& schema) {
+  if (plan.binding == nullptr) return absl::InternalError("release plan names no kind");
+  return plan.binding->Prepare(plan.resolved_request, schema);
+}
+
 absl::StatusOr<v1::Release> ComputeRelease(const ReleasePlan& plan, const v1::Dataset& dataset,
+                                           const release::EncodedRows& rows,
+                                           const std::string& release_id, double epsilon_alone,
+                                           privacy::NoiseSource* noise) {
+  DPC_ASSIGN_OR_RETURN(const data::Schema schema, SchemaFromProto(dataset.schema()));
+  DPC_ASSIGN_OR_RETURN(std::unique_ptr<PreparedEngine> engine, PrepareRelease(plan, schema));
+  return ComputeRelease(plan, *engine, dataset, rows, release_id, epsilon_alone, noise);
+}
+
+absl::StatusOr<v1::Release> ComputeRelease(const ReleasePlan& plan, PreparedEngine& engine,
+                                           const v1::Dataset& dataset,
                                            const release::EncodedRows& rows,
                                            const std::string& release_id, double epsilon_alone,
                                            privacy::NoiseSource* noise) {
   if (plan.binding == nullptr) return absl::InternalError("release plan names no kind");
   DPC_ASSIGN_OR_RETURN(EngineOutput output,
-                       plan.binding->Run(plan.resolved_request, rows,
-                                         RelationFromProto(dataset.relation()),
-                                         plan.noise_multiplier, rows.num_rows(), noise));
+                       engine.Run(rows, RelationFromProto(dataset.relation()),
+                                  plan.noise_multiplier, rows.num_rows(), noise));
   // Never release what the ledger did not charge (issue 12): the engine's
   // record of the mechanism it ran must be the plan, entry for entry.
   if (!(output.ran == plan.planned)) {
@@ -296,6 +330,17 @@ absl::StatusOr<v1::Release> ComputeMstRelease(const ReleasePlan& plan, const v1:
   return release;
 }
 
+int64_t FixedBatchSize(double sampling_rate, int64_t n) {
+  if (!(sampling_rate > 0) || n < 1) return 0;
+  const double exact = sampling_rate * static_cast<double>(n);
+  if (!(exact < 0x1.0p62)) return n;
+  auto size = static_cast<int64_t>(std::floor(exact));
+  // m / n * n may land an ulp or so below m: within a relative 1e-12 the
+  // next integer is taken, so a resolved rate m / n gives m back.
+  if (static_cast<double>(size + 1) - exact <= 1e-12 * std::max(1.0, exact)) ++size;
+  return std::min(size, n);
+}
+
 absl::StatusOr<SessionPlan> PlanSession(const v1::OpenSessionRequest& request,
                                         const v1::Dataset& dataset) {
   SessionPlan plan;
@@ -368,11 +413,11 @@ absl::StatusOr<SessionPlan> PlanSession(const v1::OpenSessionRequest& request,
             "unconditional session (conditional = false) or declare a label");
       }
       if (dataset.relation() == v1::REPLACE_ONE) {
-        // The batch has the fixed public size floor(q n) (set below as the
-        // resolved rate times n): that is the divisor Run checks.
-        proto.set_expected_batch_size(std::max<double>(
-            1.0, std::floor(params.sampling_rate() * static_cast<double>(dataset.row_count()) +
-                            1e-9)));
+        // The batch has the fixed public size FixedBatchSize(q, n), the one
+        // expression SampleStepBatch draws (checked below against the
+        // resolved rate): the divisor is the batch by construction.
+        proto.set_expected_batch_size(static_cast<double>(std::max<int64_t>(
+            1, FixedBatchSize(params.sampling_rate(), dataset.row_count()))));
       }
       DPC_ASSIGN_OR_RETURN(const Kind::Params resolved,
                            Kind::Resolve(KernelWitnessParamsFromProto(proto), schema));
@@ -397,8 +442,7 @@ absl::StatusOr<SessionPlan> PlanSession(const v1::OpenSessionRequest& request,
     // Fixed-size batches of m = floor(q n) rows: the accountant must see the
     // rate actually used, m / n (never the rounded-up one), or Wang et al.'s
     // bound would be applied to a smaller sampling rate than the real one.
-    const int64_t batch = static_cast<int64_t>(
-        std::floor(params.sampling_rate() * static_cast<double>(dataset.row_count())));
+    const int64_t batch = FixedBatchSize(params.sampling_rate(), dataset.row_count());
     if (batch < 1) {
       return absl::InvalidArgumentError(absl::StrCat(
           "sampling rate ", params.sampling_rate(), " times the dataset size ",
@@ -406,6 +450,18 @@ absl::StatusOr<SessionPlan> PlanSession(const v1::OpenSessionRequest& request,
     }
     params.set_sampling_rate(static_cast<double>(batch) /
                              static_cast<double>(dataset.row_count()));
+    // Every step draws FixedBatchSize of the resolved rate: it must be the
+    // batch charged and (kernel_witness) the divisor, or every step would
+    // run on another size than planned. Checked here, before admission.
+    const bool divisor_agrees =
+        params.step_case() != v1::SessionParams::kKernelWitness ||
+        params.kernel_witness().expected_batch_size() == static_cast<double>(batch);
+    if (FixedBatchSize(params.sampling_rate(), dataset.row_count()) != batch ||
+        !divisor_agrees) {
+      return absl::InternalError(
+          "the session's fixed batch size does not survive its resolved sampling rate; "
+          "nothing was charged");
+    }
   }
   switch (params.privacy_case()) {
     case v1::SessionParams::kEpsilon: {
@@ -425,6 +481,45 @@ absl::StatusOr<SessionPlan> PlanSession(const v1::OpenSessionRequest& request,
           "session needs a privacy level: epsilon (for all steps) or noise_multiplier");
   }
   params.set_noise_multiplier(plan.noise_multiplier);
+  // Before admission, with the code each step's noise step runs: a
+  // multiplier the noise grid cannot take for the step's public sensitivity
+  // and dimension is refused now, never charged and failed after the read
+  // (docs/privacy.md 6.4).
+  const int64_t step_public_n =
+      relation == privacy::NeighbouringRelation::kReplaceOne
+          ? FixedBatchSize(params.sampling_rate(), dataset.row_count())
+          : 0;
+  switch (params.step_case()) {
+    case v1::SessionParams::kRffEmbedding: {
+      DPC_ASSIGN_OR_RETURN(data::Schema schema, SchemaFromProto(dataset.schema()));
+      DPC_RETURN_IF_ERROR(RefusedAtPlan(
+          release::RffEmbeddingKind::CheckNoise(ParamsFromProto(params.rff_embedding()),
+                                                data::FeatureLayout::ForFeatures(schema),
+                                                schema.num_classes(), relation,
+                                                plan.noise_multiplier, step_public_n),
+          plan.noise_multiplier));
+      break;
+    }
+    case v1::SessionParams::kDpSgd:
+      // LEAD: dp_sgd's plan-time noise check goes here, the same call its
+      // step makes:
+      //   DPC_ASSIGN_OR_RETURN(const privacy::GridNoise noise,
+      //       release::DpSgdKind::NoiseFor(resolved, relation, plan.noise_multiplier,
+      //                                   params.dp_sgd().row_width()));
+      // refused through RefusedAtPlan (INVALID_ARGUMENT), before admission.
+      break;
+    case v1::SessionParams::kKernelWitness: {
+      const v1::KernelWitnessParams& declared = params.kernel_witness();
+      DPC_RETURN_IF_ERROR(RefusedAtPlan(
+          release::KernelWitnessKind::CheckNoise(KernelWitnessParamsFromProto(declared), relation,
+                                                 plan.noise_multiplier, declared.max_points(),
+                                                 declared.dimension()),
+          plan.noise_multiplier));
+      break;
+    }
+    case v1::SessionParams::STEP_NOT_SET:
+      return absl::InternalError("session step kind was not resolved");
+  }
   plan.steps = params.steps();
   // Steps draw the grid's discrete Gaussian: charged by the bounds proven
   // for it (docs/privacy.md 4.7), stored as discrete_poisson / discrete_wor.
@@ -522,8 +617,10 @@ StepBatch SampleStepBatch(const v1::SessionParams& params, const v1::Dataset& da
     // 2019): partial Fisher-Yates with the CSPRNG.
     // floor: the batch fraction never exceeds the rate the ledger charged
     // (PlanSession resolved q to m / n exactly).
-    const int64_t size = std::max<int64_t>(
-        1, static_cast<int64_t>(std::floor(params.sampling_rate() * static_cast<double>(n) + 1e-9)));
+    // PlanSession resolved q to m / n with m = FixedBatchSize(q, n) and
+    // checked FixedBatchSize(m / n, n) = m: this is the batch it charged
+    // and (kernel_witness) the divisor.
+    const int64_t size = std::clamp<int64_t>(FixedBatchSize(params.sampling_rate(), n), 1, n);
     std::vector<int64_t> order(n);
     for (int64_t i = 0; i < n; ++i) order[i] = i;
     for (int64_t i = 0; i < size; ++i) {

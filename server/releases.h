@@ -2,6 +2,7 @@
 #define DPCURATOR_SERVER_RELEASES_H_
 
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -45,10 +46,22 @@ struct ReleasePlan {
 absl::StatusOr<ReleasePlan> PlanRelease(const v1::ReleaseRequest& request,
                                         const v1::Dataset& dataset, const data::Schema& schema);
 
-// Runs the kind's engine for the planned release over the dataset's
+// The kind's engine with its public allocations made (the frequency
+// matrix): called after admission and BEFORE any row is read, so that an
+// allocation failure is a failure before the read (docs/privacy.md 6.4).
+absl::StatusOr<std::unique_ptr<PreparedEngine>> PrepareRelease(const ReleasePlan& plan,
+                                                               const data::Schema& schema);
+
+// Runs the prepared engine for the planned release over the dataset's
 // encoded rows and wraps the noised statistic in an artefact. Refuses
 // (INTERNAL, nothing released) when the engine's record of its mechanism
 // differs from the plan the ledger charged. Pure computation: no ledger.
+absl::StatusOr<v1::Release> ComputeRelease(const ReleasePlan& plan, PreparedEngine& engine,
+                                           const v1::Dataset& dataset,
+                                           const release::EncodedRows& rows,
+                                           const std::string& release_id, double epsilon_alone,
+                                           privacy::NoiseSource* noise);
+// PrepareRelease, then ComputeRelease (tests).
 absl::StatusOr<v1::Release> ComputeRelease(const ReleasePlan& plan, const v1::Dataset& dataset,
                                            const release::EncodedRows& rows,
                                            const std::string& release_id, double epsilon_alone,
@@ -74,6 +87,14 @@ struct SessionPlan {
   int64_t steps = 0;
   v1::SessionParams resolved_params;
 };
+// The one expression for a REPLACE_ONE step's fixed batch size m (sampling
+// without replacement, Wang, Balle, Kasiviswanathan 2019): floor(q n), with
+// a relative 1e-12 tolerance below the next integer so that the resolved
+// rate m / n gives m back. PlanSession resolves the rate and the
+// kernel_witness divisor with it and checks the round trip before
+// admission; every step's batch is drawn with it (docs/privacy.md 6.4).
+int64_t FixedBatchSize(double sampling_rate, int64_t n);
+
 absl::StatusOr<SessionPlan> PlanSession(const v1::OpenSessionRequest& request,
                                         const v1::Dataset& dataset);
 

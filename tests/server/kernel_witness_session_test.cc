@@ -5,6 +5,7 @@
 // are not refunded, and the client oracle retries on the same index.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <string>
@@ -316,6 +317,67 @@ TEST_F(KernelWitnessSessionTest, ReplaceOneDividesByTheFixedBatchSize) {
   v1::SessionStepResponse response;
   ASSERT_TRUE(RunStep(session.id(), 0, Points(3, d, 1), Eigen::VectorXi(), &response).ok());
   EXPECT_EQ(response.witness().values_size(), 3);
+}
+
+// Issue 23, 0(c): one expression for the fixed batch size and the
+// divisor. At q = 0.29 and n = 100, floor(q n + 1e-9) = 29 (the divisor)
+// and floor(q n) = 28 (the batch) used to differ, and every step failed
+// after the rows were read, charged. Now both are FixedBatchSize(q, n).
+TEST_F(KernelWitnessSessionTest, ReplaceOneBatchAndDivisorAgreeAtEveryRate) {
+  v1::Dataset dataset;
+  ASSERT_TRUE(CreateDataset(100.0, 1e-5, v1::REPLACE_ONE, &dataset).ok());
+  ASSERT_TRUE(UploadDemoRows(dataset.id(), 100, kRowSeed).ok());
+  v1::OpenSessionRequest request = OpenRequest(dataset.id(), 2, 0.29, 1.0);
+  v1::Session session;
+  const grpc::Status opened = Open(request, &session);
+  ASSERT_TRUE(opened.ok()) << opened.error_message();
+  const double divisor = session.params().kernel_witness().expected_batch_size();
+  EXPECT_EQ(divisor, static_cast<double>(FixedBatchSize(session.params().sampling_rate(), 100)));
+  EXPECT_EQ(divisor, static_cast<double>(FixedBatchSize(0.29, 100)));
+  const int d = session.params().kernel_witness().dimension();
+  for (int64_t step = 0; step < 2; ++step) {
+    v1::SessionStepResponse response;
+    const grpc::Status status =
+        RunStep(session.id(), step, Points(3, d, 1 + step), Eigen::VectorXi(), &response);
+    ASSERT_TRUE(status.ok()) << "step " << step << ": " << status.error_message();
+    EXPECT_EQ(response.witness().divisor(), divisor);
+  }
+  // The function is a fixed point of its resolved rate for every m and n.
+  for (int64_t n : {1, 2, 3, 7, 100, 1000, 60000, 1000003}) {
+    for (int64_t m = 1; m <= n; m += std::max<int64_t>(1, n / 97)) {
+      const double rate = static_cast<double>(m) / static_cast<double>(n);
+      EXPECT_EQ(FixedBatchSize(rate, n), m) << m << " / " << n;
+    }
+  }
+}
+
+// Issue 23, 0(b): a declared expected batch size of 1e305 (ADD_REMOVE) was
+// admitted and every step failed after the read (s / m off the noise
+// grid); a multiplier whose s * Delta leaves the grid likewise. Both are
+// refused at open now, nothing reserved.
+TEST_F(KernelWitnessSessionTest, DivisorAndNoiseRangeAreCheckedAtOpen) {
+  const v1::Dataset dataset = MakeDataset();
+  v1::KernelWitnessParams kernel = Kernel();
+  kernel.set_expected_batch_size(1e305);
+  v1::Session session;
+  grpc::Status status = Open(OpenRequest(dataset.id(), 10, 0.1, 1.0, kernel), &session);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << status.error_message();
+  for (double s : {1e30, 1e300}) {
+    status = Open(OpenRequest(dataset.id(), 10, 0.1, s), &session);
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << s;
+    EXPECT_NE(status.error_message().find("checked before any charge"), std::string::npos)
+        << status.error_message();
+  }
+  EXPECT_EQ(EpsilonSpent(dataset.id()), 0.0);
+  // The largest accepted divisor still opens and steps.
+  kernel.set_expected_batch_size(0x1.0p40);
+  v1::OpenSessionRequest largest = OpenRequest(dataset.id(), 1, 0.1, 1.0, kernel);
+  largest.set_idempotency_key("largest-divisor");
+  ASSERT_TRUE(Open(largest, &session).ok());
+  const int d = session.params().kernel_witness().dimension();
+  v1::SessionStepResponse response;
+  status = RunStep(session.id(), 0, Points(3, d, 4), Eigen::VectorXi(), &response);
+  EXPECT_TRUE(status.ok()) << status.error_message();
 }
 
 TEST_F(KernelWitnessSessionTest, TheOracleStepsResumesAndCloses) {
