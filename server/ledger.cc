@@ -199,6 +199,19 @@ absl::Status RefundLocked(Database* db, const Clock& clock, const std::string& d
 
 
 
+namespace {
+
+// The answer to a key whose release failed, or may have failed, after the
+// rows were read: final, charge kept, the incident names the log entry.
+absl::Status FailedAfterRowsReadError(const std::string& release_id,
+                                      const std::string& incident) {
+  return absl::FailedPreconditionError(absl::StrCat(
+      "release '", release_id, "' failed after the server read the dataset (incident ",
+      incident, "); its charge stands. Request it again with a new idempotency key"));
+}
+
+}  // namespace
+
 absl::StatusOr<Ledger::Admission> Ledger::Admit(const std::string& dataset_id,
                                                 const Caller& caller,
                                                 const std::string& key,
@@ -247,20 +260,32 @@ absl::StatusOr<Ledger::Admission> Ledger::Admit(const std::string& dataset_id,
       // PENDING: resume a crashed attempt, never race a live one (the
       // live one may deliver while this one fails, or the reverse).
       std::lock_guard<std::mutex> attempts(attempts_mutex_);
-      if (!attempts_.insert(admission.release_id).second) {
+      if (attempts_.contains(admission.release_id)) {
         return absl::AbortedError(absl::StrCat(
             "release '", admission.release_id,
             "' is being computed by an earlier attempt with this idempotency key; retry "
             "after it finishes and the retry returns its result"));
       }
+      const std::string incident = existing.ColumnText(6);
+      if (!incident.empty()) {
+        // The earlier attempt marked the rows read and never finished: it
+        // may have read them, so this release is final (docs/privacy.md
+        // 6.3): FAILED with that incident, the charge kept, never a free
+        // recomputation.
+        DPC_ASSIGN_OR_RETURN(auto fail,
+                             db->Prepare("UPDATE releases SET status = 'FAILED', "
+                                         "charged_failure = 1 WHERE id = ? AND status = "
+                                         "'PENDING'"));
+        DPC_RETURN_IF_ERROR(fail.Bind(1, admission.release_id).Run());
+        DPC_RETURN_IF_ERROR(transaction.Commit());
+        return FailedAfterRowsReadError(admission.release_id, incident);
+      }
+      attempts_.insert(admission.release_id);
       admission.outcome = Admission::Outcome::kResume;
       return admission;
     }
     if (existing.ColumnInt(5) != 0) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "release '", admission.release_id, "' failed after the server read the dataset (incident ",
-          existing.ColumnText(6), "); its charge stands. Request it again with a new "
-          "idempotency key"));
+      return FailedAfterRowsReadError(admission.release_id, existing.ColumnText(6));
     }
     retry_release_id = admission.release_id;  // FAILED and refunded: charge anew
   }
@@ -335,6 +360,21 @@ absl::StatusOr<std::string> Ledger::Complete(const std::string& release_id,
 void Ledger::EndAttempt(const std::string& release_id) {
   std::lock_guard<std::mutex> attempts(attempts_mutex_);
   attempts_.erase(release_id);
+}
+
+absl::Status Ledger::MarkRowsRead(const std::string& release_id, const std::string& incident) {
+  auto locked = database_->Lock();
+  Database* db = locked.get();
+  DPC_ASSIGN_OR_RETURN(auto transaction, Transaction::BeginImmediate(db));
+  DPC_ASSIGN_OR_RETURN(auto update,
+                       db->Prepare("UPDATE releases SET incident = ? WHERE id = ? AND status = "
+                                   "'PENDING'"));
+  DPC_RETURN_IF_ERROR(update.Bind(1, incident).Bind(2, release_id).Run());
+  if (db->Changes() == 0) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("release '", release_id, "' is not pending"));
+  }
+  return transaction.Commit();
 }
 
 absl::Status Ledger::FailAfterRowsRead(const std::string& release_id,

@@ -71,7 +71,11 @@ class Ledger {
   // process's memory, so a crash releases it; EndAttempt() releases it
   // otherwise (ReleaseAttempt below does that on scope exit). A key whose
   // release failed after reading rows answers FAILED_PRECONDITION: the
-  // charge stands, and a new request needs a new key.
+  // charge stands, and a new request needs a new key. So does a PENDING
+  // release whose earlier attempt may have read rows (MarkRowsRead, then a
+  // crash or a lost failure record): it is made FAILED with its incident,
+  // charge kept, in this transaction, and never recomputed for free
+  // (docs/privacy.md 6.3).
   absl::StatusOr<Admission> Admit(const std::string& dataset_id, const Caller& caller,
                                   const std::string& idempotency_key, const std::string& kind,
                                   const std::string& request_bytes,
@@ -89,6 +93,12 @@ class Ledger {
   // FAILED_PRECONDITION and nothing is written. `reason` is stored in the
   // ledger: callers pass fixed text, never anything derived from rows.
   absl::Status Refund(const std::string& release_id, const std::string& reason);
+
+  // Durably, BEFORE the attempt loads any row: records `incident` (drawn by
+  // the caller) on the PENDING release, so that if this attempt never
+  // completes (crash, lost failure record) a resume answers that incident
+  // instead of reading the rows again. FAILED_PRECONDITION when not PENDING.
+  absl::Status MarkRowsRead(const std::string& release_id, const std::string& incident);
 
   // A failure after private rows were read (docs/privacy.md 6.1): PENDING ->
   // FAILED with the charge kept (no refund event, ever) and the incident id

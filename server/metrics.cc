@@ -144,6 +144,15 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
                   .Name("dpcurator_ldp_reports_total")
                   .Help("Local-DP reports received, by collection and outcome")
                   .Register(*registry_);
+  failures_after_rows_read_ =
+      &prometheus::BuildCounter()
+           .Name("dpcurator_failures_after_rows_read_total")
+           .Help("Releases and session steps that failed after the server read private rows "
+                 "(incidents; docs/privacy.md 6.4: zero in a healthy server), by object")
+           .Register(*registry_);
+  // Both series exist from the start, so a scrape reads 0, not nothing.
+  failures_after_rows_read_->Add({{"object", "release"}});
+  failures_after_rows_read_->Add({{"object", "session_step"}});
   sessions_open_ = &prometheus::BuildGauge()
                         .Name("dpcurator_sessions_open")
                         .Help("Iterative-release sessions in state OPEN")
@@ -194,6 +203,10 @@ void Metrics::RecordRelease(absl::string_view kind, absl::string_view dataset_id
 
 void Metrics::RecordRefusal(absl::StatusCode code) {
   refusals_->Add({{"reason", RefusalReason(code)}}).Increment();
+}
+
+void Metrics::RecordFailureAfterRowsRead(absl::string_view object) {
+  failures_after_rows_read_->Add({{"object", std::string(object)}}).Increment();
 }
 
 void Metrics::SetEpsilon(absl::string_view dataset_id, double spent, double remaining) {

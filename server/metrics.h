@@ -80,6 +80,12 @@ class Metrics {
   void RecordRelease(absl::string_view kind, absl::string_view dataset_id);
   // A RequestRelease or OpenSession call ended with `code` (not OK).
   void RecordRefusal(absl::StatusCode code);
+  // An incident: a release ("release") or session step ("session_step")
+  // failed after private rows were read. Exposed as
+  // dpcurator_failures_after_rows_read_total{object=...}; every admitted
+  // mechanism is total (docs/privacy.md 6.4), so it stays 0 unless a bug
+  // or the machine failed.
+  void RecordFailureAfterRowsRead(absl::string_view object);
   // The dataset's ledger position after a charge or refund.
   void SetEpsilon(absl::string_view dataset_id, double spent, double remaining);
   // SetEpsilon from the report, and the dataset's open sessions from its
@@ -118,6 +124,7 @@ class Metrics {
   prometheus::Family<prometheus::Gauge>* epsilon_remaining_ = nullptr;
   prometheus::Family<prometheus::Counter>* reports_ = nullptr;
   prometheus::Gauge* sessions_open_ = nullptr;
+  prometheus::Family<prometheus::Counter>* failures_after_rows_read_ = nullptr;
   prometheus::Family<prometheus::Counter>* rpcs_ = nullptr;
   prometheus::Family<prometheus::Histogram>* rpc_duration_ = nullptr;
   // Open sessions per dataset; the gauge is their sum.

@@ -1,6 +1,10 @@
 #include "server/service.h"
 
 #include <chrono>
+#include <exception>
+#include <memory>
+#include <new>
+#include <string>
 
 #include "absl/strings/str_cat.h"
 #include "core/data/csv.h"
@@ -127,6 +131,24 @@ grpc::Status FailureAfterRowsRead(absl::string_view object, const std::string& o
       .Code(cause.code())
       .Str("detail", RedactedDetail(cause.message()));
   return IncidentStatus(object, object_id, incident);
+}
+
+// Runs `body` (returning absl::Status or StatusOr) with every exception
+// turned into a status, so that a throw after the rows were read (a
+// std::bad_alloc included) takes the same path as any other failure there
+// (docs/privacy.md 6.4). The status names the exception's type only, never
+// its what(): a library's message could quote a value.
+template <typename Body>
+auto Guarded(Body body) -> decltype(body()) {
+  try {
+    return body();
+  } catch (const std::bad_alloc&) {
+    return absl::ResourceExhaustedError("out of memory (std::bad_alloc was thrown)");
+  } catch (const std::exception&) {
+    return absl::InternalError("a std::exception was thrown");
+  } catch (...) {
+    return absl::InternalError("an exception of unknown type was thrown");
+  }
 }
 
 absl::Status ValidateBudget(const v1::Budget& budget) {
@@ -340,10 +362,18 @@ grpc::Status ReleaseServiceImpl::RequestRelease(grpc::ServerContext* context,
     authorizer_->NoteEpsilon(context, admission.epsilon_alone);
   }
   bool refunded = false;
-  absl::StatusOr<v1::Release> computed = RunReleaseEngine(admitted, &refunded);
+  std::string incident;
+  absl::StatusOr<v1::Release> computed = RunReleaseEngine(admitted, &refunded, &incident);
   if (refunded) authorizer_->NoteEpsilon(context, 0.0);
   if (!computed.ok()) return ToGrpcStatus(computed.status());
-  return ToGrpcStatus(DeliverRelease(role, admitted, *std::move(computed), response));
+  // Still after the read: a throw while storing or answering is an
+  // incident like any other.
+  absl::Status delivered =
+      Guarded([&] { return DeliverRelease(role, admitted, *std::move(computed), response); });
+  if (!delivered.ok() && !incident.empty()) {
+    return ToGrpcStatus(ReleaseFailedAfterRowsRead(admitted, incident, delivered));
+  }
+  return ToGrpcStatus(delivered);
 }
 
 absl::StatusOr<ReleaseServiceImpl::AdmittedRelease> ReleaseServiceImpl::AdmitRelease(
@@ -371,20 +401,37 @@ absl::StatusOr<ReleaseServiceImpl::AdmittedRelease> ReleaseServiceImpl::AdmitRel
 }
 
 absl::StatusOr<v1::Release> ReleaseServiceImpl::RunReleaseEngine(const AdmittedRelease& admitted,
-                                                                  bool* refunded) {
+                                                                  bool* refunded,
+                                                                  std::string* incident) {
   const Ledger::Admission& admission = admitted.admission;
   const v1::Dataset& dataset = admitted.dataset;
-  // Before any row is read: the noise source. Failing here is the one
-  // failure that may be refunded, and only when this attempt made the
-  // charge (a resumed charge's earlier attempt may have read rows).
+  // Before any row is read: the noise source, the engine's allocations
+  // sized by the request (the frequency matrix; docs/privacy.md 6.4), and
+  // the durable "rows read" mark. Failing here is the one failure that may
+  // be refunded, and only when this attempt made the charge (a resumed
+  // charge's earlier attempt may have read rows).
   auto noise = noise_source_();
   absl::Status before_rows = noise.ok() ? Hit(failpoint_, "release.before_rows_read")
                                         : noise.status();
+  std::unique_ptr<PreparedEngine> engine;
+  if (before_rows.ok() && !admitted.plan.mst.has_value()) {
+    before_rows = Guarded([&]() -> absl::Status {
+      DPC_ASSIGN_OR_RETURN(engine, PrepareRelease(admitted.plan, admitted.schema));
+      return absl::OkStatus();
+    });
+  }
+  if (before_rows.ok()) {
+    // From here on a crash leaves a release that a retry makes FAILED with
+    // this incident, never one it recomputes (docs/privacy.md 6.3).
+    const std::string marked = NewId("inc");
+    before_rows = ledger_->MarkRowsRead(admission.release_id, marked);
+    if (before_rows.ok()) *incident = marked;
+  }
   if (!before_rows.ok()) {
     if (admission.outcome == Ledger::Admission::Outcome::kAdmitted) {
       *refunded = ledger_
                      ->Refund(admission.release_id,
-                              "the server's noise source failed before any row was read")
+                              "the server could not start the release before any row was read")
                      .ok();
       RefreshBudget(*ledger_, *metrics_, dataset.id());
     }
@@ -395,12 +442,13 @@ absl::StatusOr<v1::Release> ReleaseServiceImpl::RunReleaseEngine(const AdmittedR
         .Bool("refunded", *refunded);
     return absl::UnavailableError(absl::StrCat(
         "the server could not start release '", admission.release_id,
-        "' (its noise source failed) before reading any row; ",
+        "' (its noise source or the memory for its parameters was unavailable) before reading "
+        "any row; ",
         *refunded ? "the charge was refunded. " : "", "Retry later with the same idempotency key."));
   }
-  // From the first row read on, a failure keeps its charge and says nothing
-  // data-dependent (docs/privacy.md 6.1).
-  auto computed = [&]() -> absl::StatusOr<v1::Release> {
+  // From the first row read on, a failure (returned or thrown) keeps its
+  // charge and says nothing data-dependent (docs/privacy.md 6.1).
+  auto computed = Guarded([&]() -> absl::StatusOr<v1::Release> {
     if (admitted.plan.mst.has_value()) {
       // MST discretises the stored values, not the encoded features.
       DPC_ASSIGN_OR_RETURN(std::shared_ptr<const data::Table> table,
@@ -412,20 +460,29 @@ absl::StatusOr<v1::Release> ReleaseServiceImpl::RunReleaseEngine(const AdmittedR
     DPC_ASSIGN_OR_RETURN(std::shared_ptr<const release::EncodedRows> rows,
                          store_->LoadEncodedRows(dataset.id(), admitted.schema));
     DPC_RETURN_IF_ERROR(Hit(failpoint_, "release.after_rows_read"));
-    return ComputeRelease(admitted.plan, dataset, *rows, admission.release_id,
+    return ComputeRelease(admitted.plan, *engine, dataset, *rows, admission.release_id,
                           admission.epsilon_alone, noise->get());
-  }();
+  });
   if (computed.ok()) return computed;
-  const std::string incident = NewId("inc");
-  absl::Status marked = ledger_->FailAfterRowsRead(admission.release_id, incident);
+  return ReleaseFailedAfterRowsRead(admitted, *incident, computed.status());
+}
+
+absl::Status ReleaseServiceImpl::ReleaseFailedAfterRowsRead(const AdmittedRelease& admitted,
+                                                            const std::string& incident,
+                                                            const absl::Status& cause) {
+  const std::string& release_id = admitted.admission.release_id;
+  metrics_->RecordFailureAfterRowsRead("release");
+  absl::Status marked = ledger_->FailAfterRowsRead(release_id, incident);
   if (!marked.ok()) {
+    // The "rows read" mark stands: a retry makes the release FAILED with
+    // this incident instead of recomputing it.
     LogEvent(LogLevel::kError, "release_failure_not_recorded")
         .Str("incident", incident)
-        .Str("release", admission.release_id)
+        .Str("release", release_id)
         .Code(marked.code());
   }
-  return FromGrpcStatus(FailureAfterRowsRead("release", admission.release_id, dataset.id(),
-                                             incident, computed.status()));
+  return FromGrpcStatus(
+      FailureAfterRowsRead("release", release_id, admitted.dataset.id(), incident, cause));
 }
 
 absl::Status ReleaseServiceImpl::DeliverRelease(Role role, const AdmittedRelease& admitted,
@@ -539,16 +596,18 @@ grpc::Status SessionServiceImpl::Step(grpc::ServerContext* context,
     // From the first row read on, a failure is the step's outcome: stored,
     // counted as used (its reservation is never returned), and answered
     // with an incident id only (docs/privacy.md 6.1).
-    auto computed = [&]() -> absl::StatusOr<std::string> {
+    // A throw (std::bad_alloc included) is such a failure too (docs/privacy.md 6.4).
+    auto computed = Guarded([&]() -> absl::StatusOr<std::string> {
       DPC_ASSIGN_OR_RETURN(std::shared_ptr<const release::EncodedRows> rows,
                            store_->LoadEncodedRows(dataset.id(), schema));
       DPC_RETURN_IF_ERROR(Hit(failpoint_, "session_step.after_rows_read"));
       return ComputeSessionStep(session, dataset, *rows, step_id, *request, noise.get());
-    }();
+    });
     Ledger::StoredStep attempt;
     if (computed.ok()) {
       attempt.artefact = *std::move(computed);
     } else {
+      metrics_->RecordFailureAfterRowsRead("session_step");
       attempt.incident = NewId("inc");
       LogEvent(LogLevel::kError, "failed_after_rows_read")
           .Str("incident", attempt.incident)

@@ -123,7 +123,16 @@ class ReleaseServiceImpl final : public v1::ReleaseService::Service, private Eng
                                                const v1::ReleaseRequest& request);
   // `refunded` is set when a failure before any row was read gave the
   // charge back (the one refundable failure, docs/privacy.md 6.1).
-  absl::StatusOr<v1::Release> RunReleaseEngine(const AdmittedRelease& admitted, bool* refunded);
+  // `incident` gets the id marked on the release before its rows are
+  // loaded (Ledger::MarkRowsRead), empty when none was.
+  absl::StatusOr<v1::Release> RunReleaseEngine(const AdmittedRelease& admitted, bool* refunded,
+                                               std::string* incident);
+  // The one path of every failure after the rows were read, thrown or
+  // returned: FAILED with the incident (charge kept), counted, logged
+  // redacted, and answered with the incident only (docs/privacy.md 6.1).
+  absl::Status ReleaseFailedAfterRowsRead(const AdmittedRelease& admitted,
+                                          const std::string& incident,
+                                          const absl::Status& cause);
   absl::Status DeliverRelease(Role role, const AdmittedRelease& admitted, v1::Release computed,
                               v1::Release* response);
 };

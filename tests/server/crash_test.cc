@@ -15,13 +15,17 @@
 //   its charge, and nothing is charged twice. A PENDING release was charged
 //   and then the server died before its artefact was stored; it was never
 //   delivered. That over-charge is the one loss a crash may cause
-//   (docs/privacy.md, "Crashes"), and a retry with the same idempotency key
-//   completes it without a second charge.
+//   (docs/privacy.md, "Crashes"). A retry with the same idempotency key
+//   completes it without a second charge if the killed attempt had not yet
+//   marked its rows read; otherwise (issue 23, docs/privacy.md 6.3) the
+//   retry makes it FAILED with its incident, charge kept, and never reads
+//   the rows again for free.
 // - The budget spent equals the composition of exactly those charges,
 //   recomputed here from the request parameters, and stays <= the cap.
 // After the last round every interrupted request is retried and every
-// unacknowledged batch resent; then each attempted key holds one DONE release
-// and one charge, and every sent report is stored once.
+// unacknowledged batch resent; then each attempted key holds one DONE (or,
+// killed after its rows were read, FAILED) release and one charge, and every
+// sent report is stored once.
 //
 // What SIGKILL cannot show: it loses the process, not the OS page cache, so
 // a missing fsync (synchronous=FULL) is invisible here; that needs a power
@@ -57,6 +61,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "client/connection.h"
 #include "core/data/demo.h"
@@ -182,6 +187,9 @@ struct ReleaseWorker {
   std::vector<ReceivedRelease> received;
   int retries = 0;
   int replayed_retries = 0;  // the retry found the release already DONE
+  // Keys whose retry found the release final: killed after its rows were
+  // marked read, so FAILED with its charge, never recomputed.
+  std::set<std::string> failed_after_read;
   std::vector<std::string> unexpected;  // errors while the server was alive
 };
 
@@ -220,6 +228,13 @@ bool RequestOneRelease(client::Connection& analyst, ReleaseWorker& worker, const
   auto context = analyst.NewContext();
   grpc::Status status = analyst.releases().RequestRelease(
       context.get(), ReleaseRequestFor(round.dataset_id, *worker.in_flight), &release);
+  if (retry && status.error_code() == grpc::StatusCode::FAILED_PRECONDITION &&
+      absl::StrContains(status.error_message(), "failed after the server read the dataset")) {
+    ++worker.retries;
+    worker.failed_after_read.insert(*worker.in_flight);
+    worker.in_flight.reset();
+    return true;
+  }
   if (!status.ok()) {
     if (!round.kill_issued.load()) {
       worker.unexpected.push_back(absl::StrCat("release ", *worker.in_flight, ": ",
@@ -502,8 +517,10 @@ class CrashTest : public ::testing::Test {
     // Releases.
     std::set<std::string> attempted;
     std::vector<const ReceivedRelease*> received;
+    std::set<std::string> failed_after_read;
     for (const auto& worker : release_workers_) {
       attempted.insert(worker.attempted.begin(), worker.attempted.end());
+      failed_after_read.insert(worker.failed_after_read.begin(), worker.failed_after_read.end());
       for (const auto& r : worker.received) received.push_back(&r);
     }
     std::map<std::string, v1::ReleaseSummary> by_key;
@@ -518,9 +535,14 @@ class CrashTest : public ::testing::Test {
       for (const auto& summary : response.releases()) {
         EXPECT_EQ(attempted.count(summary.idempotency_key()), 1u)
             << "release for a key never used: " << summary.idempotency_key();
-        EXPECT_TRUE(summary.status() == "DONE" || summary.status() == "PENDING")
-            << summary.ShortDebugString() << " (no computation should fail here)";
-        if (resolved) {
+        const bool final_failure = failed_after_read.count(summary.idempotency_key()) > 0;
+        if (final_failure) {
+          EXPECT_EQ(summary.status(), "FAILED") << summary.ShortDebugString();
+        } else {
+          EXPECT_TRUE(summary.status() == "DONE" || summary.status() == "PENDING")
+              << summary.ShortDebugString() << " (no computation should fail here)";
+        }
+        if (resolved && !final_failure) {
           EXPECT_EQ(summary.status(), "DONE") << summary.ShortDebugString();
         }
         by_key[summary.idempotency_key()] = summary;
@@ -611,10 +633,11 @@ class CrashTest : public ::testing::Test {
     auto totals = opened->ledger->VerifyTotals();
     ASSERT_TRUE(totals.ok()) << totals.status();
     EXPECT_TRUE(totals->empty()) << totals->front();
-    int64_t sent = 0, attempted = 0;
+    int64_t sent = 0, attempted = 0, failed_after_read = 0;
     for (const auto& worker : report_workers_) sent += static_cast<int64_t>(worker.sent.size());
     for (const auto& worker : release_workers_) {
       attempted += static_cast<int64_t>(worker.attempted.size());
+      failed_after_read += static_cast<int64_t>(worker.failed_after_read.size());
     }
     auto count = [&](const std::string& sql) -> int64_t {
       auto db = opened->database->Lock();
@@ -627,7 +650,9 @@ class CrashTest : public ::testing::Test {
     };
     EXPECT_EQ(count("SELECT COUNT(*) FROM ldp_reports"), sent);
     EXPECT_EQ(count("SELECT COUNT(*) FROM releases WHERE status = 'DONE' AND artefact IS NOT NULL"),
-              attempted);
+              attempted - failed_after_read);
+    EXPECT_EQ(count("SELECT COUNT(*) FROM releases WHERE status = 'FAILED' AND charged_failure = 1"),
+              failed_after_read);
     EXPECT_EQ(count("SELECT COUNT(*) FROM ledger_events"), attempted);
   }
 
@@ -688,9 +713,9 @@ TEST_F(CrashTest, SigkillDuringReleasesAndIngestionLosesNothingAcknowledged) {
     received += static_cast<int64_t>(worker.received.size());
     for (const auto& error : worker.unexpected) ADD_FAILURE() << error;
     std::printf("release worker %d: %zu attempted, %zu received, %d retried after a kill "
-                "(%d of them already stored)\n",
+                "(%d of them already stored, %zu final: killed after reading rows)\n",
                 worker.index, worker.attempted.size(), worker.received.size(), worker.retries,
-                worker.replayed_retries);
+                worker.replayed_retries, worker.failed_after_read.size());
   }
   for (const auto& worker : report_workers_) {
     acked += static_cast<int64_t>(worker.acked.size());

@@ -221,6 +221,47 @@ TEST_F(LedgerTest, FailureAfterRowsReadKeepsItsCharge) {
   EXPECT_EQ(fresh->outcome, Ledger::Admission::Outcome::kAdmitted);
 }
 
+// Issue 23, 0(b): an attempt that marked its rows read and never finished
+// (a crash, or a lost failure record) is final. The retry with the same key
+// used to resume it (kResume) and read the rows again at no charge; now it
+// makes the release FAILED with the marked incident, charge kept, and a
+// second retry answers the same.
+TEST_F(LedgerTest, ResumeAfterRowsWereMarkedReadIsFinal) {
+  const std::string dataset = NewDataset(v1::ADD_REMOVE, 10.0);
+  auto event = privacy::PrivacyEvent::Gaussian(4.0);
+  ASSERT_TRUE(event.ok());
+  auto admission = ledger_->Admit(dataset, kAlice, "k", "rff_embedding", "req", *event);
+  ASSERT_TRUE(admission.ok());
+  ASSERT_TRUE(ledger_->MarkRowsRead(admission->release_id, "inc_marked").ok());
+  // While the attempt holds its lease, a retry is refused, not finalised.
+  EXPECT_EQ(ledger_->Admit(dataset, kAlice, "k", "rff_embedding", "req", *event).status().code(),
+            absl::StatusCode::kAborted);
+  // The crash: the lease goes with the process.
+  ledger_ = std::make_unique<Ledger>(database_.get(), &clock_);
+  for (int retry = 0; retry < 2; ++retry) {
+    auto resumed = ledger_->Admit(dataset, kAlice, "k", "rff_embedding", "req", *event);
+    ASSERT_FALSE(resumed.ok()) << "retry " << retry << " resumed a release that read rows";
+    EXPECT_EQ(resumed.status().code(), absl::StatusCode::kFailedPrecondition);
+    EXPECT_THAT(resumed.status().message(), HasSubstr("inc_marked"));
+    EXPECT_THAT(resumed.status().message(), HasSubstr("charge stands"));
+  }
+  // Final: neither completed nor refunded later; the one charge stays.
+  EXPECT_FALSE(ledger_->Complete(admission->release_id, "late").ok());
+  EXPECT_EQ(ledger_->Refund(admission->release_id, "x").code(),
+            absl::StatusCode::kFailedPrecondition);
+  auto report = ledger_->Report(dataset, kAlice);
+  ASSERT_TRUE(report.ok());
+  ASSERT_EQ(report->events_size(), 1);
+  EXPECT_DOUBLE_EQ(report->epsilon_spent(), admission->epsilon_spent);
+  // An attempt that crashed before marking (no row read) still resumes.
+  auto other = ledger_->Admit(dataset, kAlice, "k2", "rff_embedding", "req2", *event);
+  ASSERT_TRUE(other.ok());
+  ledger_ = std::make_unique<Ledger>(database_.get(), &clock_);
+  auto resume = ledger_->Admit(dataset, kAlice, "k2", "rff_embedding", "req2", *event);
+  ASSERT_TRUE(resume.ok()) << resume.status();
+  EXPECT_EQ(resume->outcome, Ledger::Admission::Outcome::kResume);
+}
+
 // Issue 11 A5: a release belongs to the principal that made it. Another
 // analyst's key does not replay it, its id reads as unknown, and listings
 // show it to the owner and the curator only.
