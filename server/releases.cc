@@ -80,6 +80,17 @@ release::KernelWitnessKind::Params KernelWitnessParamsFromProto(
   return params;
 }
 
+// A plan-time noise check's refusal as the analyst gets it: always
+// INVALID_ARGUMENT (the request's parameters are at fault), with the check's
+// own message, which names public values only.
+absl::Status RefusedAtPlan(const absl::Status& status, double noise_multiplier) {
+  if (status.ok()) return status;
+  return absl::InvalidArgumentError(absl::StrCat(
+      "noise multiplier ", noise_multiplier,
+      " cannot be used for this request (checked before any charge): ", status.message(),
+      ". Choose a noise multiplier or epsilon in the supported range"));
+}
+
 // MST's plan (docs/privacy.md 2.11): everything from the public schema and
 // the request, before admission. The event is the whole recipe's:
 // train::MstEvent, the 1-way grid Gaussian, n - 1 exponential mechanisms
@@ -130,21 +141,37 @@ absl::StatusOr<ReleasePlan> PlanMstRelease(const v1::ReleaseRequest& request,
   DPC_RETURN_IF_ERROR(ValidateFinitePositive(request.epsilon(), "Epsilon"));
   DPC_ASSIGN_OR_RETURN(const train::MstBudget budget,
                        train::CalibrateMstBudget(n, request.epsilon(), dataset.budget().delta()));
+  // The two Gaussians' grid noise, with the call MarginalsKind::Run makes
+  // (issue 23: an epsilon of 5e-143 at delta 1e-12 was admitted and failed
+  // after the read). The 2-way cliques are chosen later, privately: their
+  // count n - 1 fixes the sensitivity, and the grid's units grow with the
+  // dimension, so the largest possible one, (n - 1) times the largest pair,
+  // bounds every choice.
+  const auto relation = RelationFromProto(dataset.relation());
+  release::MarginalsKind::Params one_way;
+  int64_t one_way_cells = 0;
+  for (int c = 0; c < n; ++c) {
+    one_way.cliques.push_back({c});
+    one_way_cells += domain->domain_size(c);
+  }
+  release::MarginalsKind::Params two_way;
+  two_way.cliques.assign(n - 1, {0, 1});
+  DPC_RETURN_IF_ERROR(RefusedAtPlan(
+      privacy::GridGaussianNoise(budget.one_way_noise_multiplier,
+                                 release::MarginalsKind::L2Sensitivity(one_way, relation),
+                                 one_way_cells)
+          .status(),
+      budget.one_way_noise_multiplier));
+  DPC_RETURN_IF_ERROR(RefusedAtPlan(
+      privacy::GridGaussianNoise(budget.two_way_noise_multiplier,
+                                 release::MarginalsKind::L2Sensitivity(two_way, relation),
+                                 largest_pair * (n - 1))
+          .status(),
+      budget.two_way_noise_multiplier));
   plan.noise_multiplier = budget.one_way_noise_multiplier;
   DPC_ASSIGN_OR_RETURN(plan.event, train::MstEvent(budget));
   plan.mst = budget;
   return plan;
-}
-
-// A plan-time noise check's refusal as the analyst gets it: always
-// INVALID_ARGUMENT (the request's parameters are at fault), with the check's
-// own message, which names public values only.
-absl::Status RefusedAtPlan(const absl::Status& status, double noise_multiplier) {
-  if (status.ok()) return status;
-  return absl::InvalidArgumentError(absl::StrCat(
-      "noise multiplier ", noise_multiplier,
-      " cannot be used for this request (checked before any charge): ", status.message(),
-      ". Choose a noise multiplier or epsilon in the supported range"));
 }
 
 v1::NoisyMarginalTable MarginalToProto(const release::NoisyMarginal& marginal) {
@@ -500,14 +527,18 @@ absl::StatusOr<SessionPlan> PlanSession(const v1::OpenSessionRequest& request,
           plan.noise_multiplier));
       break;
     }
-    case v1::SessionParams::kDpSgd:
-      // LEAD: dp_sgd's plan-time noise check goes here, the same call its
-      // step makes:
-      //   DPC_ASSIGN_OR_RETURN(const privacy::GridNoise noise,
-      //       release::DpSgdKind::NoiseFor(resolved, relation, plan.noise_multiplier,
-      //                                   params.dp_sgd().row_width()));
-      // refused through RefusedAtPlan (INVALID_ARGUMENT), before admission.
+    case v1::SessionParams::kDpSgd: {
+      // The call every step's Run makes first (grid range of s * C and the
+      // float32 answer's range; docs/privacy.md 2.9 "Totality").
+      DPC_ASSIGN_OR_RETURN(const release::DpSgdKind::Params resolved,
+                           DpSgdParamsFromProto(params.dp_sgd()));
+      DPC_RETURN_IF_ERROR(RefusedAtPlan(
+          release::DpSgdKind::NoiseFor(resolved, relation, plan.noise_multiplier,
+                                       params.dp_sgd().row_width())
+              .status(),
+          plan.noise_multiplier));
       break;
+    }
     case v1::SessionParams::kKernelWitness: {
       const v1::KernelWitnessParams& declared = params.kernel_witness();
       DPC_RETURN_IF_ERROR(RefusedAtPlan(
@@ -551,11 +582,14 @@ absl::Status CheckStepQuery(const v1::SessionParams& params,
             "dp_sgd step parameters have length ", values.size(), "; the network declared at "
             "open has ", params.dp_sgd().num_parameters(), " (nn::Mlp::parameters() layout)"));
       }
-      if (!std::all_of(values.begin(), values.end(), [](float v) { return std::isfinite(v); })) {
-        return absl::InvalidArgumentError(
-            "dp_sgd step parameters contain a NaN or infinite value; send finite parameters");
-      }
-      return absl::OkStatus();
+      // The unit's own check (length, finite, magnitude at most 2^20), the
+      // one its Run repeats: a query it would refuse is refused here, before
+      // any row is read, never after (issue 23's row oracle).
+      DPC_ASSIGN_OR_RETURN(const release::DpSgdKind::Params resolved,
+                           DpSgdParamsFromProto(params.dp_sgd()));
+      return release::DpSgdKind::CheckParameters(
+          resolved, params.dp_sgd().row_width(),
+          Eigen::Map<const Eigen::VectorXf>(values.data(), values.size()).cast<double>());
     }
     case v1::SessionParams::kKernelWitness: {
       if (request.query_case() != v1::SessionStepRequest::kKernelWitness) {

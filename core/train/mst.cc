@@ -183,7 +183,26 @@ absl::StatusOr<MstBudget> CalibrateMstBudget(int num_columns, double epsilon, do
     return absl::InvalidArgumentError(absl::StrCat(
         "no MST budget fits epsilon ", epsilon, " at delta ", delta, "; raise epsilon"));
   }
-  return MstBudgetForRho(num_columns, lo);
+  DPC_ASSIGN_OR_RETURN(MstBudget budget, MstBudgetForRho(num_columns, lo));
+  // The selections run after the rows are read, so the exact sampler's
+  // public checks (its epsilon in [2^-30, 1e6]) are made here, before
+  // admission, with the code the selection runs (issue 23).
+  const int pairs = num_columns * (num_columns - 1) / 2;
+  absl::Status selectable = privacy::ValidateExponentialMechanism(
+      pairs, budget.selection_epsilon,
+      MstQualitySensitivity(privacy::NeighbouringRelation::kAddRemove));
+  if (selectable.ok()) {
+    selectable = privacy::ValidateExponentialMechanism(
+        pairs, budget.selection_epsilon,
+        MstQualitySensitivity(privacy::NeighbouringRelation::kReplaceOne));
+  }
+  if (!selectable.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "epsilon ", epsilon, " gives MST's tree selections epsilon ", budget.selection_epsilon,
+        " each, which the exponential mechanism cannot draw (", selectable.message(),
+        "); choose an epsilon between about 1e-6 and 1e4"));
+  }
+  return budget;
 }
 
 Eigen::VectorXd ProjectToSimplex(const Eigen::VectorXd& counts) {

@@ -518,9 +518,14 @@ class CrashTest : public ::testing::Test {
     std::set<std::string> attempted;
     std::vector<const ReceivedRelease*> received;
     std::set<std::string> failed_after_read;
+    // A key still in flight may already be FAILED: a retry after the crash
+    // found its rows marked read and made it final (docs/privacy.md 6.3),
+    // and the next kill took the answer. Its worker learns so on the retry.
+    std::set<std::string> in_flight;
     for (const auto& worker : release_workers_) {
       attempted.insert(worker.attempted.begin(), worker.attempted.end());
       failed_after_read.insert(worker.failed_after_read.begin(), worker.failed_after_read.end());
+      if (worker.in_flight.has_value()) in_flight.insert(*worker.in_flight);
       for (const auto& r : worker.received) received.push_back(&r);
     }
     std::map<std::string, v1::ReleaseSummary> by_key;
@@ -538,7 +543,8 @@ class CrashTest : public ::testing::Test {
         const bool final_failure = failed_after_read.count(summary.idempotency_key()) > 0;
         if (final_failure) {
           EXPECT_EQ(summary.status(), "FAILED") << summary.ShortDebugString();
-        } else {
+        } else if (!(in_flight.count(summary.idempotency_key()) > 0 &&
+                     summary.status() == "FAILED")) {
           EXPECT_TRUE(summary.status() == "DONE" || summary.status() == "PENDING")
               << summary.ShortDebugString() << " (no computation should fail here)";
         }

@@ -260,6 +260,23 @@ TEST_F(DpSgdSessionTest, BadSessionsAreRefusedBeforeAdmission) {
   network = Network();
   network.set_expected_batch_size(0.0);
   refused(network, "expected_batch_size");
+  // Issue 23: each of these was admitted, and then every step failed after
+  // reading its batch, charged.
+  network = Network();
+  network.set_clip_norm(1e-305);
+  refused(network, "clip_norm");
+  for (const double divisor : {1e-305, 0.5, 1e305}) {
+    network = Network();
+    network.set_expected_batch_size(divisor);
+    refused(network, "expected_batch_size");
+  }
+  for (const double s : {1e30, 1e100, 1e300}) {
+    v1::Session session;
+    const grpc::Status status = Open(OpenRequest(dataset.id(), 10, 0.1, s), &session);
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << s;
+    EXPECT_NE(status.error_message().find("before any charge"), std::string::npos)
+        << status.error_message();
+  }
   // Nothing was charged for any of them.
   EXPECT_EQ(EpsilonSpent(dataset.id()), 0.0);
 }
@@ -281,6 +298,13 @@ TEST_F(DpSgdSessionTest, BadStepsAreRefusedBeforeRowsAndFailuresAfterAreNotRefun
   status = RunStep(session.id(), 0, nan, &response);
   EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_NE(status.error_message().find("NaN"), std::string::npos);
+  // Beyond the magnitude bound that keeps the step's arithmetic finite
+  // (issue 23's row oracle used 3e38): refused before any row is read.
+  Eigen::VectorXf huge = parameters;
+  huge(2) = 3e38f;
+  status = RunStep(session.id(), 0, huge, &response);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(status.error_message().find("2^20"), std::string::npos) << status.error_message();
   // The rff query on a dp_sgd session.
   {
     client::Connection analyst = Analyst();

@@ -69,6 +69,15 @@ TEST(MstBudgetTest, ThirdsAndCalibration) {
   EXPECT_GT(calibrated.rho, 0.0209);
   EXPECT_LT(calibrated.rho, 0.05);
   EXPECT_FALSE(MstBudgetForRho(1, 0.1).ok());
+  // An epsilon whose selections the exact sampler cannot draw (below 2^-30
+  // each) is refused here, at plan time, not after the rows are read. At
+  // delta 1e-5 a tiny epsilon is met by mu ~ 2.5 delta (delta(0) = 2 Phi(mu/2)
+  // - 1), whose selections are still drawable; at delta 1e-12 they are not.
+  EXPECT_TRUE(CalibrateMstBudget(15, 1e-9, 1e-5).ok());
+  const auto tiny = CalibrateMstBudget(15, 1e-9, 1e-12);
+  EXPECT_EQ(tiny.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(tiny.status().message().find("exponential mechanism"), std::string::npos)
+      << tiny.status();
 }
 
 TEST(MstFitTest, NoiselessMarginalsAreReproducedExactly) {
