@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <functional>
+#include <memory>
 #include <utility>
 
 #include "absl/status/status.h"
@@ -127,8 +128,8 @@ absl::StatusOr<SessionCase> RffCase(NeighbouringRelation relation, double noise_
   DPC_ASSIGN_OR_RETURN(const data::Schema schema, OneNumericSchema(/*labelled=*/true));
   using Kind = release::RffEmbeddingKind;
   Kind::Params params;
-  params.num_frequencies = 8;
-  params.seed = 0x5eed5eedULL;  // public and fixed: the canary direction is known
+  params.num_frequencies = kRffCaseFrequencies;
+  params.seed = kRffCaseSeed;  // public and fixed: the canary direction is known
   DPC_ASSIGN_OR_RETURN(const Kind::Params resolved, Kind::Resolve(params, schema));
   SessionCase out;
   out.null_row = OneRow(schema, 0.0, 0);
@@ -293,6 +294,14 @@ std::string_view SessionStepKindName(SessionStepKind kind) {
   return "unknown";
 }
 
+absl::StatusOr<data::Schema> RffCaseSchema() { return OneNumericSchema(/*labelled=*/true); }
+
+absl::StatusOr<CanaryDirection> RffCanaryDirection(privacy::NeighbouringRelation relation,
+                                                   double noise_multiplier, int64_t batch_size) {
+  DPC_ASSIGN_OR_RETURN(const SessionCase c, RffCase(relation, noise_multiplier, batch_size));
+  return CanaryDirectionOf(c, relation, batch_size);
+}
+
 double ProjectionScore(const Eigen::Ref<const Eigen::VectorXd>& output,
                        const CanaryDirection& canary) {
   return (output.dot(canary.v) - canary.offset) / (canary.v.norm() * canary.sigma);
@@ -320,12 +329,11 @@ double CltGaussianDpMu(double sampling_rate, int64_t steps, double noise_multipl
          std::sqrt(static_cast<double>(steps) * std::expm1(1.0 / (noise_multiplier * noise_multiplier)));
 }
 
-absl::StatusOr<SessionAuditResult> RunSessionAudit(const SessionAuditConfig& config) {
-  const auto start = std::chrono::steady_clock::now();
-  if (config.steps < 1 || config.rows < 2 || config.sessions < 8 ||
+absl::StatusOr<PreparedSessionAudit> PrepareSessionAudit(const SessionAuditConfig& config) {
+  if (config.steps < 1 || config.rows < 2 ||
       !(config.sampling_rate > 0.0 && config.sampling_rate <= 1.0)) {
     return absl::InvalidArgumentError(
-        "session audit needs steps >= 1, rows >= 2, sessions >= 8 and sampling rate in (0, 1]");
+        "session audit needs steps >= 1, rows >= 2 and sampling rate in (0, 1]");
   }
   const NeighbouringRelation relation = config.relation;
   const int64_t n = config.rows;
@@ -353,70 +361,91 @@ absl::StatusOr<SessionAuditResult> RunSessionAudit(const SessionAuditConfig& con
   const double divisor = relation == NeighbouringRelation::kReplaceOne
                              ? static_cast<double>(batch_size)
                              : std::max(1.0, q * static_cast<double>(n));
-  SessionCase c;
+  auto c = std::make_shared<SessionCase>();
   switch (config.kind) {
     case SessionStepKind::kRffEmbedding: {
-      DPC_ASSIGN_OR_RETURN(c, RffCase(relation, s, batch_size));
+      DPC_ASSIGN_OR_RETURN(*c, RffCase(relation, s, batch_size));
       break;
     }
     case SessionStepKind::kDpSgd: {
-      DPC_ASSIGN_OR_RETURN(c, DpSgdCase(relation, s, divisor));
+      DPC_ASSIGN_OR_RETURN(*c, DpSgdCase(relation, s, divisor));
       break;
     }
     case SessionStepKind::kKernelWitness: {
-      DPC_ASSIGN_OR_RETURN(c, KernelWitnessCase(relation, s, divisor));
+      DPC_ASSIGN_OR_RETURN(*c, KernelWitnessCase(relation, s, divisor));
       break;
     }
   }
-  DPC_ASSIGN_OR_RETURN(const CanaryDirection canary, CanaryDirectionOf(c, relation, batch_size));
+  DPC_ASSIGN_OR_RETURN(const CanaryDirection canary, CanaryDirectionOf(*c, relation, batch_size));
   const double mu_step = canary.v.norm() / canary.sigma;
 
   // D0 and D1 (the canary last under ADD_REMOVE; first, replacing one copy
   // of r0, under REPLACE_ONE).
-  EncodedRows d0;
-  EncodedRows d1;
+  auto data = std::make_shared<std::pair<EncodedRows, EncodedRows>>();
   if (relation == NeighbouringRelation::kReplaceOne) {
-    d0 = Copies(c.replaced_row, n);
-    const EncodedRows rest = Copies(c.replaced_row, n - 1);
-    d1 = Stack({&c.canary, &rest});
+    data->first = Copies(c->replaced_row, n);
+    const EncodedRows rest = Copies(c->replaced_row, n - 1);
+    data->second = Stack({&c->canary, &rest});
   } else {
-    d0 = Copies(c.null_row, n);
-    d1 = Stack({&d0, &c.canary});
+    data->first = Copies(c->null_row, n);
+    data->second = Stack({&data->first, &c->canary});
   }
 
+  PreparedSessionAudit prepared;
+  prepared.accounted_epsilon = config.epsilon;
+  prepared.delta = config.delta;
+  prepared.accounted_mu = CltGaussianDpMu(charged_q, config.steps, s);
+  prepared.sampling_rate = q;
+  prepared.charged_sampling_rate = charged_q;
+  prepared.noise_multiplier = s;
+  prepared.canary_attainment = mu_step * s;
+  const int64_t steps = config.steps;
+  prepared.run_and_score = [c, data, canary, mu_step, q, relation, batch_size, steps](
+                               int side,
+                               privacy::NoiseSource* noise) -> absl::StatusOr<double> {
+    const EncodedRows& rows = side == 0 ? data->first : data->second;
+    std::vector<double> z(static_cast<size_t>(steps));
+    for (int64_t t = 0; t < steps; ++t) {
+      const std::vector<int64_t> chosen = SampleStepIndices(relation, q, rows.num_rows(), noise);
+      const EncodedRows batch = release::SelectRows(rows, chosen);
+      DPC_ASSIGN_OR_RETURN(const Eigen::VectorXd out, c->step(batch, batch_size, noise));
+      z[static_cast<size_t>(t)] = ProjectionScore(out, canary);
+    }
+    return MixtureLogLikelihoodRatio(z, q, mu_step);
+  };
+  return prepared;
+}
+
+absl::StatusOr<SessionAuditResult> RunSessionAudit(const SessionAuditConfig& config) {
+  const auto start = std::chrono::steady_clock::now();
+  if (config.sessions < 8) {
+    return absl::InvalidArgumentError("session audit needs at least 8 sessions per dataset");
+  }
+  DPC_ASSIGN_OR_RETURN(const PreparedSessionAudit prepared, PrepareSessionAudit(config));
   privacy::SeededNoiseSource noise(config.seed);
   std::vector<double> scores[2];
-  std::vector<double> z(static_cast<size_t>(config.steps));
   for (int side = 0; side < 2; ++side) {
-    const EncodedRows& data = side == 0 ? d0 : d1;
     scores[side].reserve(static_cast<size_t>(config.sessions));
     for (int64_t session = 0; session < config.sessions; ++session) {
-      for (int64_t t = 0; t < config.steps; ++t) {
-        const std::vector<int64_t> chosen =
-            SampleStepIndices(relation, q, data.num_rows(), &noise);
-        const EncodedRows batch = release::SelectRows(data, chosen);
-        DPC_ASSIGN_OR_RETURN(const Eigen::VectorXd out, c.step(batch, batch_size, &noise));
-        z[static_cast<size_t>(t)] = ProjectionScore(out, canary);
-      }
-      scores[side].push_back(MixtureLogLikelihoodRatio(z, q, mu_step));
+      DPC_ASSIGN_OR_RETURN(const double score, prepared.run_and_score(side, &noise));
+      scores[side].push_back(score);
     }
   }
-
   SessionAuditResult result;
   result.kind = std::string(SessionStepKindName(config.kind));
-  result.relation = privacy::RelationName(relation);
-  result.accounted_epsilon = config.epsilon;
-  result.delta = config.delta;
-  result.sampling_rate = q;
-  result.charged_sampling_rate = charged_q;
-  result.noise_multiplier = s;
+  result.relation = privacy::RelationName(config.relation);
+  result.accounted_epsilon = prepared.accounted_epsilon;
+  result.delta = prepared.delta;
+  result.sampling_rate = prepared.sampling_rate;
+  result.charged_sampling_rate = prepared.charged_sampling_rate;
+  result.noise_multiplier = prepared.noise_multiplier;
   result.steps = config.steps;
   result.sessions = config.sessions;
-  result.canary_attainment = mu_step * s;
+  result.canary_attainment = prepared.canary_attainment;
   DPC_ASSIGN_OR_RETURN(result.bound, EmpiricalEpsilonLowerBound(scores[0], scores[1],
                                                                 config.delta, config.alpha));
   DPC_ASSIGN_OR_RETURN(result.mu_emp, FittedGaussianDpMu(scores[0], scores[1]));
-  result.mu_clt = CltGaussianDpMu(charged_q, config.steps, s);
+  result.mu_clt = prepared.accounted_mu;
   result.seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return result;

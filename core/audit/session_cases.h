@@ -34,6 +34,7 @@
 // here are milliseconds, so the tighter many-run audit is affordable.
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -43,6 +44,7 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "core/audit/statistics.h"
+#include "core/data/schema.h"
 #include "core/privacy/noise_source.h"
 #include "core/privacy/relation.h"
 
@@ -98,6 +100,25 @@ struct SessionAuditResult {
   double seconds = 0.0;
 };
 
+// A session audit prepared for one configuration, in the shape of the
+// harness's PreparedCase (auditA's core/audit/audit_case.h), so the registry
+// can wrap it as an AuditCase: the charge, and one scored session per call.
+struct PreparedSessionAudit {
+  double accounted_epsilon = 0.0;
+  double delta = 0.0;
+  // The CLT mu of the charged (q, s, T) (CltGaussianDpMu): the GDP
+  // approximation the accounting implies, beside mu_emp.
+  double accounted_mu = 0.0;
+  double sampling_rate = 0.0;          // drawn at
+  double charged_sampling_rate = 0.0;  // sigma calibrated for
+  double noise_multiplier = 0.0;
+  double canary_attainment = 0.0;  // ||v|| / Delta
+  // One whole session of T steps on D0 (side 0) or D1 (side 1), batches and
+  // noise from `noise`, scored by the mixture likelihood ratio.
+  std::function<absl::StatusOr<double>(int side, privacy::NoiseSource* noise)> run_and_score;
+};
+absl::StatusOr<PreparedSessionAudit> PrepareSessionAudit(const SessionAuditConfig& config);
+
 // Runs 2N sessions and scores them (see the file comment). Deterministic in
 // config.seed (SeededNoiseSource for sampling and noise). INVALID_ARGUMENT on
 // a configuration the server would refuse (e.g. floor(q n) < 1).
@@ -125,6 +146,18 @@ double ProjectionScore(const Eigen::Ref<const Eigen::VectorXd>& output,
                        const CanaryDirection& canary);
 // sum_t log(1 - q + q exp(mu z_t - mu^2 / 2)), stable for large z_t.
 double MixtureLogLikelihoodRatio(absl::Span<const double> z, double q, double mu);
+// The rff case's public parameters (schema: numeric x in [0, 1] and label
+// y in {a, b}; null rows (x = 0, y = a), canary (x = 1, y = b); 8
+// frequencies, this seed, the schema's default length-scale), so that a
+// release made elsewhere (over the wire) is scored with the same statistic.
+inline constexpr int kRffCaseFrequencies = 8;
+inline constexpr uint64_t kRffCaseSeed = 0x5eed5eedULL;
+absl::StatusOr<data::Schema> RffCaseSchema();
+// The canary direction of the rff case (batch_size: REPLACE_ONE's fixed
+// batch, ignored under ADD_REMOVE), in the flattened output
+// [class_values column-major ; class_totals] (the artefact's order).
+absl::StatusOr<CanaryDirection> RffCanaryDirection(privacy::NeighbouringRelation relation,
+                                                   double noise_multiplier, int64_t batch_size);
 // q sqrt(T (e^{1/s^2} - 1)).
 double CltGaussianDpMu(double sampling_rate, int64_t steps, double noise_multiplier);
 
