@@ -21,6 +21,7 @@ std::vector<Command> AdminCommands();       // admin token create|revoke|list, a
 std::vector<Command> SchemaCommands();      // schema draft|check
 std::vector<Command> ReportCommands();      // report
 std::vector<Command> KernelCommands();      // train kernel
+std::vector<Command> AuditCommands();       // audit
 
 // The image schema of `--images HxW` with `--classes N` or `--class-names
 // a,b,...` (datasets create; collections create, usually without classes):

@@ -19,7 +19,7 @@ std::vector<Command> AllCommands() {
                      dpcurator::client::ReleaseCommands(), dpcurator::client::SessionCommands(),
                      dpcurator::client::CollectionCommands(), dpcurator::client::AdminCommands(),
                      dpcurator::client::ModelCommands(), dpcurator::client::ReportCommands(),
-                     dpcurator::client::KernelCommands(),
+                     dpcurator::client::KernelCommands(), dpcurator::client::AuditCommands(),
                      dpcurator::client::PrivacyCommands()}) {
     for (auto& command : group) all.push_back(std::move(command));
   }
