@@ -1,0 +1,49 @@
+// `dpcurator audit` (client/audit_cmd.cc): the quick audit of one kind
+// prints one JSON object per relation with the table's fields and no
+// violation; an unknown --only is refused, naming the kinds it accepts.
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "client/commands.h"
+
+namespace dpcurator::client {
+namespace {
+
+const Command& AuditCommand() {
+  static const std::vector<Command> commands = AuditCommands();
+  return commands.at(0);
+}
+
+TEST(AuditCliTest, QuickJsonOfOneKind) {
+  ASSERT_EQ(AuditCommand().name, "audit");
+  auto args = ParseArgs(AuditCommand().options, {"--quick", "--only", "dp_sgd_session", "--json"});
+  ASSERT_TRUE(args.ok()) << args.status();
+  ::testing::internal::CaptureStdout();
+  const absl::Status status = AuditCommand().run(*args);
+  const std::string out = ::testing::internal::GetCapturedStdout();
+  ASSERT_TRUE(status.ok()) << status << "\n" << out;
+  const nlohmann::json rows = nlohmann::json::parse(out);
+  ASSERT_EQ(rows.size(), 2u) << out;
+  for (const auto& row : rows) {
+    EXPECT_EQ(row["kind"], "dp_sgd_session");
+    EXPECT_DOUBLE_EQ(row["accounted_epsilon"].get<double>(), 4.0);
+    EXPECT_LE(row["epsilon_lower_bound_95"].get<double>(), 4.0);
+    EXPECT_GT(row["mu_emp"].get<double>(), 0.0);
+    EXPECT_EQ(row["runs_per_dataset"].get<int64_t>(), 2000);
+    EXPECT_FALSE(row["violation"].get<bool>());
+  }
+}
+
+TEST(AuditCliTest, UnknownKindIsRefused) {
+  auto args = ParseArgs(AuditCommand().options, {"--only", "no_such_kind"});
+  ASSERT_TRUE(args.ok()) << args.status();
+  const absl::Status status = AuditCommand().run(*args);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find("dp_sgd_session"), std::string::npos) << status;
+}
+
+}  // namespace
+}  // namespace dpcurator::client
