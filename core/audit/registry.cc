@@ -1,13 +1,14 @@
 #include "core/audit/registry.h"
 
 #include "core/audit/one_shot_cases.h"
+#include "core/audit/session_cases.h"
 
 namespace dpcurator::audit {
 
 std::vector<AuditCase> AllCases() {
   std::vector<AuditCase> cases = OneShotCases();
-  // Session kinds register here, one line each, e.g.
-  //   for (AuditCase& c : SessionCases()) cases.push_back(std::move(c));
+  // Session kinds register here, one line each.
+  for (AuditCase& c : SessionCases()) cases.push_back(std::move(c));
   return cases;
 }
 

@@ -474,4 +474,30 @@ std::vector<SessionAuditConfig> SessionAuditCases(bool quick) {
   return cases;
 }
 
+std::vector<AuditCase> SessionCases() {
+  std::vector<AuditCase> cases;
+  for (const SessionAuditConfig& base : SessionAuditCases(/*quick=*/true)) {
+    AuditCase audit_case;
+    audit_case.kind = std::string(SessionStepKindName(base.kind));
+    audit_case.relation = privacy::RelationName(base.relation);
+    audit_case.tightness = Tightness::kNone;
+    audit_case.quick_runs = 2000;
+    audit_case.full_runs = 20000;
+    audit_case.prepare = [base](const AuditTarget& target) -> absl::StatusOr<PreparedCase> {
+      SessionAuditConfig config = base;
+      config.epsilon = target.epsilon;
+      config.delta = target.delta;
+      DPC_ASSIGN_OR_RETURN(PreparedSessionAudit prepared, PrepareSessionAudit(config));
+      PreparedCase out;
+      out.accounted_epsilon = prepared.accounted_epsilon;
+      out.delta = prepared.delta;
+      out.accounted_mu = prepared.accounted_mu;
+      out.run_and_score = std::move(prepared.run_and_score);
+      return out;
+    };
+    cases.push_back(std::move(audit_case));
+  }
+  return cases;
+}
+
 }  // namespace dpcurator::audit

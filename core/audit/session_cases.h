@@ -43,6 +43,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "core/audit/audit_case.h"
 #include "core/audit/statistics.h"
 #include "core/data/schema.h"
 #include "core/privacy/noise_source.h"
@@ -127,6 +128,15 @@ absl::StatusOr<SessionAuditResult> RunSessionAudit(const SessionAuditConfig& con
 // The CI set: every session step kind under both relations, fixed seeds,
 // sized to run in a few seconds on one core (quick) or for a tighter bound.
 std::vector<SessionAuditConfig> SessionAuditCases(bool quick);
+
+// The session cases as the harness's AuditCases (registry.cc AllCases, so
+// CI's quick audit, bench/audit and `dpcurator audit` run them): each kind
+// under each relation with SessionAuditCases' T, q and n, calibrated at the
+// harness's target (epsilon, delta); accounted_mu is the CLT mu. No
+// tightness demand (Tightness::kNone): docs/privacy.md 7.x says why
+// sessions cannot meet eps_lb >= 0.5 eps at small delta; mu_emp against
+// the CLT mu is tested in tests/audit/session_cases_test.cc.
+std::vector<AuditCase> SessionCases();
 
 // The pieces, for the wire audit (tests/audit/e2e_audit_test.cc) and other
 // cases that score outputs they did not produce here.

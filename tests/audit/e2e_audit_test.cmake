@@ -2,4 +2,3 @@
 # gRPC channel from an in-process server (tests/server's fixture).
 target_sources(audit_e2e_audit_test PRIVATE ${PROJECT_SOURCE_DIR}/tests/server/server_test_util.cc)
 target_link_libraries(audit_e2e_audit_test PRIVATE dpc_server dpc_client)
-set_tests_properties(${audit_e2e_audit_test_TESTS} PROPERTIES TIMEOUT 120)
