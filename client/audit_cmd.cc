@@ -4,116 +4,120 @@
 // worst-case neighbouring datasets and prints, per case, the rigorous 95%
 // lower bound on epsilon beside the epsilon the ledger charges. Talks to no
 // server and reads no private data.
+#include <cmath>
 #include <cstdio>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "client/commands.h"
-#include "core/audit/session_cases.h"
+#include "core/audit/registry.h"
+#include "core/audit/runner.h"
 
 namespace dpcurator::client {
 namespace {
 
 constexpr char kAuditDescription[] =
     "Audits the privacy of the mechanisms this build ships, empirically, in this process (no "
-    "server, no private data). For each case (a release or session step kind under a "
+    "server, no private data). For each case (a release kind or session step kind under a "
     "neighbouring relation) it builds two datasets D0 and D1 that differ in one canary row "
     "chosen to attain the sensitivity bound, runs the mechanism N times on each exactly as the "
     "server runs it (the same calibration of the noise at the requested epsilon and delta, the "
-    "same sampling, the same engine and noise layer), and scores every output with a white-box "
-    "distinguisher that knows everything but the noise.\n\n"
+    "same sampling, engine and noise layer), and scores every output with a white-box "
+    "distinguisher that knows everything but the noise. Session kinds (*_session) run whole "
+    "sessions of T steps.\n\n"
     "Columns:\n"
     "  kind, relation  the mechanism and the neighbouring relation audited\n"
-    "  eps             the epsilon the ledger charges (the claim), at --delta\n"
+    "  eps, delta      what the ledger charges (the claim)\n"
     "  eps_lb95        a lower bound on the true epsilon that holds with 95% confidence "
     "(Clopper-Pearson intervals on a threshold test's error rates; the threshold is chosen on "
-    "half the runs). eps_lb95 > eps means the claim is FALSE: a privacy bug. eps_lb95 far below "
-    "eps is expected with few runs and small delta (the claim lives in rare events)\n"
+    "half the runs). eps_lb95 > eps means the claim is FALSE: a privacy bug. eps_lb95 below eps "
+    "is expected: with N runs no test sees events rarer than about 1/N, and at small delta "
+    "the claim lives in such events\n"
     "  mu_emp          the fitted Gaussian-DP mu of the scores (how far apart D0 and D1 look)\n"
-    "  mu              the mu the accounting implies (sessions: the CLT mu q sqrt(T (e^{1/s^2} "
-    "- 1)), Dong, Roth, Su 2019); mu_emp close to mu means the audit is tight\n"
+    "  mu              the mu the accounting implies (one Gaussian: 1/s; sessions: the CLT mu "
+    "q sqrt(T (e^{1/s^2} - 1)), Dong, Roth, Su 2019); mu_emp close to mu means the audit is "
+    "tight and the engine adds the noise it claims\n"
     "  N               runs per dataset; seconds: wall time of the case\n\n"
-    "Exit status 1 when any case shows eps_lb95 > eps.";
+    "Without --quick the noise is the production CSPRNG and each case runs its full N "
+    "(minutes); --quick is CI's audit on fixed seeds (seconds). Exit status 1 when any "
+    "case shows eps_lb95 > eps. docs/privacy.md section 7 explains the method.";
 
 std::vector<OptionSpec> AuditOptions() {
   return {
-      {"quick", "", "fewer runs (CI size: 2000 sessions per dataset instead of 20000)", true},
-      {"only", "", "audit only this kind (e.g. dp_sgd_session, kernel_witness_session, "
-                   "rff_embedding_session)"},
-      {"epsilon", "4", "the epsilon each case is calibrated for (the claim audited)"},
-      {"delta", "1e-5", "the delta of the claim"},
-      {"seed", "23001", "seed of the audit's reproducible noise"},
-      {"json", "", "print JSON (one object per case)", true},
+      {"quick", "", "CI's quick audit: each case's quick N on fixed seeds", true},
+      {"only", "", "audit only the cases whose kind contains this (e.g. rff_embedding, "
+                   "dp_sgd_session)"},
+      {"epsilon", "1", "the epsilon each case is calibrated for (the claim audited)"},
+      {"delta", "", "the delta of the claim (default: both 1e-5 and 1e-2)"},
+      {"runs", "", "runs per dataset instead of each case's own N"},
+      {"json", "", "print one JSON array instead of the table", true},
   };
 }
 
-absl::Status RunAudit(const ParsedArgs& args) {
+absl::Status RunAuditCommand(const ParsedArgs& args) {
   auto epsilon = args.GetDouble("epsilon");
   if (!epsilon.ok()) return epsilon.status();
-  auto delta = args.GetDouble("delta");
-  if (!delta.ok()) return delta.status();
-  auto seed = args.GetInt("seed");
-  if (!seed.ok()) return seed.status();
-  if (!(*epsilon > 0.0) || !(*delta > 0.0 && *delta < 1.0)) {
-    return absl::InvalidArgumentError("--epsilon must be positive and --delta in (0, 1)");
+  std::vector<double> deltas = {1e-5, 1e-2};
+  if (args.Has("delta")) {
+    auto delta = args.GetDouble("delta");
+    if (!delta.ok()) return delta.status();
+    deltas = {*delta};
   }
-  // TODO(lead): add auditA's one-shot cases (core/audit/registry.h AllCases()
-  // through RunAudit) beside the session cases once the registry is merged.
-  std::vector<audit::SessionAuditConfig> cases;
+  int64_t runs = 0;
+  if (args.Has("runs")) {
+    auto value = args.GetInt("runs");
+    if (!value.ok()) return value.status();
+    runs = *value;
+    if (runs < 8) return absl::InvalidArgumentError("--runs must be at least 8");
+  }
+  if (!(*epsilon > 0.0) || !std::isfinite(*epsilon)) {
+    return absl::InvalidArgumentError("--epsilon must be positive and finite");
+  }
+  for (const double delta : deltas) {
+    if (!(delta > 0.0 && delta < 1.0)) return absl::InvalidArgumentError("--delta must be in (0, 1)");
+  }
+  const bool quick = args.Flag("quick");
+  const bool json = args.Flag("json");
+  const std::string only = args.Has("only") ? args.Get("only") : "";
+  std::vector<audit::AuditCase> cases;
   std::vector<std::string> kinds;
-  for (audit::SessionAuditConfig config : audit::SessionAuditCases(args.Flag("quick"))) {
-    const std::string kind(audit::SessionStepKindName(config.kind));
-    if (kinds.empty() || kinds.back() != kind) kinds.push_back(kind);
-    if (args.Has("only") && args.Get("only") != kind) continue;
-    config.epsilon = *epsilon;
-    config.delta = *delta;
-    config.seed += static_cast<uint64_t>(*seed) - 23001;
-    cases.push_back(config);
+  for (audit::AuditCase& c : audit::AllCases()) {
+    if (kinds.empty() || kinds.back() != c.kind) kinds.push_back(c.kind);
+    if (!only.empty() && c.kind.find(only) == std::string::npos) continue;
+    cases.push_back(std::move(c));
   }
   if (cases.empty()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--only '", args.Get("only"), "' names no audited kind; choose one of ",
-        absl::StrJoin(kinds, ", ")));
+    return absl::InvalidArgumentError(absl::StrCat("--only '", only,
+                                                   "' matches no audited kind; the kinds are ",
+                                                   absl::StrJoin(kinds, ", ")));
   }
-  const bool json = args.Flag("json");
-  if (!json) {
-    std::printf("%-24s %-12s %7s %9s %7s %7s %7s %8s\n", "kind", "relation", "eps", "eps_lb95",
-                "mu_emp", "mu", "N", "seconds");
-  }
-  nlohmann::json out = nlohmann::json::array();
+  std::vector<audit::AuditRow> rows;
   bool violation = false;
-  for (const audit::SessionAuditConfig& config : cases) {
-    auto row = audit::RunSessionAudit(config);
-    if (!row.ok()) return row.status();
-    violation = violation || row->bound.epsilon > row->accounted_epsilon;
-    if (json) {
-      out.push_back({{"kind", row->kind},
-                     {"relation", row->relation},
-                     {"accounted_epsilon", row->accounted_epsilon},
-                     {"delta", row->delta},
-                     {"epsilon_lower_bound_95", row->bound.epsilon},
-                     {"mu_emp", row->mu_emp},
-                     {"mu", row->mu_clt},
-                     {"noise_multiplier", row->noise_multiplier},
-                     {"sampling_rate", row->sampling_rate},
-                     {"steps", row->steps},
-                     {"runs_per_dataset", row->sessions},
-                     {"seconds", row->seconds},
-                     {"violation", row->bound.epsilon > row->accounted_epsilon}});
-    } else {
-      std::printf("%-24s %-12s %7.3f %9.3f %7.3f %7.3f %7lld %8.2f%s\n", row->kind.c_str(),
-                  row->relation.c_str(), row->accounted_epsilon, row->bound.epsilon,
-                  row->mu_emp, row->mu_clt, static_cast<long long>(row->sessions), row->seconds,
-                  row->bound.epsilon > row->accounted_epsilon ? "  VIOLATION" : "");
-      std::fflush(stdout);
+  for (const audit::AuditCase& c : cases) {
+    for (const double delta : deltas) {
+      audit::AuditOptions options;
+      options.secure_noise = !quick;
+      options.runs_per_side = runs > 0 ? runs : (quick ? c.quick_runs : c.full_runs);
+      absl::StatusOr<audit::AuditRow> row = audit::RunAudit(c, {*epsilon, delta}, options);
+      if (!row.ok()) {
+        return absl::Status(row.status().code(), absl::StrCat(c.kind, " ", c.relation, ": ",
+                                                              row.status().message()));
+      }
+      violation = violation || row->violation();
+      if (!json) {
+        // One row at a time, so a long run shows progress.
+        const std::string table = audit::FormatAuditTable({&*row, 1});
+        std::fputs(rows.empty() ? table.c_str() : table.substr(table.find('\n') + 1).c_str(),
+                   stdout);
+        std::fflush(stdout);
+      }
+      rows.push_back(*std::move(row));
     }
   }
-  if (json) std::printf("%s\n", out.dump(2).c_str());
+  if (json) std::fputs(audit::FormatAuditJson(rows).c_str(), stdout);
   if (violation) {
     if (!json) {
       std::printf("\nA lower bound exceeds the charged epsilon: the claim is false. Report it "
@@ -128,7 +132,7 @@ absl::Status RunAudit(const ParsedArgs& args) {
 
 std::vector<Command> AuditCommands() {
   return {{"audit", "empirical privacy audit of the shipped mechanisms (in process)",
-           kAuditDescription, AuditOptions(), RunAudit}};
+           kAuditDescription, AuditOptions(), RunAuditCommand}};
 }
 
 }  // namespace dpcurator::client

@@ -1,6 +1,7 @@
-// `dpcurator audit` (client/audit_cmd.cc): the quick audit of one kind
-// prints one JSON object per relation with the table's fields and no
-// violation; an unknown --only is refused, naming the kinds it accepts.
+// `dpcurator audit` (client/audit_cmd.cc): the quick audit of one session
+// kind (registered in core/audit/registry.cc) prints one JSON object per
+// relation with the table's fields and no violation; an unknown --only is
+// refused, naming the kinds it accepts.
 #include <string>
 #include <vector>
 
@@ -19,7 +20,7 @@ const Command& AuditCommand() {
 
 TEST(AuditCliTest, QuickJsonOfOneKind) {
   ASSERT_EQ(AuditCommand().name, "audit");
-  auto args = ParseArgs(AuditCommand().options, {"--quick", "--only", "dp_sgd_session", "--json"});
+  auto args = ParseArgs(AuditCommand().options, {"--quick", "--only", "dp_sgd_session", "--delta", "1e-5", "--json"});
   ASSERT_TRUE(args.ok()) << args.status();
   ::testing::internal::CaptureStdout();
   const absl::Status status = AuditCommand().run(*args);
@@ -29,11 +30,13 @@ TEST(AuditCliTest, QuickJsonOfOneKind) {
   ASSERT_EQ(rows.size(), 2u) << out;
   for (const auto& row : rows) {
     EXPECT_EQ(row["kind"], "dp_sgd_session");
-    EXPECT_DOUBLE_EQ(row["accounted_epsilon"].get<double>(), 4.0);
-    EXPECT_LE(row["epsilon_lower_bound_95"].get<double>(), 4.0);
+    EXPECT_DOUBLE_EQ(row["epsilon"].get<double>(), 1.0);
+    EXPECT_DOUBLE_EQ(row["delta"].get<double>(), 1e-5);
+    EXPECT_LE(row["epsilon_lower_95"].get<double>(), 1.0);
     EXPECT_GT(row["mu_emp"].get<double>(), 0.0);
-    EXPECT_EQ(row["runs_per_dataset"].get<int64_t>(), 2000);
-    EXPECT_FALSE(row["violation"].get<bool>());
+    EXPECT_GT(row["mu"].get<double>(), 0.0);
+    EXPECT_EQ(row["runs_per_side"].get<int64_t>(), 2000);
+    EXPECT_FALSE(row["mutant"].get<bool>());
   }
 }
 
