@@ -1,6 +1,6 @@
 // The end-to-end audit (issue 23 item 4): rff_embedding releases requested
 // over a real gRPC channel from an in-process CuratorServer (SQLite ledger,
-// the server's own secure noise source), N on a dataset D0 and N on its
+// the server's whole release path), N on a dataset D0 and N on its
 // neighbour D1 = D0 plus one canary row, scored with the projection
 // statistic of the in-process rff case (core/audit/session_cases.h, with
 // T = 1 and q = 1 a session audit is exactly the one-shot release). The
@@ -9,7 +9,13 @@
 // 1/s (the Gaussian mechanism with the canary at the sensitivity bound is
 // exactly (1/s)-GDP), and neither epsilon lower bound above the ledger's
 // charge for one release. So the audit measures what the server ships.
+// The server's noise source is seeded through its test seam (one
+// SeededNoiseSource per release, seeds in request order), so CI is not
+// flaky; everything downstream of the bits (the grid discrete Gaussian) is
+// the server's own. bench/audit covers the production CSPRNG.
+#include <atomic>
 #include <cmath>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -18,6 +24,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/audit/session_cases.h"
 #include "core/audit/statistics.h"
+#include "core/privacy/noise_source.h"
 #include "proto/convert.h"
 #include "tests/server/server_test_util.h"
 
@@ -32,6 +39,17 @@ constexpr int kNullRows = 20;
 
 class E2eAuditTest : public ServerTest {
  protected:
+  void SetUp() override {
+    ServerTest::SetUp();
+    StopServer();
+    auto next_seed = std::make_shared<std::atomic<uint64_t>>(230004);
+    noise_source_ = [next_seed]() -> absl::StatusOr<std::unique_ptr<privacy::NoiseSource>> {
+      return std::unique_ptr<privacy::NoiseSource>(
+          new privacy::SeededNoiseSource(next_seed->fetch_add(1)));
+    };
+    StartServer();
+  }
+
   // A dataset of kNullRows rows (x = 0, y = a), plus the canary (x = 1,
   // y = b) when `with_canary`; ample budget.
   std::string MakeDataset(const std::string& name, bool with_canary) {
