@@ -11,6 +11,8 @@
 // sessions cannot see; at delta = 0.1 the violation is in the bulk of the
 // trade-off curve, where a threshold test with Clopper-Pearson intervals
 // certifies it (docs/audit-sessions.md, the measured table).
+#include <cstdio>
+
 #include <gtest/gtest.h>
 
 #include "core/audit/session_cases.h"
@@ -36,6 +38,9 @@ SessionAuditConfig MutantConfig(SessionMutant mutant) {
 TEST(SessionMutantTest, SamplingRateChargedAtHalfIsCaught) {
   auto result = RunSessionAudit(MutantConfig(SessionMutant::kSamplingRateChargedAtHalf));
   ASSERT_TRUE(result.ok()) << result.status();
+  std::printf("q/2 mutant: s %.3f, eps_lb95 %.3f of eps %.3f, mu_emp %.3f\n",
+              result->noise_multiplier, result->bound.epsilon, result->accounted_epsilon,
+              result->mu_emp);
   EXPECT_DOUBLE_EQ(result->charged_sampling_rate, 0.5 * result->sampling_rate);
   EXPECT_GT(result->bound.epsilon, result->accounted_epsilon)
       << "the q/2 mutant was not caught: lower bound " << result->bound.epsilon << ", mu_emp "
@@ -45,6 +50,9 @@ TEST(SessionMutantTest, SamplingRateChargedAtHalfIsCaught) {
 TEST(SessionMutantTest, SameConfigurationWithoutTheBugPasses) {
   auto result = RunSessionAudit(MutantConfig(SessionMutant::kNone));
   ASSERT_TRUE(result.ok()) << result.status();
+  std::printf("unmutated: s %.3f, eps_lb95 %.3f of eps %.3f, mu_emp %.3f\n",
+              result->noise_multiplier, result->bound.epsilon, result->accounted_epsilon,
+              result->mu_emp);
   EXPECT_DOUBLE_EQ(result->charged_sampling_rate, result->sampling_rate);
   EXPECT_LE(result->bound.epsilon, result->accounted_epsilon);
 }
