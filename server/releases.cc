@@ -12,6 +12,7 @@
 #include "core/release/kernel_witness.h"
 #include "core/release/marginals.h"
 #include "core/release/rff_embedding.h"
+#include "core/release/step_batch.h"
 #include "core/util/status_macros.h"
 #include "core/util/validation.h"
 #include "proto/convert.h"
@@ -357,17 +358,6 @@ absl::StatusOr<v1::Release> ComputeMstRelease(const ReleasePlan& plan, const v1:
   return release;
 }
 
-int64_t FixedBatchSize(double sampling_rate, int64_t n) {
-  if (!(sampling_rate > 0) || n < 1) return 0;
-  const double exact = sampling_rate * static_cast<double>(n);
-  if (!(exact < 0x1.0p62)) return n;
-  auto size = static_cast<int64_t>(std::floor(exact));
-  // m / n * n may land an ulp or so below m: within a relative 1e-12 the
-  // next integer is taken, so a resolved rate m / n gives m back.
-  if (static_cast<double>(size + 1) - exact <= 1e-12 * std::max(1.0, exact)) ++size;
-  return std::min(size, n);
-}
-
 absl::StatusOr<SessionPlan> PlanSession(const v1::OpenSessionRequest& request,
                                         const v1::Dataset& dataset) {
   SessionPlan plan;
@@ -643,33 +633,12 @@ struct StepBatch {
 };
 StepBatch SampleStepBatch(const v1::SessionParams& params, const v1::Dataset& dataset,
                           const release::EncodedRows& rows, privacy::NoiseSource* noise) {
-  const int64_t n = rows.num_rows();
-  std::vector<int64_t> chosen;
+  const auto relation = RelationFromProto(dataset.relation());
   StepBatch batch;
-  if (dataset.relation() == v1::REPLACE_ONE) {
-    // Fixed-size batch without replacement (Wang, Balle, Kasiviswanathan
-    // 2019): partial Fisher-Yates with the CSPRNG.
-    // floor: the batch fraction never exceeds the rate the ledger charged
-    // (PlanSession resolved q to m / n exactly).
-    // PlanSession resolved q to m / n with m = FixedBatchSize(q, n) and
-    // checked FixedBatchSize(m / n, n) = m: this is the batch it charged
-    // and (kernel_witness) the divisor.
-    const int64_t size = std::clamp<int64_t>(FixedBatchSize(params.sampling_rate(), n), 1, n);
-    std::vector<int64_t> order(n);
-    for (int64_t i = 0; i < n; ++i) order[i] = i;
-    for (int64_t i = 0; i < size; ++i) {
-      const int64_t j =
-          i + static_cast<int64_t>(privacy::UniformBelow(noise, static_cast<uint64_t>(n - i)));
-      std::swap(order[i], order[j]);
-    }
-    chosen.assign(order.begin(), order.begin() + size);
-    batch.public_n = size;
-  } else {
-    // Poisson sampling (Mironov, Talwar, Zhang 2019): each row independently
-    // with probability q; the batch size stays private.
-    for (int64_t i = 0; i < n; ++i) {
-      if (noise->UniformOpen() < params.sampling_rate()) chosen.push_back(i);
-    }
+  const std::vector<int64_t> chosen =
+      release::SampleStepIndices(relation, params.sampling_rate(), rows.num_rows(), noise);
+  if (relation == privacy::NeighbouringRelation::kReplaceOne) {
+    batch.public_n = static_cast<int64_t>(chosen.size());  // fixed and public
   }
   batch.rows = release::SelectRows(rows, chosen);
   return batch;

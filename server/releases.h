@@ -14,6 +14,7 @@
 #include "core/privacy/noise_source.h"
 #include "core/release/encoded_rows.h"
 #include "core/release/mechanism_record.h"
+#include "core/release/step_batch.h"
 #include "core/train/mst.h"
 #include "dpcurator/v1/dpcurator.pb.h"
 #include "server/release_kinds.h"
@@ -87,13 +88,11 @@ struct SessionPlan {
   int64_t steps = 0;
   v1::SessionParams resolved_params;
 };
-// The one expression for a REPLACE_ONE step's fixed batch size m (sampling
-// without replacement, Wang, Balle, Kasiviswanathan 2019): floor(q n), with
-// a relative 1e-12 tolerance below the next integer so that the resolved
-// rate m / n gives m back. PlanSession resolves the rate and the
-// kernel_witness divisor with it and checks the round trip before
-// admission; every step's batch is drawn with it (docs/privacy.md 6.4).
-int64_t FixedBatchSize(double sampling_rate, int64_t n);
+// The one expression for a REPLACE_ONE step's fixed batch size lives in
+// core (release::FixedBatchSize, core/release/step_batch.h), shared with
+// the empirical audit; PlanSession resolves the rate and the kernel_witness
+// divisor with it and checks the round trip before admission.
+using release::FixedBatchSize;
 
 absl::StatusOr<SessionPlan> PlanSession(const v1::OpenSessionRequest& request,
                                         const v1::Dataset& dataset);

@@ -16,6 +16,7 @@
 #include "core/privacy/discrete_noise.h"
 #include "core/privacy/events.h"
 #include "core/privacy/sampled_gaussian.h"
+#include "core/release/step_batch.h"
 #include "core/release/dp_sgd.h"
 #include "core/release/encoded_rows.h"
 #include "core/release/kernel_witness.h"
@@ -78,33 +79,6 @@ EncodedRows Copies(const EncodedRows& row, int64_t count) {
     return out;
   }
   return Stack(parts);
-}
-
-// The batch of one step, drawn with the same noise-source calls as
-// server/releases.cc SampleStepBatch (which is private to the server; the
-// audit must not link server/): under REPLACE_ONE a partial Fisher-Yates
-// of size max(1, floor(q n + 1e-9)) with UniformBelow, under ADD_REMOVE
-// one UniformOpen() < q per row.
-std::vector<int64_t> SampleStepIndices(NeighbouringRelation relation, double sampling_rate,
-                                       int64_t n, privacy::NoiseSource* noise) {
-  std::vector<int64_t> chosen;
-  if (relation == NeighbouringRelation::kReplaceOne) {
-    const int64_t size = std::max<int64_t>(
-        1, static_cast<int64_t>(std::floor(sampling_rate * static_cast<double>(n) + 1e-9)));
-    std::vector<int64_t> order(static_cast<size_t>(n));
-    for (int64_t i = 0; i < n; ++i) order[static_cast<size_t>(i)] = i;
-    for (int64_t i = 0; i < size; ++i) {
-      const int64_t j =
-          i + static_cast<int64_t>(privacy::UniformBelow(noise, static_cast<uint64_t>(n - i)));
-      std::swap(order[static_cast<size_t>(i)], order[static_cast<size_t>(j)]);
-    }
-    chosen.assign(order.begin(), order.begin() + size);
-  } else {
-    for (int64_t i = 0; i < n; ++i) {
-      if (noise->UniformOpen() < sampling_rate) chosen.push_back(i);
-    }
-  }
-  return chosen;
 }
 
 absl::StatusOr<data::Schema> OneNumericSchema(bool labelled) {
@@ -338,11 +312,11 @@ absl::StatusOr<PreparedSessionAudit> PrepareSessionAudit(const SessionAuditConfi
   const NeighbouringRelation relation = config.relation;
   const int64_t n = config.rows;
   // The rate the batches are drawn at, resolved as PlanSession does: under
-  // REPLACE_ONE the fixed batch m = floor(q n) and the rate m / n.
+  // REPLACE_ONE the fixed batch m = FixedBatchSize(q, n) and the rate m / n.
   double q = config.sampling_rate;
   int64_t batch_size = 0;
   if (relation == NeighbouringRelation::kReplaceOne) {
-    batch_size = static_cast<int64_t>(std::floor(q * static_cast<double>(n)));
+    batch_size = release::FixedBatchSize(q, n);
     if (batch_size < 1) {
       return absl::InvalidArgumentError("sampling rate times rows is below one row");
     }
@@ -406,7 +380,7 @@ absl::StatusOr<PreparedSessionAudit> PrepareSessionAudit(const SessionAuditConfi
     const EncodedRows& rows = side == 0 ? data->first : data->second;
     std::vector<double> z(static_cast<size_t>(steps));
     for (int64_t t = 0; t < steps; ++t) {
-      const std::vector<int64_t> chosen = SampleStepIndices(relation, q, rows.num_rows(), noise);
+      const std::vector<int64_t> chosen = release::SampleStepIndices(relation, q, rows.num_rows(), noise);
       const EncodedRows batch = release::SelectRows(rows, chosen);
       DPC_ASSIGN_OR_RETURN(const Eigen::VectorXd out, c->step(batch, batch_size, noise));
       z[static_cast<size_t>(t)] = ProjectionScore(out, canary);
