@@ -7,10 +7,13 @@
 #include "absl/status/status.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "core/util/status_macros.h"
 #include "server/audit.h"
 #include "server/log.h"
+#include "server/sqlite.h"
 
 namespace dpcurator::server {
 namespace {
@@ -58,6 +61,73 @@ absl::Status AdminServiceImpl::LoadTokens(Store* store, Authorizer* authorizer) 
     DPC_RETURN_IF_ERROR(
         authorizer->AddToken(std::move(token.digest), Principal{token.info.token_id(), *role}));
   }
+  return absl::OkStatus();
+}
+
+absl::Status AdminServiceImpl::CheckLegacyOwners(
+    SharedDatabase* database, const std::vector<std::pair<int, std::string>>& line_ids,
+    bool adopt) {
+  auto db = database->Lock();
+  // Read-only: which owners still have the line-number form.
+  std::vector<std::string> legacy;
+  {
+    DPC_ASSIGN_OR_RETURN(
+        Statement query,
+        db->Prepare("SELECT owner FROM releases WHERE owner GLOB 'file:[0-9]*' UNION "
+                    "SELECT owner FROM sessions WHERE owner GLOB 'file:[0-9]*' ORDER BY 1"));
+    while (true) {
+      DPC_ASSIGN_OR_RETURN(bool row, query.Step());
+      if (!row) break;
+      std::string owner = query.ColumnText(0);
+      if (IsLegacyFileTokenId(owner)) legacy.push_back(std::move(owner));
+    }
+  }
+  if (legacy.empty()) return absl::OkStatus();
+  const std::string listed = absl::StrJoin(legacy, ", ");
+  if (!adopt) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "the ledger has releases or sessions owned by ", listed,
+        ": ids from before issue 24 that name a --tokens file token by its LINE NUMBER. File "
+        "tokens are now identified by a digest of the token, so those owners match no token, "
+        "and honouring them by line would give them to whatever token sits on that line now "
+        "(a deleted line moves every later token up). If the token file is line for line as "
+        "it was when they were made, restart once with --adopt_line_owners: each file:N "
+        "owner and its idempotency keys move to the token now on line N. If lines were "
+        "deleted or moved since, first restore the file as it was, adopt, then revoke by "
+        "deleting lines (safe from now on). docs/architecture.md, Threat model."));
+  }
+  absl::flat_hash_map<std::string, std::string> new_ids;
+  for (const auto& [line, id] : line_ids) new_ids[absl::StrCat("file:", line)] = id;
+  for (const std::string& owner : legacy) {
+    if (!new_ids.contains(owner)) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "--adopt_line_owners: the ledger has owner ", owner, " but line ", owner.substr(5),
+          " of --tokens holds no token: the file changed since. Restore it as it was when ",
+          "those releases and sessions were made, adopt, then revoke."));
+    }
+  }
+  DPC_ASSIGN_OR_RETURN(Transaction transaction, Transaction::BeginImmediate(db.get()));
+  for (const std::string& owner : legacy) {
+    const std::string& id = new_ids[owner];
+    const std::string old_scope = absl::StrCat(owner, "\x1f");
+    const std::string new_scope = absl::StrCat(id, "\x1f");
+    for (const char* table : {"releases", "sessions"}) {
+      DPC_ASSIGN_OR_RETURN(
+          Statement update,
+          db->Prepare(absl::StrCat("UPDATE ", table, " SET owner = ?1 WHERE owner = ?2")));
+      DPC_RETURN_IF_ERROR(update.Bind(1, id).Bind(2, owner).Run());
+      // The ledger scopes idempotency keys as "<principal>\x1f<key>".
+      DPC_ASSIGN_OR_RETURN(
+          Statement rescope,
+          db->Prepare(absl::StrCat("UPDATE ", table,
+                                   " SET idempotency_key = ?1 || substr(idempotency_key, "
+                                   "length(?2) + 1) WHERE substr(idempotency_key, 1, "
+                                   "length(?2)) = ?2")));
+      DPC_RETURN_IF_ERROR(rescope.Bind(1, new_scope).Bind(2, old_scope).Run());
+    }
+  }
+  DPC_RETURN_IF_ERROR(transaction.Commit());
+  LogEvent(LogLevel::kWarning, "line_owners_adopted").Str("owners", listed);
   return absl::OkStatus();
 }
 

@@ -3,11 +3,14 @@
 
 #include <mutex>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "dpcurator/v1/dpcurator.grpc.pb.h"
 #include "server/auth.h"
 #include "server/clock.h"
+#include "server/shared_database.h"
 #include "server/store.h"
 
 namespace dpcurator::server {
@@ -34,6 +37,23 @@ class AdminServiceImpl final : public v1::AdminService::Service {
 
   // Loads the database's valid tokens into the authorizer (start-up).
   static absl::Status LoadTokens(Store* store, Authorizer* authorizer);
+
+  // Start-up check of ownership ids (issue 24, item 1). Releases and
+  // sessions made before file-token ids became digests are owned by
+  // "file:<line>", which named a token by its position in --tokens: after a
+  // line is deleted, another token would sit on that line. Such owners are
+  // never honoured silently. Without `adopt`: FAILED_PRECONDITION naming
+  // them and the way out. With `adopt` (--adopt_line_owners): each
+  // "file:N" owner, and the "file:N" scope of its idempotency keys, is
+  // rewritten in one transaction to the id of the token now on line N of
+  // `line_ids` (TokenRegistry::FromFile); refused when some line N holds no
+  // token, since the file has then certainly changed. Adopting is right only
+  // when the file has not been reordered, nor lines added or removed above
+  // a token, since those releases were made: the operator's promise.
+  // Audit rows and token created_by/revoked_by keep the old ids: history.
+  static absl::Status CheckLegacyOwners(SharedDatabase* database,
+                                        const std::vector<std::pair<int, std::string>>& line_ids,
+                                        bool adopt);
 
   static constexpr int kMaxLabelLength = 200;
 

@@ -7,6 +7,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -16,6 +17,9 @@ namespace dpcurator::server {
 namespace {
 
 constexpr size_t kMinTokenLength = 16;
+constexpr absl::string_view kFilePrincipalPrefix = "file:";
+// 8 bytes = 16 hex digits of the domain-separated digest (auth.h says why).
+constexpr size_t kFileIdBytes = 8;
 constexpr absl::string_view kBearerPrefix = "Bearer ";
 
 struct MethodRule {
@@ -52,6 +56,15 @@ const std::vector<MethodRule>& Rules() {
   return *rules;
 }
 
+// At most Authorizer::kMaxAuditTextBytes of `text`, cut before a UTF-8
+// continuation byte so that the audit row stays valid proto3 text.
+absl::string_view AuditText(absl::string_view text) {
+  if (text.size() <= Authorizer::kMaxAuditTextBytes) return text;
+  size_t end = Authorizer::kMaxAuditTextBytes;
+  while (end > 0 && (static_cast<unsigned char>(text[end]) & 0xC0) == 0x80) --end;
+  return text.substr(0, end);
+}
+
 class AuthInterceptor final : public grpc::experimental::Interceptor {
  public:
   AuthInterceptor(Authorizer* authorizer, grpc::experimental::ServerRpcInfo* info)
@@ -75,6 +88,9 @@ class AuthInterceptor final : public grpc::experimental::Interceptor {
       authorizer_->Record(info_->server_context(), info_->method(), std::move(decision));
     }
     if (methods->QueryInterceptionHookPoint(InterceptionHookPoints::PRE_SEND_STATUS)) {
+      // A refusal made after the verdict (Authorizer::Refuse, e.g. an
+      // oversized field) ends the call the same way.
+      if (!refused_.has_value()) refused_ = authorizer_->Refusal(info_->server_context());
       if (refused_.has_value()) methods->ModifySendStatus(*refused_);
       // Audited before the status leaves: a client that has its answer can
       // already read the call's audit row.
@@ -132,7 +148,24 @@ std::string TokenDigest(absl::string_view token) {
   return std::string(reinterpret_cast<const char*>(digest), sizeof(digest));
 }
 
-absl::StatusOr<TokenRegistry> TokenRegistry::FromFile(const std::string& path) {
+std::string FileTokenId(absl::string_view token) {
+  // Domain separation: this id must never equal (a prefix of) TokenDigest.
+  static constexpr absl::string_view kDomain("dpcurator principal\0", 20);
+  const std::string digest = TokenDigest(absl::StrCat(kDomain, token));
+  return absl::StrCat(kFilePrincipalPrefix,
+                      absl::BytesToHexString(absl::string_view(digest).substr(0, kFileIdBytes)));
+}
+
+bool IsLegacyFileTokenId(absl::string_view id) {
+  if (!absl::ConsumePrefix(&id, kFilePrincipalPrefix) || id.empty()) return false;
+  // New ids are 16 hex digits; old ones are line numbers (a file of 10^15
+  // lines is not a thing), so 16 characters cannot be a legacy id.
+  if (id.size() >= 2 * kFileIdBytes) return false;
+  return std::all_of(id.begin(), id.end(), [](char c) { return absl::ascii_isdigit(c); });
+}
+
+absl::StatusOr<TokenRegistry> TokenRegistry::FromFile(
+    const std::string& path, std::vector<std::pair<int, std::string>>* line_ids) {
   std::ifstream input(path);
   if (!input) {
     return absl::NotFoundError(absl::StrCat("cannot open token file '", path, "'"));
@@ -154,10 +187,12 @@ absl::StatusOr<TokenRegistry> TokenRegistry::FromFile(const std::string& path) {
       return absl::InvalidArgumentError(absl::StrCat(path, ":", line_number, ": unknown role '",
                                                      parts[0], "' (curator, analyst, device)"));
     }
-    auto status = registry.Add(*role, parts[1], absl::StrCat("file:", line_number));
+    std::string id = FileTokenId(parts[1]);
+    auto status = registry.Add(*role, parts[1], id);
     if (!status.ok()) {
       return absl::InvalidArgumentError(absl::StrCat(path, ":", line_number, ": ", status.message()));
     }
+    if (line_ids != nullptr) line_ids->emplace_back(line_number, std::move(id));
   }
   return registry;
 }
@@ -167,7 +202,7 @@ absl::Status TokenRegistry::Add(Role role, absl::string_view token, std::string 
     return absl::InvalidArgumentError(
         absl::StrCat("tokens must be at least ", kMinTokenLength, " characters"));
   }
-  if (id.empty()) id = absl::StrCat("file:", by_digest_.size() + 1);
+  if (id.empty()) id = FileTokenId(token);
   return AddDigest(TokenDigest(token), Principal{std::move(id), role});
 }
 
@@ -175,11 +210,19 @@ absl::Status TokenRegistry::AddDigest(std::string digest, Principal principal) {
   if (digest.size() != SHA256_DIGEST_LENGTH) {
     return absl::InvalidArgumentError("a token digest is 32 bytes (SHA-256)");
   }
-  auto [it, inserted] = by_digest_.try_emplace(std::move(digest), principal);
-  if (!inserted) {
+  if (auto it = by_digest_.find(digest); it != by_digest_.end()) {
     return absl::AlreadyExistsError(absl::StrCat("token ", principal.id, " is the same token as ",
                                                  it->second.id, "; give each one its own"));
   }
+  // Two tokens with one id would share releases and sessions: refused (for
+  // file ids only a 64-bit digest collision could do it).
+  for (const auto& [other_digest, other] : by_digest_) {
+    if (other.id == principal.id) {
+      return absl::AlreadyExistsError(absl::StrCat(
+          "two tokens have the principal id ", principal.id, "; replace one of them"));
+    }
+  }
+  by_digest_.emplace(std::move(digest), std::move(principal));
   return absl::OkStatus();
 }
 
@@ -277,13 +320,47 @@ void Authorizer::Record(const void* call, absl::string_view method, Decision dec
     if (verdict.status.ok()) verdict.role = decision.principal->role;
   }
   std::lock_guard<std::mutex> lock(mutex_);
+  if (auto early = early_refusals_.find(call); early != early_refusals_.end()) {
+    if (verdict.status.ok()) {
+      verdict.status = std::move(early->second);
+      verdict.role.reset();
+    }
+    early_refusals_.erase(early);
+  }
   verdicts_[call] = std::move(verdict);
+}
+
+void Authorizer::Refuse(const void* call, const grpc::Status& status) {
+  if (status.ok()) return;
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = verdicts_.find(call);
+  if (it == verdicts_.end()) {
+    early_refusals_.try_emplace(call, status);
+    return;
+  }
+  if (it->second.status.ok()) {
+    it->second.status = status;
+    it->second.role.reset();  // Check() fails from now on
+  }
+}
+
+std::optional<grpc::Status> Authorizer::Refusal(const void* call) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = verdicts_.find(call);
+  if (it != verdicts_.end()) {
+    if (it->second.status.ok()) return std::nullopt;
+    return it->second.status;
+  }
+  auto early = early_refusals_.find(call);
+  if (early != early_refusals_.end()) return early->second;
+  return std::nullopt;
 }
 
 void Authorizer::Finish(const void* call, const grpc::Status& final_status) {
   CallRecord record;
   {
     std::lock_guard<std::mutex> lock(mutex_);
+    early_refusals_.erase(call);
     auto it = verdicts_.find(call);
     if (it == verdicts_.end()) return;
     record = std::move(it->second.record);
@@ -317,7 +394,7 @@ absl::StatusOr<Principal> Authorizer::Caller(const grpc::ServerContextBase* cont
 void Authorizer::NoteTarget(const grpc::ServerContextBase* context, absl::string_view target) {
   std::lock_guard<std::mutex> lock(mutex_);
   auto it = verdicts_.find(static_cast<const void*>(context));
-  if (it != verdicts_.end()) it->second.record.target = std::string(target);
+  if (it != verdicts_.end()) it->second.record.target = std::string(AuditText(target));
 }
 
 void Authorizer::NoteEpsilon(const grpc::ServerContextBase* context, double epsilon) {
@@ -329,7 +406,7 @@ void Authorizer::NoteEpsilon(const grpc::ServerContextBase* context, double epsi
 void Authorizer::NoteDetail(const grpc::ServerContextBase* context, absl::string_view detail) {
   std::lock_guard<std::mutex> lock(mutex_);
   auto it = verdicts_.find(static_cast<const void*>(context));
-  if (it != verdicts_.end()) it->second.record.detail = std::string(detail);
+  if (it != verdicts_.end()) it->second.record.detail = std::string(AuditText(detail));
 }
 
 absl::Status Authorizer::AddToken(std::string digest, Principal principal) {

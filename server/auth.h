@@ -9,6 +9,7 @@
 #include <optional>
 #include <shared_mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -22,8 +23,8 @@ const char* RoleName(Role role);
 std::optional<Role> ParseRole(absl::string_view name);
 
 // Who made a call: the token's id (never the token) and its role. Ids are
-// "tok_<hex>" for tokens made by AdminService.CreateToken and "file:<line>"
-// for tokens read from the --tokens file.
+// "tok_<hex>" for tokens made by AdminService.CreateToken and "file:<16 hex>"
+// (FileTokenId) for tokens read from the --tokens file.
 struct Principal {
   std::string id;
   Role role = Role::kAnalyst;
@@ -33,15 +34,41 @@ struct Principal {
 // a token, in memory and in the database.
 std::string TokenDigest(absl::string_view token);
 
+// The principal id of a --tokens file token: "file:" and the first 16 hex
+// digits (64 bits) of SHA-256("dpcurator principal\0" + token).
+//
+// Why a digest and not the line number: release and session ownership and
+// idempotency scope key on this id, and a line number moves when a line is
+// deleted, so revoking analyst A (delete A's line, restart) used to hand A's
+// releases and sessions to whoever moved onto A's line (issue 24, item 1).
+// The id is a function of the token alone, so it follows the token wherever
+// it sits in the file and dies with it.
+//
+// Why showing it to curators (ListTokens, audit rows, created_by) is safe:
+// the domain-separation prefix makes it differ from TokenDigest (the stored
+// form), and recovering a token from 64 bits of its SHA-256 needs a brute
+// force over the token space; tokens are at least 16 characters and should
+// be random (NewBearerToken makes 192-bit ones), which puts that out of
+// reach. 64 bits make an accidental collision between two file tokens
+// negligible (about n^2 / 2^65), and FromFile refuses one anyway.
+std::string FileTokenId(absl::string_view token);
+// True for an id of the old line-number form "file:<digits>" (before issue
+// 24), as releases.owner, sessions.owner and idempotency scopes may hold.
+bool IsLegacyFileTokenId(absl::string_view id);
+
 // Bearer tokens and their principals, indexed by digest. Not thread-safe;
 // Authorizer guards its registry with a mutex.
 class TokenRegistry {
  public:
   // Reads a token file: one "<role> <token>" per line, '#' comments. Tokens
-  // must be at least 16 characters. Principal ids are "file:<line>". An
-  // empty file (no tokens) is allowed: the database may hold the tokens.
-  static absl::StatusOr<TokenRegistry> FromFile(const std::string& path);
-  // A token in clear (file tokens, tests); `id` defaults to "file:<n>".
+  // must be at least 16 characters. Principal ids are FileTokenId(token),
+  // never the line. An empty file (no tokens) is allowed: the database may
+  // hold the tokens. When `line_ids` is given, it receives each token line's
+  // number (1-based, as the old "file:<line>" ids counted) and its new id:
+  // what --adopt_line_owners needs to migrate a ledger (AdoptLineOwners).
+  static absl::StatusOr<TokenRegistry> FromFile(
+      const std::string& path, std::vector<std::pair<int, std::string>>* line_ids = nullptr);
+  // A token in clear (file tokens, tests); `id` defaults to FileTokenId.
   absl::Status Add(Role role, absl::string_view token, std::string id = "");
   // A token known by its digest only (from the database).
   absl::Status AddDigest(std::string digest, Principal principal);
@@ -111,10 +138,23 @@ class Authorizer {
   // The authorised caller of a call that passed Check().
   absl::StatusOr<Principal> Caller(const grpc::ServerContextBase* context);
 
-  // Audit annotations by handlers (no-ops for unknown calls).
+  // Audit annotations by handlers (no-ops for unknown calls). Target and
+  // detail are cut to kMaxAuditTextBytes: the input-limits interceptor
+  // already bounds caller text, this is defence in depth so that no caller
+  // string can grow the audit log without bound.
+  static constexpr size_t kMaxAuditTextBytes = 256;
   void NoteTarget(const grpc::ServerContextBase* context, absl::string_view target);
   void NoteEpsilon(const grpc::ServerContextBase* context, double epsilon);
   void NoteDetail(const grpc::ServerContextBase* context, absl::string_view detail);
+
+  // Refuses a call after the fact (the input-limits interceptor, whose
+  // checks run on received messages): Check() returns `status` from now on
+  // and the final status of the call is rewritten to it. An earlier
+  // refusal (e.g. UNAUTHENTICATED) is kept. Order-independent: a refusal
+  // that arrives before the authorizer's verdict is merged into it.
+  void Refuse(const void* call, const grpc::Status& status);
+  // The call's refusal, if any (the authorizer's or a Refuse()).
+  std::optional<grpc::Status> Refusal(const void* call);
 
   // Token changes by the admin service; effective from the next call.
   absl::Status AddToken(std::string digest, Principal principal);
@@ -134,6 +174,8 @@ class Authorizer {
   AuditSink audit_;
   std::mutex mutex_;
   absl::flat_hash_map<const void*, Verdict> verdicts_;
+  // Refuse() calls that came before Record() for their call.
+  absl::flat_hash_map<const void*, grpc::Status> early_refusals_;
 };
 
 // gRPC status <-> absl::Status.

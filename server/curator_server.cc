@@ -91,8 +91,9 @@ absl::StatusOr<std::unique_ptr<CuratorServer>> CuratorServer::Start(const Server
         "development server on a trusted host");
   }
   TokenRegistry tokens;
+  std::vector<std::pair<int, std::string>> token_lines;
   if (!options.tokens_path.empty()) {
-    DPC_ASSIGN_OR_RETURN(tokens, TokenRegistry::FromFile(options.tokens_path));
+    DPC_ASSIGN_OR_RETURN(tokens, TokenRegistry::FromFile(options.tokens_path, &token_lines));
   }
   DPC_ASSIGN_OR_RETURN(
       std::unique_ptr<Metrics> metrics,
@@ -121,6 +122,9 @@ absl::StatusOr<std::unique_ptr<CuratorServer>> CuratorServer::Start(const Server
         " --check` (lists every problem and serves nothing); restore the database from a "
         "backup or investigate before serving again. Never edit the ledger by hand."));
   }
+  // Owners that named a file token by its line are not served (issue 24).
+  DPC_RETURN_IF_ERROR(AdminServiceImpl::CheckLegacyOwners(server->database_.get(), token_lines,
+                                                          options.adopt_line_owners));
   // The budget gauges start from the ledger, not from zero.
   if (absl::Status loaded = RefreshAllBudgets(*server->store_, *server->ledger_, *server->metrics_);
       !loaded.ok()) {

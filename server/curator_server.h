@@ -27,9 +27,13 @@ namespace dpcurator::server {
 struct ServerOptions {
   std::string db_path;
   std::string listen_address = "127.0.0.1:50051";
-  // Bootstrap tokens ("<role> <token>" lines, principals "file:<line>").
+  // Bootstrap tokens ("<role> <token>" lines, principals FileTokenId).
   // Optional once the database holds a valid token (AdminService).
   std::string tokens_path;
+  // Rewrite ledger owners of the old "file:<line>" form to the token now on
+  // that line (AdminServiceImpl::CheckLegacyOwners); without it a ledger
+  // holding such owners is not served.
+  bool adopt_line_owners = false;
   // Plaintext transport; only for development on a trusted host.
   bool insecure_dev = false;
   std::string tls_cert_path;

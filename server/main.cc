@@ -20,6 +20,10 @@ ABSL_FLAG(std::string, listen, "127.0.0.1:50051", "host:port to listen on (port 
 ABSL_FLAG(std::string, tokens, "",
           "bootstrap token file: one '<curator|analyst|device> <token>' per line. Required until "
           "the database holds a token made by `dpcurator admin token create`.");
+ABSL_FLAG(bool, adopt_line_owners, false,
+          "once, after upgrading: give releases and sessions owned by an old line-numbered "
+          "file principal ('file:N') to the token now on line N of --tokens. Only if the file "
+          "is line for line as it was when they were made (docs/architecture.md, Threat model)");
 ABSL_FLAG(bool, insecure_dev, false,
           "serve plaintext (no TLS): development on a trusted host only");
 ABSL_FLAG(std::string, tls_cert, "", "PEM certificate chain for TLS");
@@ -87,6 +91,7 @@ int main(int argc, char** argv) {
   options.db_path = absl::GetFlag(FLAGS_db);
   options.listen_address = absl::GetFlag(FLAGS_listen);
   options.tokens_path = absl::GetFlag(FLAGS_tokens);
+  options.adopt_line_owners = absl::GetFlag(FLAGS_adopt_line_owners);
   options.insecure_dev = absl::GetFlag(FLAGS_insecure_dev);
   options.tls_cert_path = absl::GetFlag(FLAGS_tls_cert);
   options.tls_key_path = absl::GetFlag(FLAGS_tls_key);

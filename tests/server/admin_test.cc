@@ -67,7 +67,7 @@ TEST_F(AdminTest, CreatedTokenWorksAtOnceAndIsStoredOnlyAsADigest) {
   EXPECT_TRUE(absl::StartsWith(created.info().token_id(), "tok_"));
   EXPECT_EQ(created.info().role(), v1::ROLE_ANALYST);
   EXPECT_EQ(created.info().label(), "alice laptop");
-  EXPECT_EQ(created.info().created_by(), "file:2");  // the fixture's curator line
+  EXPECT_EQ(created.info().created_by(), FileTokenId(kCuratorToken));  // the fixture's curator
 
   // The new token carries its role: analyst RPCs pass, curator ones do not.
   EXPECT_TRUE(ListDatasetsWith(WithToken(token)).ok());
@@ -92,7 +92,7 @@ TEST_F(AdminTest, CreatedTokenWorksAtOnceAndIsStoredOnlyAsADigest) {
   ASSERT_NE(listed, nullptr);
   EXPECT_EQ(listed->label(), "alice laptop");
   EXPECT_EQ(listed->role(), v1::ROLE_ANALYST);
-  EXPECT_NE(FindToken(list, "file:2"), nullptr);  // file tokens are listed too
+  EXPECT_NE(FindToken(list, FileTokenId(kCuratorToken)), nullptr);  // file tokens are listed too
   EXPECT_EQ(list.SerializeAsString().find(token), std::string::npos);
 
   // On disk: the digest is there (so the scan reads the right bytes), the
@@ -119,7 +119,7 @@ TEST_F(AdminTest, RevocationHoldsFromTheNextCallAndAcrossRestarts) {
   grpc::Status status = RevokeToken(revoked.info().token_id(), &info);
   ASSERT_TRUE(status.ok()) << status.error_message();
   EXPECT_GT(info.revoked_unix(), 0);
-  EXPECT_EQ(info.revoked_by(), "file:2");
+  EXPECT_EQ(info.revoked_by(), FileTokenId(kCuratorToken));
   EXPECT_EQ(ListDatasetsWith(WithToken(revoked.token())).error_code(),
             grpc::StatusCode::UNAUTHENTICATED);
   EXPECT_TRUE(ListDatasetsWith(WithToken(kept.token())).ok());
@@ -139,7 +139,7 @@ TEST_F(AdminTest, RevocationHoldsFromTheNextCallAndAcrossRestarts) {
   const v1::TokenInfo* listed = FindToken(all, revoked.info().token_id());
   ASSERT_NE(listed, nullptr);
   EXPECT_EQ(listed->revoked_unix(), info.revoked_unix());
-  EXPECT_EQ(listed->revoked_by(), "file:2");
+  EXPECT_EQ(listed->revoked_by(), FileTokenId(kCuratorToken));
 }
 
 TEST_F(AdminTest, RevokeRefusesUnknownRepeatedAndFileTokens) {
@@ -150,10 +150,10 @@ TEST_F(AdminTest, RevokeRefusesUnknownRepeatedAndFileTokens) {
   grpc::Status again = RevokeToken(created.info().token_id());
   EXPECT_EQ(again.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
   EXPECT_THAT(again.error_message(), HasSubstr("already revoked"));
-  grpc::Status file = RevokeToken("file:3");
+  grpc::Status file = RevokeToken(FileTokenId(kAnalystToken));
   EXPECT_EQ(file.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
   EXPECT_THAT(file.error_message(), HasSubstr("--tokens file"));
-  EXPECT_TRUE(ListDatasetsWith(Analyst()).ok());  // file:3 still works
+  EXPECT_TRUE(ListDatasetsWith(Analyst()).ok());  // the file analyst still works
 }
 
 TEST_F(AdminTest, CreateValidatesRoleAndLabel) {

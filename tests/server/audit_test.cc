@@ -109,7 +109,7 @@ TEST_F(AuditTest, ReleaseRowsCarryPrincipalTargetOutcomeAndEpsilon) {
   EXPECT_EQ(rows[2].epsilon(), 0.0);
   EXPECT_EQ(rows[2].principal(), analyst.info().token_id());
   EXPECT_EQ(rows[3].code(), static_cast<int>(grpc::StatusCode::PERMISSION_DENIED));
-  EXPECT_EQ(rows[3].principal(), "file:4");  // the fixture's device line
+  EXPECT_EQ(rows[3].principal(), FileTokenId(kDeviceToken));  // the fixture's device
   EXPECT_EQ(rows[3].role(), v1::ROLE_DEVICE);
   EXPECT_EQ(rows[3].epsilon(), 0.0);
   EXPECT_EQ(rows[4].code(), static_cast<int>(grpc::StatusCode::UNAUTHENTICATED));
@@ -141,7 +141,7 @@ TEST_F(AuditTest, SessionOpenRecordsTheReservedEpsilon) {
   ASSERT_TRUE(status.ok()) << status.error_message();
   const auto rows = Rows(kOpenSession);
   ASSERT_EQ(rows.size(), 1u);
-  EXPECT_EQ(rows[0].principal(), "file:3");
+  EXPECT_EQ(rows[0].principal(), FileTokenId(kAnalystToken));
   EXPECT_EQ(rows[0].target(), dataset_id);
   EXPECT_GT(rows[0].epsilon(), 0.0);
   EXPECT_DOUBLE_EQ(rows[0].epsilon(), session.epsilon_reserved());

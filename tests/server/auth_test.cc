@@ -14,6 +14,9 @@
 #include <optional>
 #include <set>
 
+#include <fstream>
+
+#include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "core/data/demo.h"
@@ -22,6 +25,8 @@
 
 namespace dpcurator::server::testing {
 namespace {
+
+using ::testing::HasSubstr;
 
 // How a call presents itself.
 struct Credentials {
@@ -509,6 +514,245 @@ TEST_F(AuthTest, HealthAnswersServingWithoutToken) {
   grpc::Status status = HealthCheck(channel_, &body);
   ASSERT_TRUE(status.ok()) << status.error_code() << " " << status.error_message();
   EXPECT_EQ(body, std::string("\x08\x01", 2));
+}
+
+
+// Issue 24, item 1: a file token's principal is a digest of the token, so
+// revoking analyst A by deleting its line does not hand A's releases and
+// sessions to analyst B, who moves onto A's line number. Failed on the
+// line-number ids ("file:<line>"): B could read, step and close A's work.
+class FileTokenIdentityTest : public ServerTest {
+ protected:
+  static constexpr char kAnalystA[] = "analyst-A-0123456789abcdef";
+  static constexpr char kAnalystB[] = "analyst-B-0123456789abcdef";
+
+  // Restarts the server on a token file of these lines.
+  void RestartWithTokens(const std::vector<std::string>& lines) {
+    StopServer();
+    std::ofstream tokens(tokens_path_, std::ios::trunc);
+    for (const auto& line : lines) tokens << line << "\n";
+    tokens.close();
+    StartServer();
+  }
+  // A's work: a dataset, a release and an open session with one step.
+  void MakeWorkOfA(v1::Dataset* dataset, v1::Release* release, v1::Session* session) {
+    ASSERT_TRUE(CreateDataset(20.0, 1e-5, v1::ADD_REMOVE, dataset).ok());
+    ASSERT_TRUE(UploadDemoRows(dataset->id(), 200, 4).ok());
+    client::Connection a = WithToken(kAnalystA);
+    {
+      auto context = a.NewContext();
+      grpc::Status status = a.releases().RequestRelease(
+          context.get(), RffRequest(dataset->id(), 1.0, "a-release-key"), release);
+      ASSERT_TRUE(status.ok()) << status.error_message();
+    }
+    v1::OpenSessionRequest open;
+    open.set_dataset_id(dataset->id());
+    open.set_idempotency_key("a-session-key");
+    open.mutable_params()->set_steps(3);
+    open.mutable_params()->set_sampling_rate(0.1);
+    open.mutable_params()->set_noise_multiplier(2.0);
+    open.mutable_params()->mutable_rff_embedding()->set_num_frequencies(10);
+    auto context = a.NewContext();
+    grpc::Status status = a.sessions().OpenSession(context.get(), open, session);
+    ASSERT_TRUE(status.ok()) << status.error_message();
+  }
+};
+
+TEST(FileTokenIdTest, IsADomainSeparatedDigestPrefixNotAPosition) {
+  const std::string id = FileTokenId("analyst-A-0123456789abcdef");
+  ASSERT_EQ(id.size(), 5u + 16u);
+  EXPECT_TRUE(absl::StartsWith(id, "file:"));
+  EXPECT_EQ(id, FileTokenId("analyst-A-0123456789abcdef"));  // a function of the token
+  EXPECT_NE(id, FileTokenId("analyst-B-0123456789abcdef"));
+  // Not a prefix of the stored digest (domain separation).
+  EXPECT_NE(id.substr(5), absl::BytesToHexString(TokenDigest("analyst-A-0123456789abcdef"))
+                              .substr(0, 16));
+  EXPECT_TRUE(IsLegacyFileTokenId("file:2"));
+  EXPECT_TRUE(IsLegacyFileTokenId("file:123"));
+  EXPECT_FALSE(IsLegacyFileTokenId(id));
+  EXPECT_FALSE(IsLegacyFileTokenId("file:"));
+  EXPECT_FALSE(IsLegacyFileTokenId("tok_12"));
+}
+
+TEST_F(FileTokenIdentityTest, RevokingADoesNotGiveAsWorkToTheTokenOnAsLine) {
+  RestartWithTokens({absl::StrCat("curator ", kCuratorToken), absl::StrCat("analyst ", kAnalystA),
+                     absl::StrCat("analyst ", kAnalystB)});
+  v1::Dataset dataset;
+  v1::Release release;
+  v1::Session session;
+  MakeWorkOfA(&dataset, &release, &session);
+  if (HasFatalFailure()) return;
+  // Revoke A the documented way: delete its line and restart. B moves from
+  // line 3 to line 2, A's old line.
+  RestartWithTokens({absl::StrCat("curator ", kCuratorToken), absl::StrCat("analyst ", kAnalystB)});
+  client::Connection a = WithToken(kAnalystA);
+  {
+    auto context = a.NewContext();
+    v1::GetReleaseRequest get;
+    get.set_release_id(release.id());
+    v1::Release got;
+    EXPECT_EQ(a.releases().GetRelease(context.get(), get, &got).error_code(),
+              grpc::StatusCode::UNAUTHENTICATED);
+  }
+  client::Connection b = WithToken(kAnalystB);
+  {
+    auto context = b.NewContext();
+    v1::GetReleaseRequest get;
+    get.set_release_id(release.id());
+    v1::Release got;
+    grpc::Status status = b.releases().GetRelease(context.get(), get, &got);
+    EXPECT_FALSE(status.ok()) << "B fetched A's release";
+    EXPECT_FALSE(absl::StrContains(got.SerializeAsString(), release.id()));
+  }
+  {
+    auto context = b.NewContext();
+    v1::GetSessionRequest get;
+    get.set_session_id(session.id());
+    v1::Session got;
+    EXPECT_FALSE(b.sessions().GetSession(context.get(), get, &got).ok()) << "B read A's session";
+  }
+  {
+    auto context = b.NewContext();
+    v1::SessionStepRequest step;
+    step.set_session_id(session.id());
+    step.set_step(0);
+    v1::SessionStepResponse got;
+    EXPECT_FALSE(b.sessions().Step(context.get(), step, &got).ok()) << "B stepped A's session";
+  }
+  {
+    auto context = b.NewContext();
+    v1::CloseSessionRequest close;
+    close.set_session_id(session.id());
+    v1::Session got;
+    EXPECT_FALSE(b.sessions().CloseSession(context.get(), close, &got).ok())
+        << "B closed A's session";
+  }
+  {
+    auto context = b.NewContext();
+    v1::ListReleasesRequest list;
+    list.set_dataset_id(dataset.id());
+    v1::ListReleasesResponse got;
+    grpc::Status status = b.releases().ListReleases(context.get(), list, &got);
+    if (status.ok()) {
+      for (const auto& summary : got.releases()) {
+        EXPECT_NE(summary.id(), release.id()) << "B lists A's release";
+        EXPECT_NE(summary.idempotency_key(), "a-release-key");
+      }
+    }
+  }
+  {
+    // A's idempotency key, sent by B, is B's own key: no replay of A's release.
+    auto context = b.NewContext();
+    v1::Release got;
+    grpc::Status status = b.releases().RequestRelease(
+        context.get(), RffRequest(dataset.id(), 1.0, "a-release-key"), &got);
+    if (status.ok()) {
+      EXPECT_NE(got.id(), release.id());
+      EXPECT_FALSE(got.replayed());
+    }
+  }
+  // A's session is still A's: open (the curator sees it in the budget).
+  v1::BudgetReport report;
+  {
+    client::Connection curator = Curator();
+    auto context = curator.NewContext();
+    v1::GetBudgetRequest request;
+    request.set_dataset_id(dataset.id());
+    grpc::Status status = curator.datasets().GetBudget(context.get(), request, &report);
+    ASSERT_TRUE(status.ok()) << status.error_message();
+  }
+  bool found = false;
+  for (const auto& s : report.sessions()) {
+    if (s.id() == session.id()) {
+      found = true;
+      EXPECT_EQ(s.state(), "OPEN");
+    }
+  }
+  EXPECT_TRUE(found);
+}
+
+// Ledgers from before issue 24 hold "file:<line>" owners: the server refuses
+// them until --adopt_line_owners maps each line to the token now on it.
+TEST_F(FileTokenIdentityTest, LegacyLineOwnersAreRefusedUntilAdopted) {
+  const std::vector<std::string> lines = {absl::StrCat("curator ", kCuratorToken),
+                                          absl::StrCat("analyst ", kAnalystA),
+                                          absl::StrCat("analyst ", kAnalystB)};
+  RestartWithTokens(lines);
+  v1::Dataset dataset;
+  v1::Release release;
+  v1::Session session;
+  MakeWorkOfA(&dataset, &release, &session);
+  if (HasFatalFailure()) return;
+  StopServer();
+  // Turn A's ownership back into what the old server wrote: line 2.
+  {
+    auto opened = OpenDatabase(db_path_);
+    ASSERT_TRUE(opened.ok()) << opened.status();
+    auto db = opened->database->Lock();
+    const std::string a = FileTokenId(kAnalystA);
+    for (const char* table : {"releases", "sessions"}) {
+      auto update = db->Prepare(absl::StrCat(
+          "UPDATE ", table,
+          " SET owner = 'file:2', idempotency_key = 'file:2' || substr(idempotency_key, "
+          "length(?1) + 1) WHERE owner = ?1"));
+      ASSERT_TRUE(update.ok());
+      ASSERT_TRUE(update->Bind(1, a).Run().ok());
+      ASSERT_EQ(db->Changes(), 1);
+    }
+  }
+  ServerOptions options = Options();
+  auto refused = CuratorServer::Start(options);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(refused.status().message(), HasSubstr("file:2"));
+  EXPECT_THAT(refused.status().message(), HasSubstr("--adopt_line_owners"));
+  refused = absl::UnknownError("");  // release the database
+  // A file whose line 2 holds no token has changed: adopting is refused.
+  {
+    std::ofstream tokens(tokens_path_, std::ios::trunc);
+    tokens << "curator " << kCuratorToken << "\n# gone\n";
+  }
+  options.adopt_line_owners = true;
+  auto changed = CuratorServer::Start(options);
+  ASSERT_FALSE(changed.ok());
+  EXPECT_THAT(changed.status().message(), HasSubstr("holds no token"));
+  changed = absl::UnknownError("");
+  // The file as it was: adopt, and A has its work back, B none of it.
+  {
+    std::ofstream tokens(tokens_path_, std::ios::trunc);
+    for (const auto& line : lines) tokens << line << "\n";
+  }
+  auto adopted = CuratorServer::Start(options);
+  ASSERT_TRUE(adopted.ok()) << adopted.status();
+  server_ = std::move(adopted).value();
+  client::Connection a = WithToken(kAnalystA);
+  {
+    auto context = a.NewContext();
+    v1::Release replay;
+    grpc::Status status = a.releases().RequestRelease(
+        context.get(), RffRequest(dataset.id(), 1.0, "a-release-key"), &replay);
+    ASSERT_TRUE(status.ok()) << status.error_message();
+    EXPECT_EQ(replay.id(), release.id());  // the key kept its scope
+    EXPECT_TRUE(replay.replayed());
+  }
+  {
+    auto context = a.NewContext();
+    v1::GetSessionRequest get;
+    get.set_session_id(session.id());
+    v1::Session got;
+    EXPECT_TRUE(a.sessions().GetSession(context.get(), get, &got).ok());
+  }
+  client::Connection b = WithToken(kAnalystB);
+  auto context = b.NewContext();
+  v1::GetReleaseRequest get;
+  get.set_release_id(release.id());
+  v1::Release got;
+  EXPECT_FALSE(b.releases().GetRelease(context.get(), get, &got).ok());
+  // A plain restart after adopting serves (nothing legacy is left).
+  options.adopt_line_owners = false;
+  StopServer();
+  auto again = CuratorServer::Start(options);
+  EXPECT_TRUE(again.ok()) << again.status();
 }
 
 }  // namespace
