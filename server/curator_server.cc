@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/util/status_macros.h"
+#include "server/input_limits.h"
 #include "server/log.h"
 
 namespace dpcurator::server {
@@ -168,9 +169,12 @@ absl::StatusOr<std::unique_ptr<CuratorServer>> CuratorServer::Start(const Server
   builder.RegisterService(server->collection_service_.get());
   builder.RegisterService(server->admin_service_.get());
   std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;
-  // Metrics first (Metrics::MakeInterceptorFactory says why), then auth.
+  // Metrics first (Metrics::MakeInterceptorFactory says why), then auth,
+  // then input limits (server/input_limits.h), whose refusals go through the
+  // authorizer whatever order gRPC runs the receive hooks in.
   interceptors.push_back(server->metrics_->MakeInterceptorFactory(server->authorizer_.get()));
   interceptors.push_back(server->authorizer_->MakeInterceptorFactory());
+  interceptors.push_back(MakeInputLimitsInterceptorFactory(server->authorizer_.get()));
   builder.experimental().SetInterceptorCreators(std::move(interceptors));
   server->server_ = builder.BuildAndStart();
   if (server->server_ == nullptr || server->port_ == 0) {
