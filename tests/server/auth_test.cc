@@ -517,6 +517,45 @@ TEST_F(AuthTest, HealthAnswersServingWithoutToken) {
 }
 
 
+// Defence in depth (issue 24, item 2): audit targets and details are cut to
+// Authorizer::kMaxAuditTextBytes at a UTF-8 boundary, and a refusal made
+// before or after the verdict (the input-limits interceptor) holds.
+TEST(AuthorizerTest, AuditTextIsBoundedAndRefusalsHoldInEitherOrder) {
+  std::vector<CallRecord> written;
+  Authorizer authorizer(TokenRegistry(), [&written](const CallRecord& r) { written.push_back(r); });
+  const Principal analyst{"file:0123456789abcdef", Role::kAnalyst};
+  const std::string method = "/dpcurator.v1.DatasetService/GetBudget";
+  grpc::ServerContext first;
+  authorizer.Record(&first, method, {grpc::Status::OK, analyst});
+  std::string target = "a";
+  for (int i = 0; i < 500; ++i) target += "\xc3\xa9";  // e-acute, 2 bytes
+  authorizer.NoteTarget(&first, target);
+  authorizer.NoteDetail(&first, std::string(10000, 'd'));
+  ASSERT_TRUE(authorizer.Check(&first).ok());
+  authorizer.Refuse(&first, grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "too big"));
+  EXPECT_EQ(authorizer.Check(&first).status().code(), absl::StatusCode::kInvalidArgument);
+  ASSERT_TRUE(authorizer.Refusal(&first).has_value());
+  authorizer.Finish(&first, *authorizer.Refusal(&first));
+  ASSERT_EQ(written.size(), 1u);
+  // 256 would split a character: cut to 255, a whole prefix.
+  EXPECT_EQ(written[0].target, target.substr(0, 255));
+  EXPECT_EQ(written[0].detail.size(), Authorizer::kMaxAuditTextBytes);
+  EXPECT_EQ(written[0].code, static_cast<int>(grpc::StatusCode::INVALID_ARGUMENT));
+  // A refusal that comes before the verdict is merged into it.
+  grpc::ServerContext second;
+  authorizer.Refuse(&second, grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "too big"));
+  authorizer.Record(&second, method, {grpc::Status::OK, analyst});
+  EXPECT_EQ(authorizer.Check(&second).status().code(), absl::StatusCode::kInvalidArgument);
+  // An authentication refusal is not replaced by a later one.
+  grpc::ServerContext third;
+  authorizer.Record(&third, method,
+                    {grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "no"), std::nullopt});
+  authorizer.Refuse(&third, grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "too big"));
+  EXPECT_EQ(authorizer.Check(&third).status().code(), absl::StatusCode::kUnauthenticated);
+  authorizer.Finish(&second, grpc::Status::OK);
+  authorizer.Finish(&third, grpc::Status::OK);
+}
+
 // Issue 24, item 1: a file token's principal is a digest of the token, so
 // revoking analyst A by deleting its line does not hand A's releases and
 // sessions to analyst B, who moves onto A's line number. Failed on the
