@@ -10,7 +10,7 @@
 // delta = 1e-5 lives in tails of probability ~1e-5 that 2N = 80000
 // sessions cannot see; at delta = 0.1 the violation is in the bulk of the
 // trade-off curve, where a threshold test with Clopper-Pearson intervals
-// certifies it (docs/audit-sessions.md, the measured table).
+// certifies it (docs/privacy.md 7.6, the measured table).
 #include <cstdio>
 
 #include <gtest/gtest.h>
