@@ -133,7 +133,7 @@ std::vector<SessionAuditConfig> SessionAuditCases(bool quick);
 // CI's quick audit, bench/audit and `dpcurator audit` run them): each kind
 // under each relation with SessionAuditCases' T, q and n, calibrated at the
 // harness's target (epsilon, delta); accounted_mu is the CLT mu. No
-// tightness demand (Tightness::kNone): docs/privacy.md 7.x says why
+// tightness demand (Tightness::kNone): docs/privacy.md 7.6 says why
 // sessions cannot meet eps_lb >= 0.5 eps at small delta; mu_emp against
 // the CLT mu is tested in tests/audit/session_cases_test.cc.
 std::vector<AuditCase> SessionCases();
