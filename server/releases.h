@@ -41,6 +41,10 @@ struct ReleasePlan {
   std::optional<train::MstBudget> mst;
 };
 
+// The most columns an mst release takes: its tree selection scores all
+// n (n - 1) / 2 pairs over the rows (32,640 at 256 columns).
+inline constexpr int kMaxMstColumns = 256;
+
 // Validates the request against the dataset, resolves defaults and
 // calibrates the noise multiplier for a target epsilon (conservatively, at
 // the dataset's delta, for this release alone).
