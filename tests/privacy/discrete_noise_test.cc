@@ -19,35 +19,14 @@
 #include "core/privacy/noise_source.h"
 #include "core/util/public_rng.h"
 #include "gtest/gtest.h"
+#include "tests/privacy/test_util.h"
 
 namespace dpcurator::privacy {
 namespace {
 
-// Upper quantile of N(0,1): the z with P[Z > z] = level, by bisection on
-// erfc (monotone), to far below the precision the tests need.
-double NormalUpperQuantile(double level) {
-  double lo = 0.0, hi = 40.0;
-  for (int i = 0; i < 200; ++i) {
-    const double mid = 0.5 * (lo + hi);
-    (0.5 * std::erfc(mid / std::sqrt(2.0)) > level ? lo : hi) = mid;
-  }
-  return hi;
-}
-
-// Upper `level` quantile of chi-square with df degrees of freedom, by the
-// Wilson-Hilferty cube-root normal approximation (slightly conservative in
-// the far tail for small df, which only makes a correct sampler pass more
-// easily; the power tests below show it still rejects wrong pmfs).
-double ChiSquareCritical(int df, double level) {
-  const double h = 2.0 / (9.0 * df);
-  const double c = 1.0 - h + NormalUpperQuantile(level) * std::sqrt(h);
-  return df * c * c * c;
-}
-
-struct ChiSquare {
-  double statistic = 0.0;
-  int df = 0;
-};
+using testing::ChiSquare;
+using testing::ChiSquareCritical;
+using testing::NormalUpperQuantile;
 
 // Pearson's chi-square of integer samples against a symmetric unimodal pmf:
 // one bin per integer x with expected count N p(x) >= 5, both tails pooled

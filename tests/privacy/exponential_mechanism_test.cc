@@ -19,9 +19,14 @@
 #include "core/privacy/noise_source.h"
 #include "core/privacy/rdp.h"
 #include "gtest/gtest.h"
+#include "tests/privacy/test_util.h"
 
 namespace dpcurator::privacy {
 namespace {
+
+using testing::ChiSquare;
+using testing::ChiSquareCritical;
+using testing::NormalUpperQuantile;
 
 TEST(ExponentialMechanismEventTest, RdpIsMinOfZcdpAndPureDp) {
   // rho = eps^2 / 8: eps = 1 gives 0.125 alpha, capped at eps = 1.
@@ -52,32 +57,6 @@ TEST(ExponentialMechanismEventTest, CodecRoundTrip) {
   EXPECT_EQ(Describe(event), "ExponentialMechanism(eps=0.125)");
   EXPECT_FALSE(DecodeEvent("exponential(-1)").ok());
 }
-
-// Upper quantile of N(0,1): the z with P[Z > z] = level, by bisection on
-// erfc (as tests/privacy/discrete_noise_test.cc).
-double NormalUpperQuantile(double level) {
-  double lo = 0.0, hi = 40.0;
-  for (int i = 0; i < 200; ++i) {
-    const double mid = 0.5 * (lo + hi);
-    (0.5 * std::erfc(mid / std::sqrt(2.0)) > level ? lo : hi) = mid;
-  }
-  return hi;
-}
-
-// Upper `level` quantile of chi-square with df degrees of freedom, by the
-// Wilson-Hilferty approximation (conservative in the far tail for small df:
-// a correct sampler passes more easily; the power check below shows the
-// same test still rejects a wrong law).
-double ChiSquareCritical(int df, double level) {
-  const double h = 2.0 / (9.0 * df);
-  const double c = 1.0 - h + NormalUpperQuantile(level) * std::sqrt(h);
-  return df * c * c * c;
-}
-
-struct ChiSquare {
-  double statistic = 0.0;
-  int df = 0;
-};
 
 // Pearson's chi-square of candidate counts against a law p: one bin per
 // candidate with expected count >= 5, the others pooled into one bin
