@@ -362,13 +362,17 @@ void Ledger::EndAttempt(const std::string& release_id) {
   attempts_.erase(release_id);
 }
 
-absl::Status Ledger::MarkRowsRead(const std::string& release_id, const std::string& incident) {
-  auto locked = database_->Lock();
-  Database* db = locked.get();
+namespace {
+
+// One UPDATE of a PENDING release, in its own transaction: `set` is the SET
+// clause, with `?` for the incident id. FAILED_PRECONDITION when the release
+// is no longer pending.
+absl::Status UpdatePendingRelease(Database* db, const std::string& release_id,
+                                  const std::string& incident, absl::string_view set) {
   DPC_ASSIGN_OR_RETURN(auto transaction, Transaction::BeginImmediate(db));
-  DPC_ASSIGN_OR_RETURN(auto update,
-                       db->Prepare("UPDATE releases SET incident = ? WHERE id = ? AND status = "
-                                   "'PENDING'"));
+  DPC_ASSIGN_OR_RETURN(auto update, db->Prepare(absl::StrCat("UPDATE releases SET ", set,
+                                                            " WHERE id = ? AND status = "
+                                                            "'PENDING'")));
   DPC_RETURN_IF_ERROR(update.Bind(1, incident).Bind(2, release_id).Run());
   if (db->Changes() == 0) {
     return absl::FailedPreconditionError(
@@ -377,20 +381,18 @@ absl::Status Ledger::MarkRowsRead(const std::string& release_id, const std::stri
   return transaction.Commit();
 }
 
+}  // namespace
+
+absl::Status Ledger::MarkRowsRead(const std::string& release_id, const std::string& incident) {
+  auto locked = database_->Lock();
+  return UpdatePendingRelease(locked.get(), release_id, incident, "incident = ?");
+}
+
 absl::Status Ledger::FailAfterRowsRead(const std::string& release_id,
                                        const std::string& incident) {
   auto locked = database_->Lock();
-  Database* db = locked.get();
-  DPC_ASSIGN_OR_RETURN(auto transaction, Transaction::BeginImmediate(db));
-  DPC_ASSIGN_OR_RETURN(auto update,
-                       db->Prepare("UPDATE releases SET status = 'FAILED', charged_failure = 1, "
-                                   "incident = ? WHERE id = ? AND status = 'PENDING'"));
-  DPC_RETURN_IF_ERROR(update.Bind(1, incident).Bind(2, release_id).Run());
-  if (db->Changes() == 0) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("release '", release_id, "' is not pending"));
-  }
-  return transaction.Commit();
+  return UpdatePendingRelease(locked.get(), release_id, incident,
+                              "status = 'FAILED', charged_failure = 1, incident = ?");
 }
 
 absl::Status Ledger::Refund(const std::string& release_id, const std::string& reason) {
