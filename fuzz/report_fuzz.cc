@@ -4,17 +4,23 @@
 // schema with a label, or gaussian-l2 over four numerics), then a serialized
 // SubmitReportsRequest, decoded as the gRPC server decodes it (protobuf
 // ParseFromArray) and checked report by report with ValidateReport against
-// the collection's stored dimension and ReportValueBound, the exact calls
-// Store::IngestReports makes.
+// the collection's stored dimension and ReportValueBound of the collection's
+// own mechanism (the noise law's tail bound, docs/privacy.md 2.6), the exact
+// calls Store::IngestReports makes.
 //
 // Invariants, beyond "no crash":
 // - the validator agrees with an independent statement of the rule: a
 //   report is accepted iff its id has 16 bytes, it has `dimension` values,
 //   and every value is finite with |v| <= the bound; a refusal is
 //   InvalidArgument with a reason;
+// - the bound is the documented tail bound, restated here from the noise
+//   law (R + 2g + s ln(d / 1e-9) for Laplace, R + 2g + s sqrt(2 ln(2d /
+//   1e-9)) for Gaussian, s the applied scale), and far below the old
+//   garbage bound 1e6 (R + 1);
 // - the device side is accepted: the first report's values, projected and
 //   noised by the collection's own mechanism (client/device.cc's path),
-//   always pass the server's validation;
+//   pass the server's validation (an honest report fails with probability
+//   at most 1e-9, so a failure here is a bug, not bad luck);
 // - a stored collection resolves back to the same mechanism.
 
 #include <cmath>
@@ -130,9 +136,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (!batch.ParseFromArray(data + 1, static_cast<int>(size - 1))) return 0;
 
   const int dimension = fixed.collection.dimension();
-  const double bound = dpcurator::ReportValueBound(fixed.collection.params().radius());
-  DPC_FUZZ_CHECK(std::isfinite(bound) && bound > fixed.collection.params().radius(), "bound %g",
-                 bound);
+  const dpcurator::ldp::LdpMechanism& mechanism = *fixed.mechanism;
+  const double bound = dpcurator::ReportValueBound(mechanism);
+  const double radius = fixed.collection.params().radius();
+  const double s = mechanism.applied_noise_scale();
+  const double tail = mechanism.kind() == dpcurator::ldp::LdpKind::kLaplaceL1
+                          ? s * std::log(dimension / 1e-9)
+                          : s * std::sqrt(2.0 * std::log(2.0 * dimension / 1e-9));
+  const double expected = radius + 2.0 * mechanism.noise_grid() + tail;
+  DPC_FUZZ_CHECK(std::isfinite(bound) && std::fabs(bound - expected) <= 1e-12 * expected &&
+                     bound < 1e6 * (radius + 1.0),
+                 "bound %g, the noise law's tail bound is %g", bound, expected);
   for (int i = 0; i < batch.reports_size(); ++i) {
     const v1::Report& report = batch.reports(i);
     const absl::Status status = dpcurator::ValidateReport(report, dimension, bound);

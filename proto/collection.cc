@@ -85,7 +85,9 @@ absl::StatusOr<ldp::LdpMechanism> MechanismFromCollection(const v1::Collection& 
   return mechanism;
 }
 
-double ReportValueBound(double radius) { return 1e6 * (radius + 1.0); }
+double ReportValueBound(const ldp::LdpMechanism& mechanism) {
+  return mechanism.ReportCoordinateBound();
+}
 
 absl::Status ValidateReport(const v1::Report& report, int dimension, double value_bound) {
   if (report.report_id().size() != kReportIdBytes) {

@@ -65,12 +65,16 @@ absl::StatusOr<ldp::LdpMechanism> MechanismFromCollection(const v1::Collection& 
 // device; the server stores each id once.
 inline constexpr size_t kReportIdBytes = 16;
 
-// Largest |value| accepted in a report coordinate, 1e6 (R + 1) for radius R.
-// A generous public bound: a projected record has norm <= R and the noise
-// (docs/privacy.md 2.6) is nowhere near 1e6 (R + 1) per coordinate, so a
-// larger value is garbage, not a report. A function of public parameters
-// only, so refusing a report reveals nothing about other reports.
-double ReportValueBound(double radius);
+// Largest |value| accepted in a report coordinate of this collection: the
+// tail bound of its own noise law, LdpMechanism::ReportCoordinateBound
+// (docs/privacy.md 2.6 "Report bounds and quotas"): an honest device's
+// report exceeds it with probability at most ldp::kHonestReportRejection
+// (1e-9), while a report beyond it cannot come from the declared mechanism
+// and could only drag the trainer's fit (issue 24, item 3). About R + 22 b
+// for Laplace at d = 4 (b = 2R / eps), R + 6.8 sigma for Gaussian.
+// A function of public parameters only, so refusing a report reveals
+// nothing about other reports.
+double ReportValueBound(const ldp::LdpMechanism& mechanism);
 
 // The server's check of one report against its collection (dimension and
 // value bound from the stored, resolved collection): id length, number of

@@ -100,7 +100,9 @@ absl::StatusOr<v1::SubmitReportsAck> Store::IngestReports(const std::string& col
         absl::StrCat("collection '", collection_id, "' is closed and accepts no more reports"));
   }
   const int dimension = collection.dimension();
-  const double bound = ReportValueBound(collection.params().radius());
+  // The collection's own mechanism (public parameters) fixes the bound.
+  DPC_ASSIGN_OR_RETURN(const ldp::LdpMechanism mechanism, MechanismFromCollection(collection));
+  const double bound = ReportValueBound(mechanism);
   if (insert_report_ == nullptr) {
     DPC_ASSIGN_OR_RETURN(Statement insert,
                          db->Prepare("INSERT OR IGNORE INTO ldp_reports (collection_id, "

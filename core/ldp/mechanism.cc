@@ -175,6 +175,24 @@ double LdpMechanism::regularizer() const {
   return kind_ == LdpKind::kLaplaceL1 ? noise_scale_ : 2.0 * noise_scale_ * noise_scale_;
 }
 
+double LdpMechanism::ReportCoordinateBound() const {
+  // docs/privacy.md 2.6 "Report bounds and quotas" derives both tails.
+  const double d = static_cast<double>(dimension_);
+  const double scale = applied_noise_scale();
+  const double g = noise_grid();
+  double tail = 0.0;
+  if (kind_ == LdpKind::kLaplaceL1) {
+    // Discrete Laplace of t grid units, q = exp(-1/t): P(|Z| >= k) =
+    // 2 q^k / (1 + q) <= q^(k-1), so P(|Z| g > g + u) <= exp(-u / s).
+    // d exp(-u / s) = p gives u = s ln(d / p).
+    tail = scale * std::log(d / kHonestReportRejection);
+  } else {
+    // Subgaussian tail: d * 2 exp(-u^2 / (2 s^2)) = p.
+    tail = scale * std::sqrt(2.0 * std::log(2.0 * d / kHonestReportRejection));
+  }
+  return radius_ + 2.0 * g + tail;
+}
+
 Eigen::VectorXd LdpMechanism::Project(const Eigen::VectorXd& record) const {
   return kind_ == LdpKind::kLaplaceL1 ? ProjectL1Ball(record, radius_)
                                       : ProjectL2Ball(record, radius_);

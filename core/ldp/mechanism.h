@@ -55,6 +55,10 @@ Eigen::VectorXd ProjectL2Ball(const Eigen::VectorXd& v, double radius);
 // with theta the soft threshold that makes ||w||_1 = R.
 Eigen::VectorXd ProjectL1Ball(const Eigen::VectorXd& v, double radius);
 
+// The probability, at most, that ReportCoordinateBound refuses an honest
+// report (one report, all its coordinates together).
+inline constexpr double kHonestReportRejection = 1e-9;
+
 // A local randomiser with public parameters. Everything the trainer needs
 // (cost exponent p and regulariser lambda) is a deterministic function of
 // them (pitfall 13), so an artefact ships kind, d, R, eps and delta.
@@ -112,6 +116,20 @@ class LdpMechanism {
   // Per-coordinate standard deviation: sqrt(2) b (Var Laplace = 2 b^2), or
   // sigma.
   double noise_stddev() const;
+  // The largest |value| an honest report coordinate takes except with
+  // probability at most kHonestReportRejection for the whole report (union
+  // bound over the d coordinates; docs/privacy.md 2.6 "Report bounds and
+  // quotas"). A report is x + z with |x_i| <= ||x|| <= R, x snapped to the
+  // grid (moves x_i by <= g/2), and z i.i.d. grid noise of applied scale s:
+  //   Laplace:  P(|z_i| > g + t) <= exp(-t / s)     (discrete Laplace tail)
+  //             t = s ln(d / p)
+  //   Gaussian: P(|z_i| > t) <= 2 exp(-t^2 / (2 s^2))  (the discrete
+  //             Gaussian is s^2-subgaussian, CKS20 Prop. 25)
+  //             t = s sqrt(2 ln(2 d / p))
+  // and the bound is R + 2 g + t (g/2 for the snap, g for the discrete
+  // Laplace tail, the same slack for both kinds). A function of the public
+  // parameters only.
+  double ReportCoordinateBound() const;
   // Exponent p of the transport cost ||x - y||_p^p: 1 (Laplace), 2 (Gaussian).
   int cost_exponent() const { return kind_ == LdpKind::kLaplaceL1 ? 1 : 2; }
   // The entropic regulariser that turns the Gibbs kernel exp(-C / lambda)

@@ -138,6 +138,124 @@ TEST(RecordSpaceTest, ImagesMapToMinusOneOneAndBackTablesStay) {
   EXPECT_FALSE(client::ImageTable(table_schema, set, -1).ok());
 }
 
+// Issue 24, item 3: the report bound is the tail bound of the collection's
+// own noise law (docs/privacy.md 2.6 "Report bounds and quotas"), not the
+// old 1e6 (R + 1).
+ldp::LdpMechanism BuildMechanism(ldp::LdpKind kind, double radius, double epsilon, int d) {
+  ldp::LdpMechanism::Builder builder;
+  builder.SetKind(kind).SetDimension(d).SetRadius(radius).SetEpsilon(epsilon);
+  if (kind == ldp::LdpKind::kGaussianL2) builder.SetDelta(1e-5);
+  return builder.Build().value();
+}
+
+TEST(ReportBoundTest, IsTheNoiseLawsTailBoundAtSeveralParameters) {
+  struct Case {
+    ldp::LdpKind kind;
+    double radius, epsilon;
+    int d;
+    double low, high;  // the bound, worked out by hand from the formula
+  };
+  // Laplace: b = 2R / eps, bound ~ R + b ln(d / 1e-9).
+  //   R = 2, eps = 1, d = 4:    2 + 4 ln(4e9) = 2 + 4 * 22.11 = 90.4
+  //   R = 4, eps = 1, d = 4:    4 + 8 * 22.11 = 180.9
+  //   R = 1, eps = 5, d = 100:  1 + 0.4 ln(1e11) = 1 + 0.4 * 25.33 = 11.1
+  // Gaussian: bound ~ R + sigma sqrt(2 ln(2d / 1e-9)), sigma from the RDP
+  //   calibration (checked against applied_noise_scale below).
+  const std::vector<Case> cases = {
+      {ldp::LdpKind::kLaplaceL1, 2.0, 1.0, 4, 90.3, 90.5},
+      {ldp::LdpKind::kLaplaceL1, 4.0, 1.0, 4, 180.8, 181.0},
+      {ldp::LdpKind::kLaplaceL1, 1.0, 5.0, 100, 11.1, 11.2},
+      {ldp::LdpKind::kGaussianL2, 1.5, 2.0, 4, 0.0, 1e300},
+      {ldp::LdpKind::kGaussianL2, 2.0, 30.0, 784, 0.0, 1e300},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(absl::StrCat(ldp::LdpKindName(c.kind), " R=", c.radius, " eps=", c.epsilon,
+                              " d=", c.d));
+    const ldp::LdpMechanism m = BuildMechanism(c.kind, c.radius, c.epsilon, c.d);
+    const double bound = ReportValueBound(m);
+    const double s = m.applied_noise_scale();
+    const double tail = c.kind == ldp::LdpKind::kLaplaceL1
+                            ? s * std::log(c.d / 1e-9)
+                            : s * std::sqrt(2.0 * std::log(2.0 * c.d / 1e-9));
+    EXPECT_NEAR(bound, c.radius + tail, 3 * m.noise_grid());
+    EXPECT_GT(bound, c.low);
+    EXPECT_LT(bound, c.high);
+    // Far inside the old garbage bound.
+    EXPECT_LT(bound, 1e-3 * 1e6 * (c.radius + 1.0));
+  }
+  // Gaussian at the hand-checkable point: the tail is 6.7-6.8 sigma at d = 4.
+  const ldp::LdpMechanism g = BuildMechanism(ldp::LdpKind::kGaussianL2, 1.5, 2.0, 4);
+  const double sigmas = (ReportValueBound(g) - 1.5) / g.noise_scale();
+  EXPECT_GT(sigmas, 6.7);
+  EXPECT_LT(sigmas, 6.8);
+}
+
+// 10^5 honest reports of each kind, from records on the ball's surface with
+// all their mass on one coordinate (the largest |x_i| an honest record can
+// have), privatized by the device path: every one passes.
+TEST(ReportBoundTest, HonestReportsOfTheDevicePathAllPass) {
+  constexpr int kReports = 100000;
+  for (const ldp::LdpKind kind : {ldp::LdpKind::kLaplaceL1, ldp::LdpKind::kGaussianL2}) {
+    SCOPED_TRACE(ldp::LdpKindName(kind));
+    const int d = 4;
+    const ldp::LdpMechanism m = BuildMechanism(kind, 2.0, 1.0, d);
+    const double bound = ReportValueBound(m);
+    Eigen::MatrixXd records = Eigen::MatrixXd::Zero(kReports, d);
+    for (int i = 0; i < kReports; ++i) records(i, i % d) = (i % 2 == 0 ? 1.0 : -1.0) * 2.0;
+    privacy::SeededNoiseSource noise(2024 + static_cast<int>(kind));
+    auto reports = client::PrivatizeReports(m, records, &noise);
+    ASSERT_TRUE(reports.ok()) << reports.status();
+    ASSERT_EQ(reports->size(), static_cast<size_t>(kReports));
+    int refused = 0;
+    double largest = 0.0;
+    for (const v1::Report& report : *reports) {
+      if (!ValidateReport(report, d, bound).ok()) ++refused;
+      for (double v : report.values()) largest = std::max(largest, std::fabs(v));
+    }
+    EXPECT_EQ(refused, 0);
+    // The bound is not vacuous: the reports do reach a good part of it
+    // (the largest of 4e5 noise draws is about ln(4e5) / ln(4e9) = 59% of
+    // the Laplace tail, sqrt(ln 8e5 / ln 8e9) = 75% of the Gaussian's).
+    EXPECT_GT(largest, 0.4 * bound);
+  }
+}
+
+TEST_F(CollectionTest, ReportsJustAboveTheBoundAreRefusedBeforeStorage) {
+  auto mechanism = MechanismFromCollection(collection_);
+  ASSERT_TRUE(mechanism.ok()) << mechanism.status();
+  const double bound = ReportValueBound(*mechanism);
+  // R = 4, b = 8: about 181, where the old bound was 5e6.
+  ASSERT_LT(bound, 200.0);
+  std::vector<double> at_bound = Row(0.1);
+  at_bound[0] = -bound;
+  std::vector<double> just_above = Row(0.1);
+  just_above[1] = std::nextafter(bound, 1e300);
+  std::vector<double> far_above = Row(0.1);
+  far_above[2] = -1000.0;  // accepted before issue 24
+  v1::Report above = MakeReport(Id(51), just_above);
+  EXPECT_EQ(ValidateReport(above, 4, bound).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(ValidateReport(above, 4, bound).message(),
+              HasSubstr(absl::StrCat("exceeds the public bound ", bound)));
+  ReportStreamResult result = SubmitReportBatches(
+      Device(), collection_.id(),
+      {{MakeReport(Id(50), at_bound), above, MakeReport(Id(52), far_above)}});
+  ASSERT_TRUE(result.status.ok()) << result.status.error_message();
+  ASSERT_EQ(result.acks.size(), 1u);
+  EXPECT_EQ(result.acks[0].accepted(), 1);
+  ASSERT_EQ(result.acks[0].rejections_size(), 2);
+  EXPECT_EQ(result.acks[0].rejections(0).index(), 1);
+  EXPECT_THAT(result.acks[0].rejections(0).reason(),
+              HasSubstr(absl::StrCat("value 1 = ", just_above[1], " exceeds the public bound ",
+                                     bound)));
+  EXPECT_EQ(result.acks[0].rejections(1).index(), 2);
+  EXPECT_THAT(result.acks[0].rejections(1).reason(), HasSubstr("exceeds the public bound"));
+  // Only the report at the bound was stored.
+  EXPECT_EQ(Get(Curator()).report_count(), 1);
+  Download download = DownloadAll(Analyst(), collection_.id());
+  ASSERT_TRUE(download.status.ok());
+  EXPECT_EQ(download.values, std::vector<std::vector<double>>{at_bound});
+}
+
 TEST_F(CollectionTest, CreateResolvesThePublicParameters) {
   EXPECT_EQ(collection_.state(), v1::Collection::OPEN);
   EXPECT_EQ(collection_.dimension(), 4);

@@ -411,7 +411,9 @@ TEST_F(HostileInputTest, BadReportsAreRejectedOneByOneWithAReason) {
     values[j] = v;
     return values;
   };
-  const double bound = ReportValueBound(collection_.params().radius());
+  auto mechanism = MechanismFromCollection(collection_);
+  ASSERT_TRUE(mechanism.ok()) << mechanism.status();
+  const double bound = ReportValueBound(*mechanism);
   const std::vector<ReportCase> cases = {
       {"nan", MakeReport(Id(1), with(0, kNan)), "value 0 is not finite"},
       {"inf", MakeReport(Id(2), with(1, kInf)), "value 1 is not finite"},

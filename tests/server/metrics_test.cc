@@ -405,7 +405,7 @@ std::vector<v1::SubmitReportsAck> SubmitBatches(client::Connection connection,
 }
 
 // A value no honest report carries: far outside the public bound
-// (ReportValueBound: 1e6 * (radius + 1)).
+// (ReportValueBound: R + 22 b, about 180 for this collection).
 constexpr double kRejectedMarker = 987654321.0;
 // An in-bound value that would only appear in a log if report values did.
 constexpr double kAcceptedMarker = 0.4837261;
