@@ -144,7 +144,7 @@ int main(int argc, char** argv) {
     int64_t index = 0;
     int64_t stored = 0;
     for (const auto& request : batches) {
-      auto ack = (*store)->IngestReports(collection->id(), request, index++);
+      auto ack = (*store)->IngestReports(collection->id(), request, index++, "bench", n);
       if (!ack.ok()) Die("ingest", ack.status());
       stored += ack->accepted();
     }
@@ -163,6 +163,8 @@ int main(int argc, char** argv) {
     options.tokens_path = tokens;
     options.listen_address = "127.0.0.1:0";
     options.insecure_dev = true;
+    // One device token sends all n reports: lift the per-token quota.
+    options.max_reports_per_token = n;
     auto server = dpcurator::server::CuratorServer::Start(options);
     if (!server.ok()) Die("server", server.status());
     const std::string address = "127.0.0.1:" + std::to_string((*server)->port());

@@ -60,7 +60,9 @@ grpc::Status CollectionServiceImpl::CloseCollection(grpc::ServerContext* context
 grpc::Status CollectionServiceImpl::SubmitReports(
     grpc::ServerContext* context,
     grpc::ServerReaderWriter<v1::SubmitReportsAck, v1::SubmitReportsRequest>* stream) {
-  if (auto role = authorizer_->Check(context); !role.ok()) return ToGrpcStatus(role.status());
+  // The quota is per device token: its principal id (never the token).
+  auto caller = authorizer_->Caller(context);
+  if (!caller.ok()) return ToGrpcStatus(caller.status());
   v1::SubmitReportsRequest batch;
   std::string collection_id;
   int64_t batch_index = 0;
@@ -87,7 +89,8 @@ grpc::Status CollectionServiceImpl::SubmitReports(
     }
     // Stored and committed before the ack is written: an acknowledged report
     // survives a crash.
-    auto ack = store_->IngestReports(collection_id, batch, batch_index);
+    auto ack =
+        store_->IngestReports(collection_id, batch, batch_index, caller->id, max_reports_per_token_);
     if (!ack.ok()) return ToGrpcStatus(ack.status());
     accepted += ack->accepted();
     rejected += ack->rejections_size();

@@ -14,8 +14,14 @@ namespace dpcurator::server {
 // device and everything downstream is post-processing.
 class CollectionServiceImpl final : public v1::CollectionService::Service {
  public:
-  CollectionServiceImpl(Store* store, Authorizer* authorizer, Metrics* metrics)
-      : store_(store), authorizer_(authorizer), metrics_(metrics) {}
+  // `max_reports_per_token`: reports one device token may store per
+  // collection (ServerOptions::max_reports_per_token), >= 1.
+  CollectionServiceImpl(Store* store, Authorizer* authorizer, Metrics* metrics,
+                        int64_t max_reports_per_token = kDefaultMaxReportsPerToken)
+      : store_(store),
+        authorizer_(authorizer),
+        metrics_(metrics),
+        max_reports_per_token_(max_reports_per_token) {}
 
   grpc::Status CreateCollection(grpc::ServerContext* context,
                                 const v1::CreateCollectionRequest* request,
@@ -36,11 +42,17 @@ class CollectionServiceImpl final : public v1::CollectionService::Service {
   static constexpr int kMaxReportsPerBatch = 10000;
   // Payload of a download chunk, at most.
   static constexpr int kMaxChunkBytes = 4 << 20;
+  // The default per-token quota (docs/privacy.md 2.6 "Report bounds and
+  // quotas"): a device holds one record per collection in the LDP model,
+  // so 10,000 leaves room for test devices and batched uploads while
+  // bounding what one token can add to a collection.
+  static constexpr int64_t kDefaultMaxReportsPerToken = 10000;
 
  private:
   Store* store_;
   Authorizer* authorizer_;
   Metrics* metrics_;
+  int64_t max_reports_per_token_;
 };
 
 }  // namespace dpcurator::server

@@ -60,6 +60,10 @@ absl::StatusOr<std::unique_ptr<CuratorServer>> CuratorServer::Start(const Server
   if (options.clock == nullptr) {
     return absl::InvalidArgumentError("ServerOptions::clock is null (leave the default)");
   }
+  if (options.max_reports_per_token < 1) {
+    return absl::InvalidArgumentError(absl::StrCat("--max_reports_per_token must be >= 1, got ",
+                                                   options.max_reports_per_token));
+  }
   if (!options.metrics_listen_address.empty() && !options.metrics_allow_remote &&
       !IsLoopbackListenAddress(options.metrics_listen_address)) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -156,7 +160,8 @@ absl::StatusOr<std::unique_ptr<CuratorServer>> CuratorServer::Start(const Server
       server->metrics_.get(),
       EngineSeams{options.failpoint, options.noise_source, server->clock_});
   server->collection_service_ = std::make_unique<CollectionServiceImpl>(
-      server->store_.get(), server->authorizer_.get(), server->metrics_.get());
+      server->store_.get(), server->authorizer_.get(), server->metrics_.get(),
+      options.max_reports_per_token);
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::ServerBuilder builder;

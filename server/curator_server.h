@@ -50,6 +50,10 @@ struct ServerOptions {
   // An open session with no step for this long is closed and its unused
   // budget returned (ABANDONED).
   int64_t session_idle_timeout_seconds = 3600;
+  // Reports one device token may store per LDP collection (>= 1); a batch
+  // that would go over is refused with RESOURCE_EXHAUSTED, nothing of it
+  // stored (docs/privacy.md 2.6 "Report bounds and quotas").
+  int64_t max_reports_per_token = CollectionServiceImpl::kDefaultMaxReportsPerToken;
   // Where every stored time comes from (created_unix, session idleness,
   // token and audit times). Never null; must outlive the server. Tests pass
   // a fake clock (tests/server/fake_clock.h) to move time without sleeping.

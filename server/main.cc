@@ -44,6 +44,9 @@ ABSL_FLAG(bool, check, false,
           "serves nothing");
 ABSL_FLAG(std::string, port_file, "", "write the bound port to this file once serving");
 ABSL_FLAG(int, shutdown_grace_ms, 5000, "time in-flight RPCs get to finish on SIGTERM");
+ABSL_FLAG(int64_t, max_reports_per_token, 10000,
+          "reports one device token may store per local-DP collection; a batch that would go "
+          "over is refused (RESOURCE_EXHAUSTED) and nothing of it stored");
 ABSL_FLAG(int64_t, session_idle_timeout, 3600,
           "seconds without a step after which an open session is closed and its unused budget "
           "returned");
@@ -97,6 +100,7 @@ int main(int argc, char** argv) {
   options.tls_key_path = absl::GetFlag(FLAGS_tls_key);
   options.tls_client_ca_path = absl::GetFlag(FLAGS_tls_client_ca);
   options.session_idle_timeout_seconds = absl::GetFlag(FLAGS_session_idle_timeout);
+  options.max_reports_per_token = absl::GetFlag(FLAGS_max_reports_per_token);
   options.metrics_listen_address = absl::GetFlag(FLAGS_metrics_listen);
   options.metrics_allow_remote = absl::GetFlag(FLAGS_metrics_allow_remote);
   auto server = dpcurator::server::CuratorServer::Start(options);

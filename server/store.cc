@@ -181,6 +181,14 @@ ALTER TABLE session_steps ADD COLUMN incident TEXT NOT NULL DEFAULT '';
     R"sql(
 ALTER TABLE row_chunks ADD COLUMN pixels BLOB;
 )sql",
+    // 7: per-token report quotas (docs/privacy.md 2.6 "Report bounds and
+    // quotas"). A report records the device principal that sent it ('' for
+    // reports stored before this migration, which count towards no token);
+    // the index makes counting one token's reports in a collection cheap.
+    R"sql(
+ALTER TABLE ldp_reports ADD COLUMN principal TEXT NOT NULL DEFAULT '';
+CREATE INDEX ldp_reports_by_principal ON ldp_reports(collection_id, principal);
+)sql",
 };
 
 std::string EncodeCells(const data::Table& rows) {

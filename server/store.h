@@ -78,10 +78,16 @@ class Store {
   // before this returns): bad reports are listed as rejections, the good ones
   // stored, a report id already stored is counted as a duplicate and kept
   // once. FAILED_PRECONDITION when the collection is closed, NOT_FOUND when
-  // it does not exist. `batch_index` is copied into the ack.
+  // it does not exist. `batch_index` is copied into the ack. Each stored
+  // report records `principal` (the device token's id); when the batch would
+  // bring that principal's reports in the collection above
+  // `max_reports_per_token`, nothing of it is stored and RESOURCE_EXHAUSTED
+  // says so (docs/privacy.md 2.6 "Report bounds and quotas").
   absl::StatusOr<v1::SubmitReportsAck> IngestReports(const std::string& collection_id,
                                                      const v1::SubmitReportsRequest& batch,
-                                                     int64_t batch_index);
+                                                     int64_t batch_index,
+                                                     const std::string& principal,
+                                                     int64_t max_reports_per_token);
   // One page of stored reports in report-id order after `after_report_id`
   // (empty: from the start): at most `max_rows` rows appended row-major to
   // `values`; returns the rows read and sets `last_report_id`.

@@ -256,6 +256,81 @@ TEST_F(CollectionTest, ReportsJustAboveTheBoundAreRefusedBeforeStorage) {
   EXPECT_EQ(download.values, std::vector<std::vector<double>>{at_bound});
 }
 
+// Issue 24, item 3: one device token flooding a collection stops at its
+// quota, with nothing of the refused batch stored, while another device's
+// reports are still accepted; what the collection then holds is exactly the
+// honest reports plus at most quota-many of the flooder's, each within the
+// bound, so the flooder moves the reports' mean by at most
+// quota * bound / n per coordinate.
+TEST_F(CollectionTest, AFloodingTokenStopsAtItsQuotaAndOthersAreStillAccepted) {
+  EXPECT_EQ(ServerOptions().max_reports_per_token, 10000);
+  constexpr int64_t kQuota = 30;
+  StopServer();
+  {
+    ServerOptions options = Options();
+    options.max_reports_per_token = kQuota;
+    auto started = CuratorServer::Start(options);
+    ASSERT_TRUE(started.ok()) << started.status();
+    server_ = *std::move(started);
+  }
+  v1::CreateTokenResponse honest_token;
+  ASSERT_TRUE(CreateToken(v1::ROLE_DEVICE, "honest device", &honest_token).ok());
+  auto mechanism = MechanismFromCollection(collection_);
+  ASSERT_TRUE(mechanism.ok()) << mechanism.status();
+  const double bound = ReportValueBound(*mechanism);
+
+  // The flooder: batches of 10 reports at the bound (the worst it may send).
+  std::vector<double> poison = Row(0.0);
+  poison[0] = bound;
+  std::vector<std::vector<v1::Report>> flood;
+  for (int b = 0; b < 5; ++b) {
+    std::vector<v1::Report> batch;
+    for (int i = 0; i < 10; ++i) batch.push_back(MakeReport(Id(1000 + 10 * b + i), poison));
+    flood.push_back(std::move(batch));
+  }
+  ReportStreamResult flooded = SubmitReportBatches(Device(), collection_.id(), flood);
+  EXPECT_EQ(flooded.status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_THAT(flooded.status.error_message(),
+              HasSubstr("may store at most 30 reports in collection"));
+  EXPECT_THAT(flooded.status.error_message(), HasSubstr("has 30; batch 3 would add 10"));
+  EXPECT_THAT(flooded.status.error_message(), HasSubstr("Nothing of this batch was stored"));
+  ASSERT_EQ(flooded.acks.size(), 3u);  // batches 0-2, then the refusal
+  EXPECT_EQ(Get(Curator()).report_count(), kQuota);
+  // A new stream, one more report: refused before storage too.
+  ReportStreamResult again =
+      SubmitReportBatches(Device(), collection_.id(), {{MakeReport(Id(2000), poison)}});
+  EXPECT_EQ(again.status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_TRUE(again.acks.empty());
+  // A resend of stored reports adds nothing and is still answered.
+  ReportStreamResult resend = SubmitReportBatches(Device(), collection_.id(), {flood[0]});
+  ASSERT_TRUE(resend.status.ok()) << resend.status.error_message();
+  ASSERT_EQ(resend.acks.size(), 1u);
+  EXPECT_EQ(resend.acks[0].duplicates(), 10);
+
+  // Another device token: its honest, privatized reports are all accepted.
+  privacy::SeededNoiseSource noise(11);
+  const Eigen::MatrixXd records = Eigen::MatrixXd::Constant(kQuota, 4, 0.5);
+  auto honest = client::PrivatizeReports(*mechanism, records, &noise);
+  ASSERT_TRUE(honest.ok()) << honest.status();
+  ReportStreamResult accepted = SubmitReportBatches(
+      WithToken(honest_token.token()), collection_.id(),
+      {std::vector<v1::Report>(honest->begin(), honest->begin() + 20),
+       std::vector<v1::Report>(honest->begin() + 20, honest->end())});
+  ASSERT_TRUE(accepted.status.ok()) << accepted.status.error_message();
+  ASSERT_EQ(accepted.acks.size(), 2u);
+  EXPECT_EQ(accepted.acks[0].accepted() + accepted.acks[1].accepted(), kQuota);
+
+  // Stored: exactly the honest reports and the flooder's first 30.
+  Download download = DownloadAll(Analyst(), collection_.id());
+  ASSERT_TRUE(download.status.ok()) << download.status.error_message();
+  std::vector<std::vector<double>> expected(kQuota, poison);
+  for (const v1::Report& r : *honest) expected.emplace_back(r.values().begin(), r.values().end());
+  EXPECT_EQ(Sorted(download.values), Sorted(expected));
+  for (const auto& row : download.values) {
+    for (double v : row) EXPECT_LE(std::fabs(v), bound);
+  }
+}
+
 TEST_F(CollectionTest, CreateResolvesThePublicParameters) {
   EXPECT_EQ(collection_.state(), v1::Collection::OPEN);
   EXPECT_EQ(collection_.dimension(), 4);
