@@ -236,6 +236,13 @@ bool TokenRegistry::Remove(absl::string_view id) {
   return false;
 }
 
+bool TokenRegistry::HasPrincipal(absl::string_view id) const {
+  for (const auto& [digest, principal] : by_digest_) {
+    if (principal.id == id) return true;
+  }
+  return false;
+}
+
 absl::StatusOr<Principal> TokenRegistry::Lookup(absl::string_view token) const {
   auto it = by_digest_.find(TokenDigest(token));
   if (it == by_digest_.end()) return absl::UnauthenticatedError("unknown or revoked token");
@@ -289,9 +296,11 @@ Authorizer::Decision Authorizer::Decide(
             std::nullopt};
   }
   absl::StatusOr<Principal> principal;
+  uint64_t revocations = 0;
   {
     std::shared_lock<std::shared_mutex> lock(tokens_mutex_);
     principal = tokens_.Lookup(header.substr(kBearerPrefix.size()));
+    revocations = revocations_;
   }
   if (!principal.ok()) {
     return {grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
@@ -305,15 +314,16 @@ Authorizer::Decision Authorizer::Decide(
     return {grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
                          absl::StrCat("role ", RoleName(principal->role), " may not call ", method,
                                       names.empty() ? "" : absl::StrCat(" (needs ", names, ")"))),
-            *std::move(principal)};
+            *std::move(principal), revocations};
   }
-  return {grpc::Status::OK, *std::move(principal)};
+  return {grpc::Status::OK, *std::move(principal), revocations};
 }
 
 void Authorizer::Record(const void* call, absl::string_view method, Decision decision) {
   Verdict verdict;
   verdict.status = std::move(decision.status);
   verdict.record.method = std::string(method);
+  verdict.revocations_seen = decision.revocations;
   if (decision.principal.has_value()) {
     verdict.record.principal = decision.principal->id;
     verdict.record.role = decision.principal->role;
@@ -391,6 +401,37 @@ absl::StatusOr<Principal> Authorizer::Caller(const grpc::ServerContextBase* cont
   return Principal{it->second.record.principal, role};
 }
 
+absl::Status Authorizer::StillAuthorized(const grpc::ServerContextBase* context,
+                                         int64_t message) {
+  DPC_ASSIGN_OR_RETURN(Principal caller, Caller(context));
+  uint64_t seen = 0;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = verdicts_.find(static_cast<const void*>(context));
+    if (it == verdicts_.end()) return absl::PermissionDeniedError("call was not authorised");
+    seen = it->second.revocations_seen;
+  }
+  uint64_t now = 0;
+  {
+    std::shared_lock<std::shared_mutex> lock(tokens_mutex_);
+    now = revocations_;
+    // No revocation since the principal was last seen registered: still is.
+    if (now == seen) return absl::OkStatus();
+    if (!tokens_.HasPrincipal(caller.id)) {
+      // Each message before this one was committed before the next was
+      // read (UploadRows, SubmitReports), so this is exactly what stays.
+      return absl::UnauthenticatedError(absl::StrCat(
+          "the token was revoked during the stream; ",
+          message == 0 ? std::string("nothing of this stream was stored")
+                       : absl::StrCat("nothing after message ", message - 1, " was stored")));
+    }
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = verdicts_.find(static_cast<const void*>(context));
+  if (it != verdicts_.end()) it->second.revocations_seen = now;
+  return absl::OkStatus();
+}
+
 void Authorizer::NoteTarget(const grpc::ServerContextBase* context, absl::string_view target) {
   std::lock_guard<std::mutex> lock(mutex_);
   auto it = verdicts_.find(static_cast<const void*>(context));
@@ -416,7 +457,9 @@ absl::Status Authorizer::AddToken(std::string digest, Principal principal) {
 
 bool Authorizer::RevokeToken(absl::string_view id) {
   std::unique_lock<std::shared_mutex> lock(tokens_mutex_);
-  return tokens_.Remove(id);
+  if (!tokens_.Remove(id)) return false;
+  ++revocations_;
+  return true;
 }
 
 std::vector<Principal> Authorizer::Principals() const {

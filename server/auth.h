@@ -4,6 +4,7 @@
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/support/server_interceptor.h>
 
+#include <cstdint>
 #include <functional>
 #include <mutex>
 #include <optional>
@@ -74,6 +75,8 @@ class TokenRegistry {
   absl::Status AddDigest(std::string digest, Principal principal);
   // Forgets the token with this principal id; false when none had it.
   bool Remove(absl::string_view id);
+  // Whether a token with this principal id is registered (a scan).
+  bool HasPrincipal(absl::string_view id) const;
   // The principal of a presented token, or UNAUTHENTICATED.
   absl::StatusOr<Principal> Lookup(absl::string_view token) const;
   std::vector<Principal> Principals() const;
@@ -124,6 +127,8 @@ class Authorizer {
     grpc::Status status;
     // Set whenever the token is valid, also when its role is refused.
     std::optional<Principal> principal;
+    // Revocations counted when the token was looked up (StillAuthorized).
+    uint64_t revocations = 0;
   };
   // Called by the interceptor.
   Decision Decide(absl::string_view method,
@@ -137,6 +142,17 @@ class Authorizer {
   absl::StatusOr<Role> Check(const grpc::ServerContextBase* context);
   // The authorised caller of a call that passed Check().
   absl::StatusOr<Principal> Caller(const grpc::ServerContextBase* context);
+  // Whether the call's token is still valid now. The verdict is taken once,
+  // when the call starts; a stream (UploadRows, SubmitReports) asks this
+  // before each message it receives, so that a token revoked meanwhile
+  // (RevokeToken) stops the stream at its next message (issue 24, item 4).
+  // `message` is the 0-based index of the message about to be handled, so
+  // that the refusal can say what the stream stored: OK, or
+  // UNAUTHENTICATED "the token was revoked during the stream; nothing after
+  // message <message - 1> was stored" ("nothing of this stream" for 0), or
+  // Check()'s refusal. O(1) unless a token was revoked since the call's
+  // verdict (a revocation counter), then one scan of the registry.
+  absl::Status StillAuthorized(const grpc::ServerContextBase* context, int64_t message);
 
   // Audit annotations by handlers (no-ops for unknown calls). Target and
   // detail are cut to kMaxAuditTextBytes: the input-limits interceptor
@@ -168,9 +184,14 @@ class Authorizer {
     grpc::Status status;
     std::optional<Role> role;
     CallRecord record;
+    // revocations_ when the principal was last known to be registered.
+    uint64_t revocations_seen = 0;
   };
   mutable std::shared_mutex tokens_mutex_;
   TokenRegistry tokens_;
+  // Tokens revoked since start; changed under tokens_mutex_ held uniquely,
+  // read under it shared (so a lookup and this count are consistent).
+  uint64_t revocations_ = 0;
   AuditSink audit_;
   std::mutex mutex_;
   absl::flat_hash_map<const void*, Verdict> verdicts_;

@@ -70,6 +70,11 @@ grpc::Status CollectionServiceImpl::SubmitReports(
   int64_t rejected = 0;
   int64_t duplicates = 0;
   while (stream->Read(&batch)) {
+    // The token is checked again for every message: revoked during the
+    // stream, it stores nothing more (issue 24, item 4).
+    if (absl::Status valid = authorizer_->StillAuthorized(context, batch_index); !valid.ok()) {
+      return ToGrpcStatus(valid);
+    }
     if (!batch.collection_id().empty()) {
       if (!collection_id.empty() && batch.collection_id() != collection_id) {
         return ToGrpcStatus(absl::InvalidArgumentError(

@@ -220,6 +220,11 @@ grpc::Status DatasetServiceImpl::UploadRows(grpc::ServerContext* context,
   int64_t total = 0;
   int64_t message_index = 0;
   while (reader->Read(&message)) {
+    // A token revoked during the stream stops it here (issue 24, item 4).
+    if (absl::Status valid = authorizer_->StillAuthorized(context, message_index);
+        !valid.ok()) {
+      return ToGrpcStatus(valid);
+    }
     if (dataset_id.empty()) {
       dataset_id = message.dataset_id();
       authorizer_->NoteTarget(context, dataset_id);

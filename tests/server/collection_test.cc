@@ -5,13 +5,16 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <limits>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "client/device.h"
 #include "client/pipeline.h"
 #include "client/sinkhorn_model.h"
+#include "core/data/demo.h"
 #include "core/privacy/noise_source.h"
 #include "proto/collection.h"
 #include "tests/server/server_test_util.h"
@@ -329,6 +332,71 @@ TEST_F(CollectionTest, AFloodingTokenStopsAtItsQuotaAndOthersAreStillAccepted) {
   for (const auto& row : download.values) {
     for (double v : row) EXPECT_LE(std::fabs(v), bound);
   }
+}
+
+// Issue 24, item 4 (streams): a token revoked while its stream is open
+// stops the stream at the next message; what came before stays stored.
+TEST_F(CollectionTest, RevokedTokenStopsAnOpenReportStreamAtTheNextMessage) {
+  v1::CreateTokenResponse created;
+  ASSERT_TRUE(CreateToken(v1::ROLE_DEVICE, "revoked mid-stream", &created).ok());
+  auto device = WithToken(created.token());
+  auto context = device.NewContext();
+  auto stream = device.collections().SubmitReports(context.get());
+  v1::SubmitReportsRequest first;
+  first.set_collection_id(collection_.id());
+  *first.add_reports() = MakeReport(Id(60), Row(0.1));
+  ASSERT_TRUE(stream->Write(first));
+  v1::SubmitReportsAck ack;
+  ASSERT_TRUE(stream->Read(&ack));  // committed before the ack
+  EXPECT_EQ(ack.accepted(), 1);
+  ASSERT_TRUE(RevokeToken(created.info().token_id()).ok());
+  v1::SubmitReportsRequest second;
+  *second.add_reports() = MakeReport(Id(61), Row(0.2));
+  stream->Write(second);  // may fail once the server has ended the call
+  stream->WritesDone();
+  EXPECT_FALSE(stream->Read(&ack));
+  const grpc::Status status = stream->Finish();
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_EQ(status.error_message(),
+            "the token was revoked during the stream; nothing after message 0 was stored");
+  EXPECT_EQ(Get(Curator()).report_count(), 1);
+  Download download = DownloadAll(Analyst(), collection_.id());
+  EXPECT_EQ(download.values, std::vector<std::vector<double>>{Row(0.1)});
+}
+
+TEST_F(CollectionTest, RevokedTokenStopsAnOpenUploadStreamAtTheNextMessage) {
+  v1::Dataset dataset;
+  ASSERT_TRUE(CreateDataset(1.0, 1e-5, v1::ADD_REMOVE, &dataset).ok());
+  v1::CreateTokenResponse created;
+  ASSERT_TRUE(CreateToken(v1::ROLE_CURATOR, "revoked mid-upload", &created).ok());
+  auto curator = WithToken(created.token());
+  auto context = curator.NewContext();
+  v1::UploadRowsResponse response;
+  auto writer = curator.datasets().UploadRows(context.get(), &response);
+  const std::vector<v1::Row> rows = DemoRows(data::GenerateDemoTable(20, 5));
+  v1::UploadRowsRequest first;
+  first.set_dataset_id(dataset.id());
+  for (int i = 0; i < 10; ++i) *first.add_rows() = rows[i];
+  ASSERT_TRUE(writer->Write(first));
+  // No acks on an upload: wait until message 0 is committed.
+  v1::Dataset seen;
+  for (int tries = 0; tries < 500; ++tries) {
+    ASSERT_TRUE(FindDataset(Curator(), dataset.id(), &seen).ok());
+    if (seen.row_count() == 10) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_EQ(seen.row_count(), 10);
+  ASSERT_TRUE(RevokeToken(created.info().token_id()).ok());
+  v1::UploadRowsRequest second;
+  for (int i = 10; i < 20; ++i) *second.add_rows() = rows[i];
+  writer->Write(second);
+  writer->WritesDone();
+  const grpc::Status status = writer->Finish();
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_EQ(status.error_message(),
+            "the token was revoked during the stream; nothing after message 0 was stored");
+  ASSERT_TRUE(FindDataset(Curator(), dataset.id(), &seen).ok());
+  EXPECT_EQ(seen.row_count(), 10);
 }
 
 TEST_F(CollectionTest, CreateResolvesThePublicParameters) {
