@@ -103,6 +103,9 @@ absl::StatusOr<std::vector<v1::Report>> PrivatizeReports(const ldp::LdpMechanism
 
 namespace {
 
+// RESOURCE_EXHAUSTED is final: the server's per-token report quota
+// (docs/privacy.md 2.6) or a message over gRPC's size limit; a retry would
+// be refused the same way.
 bool Retryable(grpc::StatusCode code) {
   switch (code) {
     case grpc::StatusCode::UNAVAILABLE:
@@ -110,7 +113,6 @@ bool Retryable(grpc::StatusCode code) {
     case grpc::StatusCode::ABORTED:
     case grpc::StatusCode::INTERNAL:
     case grpc::StatusCode::UNKNOWN:
-    case grpc::StatusCode::RESOURCE_EXHAUSTED:
     case grpc::StatusCode::CANCELLED:
       return true;
     default:
