@@ -13,7 +13,8 @@ namespace dpcurator::client {
 std::vector<Command> PrivacyCommands();   // privacy epsilon|calibrate|delta
 std::vector<Command> DatasetCommands();   // datasets create|list, upload, budget
 std::vector<Command> ReleaseCommands();   // release, releases
-std::vector<Command> ModelCommands();     // train merf, sample, eval
+std::vector<Command> ModelCommands();     // train merf|pearl|autogan, sample, eval
+std::vector<Command> TrainCommands();     // train <method>, one per registered method
 std::vector<Command> DemoCommands();      // demo
 std::vector<Command> SessionCommands();   // session open|step|close|show
 std::vector<Command> CollectionCommands();  // collections ..., device submit, train sinkhorn

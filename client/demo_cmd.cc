@@ -22,7 +22,7 @@
 #include "absl/strings/str_format.h"
 #include "client/autogan_model.h"
 #include "client/kernel_model.h"
-#include "client/mst_model.h"
+#include "client/methods/mst.h"
 #include "client/commands.h"
 #include "client/progress.h"
 #include "client/schema_file.h"

@@ -13,7 +13,6 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "client/autogan_model.h"
-#include "client/mst_model.h"
 #include "client/commands.h"
 #include "client/progress.h"
 #include "client/schema_file.h"
@@ -587,7 +586,6 @@ std::vector<Command> ModelCommands() {
       "self-normalised weights), one critic step every --critic-every generator steps.",
       pearl_options, [](const ParsedArgs& args) { return RunTrain(args, "pearl"); }});
   for (auto& command : AutoganCommands()) commands.push_back(std::move(command));
-  for (auto& command : MstCommands()) commands.push_back(std::move(command));
   commands.push_back(Command{
       "sample", "draw synthetic rows in the original schema (CSV), or images (PNG grid, IDX)",
       "Table models write CSV (--out). Image models write a PNG grid with one row of\n"

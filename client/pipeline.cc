@@ -8,7 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "client/autogan_model.h"
-#include "client/mst_model.h"
+#include "client/methods/registry.h"
 #include "client/model_package.h"
 #include "client/sinkhorn_model.h"
 #include "core/data/arff.h"
@@ -570,7 +570,10 @@ absl::StatusOr<data::Table> SampleModel(const v1::GeneratorModel& model, int64_t
   // collection schema (client/sinkhorn_model.h).
   if (model.method() == "sinkhorn") return SampleSinkhornModel(model, num_rows, seed);
   if (model.method() == "autogan") return SampleAutoganModel(model, num_rows, seed);
-  if (model.method() == "mst") return SampleMstModel(model, num_rows, seed);
+  // Methods with a unit of their own (client/methods/).
+  if (auto method = FindMethod(model.method()); method.ok()) {
+    return (*method)->SampleTable(model, num_rows, seed);
+  }
   DPC_ASSIGN_OR_RETURN(data::Schema schema, SchemaFromProto(model.schema()));
   const data::FeatureLayout layout = data::FeatureLayout::ForFeatures(schema);
   train::GeneratorOptions options;

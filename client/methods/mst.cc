@@ -1,11 +1,15 @@
-// `dpcurator train mst`: fit MST's tree model to an "mst" release (or
-// release and fit in one command), and sample from the model file.
+// The MST unit: `train mst` fits the tree model to an mst release (or
+// releases and fits in one command), the demo does the same on its dataset,
+// and `sample` draws from the model file.
+#include "client/methods/mst.h"
+
+#include <chrono>
 #include <cstdio>
 #include <utility>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "client/mst_model.h"
+#include "absl/strings/str_format.h"
 #include "client/model_package.h"
 #include "client/pipeline.h"
 #include "core/data/discretize.h"
@@ -56,7 +60,9 @@ absl::Status CheckArtefact(const v1::MstArtefact& artefact) {
   return absl::OkStatus();
 }
 
-absl::Status RunTrainMst(const ParsedArgs& args) {
+constexpr absl::string_view kName = "mst";
+
+absl::StatusOr<TrainResult> RunTrainMst(const ParsedArgs& args) {
   v1::Release release;
   if (args.Has("release")) {
     DPC_RETURN_IF_ERROR(ReadProtoFile(args.Get("release"), &release));
@@ -80,14 +86,75 @@ absl::Status RunTrainMst(const ParsedArgs& args) {
     return absl::InvalidArgumentError(
         "train mst needs --release FILE (an mst release) or --dataset ds_... --epsilon E");
   }
-  DPC_ASSIGN_OR_RETURN(const v1::GeneratorModel model, TrainMstModel(release));
-  DPC_RETURN_IF_ERROR(WriteProtoFile(model, args.Get("out")));
-  std::printf("mst model (%d columns, tree of %d edges) written to %s\n",
-              model.mst_domain_sizes_size(), model.mst_edges_size(), args.Get("out").c_str());
-  return absl::OkStatus();
+  TrainResult result;
+  DPC_ASSIGN_OR_RETURN(result.model, TrainMstModel(release));
+  result.message = absl::StrFormat("mst model (%d columns, tree of %d edges) written to %s\n",
+                                   result.model.mst_domain_sizes_size(),
+                                   result.model.mst_edges_size(), args.Get("out"));
+  return result;
 }
 
+absl::StatusOr<data::Table> SampleMstModel(const v1::GeneratorModel& model, int64_t num_rows,
+                                           uint64_t seed);
+
+class MstUnit final : public Method {
+ public:
+  MethodId id() const override { return MethodId::kMst; }
+  absl::string_view name() const override { return kName; }
+  absl::string_view title() const override { return "MST"; }
+
+  std::string TrainSummary() const override {
+    return "fit MST's tree model to an mst release, or release and fit in one command";
+  }
+  std::string TrainDescription() const override {
+    return "MST (McKenna, Miklau, Sheldon 2021): the server releases noisy 1-way marginals, a\n"
+           "private maximum spanning tree of column pairs and their noisy 2-way marginals\n"
+           "(docs/privacy.md 2.11); the client fits a tree-structured graphical model to them\n"
+           "(no further budget). Numeric columns use the schema's bins and atoms.\n\n"
+           "  dpcurator train mst --release mst.release --out mst.model\n"
+           "  dpcurator train mst --dataset ds_... --epsilon 1 --out mst.model";
+  }
+  std::vector<OptionSpec> TrainOptions() const override {
+    return WithConnection(
+        {{"release", "", "an mst release file (dpcurator release --kind mst)"},
+         {"dataset", "", "release from this dataset first (needs --epsilon)"},
+         {"epsilon", "", "target epsilon of the mst release (with --dataset)"},
+         {"key", "", "idempotency key of the release (default: fresh)"},
+         {"release-out", "", "also write the release artefact here (with --dataset)"},
+         {"out", "model.pb", "model file to write"}});
+  }
+  absl::StatusOr<TrainResult> Train(const ParsedArgs& args) const override {
+    return RunTrainMst(args);
+  }
+
+  // One release (marginals + private tree), then the client-side fit.
+  absl::StatusOr<DemoOutput> TrainInDemo(const DemoInput& input) const override {
+    const auto start = std::chrono::steady_clock::now();
+    DemoOutput out;
+    DPC_ASSIGN_OR_RETURN(out.release, RequestMstRelease(*input.analyst, input.dataset_id,
+                                                        input.epsilon, NewIdempotencyKey()));
+    out.release_seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    input.say(absl::StrFormat(
+        "analyst: mst release %s (%d columns, tree of %d edges, epsilon %.4f) in %.2fs",
+        out.release.id(), out.release.mst().domain_sizes_size(), out.release.mst().edges_size(),
+        out.release.mst().epsilon(), out.release_seconds));
+    DPC_ASSIGN_OR_RETURN(out.model, TrainMstModel(out.release));
+    return out;
+  }
+
+  absl::StatusOr<data::Table> SampleTable(const v1::GeneratorModel& model, int64_t num_rows,
+                                          uint64_t seed) const override {
+    return SampleMstModel(model, num_rows, seed);
+  }
+};
+
 }  // namespace
+
+const Method& MstMethod() {
+  static const MstUnit* const unit = new MstUnit();
+  return *unit;
+}
 
 absl::StatusOr<v1::Release> RequestMstRelease(Connection& analyst, const std::string& dataset_id,
                                               double epsilon, const std::string& key) {
@@ -127,7 +194,7 @@ absl::StatusOr<v1::GeneratorModel> TrainMstModel(const v1::Release& release) {
   const ModelSource source{artefact.schema(), artefact.schema_fingerprint(), artefact.epsilon(),
                            artefact.delta()};
   v1::GeneratorModel model =
-      PackageModel("mst", source, {}, nn::Activation::kRelu, Eigen::VectorXd(), 0, 0.0);
+      PackageModel(kName, source, {}, nn::Activation::kRelu, Eigen::VectorXd(), 0, 0.0);
   model.set_release_id(release.id());
   model.set_dataset_id(release.dataset_id());
   for (const int s : tree.domain_sizes) model.add_mst_domain_sizes(s);
@@ -147,6 +214,8 @@ absl::StatusOr<v1::GeneratorModel> TrainMstModel(const v1::Release& release) {
   model.set_mst_total(tree.total);
   return model;
 }
+
+namespace {
 
 absl::StatusOr<data::Table> SampleMstModel(const v1::GeneratorModel& model, int64_t num_rows,
                                            uint64_t seed) {
@@ -189,25 +258,6 @@ absl::StatusOr<data::Table> SampleMstModel(const v1::GeneratorModel& model, int6
   return domain.Decode(train::SampleTreeModel(tree, num_rows, seed), seed ^ 0x9e3779b97f4a7c15ULL);
 }
 
-std::vector<Command> MstCommands() {
-  std::vector<Command> commands;
-  commands.push_back(Command{
-      "train mst",
-      "fit MST's tree model to an mst release, or release and fit in one command",
-      "MST (McKenna, Miklau, Sheldon 2021): the server releases noisy 1-way marginals, a\n"
-      "private maximum spanning tree of column pairs and their noisy 2-way marginals\n"
-      "(docs/privacy.md 2.11); the client fits a tree-structured graphical model to them\n"
-      "(no further budget). Numeric columns use the schema's bins and atoms.\n\n"
-      "  dpcurator train mst --release mst.release --out mst.model\n"
-      "  dpcurator train mst --dataset ds_... --epsilon 1 --out mst.model",
-      WithConnection({{"release", "", "an mst release file (dpcurator release --kind mst)"},
-                      {"dataset", "", "release from this dataset first (needs --epsilon)"},
-                      {"epsilon", "", "target epsilon of the mst release (with --dataset)"},
-                      {"key", "", "idempotency key of the release (default: fresh)"},
-                      {"release-out", "", "also write the release artefact here (with --dataset)"},
-                      {"out", "model.pb", "model file to write"}}),
-      RunTrainMst});
-  return commands;
-}
+}  // namespace
 
 }  // namespace dpcurator::client
