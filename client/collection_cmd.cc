@@ -1,7 +1,8 @@
 // Local-DP collections: the curator declares one (public mechanism), devices
 // privatise their records locally and submit them, analysts download the
 // reports (no budget: already local DP) and fit a generator with the
-// deconvolving Sinkhorn trainer (ldp-sinkhorn.md).
+// deconvolving Sinkhorn trainer (ldp-sinkhorn.md; `train sinkhorn` is its
+// method unit, client/methods/sinkhorn.cc).
 #include <chrono>
 #include <cstdio>
 
@@ -14,10 +15,10 @@
 #include "client/progress.h"
 #include "client/connection.h"
 #include "client/device.h"
+#include "client/methods/sinkhorn.h"
 #include "client/model_package.h"
-#include "client/pipeline.h"
+#include "client/proto_file.h"
 #include "client/schema_file.h"
-#include "client/sinkhorn_model.h"
 #include "core/data/csv.h"
 #include "core/data/idx.h"
 #include "proto/collection.h"
@@ -260,43 +261,6 @@ absl::Status RunSubmit(const ParsedArgs& args) {
   return summary->rejections.empty() ? absl::OkStatus() : QuietExit(1);
 }
 
-absl::Status RunTrainSinkhorn(const ParsedArgs& args) {
-  v1::ReportsFile reports;
-  if (auto s = ReadProtoFile(args.Get("reports"), &reports); !s.ok()) return s;
-  train::SinkhornTrainerOptions options;
-  auto steps = args.GetInt("steps");
-  auto batch = args.GetInt("batch-size");
-  auto lr = args.GetDouble("learning-rate");
-  auto seed = args.GetInt("seed");
-  for (const absl::Status& s : {steps.status(), batch.status(), lr.status(), seed.status()}) {
-    if (!s.ok()) return s;
-  }
-  options.steps = static_cast<int>(*steps);
-  options.batch_size = static_cast<int>(*batch);
-  options.learning_rate = *lr;
-  options.seed = static_cast<uint64_t>(*seed);
-  options.generator.seed = static_cast<uint64_t>(*seed);
-  options.naive = args.Flag("naive");
-  if (IsImageSchema(reports.collection().params().schema())) {
-    // Images, where a flag is left out: minibatches of b = 200 (the LDP
-    // paper's MNIST Sec. 4.5) and bench/fmnist_ldp's tuned generator on
-    // Fashion-MNIST at epsilon 30: an MLP of 2 x 128 units (the paper's
-    // 2 x 500 fitted no better), 500 steps per class collection.
-    options.generator.hidden = {128, 128};
-    if (args.IsDefault("batch-size")) options.batch_size = 200;
-    if (args.IsDefault("steps")) options.steps = 500;
-  }
-  StepProgress progress("train sinkhorn", options.steps, args.Flag("quiet"));
-  options.progress = progress.Callback();
-  auto model = TrainSinkhornModel(reports, options, kModelFormatVersion);
-  if (!model.ok()) return model.status();
-  if (auto s = WriteProtoFile(*model, args.Get("out")); !s.ok()) return s;
-  std::printf("sinkhorn generator (%s, %d steps, final loss %.6f) written to %s\n",
-              options.naive ? "naive baseline" : "deconvolving", model->steps(),
-              model->final_loss(), args.Get("out").c_str());
-  return absl::OkStatus();
-}
-
 }  // namespace
 
 std::vector<Command> CollectionCommands() {
@@ -352,19 +316,6 @@ std::vector<Command> CollectionCommands() {
                       {"max-delta", "1e-5", "largest delta accepted for gaussian-l2", false,
                        false, "DPCURATOR_MAX_DELTA"}}),
       RunSubmit});
-  commands.push_back(Command{
-      "train sinkhorn", "fit a generator to local-DP reports (no budget, post-processing)",
-      "Algorithm 1 of Reshetova et al.: entropic OT with the mechanism's cost and lambda\n"
-      "deconvolves the device noise; --naive fits the noisy reports instead (baseline).",
-      {{"reports", "reports.pb", "reports file from `collections download`"},
-       {"out", "model.pb", "output model"},
-       {"steps", "2000", "training steps"},
-       {"batch-size", "512", "generated points and reports per step"},
-       {"learning-rate", "0.001", "Adam learning rate"},
-       {"seed", "1", "training seed"},
-       {"naive", "", "no deconvolution (unregularised OT baseline)", true},
-       {"quiet", "", "no progress line", true}},
-      RunTrainSinkhorn});
   return commands;
 }
 

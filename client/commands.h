@@ -9,19 +9,21 @@
 
 namespace dpcurator::client {
 
-// Each file contributes its commands to the table in main.cc.
+// Each file contributes its commands to the table in main.cc. The method
+// commands (train, sample, eval, report, demo) are in client/commands/ and
+// reach methods through client/methods/registry.h.
 std::vector<Command> PrivacyCommands();   // privacy epsilon|calibrate|delta
 std::vector<Command> DatasetCommands();   // datasets create|list, upload, budget
 std::vector<Command> ReleaseCommands();   // release, releases
-std::vector<Command> ModelCommands();     // train merf|pearl|autogan, sample, eval
 std::vector<Command> TrainCommands();     // train <method>, one per registered method
+std::vector<Command> SampleCommands();    // sample
+std::vector<Command> EvalCommands();      // eval, eval images
 std::vector<Command> DemoCommands();      // demo
 std::vector<Command> SessionCommands();   // session open|step|close|show
-std::vector<Command> CollectionCommands();  // collections ..., device submit, train sinkhorn
+std::vector<Command> CollectionCommands();  // collections ..., device submit
 std::vector<Command> AdminCommands();       // admin token create|revoke|list, admin audit
 std::vector<Command> SchemaCommands();      // schema draft|check
 std::vector<Command> ReportCommands();      // report
-std::vector<Command> KernelCommands();      // train kernel
 std::vector<Command> AuditCommands();       // audit
 
 // The image schema of `--images HxW` with `--classes N` or `--class-names

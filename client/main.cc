@@ -18,9 +18,9 @@ std::vector<Command> AllCommands() {
                      dpcurator::client::DatasetCommands(),
                      dpcurator::client::ReleaseCommands(), dpcurator::client::SessionCommands(),
                      dpcurator::client::CollectionCommands(), dpcurator::client::AdminCommands(),
-                     dpcurator::client::ModelCommands(), dpcurator::client::TrainCommands(),
-                     dpcurator::client::ReportCommands(),
-                     dpcurator::client::KernelCommands(), dpcurator::client::AuditCommands(),
+                     dpcurator::client::TrainCommands(), dpcurator::client::SampleCommands(),
+                     dpcurator::client::EvalCommands(), dpcurator::client::ReportCommands(),
+                     dpcurator::client::AuditCommands(),
                      dpcurator::client::PrivacyCommands()}) {
     for (auto& command : group) all.push_back(std::move(command));
   }

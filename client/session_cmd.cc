@@ -11,7 +11,7 @@
 #include "client/commands.h"
 #include "client/progress.h"
 #include "client/connection.h"
-#include "client/pipeline.h"
+#include "client/proto_file.h"
 
 namespace dpcurator::client {
 namespace {

@@ -8,7 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "client/commands.h"
 #include "client/methods/registry.h"
-#include "client/pipeline.h"
+#include "client/proto_file.h"
 
 namespace dpcurator::client {
 

@@ -30,7 +30,12 @@ namespace dpcurator::client {
 // (registry.cc) binds each to its unit with an exhaustive switch, so an
 // enumerator without a unit does not compile (-Wswitch, -Werror).
 enum class MethodId {
+  kMerf,      // DP-MERF: rff_embedding releases or session steps
+  kPearl,     // PEARL: charfn_embedding releases, adversarial critic
+  kAutogan,   // DP-auto-GAN: two dp_sgd sessions
+  kKernel,    // DP-kernel: one kernel_witness session
   kMst,       // MST: the mst recipe release
+  kSinkhorn,  // Sinkhorn deconvolution of local-DP reports
   // AIM (issue 26) takes its enumerator here, kAim, and its case in
   // registry.cc's MethodFor; nothing else outside its unit changes.
 };

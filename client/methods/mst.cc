@@ -11,7 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "client/model_package.h"
-#include "client/pipeline.h"
+#include "client/proto_file.h"
 #include "core/data/discretize.h"
 #include "core/train/mst.h"
 #include "core/util/status_macros.h"

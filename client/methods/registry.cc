@@ -5,7 +5,12 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "client/methods/autogan.h"
+#include "client/methods/kernel.h"
+#include "client/methods/merf.h"
 #include "client/methods/mst.h"
+#include "client/methods/pearl.h"
+#include "client/methods/sinkhorn.h"
 #include "client/model_package.h"
 
 namespace dpcurator::client {
@@ -13,8 +18,18 @@ namespace dpcurator::client {
 const Method* MethodFor(MethodId id) {
   switch (id) {
     // One line per method: its enumerator, its unit.
+    case MethodId::kMerf:
+      return &MerfMethod();
+    case MethodId::kPearl:
+      return &PearlMethod();
+    case MethodId::kAutogan:
+      return &AutoganMethod();
+    case MethodId::kKernel:
+      return &KernelMethod();
     case MethodId::kMst:
       return &MstMethod();
+    case MethodId::kSinkhorn:
+      return &SinkhornMethod();
     // AIM (issue 26): case MethodId::kAim: return &AimMethod();
   }
   return nullptr;
@@ -58,6 +73,14 @@ absl::StatusOr<const Method*> MethodOfModel(const v1::GeneratorModel& model) {
         "', which this client does not know; sample it with the dpcurator that trained it"));
   }
   return method;
+}
+
+absl::StatusOr<data::Table> SampleModel(const v1::GeneratorModel& model, int64_t num_rows,
+                                        uint64_t seed) {
+  auto method = MethodOfModel(model);
+  if (!method.ok()) return method.status();
+  if (num_rows <= 0) return absl::InvalidArgumentError("--rows must be positive");
+  return (*method)->SampleTable(model, num_rows, seed);
 }
 
 }  // namespace dpcurator::client

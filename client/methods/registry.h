@@ -31,6 +31,10 @@ absl::StatusOr<const Method*> FindMethod(absl::string_view name);
 // (kModelFormatVersion) and naming what is wrong otherwise.
 absl::StatusOr<const Method*> MethodOfModel(const v1::GeneratorModel& model);
 
+// Rows drawn from a tabular model by its method's sampler.
+absl::StatusOr<data::Table> SampleModel(const v1::GeneratorModel& model, int64_t num_rows,
+                                        uint64_t seed);
+
 }  // namespace dpcurator::client
 
 #endif  // DPCURATOR_CLIENT_METHODS_REGISTRY_H_

@@ -10,7 +10,7 @@
 #include "client/cli.h"
 #include "client/connection.h"
 #include "client/device.h"
-#include "client/pipeline.h"
+#include "client/upload.h"
 #include "client/progress.h"
 #include "client/schema_file.h"
 #include "core/data/draft.h"

@@ -5,7 +5,8 @@
 // while newer formats are refused with a clear message.
 #include <gtest/gtest.h>
 
-#include "client/pipeline.h"
+#include "client/methods/merf.h"
+#include "client/methods/pearl.h"
 #include "core/data/demo.h"
 #include "core/release/encoded_rows.h"
 #include "core/release/mechanism_record.h"

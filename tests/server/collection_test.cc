@@ -12,8 +12,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "client/device.h"
-#include "client/pipeline.h"
-#include "client/sinkhorn_model.h"
+#include "client/methods/registry.h"
+#include "client/methods/sinkhorn.h"
 #include "core/data/demo.h"
 #include "core/privacy/noise_source.h"
 #include "proto/collection.h"

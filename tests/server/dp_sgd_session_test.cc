@@ -8,7 +8,7 @@
 #include <limits>
 #include <string>
 
-#include "client/dp_sgd_oracle.h"
+#include "client/oracles/dp_sgd_oracle.h"
 #include "core/data/demo.h"
 #include "core/privacy/conversion.h"
 #include "core/privacy/events.h"

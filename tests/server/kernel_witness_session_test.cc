@@ -10,7 +10,7 @@
 #include <limits>
 #include <string>
 
-#include "client/kernel_oracle.h"
+#include "client/oracles/kernel_oracle.h"
 #include "core/data/demo.h"
 #include "core/data/encoder.h"
 #include "core/privacy/conversion.h"

@@ -1,4 +1,4 @@
-#include "client/kernel_oracle.h"
+#include "client/oracles/kernel_oracle.h"
 
 #include <utility>
 

@@ -1,24 +1,29 @@
-#ifndef DPCURATOR_CLIENT_SINKHORN_MODEL_H_
-#define DPCURATOR_CLIENT_SINKHORN_MODEL_H_
+#ifndef DPCURATOR_CLIENT_METHODS_SINKHORN_H_
+#define DPCURATOR_CLIENT_METHODS_SINKHORN_H_
 
-// `dpcurator train sinkhorn` and the "sinkhorn" branch of `sample`: fit a
-// PointGenerator to downloaded local-DP reports (core/train/sinkhorn_trainer.h,
-// with p and lambda from the collection's public mechanism) and decode its
-// points into rows of the collection's label-less schema.
+// Sinkhorn deconvolution of local-DP reports (Reshetova et al.) as a client
+// method: fit a PointGenerator to downloaded reports
+// (core/train/sinkhorn_trainer.h, with p and lambda from the collection's
+// public mechanism) and decode its points into rows of the collection's
+// label-less schema.
 
 #include <cstdint>
 
 #include "absl/status/statusor.h"
+#include "client/methods/method.h"
 #include "core/data/table.h"
 #include "core/train/sinkhorn_trainer.h"
 #include "dpcurator/v1/dpcurator.pb.h"
 
 namespace dpcurator::client {
 
+// The unit (registry.cc).
+const Method& SinkhornMethod();
+
 inline constexpr uint32_t kReportsFileFormatVersion = 1;
 
 // Trains on `reports` (a file written by `collections download`) and packages
-// the generator as a GeneratorModel with method "sinkhorn"; the model's schema
+// the generator as a GeneratorModel of this method; the model's schema
 // is the label-less collection schema.
 absl::StatusOr<v1::GeneratorModel> TrainSinkhornModel(const v1::ReportsFile& reports,
                                                       const train::SinkhornTrainerOptions& options,
@@ -31,4 +36,4 @@ absl::StatusOr<data::Table> SampleSinkhornModel(const v1::GeneratorModel& model,
 
 }  // namespace dpcurator::client
 
-#endif  // DPCURATOR_CLIENT_SINKHORN_MODEL_H_
+#endif  // DPCURATOR_CLIENT_METHODS_SINKHORN_H_

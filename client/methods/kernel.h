@@ -1,18 +1,22 @@
-#ifndef DPCURATOR_CLIENT_KERNEL_MODEL_H_
-#define DPCURATOR_CLIENT_KERNEL_MODEL_H_
+#ifndef DPCURATOR_CLIENT_METHODS_KERNEL_H_
+#define DPCURATOR_CLIENT_METHODS_KERNEL_H_
 
-// DP-kernel through the product (issue 16 item 4): one kernel_witness
-// session on the server, the generator trained on its answers, and the
-// model file (method "kernel"; read by `sample` and `eval` unchanged).
+// DP-kernel (issue 16 item 4) as a client method: one kernel_witness
+// session on the server, the generator trained on its answers (DP-MERF's
+// tabular generator, or the image generators), and the model file.
 
 #include <cstdint>
 #include <string>
 
 #include "absl/status/statusor.h"
 #include "client/connection.h"
+#include "client/methods/method.h"
 #include "dpcurator/v1/dpcurator.pb.h"
 
 namespace dpcurator::client {
+
+// The unit (registry.cc).
+const Method& KernelMethod();
 
 struct KernelRun {
   std::string dataset_id;
@@ -60,4 +64,4 @@ absl::StatusOr<v1::GeneratorModel> TrainKernelModel(Connection& analyst, const K
 
 }  // namespace dpcurator::client
 
-#endif  // DPCURATOR_CLIENT_KERNEL_MODEL_H_
+#endif  // DPCURATOR_CLIENT_METHODS_KERNEL_H_

@@ -1,7 +1,9 @@
-// `dpcurator train autogan` (issue 15 item 4): DP-auto-GAN (dp-auto-gan.md)
-// with the server as the DP-SGD oracle. Phase 1 (autoencoder) and phase 2
+// The DP-auto-GAN unit (issue 15 item 4; dp-auto-gan.md), with the server
+// as the DP-SGD oracle. Phase 1 (autoencoder) and phase 2
 // (the latent WGAN's critic) are one dp_sgd session each; the trainer never
 // sees a row.
+
+#include "client/methods/autogan.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -14,12 +16,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
-#include "client/autogan_model.h"
 #include "client/cli.h"
-#include "client/commands.h"
-#include "client/dp_sgd_oracle.h"
+#include "client/oracles/dp_sgd_oracle.h"
 #include "client/model_package.h"
-#include "client/pipeline.h"
+#include "client/proto_file.h"
 #include "client/progress.h"
 #include "core/data/encoder.h"
 #include "core/nn/activation.h"
@@ -32,6 +32,8 @@
 
 namespace dpcurator::client {
 namespace {
+
+constexpr absl::string_view kName = "autogan";
 
 // The trainer's oracle interface over a dp_sgd session (float on the wire).
 class RemoteOracle : public train::DpSgdGradientOracle {
@@ -96,7 +98,7 @@ absl::StatusOr<std::vector<int>> ParseWidths(const std::string& flag, const std:
   return widths;
 }
 
-absl::Status RunTrainAutogan(const ParsedArgs& args) {
+absl::StatusOr<TrainResult> RunTrainAutogan(const ParsedArgs& args) {
   auto connection = Connection::FromArgs(args);
   if (!connection.ok()) return connection.status();
   auto found = FindDataset(&*connection, args.Get("dataset"));
@@ -174,10 +176,11 @@ absl::Status RunTrainAutogan(const ParsedArgs& args) {
   run.key = args.Get("key");
   auto model = TrainAutoganModel(*connection, run);
   if (!model.ok()) return model.status();
-  if (auto s = WriteProtoFile(*model, args.Get("out")); !s.ok()) return s;
-  std::printf("model written to %s (autogan, epsilon %g, delta %g)\n", args.Get("out").c_str(),
-              model->epsilon(), model->delta());
-  return absl::OkStatus();
+  TrainResult result;
+  result.message = absl::StrFormat("model written to %s (%s, epsilon %g, delta %g)\n",
+                                   args.Get("out"), kName, model->epsilon(), model->delta());
+  result.model = *std::move(model);
+  return result;
 }
 
 }  // namespace
@@ -277,7 +280,7 @@ absl::StatusOr<v1::GeneratorModel> TrainAutoganModel(Connection& analyst, const 
   source.delta = run.delta;
   const train::AutoganModel& m = trained->model;
   v1::GeneratorModel model =
-      PackageModel("autogan", source, m.generator_options.hidden, m.generator_options.activation,
+      PackageModel(kName, source, m.generator_options.hidden, m.generator_options.activation,
                    m.generator_parameters, static_cast<int>(trained->critic_steps),
                    trained->generator_final_loss);
   model.set_dataset_id(run.dataset_id);
@@ -294,6 +297,8 @@ absl::StatusOr<v1::GeneratorModel> TrainAutoganModel(Connection& analyst, const 
   model.set_sample_blocks(run.sample_blocks);
   return model;
 }
+
+namespace {
 
 absl::StatusOr<data::Table> SampleAutoganModel(const v1::GeneratorModel& model, int64_t num_rows,
                                                uint64_t seed) {
@@ -326,18 +331,28 @@ absl::StatusOr<data::Table> SampleAutoganModel(const v1::GeneratorModel& model, 
   return table;
 }
 
-std::vector<Command> AutoganCommands() {
-  std::vector<Command> commands;
-  commands.push_back(Command{
-      "train autogan",
-      "DP-auto-GAN: autoencoder + latent WGAN trained by DP-SGD sessions (analyst)",
-      "Phase 1 trains an autoencoder, phase 2 a WGAN whose critic sees decoded rows\n"
-      "(dp-auto-gan.md): every gradient over private rows is a dp_sgd session step (clipped,\n"
-      "noised, accounted by the server), one session per phase with --autoencoder-share of\n"
-      "--epsilon for the autoencoder. The encoder's gradient is clipped with the decoder's\n"
-      "(docs/privacy.md 2.9). A dropped connection is retried on the same step (no second\n"
-      "charge); rerunning with the same --key reopens the same sessions.",
-      WithConnection({{"dataset", "", "dataset id", false, true},
+class AutoganUnit final : public Method {
+ public:
+  MethodId id() const override { return MethodId::kAutogan; }
+  absl::string_view name() const override { return kName; }
+  absl::string_view title() const override { return "DP-auto-GAN"; }
+
+  std::string TrainSummary() const override {
+    return "DP-auto-GAN: autoencoder + latent WGAN trained by DP-SGD sessions (analyst)";
+  }
+  std::string TrainDescription() const override {
+    return "Phase 1 trains an autoencoder, phase 2 a WGAN whose critic sees decoded rows\n"
+           "(dp-auto-gan.md): every gradient over private rows is a dp_sgd session step "
+           "(clipped,\n"
+           "noised, accounted by the server), one session per phase with --autoencoder-share "
+           "of\n"
+           "--epsilon for the autoencoder. The encoder's gradient is clipped with the "
+           "decoder's\n"
+           "(docs/privacy.md 2.9). A dropped connection is retried on the same step (no second\n"
+           "charge); rerunning with the same --key reopens the same sessions.";
+  }
+  std::vector<OptionSpec> TrainOptions() const override {
+    return WithConnection({{"dataset", "", "dataset id", false, true},
                       {"epsilon", "", "epsilon of both phases together", false, true},
                       {"out", "model.pb", "model file to write"},
                       {"rows", "",
@@ -361,9 +376,41 @@ std::vector<Command> AutoganCommands() {
                       {"argmax", "", "decode categories by argmax instead of sampling", true},
                       {"seed", "", "seed of the public randomness"},
                       {"key", "", "idempotency key prefix of the two sessions"},
-                      {"quiet", "", "no progress lines", true}}),
-      RunTrainAutogan});
-  return commands;
+                      {"quiet", "", "no progress lines", true}});
+  }
+  absl::StatusOr<TrainResult> Train(const ParsedArgs& args) const override {
+    return RunTrainAutogan(args);
+  }
+
+  // No release: two dp_sgd sessions at the demo's epsilon together.
+  absl::StatusOr<DemoOutput> TrainInDemo(const DemoInput& input) const override {
+    AutoganRun run;
+    run.dataset_id = input.dataset_id;
+    run.schema = input.schema;
+    run.epsilon = input.epsilon;
+    run.delta = input.delta;
+    run.rows_guess = input.rows;
+    run.relation = v1::ADD_REMOVE;  // as the demo's dataset is created
+    run.options = DefaultAutoganOptions();
+    run.quiet = input.quiet;
+    DemoOutput out;
+    out.release.set_id("dp_sgd sessions");
+    out.release.mutable_embedding()->set_epsilon(input.epsilon);
+    DPC_ASSIGN_OR_RETURN(out.model, TrainAutoganModel(*input.analyst, run));
+    return out;
+  }
+
+  absl::StatusOr<data::Table> SampleTable(const v1::GeneratorModel& model, int64_t num_rows,
+                                          uint64_t seed) const override {
+    return SampleAutoganModel(model, num_rows, seed);
+  }
+};
+
+}  // namespace
+
+const Method& AutoganMethod() {
+  static const AutoganUnit* const unit = new AutoganUnit();
+  return *unit;
 }
 
 }  // namespace dpcurator::client

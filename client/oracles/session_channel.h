@@ -1,5 +1,5 @@
-#ifndef DPCURATOR_CLIENT_SESSION_CHANNEL_H_
-#define DPCURATOR_CLIENT_SESSION_CHANNEL_H_
+#ifndef DPCURATOR_CLIENT_ORACLES_SESSION_CHANNEL_H_
+#define DPCURATOR_CLIENT_ORACLES_SESSION_CHANNEL_H_
 
 #include <chrono>
 #include <cstdint>
@@ -90,4 +90,4 @@ bool IsRetryable(grpc::StatusCode code);
 
 }  // namespace dpcurator::client
 
-#endif  // DPCURATOR_CLIENT_SESSION_CHANNEL_H_
+#endif  // DPCURATOR_CLIENT_ORACLES_SESSION_CHANNEL_H_

@@ -1,4 +1,4 @@
-#include "client/session_channel.h"
+#include "client/oracles/session_channel.h"
 
 #include <algorithm>
 #include <thread>

@@ -1,5 +1,5 @@
-#ifndef DPCURATOR_CLIENT_KERNEL_ORACLE_H_
-#define DPCURATOR_CLIENT_KERNEL_ORACLE_H_
+#ifndef DPCURATOR_CLIENT_ORACLES_KERNEL_ORACLE_H_
+#define DPCURATOR_CLIENT_ORACLES_KERNEL_ORACLE_H_
 
 #include <cstdint>
 #include <optional>
@@ -10,7 +10,7 @@
 
 #include "absl/status/statusor.h"
 #include "client/connection.h"
-#include "client/session_channel.h"
+#include "client/oracles/session_channel.h"
 #include "core/train/kernel_trainer.h"
 #include "dpcurator/v1/dpcurator.pb.h"
 
@@ -64,4 +64,4 @@ class KernelOracle final : public train::KernelWitnessOracle {
 
 }  // namespace dpcurator::client
 
-#endif  // DPCURATOR_CLIENT_KERNEL_ORACLE_H_
+#endif  // DPCURATOR_CLIENT_ORACLES_KERNEL_ORACLE_H_

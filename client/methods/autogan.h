@@ -1,7 +1,7 @@
-#ifndef DPCURATOR_CLIENT_AUTOGAN_MODEL_H_
-#define DPCURATOR_CLIENT_AUTOGAN_MODEL_H_
+#ifndef DPCURATOR_CLIENT_METHODS_AUTOGAN_H_
+#define DPCURATOR_CLIENT_METHODS_AUTOGAN_H_
 
-// DP-auto-GAN through the product (issue 15 item 4): both phases as dp_sgd
+// DP-auto-GAN (issue 15 item 4) as a client method: both phases as dp_sgd
 // sessions on the server, the model file, and sampling from it.
 
 #include <cstdint>
@@ -10,13 +10,16 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "client/cli.h"
 #include "client/connection.h"
+#include "client/methods/method.h"
 #include "core/data/table.h"
 #include "core/train/autogan_trainer.h"
 #include "dpcurator/v1/dpcurator.pb.h"
 
 namespace dpcurator::client {
+
+// The unit (registry.cc).
+const Method& AutoganMethod();
 
 struct AutoganRun {
   std::string dataset_id;
@@ -40,18 +43,11 @@ struct AutoganRun {
 };
 
 // Opens one dp_sgd session per phase, trains, and packages the released
-// half (generator + decoder) as a GeneratorModel with method "autogan".
+// half (generator + decoder) as a GeneratorModel of this method.
 // Phase k's noise multiplier is calibrated so that phases 1..k compose (as
 // the ledger composes them) to epsilon times their cumulative share, so the
 // last phase ends exactly at epsilon (docs/privacy.md 2.9).
 absl::StatusOr<v1::GeneratorModel> TrainAutoganModel(Connection& analyst, const AutoganRun& run);
-
-// Synthetic rows from a method "autogan" model (SampleModel's hook).
-absl::StatusOr<data::Table> SampleAutoganModel(const v1::GeneratorModel& model, int64_t num_rows,
-                                               uint64_t seed);
-
-// `train autogan` (registered by ModelCommands).
-std::vector<Command> AutoganCommands();
 
 // The defaults of `train autogan` (tuned on Adult at epsilon 1; see
 // autogan_cmd.cc).
@@ -59,4 +55,4 @@ train::AutoganOptions DefaultAutoganOptions();
 
 }  // namespace dpcurator::client
 
-#endif  // DPCURATOR_CLIENT_AUTOGAN_MODEL_H_
+#endif  // DPCURATOR_CLIENT_METHODS_AUTOGAN_H_

@@ -1,4 +1,4 @@
-#include "client/dp_sgd_oracle.h"
+#include "client/oracles/dp_sgd_oracle.h"
 
 #include <utility>
 

@@ -1,5 +1,5 @@
-#ifndef DPCURATOR_CLIENT_DP_SGD_ORACLE_H_
-#define DPCURATOR_CLIENT_DP_SGD_ORACLE_H_
+#ifndef DPCURATOR_CLIENT_ORACLES_DP_SGD_ORACLE_H_
+#define DPCURATOR_CLIENT_ORACLES_DP_SGD_ORACLE_H_
 
 #include <cstdint>
 #include <optional>
@@ -9,7 +9,7 @@
 
 #include "absl/status/statusor.h"
 #include "client/connection.h"
-#include "client/session_channel.h"
+#include "client/oracles/session_channel.h"
 #include "dpcurator/v1/dpcurator.pb.h"
 
 namespace dpcurator::client {
@@ -54,4 +54,4 @@ class DpSgdOracle {
 
 }  // namespace dpcurator::client
 
-#endif  // DPCURATOR_CLIENT_DP_SGD_ORACLE_H_
+#endif  // DPCURATOR_CLIENT_ORACLES_DP_SGD_ORACLE_H_

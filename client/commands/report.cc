@@ -14,7 +14,8 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "client/commands.h"
-#include "client/pipeline.h"
+#include "client/methods/registry.h"
+#include "client/proto_file.h"
 #include "client/schema_file.h"
 #include "core/data/csv.h"
 #include "core/eval/evaluator.h"
@@ -61,8 +62,11 @@ absl::Status RunReport(const ParsedArgs& args) {
   if (args.Has("model")) {
     v1::GeneratorModel model;
     if (auto s = ReadProtoFile(args.Get("model"), &model); !s.ok()) return s;
+    // The method that wrote the model (its file checked by the registry).
+    auto method = MethodOfModel(model);
+    if (!method.ok()) return method.status();
     schema_proto = model.schema();
-    input.privacy.method = model.method();
+    input.privacy.method = std::string((*method)->name());
     input.privacy.dataset_id = model.dataset_id();
     input.privacy.epsilon = model.epsilon();
     input.privacy.delta = model.delta();

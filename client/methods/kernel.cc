@@ -1,11 +1,13 @@
-// `dpcurator train kernel` (issue 16 item 4): DP-kernel on a kernel_witness
+// The DP-kernel unit (issue 16 item 4): DP-kernel on a kernel_witness
 // session. Each step sends the generator's M points (and labels) to the
 // server and gets back the noisy witness's values and gradients there
 // (docs/privacy.md 2.10); the MMD loss and the generator update are
 // post-processing (core/train/kernel_trainer.h). The model is the tabular
 // generator of `train merf` for tables and its fc image generator (issue
 // 14) for images, so `sample` and `eval` read it unchanged (method
-// "kernel").
+// of this unit).
+#include "client/methods/kernel.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -15,17 +17,18 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "client/cli.h"
-#include "client/commands.h"
-#include "client/kernel_model.h"
-#include "client/kernel_oracle.h"
+#include "client/methods/generator_model.h"
+#include "client/oracles/kernel_oracle.h"
 #include "client/model_package.h"
-#include "client/pipeline.h"
+#include "client/proto_file.h"
 #include "client/progress.h"
 #include "core/data/encoder.h"
 #include "core/nn/adam.h"
 #include "core/release/kernel_witness.h"
 #include "core/train/kernel_trainer.h"
+#include "core/util/status_macros.h"
 #include "core/train/image_generator.h"
 #include "core/train/image_kernel_generator.h"
 #include "core/train/tabular_generator.h"
@@ -33,6 +36,8 @@
 
 namespace dpcurator::client {
 namespace {
+
+constexpr absl::string_view kName = "kernel";
 
 // The tabular generator of DP-MERF as the kernel trainer's PointGenerator:
 // encoded rows in [0, 1]^d (sigmoid numerics, softmax categorical blocks),
@@ -100,7 +105,7 @@ absl::StatusOr<double> DoubleFlag(const ParsedArgs& args, const char* name, doub
   return args.GetDouble(name);
 }
 
-absl::Status RunTrainKernel(const ParsedArgs& args) {
+absl::StatusOr<TrainResult> RunTrainKernel(const ParsedArgs& args) {
   auto connection = Connection::FromArgs(args);
   if (!connection.ok()) return connection.status();
   auto found = FindDataset(&*connection, args.Get("dataset"));
@@ -153,11 +158,13 @@ absl::Status RunTrainKernel(const ParsedArgs& args) {
   run.quiet = args.Flag("quiet");
   auto model = TrainKernelModel(*connection, run);
   if (!model.ok()) return model.status();
-  if (auto s = WriteProtoFile(*model, args.Get("out")); !s.ok()) return s;
-  std::printf("model written to %s (kernel%s, epsilon %g, delta %g)\n", args.Get("out").c_str(),
-              model->image_architecture().empty() ? "" : ", images", model->epsilon(),
-              model->delta());
-  return absl::OkStatus();
+  TrainResult result;
+  result.message = absl::StrFormat("model written to %s (%s%s, epsilon %g, delta %g)\n",
+                                   args.Get("out"), kName,
+                                   model->image_architecture().empty() ? "" : ", images",
+                                   model->epsilon(), model->delta());
+  result.model = *std::move(model);
+  return result;
 }
 
 }  // namespace
@@ -296,7 +303,7 @@ absl::StatusOr<v1::GeneratorModel> TrainKernelModel(Connection& analyst,
     source.epsilon = closed->epsilon_reserved();
     const train::ImageGenerator& g = point_generator->generator();
     v1::GeneratorModel model =
-        PackageModel("kernel", source, {}, nn::Activation::kRelu,
+        PackageModel(kName, source, {}, nn::Activation::kRelu,
                      g.parameters().cast<double>(), static_cast<int>(closed->steps_used()),
                      final_loss);
     model.clear_activation();
@@ -332,7 +339,7 @@ absl::StatusOr<v1::GeneratorModel> TrainKernelModel(Connection& analyst,
 
   source.epsilon = closed->epsilon_reserved();
   const train::TabularGenerator& g = point_generator.generator();
-  v1::GeneratorModel model = PackageModel("kernel", source, g.options().hidden,
+  v1::GeneratorModel model = PackageModel(kName, source, g.options().hidden,
                                           g.options().activation, g.parameters(),
                                           static_cast<int>(closed->steps_used()), final_loss);
   model.set_dataset_id(run.dataset_id);
@@ -345,19 +352,30 @@ absl::StatusOr<v1::GeneratorModel> TrainKernelModel(Connection& analyst,
   return model;
 }
 
-std::vector<Command> KernelCommands() {
-  std::vector<Command> commands;
-  commands.push_back(Command{
-      "train kernel",
-      "DP-kernel: a generator fitted to noisy kernel witnesses of a session (analyst)",
-      "Each step sends --points generated rows to a kernel_witness session; the server answers\n"
-      "the kernel mean function of a Poisson-sampled batch plus one Gaussian-process path,\n"
-      "with its gradient, at those points (dp-kernel-frdp.md; docs/privacy.md 2.10), and the\n"
-      "generator descends the MMD. The session reserves --steps subsampled Gaussian steps for\n"
-      "--epsilon. A dropped connection is retried on the same step (no second charge);\n"
-      "rerunning with the same --key reopens the same session.",
-      WithConnection(
-          {{"dataset", "", "dataset id", false, true},
+namespace {
+
+class KernelUnit final : public Method {
+ public:
+  MethodId id() const override { return MethodId::kKernel; }
+  absl::string_view name() const override { return kName; }
+  absl::string_view title() const override { return "DP-kernel"; }
+
+  std::string TrainSummary() const override {
+    return "DP-kernel: a generator fitted to noisy kernel witnesses of a session (analyst)";
+  }
+  std::string TrainDescription() const override {
+    return "Each step sends --points generated rows to a kernel_witness session; the server "
+           "answers\n"
+           "the kernel mean function of a Poisson-sampled batch plus one Gaussian-process path,\n"
+           "with its gradient, at those points (dp-kernel-frdp.md; docs/privacy.md 2.10), and "
+           "the\n"
+           "generator descends the MMD. The session reserves --steps subsampled Gaussian steps "
+           "for\n"
+           "--epsilon. A dropped connection is retried on the same step (no second charge);\n"
+           "rerunning with the same --key reopens the same session.";
+  }
+  std::vector<OptionSpec> TrainOptions() const override {
+    return WithConnection({{"dataset", "", "dataset id", false, true},
            {"epsilon", "", "epsilon of all steps together", false, true},
            {"out", "model.pb", "model file to write"},
            {"variant", "", "conditional (default with a label column) or unconditional"},
@@ -378,9 +396,48 @@ std::vector<Command> KernelCommands() {
             "row count where it is public)"},
            {"seed", "", "seed of the public randomness (default 1)"},
            {"key", "", "idempotency key of the session"},
-           {"quiet", "", "no progress lines", true}}),
-      RunTrainKernel});
-  return commands;
+           {"quiet", "", "no progress lines", true}});
+  }
+  absl::StatusOr<TrainResult> Train(const ParsedArgs& args) const override {
+    return RunTrainKernel(args);
+  }
+
+  // No release: one kernel_witness session at the demo's epsilon; the
+  // demo's --steps (given or its default) is the session's T.
+  absl::StatusOr<DemoOutput> TrainInDemo(const DemoInput& input) const override {
+    KernelRun run;
+    run.dataset_id = input.dataset_id;
+    run.schema = input.schema;
+    run.epsilon = input.epsilon;
+    run.delta = input.delta;
+    run.rows_guess = input.rows;
+    if (input.args->Has("steps")) {
+      DPC_ASSIGN_OR_RETURN(run.steps, input.args->GetInt("steps"));
+    }
+    run.quiet = input.quiet;
+    DemoOutput out;
+    out.release.set_id("kernel_witness session");
+    out.release.mutable_embedding()->set_epsilon(input.epsilon);
+    DPC_ASSIGN_OR_RETURN(out.model, TrainKernelModel(*input.analyst, run));
+    return out;
+  }
+
+  // The tabular generator of DP-MERF, or its image generator.
+  absl::StatusOr<data::Table> SampleTable(const v1::GeneratorModel& model, int64_t num_rows,
+                                          uint64_t seed) const override {
+    return SampleTabularGenerator(model, num_rows, seed);
+  }
+  absl::Status SampleImages(const ParsedArgs& args, const v1::GeneratorModel& model,
+                            int64_t num_images, uint64_t seed) const override {
+    return WriteImageModelSamples(args, model, num_images, seed);
+  }
+};
+
+}  // namespace
+
+const Method& KernelMethod() {
+  static const KernelUnit* const unit = new KernelUnit();
+  return *unit;
 }
 
 }  // namespace dpcurator::client

@@ -20,14 +20,13 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "client/autogan_model.h"
-#include "client/kernel_model.h"
-#include "client/methods/mst.h"
+#include "absl/strings/str_join.h"
 #include "client/commands.h"
-#include "client/progress.h"
-#include "client/schema_file.h"
+#include "client/commands/eval_report.h"
 #include "client/connection.h"
-#include "client/pipeline.h"
+#include "client/methods/registry.h"
+#include "client/schema_file.h"
+#include "client/upload.h"
 #include "core/data/csv.h"
 #include "core/data/demo.h"
 #include "core/eval/evaluator.h"
@@ -36,11 +35,6 @@
 #include "proto/release_kinds.h"
 
 namespace dpcurator::client {
-
-// Shared with model_cmd.cc.
-std::vector<OptionSpec> TrainerOptionSpecsForDemo();
-absl::StatusOr<train::EmbeddingTrainerOptions> TrainerOptionsForDemo(const ParsedArgs& args);
-nlohmann::json EvalReportJson(const eval::EvalReport& report);
 
 namespace {
 
@@ -188,6 +182,34 @@ absl::StatusOr<DemoData> LoadData(const ParsedArgs& args) {
   return demo;
 }
 
+// `--method`'s words beside the methods' names: every method the demo can
+// run, and the two one-shot embedding methods (DP-MERF then PEARL) on one
+// ledger.
+constexpr absl::string_view kAllMethods = "all";
+constexpr absl::string_view kBothEmbeddings = "both";
+
+std::vector<const Method*> DemoCapable() {
+  std::vector<const Method*> methods;
+  for (const Method* method : RegisteredMethods()) {
+    if (method->RunsInDemo()) methods.push_back(method);
+  }
+  return methods;
+}
+
+absl::StatusOr<std::vector<const Method*>> DemoMethods(const std::string& word) {
+  if (word == kAllMethods) return DemoCapable();
+  if (word == kBothEmbeddings) {
+    return std::vector<const Method*>{MethodFor(MethodId::kMerf), MethodFor(MethodId::kPearl)};
+  }
+  for (const Method* method : DemoCapable()) {
+    if (method->name() == word) return std::vector<const Method*>{method};
+  }
+  std::vector<std::string> names;
+  for (const Method* method : DemoCapable()) names.emplace_back(method->name());
+  return absl::InvalidArgumentError(absl::StrCat("--method must be ", absl::StrJoin(names, ", "),
+                                                 ", ", kBothEmbeddings, " or ", kAllMethods));
+}
+
 absl::Status RunDemo(const ParsedArgs& args) {
   const auto wall_start = Clock::now();
   const bool json = args.Flag("json");
@@ -200,10 +222,8 @@ absl::Status RunDemo(const ParsedArgs& args) {
   if (!epsilon.ok()) return epsilon.status();
   if (!delta.ok()) return delta.status();
   if (!budget.ok()) return budget.status();
-  auto trainer_options = TrainerOptionsForDemo(args);
-  if (!trainer_options.ok()) return trainer_options.status();
-  auto frequencies = args.GetInt("num-frequencies");
-  if (!frequencies.ok()) return frequencies.status();
+  auto methods = DemoMethods(args.Get("method"));
+  if (!methods.ok()) return methods.status();
 
   auto demo = LoadData(args);
   if (!demo.ok()) return demo.status();
@@ -261,20 +281,6 @@ absl::Status RunDemo(const ParsedArgs& args) {
 
     // 2-3. For each method: analyst requests a release, the trainer fits,
     // samples and evaluates from the artefact alone.
-    std::vector<std::string> methods;
-    if (args.Get("method") == "kernel") {
-      methods = {"kernel"};
-    } else if (args.Get("method") == "both") {
-      methods = {"merf", "pearl"};
-    } else if (args.Get("method") == "all") {
-      methods = {"merf", "pearl", "autogan"};
-    } else if (args.Get("method") == "merf" || args.Get("method") == "pearl" ||
-               args.Get("method") == "autogan" || args.Get("method") == "mst") {
-      methods = {args.Get("method")};
-    } else {
-      return absl::InvalidArgumentError(
-          "--method must be merf, pearl, autogan, mst, both or all");
-    }
     struct MethodResult {
       std::string method;
       v1::Release release;
@@ -282,105 +288,28 @@ absl::Status RunDemo(const ParsedArgs& args) {
       double release_seconds = 0, train_seconds = 0, sample_seconds = 0, eval_seconds = 0;
     };
     std::vector<MethodResult> results;
-    for (const std::string& method : methods) {
+    for (const Method* method : *methods) {
       MethodResult result;
-      result.method = method;
+      result.method = std::string(method->name());
       t = Clock::now();
-      absl::StatusOr<v1::GeneratorModel> model;
-      if (method == "kernel") {
-        // DP-kernel: no release; one kernel_witness session at epsilon.
-        KernelRun run;
-        run.dataset_id = dataset.id();
-        run.schema = demo->schema_proto;
-        run.epsilon = *epsilon;
-        run.delta = *delta;
-        run.rows_guess = demo->train.num_rows();
-        // --steps given: the kernel session's T too (its default is 8000).
-        if (args.Has("steps")) run.steps = trainer_options->steps;
-        run.quiet = json;
-        result.release.set_id("kernel_witness session");
-        result.release.mutable_embedding()->set_epsilon(*epsilon);
-        model = TrainKernelModel(analyst, run);
-      } else if (method == "autogan") {
-        // DP-auto-GAN: no release; two dp_sgd sessions at epsilon together.
-        AutoganRun run;
-        run.dataset_id = dataset.id();
-        run.schema = demo->schema_proto;
-        run.epsilon = *epsilon;
-        run.delta = *delta;
-        run.rows_guess = demo->train.num_rows();
-        run.relation = v1::ADD_REMOVE;  // as the demo's dataset is created
-        run.options = DefaultAutoganOptions();
-        run.quiet = json;
-        result.release.set_id("dp_sgd sessions");
-        result.release.mutable_embedding()->set_epsilon(*epsilon);
-        model = TrainAutoganModel(analyst, run);
-      } else if (method == "mst") {
-        // MST: one release (marginals + private tree), a client-side fit.
-        auto released = RequestMstRelease(analyst, dataset.id(), *epsilon, NewIdempotencyKey());
-        if (!released.ok()) return released.status();
-        result.release = *std::move(released);
-        result.release_seconds = SecondsSince(t);
-        say(absl::StrFormat("analyst: mst release %s (%d columns, tree of %d edges, epsilon "
-                            "%.4f) in %.2fs",
-                            result.release.id(), result.release.mst().domain_sizes_size(),
-                            result.release.mst().edges_size(), result.release.mst().epsilon(),
-                            result.release_seconds));
-        t = Clock::now();
-        model = TrainMstModel(result.release);
-      } else {
-        v1::ReleaseRequest request;
-        request.set_dataset_id(dataset.id());
-        request.set_idempotency_key(NewIdempotencyKey());
-        request.set_epsilon(*epsilon);
-        if (method == "merf") {
-          request.mutable_rff_embedding()->set_num_frequencies(static_cast<int>(*frequencies));
-        } else {
-          request.mutable_charfn_embedding()->set_num_frequencies(static_cast<int>(*frequencies));
-          request.mutable_charfn_embedding()->set_private_length_scale(
-              args.Flag("private-length-scale"));
-          if (args.Has("pearl-length-scale")) {
-            auto length_scale = args.GetDouble("pearl-length-scale");
-            if (!length_scale.ok()) return length_scale.status();
-            request.mutable_charfn_embedding()->set_length_scale(*length_scale);
-          }
-        }
-        {
-          auto context = analyst.NewContext();
-          grpc::Status status =
-              analyst.releases().RequestRelease(context.get(), request, &result.release);
-          if (!status.ok()) return RpcError(status, "release");
-        }
-        result.release_seconds = SecondsSince(t);
-        const auto& artefact = result.release.embedding();
-        say(absl::StrFormat("analyst: %s release %s (%s, %d frequencies, length-scale %.3f%s, "
-                            "noise multiplier %.4f) in %.2fs",
-                            method, result.release.id(), ReleaseKindName(result.release.kind()),
-                            artefact.num_frequencies(), artefact.length_scale(),
-                            artefact.length_scale_private() ? " private" : "",
-                            artefact.noise_multiplier(), result.release_seconds));
-        t = Clock::now();
-        const int steps = trainer_options->steps;
-        Progress progress;
-        trainer_options->progress = [&](int step, double loss) {
-          if (json) return;
-          const std::string line = absl::StrFormat("trainer (%s): step %5d / %d, loss %.5f, %.1fs",
-                                                   method, step, steps, loss, SecondsSince(t));
-          if (step == steps) {
-            progress.Finish(line);
-          } else {
-            progress.Update(line);
-          }
-        };
-        model = method == "merf"
-                    ? TrainMerfModel(result.release, *trainer_options)
-                    : TrainPearlModel(result.release, *trainer_options,
-                                      PearlOptions{.use_critic = !args.Flag("pearl-no-critic")});
-      }
-      if (!model.ok()) return model.status();
-      result.train_seconds = SecondsSince(t);
+      DemoInput input;
+      input.analyst = &analyst;
+      input.dataset_id = dataset.id();
+      input.schema = demo->schema_proto;
+      input.epsilon = *epsilon;
+      input.delta = *delta;
+      input.rows = demo->train.num_rows();
+      input.args = &args;
+      input.quiet = json;
+      input.say = say;
+      auto trained = method->TrainInDemo(input);
+      if (!trained.ok()) return trained.status();
+      result.release = std::move(trained->release);
+      result.release_seconds = trained->release_seconds;
+      result.train_seconds = SecondsSince(t) - trained->release_seconds;
+      const v1::GeneratorModel& model = trained->model;
       t = Clock::now();
-      auto synthetic = SampleModel(*model, demo->train.num_rows(), 7);
+      auto synthetic = SampleModel(model, demo->train.num_rows(), 7);
       if (!synthetic.ok()) return synthetic.status();
       result.sample_seconds = SecondsSince(t);
       t = Clock::now();
@@ -392,9 +321,9 @@ absl::Status RunDemo(const ParsedArgs& args) {
       result.report = *std::move(report);
       result.eval_seconds = SecondsSince(t);
       if (args.Has("save-synthetic")) {
-        std::ofstream output(methods.size() == 1
+        std::ofstream output(methods->size() == 1
                                  ? args.Get("save-synthetic")
-                                 : absl::StrCat(args.Get("save-synthetic"), ".", method));
+                                 : absl::StrCat(args.Get("save-synthetic"), ".", result.method));
         data::WriteCsv(*schema, *synthetic, &output);
       }
       results.push_back(std::move(result));
@@ -494,27 +423,39 @@ absl::Status RunDemo(const ParsedArgs& args) {
 }  // namespace
 
 std::vector<Command> DemoCommands() {
+  // --method: every method that runs in the demo, by name and title.
+  std::vector<std::string> choices;
+  std::vector<std::string> described;
+  for (const Method* method : DemoCapable()) {
+    choices.emplace_back(method->name());
+    described.push_back(absl::StrCat(method->name(), " (", method->title(), ")"));
+  }
+  choices.emplace_back(kBothEmbeddings);
+  choices.emplace_back(kAllMethods);
+  const std::string method_help = absl::StrCat(
+      absl::StrJoin(described, ", "), ", ", kBothEmbeddings, " (",
+      MethodFor(MethodId::kMerf)->name(), ", ", MethodFor(MethodId::kPearl)->name(), ") or ",
+      kAllMethods, " (every one), on the same split and budget");
   std::vector<OptionSpec> options = {
       {"epsilon", "1", "epsilon of the release"},
       {"delta", "1e-5", "delta of the dataset budget"},
       {"budget", "3", "epsilon cap of the dataset"},
       {"rows", "20000", "demo table: training rows (held-out: a quarter, at least 1000)"},
-      {"num-frequencies", "500", "frequencies (rff: D/2; charfn: k)"},
-      {"method", "merf",
-       "merf (DP-MERF), pearl (PEARL), autogan (DP-auto-GAN), mst (MST), kernel (DP-kernel), "
-       "both (merf, pearl) or all, on the same split and budget",
-       false, false, "", {"merf", "pearl", "autogan", "mst", "kernel", "both", "all"}},
-      {"private-length-scale", "", "pearl: spend part of epsilon on a DP length-scale", true},
-      {"pearl-length-scale", "", "pearl: declared length-scale (default: from the schema)"},
-      {"pearl-no-critic", "", "pearl: uniform frequency weights (the paper's ablation)", true},
+      {"method", std::string(MethodFor(MethodId::kMerf)->name()), method_help, false, false, "",
+       choices},
       {"schema", "", "your own table: schema JSON (with --train-csv, --test-csv)"},
       {"train-csv", "", "your own table: training rows, uploaded to the local server"},
       {"test-csv", "", "your own table: held-out rows for evaluation"},
       {"save-synthetic", "", "also write the synthetic rows to this CSV"},
       {"json", "", "print the report as JSON", true},
   };
-  for (auto& o : TrainerOptionSpecsForDemo()) {
-    if (o.name != "quiet") options.push_back(o);
+  // Each method's own options, merged by name (the first declaration wins).
+  for (const Method* method : DemoCapable()) {
+    for (auto& o : method->DemoOptions()) {
+      bool seen = false;
+      for (const auto& existing : options) seen = seen || existing.name == o.name;
+      if (!seen) options.push_back(o);
+    }
   }
   return {Command{
       "demo",
