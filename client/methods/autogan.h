@@ -50,7 +50,7 @@ struct AutoganRun {
 absl::StatusOr<v1::GeneratorModel> TrainAutoganModel(Connection& analyst, const AutoganRun& run);
 
 // The defaults of `train autogan` (tuned on Adult at epsilon 1; see
-// autogan_cmd.cc).
+// autogan.cc).
 train::AutoganOptions DefaultAutoganOptions();
 
 }  // namespace dpcurator::client

@@ -174,7 +174,7 @@ absl::StatusOr<v1::GeneratorModel> TrainKernelModel(Connection& analyst,
   auto schema = SchemaFromProto(requested.schema);
   if (!schema.ok()) return schema.status();
   const bool images = schema->image_index().has_value();
-  // Fill the defaults of the dataset's kind (kernel_model.h).
+  // Fill the defaults of the dataset's kind (kernel.h).
   KernelRun run = requested;
   if (run.steps == 0) run.steps = images ? train::kImageKernelSteps : kTableKernelSteps;
   if (run.batch == 0.0) run.batch = images ? train::kImageKernelBatch : kTableKernelBatch;
