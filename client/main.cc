@@ -1,4 +1,5 @@
 // dpcurator: the command-line client (curators, analysts, trainers).
+#include <algorithm>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -84,10 +85,20 @@ int main(int argc, char** argv) {
       prefix = candidate;
     }
     if (!prefix.empty()) {
+      // A word after the group that names none of its commands (`train aim
+      // --help`) is an unknown command, not a request for the group's help.
+      const size_t prefix_words =
+          static_cast<size_t>(std::count(prefix.begin(), prefix.end(), ' ')) + 1;
+      const bool unknown = args.size() > prefix_words && !absl::StartsWith(args[prefix_words], "-");
       bool help = false;
       for (const auto& a : args) help = help || a == "--help" || a == "-h";
+      if (unknown) {
+        std::fprintf(stderr, "dpcurator: unknown command '%s %s'\n\n", prefix.c_str(),
+                     args[prefix_words].c_str());
+        help = false;
+      }
       FILE* out = help ? stdout : stderr;
-      if (!help) {
+      if (!help && !unknown) {
         std::fprintf(out, "dpcurator %s: name one of its commands\n\n", prefix.c_str());
       }
       std::fprintf(out,

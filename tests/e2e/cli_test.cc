@@ -155,6 +155,10 @@ TEST(CliUsageTest, EveryMethodIsATrainCommandAndADemoChoice) {
   }
   EXPECT_NE(demo.output.find("|all}"), std::string::npos);
   EXPECT_EQ(RunCli("demo --method sinkhorn").exit_code, 2);
+  // A method the client lacks is an unknown command (exit 2), not the
+  // group's help (exit 0, as it was).
+  EXPECT_EQ(RunCli("train no-such-method --help").exit_code, 2);
+  EXPECT_EQ(RunCli("train no-such-method --help").output, "");
 }
 
 // The main job, shortened: local server, upload, release, train, sample, eval.
