@@ -7,7 +7,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -263,13 +262,7 @@ absl::Status RunDemo(const ParsedArgs& args) {
     v1::CreateDatasetRequest create;
     create.set_name(demo->name);
     *create.mutable_schema() = demo->schema_proto;
-    // Left at its default, the cap admits every chosen method at --epsilon
-    // (their sum bounds what the ledger composes): `--method all` runs five
-    // methods, which a cap of 3 would cut short after the third.
-    const double cap = args.IsDefault("budget")
-                           ? std::max(*budget, *epsilon * static_cast<double>(methods->size()))
-                           : *budget;
-    create.mutable_budget()->set_epsilon(cap);
+    create.mutable_budget()->set_epsilon(*budget);
     create.mutable_budget()->set_delta(*delta);
     create.set_relation(v1::ADD_REMOVE);
     v1::Dataset dataset;
@@ -446,8 +439,7 @@ std::vector<Command> DemoCommands() {
   std::vector<OptionSpec> options = {
       {"epsilon", "1", "epsilon of the release"},
       {"delta", "1e-5", "delta of the dataset budget"},
-      {"budget", "3",
-       "epsilon cap of the dataset (by default at least --epsilon times the number of methods)"},
+      {"budget", "3", "epsilon cap of the dataset"},
       {"rows", "20000", "demo table: training rows (held-out: a quarter, at least 1000)"},
       {"method", std::string(MethodFor(MethodId::kMerf)->name()), method_help, false, false, "",
        choices},
