@@ -5,8 +5,9 @@
 //
 //   binary data --out DIR [--rows N] [--features D]
 //       DIR/binary.schema.json, DIR/train.csv (80% of N rows), DIR/test.csv
-//   binary judge --dir DIR --synthetic FILE --name NAME [--features D]
+//   binary judge --dir DIR --synthetic FILE|fresh --name NAME [--features D]
 //                [--targets K]
+//       (fresh: new rows from the network itself, the reference row)
 //       DIR/NAME-probability.svg, DIR/NAME-auroc.svg and one table row:
 //       name | features | mean |gap| and correlation of the dimension-wise
 //       probability | mean |gap| of the dimension-wise AUROC | targets
@@ -35,6 +36,7 @@ namespace eval = dpcurator::eval;
 
 constexpr uint64_t kTrainSeed = 20261127;
 constexpr uint64_t kTestSeed = 4242;
+constexpr uint64_t kFreshSeed = 777;
 
 struct Flags {
   std::string mode;
@@ -144,7 +146,12 @@ int Judge(const Flags& flags) {
   const data::Table train = data::GenerateBinaryDemoTable(network, TrainRows(flags), kTrainSeed);
   const data::Table test =
       data::GenerateBinaryDemoTable(network, flags.rows - TrainRows(flags), kTestSeed);
-  absl::StatusOr<data::Table> synthetic = data::ReadCsvFile(schema, flags.synthetic);
+  // "fresh": new rows of the same network, the ideal generator's reference.
+  absl::StatusOr<data::Table> synthetic =
+      flags.synthetic == "fresh"
+          ? absl::StatusOr<data::Table>(
+                data::GenerateBinaryDemoTable(network, TrainRows(flags), kFreshSeed))
+          : data::ReadCsvFile(schema, flags.synthetic);
   if (!synthetic.ok()) {
     std::fprintf(stderr, "binary: %s: %s\n", flags.synthetic.c_str(),
                  std::string(synthetic.status().message()).c_str());
