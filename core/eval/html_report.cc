@@ -204,6 +204,37 @@ std::string RenderHtmlReport(const data::Schema& schema, const HtmlReportInput& 
     absl::StrAppend(&html, "</table>\n");
   }
 
+  if (input.binary_probability.has_value() || input.binary_auroc.has_value()) {
+    // Both plots put real on x and synthetic on y: a good generator keeps its
+    // points on the dashed diagonal (papers/dp-auto-gan.md §3.2).
+    absl::StrAppend(&html, "<h2>Binary columns</h2>\n<div class=\"cols\">\n");
+    if (input.binary_probability.has_value()) {
+      const DiagonalScatter& p = *input.binary_probability;
+      absl::StrAppend(
+          &html, "<div class=\"col\"><h3>Dimension-wise probability</h3><p>",
+          absl::StrFormat("%zu columns; mean |gap| %.4f, worst %.4f (%s); correlation %.3f",
+                          p.points.size(), p.mean_abs_gap, p.max_abs_gap,
+                          HtmlEscape(p.worst_column), p.correlation),
+          "</p>", DiagonalScatterSvg(p, "share of ones", "real", "synthetic", 0.0, 1.0),
+          "</div>\n");
+    }
+    if (input.binary_auroc.has_value()) {
+      const DimensionWiseAuroc& a = *input.binary_auroc;
+      absl::StrAppend(
+          &html, "<div class=\"col\"><h3>Dimension-wise prediction</h3><p>",
+          absl::StrFormat("ROC-AUC of logistic regression from the other binary columns, "
+                          "trained on real (x) or synthetic (y) rows, tested on real rows; "
+                          "%zu of %d columns; mean |gap| %.4f; %zu constant in the synthetic "
+                          "rows (left out)",
+                          a.scatter.points.size(), a.eligible_targets, a.scatter.mean_abs_gap,
+                          a.constant_in_synthetic.size()),
+          "</p>", DiagonalScatterSvg(a.scatter, "ROC-AUC", "trained on real", "trained on synthetic",
+                                     0.4, 1.0),
+          "</div>\n");
+    }
+    absl::StrAppend(&html, "</div>\n");
+  }
+
   absl::StrAppend(&html, "<h2>Column shapes</h2>\n<p class=\"legend\"><span style=\"background:",
                   kRealColour, "\"></span>real<span style=\"background:", kSyntheticColour,
                   "\"></span>synthetic</p>\n<div class=\"cols\">\n");

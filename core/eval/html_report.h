@@ -5,7 +5,10 @@
 #include <vector>
 
 #include "absl/strings/string_view.h"
+#include <optional>
+
 #include "core/data/schema.h"
+#include "core/eval/binary_metrics.h"
 #include "core/eval/evaluator.h"
 #include "core/eval/quality_report.h"
 
@@ -29,6 +32,10 @@ struct HtmlReportInput {
   QualityReport quality;
   // Train-on-synthetic, test-on-real rows (EvalReport::utility); may be empty.
   std::vector<ClassifierResult> utility;
+  // Binary columns (categorical with two levels): DP-auto-GAN's plots
+  // (core/eval/binary_metrics.h), shown when set.
+  std::optional<DiagonalScatter> binary_probability;
+  std::optional<DimensionWiseAuroc> binary_auroc;
 };
 
 // One self-contained HTML5 page: inline CSS and inline SVG plots, no

@@ -182,9 +182,10 @@ ParsedHtml ParseHtml(const std::string& html) {
       continue;
     }
     ++parsed.tag_counts[name];
-    // <rect ...><title>..</title></rect> closes explicitly; bare rects and
-    // lines are self-closed with "/>".
-    if (self_closing || (kVoid.count(name) > 0 && name != "rect")) continue;
+    // <rect ...><title>..</title></rect> and <circle ...><title>..</title>
+    // </circle> close explicitly; bare rects and lines are self-closed
+    // with "/>".
+    if (self_closing || (kVoid.count(name) > 0 && name != "rect" && name != "circle")) continue;
     stack.push_back(name);
   }
   if (!stack.empty()) {
@@ -242,6 +243,40 @@ TEST(HtmlReportTest, SelfContainedBalancedAndEscaped) {
   EXPECT_NEAR(shown[2], quality->overall, 1e-6);
   EXPECT_NE(html.find("ADD_REMOVE"), std::string::npos);
   EXPECT_NE(html.find("0.875"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace dpcurator::eval
+
+namespace dpcurator::eval {
+namespace {
+
+// The binary section (DP-auto-GAN's two plots) appears only when given, with
+// one point per column in each plot.
+TEST(HtmlReportTest, BinarySectionShowsBothPlotsWhenGiven) {
+  const data::Schema schema = MixedSchema("b");
+  const data::Table real = RandomTable(300, 6);
+  auto quality = ComputeQualityReport(schema, real, real);
+  ASSERT_TRUE(quality.ok()) << quality.status();
+  HtmlReportInput input;
+  input.quality = *quality;
+  const std::string without = RenderHtmlReport(schema, input);
+  EXPECT_EQ(without.find("Binary columns"), std::string::npos);
+
+  DiagonalScatter probability;
+  probability.points = {{"a", 0.1, 0.12}, {"b", 0.3, 0.2}, {"c<", 0.5, 0.5}};
+  DimensionWiseAuroc auroc;
+  auroc.scatter.points = {{"a", 0.7, 0.6}, {"b", 0.8, 0.79}};
+  auroc.eligible_targets = 2;
+  input.binary_probability = probability;
+  input.binary_auroc = auroc;
+  const std::string html = RenderHtmlReport(schema, input);
+  const ParsedHtml parsed = ParseHtml(html);
+  ASSERT_TRUE(parsed.balanced) << parsed.error;
+  EXPECT_NE(html.find("<h2>Binary columns</h2>"), std::string::npos);
+  EXPECT_EQ(parsed.tag_counts.at("svg"), ParseHtml(without).tag_counts.at("svg") + 2);
+  EXPECT_EQ(parsed.tag_counts.at("circle"), 5);
+  EXPECT_NE(html.find("c&lt;: 0.5, 0.5"), std::string::npos);
 }
 
 }  // namespace
