@@ -19,6 +19,7 @@
 #include "client/schema_file.h"
 #include "core/data/csv.h"
 #include "core/eval/evaluator.h"
+#include "core/eval/binary_metrics.h"
 #include "core/eval/html_report.h"
 #include "core/eval/quality_report.h"
 #include "nlohmann/json.hpp"
@@ -118,6 +119,31 @@ absl::Status RunReport(const ParsedArgs& args) {
     if (!evaluated.ok()) return evaluated.status();
     input.utility = evaluated->utility;
   }
+  // Binary columns: DP-auto-GAN's dimension-wise probability always, and its
+  // dimension-wise prediction when real training rows are given (a model
+  // trained on them is the x of each point; papers/dp-auto-gan.md §3.2).
+  // From three binary columns on (a table with a binary label and one other
+  // flag, as Adult, gets no two-point scatter).
+  constexpr size_t kMinBinaryColumnsForPlots = 3;
+  if (eval::BinaryColumns(*schema).size() >= kMinBinaryColumnsForPlots) {
+    auto probability = eval::DimensionWiseProbability(*schema, *real, *synthetic);
+    if (!probability.ok()) return probability.status();
+    input.binary_probability = *std::move(probability);
+    if (args.Has("real-train")) {
+      std::fprintf(stderr, "fitting the dimension-wise prediction of binary columns...\n");
+      auto real_train = data::ReadCsvFile(*schema, args.Get("real-train"));
+      if (!real_train.ok()) return real_train.status();
+      auto auroc = eval::DimensionWiseAurocOf(*schema, *real_train, *synthetic, *real,
+                                              eval::DimensionWiseAurocOptions{});
+      // FAILED_PRECONDITION: no column has both levels in all three tables,
+      // so there is no plot to draw; the page leaves it out.
+      if (auroc.ok()) {
+        input.binary_auroc = *std::move(auroc);
+      } else if (auroc.status().code() != absl::StatusCode::kFailedPrecondition) {
+        return auroc.status();
+      }
+    }
+  }
   input.notes.push_back(absl::StrFormat(
       "Synthetic: %s (%lld rows). Real held-out: %s (%lld rows). Made %s by dpcurator report.",
       args.Get("synthetic"), static_cast<long long>(synthetic->num_rows()), args.Get("real"),
@@ -132,6 +158,12 @@ absl::Status RunReport(const ParsedArgs& args) {
                            {"overall", q.overall},
                            {"pairs", q.pairs.size()},
                            {"pairs_skipped", q.pairs_skipped}};
+    if (input.binary_probability.has_value()) {
+      json["binary_probability_mean_gap"] = input.binary_probability->mean_abs_gap;
+    }
+    if (input.binary_auroc.has_value()) {
+      json["binary_auroc_mean_gap"] = input.binary_auroc->scatter.mean_abs_gap;
+    }
     std::printf("%s\n", json.dump(2).c_str());
   } else {
     std::printf("Column Shapes %.1f%%, Column Pair Trends %.1f%%, overall %.1f%%\nwrote %s\n",

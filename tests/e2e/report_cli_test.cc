@@ -118,3 +118,55 @@ TEST_F(ReportCliTest, NeedsExactlyOneOfModelAndSchema) {
 }
 
 }  // namespace
+
+// Binary columns get DP-auto-GAN's two plots (issue 25 item 4): the JSON's
+// mean probability gap is the hand value for a synthetic table that sets one
+// of six columns to all ones, and the prediction plot needs --real-train.
+TEST_F(ReportCliTest, BinaryColumnsGetTheDimensionWisePlots) {
+  constexpr int kColumns = 6;
+  constexpr int kRows = 400;
+  {
+    std::ofstream schema(Path("binary.schema.json"));
+    schema << "{\"columns\": [";
+    for (int j = 0; j < kColumns; ++j) {
+      schema << (j ? ", " : "") << "{\"name\": \"d" << j
+             << "\", \"type\": \"CATEGORICAL\", \"categories\": [\"0\", \"1\"]}";
+    }
+    schema << "]}\n";
+  }
+  // Column j of row i is 1 when i mod (j + 2) == 0; columns 0 and 2 share
+  // rows (even multiples of 4), so they predict each other.
+  auto write = [&](const std::string& name, bool column_one_all_ones) {
+    std::ofstream csv(Path(name));
+    for (int j = 0; j < kColumns; ++j) csv << (j ? "," : "") << "d" << j;
+    csv << "\n";
+    for (int i = 0; i < kRows; ++i) {
+      for (int j = 0; j < kColumns; ++j) {
+        const bool one = (column_one_all_ones && j == 1) || i % (j + 2) == 0;
+        csv << (j ? "," : "") << (one ? 1 : 0);
+      }
+      csv << "\n";
+    }
+  };
+  write("real.csv", false);
+  write("synthetic.csv", true);
+  const std::string common = "report --schema " + Path("binary.schema.json") + " --synthetic " +
+                             Path("synthetic.csv") + " --real " + Path("real.csv") +
+                             " --out " + Path("binary.html") + " --json";
+  CliRun run = RunCli(common, /*with_stderr=*/false);
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  auto json = nlohmann::json::parse(run.output);
+  // Column d1 is 1 on every third row: its share moves from 134/400 to 1.
+  EXPECT_NEAR(json["binary_probability_mean_gap"].get<double>(),
+              (1.0 - 134.0 / kRows) / kColumns, 1e-12);
+  EXPECT_FALSE(json.contains("binary_auroc_mean_gap"));
+  std::ifstream file(Path("binary.html"));
+  std::stringstream html;
+  html << file.rdbuf();
+  EXPECT_NE(html.str().find("Dimension-wise probability"), std::string::npos);
+
+  run = RunCli(common + " --real-train " + Path("real.csv"), /*with_stderr=*/false);
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  json = nlohmann::json::parse(run.output);
+  EXPECT_TRUE(json.contains("binary_auroc_mean_gap")) << run.output;
+}
