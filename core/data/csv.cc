@@ -9,8 +9,33 @@
 
 namespace dpcurator::data {
 
+int CsvRecordReader::Get() {
+  if (!pushback_.empty()) {
+    const int ch = static_cast<unsigned char>(pushback_.front());
+    pushback_.erase(0, 1);
+    return ch;
+  }
+  return input_->get();
+}
+
+int CsvRecordReader::Peek() {
+  if (!pushback_.empty()) return static_cast<unsigned char>(pushback_.front());
+  return input_->peek();
+}
+
 absl::StatusOr<bool> CsvRecordReader::Next(std::vector<std::string>* fields) {
   fields->clear();
+  if (!started_) {
+    started_ = true;
+    // The UTF-8 byte order mark, EF BB BF; any other bytes read are kept.
+    constexpr unsigned char kBom[] = {0xEF, 0xBB, 0xBF};
+    for (unsigned char expected : kBom) {
+      const int ch = input_->peek();
+      if (ch != expected) break;
+      pushback_.push_back(static_cast<char>(input_->get()));
+    }
+    if (pushback_.size() == sizeof(kBom)) pushback_.clear();
+  }
   std::string field;
   bool in_quotes = false;
   bool field_was_quoted = false;
@@ -19,7 +44,7 @@ absl::StatusOr<bool> CsvRecordReader::Next(std::vector<std::string>* fields) {
   int ch;
   record_line_ = line_ + 1;
   while (true) {
-    ch = input_->get();
+    ch = Get();
     if (ch == std::char_traits<char>::eof()) {
       if (in_quotes) {
         return absl::InvalidArgumentError(
@@ -37,8 +62,8 @@ absl::StatusOr<bool> CsvRecordReader::Next(std::vector<std::string>* fields) {
     const char c = static_cast<char>(ch);
     if (in_quotes) {
       if (c == '"') {
-        if (input_->peek() == '"') {
-          input_->get();
+        if (Peek() == '"') {
+          Get();
           field.push_back('"');
         } else {
           in_quotes = false;
@@ -89,9 +114,16 @@ absl::StatusOr<std::vector<int>> MapHeader(const Schema& schema,
   }
   for (int c = 0; c < schema.num_columns(); ++c) {
     if (mapping[c] == -1) {
+      std::string read;
+      for (size_t f = 0; f < header.size(); ++f) {
+        absl::StrAppend(&read, f > 0 ? ", " : "", "'", header[f], "'");
+      }
       return absl::InvalidArgumentError(absl::StrCat(
           "header has no column '", schema.column(c).name,
-          "' (the schema declares it; the header must name every schema column)"));
+          "' (the schema declares it; the header must name every schema column). The header "
+          "read has ", header.size(), header.size() == 1 ? " field: " : " fields: ", read,
+          header.size() == 1 ? " (a file separated by another character than the delimiter reads as one field)"
+                             : ""));
     }
   }
   return mapping;

@@ -27,7 +27,10 @@ struct CsvOptions {
 
 // Splits a stream into records (RFC 4180 quoting; surrounding whitespace of
 // unquoted fields is kept and trimmed later by Schema::ParseCell). Blank lines
-// are skipped. Streams: holds one record at a time.
+// are skipped. A UTF-8 byte order mark (EF BB BF) at the very start of the
+// stream is dropped: spreadsheet exports write one, and it would otherwise
+// become part of the first column's name. Streams: holds one record at a
+// time.
 class CsvRecordReader {
  public:
   CsvRecordReader(std::istream* input, CsvOptions options)
@@ -39,13 +42,22 @@ class CsvRecordReader {
   int64_t line_number() const { return record_line_; }
 
  private:
+  // The next character, from `pushback_` first (bytes read while looking
+  // for a byte order mark that was not one), then from the stream.
+  int Get();
+  int Peek();
+
   std::istream* input_;
   CsvOptions options_;
+  bool started_ = false;
+  std::string pushback_;
   int64_t line_ = 0;
   int64_t record_line_ = 0;
 };
 
-// For each schema column, the index of its field in a header record.
+// For each schema column, the index of its field in a header record. A
+// missing column's error quotes the header as read (every field), so that a
+// wrong delimiter or a stray character in a name shows.
 absl::StatusOr<std::vector<int>> MapHeader(const Schema& schema,
                                            const std::vector<std::string>& header);
 

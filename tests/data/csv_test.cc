@@ -57,6 +57,19 @@ TEST(CsvRecordReaderTest, OtherDelimiter) {
   EXPECT_EQ(ReadAll("a;b,c;\"d;e\"\n", options).value(), (Records{{"a", "b,c", "d;e"}}));
 }
 
+// Spreadsheet exports start with a UTF-8 byte order mark; it is not part of
+// the first column's name (issue 25: "\ufeff Patient Age"). Bytes that only
+// begin like one are kept.
+TEST(CsvRecordReaderTest, ByteOrderMarkIsDropped) {
+  EXPECT_EQ(ReadAll("\xEF\xBB\xBFPatient Age,b\r\n1,2\r\n").value(),
+            (Records{{"Patient Age", "b"}, {"1", "2"}}));
+  EXPECT_EQ(ReadAll("\xEF\xBB\xBF\"q, r\",b\n").value(), (Records{{"q, r", "b"}}));
+  EXPECT_EQ(ReadAll("\xEF\xBBx,b\n").value(), (Records{{"\xEF\xBBx", "b"}}));
+  EXPECT_EQ(ReadAll("\xEF\xBB\xBF").value(), Records{});
+  // Only at the start of the stream: a second one is data.
+  EXPECT_EQ(ReadAll("a\n\xEF\xBB\xBF\n").value(), (Records{{"a"}, {"\xEF\xBB\xBF"}}));
+}
+
 TEST(CsvRecordReaderTest, UnterminatedQuoteIsAnError) {
   auto result = ReadAll("a,b\n\"c,d\nmore\n");
   ASSERT_FALSE(result.ok());
@@ -123,9 +136,25 @@ TEST_F(CsvFileTest, MissingOrDuplicateColumnIsAnError) {
   auto missing = ReadCsvFile(schema, Write("missing.csv", "age,city,y\n30,Paris,no\n"));
   EXPECT_EQ(missing.status().message(),
             ::testing::TempDir() + "/dpc_csv_test_missing.csv: header has no column 'score' "
-            "(the schema declares it; the header must name every schema column)");
+            "(the schema declares it; the header must name every schema column). The header "
+            "read has 3 fields: 'age', 'city', 'y'");
   auto twice = ReadCsvFile(schema, Write("twice.csv", "age,city,score,y,age\n"));
   EXPECT_NE(twice.status().message().find("header names column 'age' twice"), std::string::npos);
+}
+
+// A file with a byte order mark maps its first column by name; a missing
+// column's error shows the header as read, so a wrong delimiter shows.
+TEST_F(CsvFileTest, ByteOrderMarkAndHeaderAsRead) {
+  const Schema schema = TestSchema();
+  auto table = ReadCsvFile(schema, Write("bom.csv", "\xEF\xBB\xBF" "age,city,score,y\r\n"
+                                                    "30,Paris,0.5,no\r\n"));
+  ASSERT_TRUE(table.ok()) << table.status();
+  EXPECT_EQ(table->num_rows(), 1);
+  auto semicolons = ReadCsvFile(schema, Write("semi.csv", "age;city;score;y\n30;Paris;0.5;no\n"));
+  ASSERT_FALSE(semicolons.ok());
+  EXPECT_NE(semicolons.status().message().find("The header read has 1 field: 'age;city;score;y'"),
+            std::string::npos)
+      << semicolons.status();
 }
 
 TEST_F(CsvFileTest, ErrorsNameFileAndLine) {
