@@ -2,6 +2,7 @@
 // curator's own CSV or ARFF file, on the curator's own machine, with every
 // bound and category list read from the rows marked "data_derived" (see
 // client/schema_file.h and docs/schema.md).
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -9,11 +10,13 @@
 #include "absl/status/status.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "client/commands.h"
 #include "client/schema_file.h"
+#include "client/upload.h"
 #include "core/data/arff.h"
 #include "core/data/csv.h"
 #include "core/data/draft.h"
@@ -96,10 +99,13 @@ absl::StatusOr<data::SchemaDraft> DraftFromArff(const std::string& path,
 
 absl::StatusOr<data::SchemaDraft> DraftFromCsv(const std::string& path,
                                                const std::optional<std::string>& label,
+                                               char delimiter, bool decimal_comma,
                                                DraftInput* input) {
-  std::ifstream stream(path);
+  std::ifstream stream(path, std::ios::binary);
   if (!stream) return absl::NotFoundError(absl::StrCat("cannot open '", path, "'"));
-  data::CsvRecordReader reader(&stream, {});
+  data::CsvOptions options;
+  options.delimiter = delimiter;
+  data::CsvRecordReader reader(&stream, options);
   std::vector<std::string> fields;
   auto has_header = reader.Next(&fields);
   if (!has_header.ok())
@@ -108,6 +114,18 @@ absl::StatusOr<data::SchemaDraft> DraftFromCsv(const std::string& path,
   for (const std::string& name : fields) {
     input->names.push_back(std::string(absl::StripAsciiWhitespace(name)));
   }
+  if (fields.size() == 1) {
+    // One column is rare; a file separated by another character is not.
+    for (char other : {';', '\t', '|', ','}) {
+      if (other != delimiter && fields[0].find(other) != std::string::npos) {
+        std::fprintf(stderr,
+                     "dpcurator: warning: %s: the header reads as one column '%s'; is the file "
+                     "separated by '%s'? (--delimiter)\n",
+                     path.c_str(), fields[0].c_str(), other == '\t' ? "tab" : std::string(1, other).c_str());
+        break;
+      }
+    }
+  }
   input->declared.assign(input->names.size(), false);
   data::SchemaDrafter drafter(input->names, {});
   while (true) {
@@ -115,6 +133,16 @@ absl::StatusOr<data::SchemaDraft> DraftFromCsv(const std::string& path,
     if (!more.ok())
       return absl::InvalidArgumentError(absl::StrCat(path, ": ", more.status().message()));
     if (!*more) break;
+    if (decimal_comma) {
+      // "1,5" is 1.5 where the result is a number; other text stays as it is.
+      for (std::string& field : fields) {
+        if (field.find(',') == std::string::npos) continue;
+        std::string point = field;
+        std::replace(point.begin(), point.end(), ',', '.');
+        double value = 0;
+        if (absl::SimpleAtod(absl::StripAsciiWhitespace(point), &value)) field = point;
+      }
+    }
     if (auto status = drafter.AddRow(fields); !status.ok()) {
       return Located(path, reader.line_number(), status);
     }
@@ -122,10 +150,29 @@ absl::StatusOr<data::SchemaDraft> DraftFromCsv(const std::string& path,
   return drafter.Finish(label);
 }
 
+// The categories' counts, rarest first (at most kShownCounts), for the
+// report: a stray spelling ("femal" beside "Female") shows as a rare one.
+constexpr size_t kShownCounts = 8;
+std::string RarestCategories(const data::DraftColumn& column) {
+  std::vector<std::pair<int64_t, std::string>> counted;
+  for (size_t i = 0; i < column.category_counts.size() && i < column.categories.size(); ++i) {
+    counted.emplace_back(column.category_counts[i], column.categories[i]);
+  }
+  std::stable_sort(counted.begin(), counted.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::string text;
+  for (size_t i = 0; i < counted.size() && i < kShownCounts; ++i) {
+    absl::StrAppend(&text, i > 0 ? ", " : "", "'", counted[i].second, "' ", counted[i].first);
+  }
+  if (counted.size() > kShownCounts) absl::StrAppend(&text, ", ...");
+  return text;
+}
+
 std::string Domain(const data::DraftColumn& column) {
   if (column.type == data::ColumnType::kNumeric) {
-    return absl::StrFormat("[%g, %g]%s", column.lower, column.upper,
-                           column.integer ? " integer" : "");
+    return absl::StrFormat("[%g, %g]%s%s", column.lower, column.upper,
+                           column.integer ? " integer" : "",
+                           column.atoms.empty() ? "" : " atom 0");
   }
   std::string list = absl::StrJoin(column.categories, ",");
   if (list.size() > 28) list = absl::StrCat(list.substr(0, 25), "...");
@@ -146,9 +193,19 @@ absl::Status RunDraft(const ParsedArgs& args) {
   if (args.Flag("no-label") && label.has_value()) {
     return absl::InvalidArgumentError("--label and --no-label contradict each other");
   }
+  auto delimiter = ParseDelimiter(args.Get("delimiter"));
+  if (!delimiter.ok()) return delimiter.status();
+  if (arff && (!args.IsDefault("delimiter") || args.Flag("decimal-comma"))) {
+    return absl::InvalidArgumentError(
+        "--delimiter and --decimal-comma go with --csv (ARFF is comma-separated)");
+  }
+  if (args.Flag("decimal-comma") && *delimiter == ',') {
+    return absl::InvalidArgumentError(
+        "--decimal-comma needs another field separator: give --delimiter ';'");
+  }
   DraftInput input;
   auto draft = arff ? DraftFromArff(path, label, args.Flag("no-label"), &input)
-                    : DraftFromCsv(path, label, &input);
+                    : DraftFromCsv(path, label, *delimiter, args.Flag("decimal-comma"), &input);
   if (!draft.ok()) return draft.status();
   const std::string json = DraftToSchemaJson(*draft);
   // Check the draft reads back as a schema, as `datasets create` will.
@@ -180,6 +237,9 @@ absl::Status RunDraft(const ParsedArgs& args) {
                  column.data_derived ? "DATA-DERIVED" : "declared in the file's header");
     for (const std::string& note : column.notes)
       std::fprintf(report, "      note: %s\n", note.c_str());
+    if (!column.category_counts.empty()) {
+      std::fprintf(report, "      counts, rarest first: %s\n", RarestCategories(column).c_str());
+    }
   }
   if (draft->label.has_value()) {
     std::fprintf(report, "label: %s (%s; change it with --label, drop it with --no-label)\n",
@@ -231,8 +291,14 @@ std::vector<Command> SchemaCommands() {
       "nullable where '?' or an empty cell occurs, and a label. Every bound and category list\n"
       "read from the rows carries \"data_derived\": true; `datasets create` refuses those\n"
       "until you replace them with public values (and delete the marker) or pass\n"
-      "--accept-data-derived. See docs/schema.md.",
+      "--accept-data-derived. A numeric column with at least 20% exact zeros gets the atom 0\n"
+      "suggested (data-derived too). The report shows each category's count, rarest first,\n"
+      "so that stray spellings show; the counts are never written into the schema.\n"
+      "A UTF-8 byte order mark is ignored; --delimiter reads ';'- or tab-separated files.\n"
+      "--decimal-comma reads \"1,5\" as 1.5 (with --delimiter ';'), as `upload` does.",
       {{"csv", "", "CSV file with a header line (a .arff name is read as ARFF)"},
+       {"delimiter", ",", "with --csv: the field separator (one character, or tab)"},
+       {"decimal-comma", "", "with --csv: numbers use a decimal comma (1,5)", true},
        {"arff", "", "ARFF file (@attribute header and @data rows)"},
        {"out", "-", "schema file to write; - for standard output (the report goes to stderr)"},
        {"label", "", "label column (default for ARFF: the last attribute when nominal; CSV: none)"},

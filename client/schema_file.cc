@@ -304,6 +304,7 @@ std::string DraftToSchemaJson(const data::SchemaDraft& draft) {
         }
       }
       if (column.integer) c["integer"] = true;
+      if (!column.atoms.empty()) c["atoms"] = column.atoms;
     } else {
       c["type"] = "CATEGORICAL";
       c["categories"] = column.categories;

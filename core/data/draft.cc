@@ -54,6 +54,7 @@ absl::Status SchemaDrafter::AddRow(const std::vector<std::string>& cells) {
       }
       stats.all_integer =
           stats.all_integer && value == std::floor(value) && std::fabs(value) < 9e15;
+      if (value == 0) ++stats.zeros;
     } else {
       stats.all_numeric = false;
     }
@@ -87,6 +88,16 @@ absl::StatusOr<SchemaDraft> SchemaDrafter::Finish(const std::optional<std::strin
       column.upper = stats.present > 0 ? stats.max : 1.0;
       if (!(column.lower < column.upper)) column.upper = column.lower + 1.0;
       column.data_derived = true;
+      if (stats.present > 0 &&
+          static_cast<double>(stats.zeros) >= kDraftZeroAtomShare * stats.present &&
+          column.lower <= 0 && 0 <= column.upper) {
+        // Marked data-derived with the bounds (the share came from rows).
+        column.atoms = {0.0};
+        column.notes.push_back(absl::StrCat(
+            "atom 0 suggested: ", stats.zeros, " of ", stats.present,
+            " values are exactly 0 (a point mass such as a capital gain); keep it if 0 is a "
+            "public, meaningful value"));
+      }
       if (stats.missing > 0) {
         column.notes.push_back(
             absl::StrCat(stats.missing,
@@ -115,6 +126,10 @@ absl::StatusOr<SchemaDraft> SchemaDrafter::Finish(const std::optional<std::strin
       if (column.categories.empty()) {
         return absl::InvalidArgumentError(
             absl::StrCat("column '", column.name, "' has no values at all; drop it from the file"));
+      }
+      for (const std::string& category : column.categories) {
+        auto found = stats.counts.find(category);
+        column.category_counts.push_back(found == stats.counts.end() ? 0 : found->second);
       }
       column.nullable = stats.missing > 0;
       if (stats.all_numeric && stats.present > 0 && hint.kind == DraftHint::Kind::kCategorical) {

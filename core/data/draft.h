@@ -39,6 +39,10 @@ struct DraftColumn : Column {
   // from the rows rather than declared by the file's header.
   bool data_derived = false;
   int64_t missing = 0;
+  // Categorical: how often each category occurs in the rows, parallel to
+  // `categories`, so that a stray spelling shows as a rare one. For the
+  // curator's eyes only: never written into the schema.
+  std::vector<int64_t> category_counts;
   // Advice for people (missing numerics, suspected identifiers, ...).
   std::vector<std::string> notes;
 };
@@ -48,6 +52,11 @@ struct SchemaDraft {
   std::optional<std::string> label;
   int64_t rows = 0;
 };
+
+// A numeric column whose present values are exactly 0 at least this often
+// gets the atom 0 suggested (data-derived, like its bounds): a point mass
+// that marginal methods should give its own cell (core/data/discretize.h).
+inline constexpr double kDraftZeroAtomShare = 0.2;
 
 // Categorical columns with more distinct values than this are refused as
 // likely identifiers or free text (a one-hot block that wide is noise).
@@ -75,6 +84,7 @@ class SchemaDrafter {
     double max = 0.0;
     int64_t present = 0;
     int64_t missing = 0;
+    int64_t zeros = 0;
     std::map<std::string, int64_t> counts;  // capped at kMaxDraftCategories + 1 keys
   };
   std::vector<std::string> names_;

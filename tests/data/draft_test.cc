@@ -30,6 +30,31 @@ TEST(DraftTest, InfersTypesBoundsCategoriesAndMarksWhatCameFromRows) {
   EXPECT_EQ(draft->label, "y");
 }
 
+// Issue 25: a column that is 40% zeros gets the atom 0 suggested (marked
+// data-derived with its bounds); one under the 20% share does not; each
+// category's count is kept (for the report) so that a stray shows as rare.
+TEST(DraftTest, SuggestsZeroAtomAndCountsCategories) {
+  SchemaDrafter drafter({"gain", "hours", "sex"}, {});
+  for (int i = 0; i < 10; ++i) {
+    const std::string gain = i < 4 ? "0" : std::to_string(100 * i);
+    const std::string hours = i < 1 ? "0" : std::to_string(30 + i);
+    const std::string sex = i == 9 ? "femal" : (i % 2 == 0 ? "Female" : "Male");
+    ASSERT_TRUE(drafter.AddRow({gain, hours, sex}).ok());
+  }
+  auto draft = drafter.Finish(std::nullopt);
+  ASSERT_TRUE(draft.ok()) << draft.status();
+  const DraftColumn& gain = draft->columns[0];
+  EXPECT_EQ(gain.atoms, std::vector<double>{0.0});
+  EXPECT_TRUE(gain.data_derived);
+  ASSERT_FALSE(gain.notes.empty());
+  EXPECT_NE(gain.notes.back().find("4 of 10 values are exactly 0"), std::string::npos)
+      << gain.notes.back();
+  EXPECT_TRUE(draft->columns[1].atoms.empty());  // 10% zeros
+  const DraftColumn& sex = draft->columns[2];
+  EXPECT_EQ(sex.categories, (std::vector<std::string>{"Female", "Male", "femal"}));
+  EXPECT_EQ(sex.category_counts, (std::vector<int64_t>{5, 4, 1}));
+}
+
 TEST(DraftTest, DeclaredNominalValuesAreNotDataDerived) {
   DraftHint nominal;
   nominal.kind = DraftHint::Kind::kCategorical;
