@@ -217,8 +217,16 @@ grpc::Status DatasetServiceImpl::UploadRows(grpc::ServerContext* context,
   v1::UploadRowsRequest message;
   std::string dataset_id;
   std::optional<data::Schema> schema;
-  int64_t total = 0;
   int64_t message_index = 0;
+  // An upload is one transaction: every message is checked as it arrives
+  // and kept here, and the whole upload is stored at the end in one
+  // transaction (Store::AppendChunks), or nothing is. A bad row anywhere
+  // leaves the dataset as it was, so a retry of the fixed file starts from
+  // a clean slate. The held chunks are the encoded rows (8 bytes a cell),
+  // the size they will have in the database.
+  std::vector<data::Table> chunks;
+  int64_t rows_held = 0;
+  int64_t cells_clamped = 0;
   while (reader->Read(&message)) {
     // A token revoked during the stream stops it here (issue 24, item 4).
     if (absl::Status valid = authorizer_->StillAuthorized(context, message_index);
@@ -233,19 +241,22 @@ grpc::Status DatasetServiceImpl::UploadRows(grpc::ServerContext* context,
             absl::InvalidArgumentError("the first upload message must name the dataset"));
       }
       DPC_GRPC_ASSIGN_OR_RETURN(v1::Dataset dataset, store_->GetDataset(dataset_id));
+      if (dataset.sealed()) {  // refused at once, not after the whole stream
+        return ToGrpcStatus(absl::FailedPreconditionError(absl::StrCat(
+            "dataset '", dataset_id,
+            "' is sealed: a release has been made from its rows; create a new dataset to add "
+            "data")));
+      }
       DPC_GRPC_ASSIGN_OR_RETURN(schema, SchemaFromProto(dataset.schema()));
-      total = dataset.row_count();
     } else if (!message.dataset_id().empty() && message.dataset_id() != dataset_id) {
       return ToGrpcStatus(
           absl::InvalidArgumentError("an upload stream carries rows of one dataset only"));
     }
     if (message.has_images()) {
-      // An image batch: stored whole or not at all, like a message of rows.
       auto refuse = [&](absl::string_view why) {
         return ToGrpcStatus(absl::InvalidArgumentError(absl::StrCat(
-            "upload message ", message_index, " (image batch; ", response->rows_accepted(),
-            " images of this upload were stored before it): ", why,
-            ". Nothing of this message was stored; fix the batch and resend from it.")));
+            "upload message ", message_index, " (image batch): ", why,
+            ". Nothing of this upload was stored; fix the batch and upload again.")));
       };
       if (!schema->image_index().has_value()) {
         return refuse("this dataset has no image column; upload its rows as CSV or ARFF");
@@ -255,10 +266,8 @@ grpc::Status DatasetServiceImpl::UploadRows(grpc::ServerContext* context,
       }
       absl::StatusOr<data::Table> chunk = ImageChunk(*schema, message.images());
       if (!chunk.ok()) return refuse(chunk.status().message());
-      if (chunk->num_rows() > 0) {
-        DPC_GRPC_ASSIGN_OR_RETURN(total, store_->AppendRows(dataset_id, *chunk));
-        response->set_rows_accepted(response->rows_accepted() + chunk->num_rows());
-      }
+      rows_held += chunk->num_rows();
+      if (chunk->num_rows() > 0) chunks.push_back(*std::move(chunk));
       ++message_index;
       continue;
     }
@@ -267,7 +276,8 @@ grpc::Status DatasetServiceImpl::UploadRows(grpc::ServerContext* context,
           absl::StrCat("upload message has ", message.rows_size(), " rows; send at most ",
                        kMaxRowsPerMessage, " per message")));
     }
-    // A message is stored whole or not at all; the error names the row.
+    // The error names the first bad row (the client checks every row before
+    // sending and lists them all; this is the server's own check).
     data::TableBuilder builder(*schema);
     std::vector<std::string> cells;
     for (int i = 0; i < message.rows_size(); ++i) {
@@ -276,22 +286,33 @@ grpc::Status DatasetServiceImpl::UploadRows(grpc::ServerContext* context,
       absl::Status status = builder.AddRow(cells);
       if (!status.ok()) {
         return ToGrpcStatus(absl::InvalidArgumentError(absl::StrCat(
-            "upload message ", message_index, ", row ", i, " (", response->rows_accepted(),
-            " rows of this upload were stored before it): ", status.message(),
-            ". Nothing of this message was stored; fix the row and resend from it.")));
+            "upload message ", message_index, ", row ", i, ": ", status.message(),
+            ". Nothing of this upload was stored; fix the row and upload again.")));
       }
     }
     data::Table chunk = builder.Finish();
-    if (chunk.num_rows() > 0) {
-      DPC_GRPC_ASSIGN_OR_RETURN(total, store_->AppendRows(dataset_id, chunk));
-      response->set_rows_accepted(response->rows_accepted() + chunk.num_rows());
-      response->set_cells_clamped(response->cells_clamped() + chunk.clamped_cells);
-    }
+    rows_held += chunk.num_rows();
+    cells_clamped += chunk.clamped_cells;
+    if (chunk.num_rows() > 0) chunks.push_back(std::move(chunk));
     ++message_index;
   }
   if (dataset_id.empty()) {
     return ToGrpcStatus(absl::InvalidArgumentError("upload stream carried no messages"));
   }
+  // A client that gives up mid-file cancels the call; the stream then ends
+  // like a finished one, so the cancellation is what says not to commit.
+  if (context->IsCancelled()) {
+    return grpc::Status(grpc::StatusCode::CANCELLED,
+                        "the upload was cancelled; nothing of it was stored");
+  }
+  // A message refused by the input-limits interceptor reaches this handler
+  // cleared and the call's final status is rewritten; the refusal shows in
+  // Check(), which must then commit nothing either.
+  DPC_GRPC_ASSIGN_OR_RETURN(Role still_allowed, authorizer_->Check(context));
+  (void)still_allowed;
+  DPC_GRPC_ASSIGN_OR_RETURN(int64_t total, store_->AppendChunks(dataset_id, chunks));
+  response->set_rows_accepted(rows_held);
+  response->set_cells_clamped(cells_clamped);
   response->set_total_rows(total);
   // Counts only: never a cell (PRIVACY.md).
   LogEvent(LogLevel::kInfo, "rows_uploaded")
@@ -299,6 +320,22 @@ grpc::Status DatasetServiceImpl::UploadRows(grpc::ServerContext* context,
       .Str("dataset", dataset_id)
       .Int("rows", response->rows_accepted())
       .Int("clamped_cells", response->cells_clamped());
+  return grpc::Status::OK;
+}
+
+grpc::Status DatasetServiceImpl::DeleteDataset(grpc::ServerContext* context,
+                                               const v1::DeleteDatasetRequest* request,
+                                               v1::DeleteDatasetResponse* response) {
+  DPC_GRPC_ASSIGN_OR_RETURN(Role role, authorizer_->Check(context));
+  authorizer_->NoteTarget(context, request->dataset_id());
+  DPC_GRPC_ASSIGN_OR_RETURN(v1::Dataset dataset, store_->GetDataset(request->dataset_id()));
+  DPC_GRPC_RETURN_IF_ERROR(store_->DeleteDataset(request->dataset_id()));
+  response->set_dataset_id(dataset.id());
+  response->set_rows_deleted(dataset.row_count());
+  LogEvent(LogLevel::kInfo, "dataset_deleted")
+      .Str("role", RoleName(role))
+      .Str("dataset", dataset.id())
+      .Int("rows", dataset.row_count());
   return grpc::Status::OK;
 }
 

@@ -63,6 +63,9 @@ class DatasetServiceImpl final : public v1::DatasetService::Service {
                           v1::UploadRowsResponse* response) override;
   grpc::Status ListDatasets(grpc::ServerContext* context, const v1::ListDatasetsRequest* request,
                             v1::ListDatasetsResponse* response) override;
+  grpc::Status DeleteDataset(grpc::ServerContext* context,
+                             const v1::DeleteDatasetRequest* request,
+                             v1::DeleteDatasetResponse* response) override;
   grpc::Status GetBudget(grpc::ServerContext* context, const v1::GetBudgetRequest* request,
                          v1::BudgetReport* response) override;
 

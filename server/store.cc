@@ -189,6 +189,13 @@ ALTER TABLE row_chunks ADD COLUMN pixels BLOB;
 ALTER TABLE ldp_reports ADD COLUMN principal TEXT NOT NULL DEFAULT '';
 CREATE INDEX ldp_reports_by_principal ON ldp_reports(collection_id, principal);
 )sql",
+    // 8: deleted datasets (`dpcurator datasets delete`). Their rows are
+    // deleted; the dataset row stays, marked, so that the ledger's events,
+    // releases and audit records keep the id they name and the id is never
+    // reused. A deleted dataset is listed by no call and takes no request.
+    R"sql(
+ALTER TABLE datasets ADD COLUMN deleted_unix INTEGER NOT NULL DEFAULT 0;
+)sql",
 };
 
 std::string EncodeCells(const data::Table& rows) {
@@ -293,12 +300,12 @@ absl::StatusOr<v1::Dataset> Store::GetDataset(const std::string& dataset_id) {
 absl::StatusOr<v1::Dataset> Store::GetDatasetLocked(const SharedDatabase::Locked& db,
                                                     const std::string& dataset_id) {
   DPC_ASSIGN_OR_RETURN(auto query, db->Prepare(absl::StrCat("SELECT ", kDatasetColumns,
-                                                             " FROM datasets WHERE id = ?")));
+                                                             " FROM datasets WHERE id = ? AND deleted_unix = 0")));
   query.Bind(1, dataset_id);
   DPC_ASSIGN_OR_RETURN(bool found, query.Step());
   if (!found) {
     return absl::NotFoundError(absl::StrCat("no dataset '", dataset_id,
-                                            "' (list them with `dpcurator datasets`)"));
+                                            "' (list them with `dpcurator datasets list`)"));
   }
   return DatasetFromRow(query);
 }
@@ -306,7 +313,8 @@ absl::StatusOr<v1::Dataset> Store::GetDatasetLocked(const SharedDatabase::Locked
 absl::StatusOr<std::vector<v1::Dataset>> Store::ListDatasets() {
   auto db = database_->Lock();
   DPC_ASSIGN_OR_RETURN(auto query, db->Prepare(absl::StrCat("SELECT ", kDatasetColumns,
-                                                             " FROM datasets ORDER BY created_unix, id")));
+                                                             " FROM datasets WHERE deleted_unix = 0 "
+                                                             "ORDER BY created_unix, id")));
   std::vector<v1::Dataset> datasets;
   while (true) {
     DPC_ASSIGN_OR_RETURN(bool row, query.Step());
@@ -318,6 +326,11 @@ absl::StatusOr<std::vector<v1::Dataset>> Store::ListDatasets() {
 
 absl::StatusOr<int64_t> Store::AppendRows(const std::string& dataset_id,
                                           const data::Table& rows) {
+  return AppendChunks(dataset_id, absl::MakeConstSpan(&rows, 1));
+}
+
+absl::StatusOr<int64_t> Store::AppendChunks(const std::string& dataset_id,
+                                            absl::Span<const data::Table> chunks) {
   auto db = database_->Lock();
   DPC_ASSIGN_OR_RETURN(auto transaction, Transaction::BeginImmediate(db.get()));
   DPC_ASSIGN_OR_RETURN(v1::Dataset dataset, GetDatasetLocked(db, dataset_id));
@@ -326,37 +339,79 @@ absl::StatusOr<int64_t> Store::AppendRows(const std::string& dataset_id,
         "dataset '", dataset_id,
         "' is sealed: a release has been made from its rows; create a new dataset to add data"));
   }
-  if (rows.cells.cols() != dataset.schema().columns_size()) {
-    return absl::InvalidArgumentError("row chunk does not match the dataset's schema");
-  }
   DPC_ASSIGN_OR_RETURN(data::Schema schema, SchemaFromProto(dataset.schema()));
-  if (rows.pixels.size() != static_cast<size_t>(rows.num_rows() * schema.pixels_per_image())) {
-    return absl::InvalidArgumentError(
-        "row chunk's pixels do not match the dataset's image shape");
-  }
   DPC_ASSIGN_OR_RETURN(auto next_chunk,
                        db->Prepare("SELECT COALESCE(MAX(chunk), -1) + 1 FROM row_chunks "
                                     "WHERE dataset_id = ?"));
   next_chunk.Bind(1, dataset_id);
   DPC_ASSIGN_OR_RETURN(bool has_row, next_chunk.Step());
-  const int64_t chunk = has_row ? next_chunk.ColumnInt(0) : 0;
-  DPC_ASSIGN_OR_RETURN(auto insert,
-                       db->Prepare("INSERT INTO row_chunks (dataset_id, chunk, num_rows, cells, "
-                                    "pixels) VALUES (?, ?, ?, ?, ?)"));
-  insert.Bind(1, dataset_id)
-      .Bind(2, chunk)
-      .Bind(3, static_cast<int64_t>(rows.num_rows()))
-      .BindBlob(4, EncodeCells(rows));
-  if (schema.image_index().has_value()) {
-    insert.BindBlob(5, absl::string_view(reinterpret_cast<const char*>(rows.pixels.data()),
-                                         rows.pixels.size()));
-  }  // else NULL
-  DPC_RETURN_IF_ERROR(insert.Run());
+  int64_t chunk = has_row ? next_chunk.ColumnInt(0) : 0;
+  int64_t added = 0;
+  for (const data::Table& rows : chunks) {
+    if (rows.num_rows() == 0) continue;
+    if (rows.cells.cols() != dataset.schema().columns_size()) {
+      return absl::InvalidArgumentError("row chunk does not match the dataset's schema");
+    }
+    if (rows.pixels.size() !=
+        static_cast<size_t>(rows.num_rows() * schema.pixels_per_image())) {
+      return absl::InvalidArgumentError(
+          "row chunk's pixels do not match the dataset's image shape");
+    }
+    DPC_ASSIGN_OR_RETURN(auto insert,
+                         db->Prepare("INSERT INTO row_chunks (dataset_id, chunk, num_rows, "
+                                      "cells, pixels) VALUES (?, ?, ?, ?, ?)"));
+    insert.Bind(1, dataset_id)
+        .Bind(2, chunk)
+        .Bind(3, static_cast<int64_t>(rows.num_rows()))
+        .BindBlob(4, EncodeCells(rows));
+    if (schema.image_index().has_value()) {
+      insert.BindBlob(5, absl::string_view(reinterpret_cast<const char*>(rows.pixels.data()),
+                                           rows.pixels.size()));
+    }  // else NULL
+    DPC_RETURN_IF_ERROR(insert.Run());
+    ++chunk;
+    added += rows.num_rows();
+  }
   DPC_ASSIGN_OR_RETURN(auto update,
                        db->Prepare("UPDATE datasets SET row_count = row_count + ? WHERE id = ?"));
-  DPC_RETURN_IF_ERROR(update.Bind(1, static_cast<int64_t>(rows.num_rows())).Bind(2, dataset_id).Run());
+  DPC_RETURN_IF_ERROR(update.Bind(1, added).Bind(2, dataset_id).Run());
   DPC_RETURN_IF_ERROR(transaction.Commit());
-  return dataset.row_count() + rows.num_rows();
+  return dataset.row_count() + added;
+}
+
+absl::Status Store::DeleteDataset(const std::string& dataset_id) {
+  auto db = database_->Lock();
+  DPC_ASSIGN_OR_RETURN(auto transaction, Transaction::BeginImmediate(db.get()));
+  DPC_ASSIGN_OR_RETURN(v1::Dataset dataset, GetDatasetLocked(db, dataset_id));
+  (void)dataset;
+  // A release or session step in flight reads the rows; deleting them under
+  // it would make its output depend on the timing of the delete. Refused
+  // until they end (a session is closed with `dpcurator session close`).
+  DPC_ASSIGN_OR_RETURN(auto busy,
+                       db->Prepare("SELECT (SELECT COUNT(*) FROM releases WHERE dataset_id = ?1 "
+                                    "AND status = 'PENDING'), (SELECT COUNT(*) FROM sessions "
+                                    "WHERE dataset_id = ?1 AND state = 'OPEN')"));
+  busy.Bind(1, dataset_id);
+  DPC_ASSIGN_OR_RETURN(bool has_row, busy.Step());
+  if (has_row && (busy.ColumnInt(0) > 0 || busy.ColumnInt(1) > 0)) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "dataset '", dataset_id, "' has ", busy.ColumnInt(0), " release(s) in progress and ",
+        busy.ColumnInt(1),
+        " open session(s); close the sessions (or let the releases finish) and delete again"));
+  }
+  DPC_ASSIGN_OR_RETURN(auto rows, db->Prepare("DELETE FROM row_chunks WHERE dataset_id = ?"));
+  DPC_RETURN_IF_ERROR(rows.Bind(1, dataset_id).Run());
+  DPC_ASSIGN_OR_RETURN(auto mark, db->Prepare("UPDATE datasets SET deleted_unix = ?, row_count "
+                                              "= 0 WHERE id = ?"));
+  DPC_RETURN_IF_ERROR(
+      mark.Bind(1, std::max<int64_t>(1, clock_->UnixNow())).Bind(2, dataset_id).Run());
+  DPC_RETURN_IF_ERROR(transaction.Commit());
+  // The cached copy of a sealed dataset's rows goes with them.
+  if (auto cached = sealed_rows_.find(dataset_id); cached != sealed_rows_.end()) {
+    cached_row_bytes_ -= cached->second.bytes;
+    sealed_rows_.erase(cached);
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<std::shared_ptr<const data::Table>> Store::LoadRows(const std::string& dataset_id,

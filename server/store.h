@@ -8,6 +8,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
+#include "absl/types/span.h"
 #include "core/data/schema.h"
 #include "core/data/table.h"
 #include "core/release/encoded_rows.h"
@@ -46,6 +47,18 @@ class Store {
   // An image dataset's rows carry their pixels (rows.pixels, num_rows x
   // pixels_per_image levels); a tabular dataset's carry none.
   absl::StatusOr<int64_t> AppendRows(const std::string& dataset_id, const data::Table& rows);
+  // Appends the chunks of one upload in ONE transaction: all of them or none
+  // (an upload that fails part-way leaves the dataset as it was). Returns the
+  // dataset's row count after.
+  absl::StatusOr<int64_t> AppendChunks(const std::string& dataset_id,
+                                       absl::Span<const data::Table> chunks);
+  // Deletes the dataset's rows, in one transaction, and marks it deleted:
+  // it is listed no more and takes no upload, release or session, but its
+  // row stays so that the ledger's events, releases and audit records keep
+  // naming it (the budget spent is history, never returned, and the id is
+  // never reused). FAILED_PRECONDITION while a release is in progress or a
+  // session is open on it; NOT_FOUND for an unknown or deleted id.
+  absl::Status DeleteDataset(const std::string& dataset_id);
   // Every stored row of the dataset, in upload order, read from SQLite.
   absl::StatusOr<std::shared_ptr<const data::Table>> LoadRows(const std::string& dataset_id,
                                                               const data::Schema& schema);

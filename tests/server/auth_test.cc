@@ -46,6 +46,7 @@ struct Stubs {
 struct Targets {
   std::string released_dataset;  // sealed, one release
   std::string open_dataset;      // rows, no release yet
+  std::string deletable_dataset;  // the one DeleteDataset deletes
   std::string release_id;
   std::string session_id;  // set by the first authorised OpenSession
   std::string collection_id;           // open local-DP collection
@@ -87,6 +88,13 @@ const std::map<std::string, RpcCall>& RpcTable() {
        [](Stubs& s, grpc::ClientContext* c, Targets&) {
          v1::ListDatasetsResponse response;
          return s.datasets->ListDatasets(c, v1::ListDatasetsRequest(), &response);
+       }},
+      {"/dpcurator.v1.DatasetService/DeleteDataset",
+       [](Stubs& s, grpc::ClientContext* c, Targets& t) {
+         v1::DeleteDatasetRequest request;
+         request.set_dataset_id(t.deletable_dataset);
+         v1::DeleteDatasetResponse response;
+         return s.datasets->DeleteDataset(c, request, &response);
        }},
       {"/dpcurator.v1.DatasetService/GetBudget",
        [](Stubs& s, grpc::ClientContext* c, Targets& t) {
@@ -328,6 +336,9 @@ class AuthTest : public ServerTest {
     targets_.released_dataset = released.id();
     targets_.open_dataset = open.id();
     targets_.release_id = release.id();
+    v1::Dataset deletable;
+    ASSERT_TRUE(CreateDataset(10.0, 1e-5, v1::ADD_REMOVE, &deletable, "deletable").ok());
+    targets_.deletable_dataset = deletable.id();
   }
 
   grpc::Status Call(const std::string& method, const std::optional<std::string>& authorization) {
@@ -424,7 +435,7 @@ TEST_F(AuthTest, RefusedCallsAreRefusedWithTheRightCodeAndChangeNothing) {
   }
 
   const Snapshot before = Take();
-  EXPECT_EQ(before.datasets, 2);
+  EXPECT_EQ(before.datasets, 3);  // released, open, deletable
   EXPECT_EQ(before.open_rows, 200);
   EXPECT_EQ(before.released_events, 1);
   EXPECT_EQ(before.revoked_tokens, 3);
@@ -471,7 +482,7 @@ TEST_F(AuthTest, AllowedRolesPassAuthorisation) {
     }
   }
   const Snapshot after = Take();
-  EXPECT_EQ(after.datasets, 3);           // one CreateDataset
+  EXPECT_EQ(after.datasets, 3);  // one CreateDataset, one DeleteDataset
   EXPECT_EQ(after.open_rows, 210);        // one UploadRows of 10 rows
   // One RequestRelease and one session reservation (closed: its unused
   // steps are refunded by an appended event).

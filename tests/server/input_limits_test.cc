@@ -282,8 +282,8 @@ TEST_F(InputLimitsTest, FieldsAtTheirLimitPass) {
 }
 
 // A client stream is checked message by message: an oversized message in
-// the middle ends the upload with INVALID_ARGUMENT, and neither it nor any
-// later message is stored.
+// the middle ends the upload with INVALID_ARGUMENT, and nothing of the
+// upload is stored (one transaction).
 TEST_F(InputLimitsTest, OversizedStreamMessageStopsTheUploadThere) {
   v1::Dataset dataset;
   ASSERT_TRUE(CreateDataset(10.0, 1e-5, v1::ADD_REMOVE, &dataset).ok());
@@ -301,7 +301,9 @@ TEST_F(InputLimitsTest, OversizedStreamMessageStopsTheUploadThere) {
   EXPECT_THAT(status.error_message(), HasSubstr("dpcurator.v1.Row.cells"));
   v1::Dataset stored;
   ASSERT_TRUE(FindDataset(Curator(), dataset.id(), &stored).ok());
-  EXPECT_EQ(stored.row_count(), 10);
+  // An upload is one transaction (issue 25): the message before the
+  // oversized one is not stored either.
+  EXPECT_EQ(stored.row_count(), 0);
 }
 
 }  // namespace

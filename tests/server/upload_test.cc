@@ -1,11 +1,13 @@
 // Upload validation: rows outside the public schema are refused with a
-// message naming the column and the row, the offending message is stored
-// whole or not at all, and a sealed dataset takes no more rows.
+// message naming the column and the row, an upload is stored whole or not
+// at all (one transaction, issue 25 item 2), a sealed dataset takes no more
+// rows, and a deleted dataset's rows are gone while its ledger stays.
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include "core/data/demo.h"
+#include "server/sqlite.h"
 #include "tests/server/server_test_util.h"
 
 namespace dpcurator::server::testing {
@@ -27,6 +29,20 @@ class UploadTest : public ServerTest {
       *message.add_rows() = std::move(row);
     }
     return message;
+  }
+
+  // One integer read from the server's database file by a second
+  // connection (the server keeps running).
+  int64_t CountRowsInDatabase(const std::string& sql) {
+    auto database = Database::Open(db_path_);
+    EXPECT_TRUE(database.ok()) << database.status();
+    if (!database.ok()) return -1;
+    auto query = (*database)->Prepare(sql);
+    EXPECT_TRUE(query.ok()) << query.status();
+    if (!query.ok()) return -1;
+    auto row = query->Step();
+    EXPECT_TRUE(row.ok() && *row);
+    return query->ColumnInt(0);
   }
 
   int64_t StoredRows() {
@@ -94,19 +110,31 @@ TEST_F(UploadTest, WrongFieldCountIsRefused) {
   EXPECT_EQ(StoredRows(), 0);
 }
 
-// Earlier messages of the stream are stored; the bad one is stored not at
-// all, and the error says how many rows did make it.
-TEST_F(UploadTest, BadMessageIsStoredWholeOrNotAtAll) {
+// An upload is one transaction: a bad row in a later message leaves the
+// earlier, good messages unstored too (before, they stayed: 77 -> 94 rows
+// after a few tries, with no way back).
+TEST_F(UploadTest, AnUploadIsStoredWholeOrNotAtAll) {
+  ASSERT_TRUE(UploadDemoRows(dataset_.id(), 7, 70).ok());
+  ASSERT_EQ(StoredRows(), 7);
   v1::UploadRowsRequest good = Message(5, 7);
+  v1::UploadRowsRequest also_good = Message(6, 9, /*with_id=*/false);
   v1::UploadRowsRequest bad = Message(4, 8, /*with_id=*/false);
   bad.mutable_rows(2)->set_cells(4, "platinum");  // plan
   v1::UploadRowsResponse response;
-  grpc::Status status = UploadMessages({good, bad}, &response);
+  grpc::Status status = UploadMessages({good, also_good, bad}, &response);
   ASSERT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << status.error_message();
-  EXPECT_THAT(status.error_message(), HasSubstr("upload message 1, row 2"));
+  EXPECT_THAT(status.error_message(), HasSubstr("upload message 2, row 2"));
   EXPECT_THAT(status.error_message(), HasSubstr("'plan'"));
-  EXPECT_THAT(status.error_message(), HasSubstr("5 rows of this upload were stored"));
-  EXPECT_EQ(StoredRows(), 5);
+  EXPECT_THAT(status.error_message(), HasSubstr("Nothing of this upload was stored"));
+  EXPECT_EQ(StoredRows(), 7) << "rows of a refused upload were stored";
+
+  // The same rows without the bad one are stored, all of them.
+  bad.mutable_rows(2)->set_cells(4, good.rows(0).cells(4));
+  status = UploadMessages({good, also_good, bad}, &response);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(response.rows_accepted(), 15);
+  EXPECT_EQ(response.total_rows(), 22);
+  EXPECT_EQ(StoredRows(), 22);
 }
 
 TEST_F(UploadTest, UploadsToAnotherDatasetOrUnknownDatasetAreRefused) {
@@ -142,6 +170,63 @@ TEST_F(UploadTest, SealedAfterFirstRelease) {
   v1::Dataset listed;
   ASSERT_TRUE(FindDataset(Curator(), dataset_.id(), &listed).ok());
   EXPECT_TRUE(listed.sealed());
+}
+
+// `datasets delete`: the rows are gone, the dataset is listed no more and
+// takes no upload or release, its budget history stays readable, and a
+// dataset with an open session is refused.
+TEST_F(UploadTest, DeleteRemovesRowsAndKeepsTheLedger) {
+  ASSERT_TRUE(UploadDemoRows(dataset_.id(), 300, 21).ok());
+  v1::Release release;
+  grpc::Status status = RequestRelease(RffRequest(dataset_.id(), 0.5, "del-key"), &release);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+
+  auto connection = Curator();
+  v1::DeleteDatasetRequest request;
+  request.set_dataset_id(dataset_.id());
+  v1::DeleteDatasetResponse deleted;
+  {
+    auto analyst = Analyst();
+    auto context = analyst.NewContext();
+    status = analyst.datasets().DeleteDataset(context.get(), request, &deleted);
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::PERMISSION_DENIED) << status.error_message();
+  }
+  {
+    auto context = connection.NewContext();
+    status = connection.datasets().DeleteDataset(context.get(), request, &deleted);
+    ASSERT_TRUE(status.ok()) << status.error_message();
+  }
+  EXPECT_EQ(deleted.rows_deleted(), 300);
+  v1::Dataset listed;
+  EXPECT_EQ(FindDataset(Curator(), dataset_.id(), &listed).error_code(),
+            grpc::StatusCode::NOT_FOUND);
+  // The rows are gone from the database, not only hidden.
+  EXPECT_EQ(CountRowsInDatabase("SELECT COUNT(*) FROM row_chunks WHERE dataset_id = '" +
+                                dataset_.id() + "'"),
+            0);
+  // The ledger's history stays: the release's event is still reported.
+  v1::BudgetReport report;
+  {
+    auto context = connection.NewContext();
+    v1::GetBudgetRequest budget;
+    budget.set_dataset_id(dataset_.id());
+    status = connection.datasets().GetBudget(context.get(), budget, &report);
+    ASSERT_TRUE(status.ok()) << status.error_message();
+  }
+  EXPECT_GE(report.events_size(), 1);
+  EXPECT_GT(report.epsilon_spent(), 0);
+  // No more uploads, releases or deletes.
+  v1::UploadRowsResponse response;
+  EXPECT_EQ(UploadMessages({Message(3, 22)}, &response).error_code(),
+            grpc::StatusCode::NOT_FOUND);
+  EXPECT_EQ(RequestRelease(RffRequest(dataset_.id(), 0.5, "after-delete"), &release)
+                .error_code(),
+            grpc::StatusCode::NOT_FOUND);
+  {
+    auto context = connection.NewContext();
+    EXPECT_EQ(connection.datasets().DeleteDataset(context.get(), request, &deleted).error_code(),
+              grpc::StatusCode::NOT_FOUND);
+  }
 }
 
 }  // namespace
