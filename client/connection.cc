@@ -133,7 +133,7 @@ absl::Status RpcError(const grpc::Status& status, const std::string& what) {
   if (status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) {
     absl::StrAppend(&message, " (raise --deadline for large datasets)");
   }
-  return absl::Status(static_cast<absl::StatusCode>(status.error_code()), message);
+  return FromServer(absl::Status(static_cast<absl::StatusCode>(status.error_code()), message));
 }
 
 absl::StatusOr<v1::Dataset> FindDataset(Connection* connection, const std::string& id) {
@@ -145,8 +145,30 @@ absl::StatusOr<v1::Dataset> FindDataset(Connection* connection, const std::strin
   for (const auto& dataset : list.datasets()) {
     if (dataset.id() == id) return dataset;
   }
-  return absl::NotFoundError(
-      absl::StrCat("no dataset '", id, "'; `dpcurator datasets list` shows the ids"));
+  // Not an id: a name, which must name one dataset (`datasets create`
+  // refuses a name in use, but an older server may hold duplicates).
+  std::vector<const v1::Dataset*> named;
+  for (const auto& dataset : list.datasets()) {
+    if (dataset.name() == id) named.push_back(&dataset);
+  }
+  if (named.size() == 1) return *named[0];
+  if (named.size() > 1) {
+    std::string ids;
+    for (const auto* dataset : named) absl::StrAppend(&ids, ids.empty() ? "" : ", ", dataset->id());
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the name '", id, "' names ", named.size(), " datasets (", ids, "); give the id"));
+  }
+  return absl::NotFoundError(absl::StrCat(
+      "no dataset with id or name '", id, "'; `dpcurator datasets list` shows them"));
+}
+
+absl::StatusOr<std::string> ResolveDatasetId(Connection* connection, const std::string& id) {
+  auto found = FindDataset(connection, id);
+  if (found.ok()) return found->id();
+  // Not listed: a deleted dataset's id still has its ledger (budget), and
+  // the server's own answer is the authority for anything else.
+  if (found.status().code() == absl::StatusCode::kNotFound) return id;
+  return found.status();
 }
 
 }  // namespace dpcurator::client

@@ -56,8 +56,16 @@ absl::StatusOr<bool> UsePlaintext(const ParsedArgs& args);
 absl::Status RpcError(const grpc::Status& status, const std::string& what);
 
 // The dataset `id` as the server lists it (public schema, budget, relation,
-// row count where public); NotFound names the command that lists the ids.
+// row count where public). `id` may also be a dataset's name when exactly
+// one dataset has it (INVALID_ARGUMENT lists the ids otherwise); NotFound
+// names the command that lists them.
 absl::StatusOr<v1::Dataset> FindDataset(Connection* connection, const std::string& id);
+
+// The id of the dataset `id_or_name` names (FindDataset); an id that is not
+// listed (a deleted dataset, whose budget history stays) comes back as it is,
+// for the server to answer.
+absl::StatusOr<std::string> ResolveDatasetId(Connection* connection,
+                                             const std::string& id_or_name);
 
 }  // namespace dpcurator::client
 

@@ -5,6 +5,7 @@
 #include <ctime>
 #include <functional>
 #include <map>
+#include <optional>
 
 #include <nlohmann/json.hpp>
 
@@ -19,6 +20,7 @@
 #include "client/pipeline.h"
 #include "client/progress.h"
 #include "client/schema_file.h"
+#include "client/text_upload.h"
 #include "core/data/idx.h"
 #include "core/data/png_folder.h"
 #include "core/privacy/relation.h"
@@ -112,9 +114,28 @@ absl::Status RunCreate(const ParsedArgs& args) {
   auto delta = args.GetDouble("delta");
   if (!epsilon.ok()) return epsilon.status();
   if (!delta.ok()) return delta.status();
+  WarnIfUnlikelyEpsilonCap("--epsilon", *epsilon);
+  WarnIfUnlikelyEpsilon("--epsilon", *epsilon);
   auto relation = privacy::ParseRelation(args.Get("relation"));
   if (!relation.has_value()) {
     return absl::InvalidArgumentError("--relation must be add-remove or replace-one");
+  }
+  // Names are accepted wherever ids are, so a name must name one dataset:
+  // a name in use is refused here (the server itself allows duplicates).
+  {
+    v1::ListDatasetsResponse list;
+    auto list_context = connection->NewContext();
+    grpc::Status listed =
+        connection->datasets().ListDatasets(list_context.get(), v1::ListDatasetsRequest(), &list);
+    if (!listed.ok()) return RpcError(listed, "list datasets");
+    for (const auto& d : list.datasets()) {
+      if (d.name() == args.Get("name")) {
+        return absl::AlreadyExistsError(absl::StrCat(
+            "a dataset named '", d.name(), "' exists (", d.id(),
+            "); choose another --name, or delete that one with `dpcurator datasets delete "
+            "--dataset ", d.id(), " --yes`"));
+      }
+    }
   }
   v1::CreateDatasetRequest request;
   request.set_name(args.Get("name"));
@@ -140,7 +161,8 @@ absl::Status RunCreate(const ParsedArgs& args) {
 // images (and kMaxBatchPixelBytes), labels as level indices. `source(max,
 // pixels, labels)` fills the next batch and returns its size (0 at the end).
 // Every image was validated before this is called, so a refusal here is the
-// server's (or the connection's); the batches before it stay stored.
+// server's (or the connection's). The server stores the upload as one
+// transaction: a refusal or a cancelled stream stores nothing.
 using ImageSource =
     std::function<absl::StatusOr<int64_t>(int64_t, std::string*, std::vector<uint32_t>*)>;
 
@@ -162,11 +184,11 @@ absl::StatusOr<v1::UploadRowsResponse> SendImages(Connection& connection,
   while (true) {
     auto count = source(batch_images, &pixels, &labels);
     if (!count.ok()) {
-      writer->WritesDone();
+      // Cancelled, not finished: a finished stream would be committed.
+      context->TryCancel();
       (void)writer->Finish();
       return absl::Status(count.status().code(),
-                          absl::StrCat(count.status().message(), " (", response.rows_accepted(),
-                                       " images before it are stored)"));
+                          absl::StrCat(count.status().message(), " (nothing was stored)"));
     }
     if (*count == 0) break;
     v1::UploadRowsRequest message;
@@ -382,6 +404,23 @@ absl::StatusOr<v1::UploadRowsResponse> UploadPngFolder(Connection& connection,
                     });
 }
 
+// --delimiter and --decimal-comma of a text upload.
+absl::StatusOr<TextUploadOptions> TextOptionsFromArgs(const ParsedArgs& args) {
+  TextUploadOptions options;
+  options.format = args.Has("arff") ? TextFormat::kArff : TextFormat::kCsv;
+  if (options.format == TextFormat::kArff &&
+      (!args.IsDefault("delimiter") || args.Flag("decimal-comma"))) {
+    return absl::InvalidArgumentError(
+        "--delimiter and --decimal-comma go with --csv (ARFF is comma-separated with "
+        "decimal points)");
+  }
+  auto delimiter = ParseDelimiter(args.Get("delimiter"));
+  if (!delimiter.ok()) return delimiter.status();
+  options.delimiter = *delimiter;
+  options.decimal_comma = args.Flag("decimal-comma");
+  return options;
+}
+
 absl::Status RunUpload(const ParsedArgs& args) {
   const int sources = static_cast<int>(args.Has("csv")) + static_cast<int>(args.Has("arff")) +
                       static_cast<int>(args.Has("idx")) + static_cast<int>(args.Has("png-folder"));
@@ -393,6 +432,17 @@ absl::Status RunUpload(const ParsedArgs& args) {
   if (args.Has("labels") && !args.Has("idx")) {
     return absl::InvalidArgumentError("--labels goes with --idx IMAGES");
   }
+  const bool images = args.Has("idx") || args.Has("png-folder");
+  if (images && args.Flag("dry-run")) {
+    return absl::InvalidArgumentError(
+        "--dry-run checks --csv and --arff files; image files are checked in full before "
+        "any image is sent anyway");
+  }
+  absl::StatusOr<TextUploadOptions> text_options = TextUploadOptions();
+  if (!images) {
+    text_options = TextOptionsFromArgs(args);
+    if (!text_options.ok()) return text_options.status();
+  }
   auto connection = Connection::FromArgs(args);
   if (!connection.ok()) return connection.status();
   auto found = FindDataset(&*connection, args.Get("dataset"));
@@ -400,7 +450,6 @@ absl::Status RunUpload(const ParsedArgs& args) {
   const v1::Dataset* dataset = &*found;
   auto schema = SchemaFromProto(dataset->schema());
   if (!schema.ok()) return schema.status();
-  const bool images = args.Has("idx") || args.Has("png-folder");
   if (images != schema->image_index().has_value()) {
     return absl::InvalidArgumentError(
         images ? absl::StrCat("dataset '", dataset->id(),
@@ -409,16 +458,32 @@ absl::Status RunUpload(const ParsedArgs& args) {
                               "' is an image dataset; upload with --idx IMAGES --labels LABELS "
                               "or --png-folder DIR"));
   }
+  const std::string text_path = args.Has("csv") ? args.Get("csv") : args.Get("arff");
+  if (args.Flag("dry-run")) {
+    // Parsed and checked here against the dataset's schema; nothing is sent.
+    auto check = CheckTextFile(*schema, text_path, *text_options);
+    if (!check.ok()) return check.status();
+    if (args.Flag("json")) {
+      nlohmann::json out = {{"dry_run", true},
+                            {"rows", check->rows},
+                            {"cells_out_of_bounds", check->cells_out_of_bounds}};
+      std::printf("%s\n", out.dump(2).c_str());
+    } else {
+      std::printf("dry run: %s holds %lld good rows for dataset %s (%lld cells outside the "
+                  "declared bounds would be clamped); nothing was sent\n",
+                  text_path.c_str(), static_cast<long long>(check->rows),
+                  dataset->id().c_str(), static_cast<long long>(check->cells_out_of_bounds));
+    }
+    return absl::OkStatus();
+  }
   absl::StatusOr<v1::UploadRowsResponse> response;
   if (args.Has("idx")) {
     response = UploadIdx(*connection, dataset->id(), *schema, args.Get("idx"),
                          args.Has("labels") ? args.Get("labels") : "");
   } else if (args.Has("png-folder")) {
     response = UploadPngFolder(*connection, dataset->id(), *schema, args.Get("png-folder"));
-  } else if (args.Has("csv")) {
-    response = UploadCsv(*connection, dataset->id(), *schema, args.Get("csv"));
   } else {
-    response = UploadArff(*connection, dataset->id(), *schema, args.Get("arff"));
+    response = UploadTextFile(*connection, dataset->id(), *schema, text_path, *text_options);
   }
   if (!response.ok()) return response.status();
   if (images && !args.Flag("json")) {
@@ -441,6 +506,36 @@ absl::Status RunUpload(const ParsedArgs& args) {
   return absl::OkStatus();
 }
 
+absl::Status RunDelete(const ParsedArgs& args) {
+  auto connection = Connection::FromArgs(args);
+  if (!connection.ok()) return connection.status();
+  auto found = FindDataset(&*connection, args.Get("dataset"));
+  if (!found.ok()) return found.status();
+  if (!args.Flag("yes")) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "deleting dataset ", found->id(), " (", found->name(),
+        ") removes its rows for good; add --yes to confirm"));
+  }
+  v1::DeleteDatasetRequest request;
+  request.set_dataset_id(found->id());
+  v1::DeleteDatasetResponse response;
+  auto context = connection->NewContext();
+  grpc::Status status = connection->datasets().DeleteDataset(context.get(), request, &response);
+  if (!status.ok()) return RpcError(status, "delete dataset");
+  if (args.Flag("json")) {
+    nlohmann::json out = {{"dataset_id", response.dataset_id()},
+                          {"rows_deleted", response.rows_deleted()}};
+    std::printf("%s\n", out.dump(2).c_str());
+  } else {
+    std::printf("deleted dataset %s (%s): %lld rows removed. Its budget history stays (`dpcurator "
+                "budget --dataset %s`); the budget spent is not returned and the id is never "
+                "reused.\n",
+                response.dataset_id().c_str(), found->name().c_str(),
+                static_cast<long long>(response.rows_deleted()), response.dataset_id().c_str());
+  }
+  return absl::OkStatus();
+}
+
 absl::Status RunList(const ParsedArgs& args) {
   auto connection = Connection::FromArgs(args);
   if (!connection.ok()) return connection.status();
@@ -449,11 +544,49 @@ absl::Status RunList(const ParsedArgs& args) {
   grpc::Status status =
       connection->datasets().ListDatasets(context.get(), v1::ListDatasetsRequest(), &list);
   if (!status.ok()) return RpcError(status, "list datasets");
-  std::printf("%-38s %-20s %-12s %10s %10s %10s\n", "id", "name", "relation", "epsilon", "delta",
-              "rows");
+  // The spent budget of each, from the ledger (one GetBudget a dataset).
+  std::vector<std::optional<double>> spent;
   for (const auto& d : list.datasets()) {
-    std::printf("%-38s %-20s %-12s %10g %10g %10s\n", d.id().c_str(), d.name().c_str(),
+    v1::GetBudgetRequest request;
+    request.set_dataset_id(d.id());
+    v1::BudgetReport report;
+    auto budget_context = connection->NewContext();
+    grpc::Status got = connection->datasets().GetBudget(budget_context.get(), request, &report);
+    spent.push_back(got.ok() ? std::optional<double>(report.epsilon_spent()) : std::nullopt);
+  }
+  auto date = [](int64_t unix) {
+    char when[32];
+    std::time_t t = unix;
+    std::strftime(when, sizeof(when), "%Y-%m-%d %H:%M", std::gmtime(&t));
+    return std::string(when);
+  };
+  if (args.Flag("json")) {
+    nlohmann::json out = nlohmann::json::array();
+    for (int i = 0; i < list.datasets_size(); ++i) {
+      const auto& d = list.datasets(i);
+      nlohmann::json entry = {{"dataset_id", d.id()},
+                              {"name", d.name()},
+                              {"relation", d.relation() == v1::REPLACE_ONE ? "replace-one"
+                                                                           : "add-remove"},
+                              {"epsilon_cap", d.budget().epsilon()},
+                              {"delta", d.budget().delta()},
+                              {"created_unix", d.created_unix()},
+                              {"sealed", d.sealed()}};
+      if (spent[i].has_value()) entry["epsilon_spent"] = *spent[i];
+      if (d.row_count() > 0) entry["rows"] = d.row_count();
+      out.push_back(std::move(entry));
+    }
+    std::printf("%s\n", nlohmann::json{{"datasets", out}}.dump(2).c_str());
+    return absl::OkStatus();
+  }
+  std::printf("%-38s %-20s %-16s %-12s %10s %10s %10s %10s\n", "id", "name", "created (UTC)",
+              "relation", "eps spent", "eps cap", "delta", "rows");
+  for (int i = 0; i < list.datasets_size(); ++i) {
+    const auto& d = list.datasets(i);
+    std::printf("%-38s %-20s %-16s %-12s %10s %10g %10g %10s\n", d.id().c_str(),
+                d.name().c_str(), date(d.created_unix()).c_str(),
                 d.relation() == v1::REPLACE_ONE ? "replace-one" : "add-remove",
+                spent[i].has_value() ? absl::StrFormat("%.4g", *spent[i]).c_str() : "?",
                 d.budget().epsilon(), d.budget().delta(),
                 d.row_count() > 0 ? absl::StrCat(d.row_count()).c_str() : "private");
   }
@@ -463,8 +596,10 @@ absl::Status RunList(const ParsedArgs& args) {
 absl::Status RunBudget(const ParsedArgs& args) {
   auto connection = Connection::FromArgs(args);
   if (!connection.ok()) return connection.status();
+  auto dataset_id = ResolveDatasetId(&*connection, args.Get("dataset"));
+  if (!dataset_id.ok()) return dataset_id.status();
   v1::GetBudgetRequest request;
-  request.set_dataset_id(args.Get("dataset"));
+  request.set_dataset_id(*dataset_id);
   v1::BudgetReport report;
   auto context = connection->NewContext();
   grpc::Status status = connection->datasets().GetBudget(context.get(), request, &report);
@@ -567,23 +702,46 @@ std::vector<Command> DatasetCommands() {
                        {"add-remove", "replace-one"}},
                       {"json", "", "print JSON", true}}),
       RunCreate});
-  commands.push_back(Command{"datasets list", "list datasets (curator, analyst)",
-                             "Row counts are shown to curators, and to analysts under replace-one.",
-                             WithConnection({}), RunList});
+  commands.push_back(Command{
+      "datasets list", "list datasets with their spent budget (curator, analyst)",
+      "Row counts are shown to curators, and to analysts under replace-one. The spent epsilon\n"
+      "is the ledger's composed figure (as `dpcurator budget` shows it).",
+      WithConnection({{"json", "", "print JSON (docs/json.md)", true}}), RunList});
+  commands.push_back(Command{
+      "datasets delete", "delete a dataset's rows for good (curator)",
+      "The rows are deleted from the server's database; the dataset is listed no more and\n"
+      "takes no upload, release or session. Its ledger stays: `dpcurator budget` still shows\n"
+      "its history, the releases made from it stay, the budget spent is NOT returned, and\n"
+      "the id is never reused (docs/privacy.md, \"Deleting a dataset\"). Refused while a\n"
+      "session is open on it.",
+      WithConnection({{"dataset", "", "dataset id or name", false, true},
+                      {"yes", "", "confirm: the rows cannot be recovered", true},
+                      {"json", "", "print JSON (docs/json.md)", true}}),
+      RunDelete});
   commands.push_back(Command{
       "upload", "stream a CSV or ARFF file's rows, or images, into a dataset (curator)",
       "The header (CSV) or the @attribute names (ARFF) are matched to the schema by column\n"
-      "name; extra columns are ignored. Every row is checked before it is sent: a bad row\n"
-      "stops the upload with FILE:LINE (1-based, header counted) and the column named; the\n"
-      "rows before it are stored. Uploads are refused once a release has been made.\n"
+      "name; extra columns are ignored. The whole file is checked before anything is sent:\n"
+      "every bad line (the first 20, then a count) is listed as FILE:LINE (1-based, header\n"
+      "counted) with the column and the reason, and nothing is sent. The server stores an\n"
+      "upload as one transaction: all its rows, or none. --dry-run checks the file against\n"
+      "the dataset's schema and sends nothing. A UTF-8 byte order mark is ignored;\n"
+      "--delimiter ';' (or tab) reads other separators, and --decimal-comma reads \"1,5\" as\n"
+      "1.5 in numeric columns (with a delimiter other than ','). Uploads are refused once a\n"
+      "release has been made; `dpcurator datasets delete` removes a dataset's rows.\n"
       "Image datasets (`datasets create --images`): --idx IMAGES --labels LABELS reads IDX\n"
       "files (MNIST / Fashion-MNIST format, plain or gzipped); --png-folder DIR reads\n"
       "DIR/<class name>/*.png (any PNG, converted to 8-bit grey). The files are checked in\n"
       "full before any image is sent (magic, image size against the dataset's, truncation,\n"
       "one label per image, labels within the classes): an error names the file and the\n"
       "record (0-based), and nothing is stored.",
-      WithConnection({{"dataset", "", "dataset id", false, true},
+      WithConnection({{"dataset", "", "dataset id or name", false, true},
                       {"csv", "", "CSV file with a header line (or --arff, --idx, --png-folder)"},
+                      {"delimiter", ",", "with --csv: the field separator (one character, or tab)"},
+                      {"decimal-comma", "",
+                       "with --csv: numbers use a decimal comma (1,5); needs --delimiter ';'", true},
+                      {"dry-run", "",
+                       "check every row against the dataset's schema and send nothing", true},
                       {"arff", "", "ARFF file: its @data section is uploaded"},
                       {"idx", "", "IDX image file (count x height x width bytes) of an image dataset"},
                       {"labels", "", "with --idx: the IDX label file (one byte per image)"},
@@ -594,7 +752,8 @@ std::vector<Command> DatasetCommands() {
       "budget", "spent and remaining epsilon, and the ledger's event history",
       "Spent epsilon is the composed bound the ledger uses (the smaller of the RDP conversion\n"
       "and, while every event is a plain Gaussian, the exact analytic composition).",
-      WithConnection({{"dataset", "", "dataset id", false, true}, {"json", "", "print JSON", true}}),
+      WithConnection(
+          {{"dataset", "", "dataset id or name", false, true}, {"json", "", "print JSON", true}}),
       RunBudget});
   return commands;
 }

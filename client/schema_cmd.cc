@@ -16,7 +16,7 @@
 #include "absl/strings/str_join.h"
 #include "client/commands.h"
 #include "client/schema_file.h"
-#include "client/upload.h"
+#include "client/text_upload.h"
 #include "core/data/arff.h"
 #include "core/data/csv.h"
 #include "core/data/draft.h"

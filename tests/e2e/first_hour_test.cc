@@ -239,7 +239,7 @@ TEST_F(FirstHourTest, ArffFromSchemaDraftToReleaseModelAndSamples) {
 }
 
 // A bad cell stops the upload with FILE:LINE (1-based, header counted), and
-// the rows before it are stored; --accept-data-derived publishes a draft.
+// nothing is stored; --accept-data-derived publishes a draft.
 TEST_F(FirstHourTest, UploadErrorCitesTheFileLine) {
   // Row 8 of the data section is bad: 'maybe' is not a declared class.
   const std::string bad =
@@ -271,7 +271,12 @@ TEST_F(FirstHourTest, UploadErrorCitesTheFileLine) {
   EXPECT_NE(upload.err.find("bad.arff:" + std::to_string(bad_line) + ": "), std::string::npos)
       << upload.err << " (expected line " << bad_line << ")";
   EXPECT_NE(upload.err.find("'maybe'"), std::string::npos) << upload.err;
-  EXPECT_NE(upload.err.find("7 rows before it are stored"), std::string::npos) << upload.err;
+  // The whole file is checked first: nothing of it is stored (issue 25).
+  EXPECT_NE(upload.err.find("nothing was uploaded"), std::string::npos) << upload.err;
+  CliRun listed = Cli("datasets list --json", Env("curator-token-e2e"));
+  ASSERT_EQ(listed.exit_code, 0) << listed.err;
+  EXPECT_FALSE(nlohmann::json::parse(listed.out)["datasets"][0].contains("rows"))
+      << "rows of a refused upload were stored: " << listed.out;
 
   // CSV: the same, counted with the header as line 1.
   std::ofstream(dir_ / "bad.csv") << "class,duration\n";  // too few columns: header error

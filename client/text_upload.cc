@@ -1,0 +1,298 @@
+#include "client/text_upload.h"
+
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "client/progress.h"
+#include "core/data/arff.h"
+#include "core/data/csv.h"
+
+namespace dpcurator::client {
+namespace {
+
+// One file's records, the same way for both passes: the header (CSV first
+// record, ARFF @attribute names) and then records with their 1-based line.
+class RecordFile {
+ public:
+  static absl::StatusOr<std::unique_ptr<RecordFile>> Open(const std::string& path,
+                                                          const TextUploadOptions& options) {
+    auto file = std::unique_ptr<RecordFile>(new RecordFile(path, options));
+    file->input_.open(path, std::ios::binary);
+    if (!file->input_) {
+      return absl::NotFoundError(absl::StrCat("cannot open '", path, "' for reading"));
+    }
+    if (options.format == TextFormat::kArff) {
+      file->arff_ = std::make_unique<data::ArffReader>(&file->input_, path);
+      auto header = file->arff_->ReadHeader();
+      if (!header.ok()) return header.status();
+      for (const auto& attribute : header->attributes) file->header_.push_back(attribute.name);
+    } else {
+      data::CsvOptions csv;
+      csv.delimiter = options.delimiter;
+      file->csv_ = std::make_unique<data::CsvRecordReader>(&file->input_, csv);
+      auto has = file->csv_->Next(&file->header_);
+      if (!has.ok()) {
+        return absl::InvalidArgumentError(absl::StrCat(path, ": ", has.status().message()));
+      }
+      if (!*has) return absl::InvalidArgumentError(absl::StrCat(path, ": empty file"));
+    }
+    return file;
+  }
+
+  const std::vector<std::string>& header() const { return header_; }
+
+  // The next record; false at the end. An error is a line the reader could
+  // not split: `recoverable()` says whether reading can go on after it
+  // (ARFF reads line by line; a CSV quote left open swallows the rest).
+  absl::StatusOr<bool> Next(std::vector<std::string>* fields, int64_t* line) {
+    if (arff_ != nullptr) {
+      auto more = arff_->Next(fields);
+      *line = arff_->line_number();
+      return more;
+    }
+    auto more = csv_->Next(fields);
+    *line = csv_->line_number();
+    if (!more.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(path_, ": ", more.status().message()));
+    }
+    return more;
+  }
+  bool recoverable() const { return arff_ != nullptr; }
+
+ private:
+  RecordFile(std::string path, const TextUploadOptions& options)
+      : path_(std::move(path)), options_(options) {}
+
+  std::string path_;
+  TextUploadOptions options_;
+  std::ifstream input_;
+  std::unique_ptr<data::ArffReader> arff_;
+  std::unique_ptr<data::CsvRecordReader> csv_;
+  std::vector<std::string> header_;
+};
+
+absl::Status CheckOptions(const TextUploadOptions& options) {
+  if (options.format == TextFormat::kCsv && options.decimal_comma && options.delimiter == ',') {
+    return absl::InvalidArgumentError(
+        "--decimal-comma needs another field separator: a ','-separated file cannot also use "
+        "',' inside numbers (give --delimiter ';')");
+  }
+  return absl::OkStatus();
+}
+
+// The header's field of each schema column; the error names the file.
+absl::StatusOr<std::vector<int>> MapFileHeader(const data::Schema& schema,
+                                               const std::string& path,
+                                               const std::vector<std::string>& header,
+                                               const TextUploadOptions& options) {
+  auto mapping = data::MapHeader(schema, header);
+  if (mapping.ok()) return mapping;
+  std::string hint;
+  if (options.format == TextFormat::kCsv && header.size() == 1) {
+    for (char candidate : {';', '\t', '|'}) {
+      if (candidate != options.delimiter &&
+          header[0].find(candidate) != std::string::npos) {
+        hint = candidate == '\t' ? " Try --delimiter tab."
+                                 : absl::StrCat(" Try --delimiter '", std::string(1, candidate),
+                                                "'.");
+        break;
+      }
+    }
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat(path, ":1: ", mapping.status().message(), hint));
+}
+
+// The cells of one record in schema order, as they will be sent (decimal
+// commas turned into points in numeric columns), or why the line is bad.
+absl::Status RowCells(const data::Schema& schema, const std::vector<int>& mapping,
+                      const std::vector<std::string>& header,
+                      const std::vector<std::string>& fields, const TextUploadOptions& options,
+                      std::vector<std::string>* cells, int64_t* out_of_bounds) {
+  if (fields.size() != header.size()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "row has ", fields.size(), " fields, the header has ", header.size(),
+        options.format == TextFormat::kCsv
+            ? absl::StrCat("; quote fields that contain the delimiter '",
+                           std::string(1, options.delimiter), "'")
+            : ""));
+  }
+  cells->resize(schema.num_columns());
+  for (int c = 0; c < schema.num_columns(); ++c) {
+    std::string cell = fields[mapping[c]];
+    if (options.decimal_comma && schema.column(c).type == data::ColumnType::kNumeric) {
+      for (char& ch : cell) {
+        if (ch == ',') ch = '.';
+      }
+    }
+    auto parsed = schema.ParseCell(c, cell);
+    if (!parsed.ok()) return parsed.status();
+    if (parsed->clamped) ++*out_of_bounds;
+    (*cells)[c] = std::move(cell);
+  }
+  return absl::OkStatus();
+}
+
+// A server refusal "upload message M, row R: ..." as "FILE:LINE: ...".
+absl::Status CiteLine(const absl::Status& status, const std::string& path,
+                      const std::vector<int64_t>& row_lines, int rows_per_message) {
+  const std::string text(status.message());
+  const std::string kMarker = "upload message ";
+  const size_t at = text.find(kMarker);
+  if (at == std::string::npos) return status;
+  long long message_index = -1;
+  long long row_index = -1;
+  if (std::sscanf(text.c_str() + at + kMarker.size(), "%lld, row %lld", &message_index,
+                  &row_index) != 2 ||
+      message_index < 0 || row_index < 0 || row_index >= rows_per_message) {
+    return status;
+  }
+  const long long global = message_index * rows_per_message + row_index;
+  if (global >= static_cast<long long>(row_lines.size())) return status;
+  return absl::Status(status.code(), absl::StrCat(path, ":", row_lines[global], ": ", text));
+}
+
+}  // namespace
+
+absl::StatusOr<char> ParseDelimiter(const std::string& text) {
+  if (text == "tab" || text == "\\t" || text == "\t") return '\t';
+  if (text.size() != 1 || text[0] == '"' || text[0] == '\n' || text[0] == '\r') {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--delimiter '", text, "' is not one character: give e.g. ',' ';' '|' or tab"));
+  }
+  return text[0];
+}
+
+absl::StatusOr<TextFileCheck> CheckTextFile(const data::Schema& schema, const std::string& path,
+                                            const TextUploadOptions& options) {
+  if (auto status = CheckOptions(options); !status.ok()) return status;
+  auto file = RecordFile::Open(path, options);
+  if (!file.ok()) return file.status();
+  auto mapping = MapFileHeader(schema, path, (*file)->header(), options);
+  if (!mapping.ok()) return mapping.status();
+  TextFileCheck check;
+  std::vector<std::string> fields;
+  std::vector<std::string> cells;
+  std::vector<std::string> bad_lines;
+  int64_t bad = 0;
+  auto note = [&](std::string text) {
+    ++bad;
+    if (bad_lines.size() < static_cast<size_t>(kMaxReportedBadLines)) {
+      bad_lines.push_back(std::move(text));
+    }
+  };
+  while (true) {
+    int64_t line = 0;
+    auto more = (*file)->Next(&fields, &line);
+    if (!more.ok()) {
+      note(std::string(more.status().message()));
+      if ((*file)->recoverable()) continue;
+      break;
+    }
+    if (!*more) break;
+    auto row = RowCells(schema, *mapping, (*file)->header(), fields, options, &cells,
+                        &check.cells_out_of_bounds);
+    if (!row.ok()) {
+      note(absl::StrCat(path, ":", line, ": ", row.message()));
+      continue;
+    }
+    ++check.rows;
+  }
+  if (bad > 0) {
+    std::string text = absl::StrCat(bad, bad == 1 ? " bad line" : " bad lines", " in ", path,
+                                    "; nothing was uploaded. Fix ",
+                                    bad == 1 ? "it" : "them", " and upload the whole file again:");
+    for (const auto& line : bad_lines) absl::StrAppend(&text, "\n  ", line);
+    if (bad > static_cast<int64_t>(bad_lines.size())) {
+      absl::StrAppend(&text, "\n  ... and ", bad - static_cast<int64_t>(bad_lines.size()),
+                      " more");
+    }
+    return absl::InvalidArgumentError(text);
+  }
+  if (check.rows == 0) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": holds no rows after its header"));
+  }
+  return check;
+}
+
+absl::StatusOr<v1::UploadRowsResponse> UploadTextFile(Connection& connection,
+                                                      const std::string& dataset_id,
+                                                      const data::Schema& schema,
+                                                      const std::string& path,
+                                                      const TextUploadOptions& options) {
+  auto check = CheckTextFile(schema, path, options);
+  if (!check.ok()) return check.status();
+  auto file = RecordFile::Open(path, options);
+  if (!file.ok()) return file.status();
+  auto mapping = MapFileHeader(schema, path, (*file)->header(), options);
+  if (!mapping.ok()) return mapping.status();
+
+  auto context = connection.NewContext();
+  v1::UploadRowsResponse response;
+  auto writer = connection.datasets().UploadRows(context.get(), &response);
+  v1::UploadRowsRequest message;
+  message.set_dataset_id(dataset_id);
+  std::vector<int64_t> row_lines;
+  std::vector<std::string> fields;
+  std::vector<std::string> cells;
+  int64_t out_of_bounds = 0;
+  int64_t sent = 0;
+  bool stream_ended = false;
+  Progress progress;
+  while (!stream_ended) {
+    int64_t line = 0;
+    auto more = (*file)->Next(&fields, &line);
+    // The file changed since the check: end the stream unfinished, so the
+    // server stores nothing (the call is cancelled, never committed).
+    absl::Status changed = more.status();
+    if (more.ok() && *more) {
+      changed = RowCells(schema, *mapping, (*file)->header(), fields, options, &cells,
+                         &out_of_bounds);
+      if (!changed.ok()) changed = absl::InvalidArgumentError(
+                             absl::StrCat(path, ":", line, ": ", changed.message()));
+    }
+    if (!changed.ok()) {
+      context->TryCancel();
+      (void)writer->Finish();
+      return absl::InvalidArgumentError(absl::StrCat(
+          changed.message(), " (the file changed while it was uploaded; nothing was stored)"));
+    }
+    if (*more) {
+      auto* row = message.add_rows();
+      for (auto& cell : cells) row->add_cells(std::move(cell));
+      row_lines.push_back(line);
+      ++sent;
+    }
+    if ((message.rows_size() == options.rows_per_message || !*more) && message.rows_size() > 0) {
+      if (!writer->Write(message)) stream_ended = true;  // the server ended it: Finish says why
+      message.Clear();
+      progress.Update(absl::StrFormat("upload: %lld / %lld rows", static_cast<long long>(sent),
+                                      static_cast<long long>(check->rows)));
+    }
+    if (!*more) break;
+  }
+  writer->WritesDone();
+  grpc::Status status = writer->Finish();
+  if (!status.ok()) {
+    return CiteLine(RpcError(status, "upload refused"), path, row_lines,
+                    options.rows_per_message);
+  }
+  progress.Finish(absl::StrFormat("upload: %lld rows stored", static_cast<long long>(sent)));
+  // A message the server cannot decode ends its stream like a normal end
+  // (gRPC's sync API cannot tell them apart): the count is the witness.
+  if (response.rows_accepted() != sent) {
+    return absl::DataLossError(absl::StrCat(
+        "the server stored ", response.rows_accepted(), " of the ", sent,
+        " rows sent (the stream was cut short); `dpcurator datasets list` shows the count; "
+        "delete the dataset with `dpcurator datasets delete` and upload again"));
+  }
+  return response;
+}
+
+}  // namespace dpcurator::client
