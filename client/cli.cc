@@ -157,8 +157,33 @@ namespace {
 
 // The payload that carries a QuietExit's code.
 constexpr absl::string_view kExitCodePayload = "type.dpcurator.dev/exit_code";
+// The payload that marks a status as the server's answer (FromServer).
+constexpr absl::string_view kFromServerPayload = "type.dpcurator.dev/from_server";
 
 }  // namespace
+
+void WarnIfUnlikelyEpsilon(const std::string& option, double epsilon) {
+  if (epsilon > 0 && epsilon < kUnlikelyEpsilon) {
+    std::fprintf(stderr,
+                 "dpcurator: warning: %s %g is below %g: the noise will drown the data and the "
+                 "result will be useless (typical values are 0.1 to 10)\n",
+                 option.c_str(), epsilon, kUnlikelyEpsilon);
+  }
+}
+
+void WarnIfUnlikelyEpsilonCap(const std::string& option, double cap) {
+  if (cap > kUnlikelyEpsilonCap) {
+    std::fprintf(stderr,
+                 "dpcurator: warning: %s %g is above %g: a budget that large bounds nothing a "
+                 "person would call private (typical caps are 1 to 10)\n",
+                 option.c_str(), cap, kUnlikelyEpsilonCap);
+  }
+}
+
+absl::Status FromServer(absl::Status status) {
+  if (!status.ok()) status.SetPayload(kFromServerPayload, absl::Cord("1"));
+  return status;
+}
 
 absl::Status QuietExit(int exit_code) {
   absl::Status status(absl::StatusCode::kFailedPrecondition, "");
@@ -174,9 +199,20 @@ int ExitCode(const absl::Status& status) {
     return 1;
   }
   std::fprintf(stderr, "dpcurator: %s\n", std::string(status.message()).c_str());
+  const bool from_server = status.GetPayload(kFromServerPayload).has_value();
+  // docs/json.md, "Exit status": one table, kept in step with this switch
+  // (tests/e2e/friction_test.cc checks the rows it can reach).
   switch (status.code()) {
     case absl::StatusCode::kInvalidArgument:
+    case absl::StatusCode::kNotFound:         // a file, dataset or release that is not there
+    case absl::StatusCode::kAlreadyExists:    // a dataset name in use
+    case absl::StatusCode::kUnimplemented:    // input the client cannot read (ARFF dates)
+    case absl::StatusCode::kOutOfRange:
       return 2;
+    case absl::StatusCode::kFailedPrecondition:
+      // The server's: a sealed dataset, a reused key, an open session. The
+      // client's own: a schema still carrying data_derived markers (input).
+      return from_server ? 3 : 2;
     case absl::StatusCode::kResourceExhausted:
     case absl::StatusCode::kPermissionDenied:
     case absl::StatusCode::kUnauthenticated:

@@ -98,15 +98,34 @@ absl::Status SetPrivacyLevel(const ParsedArgs& args, Message* message) {
   return absl::OkStatus();
 }
 
+// Warnings on stderr for values that are allowed but almost surely a
+// mistake (issue 25): a release epsilon below kUnlikelyEpsilon (its noise
+// drowns everything) and a budget cap above kUnlikelyEpsilonCap (it bounds
+// nothing a person would call private). Values are printed with %g, so
+// 1e-9 shows as 1e-09, not 0.0000.
+inline constexpr double kUnlikelyEpsilon = 1e-3;
+inline constexpr double kUnlikelyEpsilonCap = 100;
+void WarnIfUnlikelyEpsilon(const std::string& option, double epsilon);
+void WarnIfUnlikelyEpsilonCap(const std::string& option, double cap);
+
 // A command's outcome that is no error but still ends the process with
 // `exit_code` (`schema check` while data_derived markers remain, `device
 // submit` when the server rejected reports); the command has already printed
 // what to say, so nothing goes to stderr.
 absl::Status QuietExit(int exit_code);
 
+// `status` marked as the server's answer (RpcError marks every call's
+// failure), so that ExitCode can tell the server's refusals from the
+// client's own checks where they share a code.
+absl::Status FromServer(absl::Status status);
+
 // The one place a command's status becomes the process exit code: 0 for OK,
-// a QuietExit's own code, otherwise "dpcurator: <message>" on stderr and 2
-// (usage), 3 (refused by the server) or 1 (other).
+// a QuietExit's own code, otherwise "dpcurator: <message>" on stderr and
+// (docs/json.md, "Exit status"): 2 usage or input error (a bad option, file,
+// line or schema; an id, name or file that is not there; a name in use),
+// 3 refused by the server (budget, permission, authentication, a sealed
+// dataset, a reused key), 1 anything else (the server unreachable, a
+// failure after the request was accepted).
 int ExitCode(const absl::Status& status);
 
 }  // namespace dpcurator::client
