@@ -1,5 +1,9 @@
 // Analyst commands: request a release, fetch or list stored ones.
+#include <unistd.h>
+
 #include <cstdio>
+#include <filesystem>
+#include <system_error>
 
 #include <nlohmann/json.hpp>
 
@@ -13,13 +17,82 @@
 namespace dpcurator::client {
 namespace {
 
+// Checked before a release is requested, so that a path that cannot be
+// written fails before the budget is charged: its folder must exist and be
+// writable, and an existing file must be a writable regular file.
+absl::Status CheckWritable(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code error;
+  const fs::path file(path);
+  fs::path folder = file.parent_path();
+  if (folder.empty()) folder = ".";
+  if (!fs::is_directory(folder, error)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--out ", path, ": the folder '", folder.string(),
+        "' does not exist; create it or choose another path (nothing was requested)"));
+  }
+  if (fs::exists(file, error)) {
+    if (fs::is_directory(file, error)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--out ", path, " is a folder; name a file (nothing was requested)"));
+    }
+    if (access(path.c_str(), W_OK) != 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--out ", path, " cannot be overwritten (permission); nothing was requested"));
+    }
+  } else if (access(folder.c_str(), W_OK) != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--out ", path, ": the folder '", folder.string(),
+        "' is not writable; choose another path (nothing was requested)"));
+  }
+  return absl::OkStatus();
+}
+
+// Whether a failed RequestRelease may have been admitted (and so charged):
+// only when the call may have reached the ledger and its answer was lost or
+// the work failed after admission. A refusal (budget, arguments, key reuse,
+// permission, unknown dataset) charged nothing.
+bool MayHaveCharged(grpc::StatusCode code) {
+  switch (code) {
+    case grpc::StatusCode::UNAVAILABLE:
+    case grpc::StatusCode::DEADLINE_EXCEEDED:
+    case grpc::StatusCode::CANCELLED:
+    case grpc::StatusCode::ABORTED:
+    case grpc::StatusCode::INTERNAL:
+    case grpc::StatusCode::UNKNOWN:
+    case grpc::StatusCode::DATA_LOSS:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// A refused `release --json`: one JSON object on stdout, so that a script
+// reads the outcome either way (docs/json.md).
+void PrintJsonError(const absl::Status& status, const std::string& idempotency_key,
+                    bool may_have_charged) {
+  nlohmann::json out = {{"error", std::string(status.message())},
+                        {"code", absl::StatusCodeToString(status.code())},
+                        {"may_have_charged", may_have_charged}};
+  if (may_have_charged) out["idempotency_key"] = idempotency_key;
+  std::printf("%s\n", out.dump(2).c_str());
+}
+
 absl::Status RunRelease(const ParsedArgs& args) {
+  const bool json = args.Flag("json");
+  if (auto writable = CheckWritable(args.Get("out")); !writable.ok()) {
+    if (json) PrintJsonError(writable, "", false);
+    return writable;
+  }
   auto connection = Connection::FromArgs(args);
   if (!connection.ok()) return connection.status();
+  auto dataset_id = ResolveDatasetId(&*connection, args.Get("dataset"));
+  if (!dataset_id.ok()) return dataset_id.status();
   v1::ReleaseRequest request;
-  request.set_dataset_id(args.Get("dataset"));
+  request.set_dataset_id(*dataset_id);
   request.set_idempotency_key(args.Has("key") ? args.Get("key") : NewIdempotencyKey());
   if (auto set = SetPrivacyLevel(args, &request); !set.ok()) return set;
+  if (args.Has("epsilon")) WarnIfUnlikelyEpsilon("--epsilon", request.epsilon());
   auto frequencies = args.GetInt("num-frequencies");
   if (!frequencies.ok()) return frequencies.status();
   double length_scale = 0;
@@ -63,12 +136,34 @@ absl::Status RunRelease(const ParsedArgs& args) {
   auto context = connection->NewContext();
   grpc::Status status = connection->releases().RequestRelease(context.get(), request, &release);
   if (!status.ok()) {
-    return RpcError(
-        status, absl::StrCat("release refused (retry with --key ", request.idempotency_key(),
-                             " to avoid a second charge)"));
+    const bool may_have_charged = MayHaveCharged(status.error_code());
+    absl::Status refused = RpcError(
+        status, may_have_charged
+                    ? absl::StrCat("release failed (the request may have been charged: retry "
+                                   "with --key ",
+                                   request.idempotency_key(),
+                                   " to get the stored release instead of a second charge)")
+                    : std::string("release refused (nothing was charged)"));
+    if (json) PrintJsonError(refused, request.idempotency_key(), may_have_charged);
+    return refused;
   }
   auto written = WriteProtoFile(release, args.Get("out"));
-  if (!written.ok()) return written;
+  if (!written.ok()) {
+    // Charged and stored on the server: say how to fetch it again.
+    absl::Status late = absl::Status(
+        written.code(),
+        absl::StrCat(written.message(), ". The release was made and charged: its id is ",
+                     release.id(), "; fetch it at no charge with `dpcurator release get --id ",
+                     release.id(), " --out PATH`"));
+    if (json) {
+      nlohmann::json out = {{"error", std::string(late.message())},
+                            {"code", absl::StatusCodeToString(late.code())},
+                            {"may_have_charged", true},
+                            {"release_id", release.id()}};
+      std::printf("%s\n", out.dump(2).c_str());
+    }
+    return late;
+  }
   const double epsilon = release.has_mst() ? release.mst().epsilon() : release.embedding().epsilon();
   if (args.Flag("json")) {
     nlohmann::json out = {{"release_id", release.id()},
@@ -87,7 +182,7 @@ absl::Status RunRelease(const ParsedArgs& args) {
     std::printf("%s\n", out.dump(2).c_str());
     return absl::OkStatus();
   }
-  std::printf("%s %s: epsilon %.4f for this release; dataset spent %.4f, remaining %.4f\n",
+  std::printf("%s %s: epsilon %g for this release; dataset spent %.4g, remaining %.4g\n",
               release.replayed() ? "replayed stored release" : "released", release.id().c_str(),
               epsilon, release.epsilon_spent_total(),
               release.epsilon_remaining());
@@ -107,6 +202,16 @@ absl::Status RunGet(const ParsedArgs& args) {
   if (!status.ok()) return RpcError(status, "get release");
   auto written = WriteProtoFile(release, args.Get("out"));
   if (!written.ok()) return written;
+  if (args.Flag("json")) {
+    nlohmann::json out = {{"release_id", release.id()},
+                          {"dataset_id", release.dataset_id()},
+                          {"kind", ReleaseKindName(release.kind())},
+                          {"epsilon", release.has_mst() ? release.mst().epsilon()
+                                                        : release.embedding().epsilon()},
+                          {"out", args.Get("out")}};
+    std::printf("%s\n", out.dump(2).c_str());
+    return absl::OkStatus();
+  }
   std::printf("release %s written to %s (no charge)\n", release.id().c_str(),
               args.Get("out").c_str());
   return absl::OkStatus();
@@ -115,12 +220,26 @@ absl::Status RunGet(const ParsedArgs& args) {
 absl::Status RunList(const ParsedArgs& args) {
   auto connection = Connection::FromArgs(args);
   if (!connection.ok()) return connection.status();
+  auto dataset_id = ResolveDatasetId(&*connection, args.Get("dataset"));
+  if (!dataset_id.ok()) return dataset_id.status();
   v1::ListReleasesRequest request;
-  request.set_dataset_id(args.Get("dataset"));
+  request.set_dataset_id(*dataset_id);
   v1::ListReleasesResponse response;
   auto context = connection->NewContext();
   grpc::Status status = connection->releases().ListReleases(context.get(), request, &response);
   if (!status.ok()) return RpcError(status, "list releases");
+  if (args.Flag("json")) {
+    nlohmann::json out = nlohmann::json::array();
+    for (const auto& r : response.releases()) {
+      out.push_back({{"release_id", r.id()},
+                     {"kind", r.kind()},
+                     {"created_unix", r.created_unix()},
+                     {"status", r.status()},
+                     {"epsilon", r.epsilon()}});
+    }
+    std::printf("%s\n", nlohmann::json{{"releases", out}}.dump(2).c_str());
+    return absl::OkStatus();
+  }
   std::printf("%-38s %-16s %-8s %10s\n", "release", "kind", "status", "epsilon");
   for (const auto& r : response.releases()) {
     std::printf("%-38s %-16s %-8s %10.4f\n", r.id().c_str(), r.kind().c_str(), r.status().c_str(),
@@ -139,7 +258,7 @@ std::vector<Command> ReleaseCommands() {
       "Charges the dataset's ledger (refused if it would exceed the cap) and writes the\n"
       "artefact. Retrying with the same --key returns the stored artefact at no charge.\n\n"
       "  dpcurator release --dataset ds_... --epsilon 1 --out merf.release",
-      WithConnection({{"dataset", "", "dataset id", false, true},
+      WithConnection({{"dataset", "", "dataset id or name", false, true},
                       {"kind", "rff_embedding",
                        "release kind: rff_embedding (DP-MERF), charfn_embedding (PEARL) or mst "
                        "(MST's marginals and private tree; --epsilon only)",
@@ -160,10 +279,12 @@ std::vector<Command> ReleaseCommands() {
       RunRelease});
   commands.push_back(Command{"release get", "fetch a stored release again (free)", "",
                              WithConnection({{"id", "", "release id", false, true},
-                                             {"out", "release.pb", "artefact file to write"}}),
+                                             {"out", "release.pb", "artefact file to write"},
+                                             {"json", "", "print JSON (docs/json.md)", true}}),
                              RunGet});
   commands.push_back(Command{"releases", "list a dataset's releases", "",
-                             WithConnection({{"dataset", "", "dataset id", false, true}}),
+                             WithConnection({{"dataset", "", "dataset id or name", false, true},
+                                             {"json", "", "print JSON (docs/json.md)", true}}),
                              RunList});
   return commands;
 }
