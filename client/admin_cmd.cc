@@ -1,12 +1,15 @@
 // Curator commands: bearer tokens (create, revoke, list) and the audit log.
 #include <cstdio>
 #include <ctime>
+#include <map>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
 #include "absl/status/status.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "client/commands.h"
 #include "client/connection.h"
 #include "proto/convert.h"
@@ -118,6 +121,42 @@ absl::Status RunTokenList(const ParsedArgs& args) {
   return absl::OkStatus();
 }
 
+// Each row's epsilon is that call's charge alone; charges on one dataset
+// compose (RDP) to less than their sum, so summing the column overstates
+// what was spent. Under the rows: per dataset charged in this page, the
+// ledger's composed figure (GetBudget), and per principal the sum of its own
+// charges there beside it. The ledger composes per dataset, not per person:
+// a person's share of the composed figure is not defined, so the sum is
+// shown as what it is, an upper bound.
+void PrintComposedEpsilon(Connection* connection, const v1::ListAuditResponse& response) {
+  std::map<std::string, std::map<std::string, double>> charged;  // dataset -> principal -> sum
+  for (const auto& r : response.records()) {
+    if (r.epsilon() > 0 && r.code() == 0 && absl::StartsWith(r.target(), "ds_")) {
+      charged[r.target()][r.principal()] += r.epsilon();
+    }
+  }
+  if (charged.empty()) return;
+  std::printf("\nepsilon by dataset (the ledger composes a dataset's charges: its figure is what "
+              "was spent;\nthe per-principal sums of this page's rows are upper bounds, not "
+              "shares)\n");
+  std::printf("  %-38s  %12s  %-38s  %10s\n", "dataset", "composed", "principal", "sum alone");
+  for (const auto& [dataset, principals] : charged) {
+    v1::GetBudgetRequest request;
+    request.set_dataset_id(dataset);
+    v1::BudgetReport report;
+    auto context = connection->NewContext();
+    grpc::Status status = connection->datasets().GetBudget(context.get(), request, &report);
+    const std::string composed =
+        status.ok() ? absl::StrFormat("%.4f", report.epsilon_spent()) : std::string("?");
+    bool first = true;
+    for (const auto& [principal, sum] : principals) {
+      std::printf("  %-38s  %12s  %-38s  %10.4f\n", first ? dataset.c_str() : "",
+                  first ? composed.c_str() : "", principal.c_str(), sum);
+      first = false;
+    }
+  }
+}
+
 absl::Status RunAudit(const ParsedArgs& args) {
   auto limit = args.GetInt("limit");
   if (!limit.ok()) return limit.status();
@@ -163,6 +202,7 @@ absl::Status RunAudit(const ParsedArgs& args) {
                 method.c_str(), r.code(), r.epsilon(), r.target().c_str(),
                 r.detail().empty() ? "" : "  ", r.detail().c_str());
   }
+  PrintComposedEpsilon(&*connection, response);
   return absl::OkStatus();
 }
 
