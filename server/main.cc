@@ -11,6 +11,8 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "absl/flags/usage_config.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "server/curator_server.h"
 #include "server/log.h"
@@ -58,6 +60,16 @@ int main(int argc, char** argv) {
       "  dpcurator-server --db curator.db --tokens tokens.txt --tls-cert cert.pem --tls-key key.pem\n"
       "  dpcurator-server --db dev.db --tokens tokens.txt --insecure-dev   # plaintext, dev only\n\n"
       "Flags may be written with hyphens or underscores (--insecure-dev, --insecure_dev).");
+  // Abseil's --help lists only flags defined in <program>.cc or
+  // <program>-main.cc; this binary's are in server/main.cc, so without this
+  // --help printed "No flags matched". --helpfull still lists every flag
+  // (gRPC's and Abseil's own included).
+  absl::FlagsUsageConfig usage;
+  usage.contains_help_flags = [](absl::string_view path) {
+    return absl::EndsWith(path, "server/main.cc");
+  };
+  usage.contains_helpshort_flags = usage.contains_help_flags;
+  absl::SetFlagsUsageConfig(usage);
   // Accept --insecure-dev as well as --insecure_dev: flag names are written
   // with hyphens in the docs, Abseil spells them with underscores.
   std::vector<std::string> normalised(argv, argv + argc);
