@@ -1,0 +1,323 @@
+// End-to-end: the frictions a new user met in the first hour on unseen data
+// (issue 25, item 2), each checked with the real binaries against a local
+// dpcurator-server.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "tests/e2e/local_server.h"
+
+namespace dpcurator {
+namespace {
+
+namespace fs = std::filesystem;
+
+using e2e::CliRun;
+using e2e::ReadAll;
+
+constexpr char kCurator[] = "curator-token-e2e";
+constexpr char kAnalyst[] = "analyst-token-e2e";
+
+class FrictionTest : public e2e::LocalServerTest {
+ protected:
+  void SetUp() override {
+    StartServer("dpc_friction_", "curator curator-token-e2e\nanalyst analyst-token-e2e\n");
+    // A patient-like table: a name with a space, a category, the label.
+    std::ofstream(dir_ / "s.json") << R"({"columns": [
+      {"name": "Patient Age", "type": "NUMERIC", "lower": 0, "upper": 100},
+      {"name": "ward", "type": "CATEGORICAL", "categories": ["a", "b", "c"]},
+      {"name": "outcome", "type": "CATEGORICAL", "categories": ["no", "yes"]}],
+      "label": "outcome"})";
+  }
+
+  CliRun Cli(const std::string& arguments, const std::string& token = "") {
+    return RunCli(arguments, token.empty() ? "" : Env(token));
+  }
+
+  // Creates a dataset from s.json; returns its id.
+  std::string Create(const std::string& name, const std::string& epsilon = "5") {
+    CliRun created = Cli("datasets create --name " + name + " --schema s.json --epsilon " +
+                             epsilon + " --json",
+                         kCurator);
+    EXPECT_EQ(created.exit_code, 0) << created.err;
+    if (created.exit_code != 0) return "";
+    return nlohmann::json::parse(created.out)["dataset_id"];
+  }
+
+  // The dataset's row count as `datasets list --json` shows it to the
+  // curator (0 when absent: the key is left out for an empty dataset).
+  int64_t Rows(const std::string& id) {
+    CliRun list = Cli("datasets list --json", kCurator);
+    EXPECT_EQ(list.exit_code, 0) << list.err;
+    const nlohmann::json listed = nlohmann::json::parse(list.out);
+    for (const auto& d : listed["datasets"]) {
+      if (d["dataset_id"] == id) return d.value("rows", int64_t{0});
+    }
+    return -1;  // not listed
+  }
+
+  // `rows` good rows of the table, with a byte order mark, CRLF line ends
+  // and quoted fields (the header is line 1).
+  void WriteGood(const fs::path& path, int rows) {
+    std::ofstream out(path, std::ios::binary);
+    out << "\xEF\xBB\xBF" << "\"Patient Age\",ward,outcome\r\n";
+    for (int i = 0; i < rows; ++i) {
+      out << (20 + i % 60) << ",\"" << "abc"[i % 3] << "\"," << (i % 2 ? "yes" : "no") << "\r\n";
+    }
+  }
+};
+
+// Bad input changes nothing: every bad line is listed in one pass with its
+// line and why, nothing is stored, --dry-run sends nothing, and the fixed
+// file is stored whole. (Before: the rows before the first bad line were
+// stored, 77 -> 94 rows after a few tries.)
+TEST_F(FrictionTest, UploadIsAllOrNothingAndListsEveryBadLine) {
+  const std::string id = Create("patients");
+  ASSERT_FALSE(id.empty());
+  {
+    std::ofstream out(dir_ / "bad.csv", std::ios::binary);
+    out << "\xEF\xBB\xBF" << "Patient Age,ward,outcome\r\n";
+    out << "30,a,no\r\n";          // 2
+    out << "forty,b,yes\r\n";      // 3: not a number
+    out << "31,a,no\r\n";          // 4
+    out << "32,a,no,extra\r\n";    // 5: too many fields
+    out << "nan,c,yes\r\n";        // 6: nan
+    out << "33,d,no\r\n";          // 7: undeclared category
+    out << "34,\"a, b\",no\r\n";   // 8: quoted comma, still undeclared
+    out << "35,b,yes\r\n";         // 9
+  }
+  CliRun upload = Cli("upload --dataset " + id + " --csv bad.csv", kCurator);
+  EXPECT_EQ(upload.exit_code, 2) << upload.err;
+  for (int line : {3, 5, 6, 7, 8}) {
+    EXPECT_NE(upload.err.find("bad.csv:" + std::to_string(line) + ": "), std::string::npos)
+        << "line " << line << " not listed:\n" << upload.err;
+  }
+  for (int line : {2, 4, 9}) {
+    EXPECT_EQ(upload.err.find("bad.csv:" + std::to_string(line) + ": "), std::string::npos)
+        << "good line " << line << " listed:\n" << upload.err;
+  }
+  EXPECT_NE(upload.err.find("5 bad lines"), std::string::npos) << upload.err;
+  EXPECT_NE(upload.err.find("nothing was uploaded"), std::string::npos) << upload.err;
+  EXPECT_EQ(Rows(id), 0);
+
+  // More bad lines than the limit: 20 listed, the rest counted.
+  {
+    std::ofstream out(dir_ / "many.csv");
+    out << "Patient Age,ward,outcome\n";
+    for (int i = 0; i < 25; ++i) out << "x,a,no\n";
+  }
+  CliRun many = Cli("upload --dataset " + id + " --csv many.csv", kCurator);
+  EXPECT_EQ(many.exit_code, 2);
+  EXPECT_NE(many.err.find("many.csv:21: "), std::string::npos) << many.err;
+  EXPECT_EQ(many.err.find("many.csv:22: "), std::string::npos) << many.err;
+  EXPECT_NE(many.err.find("... and 5 more"), std::string::npos) << many.err;
+
+  // --dry-run checks a good file and sends nothing.
+  WriteGood(dir_ / "good.csv", 40);
+  CliRun dry = Cli("upload --dataset " + id + " --csv good.csv --dry-run --json", kCurator);
+  ASSERT_EQ(dry.exit_code, 0) << dry.err;
+  EXPECT_EQ(nlohmann::json::parse(dry.out)["rows"], 40);
+  EXPECT_EQ(Rows(id), 0);
+  CliRun dry_bad = Cli("upload --dataset " + id + " --csv bad.csv --dry-run", kCurator);
+  EXPECT_EQ(dry_bad.exit_code, 2);
+  EXPECT_NE(dry_bad.err.find("bad.csv:3: "), std::string::npos) << dry_bad.err;
+
+  // The good file, by the dataset's name, is stored whole.
+  CliRun good = Cli("upload --dataset patients --csv good.csv --json", kCurator);
+  ASSERT_EQ(good.exit_code, 0) << good.err;
+  EXPECT_EQ(nlohmann::json::parse(good.out)["total_rows"], 40);
+  EXPECT_EQ(Rows(id), 40);
+}
+
+// A ';'-separated export with decimal commas: refused with the header as
+// read and the option to use; read with --delimiter ';' --decimal-comma.
+TEST_F(FrictionTest, DelimiterAndDecimalComma) {
+  const std::string id = Create("semicolons");
+  ASSERT_FALSE(id.empty());
+  std::ofstream(dir_ / "semi.csv") << "Patient Age;ward;outcome\n30,5;a;no\n41,25;b;yes\n";
+  CliRun plain = Cli("upload --dataset " + id + " --csv semi.csv", kCurator);
+  EXPECT_EQ(plain.exit_code, 2);
+  EXPECT_NE(plain.err.find("header read has 1 field: 'Patient Age;ward;outcome'"),
+            std::string::npos)
+      << plain.err;
+  EXPECT_NE(plain.err.find("--delimiter ';'"), std::string::npos) << plain.err;
+  CliRun no_comma = Cli("upload --dataset " + id + " --csv semi.csv --delimiter ';'", kCurator);
+  EXPECT_EQ(no_comma.exit_code, 2);
+  EXPECT_NE(no_comma.err.find("semi.csv:2: "), std::string::npos) << no_comma.err;
+  CliRun refused = Cli("upload --dataset " + id + " --csv semi.csv --decimal-comma", kCurator);
+  EXPECT_EQ(refused.exit_code, 2);
+  EXPECT_NE(refused.err.find("--decimal-comma needs another field separator"), std::string::npos)
+      << refused.err;
+  CliRun read = Cli(
+      "upload --dataset " + id + " --csv semi.csv --delimiter ';' --decimal-comma --json",
+      kCurator);
+  ASSERT_EQ(read.exit_code, 0) << read.err;
+  EXPECT_EQ(nlohmann::json::parse(read.out)["rows_accepted"], 2);
+
+  // schema draft reads the same file, byte order mark and all.
+  std::ofstream(dir_ / "semi_bom.csv", std::ios::binary)
+      << "\xEF\xBB\xBF" << "Patient Age;ward;outcome\r\n30,5;a;no\r\n41,25;b;yes\r\n";
+  CliRun draft =
+      Cli("schema draft --csv semi_bom.csv --delimiter ';' --decimal-comma --out d.json");
+  ASSERT_EQ(draft.exit_code, 0) << draft.err;
+  const nlohmann::json schema = nlohmann::json::parse(ReadAll(dir_ / "d.json"));
+  EXPECT_EQ(schema["columns"][0]["name"], "Patient Age");
+  EXPECT_EQ(schema["columns"][0]["type"], "NUMERIC");
+  EXPECT_EQ(schema["columns"][0]["upper"], 41.25);
+}
+
+// Names work where ids do, a name in use is refused, and `datasets delete`
+// removes the rows while the budget history stays readable.
+TEST_F(FrictionTest, NamesListAndDelete) {
+  const std::string id = Create("ward7");
+  ASSERT_FALSE(id.empty());
+  CliRun twice = Cli("datasets create --name ward7 --schema s.json --epsilon 5", kCurator);
+  EXPECT_EQ(twice.exit_code, 2) << twice.err;
+  EXPECT_NE(twice.err.find("a dataset named 'ward7' exists (" + id + ")"), std::string::npos)
+      << twice.err;
+  WriteGood(dir_ / "good.csv", 300);
+  ASSERT_EQ(Cli("upload --dataset ward7 --csv good.csv", kCurator).exit_code, 0);
+  CliRun release = Cli("release --dataset ward7 --epsilon 1 --num-frequencies 20 --out r.pb",
+                       kAnalyst);
+  ASSERT_EQ(release.exit_code, 0) << release.err;
+
+  CliRun list = Cli("datasets list --json", kAnalyst);
+  ASSERT_EQ(list.exit_code, 0) << list.err;
+  const nlohmann::json listed = nlohmann::json::parse(list.out)["datasets"][0];
+  EXPECT_EQ(listed["name"], "ward7");
+  EXPECT_GT(listed["epsilon_spent"].get<double>(), 0.5);
+  EXPECT_GT(listed["created_unix"].get<int64_t>(), 1700000000);
+  CliRun table = Cli("datasets list", kAnalyst);
+  EXPECT_NE(table.out.find("eps spent"), std::string::npos) << table.out;
+
+  // Upload to a sealed dataset: refused by the server, exit 3.
+  EXPECT_EQ(Cli("upload --dataset ward7 --csv good.csv", kCurator).exit_code, 3);
+
+  CliRun unconfirmed = Cli("datasets delete --dataset ward7", kCurator);
+  EXPECT_EQ(unconfirmed.exit_code, 2);
+  EXPECT_NE(unconfirmed.err.find("--yes"), std::string::npos) << unconfirmed.err;
+  EXPECT_EQ(Cli("datasets delete --dataset ward7 --yes", kAnalyst).exit_code, 3);
+  CliRun deleted = Cli("datasets delete --dataset ward7 --yes --json", kCurator);
+  ASSERT_EQ(deleted.exit_code, 0) << deleted.err;
+  EXPECT_EQ(nlohmann::json::parse(deleted.out)["rows_deleted"], 300);
+  EXPECT_EQ(Rows(id), -1);
+  CliRun budget = Cli("budget --dataset " + id + " --json", kAnalyst);
+  ASSERT_EQ(budget.exit_code, 0) << budget.err;
+  EXPECT_GT(nlohmann::json::parse(budget.out)["epsilon_spent"].get<double>(), 0.5);
+  // Gone: not found is an input error (exit 2), and the name is free again.
+  EXPECT_EQ(Cli("upload --dataset ward7 --csv good.csv", kCurator).exit_code, 2);
+  EXPECT_FALSE(Create("ward7").empty());
+}
+
+// release --out is checked before the request (nothing charged); a refusal
+// that charged nothing does not say "retry with --key", and --json prints
+// an error object; release get --json.
+TEST_F(FrictionTest, ReleaseOutRetryHintsAndJsonErrors) {
+  const std::string id = Create("rel", "2");
+  ASSERT_FALSE(id.empty());
+  WriteGood(dir_ / "good.csv", 300);
+  ASSERT_EQ(Cli("upload --dataset rel --csv good.csv", kCurator).exit_code, 0);
+
+  CliRun nowhere = Cli("release --dataset rel --epsilon 1 --out /nonexistent/x.release", kAnalyst);
+  EXPECT_EQ(nowhere.exit_code, 2);
+  EXPECT_NE(nowhere.err.find("nothing was requested"), std::string::npos) << nowhere.err;
+  CliRun budget = Cli("budget --dataset rel --json", kAnalyst);
+  ASSERT_EQ(budget.exit_code, 0) << budget.err;
+  EXPECT_EQ(nlohmann::json::parse(budget.out)["events"].size(), 0u) << "charged anyway";
+
+  CliRun first = Cli("release --dataset rel --epsilon 1 --num-frequencies 20 --key k1 --out "
+                     "r.pb --json",
+                     kAnalyst);
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  const std::string release_id = nlohmann::json::parse(first.out)["release_id"];
+
+  // Over the cap: refused, nothing charged.
+  CliRun over = Cli("release --dataset rel --epsilon 1.9 --out r2.pb --json", kAnalyst);
+  EXPECT_EQ(over.exit_code, 3) << over.err;
+  EXPECT_EQ(over.err.find("retry with --key"), std::string::npos) << over.err;
+  EXPECT_NE(over.err.find("nothing was charged"), std::string::npos) << over.err;
+  const nlohmann::json error = nlohmann::json::parse(over.out);
+  EXPECT_EQ(error["may_have_charged"], false);
+  EXPECT_EQ(error["code"], "RESOURCE_EXHAUSTED");
+  EXPECT_FALSE(error["error"].get<std::string>().empty());
+
+  // The key reused for another request: not suggested again.
+  CliRun reuse =
+      Cli("release --dataset rel --epsilon 0.3 --num-frequencies 20 --key k1 --out r3.pb",
+          kAnalyst);
+  EXPECT_EQ(reuse.exit_code, 3) << reuse.err;
+  EXPECT_EQ(reuse.err.find("retry with --key"), std::string::npos) << reuse.err;
+
+  CliRun get = Cli("release get --id " + release_id + " --out again.pb --json", kAnalyst);
+  ASSERT_EQ(get.exit_code, 0) << get.err;
+  EXPECT_EQ(nlohmann::json::parse(get.out)["release_id"], release_id);
+  CliRun releases = Cli("releases --dataset rel --json", kAnalyst);
+  ASSERT_EQ(releases.exit_code, 0) << releases.err;
+  EXPECT_EQ(nlohmann::json::parse(releases.out)["releases"].size(), 1u);
+
+  // admin audit composes per dataset: the ledger's figure is shown.
+  CliRun audit = Cli("admin audit", kCurator);
+  ASSERT_EQ(audit.exit_code, 0) << audit.err;
+  EXPECT_NE(audit.out.find("composed"), std::string::npos) << audit.out;
+}
+
+// Values almost surely a mistake are warned about, printed with %g; exit
+// codes of unreadable files and missing datasets are 2.
+TEST_F(FrictionTest, WarningsAndExitCodes) {
+  CliRun huge = Cli("datasets create --name huge --schema s.json --epsilon 1e6", kCurator);
+  EXPECT_EQ(huge.exit_code, 0) << huge.err;
+  EXPECT_NE(huge.err.find("warning: --epsilon 1e+06"), std::string::npos) << huge.err;
+  WriteGood(dir_ / "good.csv", 200);
+  ASSERT_EQ(Cli("upload --dataset huge --csv good.csv", kCurator).exit_code, 0);
+  CliRun tiny = Cli("release --dataset huge --epsilon 1e-9 --num-frequencies 10 --out t.pb",
+                    kAnalyst);
+  EXPECT_NE(tiny.err.find("warning: --epsilon 1e-09"), std::string::npos) << tiny.err;
+  EXPECT_EQ(tiny.out.find("0.0000 for this release"), std::string::npos) << tiny.out;
+
+  EXPECT_EQ(Cli("upload --dataset huge --csv missing.csv", kCurator).exit_code, 2);
+  EXPECT_EQ(Cli("upload --dataset no_such --csv good.csv", kCurator).exit_code, 2);
+  EXPECT_EQ(Cli("schema draft --csv missing.csv").exit_code, 2);
+  // A schema still marked data_derived is the user's input to fix: 2.
+  ASSERT_EQ(Cli("schema draft --csv good.csv --out drafted.json").exit_code, 0);
+  EXPECT_EQ(Cli("datasets create --name drafted --schema drafted.json --epsilon 1", kCurator)
+                .exit_code,
+            2);
+}
+
+// schema draft: atom 0 suggested for a column of 40% zeros, category counts
+// shown rarest first so a stray spelling shows.
+TEST_F(FrictionTest, SchemaDraftAtomsAndCounts) {
+  {
+    std::ofstream out(dir_ / "gain.csv");
+    out << "gain,sex\n";
+    for (int i = 0; i < 50; ++i) {
+      out << (i % 5 < 2 ? 0 : 100 + i) << "," << (i == 7 ? "femal" : i % 2 ? "Male" : "Female")
+          << "\n";
+    }
+  }
+  CliRun draft = Cli("schema draft --csv gain.csv --out g.json");
+  ASSERT_EQ(draft.exit_code, 0) << draft.err;
+  const nlohmann::json schema = nlohmann::json::parse(ReadAll(dir_ / "g.json"));
+  EXPECT_EQ(schema["columns"][0]["atoms"], nlohmann::json::array({0}));
+  EXPECT_EQ(schema["columns"][0]["data_derived"], true);
+  EXPECT_NE(draft.out.find("counts, rarest first: 'femal' 1,"), std::string::npos) << draft.out;
+  EXPECT_EQ(ReadAll(dir_ / "g.json").find("count"), std::string::npos) << "counts published";
+}
+
+// dpcurator-server --help lists its flags.
+TEST_F(FrictionTest, ServerHelpListsItsFlags) {
+  const fs::path out = dir_ / "help.txt";
+  const std::string command = std::string(DPC_SERVER) + " --help >'" + out.string() + "' 2>&1";
+  (void)std::system(command.c_str());
+  const std::string help = ReadAll(out);
+  EXPECT_EQ(help.find("No flags matched"), std::string::npos) << help;
+  EXPECT_NE(help.find("--db"), std::string::npos) << help;
+  EXPECT_NE(help.find("--insecure_dev"), std::string::npos) << help;
+}
+
+}  // namespace
+}  // namespace dpcurator
