@@ -186,7 +186,7 @@ TEST_F(HostileInputTest, UploadsOfBadCellsAreRefusedWholeAndNamed) {
       EXPECT_THAT(status.error_message(), HasSubstr(part));
     }
     if (c.code == grpc::StatusCode::INVALID_ARGUMENT && c.name != "no-dataset-id") {
-      EXPECT_THAT(status.error_message(), HasSubstr("fix the row and resend"));
+      EXPECT_THAT(status.error_message(), HasSubstr("Nothing of this upload was stored"));
     }
     ExpectServingAndUnchanged(before, c.name);
   }
