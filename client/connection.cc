@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "absl/status/status.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 
 namespace dpcurator::client {
@@ -163,6 +164,12 @@ absl::StatusOr<v1::Dataset> FindDataset(Connection* connection, const std::strin
 }
 
 absl::StatusOr<std::string> ResolveDatasetId(Connection* connection, const std::string& id) {
+  // An id as the server makes them ("ds_" and 32 hex digits) is passed on
+  // as it is: no extra ListDatasets call (and audit row) per request.
+  if (id.size() == 35 && absl::StartsWith(id, "ds_") &&
+      id.find_first_not_of("0123456789abcdef", 3) == std::string::npos) {
+    return id;
+  }
   auto found = FindDataset(connection, id);
   if (found.ok()) return found->id();
   // Not listed: a deleted dataset's id still has its ledger (budget), and
