@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <exception>
+#include <optional>
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -66,7 +67,15 @@ class MetricsInterceptor final : public grpc::experimental::Interceptor {
             grpc::experimental::InterceptionHookPoints::PRE_SEND_STATUS)) {
       // Runs before the authorizer's interceptor ends the call (send hooks
       // go in list order and this one is first): its verdict is still there.
-      Finish(methods->GetSendStatus());
+      // The status the client gets is the call's refusal when there is one
+      // (the authorizer's, or the input-limits interceptor's through
+      // Authorizer::Refuse), which the authorizer's interceptor writes over
+      // the handler's AFTER this hook: a stream refused for an oversized
+      // message has a handler that read cleared messages and may return
+      // OK, and was counted OK (issue 24).
+      const std::optional<grpc::Status> refused =
+          authorizer_->Refusal(info_->server_context());
+      Finish(refused.has_value() ? *refused : methods->GetSendStatus());
     }
     methods->Proceed();
   }
@@ -88,7 +97,9 @@ class MetricsInterceptor final : public grpc::experimental::Interceptor {
     const bool server_fault = code == absl::StatusCode::kInternal ||
                               code == absl::StatusCode::kDataLoss ||
                               code == absl::StatusCode::kUnknown;
-    // The principal's id ("file:<line>", "tok_<hex>"), never its token.
+    // The principal's id ("file:" + 16 hex digits of the token's SHA-256
+    // digest, or "tok_<hex>"; server/auth.h), never its token. Empty for a
+    // refused call, whose principal the audit row keeps.
     absl::StatusOr<Principal> caller = authorizer_->Caller(info_->server_context());
     // Only the code: the status message may quote a rejected cell.
     LogEvent(server_fault ? LogLevel::kError : LogLevel::kInfo, "rpc")

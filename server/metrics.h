@@ -110,7 +110,9 @@ class Metrics {
   // the authorizer's interceptor: send hooks run in list order, so it reads
   // the caller while the authorizer still holds the call's verdict (receive
   // hooks run in reverse order, so the verdict exists by then). A refused
-  // call's status is already the refusal: every handler returns Check()'s.
+  // call is counted with the refusal (Authorizer::Refusal), the status the
+  // authorizer's interceptor sends whatever the handler returned: a stream
+  // refused by the input-limits interceptor mid-way may end its handler OK.
   std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface> MakeInterceptorFactory(
       Authorizer* authorizer);
 

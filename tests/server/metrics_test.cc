@@ -335,6 +335,58 @@ TEST_F(MetricsTest, RefusalsCountedByReason) {
                    report.epsilon_remaining());
 }
 
+// Issue 24 (streams brief, item 3): a call refused by the input-limits
+// interceptor is counted with the status the client got. In a client
+// stream the handler never sees the refusal (it reads cleared messages and
+// may return OK); the authorizer rewrites the status the client gets, so
+// the metrics interceptor must count that status, not the handler's.
+TEST_F(MetricsTest, InputLimitRefusalsCountedWithTheirRealCode) {
+  v1::Dataset dataset;
+  ASSERT_TRUE(CreateDataset(1.0, kDelta, v1::ADD_REMOVE, &dataset).ok());
+  const std::vector<v1::Row> rows = DemoRows(data::GenerateDemoTable(20, 7));
+  std::vector<v1::UploadRowsRequest> messages(2);
+  messages[0].set_dataset_id(dataset.id());
+  for (int i = 0; i < 10; ++i) *messages[0].add_rows() = rows[i];
+  for (int i = 10; i < 20; ++i) *messages[1].add_rows() = rows[i];
+  messages[1].mutable_rows(2)->set_cells(0, std::string(300, '1'));
+  const Scrape before = ScrapeMetrics();
+  v1::UploadRowsResponse response;
+  grpc::Status status = UploadMessages(messages, &response);
+  ASSERT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << status.error_message();
+  // Unary: an oversized idempotency key on the admission method.
+  v1::Release release;
+  status = RequestRelease(RffRequest(dataset.id(), 0.5, std::string(300, 'k')), &release);
+  ASSERT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << status.error_message();
+
+  const Scrape after = ScrapeMetrics();
+  const std::string rpcs = "dpcurator_rpcs_total";
+  const std::map<std::string, std::string> upload_refused = {
+      {"method", "DatasetService/UploadRows"}, {"code", "INVALID_ARGUMENT"}};
+  const std::map<std::string, std::string> upload_ok = {{"method", "DatasetService/UploadRows"},
+                                                        {"code", "OK"}};
+  EXPECT_EQ(after.Count(rpcs, upload_refused), before.Count(rpcs, upload_refused) + 1);
+  EXPECT_EQ(after.Count(rpcs, upload_ok), before.Count(rpcs, upload_ok));
+  EXPECT_EQ(after.Count(rpcs, {{"method", "ReleaseService/RequestRelease"},
+                               {"code", "INVALID_ARGUMENT"}}),
+            before.Count(rpcs, {{"method", "ReleaseService/RequestRelease"},
+                                {"code", "INVALID_ARGUMENT"}}) +
+                1);
+  const std::string refusals = "dpcurator_release_refusals_total";
+  EXPECT_EQ(after.Count(refusals, {{"reason", "invalid"}}),
+            before.Count(refusals, {{"reason", "invalid"}}) + 1);
+  // The log line of the refused upload says the same code.
+  bool logged = false;
+  for (const std::string& line : capture_->lines()) {
+    const nlohmann::json event = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (event.is_object() && event.value("event", "") == "rpc" &&
+        event.value("method", "") == "DatasetService/UploadRows" &&
+        event.value("code", "") == "INVALID_ARGUMENT") {
+      logged = true;
+    }
+  }
+  EXPECT_TRUE(logged);
+}
+
 TEST_F(MetricsTest, GaugesLoadedFromTheLedgerAtStartUp) {
   const v1::Dataset dataset = MakeDataset(2.0);
   v1::Release release;
