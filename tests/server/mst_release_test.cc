@@ -166,6 +166,30 @@ TEST(MstPlanTest, WideSchemasAreRefusedByTheirColumnCountFirst) {
   }
 }
 
+// The cap itself is accepted: a 256-column binary schema plans (the cap is
+// not off by one), with the recipe's event for all its columns.
+TEST(MstPlanTest, ASchemaAtTheColumnCapIsPlanned) {
+  data::Schema::Builder builder;
+  for (int c = 0; c < kMaxMstColumns; ++c) {
+    builder.AddCategorical(absl::StrCat("c", c), {"a", "b"});
+  }
+  const data::Schema schema = *builder.Build();
+  v1::Dataset dataset;
+  dataset.set_id("ds_at_cap");
+  dataset.set_row_count(10);
+  dataset.mutable_budget()->set_epsilon(10.0);
+  dataset.mutable_budget()->set_delta(1e-5);
+  v1::ReleaseRequest request;
+  request.set_dataset_id(dataset.id());
+  request.set_epsilon(1.0);
+  request.mutable_mst();
+  const absl::StatusOr<ReleasePlan> plan = PlanRelease(request, dataset, schema);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  ASSERT_TRUE(plan->mst.has_value());
+  EXPECT_EQ(plan->mst->num_columns, kMaxMstColumns);
+  EXPECT_TRUE(plan->event.has_value());
+}
+
 TEST_F(MstReleaseTest, AFailureAfterRowsAreReadKeepsTheChargeAndSaysNothingOfTheData) {
   v1::Dataset dataset;
   ASSERT_TRUE(CreateDataset(10.0, 1e-5, v1::ADD_REMOVE, &dataset).ok());
