@@ -165,15 +165,12 @@ absl::Status RunAudit(const ParsedArgs& args) {
   }
   auto connection = Connection::FromArgs(args);
   if (!connection.ok()) return connection.status();
-  v1::ListAuditRequest request;
-  request.set_limit(static_cast<int32_t>(*limit));
-  v1::ListAuditResponse response;
-  auto context = connection->NewContext();
-  grpc::Status status = connection->admin().ListAudit(context.get(), request, &response);
-  if (!status.ok()) return RpcError(status, "audit");
+  // Pages of at most about 1 MiB (server/paging.h) until --limit records.
+  auto records = ListNewestAudit(&*connection, static_cast<int>(*limit));
+  if (!records.ok()) return records.status();
   if (args.Flag("json")) {
     nlohmann::json out = nlohmann::json::array();
-    for (const auto& r : response.records()) {
+    for (const auto& r : *records) {
       out.push_back({{"id", r.id()},
                      {"created_unix", r.created_unix()},
                      {"principal", r.principal()},
@@ -190,8 +187,8 @@ absl::Status RunAudit(const ParsedArgs& args) {
   // Oldest of the page first, like a log.
   std::printf("%7s  %-19s  %-38s  %-8s  %-40s  %4s  %8s  %s\n", "id", "time (UTC)", "principal",
               "role", "method", "code", "epsilon", "target / detail");
-  for (int i = response.records_size() - 1; i >= 0; --i) {
-    const auto& r = response.records(i);
+  for (int i = static_cast<int>(records->size()) - 1; i >= 0; --i) {
+    const auto& r = (*records)[static_cast<size_t>(i)];
     std::string method = r.method();
     if (!method.empty() && method[0] == '/') method = method.substr(1);
     if (method.rfind("dpcurator.v1.", 0) == 0) method = method.substr(13);

@@ -4,9 +4,11 @@
 #include <fstream>
 #include <sstream>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "core/util/status_macros.h"
 
 namespace dpcurator::client {
 namespace {
@@ -138,18 +140,14 @@ absl::Status RpcError(const grpc::Status& status, const std::string& what) {
 }
 
 absl::StatusOr<v1::Dataset> FindDataset(Connection* connection, const std::string& id) {
-  v1::ListDatasetsResponse list;
-  auto context = connection->NewContext();
-  grpc::Status status =
-      connection->datasets().ListDatasets(context.get(), v1::ListDatasetsRequest(), &list);
-  if (!status.ok()) return RpcError(status, "list datasets");
-  for (const auto& dataset : list.datasets()) {
-    if (dataset.id() == id) return dataset;
+  DPC_ASSIGN_OR_RETURN(std::vector<v1::Dataset> datasets, ListAllDatasets(connection));
+  for (auto& dataset : datasets) {
+    if (dataset.id() == id) return std::move(dataset);
   }
   // Not an id: a name, which must name one dataset (`datasets create`
   // refuses a name in use, but an older server may hold duplicates).
   std::vector<const v1::Dataset*> named;
-  for (const auto& dataset : list.datasets()) {
+  for (const auto& dataset : datasets) {
     if (dataset.name() == id) named.push_back(&dataset);
   }
   if (named.size() == 1) return *named[0];
@@ -176,6 +174,86 @@ absl::StatusOr<std::string> ResolveDatasetId(Connection* connection, const std::
   // the server's own answer is the authority for anything else.
   if (found.status().code() == absl::StatusCode::kNotFound) return id;
   return found.status();
+}
+
+namespace {
+
+// Calls `list(token, &next)` from the empty token until `next` comes back
+// empty. A repeated token would loop forever: refused.
+template <typename List>
+absl::Status FollowPages(const std::string& what, List list) {
+  absl::flat_hash_set<std::string> seen;
+  std::string token;
+  while (true) {
+    std::string next;
+    DPC_RETURN_IF_ERROR(list(token, &next));
+    if (next.empty()) return absl::OkStatus();
+    if (!seen.insert(next).second) {
+      return absl::InternalError(
+          absl::StrCat(what, ": the server repeated a page token; the listing is incomplete"));
+    }
+    token = std::move(next);
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<v1::Dataset>> ListAllDatasets(Connection* connection) {
+  std::vector<v1::Dataset> datasets;
+  DPC_RETURN_IF_ERROR(FollowPages(
+      "list datasets", [&](const std::string& token, std::string* next) -> absl::Status {
+        v1::ListDatasetsRequest request;
+        request.set_page_token(token);
+        v1::ListDatasetsResponse page;
+        auto context = connection->NewContext();
+        grpc::Status status = connection->datasets().ListDatasets(context.get(), request, &page);
+        if (!status.ok()) return RpcError(status, "list datasets");
+        for (auto& dataset : *page.mutable_datasets()) datasets.push_back(std::move(dataset));
+        *next = page.next_page_token();
+        return absl::OkStatus();
+      }));
+  return datasets;
+}
+
+absl::StatusOr<std::vector<v1::ReleaseSummary>> ListAllReleases(Connection* connection,
+                                                                const std::string& dataset_id) {
+  std::vector<v1::ReleaseSummary> releases;
+  DPC_RETURN_IF_ERROR(FollowPages(
+      "list releases", [&](const std::string& token, std::string* next) -> absl::Status {
+        v1::ListReleasesRequest request;
+        request.set_dataset_id(dataset_id);
+        request.set_page_token(token);
+        v1::ListReleasesResponse page;
+        auto context = connection->NewContext();
+        grpc::Status status = connection->releases().ListReleases(context.get(), request, &page);
+        if (!status.ok()) return RpcError(status, "list releases");
+        for (auto& release : *page.mutable_releases()) releases.push_back(std::move(release));
+        *next = page.next_page_token();
+        return absl::OkStatus();
+      }));
+  return releases;
+}
+
+absl::StatusOr<std::vector<v1::AuditRecord>> ListNewestAudit(Connection* connection, int limit) {
+  std::vector<v1::AuditRecord> records;
+  int64_t before_id = 0;
+  while (static_cast<int>(records.size()) < limit) {
+    v1::ListAuditRequest request;
+    request.set_limit(limit - static_cast<int>(records.size()));
+    request.set_before_id(before_id);
+    v1::ListAuditResponse page;
+    auto context = connection->NewContext();
+    grpc::Status status = connection->admin().ListAudit(context.get(), request, &page);
+    if (!status.ok()) return RpcError(status, "audit");
+    for (auto& record : *page.mutable_records()) records.push_back(std::move(record));
+    if (page.next_before_id() == 0) break;
+    // Ids only decrease: a server that does not move on is an error.
+    if (before_id != 0 && page.next_before_id() >= before_id) {
+      return absl::InternalError("audit: the server repeated a page; the listing is incomplete");
+    }
+    before_id = page.next_before_id();
+  }
+  return records;
 }
 
 }  // namespace dpcurator::client

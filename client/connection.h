@@ -6,6 +6,7 @@
 #include <chrono>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "client/cli.h"
@@ -66,6 +67,16 @@ absl::StatusOr<v1::Dataset> FindDataset(Connection* connection, const std::strin
 // for the server to answer.
 absl::StatusOr<std::string> ResolveDatasetId(Connection* connection,
                                              const std::string& id_or_name);
+
+// List calls come in pages bounded by rows and bytes (server/paging.h):
+// these follow next_page_token (next_before_id for the audit log) until
+// the listing ends, so callers see every item. A server that hands back a
+// token it already gave is an error, not an endless loop.
+absl::StatusOr<std::vector<v1::Dataset>> ListAllDatasets(Connection* connection);
+absl::StatusOr<std::vector<v1::ReleaseSummary>> ListAllReleases(Connection* connection,
+                                                                const std::string& dataset_id);
+// The newest `limit` audit records (at most 10000), newest first.
+absl::StatusOr<std::vector<v1::AuditRecord>> ListNewestAudit(Connection* connection, int limit);
 
 }  // namespace dpcurator::client
 

@@ -123,12 +123,9 @@ absl::Status RunCreate(const ParsedArgs& args) {
   // Names are accepted wherever ids are, so a name must name one dataset:
   // a name in use is refused here (the server itself allows duplicates).
   {
-    v1::ListDatasetsResponse list;
-    auto list_context = connection->NewContext();
-    grpc::Status listed =
-        connection->datasets().ListDatasets(list_context.get(), v1::ListDatasetsRequest(), &list);
-    if (!listed.ok()) return RpcError(listed, "list datasets");
-    for (const auto& d : list.datasets()) {
+    auto listed = ListAllDatasets(&*connection);  // every page
+    if (!listed.ok()) return listed.status();
+    for (const auto& d : *listed) {
       if (d.name() == args.Get("name")) {
         return absl::AlreadyExistsError(absl::StrCat(
             "a dataset named '", d.name(), "' exists (", d.id(),
@@ -539,14 +536,13 @@ absl::Status RunDelete(const ParsedArgs& args) {
 absl::Status RunList(const ParsedArgs& args) {
   auto connection = Connection::FromArgs(args);
   if (!connection.ok()) return connection.status();
-  v1::ListDatasetsResponse list;
-  auto context = connection->NewContext();
-  grpc::Status status =
-      connection->datasets().ListDatasets(context.get(), v1::ListDatasetsRequest(), &list);
-  if (!status.ok()) return RpcError(status, "list datasets");
+  // Every page (server/paging.h), not only the first.
+  auto listed = ListAllDatasets(&*connection);
+  if (!listed.ok()) return listed.status();
+  const std::vector<v1::Dataset>& datasets = *listed;
   // The spent budget of each, from the ledger (one GetBudget a dataset).
   std::vector<std::optional<double>> spent;
-  for (const auto& d : list.datasets()) {
+  for (const auto& d : datasets) {
     v1::GetBudgetRequest request;
     request.set_dataset_id(d.id());
     v1::BudgetReport report;
@@ -562,8 +558,8 @@ absl::Status RunList(const ParsedArgs& args) {
   };
   if (args.Flag("json")) {
     nlohmann::json out = nlohmann::json::array();
-    for (int i = 0; i < list.datasets_size(); ++i) {
-      const auto& d = list.datasets(i);
+    for (size_t i = 0; i < datasets.size(); ++i) {
+      const auto& d = datasets[i];
       nlohmann::json entry = {{"dataset_id", d.id()},
                               {"name", d.name()},
                               {"relation", d.relation() == v1::REPLACE_ONE ? "replace-one"
@@ -581,8 +577,8 @@ absl::Status RunList(const ParsedArgs& args) {
   }
   std::printf("%-38s %-20s %-16s %-12s %10s %10s %10s %10s\n", "id", "name", "created (UTC)",
               "relation", "eps spent", "eps cap", "delta", "rows");
-  for (int i = 0; i < list.datasets_size(); ++i) {
-    const auto& d = list.datasets(i);
+  for (size_t i = 0; i < datasets.size(); ++i) {
+    const auto& d = datasets[i];
     std::printf("%-38s %-20s %-16s %-12s %10s %10g %10g %10s\n", d.id().c_str(),
                 d.name().c_str(), date(d.created_unix()).c_str(),
                 d.relation() == v1::REPLACE_ONE ? "replace-one" : "add-remove",

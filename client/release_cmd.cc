@@ -222,15 +222,12 @@ absl::Status RunList(const ParsedArgs& args) {
   if (!connection.ok()) return connection.status();
   auto dataset_id = ResolveDatasetId(&*connection, args.Get("dataset"));
   if (!dataset_id.ok()) return dataset_id.status();
-  v1::ListReleasesRequest request;
-  request.set_dataset_id(*dataset_id);
-  v1::ListReleasesResponse response;
-  auto context = connection->NewContext();
-  grpc::Status status = connection->releases().ListReleases(context.get(), request, &response);
-  if (!status.ok()) return RpcError(status, "list releases");
+  // Every page (server/paging.h), not only the first.
+  auto releases = ListAllReleases(&*connection, *dataset_id);
+  if (!releases.ok()) return releases.status();
   if (args.Flag("json")) {
     nlohmann::json out = nlohmann::json::array();
-    for (const auto& r : response.releases()) {
+    for (const auto& r : *releases) {
       out.push_back({{"release_id", r.id()},
                      {"kind", r.kind()},
                      {"created_unix", r.created_unix()},
@@ -241,7 +238,7 @@ absl::Status RunList(const ParsedArgs& args) {
     return absl::OkStatus();
   }
   std::printf("%-38s %-16s %-8s %10s\n", "release", "kind", "status", "epsilon");
-  for (const auto& r : response.releases()) {
+  for (const auto& r : *releases) {
     std::printf("%-38s %-16s %-8s %10.4f\n", r.id().c_str(), r.kind().c_str(), r.status().c_str(),
                 r.epsilon());
   }

@@ -234,9 +234,9 @@ grpc::Status AdminServiceImpl::ListAudit(grpc::ServerContext* context,
                                          const v1::ListAuditRequest* request,
                                          v1::ListAuditResponse* response) {
   if (auto role = authorizer_->Check(context); !role.ok()) return ToGrpcStatus(role.status());
-  auto records = store_->ListAudit(request->limit(), request->before_id());
-  if (!records.ok()) return ToGrpcStatus(records.status());
-  for (auto& record : *records) *response->add_records() = std::move(record);
+  auto page = store_->ListAudit(request->limit(), request->before_id());
+  if (!page.ok()) return ToGrpcStatus(page.status());
+  *response = *std::move(page);
   return grpc::Status::OK;
 }
 

@@ -111,17 +111,23 @@ absl::Status Store::AppendAudit(const v1::AuditRecord& record) {
       .Run();
 }
 
-absl::StatusOr<std::vector<v1::AuditRecord>> Store::ListAudit(int limit, int64_t before_id) {
+absl::StatusOr<v1::ListAuditResponse> Store::ListAudit(int limit, int64_t before_id,
+                                                       size_t max_bytes) {
   if (limit < 0) return absl::InvalidArgumentError("limit must be >= 0");
   if (limit == 0) limit = kDefaultAuditLimit;
   limit = std::min(limit, kMaxAuditLimit);
   auto db = database_->Lock();
+  // One row more than the limit: whether older rows follow.
   DPC_ASSIGN_OR_RETURN(auto query,
                        db->Prepare(absl::StrCat("SELECT ", kAuditColumns,
                                                  " FROM audit_log WHERE (? = 0 OR id < ?) ORDER "
                                                  "BY id DESC LIMIT ?")));
-  query.Bind(1, before_id).Bind(2, before_id).Bind(3, int64_t{limit});
-  std::vector<v1::AuditRecord> records;
+  query.Bind(1, before_id).Bind(2, before_id).Bind(3, int64_t{limit} + 1);
+  v1::ListAuditResponse response;
+  // 10,000 rows of 256-byte targets and details are about 6 MiB: the page
+  // also stops at max_bytes (issue 24: `admin audit` failed with "Sent
+  // message larger than max").
+  PageBudget budget(limit, max_bytes);
   while (true) {
     DPC_ASSIGN_OR_RETURN(bool row, query.Step());
     if (!row) break;
@@ -135,9 +141,15 @@ absl::StatusOr<std::vector<v1::AuditRecord>> Store::ListAudit(int limit, int64_t
     record.set_code(static_cast<int32_t>(query.ColumnInt(6)));
     record.set_epsilon(query.ColumnDouble(7));
     record.set_detail(query.ColumnText(8));
-    records.push_back(std::move(record));
+    const size_t bytes = record.ByteSizeLong();
+    if (!budget.Fits(bytes)) {
+      response.set_next_before_id(response.records(response.records_size() - 1).id());
+      break;
+    }
+    budget.Add(bytes);
+    *response.add_records() = std::move(record);
   }
-  return records;
+  return response;
 }
 
 }  // namespace dpcurator::server

@@ -509,25 +509,46 @@ absl::StatusOr<std::string> Ledger::GetArtefact(const std::string& release_id,
 }
 
 absl::StatusOr<v1::ListReleasesResponse> Ledger::ListReleases(const std::string& dataset_id,
-                                                              const Caller& caller) {
+                                                              const Caller& caller,
+                                                              const PageRequest& page) {
+  DPC_ASSIGN_OR_RETURN(const int page_size, ResolvePageSize(page.page_size));
+  DPC_ASSIGN_OR_RETURN(const std::optional<PageCursor> after, DecodePageToken(page.page_token));
   auto db = database_->Lock();
+  // Keyset order: the page after the token's (created_unix, id).
   DPC_ASSIGN_OR_RETURN(auto query,
                        db->Prepare("SELECT id, kind, idempotency_key, status, epsilon, "
-                                   "created_unix, owner FROM releases WHERE "
-                                   "dataset_id = ? ORDER BY created_unix, id"));
-  query.Bind(1, dataset_id);
+                                   "created_unix, owner FROM releases WHERE dataset_id = ? AND "
+                                   "(? = 0 OR created_unix > ? OR (created_unix = ? AND id > ?)) "
+                                   "ORDER BY created_unix, id"));
+  const int64_t after_time = after.has_value() ? after->created_unix : 0;
+  query.Bind(1, dataset_id)
+      .Bind(2, int64_t{after.has_value()})
+      .Bind(3, after_time)
+      .Bind(4, after_time)
+      .Bind(5, after.has_value() ? after->id : std::string());
   v1::ListReleasesResponse response;
+  PageBudget budget(page_size, page.max_bytes);
   while (true) {
     DPC_ASSIGN_OR_RETURN(bool row, query.Step());
     if (!row) break;
     if (!caller.Sees(query.ColumnText(6))) continue;
-    auto* release = response.add_releases();
-    release->set_id(query.ColumnText(0));
-    release->set_kind(query.ColumnText(1));
-    release->set_idempotency_key(UnscopedKey(query.ColumnText(2)));
-    release->set_status(query.ColumnText(3));
-    release->set_epsilon(query.ColumnDouble(4));
-    release->set_created_unix(query.ColumnInt(5));
+    v1::ReleaseSummary release;
+    release.set_id(query.ColumnText(0));
+    release.set_kind(query.ColumnText(1));
+    release.set_idempotency_key(UnscopedKey(query.ColumnText(2)));
+    release.set_status(query.ColumnText(3));
+    release.set_epsilon(query.ColumnDouble(4));
+    release.set_created_unix(query.ColumnInt(5));
+    const size_t bytes = release.ByteSizeLong();
+    if (!budget.Fits(bytes)) {
+      // Another visible release exists: the next page starts after the
+      // last one on this page.
+      const v1::ReleaseSummary& last = response.releases(response.releases_size() - 1);
+      response.set_next_page_token(EncodePageToken({last.created_unix(), last.id()}));
+      break;
+    }
+    budget.Add(bytes);
+    *response.add_releases() = std::move(release);
   }
   return response;
 }

@@ -11,6 +11,7 @@
 #include "core/privacy/events.h"
 #include "dpcurator/v1/dpcurator.pb.h"
 #include "server/clock.h"
+#include "server/paging.h"
 #include "server/shared_database.h"
 #include "server/store.h"
 
@@ -110,8 +111,11 @@ class Ledger {
   absl::StatusOr<v1::BudgetReport> Report(const std::string& dataset_id, const Caller& caller);
   absl::StatusOr<std::string> GetArtefact(const std::string& release_id, const Caller& caller,
                                           std::string* dataset_id);
+  // One page of the releases the caller sees, in (created_unix, id) order,
+  // bounded by rows and bytes (server/paging.h).
   absl::StatusOr<v1::ListReleasesResponse> ListReleases(const std::string& dataset_id,
-                                                        const Caller& caller);
+                                                        const Caller& caller,
+                                                        const PageRequest& page = {});
 
   // ---- Sessions (iterative releases with a reservation) ----
 

@@ -343,15 +343,17 @@ grpc::Status DatasetServiceImpl::ListDatasets(grpc::ServerContext* context,
                                               const v1::ListDatasetsRequest* request,
                                               v1::ListDatasetsResponse* response) {
   DPC_GRPC_ASSIGN_OR_RETURN(Role role, authorizer_->Check(context));
-  DPC_GRPC_ASSIGN_OR_RETURN(auto datasets, store_->ListDatasets());
-  for (auto& dataset : datasets) {
+  // One page, by rows and bytes (server/paging.h).
+  PageRequest page;
+  page.page_size = request->page_size();
+  page.page_token = request->page_token();
+  DPC_GRPC_ASSIGN_OR_RETURN(*response, store_->ListDatasets(page, [role](v1::Dataset& dataset) {
     // Under ADD_REMOVE the row count is private (PRIVACY.md): analysts get
     // noisy counts through releases, never this number.
     if (role != Role::kCurator && dataset.relation() != v1::REPLACE_ONE) {
       dataset.clear_row_count();
     }
-    *response->add_datasets() = std::move(dataset);
-  }
+  }));
   return grpc::Status::OK;
 }
 
@@ -575,7 +577,11 @@ grpc::Status ReleaseServiceImpl::ListReleases(grpc::ServerContext* context,
   authorizer_->NoteTarget(context, request->dataset_id());
   (void)role;
   DPC_GRPC_ASSIGN_OR_RETURN(Caller caller, CallerOf(*authorizer_, context));
-  DPC_GRPC_ASSIGN_OR_RETURN(*response, ledger_->ListReleases(request->dataset_id(), caller));
+  PageRequest page;
+  page.page_size = request->page_size();
+  page.page_token = request->page_token();
+  DPC_GRPC_ASSIGN_OR_RETURN(*response,
+                            ledger_->ListReleases(request->dataset_id(), caller, page));
   return grpc::Status::OK;
 }
 

@@ -324,6 +324,41 @@ absl::StatusOr<std::vector<v1::Dataset>> Store::ListDatasets() {
   return datasets;
 }
 
+absl::StatusOr<v1::ListDatasetsResponse> Store::ListDatasets(
+    const PageRequest& page, const std::function<void(v1::Dataset&)>& redact) {
+  DPC_ASSIGN_OR_RETURN(const int page_size, ResolvePageSize(page.page_size));
+  DPC_ASSIGN_OR_RETURN(const std::optional<PageCursor> after, DecodePageToken(page.page_token));
+  auto db = database_->Lock();
+  // Keyset order: the page after the token's (created_unix, id).
+  DPC_ASSIGN_OR_RETURN(
+      auto query,
+      db->Prepare(absl::StrCat("SELECT ", kDatasetColumns,
+                               " FROM datasets WHERE (? = 0 OR created_unix > ? OR "
+                               "(created_unix = ? AND id > ?)) ORDER BY created_unix, id")));
+  const int64_t after_time = after.has_value() ? after->created_unix : 0;
+  query.Bind(1, int64_t{after.has_value()})
+      .Bind(2, after_time)
+      .Bind(3, after_time)
+      .Bind(4, after.has_value() ? after->id : std::string());
+  v1::ListDatasetsResponse response;
+  PageBudget budget(page_size, page.max_bytes);
+  while (true) {
+    DPC_ASSIGN_OR_RETURN(bool row, query.Step());
+    if (!row) break;
+    v1::Dataset dataset = DatasetFromRow(query);
+    redact(dataset);
+    const size_t bytes = dataset.ByteSizeLong();
+    if (!budget.Fits(bytes)) {
+      const v1::Dataset& last = response.datasets(response.datasets_size() - 1);
+      response.set_next_page_token(EncodePageToken({last.created_unix(), last.id()}));
+      break;
+    }
+    budget.Add(bytes);
+    *response.add_datasets() = std::move(dataset);
+  }
+  return response;
+}
+
 absl::StatusOr<int64_t> Store::AppendRows(const std::string& dataset_id,
                                           const data::Table& rows) {
   return AppendChunks(dataset_id, absl::MakeConstSpan(&rows, 1));

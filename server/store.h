@@ -2,6 +2,7 @@
 #define DPCURATOR_SERVER_STORE_H_
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -14,6 +15,7 @@
 #include "core/release/encoded_rows.h"
 #include "dpcurator/v1/dpcurator.pb.h"
 #include "server/clock.h"
+#include "server/paging.h"
 #include "server/shared_database.h"
 #include "server/sqlite.h"
 
@@ -40,7 +42,13 @@ class Store {
 
   absl::StatusOr<v1::Dataset> CreateDataset(const v1::CreateDatasetRequest& request);
   absl::StatusOr<v1::Dataset> GetDataset(const std::string& dataset_id);
+  // Every dataset (start-up: metrics).
   absl::StatusOr<std::vector<v1::Dataset>> ListDatasets();
+  // One page of datasets in (created_unix, id) order, bounded by rows and
+  // bytes (server/paging.h), each passed through `redact` (what the caller
+  // may not see, e.g. an analyst's row counts) before its size is counted.
+  absl::StatusOr<v1::ListDatasetsResponse> ListDatasets(
+      const PageRequest& page, const std::function<void(v1::Dataset&)>& redact);
 
   // Appends parsed rows as one chunk, in one transaction. Refused once the
   // dataset is sealed (its first release fixes the data that was released).
@@ -122,8 +130,11 @@ class Store {
                                             const std::string& revoked_by);
   // One row, in its own (autocommit) transaction.
   absl::Status AppendAudit(const v1::AuditRecord& record);
-  // Newest first: at most `limit` rows with id < before_id (0: no bound).
-  absl::StatusOr<std::vector<v1::AuditRecord>> ListAudit(int limit, int64_t before_id);
+  // Newest first: at most `limit` rows with id < before_id (0: no bound),
+  // fewer when the page reaches max_bytes (server/paging.h);
+  // next_before_id is set when older rows may follow.
+  absl::StatusOr<v1::ListAuditResponse> ListAudit(int limit, int64_t before_id,
+                                                  size_t max_bytes = kMaxPageBytes);
 
   // The clock this store dates rows with (the server's, ServerOptions).
   const Clock& clock() const { return *clock_; }

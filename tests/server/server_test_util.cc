@@ -234,14 +234,15 @@ grpc::Status ServerTest::GetBudget(const std::string& dataset_id, v1::BudgetRepo
 
 grpc::Status ServerTest::FindDataset(const client::Connection& connection,
                                      const std::string& dataset_id, v1::Dataset* dataset) {
-  auto context = connection.NewContext();
-  v1::ListDatasetsResponse response;
   // Connection's stubs are shared pointers; a copy is cheap.
   client::Connection copy = connection;
-  grpc::Status status =
-      copy.datasets().ListDatasets(context.get(), v1::ListDatasetsRequest(), &response);
-  if (!status.ok()) return status;
-  for (const auto& d : response.datasets()) {
+  // Every page (server/paging.h).
+  auto listed = client::ListAllDatasets(&copy);
+  if (!listed.ok()) {
+    return grpc::Status(static_cast<grpc::StatusCode>(listed.status().code()),
+                        std::string(listed.status().message()));
+  }
+  for (const auto& d : *listed) {
     if (d.id() == dataset_id) {
       *dataset = d;
       return grpc::Status::OK;
