@@ -228,10 +228,13 @@ grpc::Status DatasetServiceImpl::UploadRows(grpc::ServerContext* context,
   int64_t rows_held = 0;
   int64_t cells_clamped = 0;
   while (reader->Read(&message)) {
-    // A token revoked during the stream stops it here (issue 24, item 4).
+    // A token revoked during the stream stops it here (issue 24, item 4);
+    // the upload is one transaction, so none of it is stored.
     if (absl::Status valid = authorizer_->StillAuthorized(context, message_index);
         !valid.ok()) {
-      return ToGrpcStatus(valid);
+      return ToGrpcStatus(absl::Status(
+          valid.code(), "the token was revoked during the stream; nothing of this upload was "
+                        "stored"));
     }
     if (dataset_id.empty()) {
       dataset_id = message.dataset_id();

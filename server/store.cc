@@ -333,8 +333,9 @@ absl::StatusOr<v1::ListDatasetsResponse> Store::ListDatasets(
   DPC_ASSIGN_OR_RETURN(
       auto query,
       db->Prepare(absl::StrCat("SELECT ", kDatasetColumns,
-                               " FROM datasets WHERE (? = 0 OR created_unix > ? OR "
-                               "(created_unix = ? AND id > ?)) ORDER BY created_unix, id")));
+                               " FROM datasets WHERE deleted_unix = 0 AND (? = 0 OR "
+                               "created_unix > ? OR (created_unix = ? AND id > ?)) "
+                               "ORDER BY created_unix, id")));
   const int64_t after_time = after.has_value() ? after->created_unix : 0;
   query.Bind(1, int64_t{after.has_value()})
       .Bind(2, after_time)
