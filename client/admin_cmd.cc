@@ -123,21 +123,21 @@ absl::Status RunTokenList(const ParsedArgs& args) {
 
 // Each row's epsilon is that call's charge alone; charges on one dataset
 // compose (RDP) to less than their sum, so summing the column overstates
-// what was spent. Under the rows: per dataset charged in this page, the
+// what was spent. Under the rows: per dataset charged in these rows, the
 // ledger's composed figure (GetBudget), and per principal the sum of its own
 // charges there beside it. The ledger composes per dataset, not per person:
 // a person's share of the composed figure is not defined, so the sum is
 // shown as what it is, an upper bound.
-void PrintComposedEpsilon(Connection* connection, const v1::ListAuditResponse& response) {
+void PrintComposedEpsilon(Connection* connection, const std::vector<v1::AuditRecord>& records) {
   std::map<std::string, std::map<std::string, double>> charged;  // dataset -> principal -> sum
-  for (const auto& r : response.records()) {
+  for (const auto& r : records) {
     if (r.epsilon() > 0 && r.code() == 0 && absl::StartsWith(r.target(), "ds_")) {
       charged[r.target()][r.principal()] += r.epsilon();
     }
   }
   if (charged.empty()) return;
   std::printf("\nepsilon by dataset (the ledger composes a dataset's charges: its figure is what "
-              "was spent;\nthe per-principal sums of this page's rows are upper bounds, not "
+              "was spent;\nthe per-principal sums of these rows are upper bounds, not "
               "shares)\n");
   std::printf("  %-38s  %12s  %-38s  %10s\n", "dataset", "composed", "principal", "sum alone");
   for (const auto& [dataset, principals] : charged) {
@@ -199,7 +199,7 @@ absl::Status RunAudit(const ParsedArgs& args) {
                 method.c_str(), r.code(), r.epsilon(), r.target().c_str(),
                 r.detail().empty() ? "" : "  ", r.detail().c_str());
   }
-  PrintComposedEpsilon(&*connection, response);
+  PrintComposedEpsilon(&*connection, *records);
   return absl::OkStatus();
 }
 
