@@ -1,7 +1,9 @@
 // `dpcurator sample`: rows (CSV) or images (PNG grid, IDX) from a model
 // file, drawn by the sampler of the method that wrote it (the registry).
 // It talks to no server and sees no private row.
+#include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <string>
@@ -9,9 +11,11 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "client/commands.h"
 #include "client/methods/generator_model.h"
 #include "client/methods/registry.h"
+#include "client/progress.h"
 #include "client/proto_file.h"
 #include "core/data/csv.h"
 #include "proto/convert.h"
@@ -40,18 +44,63 @@ absl::Status RunSample(const ParsedArgs& args) {
     return absl::InvalidArgumentError("--png and --idx are for image models; this one samples "
                                       "table rows (--out FILE.csv)");
   }
-  auto table = SampleModel(model, *rows, static_cast<uint64_t>(*seed));
-  if (!table.ok()) return table.status();
+  if (*rows < 1) return absl::InvalidArgumentError("--rows must be at least 1");
   auto schema = SchemaFromProto(model.schema());
   if (!schema.ok()) return schema.status();
+  // Rows are sampled and written in chunks, so memory stays bounded however
+  // many are asked for (issue 25 item 2: 10^12 rows died with bad_alloc).
+  // The first chunk keeps --seed, so small outputs are as before; chunk k
+  // uses a seed derived from (--seed, k).
+  constexpr int64_t kChunkRows = 100000;
   const std::string out = args.Get("out");
-  if (out == "-") {
-    data::WriteCsv(*schema, *table, &std::cout);
-  } else {
-    std::ofstream output(out);
-    if (!output) return absl::UnavailableError(absl::StrCat("cannot write '", out, "'"));
-    data::WriteCsv(*schema, *table, &output);
-    std::printf("%lld synthetic rows written to %s\n", static_cast<long long>(table->num_rows()),
+  std::ofstream file;
+  std::ostream* output = &std::cout;
+  if (out != "-") {
+    file.open(out);
+    if (!file) return absl::UnavailableError(absl::StrCat("cannot write '", out, "'"));
+    output = &file;
+  }
+  Progress progress;
+  int64_t written = 0;
+  for (int64_t chunk = 0; written < *rows; ++chunk) {
+    const int64_t n = std::min(kChunkRows, *rows - written);
+    const uint64_t chunk_seed =
+        chunk == 0 ? static_cast<uint64_t>(*seed)
+                   : static_cast<uint64_t>(*seed) * 0x9E3779B97F4A7C15ULL + static_cast<uint64_t>(chunk);
+    auto table = SampleModel(model, n, chunk_seed);
+    if (!table.ok()) return table.status();
+    data::WriteCsv(*schema, *table, output, /*header=*/chunk == 0);
+    written += n;
+    if (!*output) {
+      return absl::UnavailableError(absl::StrCat("writing '", out, "' failed after ", written,
+                                                 " rows (disk full?)"));
+    }
+    if (chunk == 0 && written < *rows && out != "-") {
+      // A size the disk cannot hold is refused now, not after hours.
+      output->flush();
+      std::error_code error;
+      const auto space = std::filesystem::space(std::filesystem::absolute(out).parent_path(), error);
+      const double bytes_per_row = static_cast<double>(file.tellp()) / static_cast<double>(written);
+      const double needed = bytes_per_row * static_cast<double>(*rows - written);
+      if (!error && needed > static_cast<double>(space.available)) {
+        file.close();
+        std::filesystem::remove(out, error);
+        return absl::InvalidArgumentError(absl::StrFormat(
+            "--rows %lld would need about %.3g GB for '%s' (%.0f bytes a row) and its disk has "
+            "%.3g GB free; nothing was written",
+            static_cast<long long>(*rows), needed / 1e9 + bytes_per_row * written / 1e9,
+            out, bytes_per_row, static_cast<double>(space.available) / 1e9));
+      }
+    }
+    if (out != "-") {
+      progress.Update(absl::StrFormat("sample: %lld / %lld rows", static_cast<long long>(written),
+                                      static_cast<long long>(*rows)));
+    }
+  }
+  if (out != "-") {
+    progress.Finish(absl::StrFormat("sample: %lld / %lld rows", static_cast<long long>(written),
+                                    static_cast<long long>(*rows)));
+    std::printf("%lld synthetic rows written to %s\n", static_cast<long long>(written),
                 out.c_str());
   }
   return absl::OkStatus();

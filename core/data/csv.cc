@@ -230,12 +230,14 @@ void WriteField(absl::string_view text, std::ostream* output) {
 
 }  // namespace
 
-void WriteCsv(const Schema& schema, const Table& table, std::ostream* output) {
-  for (int c = 0; c < schema.num_columns(); ++c) {
-    if (c > 0) *output << ',';
-    WriteField(schema.column(c).name, output);
+void WriteCsv(const Schema& schema, const Table& table, std::ostream* output, bool header) {
+  if (header) {
+    for (int c = 0; c < schema.num_columns(); ++c) {
+      if (c > 0) *output << ',';
+      WriteField(schema.column(c).name, output);
+    }
+    *output << '\n';
   }
-  *output << '\n';
   for (Eigen::Index i = 0; i < table.cells.rows(); ++i) {
     for (int c = 0; c < schema.num_columns(); ++c) {
       if (c > 0) *output << ',';

@@ -92,10 +92,12 @@ absl::StatusOr<Table> ReadCsv(const Schema& schema, std::istream* input,
 absl::StatusOr<Table> ReadCsvFile(const Schema& schema, const std::string& path,
                                   const CsvOptions& options = {});
 
-// Writes a table with a header line, in the schema's column order. Fields
-// holding a delimiter, quote, CR or LF are quoted, so ReadCsv reads back the
-// same cells.
-void WriteCsv(const Schema& schema, const Table& table, std::ostream* output);
+// Writes a table with a header line (unless `header` is false: a further
+// chunk of the same file), in the schema's column order. Fields holding a
+// delimiter, quote, CR or LF are quoted, so ReadCsv reads back the same
+// cells.
+void WriteCsv(const Schema& schema, const Table& table, std::ostream* output,
+              bool header = true);
 
 }  // namespace dpcurator::data
 

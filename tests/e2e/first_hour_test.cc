@@ -236,6 +236,27 @@ TEST_F(FirstHourTest, ArffFromSchemaDraftToReleaseModelAndSamples) {
   }
   EXPECT_EQ(lines, 300);
   EXPECT_EQ(classes.size(), 2u);
+
+  // Rows are written in chunks (memory stays bounded), so a count above one
+  // chunk comes out whole, header once; a count no disk holds is refused
+  // after the first chunk with nothing left behind (10^12 rows died with
+  // std::bad_alloc, exit 134; issue 25 item 2).
+  CliRun many = Cli("sample --model german.model --rows 250000 --out many.csv");
+  ASSERT_EQ(many.exit_code, 0) << many.err;
+  std::ifstream many_rows(dir_ / "many.csv");
+  int many_lines = 0;
+  int headers = 0;
+  for (std::string line; std::getline(many_rows, line);) {
+    ++many_lines;
+    if (line.rfind("checking_status,", 0) == 0) ++headers;
+  }
+  EXPECT_EQ(many_lines, 250001);
+  EXPECT_EQ(headers, 1);
+  CliRun huge = Cli("sample --model german.model --rows 1000000000000 --out huge.csv");
+  EXPECT_NE(huge.exit_code, 0);
+  EXPECT_NE(huge.exit_code, 134);
+  EXPECT_NE(huge.err.find("nothing was written"), std::string::npos) << huge.err;
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "huge.csv"));
 }
 
 // A bad cell stops the upload with FILE:LINE (1-based, header counted), and
