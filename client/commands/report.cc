@@ -71,7 +71,11 @@ absl::Status RunReport(const ParsedArgs& args) {
     input.privacy.dataset_id = model.dataset_id();
     input.privacy.epsilon = model.epsilon();
     input.privacy.delta = model.delta();
-    if (!model.release_id().empty()) input.privacy.release_ids.push_back(model.release_id());
+    // Session-trained models name their dataset where a release id would be:
+    // the page lists releases only (issue 25 item 2).
+    if (!model.release_id().empty() && model.release_id() != model.dataset_id()) {
+      input.privacy.release_ids.push_back(model.release_id());
+    }
   } else {
     auto read = ReadSchemaForLocalUse(args.Get("schema"));
     if (!read.ok()) return read.status();
@@ -83,7 +87,11 @@ absl::Status RunReport(const ParsedArgs& args) {
     for (absl::string_view path : absl::StrSplit(args.Get("release"), ',', absl::SkipEmpty())) {
       v1::EmbeddingArtefact artefact;
       if (auto s = ReadProtoFile(std::string(path), &artefact); !s.ok()) return s;
-      input.privacy.relation = v1::NeighbouringRelation_Name(artefact.relation());
+      // Words for the privacy officer who reads the page; an artefact that
+      // predates the field (RELATION_UNSPECIFIED) was made under add/remove.
+      input.privacy.relation = artefact.relation() == v1::REPLACE_ONE
+                                   ? "replace one row (REPLACE_ONE)"
+                                   : "add or remove one row (ADD_REMOVE)";
       const std::string& id = artefact.release_id();
       if (!id.empty() && std::find(input.privacy.release_ids.begin(),
                                    input.privacy.release_ids.end(),

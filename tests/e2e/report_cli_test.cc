@@ -14,6 +14,8 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "dpcurator/v1/dpcurator.pb.h"
+
 namespace {
 
 struct CliRun {
@@ -169,4 +171,56 @@ TEST_F(ReportCliTest, BinaryColumnsGetTheDimensionWisePlots) {
   ASSERT_EQ(run.exit_code, 0) << run.output;
   json = nlohmann::json::parse(run.output);
   EXPECT_TRUE(json.contains("binary_auroc_mean_gap")) << run.output;
+}
+
+// The privacy table goes to privacy officers (issue 25 item 2): an artefact
+// without a recorded relation (RELATION_UNSPECIFIED, read as add/remove)
+// reads "add or remove one row", never the enum's name, and a model that
+// names its dataset where a release id would be (session-trained methods)
+// does not list the dataset among the release ids.
+TEST_F(ReportCliTest, PrivacyTableSpeaksWordsAndListsOnlyReleases) {
+  namespace v1 = dpcurator::v1;
+  v1::TableSchema schema;
+  for (const char* name : {"a", "b"}) {
+    v1::ColumnSchema* column = schema.add_columns();
+    column->set_name(name);
+    column->set_type(v1::ColumnSchema::CATEGORICAL);
+    column->add_categories("x");
+    column->add_categories("y");
+  }
+  v1::GeneratorModel model;
+  model.set_format_version(1);
+  model.set_method("merf");
+  model.set_dataset_id("ds_0123456789abcdef0123456789abcdef");
+  model.set_release_id(model.dataset_id());
+  *model.mutable_schema() = schema;
+  model.set_epsilon(1.0);
+  model.set_delta(1e-5);
+  v1::EmbeddingArtefact artefact;
+  artefact.set_release_id("rel_feedfacefeedfacefeedfacefeedface");
+  *artefact.mutable_schema() = schema;
+  {
+    std::ofstream out(Path("m.model"), std::ios::binary);
+    ASSERT_TRUE(model.SerializeToOstream(&out));
+    std::ofstream art(Path("a.release"), std::ios::binary);
+    ASSERT_TRUE(artefact.SerializeToOstream(&art));
+    std::ofstream rows(Path("rows.csv"));
+    rows << "a,b\n";
+    for (int i = 0; i < 50; ++i) rows << (i % 2 ? "x" : "y") << "," << (i % 3 ? "x" : "y") << "\n";
+  }
+  const CliRun run = RunCli("report --model " + Path("m.model") + " --release " +
+                            Path("a.release") + " --synthetic " + Path("rows.csv") + " --real " +
+                            Path("rows.csv") + " --out " + Path("p.html"));
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  std::ifstream file(Path("p.html"));
+  std::stringstream html;
+  html << file.rdbuf();
+  const std::string page = html.str();
+  EXPECT_EQ(page.find("RELATION_UNSPECIFIED"), std::string::npos);
+  EXPECT_NE(page.find("add or remove one row"), std::string::npos);
+  EXPECT_NE(page.find("rel_feedfacefeedfacefeedfacefeedface"), std::string::npos);
+  // The dataset id appears once, as the dataset, not again as a release.
+  const size_t first = page.find(model.dataset_id());
+  ASSERT_NE(first, std::string::npos);
+  EXPECT_EQ(page.find(model.dataset_id(), first + 1), std::string::npos);
 }
