@@ -3,13 +3,13 @@
 #include <algorithm>
 #include <cmath>
 #include <memory>
-#include <numeric>
 
 #include "Eigen/Core"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "core/eval/html_report.h"
+#include "core/eval/internal/subsample.h"
 #include "core/eval/logistic_regression.h"
 #include "core/eval/metrics.h"
 #include "core/util/public_rng.h"
@@ -52,20 +52,6 @@ void Summarize(DiagonalScatter* scatter) {
     srs += (p.real - mean_r) * (p.synthetic - mean_s);
   }
   scatter->correlation = srr > 0.0 && sss > 0.0 ? srs / std::sqrt(srr * sss) : 0.0;
-}
-
-// min(n, cap) distinct rows, uniformly (partial Fisher-Yates), in row order.
-std::vector<int64_t> SubsampleRows(int64_t n, int64_t cap, PublicRng* rng) {
-  std::vector<int64_t> rows(static_cast<size_t>(n));
-  std::iota(rows.begin(), rows.end(), int64_t{0});
-  if (n <= cap) return rows;
-  for (int64_t i = 0; i < cap; ++i) {
-    const int64_t j = i + static_cast<int64_t>(rng->UniformInt(static_cast<uint64_t>(n - i)));
-    std::swap(rows[static_cast<size_t>(i)], rows[static_cast<size_t>(j)]);
-  }
-  rows.resize(static_cast<size_t>(cap));
-  std::sort(rows.begin(), rows.end());
-  return rows;
 }
 
 // The binary columns of the chosen rows as a 0/1 matrix (level index 1 is a one).
@@ -145,11 +131,11 @@ absl::StatusOr<DimensionWiseAuroc> DimensionWiseAurocOf(const data::Schema& sche
   }
   PublicRng rng(options.seed);
   const std::vector<int64_t> real_rows =
-      SubsampleRows(real_train.num_rows(), options.train_rows, &rng);
+      internal::Subsample(real_train.num_rows(), options.train_rows, &rng);
   const std::vector<int64_t> synthetic_rows =
-      SubsampleRows(synthetic.num_rows(), options.train_rows, &rng);
+      internal::Subsample(synthetic.num_rows(), options.train_rows, &rng);
   const std::vector<int64_t> test_rows =
-      SubsampleRows(real_test.num_rows(), options.test_rows, &rng);
+      internal::Subsample(real_test.num_rows(), options.test_rows, &rng);
   const Eigen::MatrixXd x_real = BinaryMatrix(real_train, binary, real_rows);
   const Eigen::MatrixXd x_synthetic = BinaryMatrix(synthetic, binary, synthetic_rows);
   const Eigen::MatrixXd x_test = BinaryMatrix(real_test, binary, test_rows);

@@ -21,6 +21,7 @@
 #include "core/eval/metrics.h"
 #include "core/ldp/assignment.h"
 #include "core/util/public_rng.h"
+#include "core/eval/internal/subsample.h"
 #include "core/util/shard_pool.h"
 #include "core/util/status_macros.h"
 #include "core/util/validation.h"
@@ -81,24 +82,8 @@ Eigen::MatrixXd Encode(const data::Schema& schema, const Encoding& e, const data
   return x;
 }
 
-std::vector<int64_t> AllRows(int64_t n) {
-  std::vector<int64_t> rows(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) rows[static_cast<size_t>(i)] = i;
-  return rows;
-}
-
-// min(n, cap) distinct rows, uniformly (partial Fisher-Yates), in row order.
-std::vector<int64_t> Subsample(int64_t n, int64_t cap, PublicRng* rng) {
-  std::vector<int64_t> rows = AllRows(n);
-  if (n <= cap) return rows;
-  for (int64_t i = 0; i < cap; ++i) {
-    const int64_t j = i + static_cast<int64_t>(rng->UniformInt(static_cast<uint64_t>(n - i)));
-    std::swap(rows[static_cast<size_t>(i)], rows[static_cast<size_t>(j)]);
-  }
-  rows.resize(static_cast<size_t>(cap));
-  std::sort(rows.begin(), rows.end());
-  return rows;
-}
+using internal::AllRows;
+using internal::Subsample;
 
 // Columns of `x` outside [skip_begin, skip_begin + skip_width).
 Eigen::MatrixXd DropBlock(const Eigen::MatrixXd& x, int skip_begin, int skip_width) {
