@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "client/progress.h"
+#include "client/upload.h"
 #include "core/data/arff.h"
 #include "core/data/csv.h"
 
@@ -139,25 +140,6 @@ absl::Status RowCells(const data::Schema& schema, const std::vector<int>& mappin
   return absl::OkStatus();
 }
 
-// A server refusal "upload message M, row R: ..." as "FILE:LINE: ...".
-absl::Status CiteLine(const absl::Status& status, const std::string& path,
-                      const std::vector<int64_t>& row_lines, int rows_per_message) {
-  const std::string text(status.message());
-  const std::string kMarker = "upload message ";
-  const size_t at = text.find(kMarker);
-  if (at == std::string::npos) return status;
-  long long message_index = -1;
-  long long row_index = -1;
-  if (std::sscanf(text.c_str() + at + kMarker.size(), "%lld, row %lld", &message_index,
-                  &row_index) != 2 ||
-      message_index < 0 || row_index < 0 || row_index >= rows_per_message) {
-    return status;
-  }
-  const long long global = message_index * rows_per_message + row_index;
-  if (global >= static_cast<long long>(row_lines.size())) return status;
-  return absl::Status(status.code(), absl::StrCat(path, ":", row_lines[global], ": ", text));
-}
-
 }  // namespace
 
 absl::StatusOr<char> ParseDelimiter(const std::string& text) {
@@ -280,7 +262,7 @@ absl::StatusOr<v1::UploadRowsResponse> UploadTextFile(Connection& connection,
   writer->WritesDone();
   grpc::Status status = writer->Finish();
   if (!status.ok()) {
-    return CiteLine(RpcError(status, "upload refused"), path, row_lines,
+    return CiteUploadLine(RpcError(status, "upload refused"), path, row_lines,
                     options.rows_per_message);
   }
   progress.Finish(absl::StrFormat("upload: %lld rows stored", static_cast<long long>(sent)));

@@ -26,6 +26,7 @@
 #include "client/connection.h"
 #include "client/methods/registry.h"
 #include "client/schema_file.h"
+#include "client/text_upload.h"
 #include "client/upload.h"
 #include "core/data/csv.h"
 #include "core/data/demo.h"
@@ -273,7 +274,8 @@ absl::Status RunDemo(const ParsedArgs& args) {
     }
     auto uploaded = demo->train_csv.empty()
                         ? UploadTable(curator, dataset.id(), *schema, demo->train)
-                        : UploadCsv(curator, dataset.id(), *schema, demo->train_csv);
+                        : UploadTextFile(curator, dataset.id(), *schema, demo->train_csv,
+                                         TextUploadOptions{});
     if (!uploaded.ok()) return uploaded.status();
     const double upload_seconds = SecondsSince(t);
     say(absl::StrFormat("curator: dataset %s, %d rows uploaded in %.2fs", dataset.id(),
