@@ -25,8 +25,9 @@ COPY . .
 # cache starts empty and everything is compiled. The stats log counts this
 # build's hits and misses alone.
 ARG DPC_WERROR=OFF
+# LANG: ccache hashes the locale variables; .ci/run sets the same.
 ENV CCACHE_DIR=/ccache CCACHE_BASEDIR=/src CCACHE_CONFIGPATH=/src/deploy/ccache.conf \
-    CCACHE_STATSLOG=/tmp/ccache-stats.log
+    CCACHE_STATSLOG=/tmp/ccache-stats.log LANG=C.UTF-8
 RUN cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DDPC_NATIVE=OFF \
       -DDPC_WERROR="$DPC_WERROR" -DDPC_BUILD_TESTS=OFF -DDPC_BUILD_BENCHMARKS=OFF \
       -DCMAKE_CXX_COMPILER_LAUNCHER=ccache \

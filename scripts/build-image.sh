@@ -18,7 +18,7 @@
 # to the Dockerfile), CCACHE_DIR (unset: the build stage compiles from
 # scratch, about 10 min on 2 cores; set: that ccache directory is mounted at
 # /ccache for the build stage's compiles). .ci/run passes the cache its own
-# build filled, with CCACHE_BASEDIR at the clone, deploy/ccache.conf and the
+# build filled, with CCACHE_BASEDIR at the clone, deploy/ccache.conf, LANG and the
 # same DPC_WERROR, so the image's compiles are cache hits and only the links
 # remain: ccache's default compiler check (size and mtime) matches, since
 # dpkg installs the same g++ package with the same mtime in both places.
