@@ -48,7 +48,9 @@ ABSL_FLAG(std::string, port_file, "", "write the bound port to this file once se
 ABSL_FLAG(int, shutdown_grace_ms, 5000, "time in-flight RPCs get to finish on SIGTERM");
 ABSL_FLAG(int64_t, max_reports_per_token, 10000,
           "reports one device token may store per local-DP collection; a batch that would go "
-          "over is refused (RESOURCE_EXHAUSTED) and nothing of it stored");
+          "over is refused (RESOURCE_EXHAUSTED) and nothing of it stored. One token's flood "
+          "moves the LDP fit by about its share of the reports: keep this at most 0.5% of "
+          "the reports you expect (docs/privacy.md 2.6)");
 ABSL_FLAG(int64_t, session_idle_timeout, 3600,
           "seconds without a step after which an open session is closed and its unused budget "
           "returned");
