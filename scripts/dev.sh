@@ -10,7 +10,7 @@
 # Environment: BUILD_DIR (default: build), JOBS (default: nproc),
 # DPC_NATIVE (default OFF: a binary for any x86-64 machine; ON: -march=native),
 # DPC_WERROR and DPC_CHECK_AVX512 (default OFF; .ci/run turns both ON:
-# warnings are errors in CI only, and CI also compiles core/ for AVX-512).
+# warnings are errors in CI only, and CI also compiles core/'s kernels for AVX-512).
 # Compiles go through ccache when it is installed (it is in the package list;
 # CCACHE_DISABLE=1 turns it off).
 set -euo pipefail
