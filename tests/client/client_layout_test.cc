@@ -95,10 +95,10 @@ TEST(ClientLayoutTest, LiteralScannerSeesStringsNotComments) {
 
 // Literals that spell a method's name but mean something else: `release
 // --kind`'s choices name release kinds (proto/release_kinds.h), and the
-// mst recipe kind shares MST's word. release_cmd.cc could use
+// mst recipe kind shares MST's word. commands/release.cc could use
 // ReleaseKindName(v1::MST) instead and drop this line.
 const std::set<std::pair<std::string, std::string>> kNotMethodNames = {
-    {"client/release_cmd.cc", "mst"}};
+    {"client/commands/release.cc", "mst"}};
 
 TEST(ClientLayoutTest, MethodNamesAreLiteralsOnlyInTheirUnits) {
   std::set<std::string> names;

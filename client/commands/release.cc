@@ -11,7 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "client/commands.h"
 #include "client/connection.h"
-#include "client/pipeline.h"
+#include "client/proto_file.h"
 #include "proto/release_kinds.h"
 
 namespace dpcurator::client {

@@ -17,7 +17,6 @@
 #include "absl/strings/str_split.h"
 #include "client/commands.h"
 #include "client/connection.h"
-#include "client/pipeline.h"
 #include "client/progress.h"
 #include "client/schema_file.h"
 #include "client/text_upload.h"
