@@ -9,9 +9,9 @@
 
 namespace dpcurator::client {
 
-// Each file contributes its commands to the table in main.cc. The method
-// commands (train, sample, eval, report, demo) are in client/commands/ and
-// reach methods through client/methods/registry.h.
+// Each file in client/commands/ contributes its commands to the table in
+// main.cc. The method commands (train, sample, eval, report, demo) reach
+// methods only through client/methods/registry.h.
 std::vector<Command> PrivacyCommands();   // privacy epsilon|calibrate|delta
 std::vector<Command> DatasetCommands();   // datasets create|list, upload, budget
 std::vector<Command> ReleaseCommands();   // release, releases

@@ -259,7 +259,9 @@ std::vector<Command> ReleaseCommands() {
                       {"kind", "rff_embedding",
                        "release kind: rff_embedding (DP-MERF), charfn_embedding (PEARL) or mst "
                        "(MST's marginals and private tree; --epsilon only)",
-                       false, false, "", {"rff_embedding", "charfn_embedding", "mst"}},
+                       false, false, "",
+                       {ReleaseKindName(v1::RFF_EMBEDDING), ReleaseKindName(v1::CHARFN_EMBEDDING),
+                        ReleaseKindName(v1::MST)}},
                       {"private-length-scale", "",
                        "charfn: release a DP mean distance as the length-scale (same event)",
                        true},
