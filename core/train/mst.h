@@ -94,13 +94,13 @@ struct TreeModel {
   double total = 0.0;  // the estimated row count (public: from noisy counts)
 };
 
-// Fits a TreeModel to noisy marginals (MST's "generate" step, here exact on
-// the tree): each column's marginal is the inverse-variance average of its
-// 1-way measurement and the margins of its measured pairs, projected onto
-// the simplex; each pair table is projected onto the simplex (a shift by one
-// constant, then a clip at 0) and brought to those margins by iterative
-// proportional fitting (with a 1e-3 share of the independent table mixed in
-// when the table's zeros make them unreachable).
+// Fits a TreeModel to noisy marginals (MST's "generate" step, as the paper:
+// Private-PGM, core/pgm, whose junction tree for a forest of pairs is the
+// forest itself): the model minimising sum_i ||mu_i - y_i||^2 / sigma_i^2 over
+// all measurements at once, so each column's marginal and each pair's table
+// are its least-squares estimates under the constraint that they be one
+// consistent, non-negative distribution. Noiseless marginals are reproduced
+// (to about 1e-15). nodes and tables are the fitted model's marginals.
 // one_way: 1-column NoisyMarginals (any subset of columns; a column without
 // one uses its pairs' margins only); two_way: 2-column ones whose pairs form
 // a forest over the columns (INVALID_ARGUMENT otherwise, naming the pair). A
