@@ -35,9 +35,10 @@ class GraphicalModel;
 struct EstimateOptions {
   // Mirror-descent iterations (each is one or more belief propagations).
   int iterations = 300;
-  // Upper bound on cells() (80 MB of doubles per table kind; the fit holds
-  // about 5 tables of cells() doubles: theta, two belief buffers, mu, the
-  // gradient, so 10M cells is about 400 MB).
+  // Upper bound on cells(). Memory: the fit holds 7 tables of cells()
+  // doubles (theta, mu, the gradient, their copies from the previous
+  // iteration, one belief buffer), 56 bytes a cell: 10M cells is 560 MB; the
+  // fitted model keeps theta and mu (16 bytes a cell).
   int64_t max_cells = 10'000'000;
   // A model fitted earlier to a subset of these measurements: the fit starts
   // from its distribution (and step size) when each of its cliques lies
