@@ -701,66 +701,105 @@ Eigen::VectorXd GraphicalModel::Marginal(const std::vector<int>& clique) const {
   if (host >= 0) {
     result = SumTo(Factor{cliques_[host], mu_[host]}, query, domain_sizes_);
   } else {
-    // The smallest subtree holding every query attribute: mark one clique per
-    // attribute and every clique on its path up to the root, then drop the
-    // chain above the lowest clique every marked path passes (the top).
-    std::vector<int> marks(m, 0);
-    int terminals = 0;
-    for (int v : query) {
-      int c = 0;
-      while (!std::binary_search(cliques_[c].begin(), cliques_[c].end(), v)) ++c;
-      ++terminals;
-      for (int x = c; x >= 0; x = parents_[x]) ++marks[x];
-    }
-    // The top: the deepest clique that every terminal's path passes.
-    int top = 0;
-    for (int c = m - 1; c >= 0; --c) {
-      if (marks[c] == terminals) {
-        top = c;
-        break;
+    // A subtree holding every query attribute: an anchor clique (most query
+    // attributes, then fewest cells), for each attribute it lacks the
+    // clique holding it nearest the anchor, and the tree paths between them.
+    std::vector<int> depth(m, 0);
+    for (int c = 1; c < m; ++c) depth[c] = depth[parents_[c]] + 1;
+    auto overlap = [&](int c) {
+      return static_cast<int>(SortedIntersection(cliques_[c], query).size());
+    };
+    int anchor = 0;
+    for (int c = 1; c < m; ++c) {
+      if (overlap(c) > overlap(anchor) ||
+          (overlap(c) == overlap(anchor) && mu_[c].size() < mu_[anchor].size())) {
+        anchor = c;
       }
     }
-    // in_tree: on some terminal's path and strictly below top (or top).
+    // Marks the path between x and y; returns its length.
     std::vector<char> in_tree(m, 0);
-    in_tree[top] = 1;
-    for (int c = top + 1; c < m; ++c) {
-      if (marks[c] > 0) {
-        // c is below top iff top is an ancestor of c.
-        int x = c;
-        while (x >= 0 && x != top) x = parents_[x];
-        in_tree[c] = x == top ? 1 : 0;
+    auto path = [&](int x, int y, bool mark) {
+      int length = 0;
+      while (x != y) {
+        if (mark) in_tree[x] = in_tree[y] = 1;
+        if (depth[x] >= depth[y]) {
+          x = parents_[x];
+        } else {
+          y = parents_[y];
+        }
+        ++length;
       }
+      if (mark) in_tree[x] = 1;
+      return length;
+    };
+    in_tree[anchor] = 1;
+    for (int v : query) {
+      if (std::binary_search(cliques_[anchor].begin(), cliques_[anchor].end(), v)) continue;
+      int best = -1;
+      int best_length = 0;
+      for (int c = 0; c < m; ++c) {
+        if (!std::binary_search(cliques_[c].begin(), cliques_[c].end(), v)) continue;
+        const int length = path(anchor, c, false);
+        if (best < 0 || length < best_length) {
+          best = c;
+          best_length = length;
+        }
+      }
+      path(anchor, best, true);
     }
-    // Variable elimination upward: a child sends its conditional given the
-    // separator times its children's messages, summed to separator + query.
+    // The subtree's top (its least deep clique; a junction tree's subtree is
+    // connected, so it is unique) gets p(C); every other clique p(C \ S | S).
+    int top = anchor;
+    for (int c = 0; c < m; ++c) {
+      if (in_tree[c] && depth[c] < depth[top]) top = c;
+    }
+    // Variable elimination upward, one fused pass per clique over (its
+    // attributes and its children's messages'): out[keep] += mu_C / mu_S *
+    // prod messages, keep = (separator and query attributes).
     std::vector<Factor> message(m);
-    std::vector<char> has_message(m, 0);
     for (int c = m - 1; c >= top; --c) {
       if (!in_tree[c]) continue;
-      Factor f{cliques_[c], mu_[c] / total_};
+      Factor children{{}, Eigen::VectorXd::Ones(1)};
       for (int k = c + 1; k < m; ++k) {
-        if (parents_[k] == c && has_message[k]) f = Product(f, message[k], domain_sizes_);
+        if (parents_[k] == c && in_tree[k]) children = Product(children, message[k], domain_sizes_);
       }
-      if (c == top) {
-        result = SumTo(f, query, domain_sizes_);
-        break;
+      std::vector<int> sep;
+      Eigen::VectorXd inverse_sep = Eigen::VectorXd::Ones(1);
+      if (c != top) {
+        sep = SortedIntersection(cliques_[c], cliques_[parents_[c]]);
+        // 1 / p(S), 0 where p(S) = 0 (its cells are 0 as well).
+        inverse_sep = SumTo(Factor{cliques_[c], mu_[c]}, sep, domain_sizes_).values;
+        for (Eigen::Index i = 0; i < inverse_sep.size(); ++i) {
+          inverse_sep[i] = inverse_sep[i] > 0.0 ? total_ / inverse_sep[i] : 0.0;
+        }
       }
-      const std::vector<int> sep = SortedIntersection(cliques_[c], cliques_[parents_[c]]);
-      // Divide by the separator's marginal (0 / 0 = 0): p(C) / p(S) = p(C \ S | S).
-      Factor sep_marginal = SumTo(Factor{cliques_[c], mu_[c] / total_}, sep, domain_sizes_);
-      for (Eigen::Index i = 0; i < sep_marginal.values.size(); ++i) {
-        sep_marginal.values[i] = sep_marginal.values[i] > 0.0 ? 1.0 / sep_marginal.values[i] : 0.0;
-      }
-      f = Product(f, sep_marginal, domain_sizes_);
+      const std::vector<int> vars = SortedUnion(cliques_[c], children.vars);
       std::vector<int> keep;
-      for (int v : f.vars) {
+      for (int v : vars) {
         if (std::binary_search(sep.begin(), sep.end(), v) ||
             std::binary_search(query.begin(), query.end(), v)) {
           keep.push_back(v);
         }
       }
-      message[c] = SumTo(f, keep, domain_sizes_);
-      has_message[c] = 1;
+      Factor out{keep, Eigen::VectorXd::Zero(TableCells(keep, domain_sizes_))};
+      const std::vector<int64_t> s_clique = SubStrides(vars, cliques_[c], domain_sizes_);
+      const std::vector<int64_t> s_sep = SubStrides(vars, sep, domain_sizes_);
+      const std::vector<int64_t> s_children = SubStrides(vars, children.vars, domain_sizes_);
+      const std::vector<int64_t> s_keep = SubStrides(vars, keep, domain_sizes_);
+      const double* mu = mu_[c].data();
+      const double* inv = inverse_sep.data();
+      const double* msg = children.values.data();
+      double* o = out.values.data();
+      const double scale = 1.0 / total_;
+      ForEachCell<4>(ShapeOf(vars, domain_sizes_), {&s_clique, &s_sep, &s_children, &s_keep},
+                     [&](int64_t, const std::array<int64_t, 4>& i) {
+                       o[i[3]] += mu[i[0]] * scale * inv[i[1]] * msg[i[2]];
+                     });
+      if (c == top) {
+        result = std::move(out);
+        break;
+      }
+      message[c] = std::move(out);
     }
     result.values *= total_;
   }
