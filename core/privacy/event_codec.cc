@@ -87,7 +87,17 @@ std::string EncodeEvent(const PrivacyEvent& event) {
             absl::StrAppend(&out, i ? ";" : "", EncodeEvent(e.events[i]));
           }
           return absl::StrCat(out, ")");
+        } else if constexpr (std::is_same_v<T, PartitionedEvent>) {
+          // partition(add_remove;a_1;...;a_K) or
+          // partition(replace_one;a_1;...;a_K;r_1;...;r_K).
+          std::string out = absl::StrCat(
+              "partition(",
+              e.relation == NeighbouringRelation::kAddRemove ? "add_remove" : "replace_one");
+          for (const PrivacyEvent& part : e.add_remove) absl::StrAppend(&out, ";", EncodeEvent(part));
+          for (const PrivacyEvent& part : e.replace_one) absl::StrAppend(&out, ";", EncodeEvent(part));
+          return absl::StrCat(out, ")");
         } else {
+          static_assert(std::is_same_v<T, SelfComposedEvent>);
           return absl::StrCat("repeat(", e.count, ";", EncodeEvent(*e.event), ")");
         }
       },
@@ -159,6 +169,27 @@ absl::StatusOr<PrivacyEvent> DecodeEvent(absl::string_view text) {
     }
     DPC_ASSIGN_OR_RETURN(auto inner, DecodeEvent(parts[1]));
     return PrivacyEvent::SelfCompose(std::move(inner), count);
+  }
+  if (name == "partition") {
+    std::vector<absl::string_view> fields = SplitTopLevel(args, ';');
+    if (fields.size() < 2) {
+      return absl::DataLossError(absl::StrCat("malformed ledger event '", text, "'"));
+    }
+    const absl::string_view relation = fields.front();
+    std::vector<PrivacyEvent> parts;
+    parts.reserve(fields.size() - 1);
+    for (size_t i = 1; i < fields.size(); ++i) {
+      DPC_ASSIGN_OR_RETURN(auto part, DecodeEvent(fields[i]));
+      parts.push_back(std::move(part));
+    }
+    if (relation == "add_remove") return PrivacyEvent::PartitionedAddRemove(std::move(parts));
+    if (relation == "replace_one" && parts.size() % 2 == 0) {
+      const auto half = static_cast<std::ptrdiff_t>(parts.size() / 2);
+      std::vector<PrivacyEvent> add_remove(parts.begin(), parts.begin() + half);
+      std::vector<PrivacyEvent> replace_one(parts.begin() + half, parts.end());
+      return PrivacyEvent::PartitionedReplaceOne(std::move(add_remove), std::move(replace_one));
+    }
+    return absl::DataLossError(absl::StrCat("malformed ledger event '", text, "'"));
   }
   return absl::DataLossError(absl::StrCat("unknown ledger event '", name, "'"));
 }

@@ -10,6 +10,7 @@
 //   gaussian(s)  discrete_gaussian(s)  grid_gaussian(s)
 //   poisson(q,s)  wor(q,s)  discrete_poisson(q,s)  discrete_wor(q,s)
 //   laplace(b)  rr(k,eps)  exponential(eps)  compose(e1;e2;...)  repeat(T;e)
+//   partition(add_remove;a1;...;aK)  partition(replace_one;a1;...;aK;r1;...;rK)
 //
 // Numbers are written with 17 significant digits, so a decoded event has
 // exactly the parameters (and the RDP curve) of the encoded one.

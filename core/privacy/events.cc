@@ -6,6 +6,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/string_view.h"
 #include "core/util/status_macros.h"
 #include "core/util/validation.h"
 
@@ -128,6 +129,54 @@ absl::StatusOr<PrivacyEvent> PrivacyEvent::SelfCompose(PrivacyEvent event,
       add_remove, replace_one);
 }
 
+namespace {
+
+absl::Status ValidatePartCount(size_t count) {
+  if (count < 1 || count > static_cast<size_t>(kMaxPartitionParts)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "A partitioned event must have 1 to ", kMaxPartitionParts, " parts, got ", count));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateParts(const std::vector<PrivacyEvent>& parts,
+                           NeighbouringRelation relation, absl::string_view role) {
+  for (size_t k = 0; k < parts.size(); ++k) {
+    if (!parts[k].IsValidFor(relation)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "Part ", k, "'s ", role, " event ", Describe(parts[k]), " is not defined under ",
+          RelationName(relation), " neighbours"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<PrivacyEvent> PrivacyEvent::PartitionedAddRemove(
+    std::vector<PrivacyEvent> parts) {
+  DPC_RETURN_IF_ERROR(ValidatePartCount(parts.size()));
+  DPC_RETURN_IF_ERROR(ValidateParts(parts, NeighbouringRelation::kAddRemove, "add/remove"));
+  return PrivacyEvent(
+      PartitionedEvent{NeighbouringRelation::kAddRemove, std::move(parts), {}}, true, false);
+}
+
+absl::StatusOr<PrivacyEvent> PrivacyEvent::PartitionedReplaceOne(
+    std::vector<PrivacyEvent> add_remove, std::vector<PrivacyEvent> replace_one) {
+  DPC_RETURN_IF_ERROR(ValidatePartCount(add_remove.size()));
+  if (replace_one.size() != add_remove.size()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "A replace-one partitioned event needs one replace-one event per part: ",
+        add_remove.size(), " parts, ", replace_one.size(), " replace-one events"));
+  }
+  DPC_RETURN_IF_ERROR(ValidateParts(add_remove, NeighbouringRelation::kAddRemove, "add/remove"));
+  DPC_RETURN_IF_ERROR(
+      ValidateParts(replace_one, NeighbouringRelation::kReplaceOne, "replace-one"));
+  return PrivacyEvent(PartitionedEvent{NeighbouringRelation::kReplaceOne, std::move(add_remove),
+                                       std::move(replace_one)},
+                      false, true);
+}
+
 bool PrivacyEvent::IsValidFor(NeighbouringRelation relation) const {
   return relation == NeighbouringRelation::kAddRemove ? valid_add_remove_
                                                       : valid_replace_one_;
@@ -223,6 +272,19 @@ struct Describer {
   }
   std::string operator()(const SelfComposedEvent& e) const {
     return absl::StrCat(Describe(*e.event), " x ", e.count);
+  }
+  std::string operator()(const PartitionedEvent& e) const {
+    auto join = [](const std::vector<PrivacyEvent>& events) {
+      std::vector<std::string> parts;
+      parts.reserve(events.size());
+      for (const PrivacyEvent& p : events) parts.push_back(Describe(p));
+      return absl::StrJoin(parts, ", ");
+    };
+    if (e.relation == NeighbouringRelation::kAddRemove) {
+      return absl::StrCat("Partitioned(ADD_REMOVE)[", join(e.add_remove), "]");
+    }
+    return absl::StrCat("Partitioned(REPLACE_ONE)[", join(e.add_remove), " | ",
+                        join(e.replace_one), "]");
   }
 };
 

@@ -116,6 +116,36 @@ struct SelfComposedEvent {
   std::shared_ptr<const PrivacyEvent> event;
   int64_t count;
 };
+// Parallel composition (docs/privacy.md 3.6): K releases or sessions, the
+// k-th reading only the rows of part k of a partition of the rows by a
+// PUBLIC function of one row (a declared column's declared values, never
+// values looked up in the data). McSherry 2009 ("Privacy Integrated
+// Queries", Thm. 2) for pure DP; in RDP, per order alpha:
+//  * ADD_REMOVE: an added or removed row lies in at most one part, so the
+//    curve is max_k add_remove[k] (rows in no opened part change nothing).
+//  * REPLACE_ONE: a replaced row either stays in its part (that part's
+//    replace-one curve), or leaves part j and enters part k != j (part j
+//    loses a row and part k gains one: two add/remove neighbours of
+//    independent mechanisms, composed: add_remove[j] + add_remove[k]), or
+//    moves between an opened part and an unopened value (one add/remove
+//    neighbour). Curve: max(max_k replace_one[k], max_k add_remove[k],
+//    max_{j != k} add_remove[j] + add_remove[k]).
+// Valid for `relation` only (the curve is the relation's). Every
+// add_remove[k] must be valid under ADD_REMOVE, with its noise multiplier in
+// units of part k's add/remove sensitivity; under REPLACE_ONE every
+// replace_one[k] must be valid under REPLACE_ONE, in units of part k's
+// sensitivity to a row replaced inside the part (the part's size is NOT
+// public under a partition, so a part is never a fixed-size WOR sample).
+struct PartitionedEvent {
+  NeighbouringRelation relation;
+  std::vector<PrivacyEvent> add_remove;
+  // Empty under ADD_REMOVE; one per part under REPLACE_ONE.
+  std::vector<PrivacyEvent> replace_one;
+};
+
+// At most this many parts in one partitioned event (a label column's
+// declared categories; the ledger stores one event text per admission).
+inline constexpr int64_t kMaxPartitionParts = 4096;
 
 class PrivacyEvent {
  public:
@@ -126,7 +156,7 @@ class PrivacyEvent {
                    PoissonSampledDiscreteGaussianEvent,
                    SampledWithoutReplacementDiscreteGaussianEvent, LaplaceEvent,
                    RandomizedResponseEvent, ExponentialMechanismEvent, ComposedEvent,
-                   SelfComposedEvent>;
+                   SelfComposedEvent, PartitionedEvent>;
 
   // noise_multiplier finite and > 0.
   static absl::StatusOr<PrivacyEvent> Gaussian(double noise_multiplier);
@@ -161,6 +191,15 @@ class PrivacyEvent {
   // count >= 1.
   static absl::StatusOr<PrivacyEvent> SelfCompose(PrivacyEvent event,
                                                   int64_t count);
+  // Parallel composition over a public partition under ADD_REMOVE: 1 to
+  // kMaxPartitionParts parts, each valid under ADD_REMOVE.
+  static absl::StatusOr<PrivacyEvent> PartitionedAddRemove(
+      std::vector<PrivacyEvent> parts);
+  // The same under REPLACE_ONE: add_remove.size() == replace_one.size() in
+  // [1, kMaxPartitionParts], add_remove[k] valid under ADD_REMOVE and
+  // replace_one[k] valid under REPLACE_ONE.
+  static absl::StatusOr<PrivacyEvent> PartitionedReplaceOne(
+      std::vector<PrivacyEvent> add_remove, std::vector<PrivacyEvent> replace_one);
 
   const Variant& variant() const { return *variant_; }
 

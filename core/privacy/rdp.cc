@@ -367,6 +367,38 @@ struct RdpVisitor {
     for (double& v : rdp) v *= static_cast<double>(e.count);
     return rdp;
   }
+  // Parallel composition over a public partition (events.h, docs/privacy.md
+  // 3.6; McSherry 2009, Thm. 2). RDP is a supremum over neighbouring pairs
+  // taken order by order, so the worst case may be a different pair of
+  // parts at each order: per order, the worst single part under ADD_REMOVE;
+  // under REPLACE_ONE also a part's own replace-one value and the two
+  // largest add/remove values summed (a row leaving one part for another:
+  // two independent add/remove neighbours, Mironov 2017, Prop. 1).
+  absl::StatusOr<std::vector<double>> operator()(const PartitionedEvent& e) const {
+    std::vector<double> largest(orders.size(), 0.0);
+    std::vector<double> second(orders.size(), 0.0);
+    for (const PrivacyEvent& part : e.add_remove) {
+      DPC_ASSIGN_OR_RETURN(std::vector<double> rdp, ComputeRdp(part, orders));
+      for (size_t i = 0; i < rdp.size(); ++i) {
+        if (rdp[i] > largest[i]) {
+          second[i] = largest[i];
+          largest[i] = rdp[i];
+        } else if (rdp[i] > second[i]) {
+          second[i] = rdp[i];
+        }
+      }
+    }
+    if (e.relation == NeighbouringRelation::kAddRemove) return largest;
+    // With one part, `second` is 0 and the sum is that part's own value (a
+    // row moving between the part and an unopened value).
+    std::vector<double> total(orders.size());
+    for (size_t i = 0; i < total.size(); ++i) total[i] = largest[i] + second[i];
+    for (const PrivacyEvent& part : e.replace_one) {
+      DPC_ASSIGN_OR_RETURN(std::vector<double> rdp, ComputeRdp(part, orders));
+      for (size_t i = 0; i < total.size(); ++i) total[i] = std::max(total[i], rdp[i]);
+    }
+    return total;
+  }
 };
 
 }  // namespace
