@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "core/audit/one_shot_cases.h"
+#include "core/audit/partition_cases.h"
 
 namespace dpcurator::audit {
 namespace {
@@ -40,6 +41,10 @@ std::vector<AuditCase> MutantCases() {
                            "em_sensitivity_halved", 40000));
   cases.push_back(AsMutant(LdpLaplaceCase(Mutation{.ldp_record_scale = 2.0}),
                            "ldp_radius_not_enforced", 20000));
+  // A row that changes parts under REPLACE_ONE, charged as one part only.
+  cases.push_back(AsMutant(PartitionedCountsCase(NeighbouringRelation::kReplaceOne,
+                                                 /*charge_one_part=*/true),
+                           "partition_charged_one_part", 40000));
   return cases;
 }
 

@@ -15,7 +15,8 @@ namespace dpcurator::audit {
 // sigma halved (rff, ADD_REMOVE); the feature-norm clamp removed (rff,
 // features of norm 2, ADD_REMOVE); replace-one charged as add/remove (rff,
 // REPLACE_ONE pair); the exponential mechanism's sensitivity halved
-// (ADD_REMOVE); the LDP radius not enforced (Laplace, records at 2R).
+// (ADD_REMOVE); the LDP radius not enforced (Laplace, records at 2R); a
+// partitioned release charged as one part (REPLACE_ONE, a row changing parts).
 std::vector<AuditCase> MutantCases();
 
 }  // namespace dpcurator::audit

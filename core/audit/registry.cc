@@ -1,6 +1,7 @@
 #include "core/audit/registry.h"
 
 #include "core/audit/one_shot_cases.h"
+#include "core/audit/partition_cases.h"
 #include "core/audit/session_cases.h"
 
 namespace dpcurator::audit {
@@ -9,6 +10,7 @@ std::vector<AuditCase> AllCases() {
   std::vector<AuditCase> cases = OneShotCases();
   // Session kinds register here, one line each.
   for (AuditCase& c : SessionCases()) cases.push_back(std::move(c));
+  for (AuditCase& c : PartitionCases()) cases.push_back(std::move(c));
   return cases;
 }
 
