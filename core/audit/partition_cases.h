@@ -2,7 +2,7 @@
 #define DPCURATOR_CORE_AUDIT_PARTITION_CASES_H_
 
 // The audit of parallel composition over a public partition (issue 27 item
-// 1; docs/privacy.md 3.6 and 7.1). The mechanism: rows (x, y) with x in
+// 1; docs/privacy.md 3.7 and 7.1). The mechanism: rows (x, y) with x in
 // [0, 1] (declared bounds, clamped) and y a public label with declared
 // values {0, 1, 2}; part k releases [sum of x; count] over the rows with
 // y = k with the grid's discrete Gaussian (core/privacy/discrete_noise.h),

@@ -116,7 +116,7 @@ struct SelfComposedEvent {
   std::shared_ptr<const PrivacyEvent> event;
   int64_t count;
 };
-// Parallel composition (docs/privacy.md 3.6): K releases or sessions, the
+// Parallel composition (docs/privacy.md 3.7): K releases or sessions, the
 // k-th reading only the rows of part k of a partition of the rows by a
 // PUBLIC function of one row (a declared column's declared values, never
 // values looked up in the data). McSherry 2009 ("Privacy Integrated

@@ -368,7 +368,7 @@ struct RdpVisitor {
     return rdp;
   }
   // Parallel composition over a public partition (events.h, docs/privacy.md
-  // 3.6; McSherry 2009, Thm. 2). RDP is a supremum over neighbouring pairs
+  // 3.7; McSherry 2009, Thm. 2). RDP is a supremum over neighbouring pairs
   // taken order by order, so the worst case may be a different pair of
   // parts at each order: per order, the worst single part under ADD_REMOVE;
   // under REPLACE_ONE also a part's own replace-one value and the two

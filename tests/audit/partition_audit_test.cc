@@ -1,4 +1,4 @@
-// The audit of parallel composition (issue 27 item 1; docs/privacy.md 3.6):
+// The audit of parallel composition (issue 27 item 1; docs/privacy.md 3.7):
 // the partitioned release under each relation is not flagged and is tight,
 // and the mutant that charges one part only is caught by the canary that
 // changes parts under REPLACE_ONE, beside the unmutated case at the same

@@ -1,5 +1,5 @@
 // Parallel composition over a public partition (issue 27 item 1;
-// docs/privacy.md 3.6): the partitioned event's curve against hand values
+// docs/privacy.md 3.7): the partitioned event's curve against hand values
 // of Gaussian parts (RDP alpha / (2 s^2), Mironov 2017, Prop. 7), its
 // relations, its validation, its ledger text, and the accountant's epsilon.
 
