@@ -1,6 +1,9 @@
 #include "server/ledger.h"
 
+#include <algorithm>
 #include <cmath>
+#include <optional>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/numbers.h"
@@ -35,7 +38,8 @@ std::string UnscopedKey(const std::string& stored) {
 constexpr const char* kSessionColumns =
     "id, dataset_id, params, state, steps_reserved, noise_multiplier, epsilon_reserved, "
     "created_unix, last_activity_unix, (SELECT COUNT(*) FROM session_steps s WHERE "
-    "s.session_id = sessions.id), step_event, reserve_event_id, owner";
+    "s.session_id = sessions.id), step_event, reserve_event_id, owner, partition_id, "
+    "part_level";
 
 v1::Session SessionFromRow(const Statement& row) {
   v1::Session session;
@@ -563,6 +567,8 @@ struct LoadedSession {
   std::string step_event;
   int64_t reserve_event_id = 0;
   std::string owner;
+  std::string partition_id;  // '' for an ordinary session
+  int64_t part_level = -1;
 };
 
 absl::StatusOr<LoadedSession> LoadSession(Database* db, const std::string& session_id) {
@@ -576,6 +582,8 @@ absl::StatusOr<LoadedSession> LoadSession(Database* db, const std::string& sessi
   loaded.step_event = query.ColumnText(10);
   loaded.reserve_event_id = query.ColumnInt(11);
   loaded.owner = query.ColumnText(12);
+  loaded.partition_id = query.ColumnText(13);
+  loaded.part_level = query.ColumnInt(14);
   return loaded;
 }
 
@@ -601,12 +609,110 @@ absl::Status FillBudget(Database* db, v1::Session* session) {
   return absl::OkStatus();
 }
 
+absl::Status MarkClosed(Database* db, const Clock& clock, const std::string& session_id,
+                        const std::string& final_state) {
+  DPC_ASSIGN_OR_RETURN(auto update,
+                       db->Prepare("UPDATE sessions SET state = ?, last_activity_unix = ? "
+                                   "WHERE id = ?"));
+  return update.Bind(1, final_state).Bind(2, clock.UnixNow()).Bind(3, session_id).Run();
+}
+
+// The members of a partition, in level order (the order their parts have in
+// the reserved event).
+absl::StatusOr<std::vector<LoadedSession>> LoadPartition(Database* db,
+                                                         const std::string& partition_id) {
+  DPC_ASSIGN_OR_RETURN(auto members,
+                       db->Prepare("SELECT id FROM sessions WHERE partition_id = ? "
+                                   "ORDER BY part_level"));
+  members.Bind(1, partition_id);
+  std::vector<std::string> ids;
+  while (true) {
+    DPC_ASSIGN_OR_RETURN(bool row, members.Step());
+    if (!row) break;
+    ids.push_back(members.ColumnText(0));
+  }
+  std::vector<LoadedSession> loaded;
+  for (const std::string& id : ids) {
+    DPC_ASSIGN_OR_RETURN(LoadedSession member, LoadSession(db, id));
+    loaded.push_back(std::move(member));
+  }
+  return loaded;
+}
+
+// PartitionedAddRemove of each member's step event repeated count(member)
+// times; a part with count 0 is the empty composition (it released nothing).
+template <typename Count>
+absl::StatusOr<privacy::PrivacyEvent> PartitionEvent(const std::vector<LoadedSession>& members,
+                                                     Count count) {
+  std::vector<privacy::PrivacyEvent> parts;
+  for (const LoadedSession& member : members) {
+    DPC_ASSIGN_OR_RETURN(privacy::PrivacyEvent step, privacy::DecodeEvent(member.step_event));
+    const int64_t n = count(member);
+    if (n == 0) {
+      DPC_ASSIGN_OR_RETURN(privacy::PrivacyEvent nothing, privacy::PrivacyEvent::Compose({}));
+      parts.push_back(std::move(nothing));
+    } else {
+      DPC_ASSIGN_OR_RETURN(privacy::PrivacyEvent ran, privacy::PrivacyEvent::SelfCompose(step, n));
+      parts.push_back(std::move(ran));
+    }
+  }
+  return privacy::PrivacyEvent::PartitionedAddRemove(std::move(parts));
+}
+
+// A member of a partition closes: its state changes now; the group's charge
+// is one event, so it is settled when the last member closes: the
+// reservation refunded whole (an exact negation) and the partitioned event
+// of the steps every member ran charged, as CloseSessionLocked does for one
+// session.
+absl::StatusOr<v1::Session> ClosePartitionMemberLocked(Database* db, const Clock& clock,
+                                                       LoadedSession closing,
+                                                       const std::string& final_state) {
+  DPC_RETURN_IF_ERROR(MarkClosed(db, clock, closing.session.id(), final_state));
+  closing.session.set_state(final_state);
+  DPC_ASSIGN_OR_RETURN(std::vector<LoadedSession> members,
+                       LoadPartition(db, closing.partition_id));
+  int64_t reserved_total = 0;
+  int64_t used_total = 0;
+  for (const LoadedSession& member : members) {
+    if (member.session.state() == "OPEN") return closing.session;
+    reserved_total += member.session.steps_reserved();
+    used_total += member.session.steps_used();
+  }
+  if (used_total == reserved_total) return closing.session;
+  DPC_ASSIGN_OR_RETURN(privacy::PrivacyEvent reserved,
+                       PartitionEvent(members, [](const LoadedSession& m) {
+                         return m.session.steps_reserved();
+                       }));
+  DPC_ASSIGN_OR_RETURN(LoadedDataset dataset, LoadDatasetBudget(db, closing.session.dataset_id()));
+  DPC_RETURN_IF_ERROR(RefundLocked(
+      db, clock, closing.session.dataset_id(), dataset, closing.partition_id, reserved,
+      closing.reserve_event_id,
+      absl::StrCat("partitioned sessions closed after ", used_total, " of ", reserved_total,
+                   " reserved steps")));
+  if (used_total > 0) {
+    DPC_ASSIGN_OR_RETURN(privacy::PrivacyEvent ran,
+                         PartitionEvent(members, [](const LoadedSession& m) {
+                           return m.session.steps_used();
+                         }));
+    DPC_ASSIGN_OR_RETURN(privacy::AccountantState state,
+                         LoadTotals(db, closing.session.dataset_id(), dataset.relation));
+    // Cannot be refused: each part ran at most its reservation.
+    DPC_RETURN_IF_ERROR(ChargeLocked(db, clock, closing.session.dataset_id(), dataset, &state,
+                                     ran, "session_steps", closing.partition_id)
+                            .status());
+  }
+  return closing.session;
+}
+
 absl::StatusOr<v1::Session> CloseSessionLocked(Database* db, const Clock& clock,
                                                const std::string& session_id,
                                                const std::string& final_state) {
   DPC_ASSIGN_OR_RETURN(LoadedSession loaded, LoadSession(db, session_id));
   v1::Session& session = loaded.session;
   if (session.state() != "OPEN") return session;
+  if (!loaded.partition_id.empty()) {
+    return ClosePartitionMemberLocked(db, clock, std::move(loaded), final_state);
+  }
   // The reservation is refunded whole (an exact negation of the reserve
   // event) and the steps actually run are charged as one new event: the
   // totals then equal a direct charge of those steps, bit for bit, and the
@@ -706,6 +812,121 @@ absl::StatusOr<Ledger::SessionAdmission> Ledger::OpenSession(
   admission.session.set_epsilon_spent_total(charge.epsilon_after);
   admission.session.set_epsilon_remaining(std::max(0.0, dataset.epsilon_cap - charge.epsilon_after));
   return admission;
+}
+
+absl::StatusOr<Ledger::PartitionedAdmission> Ledger::OpenPartitionedSessions(
+    const std::string& dataset_id, const Caller& caller, const std::string& key,
+    const std::string& request_bytes, std::vector<SessionPart> parts) {
+  if (key.empty()) {
+    return absl::InvalidArgumentError("opening partitioned sessions needs an idempotency key");
+  }
+  if (parts.empty() || parts.size() > static_cast<size_t>(privacy::kMaxPartitionParts)) {
+    return absl::InvalidArgumentError(absl::StrCat("a partition needs 1 to ",
+                                                   privacy::kMaxPartitionParts, " parts"));
+  }
+  std::sort(parts.begin(), parts.end(),
+            [](const SessionPart& a, const SessionPart& b) { return a.level < b.level; });
+  for (size_t k = 0; k < parts.size(); ++k) {
+    if (k > 0 && parts[k].level == parts[k - 1].level) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("part ", parts[k].level, " is named twice; each part is opened once"));
+    }
+    if (!parts[k].step_event.has_value() || parts[k].steps < 1) {
+      return absl::InvalidArgumentError("each part needs a step event and at least one step");
+    }
+  }
+  // Each member's own key: the scoped key and its part's level, so the
+  // sessions table's (dataset, key) uniqueness holds per member.
+  const std::string scoped = ScopedKey(caller, key);
+  auto member_key = [&scoped](int32_t level) {
+    return absl::StrCat(scoped, "\x1epart", level);
+  };
+  auto locked = database_->Lock();
+  Database* db = locked.get();
+  DPC_ASSIGN_OR_RETURN(auto transaction, Transaction::BeginImmediate(db));
+  DPC_ASSIGN_OR_RETURN(LoadedDataset dataset, LoadDatasetBudget(db, dataset_id));
+  PartitionedAdmission admission;
+  DPC_ASSIGN_OR_RETURN(auto existing,
+                       db->Prepare("SELECT partition_id, request FROM sessions WHERE "
+                                   "dataset_id = ? AND idempotency_key = ?"));
+  existing.Bind(1, dataset_id).Bind(2, member_key(parts.front().level));
+  DPC_ASSIGN_OR_RETURN(bool known, existing.Step());
+  if (known) {
+    if (existing.ColumnBlob(1) != request_bytes || existing.ColumnText(0).empty()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "idempotency key '", key, "' was already used for different sessions"));
+    }
+    DPC_ASSIGN_OR_RETURN(std::vector<LoadedSession> members,
+                         LoadPartition(db, existing.ColumnText(0)));
+    admission.replayed = true;
+    for (LoadedSession& member : members) {
+      DPC_RETURN_IF_ERROR(FillBudget(db, &member.session));
+      admission.sessions.push_back(std::move(member.session));
+    }
+    return admission;
+  }
+  std::vector<privacy::PrivacyEvent> reserved_parts;
+  for (const SessionPart& part : parts) {
+    DPC_ASSIGN_OR_RETURN(privacy::PrivacyEvent reserved,
+                         privacy::PrivacyEvent::SelfCompose(*part.step_event, part.steps));
+    reserved_parts.push_back(std::move(reserved));
+  }
+  DPC_ASSIGN_OR_RETURN(privacy::PrivacyEvent reserved,
+                       privacy::PrivacyEvent::PartitionedAddRemove(std::move(reserved_parts)));
+  DPC_ASSIGN_OR_RETURN(privacy::AccountantState state,
+                       LoadTotals(db, dataset_id, dataset.relation));
+  const std::string partition_id = NewId("par");
+  DPC_ASSIGN_OR_RETURN(Charge charge, ChargeLocked(db, *clock_, dataset_id, dataset, &state,
+                                                   reserved, "session_reserve", partition_id));
+  const int64_t now = clock_->UnixNow();
+  DPC_ASSIGN_OR_RETURN(auto group,
+                       db->Prepare("INSERT INTO session_partitions (id, dataset_id, "
+                                   "reserve_event_id, created_unix) VALUES (?, ?, ?, ?)"));
+  DPC_RETURN_IF_ERROR(
+      group.Bind(1, partition_id).Bind(2, dataset_id).Bind(3, charge.event_id).Bind(4, now).Run());
+  std::vector<std::string> ids;
+  for (const SessionPart& part : parts) {
+    const std::string session_id = NewId("ses");
+    DPC_ASSIGN_OR_RETURN(
+        auto insert,
+        db->Prepare("INSERT INTO sessions (id, dataset_id, idempotency_key, request, params, "
+                    "state, steps_reserved, noise_multiplier, step_event, reserve_event_id, "
+                    "epsilon_reserved, created_unix, last_activity_unix, owner, partition_id, "
+                    "part_level) VALUES (?, ?, ?, ?, ?, 'OPEN', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"));
+    DPC_RETURN_IF_ERROR(insert.Bind(1, session_id)
+                            .Bind(2, dataset_id)
+                            .Bind(3, member_key(part.level))
+                            .BindBlob(4, request_bytes)
+                            .BindBlob(5, part.params.SerializeAsString())
+                            .Bind(6, part.steps)
+                            .Bind(7, part.noise_multiplier)
+                            .Bind(8, privacy::EncodeEvent(*part.step_event))
+                            .Bind(9, charge.event_id)
+                            .Bind(10, charge.epsilon_alone)
+                            .Bind(11, now)
+                            .Bind(12, now)
+                            .Bind(13, caller.principal_id)
+                            .Bind(14, partition_id)
+                            .Bind(15, int64_t{part.level})
+                            .Run());
+    ids.push_back(session_id);
+  }
+  DPC_RETURN_IF_ERROR(transaction.Commit());
+  for (const std::string& id : ids) {
+    DPC_ASSIGN_OR_RETURN(LoadedSession loaded, LoadSession(db, id));
+    loaded.session.set_epsilon_spent_total(charge.epsilon_after);
+    loaded.session.set_epsilon_remaining(
+        std::max(0.0, dataset.epsilon_cap - charge.epsilon_after));
+    admission.sessions.push_back(std::move(loaded.session));
+  }
+  return admission;
+}
+
+absl::StatusOr<std::optional<int32_t>> Ledger::SessionPartLevel(const std::string& session_id) {
+  auto locked = database_->Lock();
+  DPC_ASSIGN_OR_RETURN(LoadedSession loaded, LoadSession(locked.get(), session_id));
+  if (loaded.partition_id.empty()) return std::optional<int32_t>();
+  return std::optional<int32_t>(static_cast<int32_t>(loaded.part_level));
 }
 
 absl::StatusOr<Ledger::StepAdmission> Ledger::BeginStep(const std::string& session_id,

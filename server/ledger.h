@@ -4,6 +4,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/container/flat_hash_set.h"
 
@@ -133,6 +134,38 @@ class Ledger {
                                                const v1::SessionParams& params,
                                                const privacy::PrivacyEvent& step_event,
                                                int64_t steps, double noise_multiplier);
+
+  // ---- Partitioned sessions (parallel composition; docs/privacy.md 3.7) ----
+
+  // One part of a partitioned open: the level of the label column whose
+  // rows its steps read, its resolved params, step event (ADD_REMOVE:
+  // Poisson-subsampled) and reservation.
+  struct SessionPart {
+    int32_t level = 0;
+    v1::SessionParams params;
+    std::optional<privacy::PrivacyEvent> step_event;
+    int64_t steps = 0;
+    double noise_multiplier = 0.0;
+  };
+  struct PartitionedAdmission {
+    bool replayed = false;
+    std::vector<v1::Session> sessions;  // one per part, in level order
+  };
+  // Opens one session per part (levels distinct) as ONE admission: one
+  // charge of PartitionedAddRemove(SelfCompose(step_k, T_k) for each k), in
+  // one transaction with the same rules as OpenSession (relation, cap,
+  // durable before return, idempotency key scoped by principal; a retry
+  // with the same key and request bytes returns the same K sessions, with
+  // other bytes FAILED_PRECONDITION). The members share the reservation:
+  // each closes on its own, and when the last one closes the reservation
+  // is refunded whole and the partitioned event of the steps the members
+  // ran is charged (sec. 3.4's rule, applied to the group).
+  absl::StatusOr<PartitionedAdmission> OpenPartitionedSessions(
+      const std::string& dataset_id, const Caller& caller, const std::string& idempotency_key,
+      const std::string& request_bytes, std::vector<SessionPart> parts);
+  // The label level whose rows the session's steps read, or nullopt for an
+  // ordinary session (which reads every row).
+  absl::StatusOr<std::optional<int32_t>> SessionPartLevel(const std::string& session_id);
 
   // The outcome stored for one step index: the artefact, or (non-empty
   // incident) a failure after rows were read, which counts as a used step.

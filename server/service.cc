@@ -4,6 +4,7 @@
 #include <exception>
 #include <memory>
 #include <new>
+#include <optional>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -14,6 +15,7 @@
 #include "core/util/validation.h"
 #include "proto/convert.h"
 #include "server/log.h"
+#include "server/partition.h"
 #include "server/releases.h"
 
 namespace dpcurator::server {
@@ -644,6 +646,10 @@ grpc::Status SessionServiceImpl::Step(grpc::ServerContext* context,
     DPC_GRPC_ASSIGN_OR_RETURN(data::Schema schema, SchemaFromProto(dataset.schema()));
     // Before any row is read: a failure here leaves the step unused.
     DPC_GRPC_ASSIGN_OR_RETURN(std::unique_ptr<privacy::NoiseSource> noise, noise_source_());
+    // A member of a partitioned open reads only its part's rows (public:
+    // fixed at open; docs/privacy.md 3.7).
+    DPC_GRPC_ASSIGN_OR_RETURN(const std::optional<int32_t> part,
+                              ledger_->SessionPartLevel(session.id()));
     // From the first row read on, a failure is the step's outcome: stored,
     // counted as used (its reservation is never returned), and answered
     // with an incident id only (docs/privacy.md 6.1).
@@ -652,6 +658,10 @@ grpc::Status SessionServiceImpl::Step(grpc::ServerContext* context,
       DPC_ASSIGN_OR_RETURN(std::shared_ptr<const release::EncodedRows> rows,
                            store_->LoadEncodedRows(dataset.id(), schema));
       DPC_RETURN_IF_ERROR(Hit(failpoint_, "session_step.after_rows_read"));
+      if (part.has_value()) {
+        const release::EncodedRows part_rows = RowsOfPart(*rows, *part);
+        return ComputeSessionStep(session, dataset, part_rows, step_id, *request, noise.get());
+      }
       return ComputeSessionStep(session, dataset, *rows, step_id, *request, noise.get());
     });
     Ledger::StoredStep attempt;

@@ -196,6 +196,22 @@ CREATE INDEX ldp_reports_by_principal ON ldp_reports(collection_id, principal);
     R"sql(
 ALTER TABLE datasets ADD COLUMN deleted_unix INTEGER NOT NULL DEFAULT 0;
 )sql",
+    // 9: partitioned sessions (issue 27; docs/privacy.md 3.7). K sessions
+    // opened by one admission, each reading only the rows whose label is its
+    // part's level, share one reservation (a partitioned event, charged
+    // once): session_partitions holds it, and each member names its group
+    // and its part's level ('' and -1 for an ordinary session).
+    R"sql(
+CREATE TABLE session_partitions (
+  id TEXT PRIMARY KEY,
+  dataset_id TEXT NOT NULL REFERENCES datasets(id),
+  reserve_event_id INTEGER NOT NULL REFERENCES ledger_events(id),
+  created_unix INTEGER NOT NULL
+);
+ALTER TABLE sessions ADD COLUMN partition_id TEXT NOT NULL DEFAULT '';
+ALTER TABLE sessions ADD COLUMN part_level INTEGER NOT NULL DEFAULT -1;
+CREATE INDEX sessions_by_partition ON sessions(partition_id, part_level);
+)sql",
 };
 
 std::string EncodeCells(const data::Table& rows) {

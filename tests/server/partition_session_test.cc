@@ -1,0 +1,290 @@
+// Partitioned sessions (issue 27 item 2; docs/privacy.md 3.7) on the ledger
+// and the planning layer, without gRPC: one admission opens K sessions and
+// charges the partitioned event once (one part's cost under ADD_REMOVE);
+// idempotency; the group's reservation settled when its last member closes;
+// the refusals made before admission; and the rows a part's steps read.
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "core/data/demo.h"
+#include "core/privacy/accounting.h"
+#include "core/privacy/events.h"
+#include "core/release/encoded_rows.h"
+#include "server/ledger.h"
+#include "server/partition.h"
+#include "server/store.h"
+#include "tests/server/server_test_util.h"
+
+namespace dpcurator::server::testing {
+namespace {
+
+using privacy::PrivacyEvent;
+
+constexpr double kRate = 0.01;
+constexpr double kNoise = 1.1;
+constexpr double kDelta = 1e-5;
+
+PrivacyEvent Step() { return PrivacyEvent::PoissonSampledDiscreteGaussian(kRate, kNoise).value(); }
+
+// epsilon at kDelta of one charge of `event` on a fresh add/remove state.
+double EpsilonOf(const PrivacyEvent& event) {
+  privacy::AccountantState state(privacy::NeighbouringRelation::kAddRemove);
+  EXPECT_TRUE(state.Add(event).ok());
+  return state.Epsilon(kDelta)->epsilon;
+}
+
+class PartitionSessionTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::make_unique<TempDir>();
+    auto database = SharedDatabase::Open(dir_->File("partition.db"));
+    ASSERT_TRUE(database.ok()) << database.status();
+    database_ = std::move(database).value();
+    auto store = Store::Open(database_.get(), &clock_);
+    ASSERT_TRUE(store.ok()) << store.status();
+    store_ = std::move(store).value();
+    ledger_ = std::make_unique<Ledger>(database_.get(), &clock_);
+  }
+
+  std::string NewDataset(v1::NeighbouringRelation relation, double cap = 50.0) {
+    v1::CreateDatasetRequest request;
+    request.set_name("partition");
+    *request.mutable_schema() = DemoSchemaProto();
+    request.mutable_budget()->set_epsilon(cap);
+    request.mutable_budget()->set_delta(kDelta);
+    request.set_relation(relation);
+    auto dataset = store_->CreateDataset(request);
+    EXPECT_TRUE(dataset.ok()) << dataset.status();
+    return dataset.ok() ? dataset->id() : "";
+  }
+
+  static std::vector<Ledger::SessionPart> Parts(const std::vector<int32_t>& levels,
+                                                int64_t steps) {
+    std::vector<Ledger::SessionPart> parts;
+    for (int32_t level : levels) {
+      Ledger::SessionPart part;
+      part.level = level;
+      part.params.set_steps(steps);
+      part.params.set_sampling_rate(kRate);
+      part.params.set_noise_multiplier(kNoise);
+      part.step_event = Step();
+      part.steps = steps;
+      part.noise_multiplier = kNoise;
+      parts.push_back(std::move(part));
+    }
+    return parts;
+  }
+
+  double Spent(const std::string& dataset) {
+    auto report = ledger_->Report(dataset, Caller::Curator());
+    EXPECT_TRUE(report.ok()) << report.status();
+    return report.ok() ? report->epsilon_spent() : -1.0;
+  }
+
+  int EventCount(const std::string& dataset) {
+    auto report = ledger_->Report(dataset, Caller::Curator());
+    EXPECT_TRUE(report.ok()) << report.status();
+    return report.ok() ? report->events_size() : -1;
+  }
+
+  void RunSteps(const std::string& session_id, int64_t count) {
+    for (int64_t t = 0; t < count; ++t) {
+      auto begin = ledger_->BeginStep(session_id, kAlice, t);
+      ASSERT_TRUE(begin.ok()) << begin.status();
+      ASSERT_FALSE(begin->stored.has_value());
+      ASSERT_TRUE(ledger_->RecordStep(session_id, t, Ledger::StoredStep{"answer", ""}).ok());
+    }
+  }
+
+  const Caller kAlice{"tok_alice", false};
+  FakeClock clock_;
+  std::unique_ptr<TempDir> dir_;
+  std::unique_ptr<SharedDatabase> database_;
+  std::unique_ptr<Store> store_;
+  std::unique_ptr<Ledger> ledger_;
+};
+
+TEST_F(PartitionSessionTest, OneAdmissionOfKPartsCostsOnePart) {
+  const std::string dataset = NewDataset(v1::ADD_REMOVE);
+  auto opened = ledger_->OpenPartitionedSessions(dataset, kAlice, "key", "request",
+                                                 Parts({1, 0}, 1000));
+  ASSERT_TRUE(opened.ok()) << opened.status();
+  ASSERT_EQ(opened->sessions.size(), 2u);
+  EXPECT_FALSE(opened->replayed);
+  EXPECT_NE(opened->sessions[0].id(), opened->sessions[1].id());
+  // One ledger event, and it costs exactly one session of 1000 steps.
+  EXPECT_EQ(EventCount(dataset), 1);
+  const double one = EpsilonOf(PrivacyEvent::SelfCompose(Step(), 1000).value());
+  EXPECT_NEAR(Spent(dataset), one, 1e-12);
+  EXPECT_NEAR(opened->sessions[0].epsilon_reserved(), one, 1e-12);
+  // Members read their own part, in level order; an ordinary session none.
+  EXPECT_EQ(ledger_->SessionPartLevel(opened->sessions[0].id()).value(), 0);
+  EXPECT_EQ(ledger_->SessionPartLevel(opened->sessions[1].id()).value(), 1);
+  auto plain = ledger_->OpenSession(dataset, kAlice, "plain", "plain", v1::SessionParams(), Step(),
+                                    10, kNoise);
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  EXPECT_FALSE(ledger_->SessionPartLevel(plain->session.id()).value().has_value());
+  auto totals = ledger_->VerifyTotals();
+  ASSERT_TRUE(totals.ok()) << totals.status();
+  EXPECT_TRUE(totals->empty());
+}
+
+TEST_F(PartitionSessionTest, AdmittedWhereKSequentialSessionsWouldExceedTheCap) {
+  const double one = EpsilonOf(PrivacyEvent::SelfCompose(Step(), 1000).value());
+  const std::string dataset = NewDataset(v1::ADD_REMOVE, 1.2 * one);
+  ASSERT_TRUE(ledger_->OpenPartitionedSessions(dataset, kAlice, "key", "request",
+                                               Parts({0, 1}, 1000))
+                  .ok());
+  // The same two parts opened as ordinary sessions: the second is refused.
+  const std::string other = NewDataset(v1::ADD_REMOVE, 1.2 * one);
+  ASSERT_TRUE(
+      ledger_->OpenSession(other, kAlice, "a", "a", v1::SessionParams(), Step(), 1000, kNoise).ok());
+  EXPECT_EQ(
+      ledger_->OpenSession(other, kAlice, "b", "b", v1::SessionParams(), Step(), 1000, kNoise)
+          .status()
+          .code(),
+      absl::StatusCode::kResourceExhausted);
+}
+
+TEST_F(PartitionSessionTest, RetryReplaysTheSameSessionsWithoutASecondCharge) {
+  const std::string dataset = NewDataset(v1::ADD_REMOVE);
+  auto first = ledger_->OpenPartitionedSessions(dataset, kAlice, "key", "request",
+                                                Parts({0, 1}, 100));
+  ASSERT_TRUE(first.ok()) << first.status();
+  const double spent = Spent(dataset);
+  auto again = ledger_->OpenPartitionedSessions(dataset, kAlice, "key", "request",
+                                                Parts({0, 1}, 100));
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_TRUE(again->replayed);
+  ASSERT_EQ(again->sessions.size(), 2u);
+  EXPECT_EQ(again->sessions[0].id(), first->sessions[0].id());
+  EXPECT_EQ(again->sessions[1].id(), first->sessions[1].id());
+  EXPECT_EQ(Spent(dataset), spent);
+  EXPECT_EQ(EventCount(dataset), 1);
+  EXPECT_EQ(ledger_->OpenPartitionedSessions(dataset, kAlice, "key", "other bytes",
+                                             Parts({0, 1}, 100))
+                .status()
+                .code(),
+            absl::StatusCode::kFailedPrecondition);
+}
+
+TEST_F(PartitionSessionTest, LastCloseReturnsTheStepsNoPartRan) {
+  const std::string dataset = NewDataset(v1::ADD_REMOVE);
+  auto opened = ledger_->OpenPartitionedSessions(dataset, kAlice, "key", "request",
+                                                 Parts({0, 1}, 1000));
+  ASSERT_TRUE(opened.ok()) << opened.status();
+  const std::string part0 = opened->sessions[0].id();
+  const std::string part1 = opened->sessions[1].id();
+  RunSteps(part0, 30);
+  RunSteps(part1, 10);
+  const double reserved = Spent(dataset);
+  // The first member's close changes nothing yet: the charge is one event.
+  auto closed0 = ledger_->CloseSession(part0, kAlice);
+  ASSERT_TRUE(closed0.ok()) << closed0.status();
+  EXPECT_EQ(closed0->state(), "CLOSED");
+  EXPECT_EQ(Spent(dataset), reserved);
+  // Its steps are over; its sibling's go on.
+  EXPECT_EQ(ledger_->BeginStep(part0, kAlice, 30).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+  ASSERT_TRUE(ledger_->BeginStep(part1, kAlice, 10).ok());
+  ASSERT_TRUE(ledger_->RecordStep(part1, 10, Ledger::StoredStep{"answer", ""}).ok());
+  // The last close settles: the worst part ran 30 steps, so 30 steps' cost.
+  ASSERT_TRUE(ledger_->CloseSession(part1, kAlice).ok());
+  const double thirty = EpsilonOf(PrivacyEvent::SelfCompose(Step(), 30).value());
+  EXPECT_NEAR(Spent(dataset), thirty, 1e-12);
+  EXPECT_LT(Spent(dataset), reserved);
+  auto totals = ledger_->VerifyTotals();
+  ASSERT_TRUE(totals.ok()) << totals.status();
+  EXPECT_TRUE(totals->empty());
+  // Closing again is a no-op.
+  ASSERT_TRUE(ledger_->CloseSession(part1, kAlice).ok());
+  EXPECT_NEAR(Spent(dataset), thirty, 1e-12);
+}
+
+TEST_F(PartitionSessionTest, UnusedPartitionReturnsEverything) {
+  const std::string dataset = NewDataset(v1::ADD_REMOVE);
+  auto opened = ledger_->OpenPartitionedSessions(dataset, kAlice, "key", "request",
+                                                 Parts({0, 1}, 100));
+  ASSERT_TRUE(opened.ok()) << opened.status();
+  ASSERT_TRUE(ledger_->CloseSession(opened->sessions[1].id(), kAlice).ok());
+  // Abandoned by the idle sweep: the same settlement.
+  clock_.Advance(3600);
+  EXPECT_EQ(ledger_->CloseIdleSessions(60).value(), 1);
+  EXPECT_EQ(Spent(dataset), 0.0);
+  auto totals = ledger_->VerifyTotals();
+  ASSERT_TRUE(totals.ok()) << totals.status();
+  EXPECT_TRUE(totals->empty());
+}
+
+TEST_F(PartitionSessionTest, LedgerRefusesAPartitionOnAReplaceOneDataset) {
+  const std::string dataset = NewDataset(v1::REPLACE_ONE);
+  EXPECT_FALSE(ledger_->OpenPartitionedSessions(dataset, kAlice, "key", "request",
+                                                Parts({0, 1}, 100))
+                   .ok());
+  EXPECT_EQ(EventCount(dataset), 0);
+  EXPECT_EQ(Spent(dataset), 0.0);
+}
+
+TEST_F(PartitionSessionTest, PartsAreNamedOnce) {
+  const std::string dataset = NewDataset(v1::ADD_REMOVE);
+  EXPECT_EQ(ledger_->OpenPartitionedSessions(dataset, kAlice, "key", "request",
+                                             Parts({1, 1}, 100))
+                .status()
+                .code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(EventCount(dataset), 0);
+}
+
+TEST(ResolvePartitionTest, RefusalsBeforeAdmission) {
+  const data::Schema schema = data::DemoSchema();
+  const auto kAddRemove = privacy::NeighbouringRelation::kAddRemove;
+  auto levels = ResolvePartition(schema, kAddRemove, "churn", {"yes", "no"});
+  ASSERT_TRUE(levels.ok()) << levels.status();
+  EXPECT_EQ(*levels, (std::vector<int32_t>{1, 0}));
+  // Not the declared label column (the public partition key).
+  EXPECT_EQ(ResolvePartition(schema, kAddRemove, "region", {"north"}).status().message(),
+            "cannot partition by column 'region': only the declared label column 'churn' is a "
+            "public partition key");
+  // A value outside the declared categories, or named twice.
+  EXPECT_EQ(ResolvePartition(schema, kAddRemove, "churn", {"no", "maybe"}).status().message(),
+            "part value 'maybe' is not a declared category of 'churn'");
+  EXPECT_EQ(ResolvePartition(schema, kAddRemove, "churn", {"no", "no"}).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ResolvePartition(schema, kAddRemove, "churn", {}).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  // REPLACE_ONE datasets.
+  EXPECT_EQ(ResolvePartition(schema, privacy::NeighbouringRelation::kReplaceOne, "churn", {"no"})
+                .status()
+                .code(),
+            absl::StatusCode::kFailedPrecondition);
+  // A schema without a declared label set.
+  data::Schema::Builder builder;
+  builder.AddNumeric("x", 0, 1).AddCategorical("group", {"a", "b"});
+  const data::Schema unlabelled = builder.Build().value();
+  EXPECT_EQ(ResolvePartition(unlabelled, kAddRemove, "group", {"a"}).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+}
+
+TEST(RowsOfPartTest, EachPartReadsExactlyItsRows) {
+  const data::Schema schema = data::DemoSchema();
+  const release::EncodedRows rows = release::EncodeRows(schema, data::GenerateDemoTable(500, 7));
+  int64_t total = 0;
+  for (int32_t level = 0; level < rows.num_classes; ++level) {
+    const release::EncodedRows part = RowsOfPart(rows, level);
+    EXPECT_GT(part.num_rows(), 0);
+    for (int64_t i = 0; i < part.num_rows(); ++i) EXPECT_EQ(part.labels(i), level);
+    total += part.num_rows();
+  }
+  EXPECT_EQ(total, rows.num_rows());
+  // A level no row has: zero rows, not a failure (a total function).
+  EXPECT_EQ(RowsOfPart(rows, rows.num_classes).num_rows(), 0);
+}
+
+}  // namespace
+}  // namespace dpcurator::server::testing
