@@ -846,13 +846,15 @@ absl::StatusOr<Ledger::PartitionedAdmission> Ledger::OpenPartitionedSessions(
   DPC_ASSIGN_OR_RETURN(auto transaction, Transaction::BeginImmediate(db));
   DPC_ASSIGN_OR_RETURN(LoadedDataset dataset, LoadDatasetBudget(db, dataset_id));
   PartitionedAdmission admission;
+  // The group's key is the caller's key whatever parts it names, so a key
+  // reused for other parts is refused, never admitted a second time.
   DPC_ASSIGN_OR_RETURN(auto existing,
-                       db->Prepare("SELECT partition_id, request FROM sessions WHERE "
+                       db->Prepare("SELECT id, request FROM session_partitions WHERE "
                                    "dataset_id = ? AND idempotency_key = ?"));
-  existing.Bind(1, dataset_id).Bind(2, member_key(parts.front().level));
+  existing.Bind(1, dataset_id).Bind(2, scoped);
   DPC_ASSIGN_OR_RETURN(bool known, existing.Step());
   if (known) {
-    if (existing.ColumnBlob(1) != request_bytes || existing.ColumnText(0).empty()) {
+    if (existing.ColumnBlob(1) != request_bytes) {
       return absl::FailedPreconditionError(absl::StrCat(
           "idempotency key '", key, "' was already used for different sessions"));
     }
@@ -881,9 +883,15 @@ absl::StatusOr<Ledger::PartitionedAdmission> Ledger::OpenPartitionedSessions(
   const int64_t now = clock_->UnixNow();
   DPC_ASSIGN_OR_RETURN(auto group,
                        db->Prepare("INSERT INTO session_partitions (id, dataset_id, "
-                                   "reserve_event_id, created_unix) VALUES (?, ?, ?, ?)"));
-  DPC_RETURN_IF_ERROR(
-      group.Bind(1, partition_id).Bind(2, dataset_id).Bind(3, charge.event_id).Bind(4, now).Run());
+                                   "idempotency_key, request, reserve_event_id, created_unix) "
+                                   "VALUES (?, ?, ?, ?, ?, ?)"));
+  DPC_RETURN_IF_ERROR(group.Bind(1, partition_id)
+                          .Bind(2, dataset_id)
+                          .Bind(3, scoped)
+                          .BindBlob(4, request_bytes)
+                          .Bind(5, charge.event_id)
+                          .Bind(6, now)
+                          .Run());
   std::vector<std::string> ids;
   for (const SessionPart& part : parts) {
     const std::string session_id = NewId("ses");

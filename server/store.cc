@@ -205,8 +205,11 @@ ALTER TABLE datasets ADD COLUMN deleted_unix INTEGER NOT NULL DEFAULT 0;
 CREATE TABLE session_partitions (
   id TEXT PRIMARY KEY,
   dataset_id TEXT NOT NULL REFERENCES datasets(id),
+  idempotency_key TEXT NOT NULL,
+  request BLOB NOT NULL,
   reserve_event_id INTEGER NOT NULL REFERENCES ledger_events(id),
-  created_unix INTEGER NOT NULL
+  created_unix INTEGER NOT NULL,
+  UNIQUE (dataset_id, idempotency_key)
 );
 ALTER TABLE sessions ADD COLUMN partition_id TEXT NOT NULL DEFAULT '';
 ALTER TABLE sessions ADD COLUMN part_level INTEGER NOT NULL DEFAULT -1;

@@ -172,6 +172,19 @@ TEST_F(PartitionSessionTest, RetryReplaysTheSameSessionsWithoutASecondCharge) {
                 .status()
                 .code(),
             absl::StatusCode::kFailedPrecondition);
+  // The same key for other parts (whose member keys are all new) too; the
+  // ledger does not check levels against the schema (ResolvePartition does).
+  EXPECT_EQ(ledger_->OpenPartitionedSessions(dataset, kAlice, "key", "third bytes",
+                                             Parts({5}, 100))
+                .status()
+                .code(),
+            absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(EventCount(dataset), 1);
+  // Keys are scoped by principal: another analyst's "key" is its own.
+  ASSERT_TRUE(ledger_->OpenPartitionedSessions(dataset, Caller{"tok_bob", false}, "key",
+                                               "request", Parts({0, 1}, 100))
+                  .ok());
+  EXPECT_EQ(EventCount(dataset), 2);
 }
 
 TEST_F(PartitionSessionTest, LastCloseReturnsTheStepsNoPartRan) {
