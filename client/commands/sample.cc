@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -25,13 +27,23 @@ namespace {
 
 absl::Status RunSample(const ParsedArgs& args) {
   v1::GeneratorModel model;
-  if (auto s = ReadProtoFile(args.Get("model"), &model); !s.ok()) return s;
+  auto read = ReadProtoFile(args.Get("model"), &model);
+  const absl::StatusOr<const Method*> method =
+      read.ok() ? MethodOfModel(model) : absl::StatusOr<const Method*>(read);
+  if (!method.ok()) {
+    // A release artefact (or another file dpcurator wrote) is named as what
+    // it is, with the command that takes it, not as "model format version
+    // 0" (issue 25 item 2).
+    const std::string kind = DescribeFileKind(args.Get("model"));
+    if (!kind.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat("'", args.Get("model"), "' is ", kind));
+    }
+    return method.status();
+  }
   auto rows = args.GetInt("rows");
   auto seed = args.GetInt("seed");
   if (!rows.ok()) return rows.status();
   if (!seed.ok()) return seed.status();
-  auto method = MethodOfModel(model);
-  if (!method.ok()) return method.status();
   if (!model.image_architecture().empty() || IsImageSchema(model.schema())) {
     if (!args.Has("png") && !args.Has("idx")) {
       return absl::InvalidArgumentError(
@@ -100,8 +112,18 @@ absl::Status RunSample(const ParsedArgs& args) {
   if (out != "-") {
     progress.Finish(absl::StrFormat("sample: %lld / %lld rows", static_cast<long long>(written),
                                     static_cast<long long>(*rows)));
-    std::printf("%lld synthetic rows written to %s\n", static_cast<long long>(written),
-                out.c_str());
+    if (args.Flag("json")) {
+      const nlohmann::json said = {{"out", out},
+                                   {"rows", written},
+                                   {"method", model.method()},
+                                   {"release_id", model.release_id()},
+                                   {"dataset_id", model.dataset_id()},
+                                   {"seed", *seed}};
+      std::printf("%s\n", said.dump(2).c_str());
+    } else {
+      std::printf("%lld synthetic rows written to %s\n", static_cast<long long>(written),
+                  out.c_str());
+    }
   }
   return absl::OkStatus();
 }
@@ -122,7 +144,8 @@ std::vector<Command> SampleCommands() {
        {"png", "", "image models: PNG grid to write"},
        {"grid-per-class", "10", "image models: images per class in the --png grid"},
        {"idx", "", "image models: IDX prefix to write"},
-       {"label", "0", "local-DP image models (one per class collection): the IDX label"}},
+       {"label", "0", "local-DP image models (one per class collection): the IDX label"},
+       {"json", "", "print JSON (docs/json.md; table models writing --out FILE)", true}},
       RunSample});
   return commands;
 }

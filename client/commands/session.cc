@@ -42,8 +42,11 @@ void PrintSession(const v1::Session& s, bool json) {
 absl::Status RunOpen(const ParsedArgs& args) {
   auto connection = Connection::FromArgs(args);
   if (!connection.ok()) return connection.status();
+  // A dataset name is accepted where its id is (issue 25 item 2).
+  auto dataset_id = ResolveDatasetId(&*connection, args.Get("dataset"));
+  if (!dataset_id.ok()) return dataset_id.status();
   v1::OpenSessionRequest request;
-  request.set_dataset_id(args.Get("dataset"));
+  request.set_dataset_id(*dataset_id);
   request.set_idempotency_key(args.Has("key") ? args.Get("key") : NewIdempotencyKey());
   auto* params = request.mutable_params();
   auto steps = args.GetInt("steps");
@@ -145,7 +148,7 @@ std::vector<Command> SessionCommands() {
       "The whole reservation is charged now; `session close` returns the steps not run.\n\n"
       "  dpcurator session open --dataset ds_... --steps 1000 --sampling-rate 0.01 "
       "--noise-multiplier 1.1",
-      WithConnection({{"dataset", "", "dataset id", false, true},
+      WithConnection({{"dataset", "", "dataset id or name", false, true},
                       {"steps", "", "steps T to reserve", false, true},
                       {"sampling-rate", "", "sampling rate q per step", false, true},
                       {"epsilon", "", "epsilon for all T steps (calibrates the noise)"},

@@ -352,7 +352,7 @@ class AutoganUnit final : public Method {
            "charge); rerunning with the same --key reopens the same sessions.";
   }
   std::vector<OptionSpec> TrainOptions() const override {
-    return WithConnection({{"dataset", "", "dataset id", false, true},
+    return WithConnection({{"dataset", "", "dataset id or name", false, true},
                       {"epsilon", "", "epsilon of both phases together", false, true},
                       {"out", "model.pb", "model file to write"},
                       {"rows", "",

@@ -375,7 +375,7 @@ class KernelUnit final : public Method {
            "rerunning with the same --key reopens the same session.";
   }
   std::vector<OptionSpec> TrainOptions() const override {
-    return WithConnection({{"dataset", "", "dataset id", false, true},
+    return WithConnection({{"dataset", "", "dataset id or name", false, true},
            {"epsilon", "", "epsilon of all steps together", false, true},
            {"out", "model.pb", "model file to write"},
            {"variant", "", "conditional (default with a label column) or unconditional"},

@@ -167,7 +167,7 @@ absl::StatusOr<v1::GeneratorModel> TrainImageMerfFromSessionSteps(
   DPC_ASSIGN_OR_RETURN(train::TrainedImageGenerator trained,
                        train::TrainImageMerfPerStep(layout, feature_map, step_target, shaped));
   // No one release: the model's privacy is its session's (all its steps
-  // together, `dpcurator session get`), which a step artefact does not
+  // together, `dpcurator session show`), which a step artefact does not
   // carry, so the model records no release and no epsilon of its own.
   first.clear_id();
   first.mutable_embedding()->set_epsilon(0);
@@ -197,7 +197,7 @@ absl::StatusOr<TrainResult> TrainImages(const ParsedArgs& args, const v1::Releas
                                                                       image_options));
     result.message = absl::StrCat(
         absl::StrFormat("image model written to %s (session steps of %s; its privacy is the "
-                        "session's: `dpcurator session get`; training used no budget)\n",
+                        "session's: `dpcurator session show`; training used no budget)\n",
                         out, args.Get("session-steps")),
         absl::StrFormat("look at it: dpcurator sample --model %s --png grid.png\n", out));
   } else {
@@ -226,6 +226,8 @@ class MerfUnit final : public Method {
            "with --session-steps each update fits the next step's fresh noisy embedding of a\n"
            "Poisson-sampled batch (dp-merf.md 1.6 (a)), cycling through the file.";
   }
+  std::vector<v1::ReleaseKind> ReleaseKinds() const override { return {v1::RFF_EMBEDDING}; }
+
   std::vector<OptionSpec> TrainOptions() const override {
     std::vector<OptionSpec> options = {
         {"release", "release.pb", "rff_embedding artefact from `dpcurator release`"},

@@ -89,6 +89,10 @@ class Method {
   // Trains from the parsed options (reading files, opening sessions or
   // requesting its release as the method does) and packages the model.
   virtual absl::StatusOr<TrainResult> Train(const ParsedArgs& args) const = 0;
+  // The release kinds whose artefact `train <name> --release FILE` reads
+  // (none for methods that train on sessions), so a file of one kind given
+  // to the wrong command can name the right one.
+  virtual std::vector<v1::ReleaseKind> ReleaseKinds() const { return {}; }
 
   // `demo --method <name>`: false where the method does not train on a
   // curator's dataset (Sinkhorn fits reports that devices privatised).

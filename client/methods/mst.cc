@@ -74,14 +74,18 @@ absl::StatusOr<TrainResult> RunTrainMst(const ParsedArgs& args) {
     DPC_ASSIGN_OR_RETURN(const double epsilon, args.GetDouble("epsilon"));
     DPC_ASSIGN_OR_RETURN(Connection connection, Connection::FromArgs(args));
     const std::string key = args.Has("key") ? args.Get("key") : NewIdempotencyKey();
-    DPC_ASSIGN_OR_RETURN(release,
-                         RequestMstRelease(connection, args.Get("dataset"), epsilon, key));
+    // A dataset name is accepted where its id is (issue 25 item 2).
+    DPC_ASSIGN_OR_RETURN(const std::string dataset_id,
+                         ResolveDatasetId(&connection, args.Get("dataset")));
+    DPC_ASSIGN_OR_RETURN(release, RequestMstRelease(connection, dataset_id, epsilon, key));
     if (args.Has("release-out")) {
       DPC_RETURN_IF_ERROR(WriteProtoFile(release, args.Get("release-out")));
     }
-    std::printf("released %s (mst): epsilon %.4f; dataset spent %.4f, remaining %.4f (key %s)\n",
-                release.id().c_str(), release.mst().epsilon(), release.epsilon_spent_total(),
-                release.epsilon_remaining(), key.c_str());
+    // Under --json (train's own flag) stdout holds the JSON alone.
+    std::fprintf(args.Flag("json") ? stderr : stdout,
+                 "released %s (mst): epsilon %.4f; dataset spent %.4f, remaining %.4f (key %s)\n",
+                 release.id().c_str(), release.mst().epsilon(), release.epsilon_spent_total(),
+                 release.epsilon_remaining(), key.c_str());
   } else {
     return absl::InvalidArgumentError(
         "train mst needs --release FILE (an mst release) or --dataset ds_... --epsilon E");
@@ -114,10 +118,12 @@ class MstUnit final : public Method {
            "  dpcurator train mst --release mst.release --out mst.model\n"
            "  dpcurator train mst --dataset ds_... --epsilon 1 --out mst.model";
   }
+  std::vector<v1::ReleaseKind> ReleaseKinds() const override { return {v1::MST}; }
+
   std::vector<OptionSpec> TrainOptions() const override {
     return WithConnection(
         {{"release", "", "an mst release file (dpcurator release --kind mst)"},
-         {"dataset", "", "release from this dataset first (needs --epsilon)"},
+         {"dataset", "", "release from this dataset (id or name) first (needs --epsilon)"},
          {"epsilon", "", "target epsilon of the mst release (with --dataset)"},
          {"key", "", "idempotency key of the release (default: fresh)"},
          {"release-out", "", "also write the release artefact here (with --dataset)"},

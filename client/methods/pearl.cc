@@ -107,6 +107,8 @@ class PearlUnit final : public Method {
            "precisions,\n"
            "self-normalised weights), one critic step every --critic-every generator steps.";
   }
+  std::vector<v1::ReleaseKind> ReleaseKinds() const override { return {v1::CHARFN_EMBEDDING}; }
+
   std::vector<OptionSpec> TrainOptions() const override {
     std::vector<OptionSpec> options = {
         {"release", "release.pb", "charfn_embedding artefact from `dpcurator release`"},

@@ -1,5 +1,8 @@
 #include "client/methods/registry.h"
 
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <string>
 
 #include "absl/status/status.h"
@@ -12,6 +15,8 @@
 #include "client/methods/pearl.h"
 #include "client/methods/sinkhorn.h"
 #include "client/model_package.h"
+#include "client/proto_file.h"
+#include "proto/release_kinds.h"
 
 namespace dpcurator::client {
 
@@ -73,6 +78,82 @@ absl::StatusOr<const Method*> MethodOfModel(const v1::GeneratorModel& model) {
         "', which this client does not know; sample it with the dpcurator that trained it"));
   }
   return method;
+}
+
+std::string TrainCommandForRelease(v1::ReleaseKind kind, absl::string_view path) {
+  for (const Method* method : RegisteredMethods()) {
+    for (v1::ReleaseKind taken : method->ReleaseKinds()) {
+      if (taken == kind) {
+        return absl::StrCat("`dpcurator train ", method->name(), " --release ", path, "`");
+      }
+    }
+  }
+  return "";
+}
+
+std::string DescribeFileKind(const std::string& path) {
+  std::ifstream input(path, std::ios::binary);
+  if (!input) return "";
+  std::stringstream bytes;
+  bytes << input.rdbuf();
+  const std::string text = bytes.str();
+  // Release and GeneratorModel do not read as each other: field 1 is a
+  // string (the release id) in one and a varint (the format version) in
+  // the other, so a wrong guess leaves it empty or zero.
+  v1::GeneratorModel model;
+  if (model.ParseFromString(text) && model.format_version() != 0 && !model.method().empty()) {
+    if (auto method = MethodOfModel(model); method.ok()) {
+      return absl::StrCat("a model file (written by `dpcurator train ", (*method)->name(),
+                          "`), not a release artefact: sample it with `dpcurator sample --model ",
+                          path, "`");
+    }
+  }
+  v1::Release release;
+  if (release.ParseFromString(text) && !release.id().empty() &&
+      (release.has_embedding() || release.has_mst())) {
+    v1::ReleaseKind kind = v1::MST;
+    if (release.has_embedding()) {
+      auto embedding = ArtefactKind(release.embedding());
+      if (!embedding.ok()) return "";
+      kind = *embedding;
+    }
+    std::string said = absl::StrCat("a release artefact of kind ", ReleaseKindName(kind),
+                                    " (from `dpcurator release`), not a model");
+    const std::string train = TrainCommandForRelease(kind, path);
+    if (!train.empty()) {
+      absl::StrAppend(&said, ": train a model from it with ", train, ", then use that model");
+    }
+    return said;
+  }
+  return "";
+}
+
+absl::Status CheckReleaseFileFor(const Method& method, const std::string& path) {
+  const std::vector<v1::ReleaseKind> kinds = method.ReleaseKinds();
+  std::error_code error;
+  if (kinds.empty() || !std::filesystem::is_regular_file(path, error)) return absl::OkStatus();
+  v1::Release release;
+  if (!ReadProtoFile(path, &release).ok() || release.id().empty() ||
+      (!release.has_embedding() && !release.has_mst())) {
+    const std::string kind = DescribeFileKind(path);
+    if (kind.empty()) return absl::OkStatus();  // the method's reader says what is wrong
+    return absl::InvalidArgumentError(absl::StrCat("'", path, "' is ", kind));
+  }
+  v1::ReleaseKind held = v1::MST;
+  if (release.has_embedding()) {
+    auto embedding = ArtefactKind(release.embedding());
+    if (!embedding.ok()) return absl::OkStatus();  // the method's reader names the fault
+    held = *embedding;
+  }
+  for (v1::ReleaseKind kind : kinds) {
+    if (kind == held) return absl::OkStatus();
+  }
+  std::string text = absl::StrCat("'", path, "' is a release artefact of kind ",
+                                  ReleaseKindName(held), "; `train ", method.name(),
+                                  "` reads ", ReleaseKindName(kinds[0]), " releases");
+  const std::string train = TrainCommandForRelease(held, path);
+  if (!train.empty()) absl::StrAppend(&text, ". Train this one with ", train);
+  return absl::InvalidArgumentError(text);
 }
 
 absl::StatusOr<data::Table> SampleModel(const v1::GeneratorModel& model, int64_t num_rows,

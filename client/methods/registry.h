@@ -7,8 +7,10 @@
 // find methods only here, so a new method is its unit plus one line.
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "client/methods/method.h"
@@ -30,6 +32,26 @@ absl::StatusOr<const Method*> FindMethod(absl::string_view name);
 // The method that wrote `model`, after checking the file's format version
 // (kModelFormatVersion) and naming what is wrong otherwise.
 absl::StatusOr<const Method*> MethodOfModel(const v1::GeneratorModel& model);
+
+// The `train` command that reads release artefacts of `kind`
+// ("`dpcurator train mst --release FILE`"), FILE spelled as `path`; empty
+// when no registered method does.
+std::string TrainCommandForRelease(v1::ReleaseKind kind, absl::string_view path);
+
+// What the file at `path` is, when it is a release artefact or a model
+// file, with the command that takes it: "a release artefact of kind mst,
+// not a model: train a model from it with `dpcurator train mst --release
+// F`, then sample that model". Empty when it is neither (or unreadable), so
+// the caller keeps its own message. For commands given the wrong kind of
+// file (issue 25 item 2).
+std::string DescribeFileKind(const std::string& path);
+
+// Before `train <method> --release FILE`: OK when FILE holds a release kind
+// the method reads (or is missing or unreadable: the method's own reader
+// says so); otherwise names what FILE is and the train command that takes
+// it ("an mst release given to `train merf`: train it with `dpcurator
+// train mst --release FILE`").
+absl::Status CheckReleaseFileFor(const Method& method, const std::string& path);
 
 // Rows drawn from a tabular model by its method's sampler.
 absl::StatusOr<data::Table> SampleModel(const v1::GeneratorModel& model, int64_t num_rows,
