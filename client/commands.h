@@ -25,6 +25,7 @@ std::vector<Command> AdminCommands();       // admin token create|revoke|list, a
 std::vector<Command> SchemaCommands();      // schema draft|check
 std::vector<Command> ReportCommands();      // report
 std::vector<Command> AuditCommands();       // audit
+std::vector<Command> SplitCommands();       // split (a local test split)
 
 // The image schema of `--images HxW` with `--classes N` or `--class-names
 // a,b,...` (datasets create; collections create, usually without classes):

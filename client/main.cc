@@ -16,7 +16,7 @@ using dpcurator::client::Command;
 std::vector<Command> AllCommands() {
   std::vector<Command> all;
   for (auto group : {dpcurator::client::DemoCommands(), dpcurator::client::SchemaCommands(),
-                     dpcurator::client::DatasetCommands(),
+                     dpcurator::client::SplitCommands(), dpcurator::client::DatasetCommands(),
                      dpcurator::client::ReleaseCommands(), dpcurator::client::SessionCommands(),
                      dpcurator::client::CollectionCommands(), dpcurator::client::AdminCommands(),
                      dpcurator::client::TrainCommands(), dpcurator::client::SampleCommands(),

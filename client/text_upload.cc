@@ -1,12 +1,17 @@
 #include "client/text_upload.h"
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <memory>
+#include <random>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "client/progress.h"
@@ -201,6 +206,178 @@ absl::StatusOr<TextFileCheck> CheckTextFile(const data::Schema& schema, const st
     return absl::InvalidArgumentError(absl::StrCat(path, ": holds no rows after its header"));
   }
   return check;
+}
+
+TextFormat TextFormatOfPath(const std::string& path) {
+  return absl::EndsWithIgnoreCase(path, ".arff") ? TextFormat::kArff : TextFormat::kCsv;
+}
+
+absl::StatusOr<LocalTable> ReadLocalTable(const data::Schema& schema, const std::string& path,
+                                          const TextUploadOptions& options,
+                                          bool skip_undeclared) {
+  if (auto status = CheckOptions(options); !status.ok()) return status;
+  auto file = RecordFile::Open(path, options);
+  if (!file.ok()) return file.status();
+  auto mapping = MapFileHeader(schema, path, (*file)->header(), options);
+  if (!mapping.ok()) return mapping.status();
+  data::TableBuilder builder(schema);
+  LocalTable out;
+  // (column, value) -> rows, in first-seen order for the message.
+  std::vector<std::pair<std::pair<int, std::string>, int64_t>> skipped;
+  std::vector<std::string> fields;
+  std::vector<std::string> cells;
+  int64_t out_of_bounds = 0;
+  while (true) {
+    int64_t line = 0;
+    auto more = (*file)->Next(&fields, &line);
+    if (!more.ok()) return more.status();
+    if (!*more) break;
+    if (skip_undeclared && fields.size() == (*file)->header().size()) {
+      int undeclared = -1;
+      for (int c = 0; c < schema.num_columns() && undeclared < 0; ++c) {
+        if (schema.column(c).type != data::ColumnType::kCategorical) continue;
+        if (!schema.ParseCell(c, fields[(*mapping)[c]]).ok()) undeclared = c;
+      }
+      if (undeclared >= 0) {
+        ++out.rows_skipped;
+        const std::pair<int, std::string> key = {
+            undeclared, std::string(absl::StripAsciiWhitespace(fields[(*mapping)[undeclared]]))};
+        auto seen = std::find_if(skipped.begin(), skipped.end(),
+                                 [&](const auto& entry) { return entry.first == key; });
+        if (seen == skipped.end()) {
+          skipped.push_back({key, 1});
+        } else {
+          ++seen->second;
+        }
+        continue;
+      }
+    }
+    auto row = RowCells(schema, *mapping, (*file)->header(), fields, options, &cells,
+                        &out_of_bounds);
+    if (row.ok()) row = builder.AddRow(cells);
+    if (!row.ok()) return absl::InvalidArgumentError(absl::StrCat(path, ":", line, ": ",
+                                                                  row.message()));
+  }
+  if (builder.num_rows() == 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": holds no rows", out.rows_skipped > 0 ? " the schema can read" : "",
+                     " after its header"));
+  }
+  constexpr size_t kShownValues = 5;
+  for (size_t i = 0; i < skipped.size() && i < kShownValues; ++i) {
+    const auto& [key, rows] = skipped[i];
+    absl::StrAppend(&out.skipped_detail, i == 0 ? "" : ", ", "column '",
+                    schema.column(key.first).name, "': '", key.second, "' (", rows,
+                    rows == 1 ? " row)" : " rows)");
+  }
+  if (skipped.size() > kShownValues) {
+    absl::StrAppend(&out.skipped_detail, ", and ", skipped.size() - kShownValues,
+                    " more values");
+  }
+  out.table = builder.Finish();
+  return out;
+}
+
+namespace {
+
+void WriteSplitRecord(const std::vector<std::string>& fields, char delimiter,
+                      std::ostream* out) {
+  for (size_t i = 0; i < fields.size(); ++i) {
+    if (i > 0) *out << delimiter;
+    const std::string& field = fields[i];
+    const bool quote = field.find_first_of(std::string("\"\r\n") + delimiter) !=
+                           std::string::npos ||
+                       (fields.size() == 1 && field.empty());
+    if (!quote) {
+      *out << field;
+      continue;
+    }
+    *out << '"';
+    for (char c : field) {
+      if (c == '"') *out << '"';
+      *out << c;
+    }
+    *out << '"';
+  }
+  *out << '\n';
+}
+
+}  // namespace
+
+absl::StatusOr<SplitCounts> SplitTextFile(const std::string& path,
+                                          const TextUploadOptions& options,
+                                          double test_fraction, uint64_t seed,
+                                          const std::string& train_out,
+                                          const std::string& test_out) {
+  if (!(test_fraction > 0.0 && test_fraction < 1.0)) {
+    return absl::InvalidArgumentError("--test-fraction must lie strictly between 0 and 1");
+  }
+  if (train_out == test_out || train_out == path || test_out == path) {
+    return absl::InvalidArgumentError("--in, --train-out and --test-out must be three files");
+  }
+  // Pass 1: count the records (a line that does not split stops here).
+  int64_t rows = 0;
+  {
+    auto file = RecordFile::Open(path, options);
+    if (!file.ok()) return file.status();
+    std::vector<std::string> fields;
+    while (true) {
+      int64_t line = 0;
+      auto more = (*file)->Next(&fields, &line);
+      if (!more.ok()) return more.status();
+      if (!*more) break;
+      ++rows;
+    }
+  }
+  const auto test_rows = static_cast<int64_t>(std::llround(test_fraction * rows));
+  if (test_rows < 1 || test_rows >= rows) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        path, " has ", rows, " rows: --test-fraction ", test_fraction, " leaves ",
+        test_rows < 1 ? "no test row" : "no training row"));
+  }
+  // The first test_rows of a seeded Fisher-Yates shuffle (a public seed:
+  // which rows are held out is not a secret of the mechanism, the split is
+  // made before any release).
+  std::vector<int64_t> order(static_cast<size_t>(rows));
+  for (int64_t i = 0; i < rows; ++i) order[static_cast<size_t>(i)] = i;
+  std::mt19937_64 rng(seed);
+  for (int64_t i = 0; i < test_rows; ++i) {
+    const int64_t j = i + static_cast<int64_t>(rng() % static_cast<uint64_t>(rows - i));
+    std::swap(order[static_cast<size_t>(i)], order[static_cast<size_t>(j)]);
+  }
+  std::vector<bool> is_test(static_cast<size_t>(rows), false);
+  for (int64_t i = 0; i < test_rows; ++i) {
+    is_test[static_cast<size_t>(order[static_cast<size_t>(i)])] = true;
+  }
+  // Pass 2: write.
+  auto file = RecordFile::Open(path, options);
+  if (!file.ok()) return file.status();
+  std::ofstream train(train_out, std::ios::binary | std::ios::trunc);
+  if (!train) return absl::UnavailableError(absl::StrCat("cannot write '", train_out, "'"));
+  std::ofstream test(test_out, std::ios::binary | std::ios::trunc);
+  if (!test) return absl::UnavailableError(absl::StrCat("cannot write '", test_out, "'"));
+  const char delimiter = options.format == TextFormat::kCsv ? options.delimiter : ',';
+  WriteSplitRecord((*file)->header(), delimiter, &train);
+  WriteSplitRecord((*file)->header(), delimiter, &test);
+  std::vector<std::string> fields;
+  SplitCounts counts;
+  for (int64_t i = 0;; ++i) {
+    int64_t line = 0;
+    auto more = (*file)->Next(&fields, &line);
+    if (!more.ok()) return more.status();
+    if (!*more) break;
+    if (i < rows && is_test[static_cast<size_t>(i)]) {
+      WriteSplitRecord(fields, delimiter, &test);
+      ++counts.test_rows;
+    } else {
+      WriteSplitRecord(fields, delimiter, &train);
+      ++counts.train_rows;
+    }
+  }
+  train.close();
+  test.close();
+  if (!train || !test) return absl::UnavailableError("writing the split failed (disk full?)");
+  return counts;
 }
 
 absl::StatusOr<v1::UploadRowsResponse> UploadTextFile(Connection& connection,

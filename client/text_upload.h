@@ -16,6 +16,7 @@
 #include "absl/status/statusor.h"
 #include "client/connection.h"
 #include "core/data/schema.h"
+#include "core/data/table.h"
 #include "dpcurator/v1/dpcurator.pb.h"
 
 namespace dpcurator::client {
@@ -58,6 +59,47 @@ absl::StatusOr<v1::UploadRowsResponse> UploadTextFile(Connection& connection,
                                                       const data::Schema& schema,
                                                       const std::string& path,
                                                       const TextUploadOptions& options);
+
+// The format a file's name suggests: ARFF for "*.arff" (any case), CSV
+// otherwise. `eval` and `report` read their files by it.
+TextFormat TextFormatOfPath(const std::string& path);
+
+// A CSV or ARFF file read into a table on this machine (`eval`, `report`,
+// with the reader `upload` uses), for files that are not sent anywhere.
+struct LocalTable {
+  data::Table table;
+  // Rows left out because a categorical cell holds a value the schema does
+  // not declare (a stray category in a held-out file).
+  int64_t rows_skipped = 0;
+  // Which values, for people: "column 'purpose': 'vacation' (2 rows),
+  // ..." (the first few).
+  std::string skipped_detail;
+};
+
+// Reads every row of `path` under `schema`. With `skip_undeclared`, a row
+// whose categorical cell is not a declared category (nor an alias or, in a
+// nullable column, a missing token) is counted and left out; any other bad
+// line is an error naming FILE:LINE, as is an undeclared category without
+// it.
+absl::StatusOr<LocalTable> ReadLocalTable(const data::Schema& schema, const std::string& path,
+                                          const TextUploadOptions& options,
+                                          bool skip_undeclared);
+
+// `dpcurator split`: a test split held out on this machine before anything
+// is uploaded. Exactly round(test_fraction * rows) records, drawn without
+// replacement by a public seeded shuffle, go to the test file, the rest to
+// the train file, each in the input's order with its header. Both are CSV
+// (an ARFF input's attribute names become the header line) with the
+// input's delimiter; cells are written as read, quoted where they must be.
+struct SplitCounts {
+  int64_t train_rows = 0;
+  int64_t test_rows = 0;
+};
+absl::StatusOr<SplitCounts> SplitTextFile(const std::string& path,
+                                          const TextUploadOptions& options,
+                                          double test_fraction, uint64_t seed,
+                                          const std::string& train_out,
+                                          const std::string& test_out);
 
 }  // namespace dpcurator::client
 

@@ -5,6 +5,8 @@
 
 #include <cstdio>
 #include <optional>
+#include <string>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
@@ -16,6 +18,7 @@
 #include "client/methods/registry.h"
 #include "client/proto_file.h"
 #include "client/schema_file.h"
+#include "client/text_upload.h"
 #include "core/data/csv.h"
 #include "core/data/idx.h"
 #include "core/eval/cnn_classifier.h"
@@ -217,13 +220,18 @@ absl::Status RunEval(const ParsedArgs& args) {
   }
   auto schema = SchemaFromProto(schema_proto);
   if (!schema.ok()) return schema.status();
-  auto synthetic = data::ReadCsvFile(*schema, args.Get("synthetic"));
+  // CSV or ARFF (by name); undeclared categories in the real files are
+  // counted and left out, not the end of the run (issue 25 item 2).
+  auto synthetic = ReadEvalFile(*schema, args.Get("synthetic"), /*real=*/false, nullptr);
   if (!synthetic.ok()) return synthetic.status();
-  auto real = data::ReadCsvFile(*schema, args.Get("real"));
+  int64_t real_skipped = 0;
+  int64_t real_train_skipped = 0;
+  auto real = ReadEvalFile(*schema, args.Get("real"), /*real=*/true, &real_skipped);
   if (!real.ok()) return real.status();
   std::optional<data::Table> real_train;
   if (args.Has("real-train")) {
-    auto loaded = data::ReadCsvFile(*schema, args.Get("real-train"));
+    auto loaded = ReadEvalFile(*schema, args.Get("real-train"), /*real=*/true,
+                               &real_train_skipped);
     if (!loaded.ok()) return loaded.status();
     real_train = *std::move(loaded);
   }
@@ -232,7 +240,10 @@ absl::Status RunEval(const ParsedArgs& args) {
                                real_train.has_value() ? &*real_train : nullptr);
   if (!report.ok()) return report.status();
   if (args.Flag("json")) {
-    std::printf("%s\n", EvalJson(*report).dump(2).c_str());
+    nlohmann::json out = EvalJson(*report);
+    out["real_rows_skipped"] = real_skipped;
+    if (real_train.has_value()) out["real_train_rows_skipped"] = real_train_skipped;
+    std::printf("%s\n", out.dump(2).c_str());
   } else {
     std::printf("%s", FormatEvalReport(*report).c_str());
     if (report->paper_metrics.has_value()) {
@@ -249,6 +260,24 @@ absl::Status RunEval(const ParsedArgs& args) {
 }  // namespace
 
 nlohmann::json EvalReportJson(const eval::EvalReport& report) { return EvalJson(report); }
+
+absl::StatusOr<data::Table> ReadEvalFile(const data::Schema& schema, const std::string& path,
+                                         bool real, int64_t* skipped) {
+  TextUploadOptions options;
+  options.format = TextFormatOfPath(path);
+  auto read = ReadLocalTable(schema, path, options, /*skip_undeclared=*/real);
+  if (!read.ok()) return read.status();
+  if (read->rows_skipped > 0) {
+    std::fprintf(stderr,
+                 "%s: left out %lld of %lld rows whose category the schema does not declare "
+                 "(%s); judged on the other %lld\n",
+                 path.c_str(), static_cast<long long>(read->rows_skipped),
+                 static_cast<long long>(read->rows_skipped + read->table.num_rows()),
+                 read->skipped_detail.c_str(), static_cast<long long>(read->table.num_rows()));
+  }
+  if (skipped != nullptr) *skipped = read->rows_skipped;
+  return std::move(read->table);
+}
 
 std::string FormatEvalReport(const eval::EvalReport& report) {
   std::string out;
@@ -310,8 +339,8 @@ std::vector<Command> EvalCommands() {
       "(point masses, one-to-one column pairs, level pairs absent from the real rows). With\n"
       "--real-train, each is also shown for the real training rows.",
       {{"synthetic", "synthetic.csv", "synthetic CSV"},
-       {"real", "", "real held-out CSV (header line)", false, true},
-       {"real-train", "", "optional real training CSV: adds the train-on-real baseline rows"},
+       {"real", "", "real held-out CSV or ARFF (read by its name)", false, true},
+       {"real-train", "", "optional real training CSV or ARFF: adds the train-on-real baseline"},
        {"schema", "", "schema JSON (or --model)"},
        {"model", "", "take the schema from this model file"},
        {"json", "", "print JSON", true}},

@@ -3,10 +3,14 @@
 
 // The evaluation report as `eval` prints it, shared with `demo`.
 
+#include <cstdint>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
+#include "absl/status/statusor.h"
+#include "core/data/schema.h"
+#include "core/data/table.h"
 #include "core/eval/evaluator.h"
 
 namespace dpcurator::client {
@@ -16,6 +20,14 @@ std::string FormatEvalReport(const eval::EvalReport& report);
 
 // `eval --json` (docs/json.md).
 nlohmann::json EvalReportJson(const eval::EvalReport& report);
+
+// A file `eval` or `report` reads, CSV or ARFF by its name (`upload`'s
+// reader, client/text_upload.h). A real file (`real`) may hold categories
+// the schema does not declare (a stray value in a held-out split): those
+// rows are left out, counted in `*skipped` and said on stderr; in a
+// synthetic file, which the sampler wrote, any bad line is an error.
+absl::StatusOr<data::Table> ReadEvalFile(const data::Schema& schema, const std::string& path,
+                                         bool real, int64_t* skipped);
 
 }  // namespace dpcurator::client
 

@@ -14,6 +14,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "client/commands.h"
+#include "client/commands/eval_report.h"
 #include "client/methods/registry.h"
 #include "client/proto_file.h"
 #include "client/schema_file.h"
@@ -102,10 +103,17 @@ absl::Status RunReport(const ParsedArgs& args) {
   }
   auto schema = SchemaFromProto(schema_proto);
   if (!schema.ok()) return schema.status();
-  auto synthetic = data::ReadCsvFile(*schema, args.Get("synthetic"));
+  // CSV or ARFF by name, as `eval` reads them (issue 25 item 2).
+  auto synthetic = ReadEvalFile(*schema, args.Get("synthetic"), /*real=*/false, nullptr);
   if (!synthetic.ok()) return synthetic.status();
-  auto real = data::ReadCsvFile(*schema, args.Get("real"));
+  int64_t real_skipped = 0;
+  auto real = ReadEvalFile(*schema, args.Get("real"), /*real=*/true, &real_skipped);
   if (!real.ok()) return real.status();
+  if (real_skipped > 0) {
+    input.notes.push_back(absl::StrFormat(
+        "%lld rows of %s hold a category the schema does not declare and were left out.",
+        static_cast<long long>(real_skipped), args.Get("real")));
+  }
 
   std::fprintf(stderr, "scoring column shapes and pair trends...\n");
   auto quality = eval::ComputeQualityReport(*schema, *real, *synthetic);
@@ -116,7 +124,7 @@ absl::Status RunReport(const ParsedArgs& args) {
     std::fprintf(stderr, "training the TSTR classifiers...\n");
     std::optional<data::Table> real_train;
     if (args.Has("real-train")) {
-      auto loaded = data::ReadCsvFile(*schema, args.Get("real-train"));
+      auto loaded = ReadEvalFile(*schema, args.Get("real-train"), /*real=*/true, nullptr);
       if (!loaded.ok()) return loaded.status();
       real_train = *std::move(loaded);
     }
@@ -139,7 +147,7 @@ absl::Status RunReport(const ParsedArgs& args) {
     input.binary_probability = *std::move(probability);
     if (args.Has("real-train")) {
       std::fprintf(stderr, "fitting the dimension-wise prediction of binary columns...\n");
-      auto real_train = data::ReadCsvFile(*schema, args.Get("real-train"));
+      auto real_train = ReadEvalFile(*schema, args.Get("real-train"), /*real=*/true, nullptr);
       if (!real_train.ok()) return real_train.status();
       auto auroc = eval::DimensionWiseAurocOf(*schema, *real_train, *synthetic, *real,
                                               eval::DimensionWiseAurocOptions{});
@@ -192,7 +200,7 @@ std::vector<Command> ReportCommands() {
       "a pair-trend heatmap, the train-on-synthetic-test-on-real table, and the privacy\n"
       "spent (epsilon, delta, relation, release ids) from --model and --release.",
       {{"synthetic", "synthetic.csv", "synthetic CSV (`dpcurator sample`)"},
-       {"real", "", "real held-out CSV (header line)", false, true},
+       {"real", "", "real held-out CSV or ARFF (by its name)", false, true},
        {"model", "", "the model the synthetic rows came from (schema, epsilon, delta, release)"},
        {"schema", "", "schema file instead of --model (no privacy section)"},
        {"release", "", "the release artefact(s) the model was fitted to, comma-separated: "
