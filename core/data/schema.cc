@@ -435,7 +435,10 @@ std::string Schema::FormatCell(int column, double value) const {
     if (value >= 0 && value < static_cast<double>(c.categories.size())) {
       return c.categories[static_cast<size_t>(value)];
     }
-    return missing_tokens_.size() > 1 ? missing_tokens_[1] : "";
+    // The first missing token ("" by default): synthetic files show a
+    // missing value as an empty cell, as spreadsheets and pandas expect,
+    // not as "?" (issue 25 item 2); and it always parses back as missing.
+    return missing_tokens_.empty() ? std::string() : missing_tokens_[0];
   }
   if (c.integer) {
     // Not llround: declared bounds may exceed the range of long long.
