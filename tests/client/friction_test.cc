@@ -1,0 +1,301 @@
+// The first hour on unseen data (issue 25 item 2, docs/first-hour.md): the
+// frictions a new user met, each checked where a test can fail. These run
+// the commands' own code (the command tables of client/commands/) on files
+// in a scratch folder; none needs a server.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "client/cli.h"
+#include "client/commands.h"
+#include "client/commands/eval_report.h"
+#include "client/methods/registry.h"
+#include "client/proto_file.h"
+#include "client/text_upload.h"
+#include "core/data/csv.h"
+#include "core/data/schema.h"
+#include "proto/convert.h"
+
+namespace dpcurator::client {
+namespace {
+
+namespace fs = std::filesystem;
+
+class FrictionTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("friction_test_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) +
+            "_" + ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  std::string Write(const std::string& name, const std::string& text) {
+    const std::string path = (dir_ / name).string();
+    std::ofstream(path, std::ios::binary) << text;
+    return path;
+  }
+
+  // An mst release artefact as `dpcurator release --kind mst --out` writes it.
+  std::string WriteMstRelease(const std::string& name) {
+    v1::Release release;
+    release.set_id("rel_0123");
+    release.set_dataset_id("ds_0123");
+    release.set_kind(v1::MST);
+    release.mutable_mst()->set_format_version(1);
+    release.mutable_mst()->set_release_id("rel_0123");
+    const std::string path = (dir_ / name).string();
+    EXPECT_TRUE(WriteProtoFile(release, path).ok());
+    return path;
+  }
+
+  fs::path dir_;
+};
+
+data::Schema PatientSchema() {
+  auto schema = data::Schema::Builder()
+                    .AddNumeric("Patient Age", 0, 120, /*integer=*/true)
+                    .AddCategorical("smoker", {"yes", "no"}, /*nullable=*/true)
+                    .AddCategorical("outcome", {"good", "bad"})
+                    .SetLabel("outcome")
+                    .Build();
+  EXPECT_TRUE(schema.ok()) << schema.status();
+  return *schema;
+}
+
+const Command* FindCommand(const std::vector<Command>& commands, const std::string& name) {
+  for (const Command& command : commands) {
+    if (command.name == name) return &command;
+  }
+  return nullptr;
+}
+
+absl::Status RunCommand(const Command& command, const std::vector<std::string>& args) {
+  auto parsed = ParseArgs(command.options, args);
+  if (!parsed.ok()) return parsed.status();
+  return command.run(*parsed);
+}
+
+// "Missing synthetic values are written as `?`": a missing level is an
+// empty cell, and it reads back as missing.
+TEST_F(FrictionTest, MissingSyntheticValuesAreEmptyCells) {
+  const data::Schema schema = PatientSchema();
+  data::Table table;
+  table.cells.resize(1, 3);
+  table.cells << 40, 2, 0;  // level 2 of smoker: the missing level
+  std::ostringstream csv;
+  data::WriteCsv(schema, table, &csv);
+  EXPECT_EQ(csv.str(), "Patient Age,smoker,outcome\n40,,good\n");
+  std::istringstream back(csv.str());
+  auto read = data::ReadCsv(schema, &back, {}, "back");
+  ASSERT_TRUE(read.ok()) << read.status();
+  EXPECT_EQ(read->cells(0, 1), 2);
+}
+
+// "`eval` and `report` do not read ARFF; `eval` fails on the first
+// undeclared category": the ARFF file is read by its name, and the row with
+// a stray category is counted, named and left out.
+TEST_F(FrictionTest, EvalReadsArffAndCountsUndeclaredCategories) {
+  const data::Schema schema = PatientSchema();
+  const std::string arff = Write("real.arff",
+                                 "@relation patients\n"
+                                 "@attribute 'Patient Age' integer\n"
+                                 "@attribute smoker {yes,no}\n"
+                                 "@attribute outcome {good,bad}\n"
+                                 "@data\n"
+                                 "31,yes,good\n"
+                                 "45,?,bad\n"
+                                 "52,sometimes,bad\n"
+                                 "60,no,good\n");
+  int64_t skipped = -1;
+  auto real = ReadEvalFile(schema, arff, /*real=*/true, &skipped);
+  ASSERT_TRUE(real.ok()) << real.status();
+  EXPECT_EQ(real->num_rows(), 3);
+  EXPECT_EQ(skipped, 1);
+  auto local = ReadLocalTable(schema, arff, {TextFormat::kArff}, /*skip_undeclared=*/true);
+  ASSERT_TRUE(local.ok());
+  EXPECT_EQ(local->skipped_detail, "column 'smoker': 'sometimes' (1 row)");
+  // A synthetic file is the sampler's: a stray value there is an error with
+  // its line.
+  auto synthetic = ReadEvalFile(schema, arff, /*real=*/false, nullptr);
+  ASSERT_FALSE(synthetic.ok());
+  EXPECT_TRUE(absl::StrContains(synthetic.status().message(), "real.arff:8:"))
+      << synthetic.status();
+}
+
+// The hand-made CSV of the trial: BOM, CRLF, quoted commas, empty cells.
+TEST_F(FrictionTest, EvalReadsTheHandMadeCsv) {
+  const data::Schema schema = PatientSchema();
+  const std::string csv = Write("real.csv",
+                                "\xEF\xBB\xBFPatient Age,note,smoker,outcome\r\n"
+                                "31,\"likes tea, coffee\",yes,good\r\n"
+                                "45,,,bad\r\n"
+                                "50,x,maybe,good\r\n");
+  int64_t skipped = 0;
+  auto real = ReadEvalFile(schema, csv, /*real=*/true, &skipped);
+  ASSERT_TRUE(real.ok()) << real.status();
+  EXPECT_EQ(real->num_rows(), 2);
+  EXPECT_EQ(skipped, 1);
+}
+
+// "A release passed to `sample` says 'model format version 0'": it names
+// the file's kind and the command that takes it.
+TEST_F(FrictionTest, SampleNamesAReleaseFile) {
+  const std::string release = WriteMstRelease("mst.release");
+  const std::vector<Command> commands = SampleCommands();
+  const Command* sample = FindCommand(commands, "sample");
+  ASSERT_NE(sample, nullptr);
+  const absl::Status status =
+      RunCommand(*sample, {"--model", release, "--out", (dir_ / "s.csv").string()});
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << status;
+  EXPECT_TRUE(absl::StrContains(status.message(), "release artefact of kind mst")) << status;
+  EXPECT_TRUE(absl::StrContains(status.message(),
+                                "`dpcurator train mst --release " + release + "`"))
+      << status;
+}
+
+// "An mst release passed to `train merf` says 'Schema must have at least
+// one column'": it says it is an mst release and which train command takes
+// it, before anything is read as an embedding.
+TEST_F(FrictionTest, TrainMerfNamesAnMstRelease) {
+  const std::string release = WriteMstRelease("mst.release");
+  const std::vector<Command> commands = TrainCommands();
+  for (const Method* method : RegisteredMethods()) {
+    const std::vector<v1::ReleaseKind> kinds = method->ReleaseKinds();
+    if (kinds.empty() || kinds[0] == v1::MST) continue;  // merf, pearl
+    const Command* train = FindCommand(commands, "train " + std::string(method->name()));
+    ASSERT_NE(train, nullptr);
+    const absl::Status status = RunCommand(
+        *train, {"--release", release, "--out", (dir_ / "m.pb").string(), "--steps", "1"});
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << status;
+    EXPECT_TRUE(absl::StrContains(status.message(), "release artefact of kind mst")) << status;
+    EXPECT_TRUE(absl::StrContains(status.message(),
+                                  "`dpcurator train mst --release " + release + "`"))
+        << status;
+  }
+  EXPECT_EQ(TrainCommandForRelease(v1::MST, "F"), "`dpcurator train mst --release F`");
+}
+
+// "Nothing helps a user hold out a test split": `split` holds out exactly
+// round(fraction x rows) records, each once, the same ones for a seed, in
+// files `upload` and `eval` read (a quoted comma survives).
+TEST_F(FrictionTest, SplitHoldsOutATestFraction) {
+  std::string csv = "\xEF\xBB\xBFPatient Age,smoker,outcome\r\n";
+  for (int i = 0; i < 50; ++i) {
+    csv += std::to_string(20 + i) + (i == 7 ? ",\"yes, daily\"" : ",no") + ",good\r\n";
+  }
+  const std::string in = Write("data.csv", csv);
+  const std::vector<Command> commands = SplitCommands();
+  ASSERT_EQ(commands.size(), 1u);
+  const auto split = [&](const std::string& seed, const std::string& suffix) {
+    return RunCommand(commands[0], {"--in", in, "--test-fraction", "0.2", "--seed", seed,
+                                    "--train-out", (dir_ / ("train" + suffix)).string(),
+                                    "--test-out", (dir_ / ("test" + suffix)).string()});
+  };
+  ASSERT_TRUE(split("1", "1.csv").ok());
+  ASSERT_TRUE(split("1", "1b.csv").ok());
+  ASSERT_TRUE(split("2", "2.csv").ok());
+  const auto lines = [&](const std::string& name) {
+    std::ifstream input(dir_ / name);
+    std::vector<std::string> out;
+    for (std::string line; std::getline(input, line);) out.push_back(line);
+    return out;
+  };
+  const auto train = lines("train1.csv");
+  const auto test = lines("test1.csv");
+  ASSERT_EQ(test.size(), 1u + 10u);  // header + round(0.2 x 50)
+  ASSERT_EQ(train.size(), 1u + 40u);
+  EXPECT_EQ(test[0], "Patient Age,smoker,outcome");
+  std::multiset<std::string> rows(train.begin() + 1, train.end());
+  rows.insert(test.begin() + 1, test.end());
+  EXPECT_EQ(rows.size(), 50u);
+  EXPECT_EQ(std::set<std::string>(rows.begin(), rows.end()).size(), 50u);  // each row once
+  EXPECT_EQ(rows.count("27,\"yes, daily\",good"), 1u);
+  EXPECT_EQ(lines("test1b.csv"), test);   // same seed, same split
+  EXPECT_NE(lines("test2.csv"), test);    // another seed, another split
+  // A fraction that leaves one side empty is refused.
+  EXPECT_FALSE(RunCommand(commands[0], {"--in", in, "--test-fraction", "0.001"}).ok());
+}
+
+// "`sample` and `train merf|mst` have no --json".
+TEST_F(FrictionTest, SampleAndEveryTrainCommandTakeJson) {
+  std::vector<Command> commands = TrainCommands();
+  for (Command& command : SampleCommands()) commands.push_back(std::move(command));
+  ASSERT_GE(commands.size(), RegisteredMethods().size() + 1);
+  for (const Command& command : commands) {
+    bool json = false;
+    for (const OptionSpec& option : command.options) json = json || option.name == "json";
+    EXPECT_TRUE(json) << command.name << " has no --json";
+  }
+}
+
+// "Hints name commands that do not exist" (`dpcurator datasets`, `session
+// get`): every "`dpcurator WORDS" in a client source names a command of the
+// client's table (its first words, or a command group).
+TEST_F(FrictionTest, EveryCommandNamedInAHintExists) {
+  std::vector<Command> all;
+  for (auto group : {DemoCommands(), SchemaCommands(), SplitCommands(), DatasetCommands(),
+                     ReleaseCommands(),
+                     SessionCommands(), CollectionCommands(), AdminCommands(), TrainCommands(),
+                     SampleCommands(), EvalCommands(), ReportCommands(), AuditCommands(),
+                     PrivacyCommands()}) {
+    for (auto& command : group) all.push_back(std::move(command));
+  }
+  std::set<std::string> names;
+  for (const Command& command : all) names.insert(command.name);
+  const std::regex hint(R"re(`dpcurator ((?:[a-z][a-z-]*)(?: [a-z][a-z-]*)*))re");
+  std::vector<std::string> wrong;
+  const fs::path root = fs::path(DPC_SOURCE_DIR) / "client";
+  for (const auto& entry : fs::recursive_directory_iterator(root)) {
+    const std::string ext = entry.path().extension().string();
+    if (!entry.is_regular_file() || (ext != ".cc" && ext != ".h")) continue;
+    std::ifstream input(entry.path());
+    std::stringstream text;
+    text << input.rdbuf();
+    const std::string source = text.str();
+    for (std::sregex_iterator it(source.begin(), source.end(), hint), end; it != end; ++it) {
+      // The longest run of the hint's words that is a command; a bare
+      // group word ("train" before a method's name) is fine when it starts
+      // some command.
+      std::vector<std::string> words;
+      std::istringstream split((*it)[1].str());
+      for (std::string word; split >> word;) words.push_back(word);
+      bool found = false;
+      std::string prefix;
+      for (const std::string& word : words) {
+        prefix += (prefix.empty() ? "" : " ") + word;
+        found = found || names.count(prefix) > 0;
+      }
+      // A literal that stops after a group word ("`dpcurator train " and
+      // then a method's name, joined at run time) is fine when the group
+      // exists; "`dpcurator datasets`", closed there, is not a command.
+      const size_t after = static_cast<size_t>(it->position(0) + it->length(0));
+      const bool closed = after < source.size() && source[after] == '`';
+      if (!found && !closed && words.size() == 1) {
+        for (const std::string& name : names) {
+          found = found || absl::StartsWith(name, words[0] + " ");
+        }
+      }
+      if (!found) {
+        wrong.push_back(fs::relative(entry.path(), root.parent_path()).string() + ": `dpcurator " +
+                        (*it)[1].str());
+      }
+    }
+  }
+  std::string listed;
+  for (const auto& w : wrong) listed += "\n  " + w;
+  EXPECT_TRUE(wrong.empty()) << "hints that name no command:" << listed;
+}
+
+}  // namespace
+}  // namespace dpcurator::client
