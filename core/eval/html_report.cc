@@ -15,30 +15,45 @@ constexpr const char* kSyntheticColour = "#e07b39";
 
 std::string Percent(double score) { return absl::StrFormat("%.1f%%", 100.0 * score); }
 
+// A label shown under the axis: at most kMaxAxisLabel characters (the
+// tooltip keeps the whole text), cut on a UTF-8 character boundary.
+constexpr size_t kMaxAxisLabel = 14;
+std::string AxisLabel(const std::string& text) {
+  if (text.size() <= kMaxAxisLabel) return text;
+  size_t cut = kMaxAxisLabel - 1;
+  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
+  return text.substr(0, cut) + "\u2026";
+}
+
 // A grouped bar chart of two normalised histograms. Many cells (a numeric
 // column's bins, a long level list) share the width; labels are shown
-// below for at most 24 cells and as tooltips (<title>) always.
+// below for at most 24 cells and as tooltips (<title>) always. The labels
+// run down-left at 45 degrees from their bar: the left margin and the room
+// below the axis hold a whole kMaxAxisLabel-character label (issue 25: long
+// labels were cut at the chart's edges).
 std::string HistogramSvg(const ColumnShape& shape) {
-  constexpr int kWidth = 360;
-  constexpr int kHeight = 160;
+  constexpr int kLeft = 70;
+  constexpr int kWidth = 420;
+  constexpr int kHeight = 200;
   constexpr int kPlotTop = 10;
   constexpr int kPlotBottom = 120;
   const int cells = static_cast<int>(shape.real.size());
   const double top = std::max({shape.real.maxCoeff(), shape.synthetic.maxCoeff(), 1e-12});
-  const double cell_width = static_cast<double>(kWidth - 20) / std::max(cells, 1);
+  const double cell_width = static_cast<double>(kWidth - kLeft - 10) / std::max(cells, 1);
   const double bar = cell_width * 0.4;
   std::string svg = absl::StrFormat(
       "<svg class=\"hist\" xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
       "viewBox=\"0 0 %d %d\" role=\"img\">",
       kWidth, kHeight, kWidth, kHeight);
-  absl::StrAppend(&svg, absl::StrFormat("<line x1=\"10\" y1=\"%d\" x2=\"%d\" y2=\"%d\" "
+  absl::StrAppend(&svg, absl::StrFormat("<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" "
                                         "stroke=\"#888\"/>",
-                                        kPlotBottom, kWidth - 10, kPlotBottom));
+                                        kLeft, kPlotBottom, kWidth - 10, kPlotBottom));
   for (int c = 0; c < cells; ++c) {
-    const double x = 10 + c * cell_width + cell_width * 0.1;
-    const std::string label = c < static_cast<int>(shape.cell_labels.size())
-                                  ? HtmlEscape(shape.cell_labels[c])
-                                  : absl::StrCat(c);
+    const double x = kLeft + c * cell_width + cell_width * 0.1;
+    const std::string full_label = c < static_cast<int>(shape.cell_labels.size())
+                                       ? shape.cell_labels[c]
+                                       : absl::StrCat(c);
+    const std::string label = HtmlEscape(full_label);
     const double values[2] = {shape.real(c), shape.synthetic(c)};
     const char* colours[2] = {kRealColour, kSyntheticColour};
     const char* names[2] = {"real", "synthetic"};
@@ -54,8 +69,9 @@ std::string HistogramSvg(const ColumnShape& shape) {
       const double cx = x + bar;
       absl::StrAppend(&svg, absl::StrFormat(
                                 "<text x=\"%.1f\" y=\"%d\" font-size=\"8\" text-anchor=\"end\" "
-                                "transform=\"rotate(-45 %.1f %d)\">%s</text>",
-                                cx, kPlotBottom + 10, cx, kPlotBottom + 10, label));
+                                "transform=\"rotate(-45 %.1f %d)\"><title>%s</title>%s</text>",
+                                cx, kPlotBottom + 10, cx, kPlotBottom + 10, label,
+                                HtmlEscape(AxisLabel(full_label))));
     }
   }
   absl::StrAppend(&svg, "</svg>");

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
 
 #include "absl/strings/str_format.h"
 #include "core/eval/fidelity.h"
@@ -62,6 +63,55 @@ double Pearson(const Eigen::VectorXd& x, const Eigen::VectorXd& y) {
 std::vector<double> ColumnValues(const data::Table& table, int column) {
   const Eigen::VectorXd values = table.cells.col(column);
   return std::vector<double>(values.data(), values.data() + values.size());
+}
+
+// The report's histogram bins of a numeric column. An integer column gets
+// integer edges: one bin per value when it has at most `bins` values, else
+// runs of ceil(values / bins) consecutive values, so no label reads 1.15 or
+// 1.3 and no bin holds one value where its neighbour holds two (issue 25).
+struct NumericBinning {
+  double lower = 0.0;
+  double width = 1.0;
+  int bins = 1;
+  bool integer = false;
+  double last_value = 0.0;  // an integer column's largest value
+};
+
+NumericBinning BinningOf(const data::Column& column, int bins) {
+  if (column.integer) {
+    const double lower = std::ceil(column.lower);
+    const double values = std::floor(column.upper) - lower + 1.0;
+    if (values >= 1.0 && values <= 1e15) {
+      const double per_bin = std::ceil(values / bins);
+      return {lower, per_bin, static_cast<int>(std::ceil(values / per_bin)), true,
+              std::floor(column.upper)};
+    }
+  }
+  return {column.lower, (column.upper - column.lower) / bins, bins, false, 0.0};
+}
+
+Eigen::VectorXd BinnedHistogram(const data::Table& table, int column,
+                                const NumericBinning& binning) {
+  Eigen::VectorXd histogram = Eigen::VectorXd::Zero(binning.bins);
+  for (Eigen::Index i = 0; i < table.num_rows(); ++i) {
+    const double position = (table.cells(i, column) - binning.lower) / binning.width;
+    // NaN and out-of-range values land in the end bins, as ColumnHistogram.
+    const int bin = std::isnan(position) ? 0
+                                         : static_cast<int>(std::clamp(
+                                               std::floor(position), 0.0,
+                                               static_cast<double>(binning.bins - 1)));
+    histogram(bin) += 1.0;
+  }
+  return table.num_rows() > 0 ? Eigen::VectorXd(histogram / static_cast<double>(table.num_rows()))
+                              : histogram;
+}
+
+std::string BinLabel(const NumericBinning& binning, int b) {
+  const double from = binning.lower + b * binning.width;
+  if (!binning.integer) return absl::StrFormat("%.6g", from);
+  if (binning.width == 1.0) return absl::StrFormat("%.0f", from);
+  const double to = std::min(from + binning.width - 1.0, binning.last_value);
+  return to == from ? absl::StrFormat("%.0f", from) : absl::StrFormat("%.0f-%.0f", from, to);
 }
 
 }  // namespace
@@ -145,8 +195,15 @@ absl::StatusOr<QualityReport> ComputeQualityReport(const data::Schema& schema,
     shape.column = c;
     shape.name = column.name;
     shape.categorical = column.type == ColumnType::kCategorical;
-    shape.real = ColumnHistogram(schema, real, c, options.histogram_bins);
-    shape.synthetic = ColumnHistogram(schema, synthetic, c, options.histogram_bins);
+    if (shape.categorical) {
+      shape.real = ColumnHistogram(schema, real, c, options.histogram_bins);
+      shape.synthetic = ColumnHistogram(schema, synthetic, c, options.histogram_bins);
+    } else {
+      const NumericBinning binning = BinningOf(column, options.histogram_bins);
+      shape.real = BinnedHistogram(real, c, binning);
+      shape.synthetic = BinnedHistogram(synthetic, c, binning);
+      for (int b = 0; b < binning.bins; ++b) shape.cell_labels.push_back(BinLabel(binning, b));
+    }
     if (shape.categorical) {
       shape.metric = "TVComplement";
       shape.score = 1.0 - TotalVariationDistance(shape.real, shape.synthetic);
@@ -157,10 +214,6 @@ absl::StatusOr<QualityReport> ComputeQualityReport(const data::Schema& schema,
       shape.metric = "KSComplement";
       shape.score = 1.0 - KolmogorovSmirnovStatistic(ColumnValues(real, c),
                                                       ColumnValues(synthetic, c));
-      const double width = (column.upper - column.lower) / options.histogram_bins;
-      for (int b = 0; b < options.histogram_bins; ++b) {
-        shape.cell_labels.push_back(absl::StrFormat("%.6g", column.lower + b * width));
-      }
     }
     report.column_shapes += shape.score;
     report.shapes.push_back(std::move(shape));

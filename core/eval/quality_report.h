@@ -41,7 +41,8 @@ struct ColumnShape {
   std::string metric;
   double score = 0.0;
   // For the plot: labels of the histogram cells and both normalised
-  // histograms (categorical: per level; numeric: histogram_bins bins).
+  // histograms (categorical: per level; numeric: histogram_bins bins, an
+  // integer column at integer edges, one per value when it has fewer).
   std::vector<std::string> cell_labels;
   Eigen::VectorXd real;
   Eigen::VectorXd synthetic;

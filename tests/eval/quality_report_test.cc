@@ -140,6 +140,42 @@ TEST(QualityReportTest, RejectsAnInvalidTable) {
   EXPECT_FALSE(ComputeQualityReport(schema, real, bad).ok());
 }
 
+// Issue 25: an integer column's report histogram has integer edges (it
+// binned 0..10 at 0.5, 1, 1.5, ... and 1..23 at 1.15, 2.3, ...), one bin per
+// value when there are at most histogram_bins values, and long labels are
+// shortened on the axis but kept whole in the tooltip.
+TEST(QualityReportTest, IntegerColumnsHaveIntegerBinsAndLabelsFitTheChart) {
+  data::Schema::Builder builder;
+  builder.AddNumeric("children", 0, 10, /*integer=*/true);
+  builder.AddNumeric("age", 17, 90, /*integer=*/true);
+  builder.AddCategorical("occupation", {"Machine-op-inspct-and-more-words", "Sales"});
+  auto schema = builder.Build();
+  ASSERT_TRUE(schema.ok()) << schema.status();
+  data::Table table;
+  table.cells.resize(200, 3);
+  for (int r = 0; r < 200; ++r) table.cells.row(r) << r % 11, 17 + r % 74, r % 2;
+  auto quality = ComputeQualityReport(*schema, table, table);
+  ASSERT_TRUE(quality.ok()) << quality.status();
+  const ColumnShape& children = quality->shapes[0];
+  ASSERT_EQ(children.real.size(), 11);  // 0..10, one bin each
+  EXPECT_EQ(children.cell_labels.front(), "0");
+  EXPECT_EQ(children.cell_labels.back(), "10");
+  EXPECT_NEAR(children.real(3), 18.0 / 200.0, 1e-12);  // 3, 14, 25, ... : 18 rows
+  const ColumnShape& age = quality->shapes[1];
+  ASSERT_EQ(age.real.size(), 19);  // 74 values in runs of ceil(74 / 20) = 4
+  EXPECT_EQ(age.cell_labels[0], "17-20");
+  EXPECT_EQ(age.cell_labels[18], "89-90");  // the last run stops at the bound
+  EXPECT_NEAR(age.real.sum(), 1.0, 1e-12);
+  for (const std::string& label : age.cell_labels) {
+    EXPECT_EQ(label.find('.'), std::string::npos) << label;
+  }
+  HtmlReportInput input;
+  input.quality = *quality;
+  const std::string html = RenderHtmlReport(*schema, input);
+  EXPECT_NE(html.find("<title>Machine-op-inspct-and-more-words</title>Machine-op-in\u2026</text>"),
+            std::string::npos);
+}
+
 // A small HTML reader for the test: checks that every non-void element is
 // closed in order, and collects the tags seen and attribute text.
 struct ParsedHtml {
