@@ -6,6 +6,7 @@
 // CSV and ARFF files).
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,16 @@ absl::StatusOr<v1::UploadRowsResponse> UploadTable(Connection& connection,
 // Other statuses come back unchanged.
 absl::Status CiteUploadLine(const absl::Status& status, const std::string& path,
                             const std::vector<int64_t>& row_lines, int rows_per_message);
+
+// A warning for an image dataset too small for its budget, or nothing.
+// Every one-shot release's noise, relative to the statistic it hides,
+// shrinks as 1 / (rows x epsilon): the image benchmark's smallest working
+// point is Fashion-MNIST's 60,000 images at epsilon 0.2 (rows x epsilon =
+// 12,000; README, Fashion-MNIST benchmark), and 200 images at epsilon 1
+// (200) gave pure noise in a trial (issue 25). Below kImageRowsTimesEpsilon
+// the upload says so, with the numbers.
+inline constexpr double kImageRowsTimesEpsilon = 10000.0;
+std::optional<std::string> ImageDataSizeWarning(int64_t rows, double epsilon_cap);
 
 }  // namespace dpcurator::client
 

@@ -20,6 +20,7 @@
 #include "client/progress.h"
 #include "client/schema_file.h"
 #include "client/text_upload.h"
+#include "client/upload.h"
 #include "core/data/idx.h"
 #include "core/data/png_folder.h"
 #include "core/privacy/relation.h"
@@ -343,9 +344,11 @@ absl::StatusOr<v1::UploadRowsResponse> UploadPngFolder(Connection& connection,
                                                        const std::string& dataset_id,
                                                        const data::Schema& schema,
                                                        const std::string& root) {
-  auto set = data::ReadPngFolder(root);
-  if (!set.ok()) return set.status();
   const data::Column& image = schema.column(*schema.image_index());
+  // Every image is judged by the declared size, so a refusal names the
+  // files that differ from it (not the ones that differ from the first).
+  auto set = data::ReadPngFolder(root, std::make_pair(image.image_height, image.image_width));
+  if (!set.ok()) return set.status();
   if (set->height != image.image_height || set->width != image.image_width) {
     return absl::InvalidArgumentError(absl::StrCat(
         root, ": holds ", set->height, " x ", set->width, " images; the dataset declares ",
@@ -482,6 +485,11 @@ absl::Status RunUpload(const ParsedArgs& args) {
     response = UploadTextFile(*connection, dataset->id(), *schema, text_path, *text_options);
   }
   if (!response.ok()) return response.status();
+  if (images) {
+    if (auto warning = ImageDataSizeWarning(response->total_rows(), dataset->budget().epsilon())) {
+      std::fprintf(stderr, "%s\n", warning->c_str());
+    }
+  }
   if (images && !args.Flag("json")) {
     std::printf("uploaded %lld images; dataset has %lld rows\n",
                 static_cast<long long>(response->rows_accepted()),

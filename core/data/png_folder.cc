@@ -10,13 +10,17 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <map>
 #include <memory>
+#include <optional>
+#include <string>
 #include <system_error>
 #include <utility>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "core/util/status_macros.h"
 
 namespace dpcurator::data {
@@ -171,7 +175,8 @@ absl::StatusOr<GreyImage> ReadGreyPng(const std::string& path) {
   return image;
 }
 
-absl::StatusOr<ImageSet> ReadPngFolder(const std::string& root) {
+absl::StatusOr<ImageSet> ReadPngFolder(const std::string& root,
+                                       std::optional<std::pair<int, int>> expected) {
   namespace fs = std::filesystem;
   // Lists the sub-folders (or the .png files) of `folder`, sorted by name.
   auto list = [](const fs::path& folder, bool want_directories,
@@ -205,7 +210,15 @@ absl::StatusOr<ImageSet> ReadPngFolder(const std::string& root) {
         absl::StrCat(root, ": no class sub-folders (one folder of PNG files per class)"));
   }
   set.num_classes = static_cast<int>(set.class_names.size());
-  std::string first_path;
+  // Read every image first, then judge the sizes against the expected one
+  // (or the most common), so a refusal blames the images that differ.
+  struct Read {
+    std::string path;
+    GreyImage image;
+    int label;
+  };
+  std::vector<Read> images;
+  std::map<std::pair<int, int>, int64_t> size_counts;
   for (int label = 0; label < set.num_classes; ++label) {
     const fs::path folder = fs::path(root) / set.class_names[label];
     std::vector<std::string> files;
@@ -217,20 +230,40 @@ absl::StatusOr<ImageSet> ReadPngFolder(const std::string& root) {
     for (const std::string& file : files) {
       const std::string path = (folder / file).string();
       DPC_ASSIGN_OR_RETURN(GreyImage image, ReadGreyPng(path));
-      if (first_path.empty()) {
-        first_path = path;
-        set.height = image.height;
-        set.width = image.width;
-      } else if (image.height != set.height || image.width != set.width) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            path, ": ", image.width, " x ", image.height, " pixels, but ", first_path,
-            " (the first image) is ", set.width, " x ", set.height, "; all must be the same"));
-      }
-      for (const uint8_t value : image.pixels) {
-        set.pixels.push_back(static_cast<float>(value) / 255.0f);
-      }
-      set.labels.push_back(label);
+      ++size_counts[{image.height, image.width}];
+      images.push_back({path, std::move(image), label});
     }
+  }
+  std::pair<int, int> size = size_counts.begin()->first;
+  for (const auto& [candidate, count] : size_counts) {
+    if (count > size_counts[size]) size = candidate;
+  }
+  const bool declared = expected.has_value();
+  if (declared) size = *expected;
+  std::vector<std::string> differing;
+  int64_t num_differing = 0;
+  for (const Read& read : images) {
+    if (read.image.height == size.first && read.image.width == size.second) continue;
+    ++num_differing;
+    if (differing.size() < 5) {
+      differing.push_back(absl::StrCat(read.path, " is ", read.image.width, " x ",
+                                       read.image.height));
+    }
+  }
+  if (num_differing > 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        num_differing, " of ", images.size(), " images are not ", size.second, " x ",
+        size.first, declared ? " (the size the dataset declares)" : " (the size most have)",
+        ": ", absl::StrJoin(differing, "; "), num_differing > 5 ? "; ..." : "",
+        ". All must be the same size"));
+  }
+  set.height = size.first;
+  set.width = size.second;
+  for (const Read& read : images) {
+    for (const uint8_t value : read.image.pixels) {
+      set.pixels.push_back(static_cast<float>(value) / 255.0f);
+    }
+    set.labels.push_back(read.label);
   }
   return set;
 }

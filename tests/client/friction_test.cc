@@ -20,6 +20,7 @@
 #include "client/methods/registry.h"
 #include "client/proto_file.h"
 #include "client/text_upload.h"
+#include "client/upload.h"
 #include "core/data/csv.h"
 #include "core/data/schema.h"
 #include "proto/convert.h"
@@ -88,6 +89,17 @@ absl::Status RunCommand(const Command& command, const std::vector<std::string>& 
 
 // "Missing synthetic values are written as `?`": a missing level is an
 // empty cell, and it reads back as missing.
+// Issue 25: 200 images at epsilon 1 gave pure noise and nothing said so.
+TEST(ImageDataSizeWarningTest, WarnsBelowTheBenchmarksSmallestWorkingPoint) {
+  const auto trial = ImageDataSizeWarning(200, 1.0);
+  ASSERT_TRUE(trial.has_value());
+  EXPECT_NE(trial->find("200 images under a budget of epsilon 1"), std::string::npos) << *trial;
+  EXPECT_NE(trial->find("here 200;"), std::string::npos) << *trial;
+  EXPECT_TRUE(ImageDataSizeWarning(50000, 0.1).has_value());  // 5,000
+  EXPECT_FALSE(ImageDataSizeWarning(60000, 0.2).has_value());  // 12,000: the benchmark
+  EXPECT_FALSE(ImageDataSizeWarning(10000, 1.0).has_value());
+}
+
 TEST_F(FrictionTest, MissingSyntheticValuesAreEmptyCells) {
   const data::Schema schema = PatientSchema();
   data::Table table;

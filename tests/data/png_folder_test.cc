@@ -21,6 +21,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 // A fresh folder per test (ctest runs tests in parallel).
 std::string TestDir() {
@@ -139,9 +140,26 @@ TEST(PngFolderTest, ColourPaletteAlphaAnd16BitBecome8BitGrey) {
 TEST(PngFolderTest, SizeMismatchNamesTheFile) {
   const std::string root = TestDir();
   WriteGrey(root + "/a/1.png", 2, 2, {0, 0, 0, 0});
-  WriteGrey(root + "/b/2.png", 3, 2, {0, 0, 0, 0, 0, 0});
-  ExpectInvalid(ReadPngFolder(root).status(), root + "/b/2.png",
-                "3 x 2 pixels, but " + root + "/a/1.png (the first image) is 2 x 2");
+  WriteGrey(root + "/a/2.png", 2, 2, {0, 0, 0, 0});
+  WriteGrey(root + "/b/3.png", 3, 2, {0, 0, 0, 0, 0, 0});
+  ExpectInvalid(ReadPngFolder(root).status(), root + "/b/3.png is 3 x 2",
+                "1 of 3 images are not 2 x 2 (the size most have)");
+}
+
+// Issue 25: the odd image out is blamed even when it is read first (the
+// reader blamed every later image against the first), and a declared size
+// is the one every image is judged by.
+TEST(PngFolderTest, SizeMismatchBlamesTheOddImageOutNotTheFirstRead) {
+  const std::string root = TestDir();
+  WriteGrey(root + "/a/0.png", 3, 2, {0, 0, 0, 0, 0, 0});
+  WriteGrey(root + "/a/1.png", 2, 2, {0, 0, 0, 0});
+  WriteGrey(root + "/b/2.png", 2, 2, {0, 0, 0, 0});
+  const absl::Status status = ReadPngFolder(root).status();
+  ExpectInvalid(status, root + "/a/0.png is 3 x 2", "1 of 3 images are not 2 x 2");
+  EXPECT_THAT(std::string(status.message()), Not(HasSubstr("1.png")));
+  const absl::Status declared = ReadPngFolder(root, std::make_pair(2, 3)).status();
+  ExpectInvalid(declared, root + "/a/1.png is 2 x 2",
+                "2 of 3 images are not 3 x 2 (the size the dataset declares)");
 }
 
 TEST(PngFolderTest, NotAPngNamesTheFile) {
