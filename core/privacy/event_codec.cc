@@ -81,6 +81,8 @@ std::string EncodeEvent(const PrivacyEvent& event) {
           return absl::StrCat("rr(", e.num_categories, ",", Num(e.epsilon), ")");
         } else if constexpr (std::is_same_v<T, ExponentialMechanismEvent>) {
           return absl::StrCat("exponential(", Num(e.epsilon), ")");
+        } else if constexpr (std::is_same_v<T, ZcdpEvent>) {
+          return absl::StrCat("zcdp(", Num(e.rho), ")");
         } else if constexpr (std::is_same_v<T, ComposedEvent>) {
           std::string out = "compose(";
           for (size_t i = 0; i < e.events.size(); ++i) {
@@ -150,6 +152,10 @@ absl::StatusOr<PrivacyEvent> DecodeEvent(absl::string_view text) {
   if (name == "exponential") {
     DPC_ASSIGN_OR_RETURN(auto v, ParseNumbers(args, 1));
     return PrivacyEvent::ExponentialMechanism(v[0]);
+  }
+  if (name == "zcdp") {
+    DPC_ASSIGN_OR_RETURN(auto v, ParseNumbers(args, 1));
+    return PrivacyEvent::Zcdp(v[0]);
   }
   if (name == "compose") {
     std::vector<PrivacyEvent> parts;

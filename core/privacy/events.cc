@@ -99,6 +99,11 @@ absl::StatusOr<PrivacyEvent> PrivacyEvent::ExponentialMechanism(double epsilon) 
   return PrivacyEvent(ExponentialMechanismEvent{epsilon}, true, true);
 }
 
+absl::StatusOr<PrivacyEvent> PrivacyEvent::Zcdp(double rho) {
+  DPC_RETURN_IF_ERROR(ValidateFinitePositive(rho, "Rho"));
+  return PrivacyEvent(ZcdpEvent{rho}, true, true);
+}
+
 absl::StatusOr<PrivacyEvent> PrivacyEvent::Compose(
     std::vector<PrivacyEvent> events) {
   bool add_remove = true;
@@ -263,6 +268,9 @@ struct Describer {
   }
   std::string operator()(const ExponentialMechanismEvent& e) const {
     return absl::StrCat("ExponentialMechanism(eps=", e.epsilon, ")");
+  }
+  std::string operator()(const ZcdpEvent& e) const {
+    return absl::StrCat("Zcdp(rho=", e.rho, ")");
   }
   std::string operator()(const ComposedEvent& e) const {
     std::vector<std::string> parts;

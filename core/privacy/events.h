@@ -107,6 +107,17 @@ struct RandomizedResponseEvent {
 struct ExponentialMechanismEvent {
   double epsilon;
 };
+// A mechanism that is rho-zCDP as a whole (Bun & Steinke 2016, Def. 1.1):
+// RDP alpha * rho at every order. The ledger's event for a recipe whose
+// steps are chosen adaptively from its own releases but whose zCDP costs
+// add up to at most rho by construction (AIM, core/train/aim.h;
+// docs/privacy.md 2.12): zCDP composes adaptively (Bun & Steinke 2016,
+// Lemma 2.3), so one fixed total bounds every run of the recipe, however
+// many rounds it takes. Valid for both relations (each step's sensitivity
+// is the relation's). Stored as "zcdp(rho)".
+struct ZcdpEvent {
+  double rho;
+};
 // Several events on the same data, in any order.
 struct ComposedEvent {
   std::vector<PrivacyEvent> events;
@@ -155,8 +166,8 @@ class PrivacyEvent {
                    SampledWithoutReplacementGaussianEvent,
                    PoissonSampledDiscreteGaussianEvent,
                    SampledWithoutReplacementDiscreteGaussianEvent, LaplaceEvent,
-                   RandomizedResponseEvent, ExponentialMechanismEvent, ComposedEvent,
-                   SelfComposedEvent, PartitionedEvent>;
+                   RandomizedResponseEvent, ExponentialMechanismEvent, ZcdpEvent,
+                   ComposedEvent, SelfComposedEvent, PartitionedEvent>;
 
   // noise_multiplier finite and > 0.
   static absl::StatusOr<PrivacyEvent> Gaussian(double noise_multiplier);
@@ -185,6 +196,8 @@ class PrivacyEvent {
                                                          double epsilon);
   // epsilon finite and > 0.
   static absl::StatusOr<PrivacyEvent> ExponentialMechanism(double epsilon);
+  // rho finite and > 0.
+  static absl::StatusOr<PrivacyEvent> Zcdp(double rho);
   // Fails if no neighbouring relation is valid for all parts. An empty
   // composition is the event "nothing happened".
   static absl::StatusOr<PrivacyEvent> Compose(std::vector<PrivacyEvent> events);

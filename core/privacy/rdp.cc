@@ -352,6 +352,11 @@ struct RdpVisitor {
   absl::StatusOr<std::vector<double>> operator()(const ExponentialMechanismEvent& e) const {
     return Map([&](double a) { return ExponentialMechanismRdp(e.epsilon, a); });
   }
+  // rho-zCDP is RDP alpha * rho at every order alpha > 1 (Bun & Steinke
+  // 2016, Def. 1.1).
+  absl::StatusOr<std::vector<double>> operator()(const ZcdpEvent& e) const {
+    return Map([&](double a) { return a * e.rho; });
+  }
   // Composition adds RDP order by order (Mironov 2017, Prop. 1).
   absl::StatusOr<std::vector<double>> operator()(const ComposedEvent& e) const {
     std::vector<double> total(orders.size(), 0.0);

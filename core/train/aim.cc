@@ -1,0 +1,583 @@
+#include "core/train/aim.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <numbers>
+#include <utility>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "core/privacy/conversion.h"
+#include "core/privacy/discrete_noise.h"
+#include "core/privacy/exponential_mechanism.h"
+#include "core/privacy/rdp.h"
+#include "core/train/mst.h"
+#include "core/util/status_macros.h"
+#include "core/util/validation.h"
+
+namespace dpcurator::train {
+namespace {
+
+// sqrt(2 / pi): E|Z| for Z ~ N(0, 1), the expected L1 norm of one cell's
+// Gaussian noise per unit sigma (AIM Sec. 4.2, the score's bias term).
+const double kExpectedAbsNormal = std::sqrt(2.0 / std::numbers::pi);
+
+// The schedule keeps its running sum below rho (1 - kScheduleMargin): the
+// sum of at most kMaxAimRounds + 2 rounded additions errs by less than
+// (kMaxAimRounds + 2) 2^-53 rho < 5e-13 rho, so the real total stays <= rho.
+constexpr double kScheduleMargin = 1e-12;
+// A charge is the double formula times (1 + 2^-45), which exceeds the
+// formula's own rounding (a few ulps); the last round's parameters are
+// nudged by a relative 2^-40 until its charge fits what is left.
+constexpr double kChargeRoundUp = 1.0 + 0x1.0p-45;
+constexpr double kNudge = 0x1.0p-40;
+constexpr int kMaxNudges = 64;
+
+std::string CliqueText(const std::vector<int>& clique) {
+  return absl::StrCat("(", absl::StrJoin(clique, ", "), ")");
+}
+
+// The L2 sensitivity of one marginal's counts: 1 (ADD_REMOVE) or sqrt(2)
+// (REPLACE_ONE: a cell -1 and a cell +1), docs/privacy.md 2.11.
+double MarginalSensitivity(privacy::NeighbouringRelation relation, double tables) {
+  return relation == privacy::NeighbouringRelation::kReplaceOne ? std::sqrt(2.0 * tables)
+                                                                : std::sqrt(tables);
+}
+
+// The margin of a row-major table over `shape` on its position-k column.
+Eigen::VectorXd MarginOf(const Eigen::VectorXd& counts, const std::vector<int>& shape, size_t k) {
+  Eigen::VectorXd margin = Eigen::VectorXd::Zero(shape[k]);
+  int64_t inner = 1;
+  for (size_t l = k + 1; l < shape.size(); ++l) inner *= shape[l];
+  for (Eigen::Index cell = 0; cell < counts.size(); ++cell) {
+    margin[(cell / inner) % shape[k]] += counts[cell];
+  }
+  return margin;
+}
+
+// The remaining budget a last round can be left with, at least (see
+// AimMinSelectionEpsilon).
+double MinLastRoundRho(const AimBudget& budget) {
+  const double one_way = budget.rho * kAimMeasurementShare * budget.num_columns / budget.rounds;
+  return std::min(budget.rho / budget.rounds, budget.rho - one_way) * (1.0 - 1e-9);
+}
+
+}  // namespace
+
+// ------------------------------------------------------------------ model ---
+
+IndependentAimModel::IndependentAimModel(std::vector<int> domain_sizes)
+    : domain_sizes_(std::move(domain_sizes)) {
+  for (int size : domain_sizes_) {
+    columns_.push_back(Eigen::VectorXd::Constant(std::max(size, 1), 1.0 / std::max(size, 1)));
+  }
+}
+
+void IndependentAimModel::Fit(const std::vector<release::NoisyMarginal>& measurements) {
+  const int d = static_cast<int>(domain_sizes_.size());
+  // Inverse-variance sums per column and for the total; a noiseless
+  // measurement (std 0, tests) gets a large finite weight.
+  std::vector<Eigen::VectorXd> sums(d);
+  std::vector<double> weights(d, 0.0);
+  for (int c = 0; c < d; ++c) sums[c] = Eigen::VectorXd::Zero(columns_[c].size());
+  double total_sum = 0.0;
+  double total_weight = 0.0;
+  for (const release::NoisyMarginal& m : measurements) {
+    if (static_cast<int64_t>(m.counts.size()) != CliqueCells(m.clique, domain_sizes_) ||
+        !m.counts.allFinite()) {
+      continue;  // not of this domain: ignored (a total function)
+    }
+    const double variance = std::max(m.noise_std * m.noise_std, 1e-12);
+    for (size_t k = 0; k < m.clique.size(); ++k) {
+      const int c = m.clique[k];
+      const double cells_per_margin_cell =
+          static_cast<double>(m.counts.size()) / domain_sizes_[c];
+      const double w = 1.0 / (variance * cells_per_margin_cell);
+      sums[c] += w * MarginOf(m.counts, m.shape, k);
+      weights[c] += w;
+    }
+    const double w = 1.0 / (variance * static_cast<double>(m.counts.size()));
+    total_sum += w * m.counts.sum();
+    total_weight += w;
+  }
+  for (int c = 0; c < d; ++c) {
+    if (weights[c] > 0.0) columns_[c] = ProjectToSimplex(sums[c] / weights[c]);
+  }
+  const double total = total_weight > 0.0 ? total_sum / total_weight : 0.0;
+  total_ = std::isfinite(total) ? std::max(0.0, total) : 0.0;
+}
+
+Eigen::VectorXd IndependentAimModel::Marginal(const std::vector<int>& clique) const {
+  Eigen::VectorXd table = Eigen::VectorXd::Constant(1, total_);
+  for (int c : clique) {
+    if (c < 0 || c >= static_cast<int>(columns_.size())) continue;
+    const Eigen::VectorXd& p = columns_[c];
+    Eigen::VectorXd next(table.size() * p.size());
+    for (Eigen::Index a = 0; a < table.size(); ++a) {
+      next.segment(a * p.size(), p.size()) = table[a] * p;
+    }
+    table = std::move(next);
+  }
+  return table;
+}
+
+int64_t IndependentAimModel::CellsWith(const std::vector<std::vector<int>>& cliques) const {
+  absl::flat_hash_set<std::vector<int>> distinct;
+  absl::flat_hash_set<std::vector<int>> covered;
+  for (std::vector<int> clique : cliques) {
+    std::sort(clique.begin(), clique.end());
+    if (!distinct.insert(clique).second) continue;
+    // Every proper non-empty subset (cliques have at most a few columns).
+    const int k = static_cast<int>(clique.size());
+    for (int mask = 1; k < 31 && mask + 1 < (1 << k); ++mask) {
+      std::vector<int> subset;
+      for (int b = 0; b < k; ++b) {
+        if (mask & (1 << b)) subset.push_back(clique[b]);
+      }
+      covered.insert(std::move(subset));
+    }
+  }
+  int64_t cells = 0;
+  for (const std::vector<int>& clique : distinct) {
+    if (!covered.contains(clique)) cells += CliqueCells(clique, domain_sizes_);
+  }
+  return cells;
+}
+
+// -------------------------------------------------------- workload, score ---
+
+int64_t CliqueCells(const std::vector<int>& clique, const std::vector<int>& domain_sizes) {
+  int64_t cells = 1;
+  for (int c : clique) {
+    if (c < 0 || c >= static_cast<int>(domain_sizes.size())) return 0;
+    cells *= domain_sizes[c];
+  }
+  return cells;
+}
+
+std::vector<std::vector<int>> DefaultAimWorkload(int num_columns, std::optional<int> label) {
+  std::vector<std::vector<int>> workload;
+  for (int i = 0; i < num_columns; ++i) {
+    for (int j = i + 1; j < num_columns; ++j) workload.push_back({i, j});
+  }
+  if (label.has_value() && *label >= 0 && *label < num_columns) {
+    for (int i = 0; i < num_columns; ++i) {
+      for (int j = i + 1; j < num_columns; ++j) {
+        if (i == *label || j == *label) continue;
+        std::vector<int> triple = {i, j, *label};
+        std::sort(triple.begin(), triple.end());
+        workload.push_back(std::move(triple));
+      }
+    }
+  }
+  return workload;
+}
+
+absl::StatusOr<std::vector<AimCandidate>> AimCandidates(
+    const std::vector<std::vector<int>>& workload, const std::vector<int>& domain_sizes) {
+  const int d = static_cast<int>(domain_sizes.size());
+  if (workload.empty() || workload.size() > static_cast<size_t>(release::kMaxCliques)) {
+    return absl::InvalidArgumentError(absl::StrCat("an aim workload needs between 1 and ",
+                                                   release::kMaxCliques, " cliques, got ",
+                                                   workload.size()));
+  }
+  std::vector<std::vector<int>> sorted;
+  for (std::vector<int> clique : workload) {
+    if (clique.empty() || clique.size() > static_cast<size_t>(release::kMaxCliqueColumns)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("workload clique ", CliqueText(clique), " has ", clique.size(),
+                       " columns; a clique has 1 to ", release::kMaxCliqueColumns));
+    }
+    std::sort(clique.begin(), clique.end());
+    for (size_t k = 0; k < clique.size(); ++k) {
+      if (clique[k] < 0 || clique[k] >= d) {
+        return absl::InvalidArgumentError(absl::StrCat("workload clique ", CliqueText(clique),
+                                                       " names column index ", clique[k],
+                                                       "; the schema has ", d, " columns"));
+      }
+      if (k > 0 && clique[k] == clique[k - 1]) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "workload clique ", CliqueText(clique), " names a column twice; list each once"));
+      }
+    }
+    if (CliqueCells(clique, domain_sizes) > release::kMaxCellsPerClique) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "workload clique ", CliqueText(clique), " has ", CliqueCells(clique, domain_sizes),
+          " cells; at most ", release::kMaxCellsPerClique,
+          " are accepted (declare coarser bins in the schema, or fewer columns)"));
+    }
+    sorted.push_back(std::move(clique));
+  }
+  // The downward closure, every 1-way included (they are always measured).
+  std::map<std::vector<int>, double> weights;
+  for (int c = 0; c < d; ++c) weights[{c}] = 0.0;
+  for (const std::vector<int>& clique : sorted) {
+    const int k = static_cast<int>(clique.size());
+    for (int mask = 1; mask < (1 << k); ++mask) {
+      std::vector<int> subset;
+      for (int b = 0; b < k; ++b) {
+        if (mask & (1 << b)) subset.push_back(clique[b]);
+      }
+      weights.emplace(std::move(subset), 0.0);
+    }
+  }
+  // w_r = sum_W |r intersect W| (AIM Sec. 4.2).
+  for (auto& [r, w] : weights) {
+    for (const std::vector<int>& clique : sorted) {
+      for (int c : r) w += std::binary_search(clique.begin(), clique.end(), c) ? 1.0 : 0.0;
+    }
+  }
+  std::vector<AimCandidate> candidates;
+  int64_t cells = 0;
+  for (const auto& [r, w] : weights) {
+    candidates.push_back({r, w, CliqueCells(r, domain_sizes)});
+    cells += candidates.back().cells;
+  }
+  if (cells > kMaxAimCandidateCells) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the aim workload's candidate marginals have ", cells, " cells in all; at most ",
+        kMaxAimCandidateCells, " are accepted (name fewer or smaller cliques, or coarser bins)"));
+  }
+  std::stable_sort(candidates.begin(), candidates.end(),
+                   [](const AimCandidate& a, const AimCandidate& b) {
+                     return a.clique.size() < b.clique.size();
+                   });
+  return candidates;
+}
+
+double AimScoreSensitivity(const std::vector<AimCandidate>& candidates,
+                           privacy::NeighbouringRelation relation) {
+  double max_weight = 0.0;
+  for (const AimCandidate& c : candidates) max_weight = std::max(max_weight, c.weight);
+  return max_weight * (relation == privacy::NeighbouringRelation::kReplaceOne ? 2.0 : 1.0);
+}
+
+double AimScore(const Eigen::VectorXd& truth, const Eigen::VectorXd& estimate, double weight,
+                double noise_std) {
+  const double l1 = estimate.size() == truth.size() ? (truth - estimate).cwiseAbs().sum()
+                                                    : truth.cwiseAbs().sum();
+  return weight *
+         (l1 - kExpectedAbsNormal * noise_std * static_cast<double>(truth.size()));
+}
+
+// ----------------------------------------------------------------- budget ---
+
+absl::StatusOr<AimBudget> AimBudgetForRho(int num_columns, int rounds, double rho) {
+  if (num_columns < 1 || num_columns > kMaxAimColumns) {
+    return absl::InvalidArgumentError(absl::StrCat("aim takes schemas of 1 to ", kMaxAimColumns,
+                                                   " columns, got ", num_columns));
+  }
+  if (rounds < num_columns || rounds > kMaxAimRounds) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "aim's rounds must be between the number of columns (", num_columns, ") and ",
+        kMaxAimRounds, ", got ", rounds, " (the 1-way marginals take 0.9 d / rounds of rho)"));
+  }
+  DPC_RETURN_IF_ERROR(ValidateFinitePositive(rho, "rho"));
+  AimBudget budget;
+  budget.num_columns = num_columns;
+  budget.rounds = rounds;
+  budget.rho = rho;
+  // AIM Alg. 2, line 2: sigma_0 = sqrt(T / (2 * 0.9 rho)),
+  // eps_0 = sqrt(8 * 0.1 rho / T).
+  budget.noise_multiplier = std::sqrt(rounds / (2.0 * kAimMeasurementShare * rho));
+  budget.selection_epsilon = std::sqrt(8.0 * (1.0 - kAimMeasurementShare) * rho / rounds);
+  // One release of d tables at L2 sensitivity sqrt(d): s1 = s0 / sqrt(d)
+  // puts each table's noise std at s0 (per unit sensitivity).
+  budget.one_way_noise_multiplier = budget.noise_multiplier / std::sqrt(num_columns);
+  return budget;
+}
+
+absl::StatusOr<privacy::PrivacyEvent> AimEvent(const AimBudget& budget) {
+  return privacy::PrivacyEvent::Zcdp(budget.rho);
+}
+
+absl::StatusOr<AimBudget> CalibrateAimBudget(int num_columns, int rounds, double epsilon,
+                                             double delta) {
+  DPC_RETURN_IF_ERROR(ValidateFinitePositive(epsilon, "Epsilon"));
+  DPC_RETURN_IF_ERROR(ValidateInOpenUnitInterval(delta, "Delta"));
+  // Shapes first, at any rho.
+  DPC_RETURN_IF_ERROR(AimBudgetForRho(num_columns, rounds, 1.0).status());
+  const std::vector<double>& orders = privacy::DefaultRdpOrders();
+  auto epsilon_of = [&](double rho) -> absl::StatusOr<double> {
+    DPC_ASSIGN_OR_RETURN(privacy::PrivacyEvent event, privacy::PrivacyEvent::Zcdp(rho));
+    DPC_ASSIGN_OR_RETURN(std::vector<double> rdp, privacy::ComputeRdp(event, orders));
+    DPC_ASSIGN_OR_RETURN(privacy::RdpEpsilon converted,
+                         privacy::RdpToEpsilon(orders, rdp, delta));
+    return converted.epsilon;
+  };
+  double lo = 1e-3;
+  double hi = 1e-3;
+  for (int i = 0; i < 200; ++i) {
+    DPC_ASSIGN_OR_RETURN(double e, epsilon_of(lo));
+    if (e <= epsilon) break;
+    hi = lo;
+    lo /= 4.0;
+  }
+  for (int i = 0; i < 200; ++i) {
+    DPC_ASSIGN_OR_RETURN(double e, epsilon_of(hi));
+    if (e > epsilon) break;
+    lo = hi;
+    hi *= 4.0;
+  }
+  while (hi / lo > 1.0 + 1e-6) {
+    const double mid = std::sqrt(lo * hi);
+    DPC_ASSIGN_OR_RETURN(double e, epsilon_of(mid));
+    (e <= epsilon ? lo : hi) = mid;
+  }
+  DPC_ASSIGN_OR_RETURN(double e, epsilon_of(lo));
+  if (!(e <= epsilon)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "no aim budget fits epsilon ", epsilon, " at delta ", delta, "; raise epsilon"));
+  }
+  return AimBudgetForRho(num_columns, rounds, lo);
+}
+
+double AimMinSelectionEpsilon(const AimBudget& budget) {
+  return std::sqrt(8.0 * (1.0 - kAimMeasurementShare) * MinLastRoundRho(budget)) * (1.0 - 1e-6);
+}
+
+// --------------------------------------------------------------- schedule ---
+
+AimSchedule::AimSchedule(const AimBudget& budget)
+    : rho_(budget.rho),
+      cap_(budget.rounds + 1),
+      noise_multiplier_(budget.noise_multiplier),
+      selection_epsilon_(budget.selection_epsilon),
+      used_(ChargeFor(budget.one_way_noise_multiplier, 0.0)) {}
+
+double AimSchedule::ChargeFor(double noise_multiplier, double selection_epsilon) {
+  return (1.0 / (2.0 * noise_multiplier * noise_multiplier) +
+          selection_epsilon * selection_epsilon / 8.0) *
+         kChargeRoundUp;
+}
+
+AimSchedule::Round AimSchedule::Next() {
+  Round round;
+  const double remaining = rho_ * (1.0 - kScheduleMargin) - used_;
+  const double charge = ChargeFor(noise_multiplier_, selection_epsilon_);
+  // AIM Alg. 2, line 8: the last round when less than two rounds' worth is
+  // left; it takes all of it, 0.9 to the measurement, 0.1 to the selection.
+  round.last = done_ || remaining < 2.0 * charge || rounds_run_ + 1 >= cap_;
+  if (round.last) {
+    double s = std::sqrt(1.0 / (2.0 * kAimMeasurementShare * remaining));
+    double eps = std::sqrt(8.0 * (1.0 - kAimMeasurementShare) * remaining);
+    for (int i = 0; i < kMaxNudges && ChargeFor(s, eps) > remaining; ++i) {
+      s *= 1.0 + kNudge;
+      eps *= 1.0 - kNudge;
+    }
+    round.noise_multiplier = s;
+    round.selection_epsilon = eps;
+    used_ += ChargeFor(s, eps);
+    done_ = true;
+  } else {
+    round.noise_multiplier = noise_multiplier_;
+    round.selection_epsilon = selection_epsilon_;
+    used_ += charge;
+  }
+  ++rounds_run_;
+  return round;
+}
+
+void AimSchedule::Anneal() {
+  // Alg. 2, line 14: sigma / 2, eps * 2 (exact in binary floating point).
+  noise_multiplier_ /= 2.0;
+  selection_epsilon_ *= 2.0;
+}
+
+// ------------------------------------------------------------------- run ---
+
+absl::Status CheckAimRunnable(const std::vector<int>& domain_sizes,
+                              const std::vector<AimCandidate>& candidates,
+                              const AimBudget& budget, int64_t max_model_cells,
+                              privacy::NeighbouringRelation relation) {
+  const int d = static_cast<int>(domain_sizes.size());
+  if (d != budget.num_columns || d < 1) {
+    return absl::InvalidArgumentError("aim: the budget was made for another schema");
+  }
+  int64_t one_way_cells = 0;
+  int64_t largest = 0;
+  for (int size : domain_sizes) {
+    if (size < 1) return absl::InvalidArgumentError("aim: a column has an empty domain");
+    one_way_cells += size;
+  }
+  for (const AimCandidate& c : candidates) largest = std::max(largest, c.cells);
+  if (candidates.empty()) return absl::InvalidArgumentError("aim: no candidate marginals");
+  if (max_model_cells < one_way_cells) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "aim's model-size limit of ", max_model_cells,
+        " cells cannot hold the 1-way marginals (", one_way_cells,
+        " cells); raise it to at least that"));
+  }
+  const double sensitivity = MarginalSensitivity(relation, 1.0);
+  const double one_way_std = budget.noise_multiplier * sensitivity;
+  if (!(one_way_std <= kMaxAimOneWayNoiseStd)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "this epsilon measures aim's 1-way marginals with noise of ", one_way_std,
+        " rows per cell (std); at most ", kMaxAimOneWayNoiseStd,
+        " is accepted (rule: 1-way cells at sigma = sqrt(rounds / (1.8 rho)) must be measured "
+        "below that): raise epsilon or lower --rounds"));
+  }
+  // Every noise multiplier a round can get lies between the all-of-rho one
+  // and the last round's at its smallest remainder (>= the first round's).
+  const double s_min = std::sqrt(1.0 / (2.0 * budget.rho));
+  const double s_max = std::sqrt(1.0 / (2.0 * kAimMeasurementShare * MinLastRoundRho(budget)));
+  for (double s : {s_min, s_max}) {
+    absl::Status grid = privacy::GridGaussianNoise(s, sensitivity, largest).status();
+    if (!grid.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "aim: a round's noise multiplier (", s, ") cannot be drawn: ", grid.message()));
+    }
+  }
+  absl::Status grid = privacy::GridGaussianNoise(budget.one_way_noise_multiplier,
+                                                 MarginalSensitivity(relation, d), one_way_cells)
+                          .status();
+  if (!grid.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("aim: the 1-way noise multiplier cannot be drawn: ", grid.message()));
+  }
+  const double score_sensitivity = AimScoreSensitivity(candidates, relation);
+  for (double eps : {AimMinSelectionEpsilon(budget), std::sqrt(8.0 * budget.rho)}) {
+    absl::Status ok = privacy::ValidateExponentialMechanism(static_cast<int>(candidates.size()),
+                                                            eps, score_sensitivity);
+    if (!ok.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "aim's selections would need epsilon ", eps,
+          ", which the exponential mechanism cannot draw (", ok.message(),
+          "); choose an epsilon between about 1e-5 and 1e4"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<AimRun> RunAim(const Eigen::MatrixXi& codes, const std::vector<int>& domain_sizes,
+                              const std::vector<AimCandidate>& candidates,
+                              const AimBudget& budget, int64_t max_model_cells,
+                              privacy::NeighbouringRelation relation, AimModel* model,
+                              privacy::NoiseSource* noise) {
+  // Public checks only until the rows' codes are counted.
+  const int d = static_cast<int>(domain_sizes.size());
+  if (model == nullptr || noise == nullptr || codes.cols() != d) {
+    return absl::InvalidArgumentError(
+        "aim: needs a model, a noise source and one code column per domain column");
+  }
+  DPC_RETURN_IF_ERROR(CheckAimRunnable(domain_sizes, candidates, budget, max_model_cells,
+                                       relation));
+  // Codes from data::Discretizer::Encode always lie in their domains;
+  // anything else is a caller's bug (the message names no row or value).
+  for (int c = 0; c < d; ++c) {
+    if (codes.rows() > 0 &&
+        (codes.col(c).minCoeff() < 0 || codes.col(c).maxCoeff() >= domain_sizes[c])) {
+      return absl::InternalError(
+          "aim: the rows' codes do not match the domain; encode the rows with the schema's "
+          "discretizer");
+    }
+  }
+  auto shape_of = [&](const std::vector<int>& clique) {
+    std::vector<int> shape;
+    for (int c : clique) shape.push_back(domain_sizes[c]);
+    return shape;
+  };
+  // Every candidate's exact table, once (kMaxAimCandidateCells bounds them).
+  std::vector<Eigen::VectorXd> truth;
+  truth.reserve(candidates.size());
+  for (const AimCandidate& c : candidates) {
+    truth.push_back(release::ExactMarginal(c.clique, shape_of(c.clique), codes));
+  }
+  AimRun run;
+  // Alg. 2, line 3: every 1-way marginal, one grid Gaussian release.
+  {
+    int64_t total = 0;
+    for (int c = 0; c < d; ++c) {
+      release::NoisyMarginal m;
+      m.clique = {c};
+      m.shape = {domain_sizes[c]};
+      m.counts = release::ExactMarginal(m.clique, m.shape, codes);
+      total += m.counts.size();
+      run.one_way.push_back(std::move(m));
+    }
+    Eigen::VectorXd all(total);
+    int64_t offset = 0;
+    for (const auto& m : run.one_way) {
+      all.segment(offset, m.counts.size()) = m.counts;
+      offset += m.counts.size();
+    }
+    DPC_ASSIGN_OR_RETURN(
+        privacy::GridNoise drawn,
+        privacy::AddGridGaussianNoise(all, budget.one_way_noise_multiplier,
+                                      MarginalSensitivity(relation, d), noise));
+    offset = 0;
+    for (auto& m : run.one_way) {
+      m.counts = all.segment(offset, m.counts.size());
+      m.noise_std = noise->adds_noise() ? drawn.scale() : 0.0;
+      offset += m.counts.size();
+    }
+  }
+  std::vector<release::NoisyMarginal> measurements = run.one_way;
+  model->Fit(measurements);
+  std::vector<std::vector<int>> measured;
+  int64_t one_way_cells = 0;
+  for (int c = 0; c < d; ++c) {
+    measured.push_back({c});
+    one_way_cells += domain_sizes[c];
+  }
+  const double sensitivity = MarginalSensitivity(relation, 1.0);
+  const double score_sensitivity = AimScoreSensitivity(candidates, relation);
+  AimSchedule schedule(budget);
+  while (!schedule.done()) {
+    const AimSchedule::Round params = schedule.Next();
+    const double sigma = params.noise_multiplier * sensitivity;
+    // Alg. 2, line 10: the model may grow with the budget spent.
+    const double size_limit =
+        std::max(static_cast<double>(one_way_cells),
+                 static_cast<double>(max_model_cells) * schedule.used() / schedule.rho());
+    std::vector<int> eligible;
+    std::vector<double> scores;
+    for (size_t k = 0; k < candidates.size(); ++k) {
+      const AimCandidate& c = candidates[k];
+      if (c.clique.size() > 1) {
+        std::vector<std::vector<int>> with = measured;
+        with.push_back(c.clique);
+        if (!(static_cast<double>(model->CellsWith(with)) <= size_limit)) continue;
+      }
+      eligible.push_back(static_cast<int>(k));
+      scores.push_back(AimScore(truth[k], model->Marginal(c.clique), c.weight, sigma));
+    }
+    DPC_ASSIGN_OR_RETURN(const int pick,
+                         privacy::ExponentialMechanismSelect(scores, params.selection_epsilon,
+                                                             score_sensitivity, noise));
+    const AimCandidate& chosen = candidates[eligible[pick]];
+    AimRound round;
+    round.clique = chosen.clique;
+    round.noise_multiplier = params.noise_multiplier;
+    round.selection_epsilon = params.selection_epsilon;
+    round.measurement.clique = chosen.clique;
+    round.measurement.shape = shape_of(chosen.clique);
+    round.measurement.counts = truth[eligible[pick]];
+    DPC_ASSIGN_OR_RETURN(privacy::GridNoise drawn,
+                         privacy::AddGridGaussianNoise(round.measurement.counts,
+                                                       params.noise_multiplier, sensitivity,
+                                                       noise));
+    round.measurement.noise_std = noise->adds_noise() ? drawn.scale() : 0.0;
+    // Released from here on: the rest of the round is post-processing.
+    const Eigen::VectorXd before = model->Marginal(chosen.clique);
+    measurements.push_back(round.measurement);
+    measured.push_back(chosen.clique);
+    model->Fit(measurements);
+    const Eigen::VectorXd after = model->Marginal(chosen.clique);
+    // Alg. 2, line 13: anneal when the model moved by at most the
+    // measurement's expected noise.
+    const double moved = before.size() == after.size() ? (after - before).cwiseAbs().sum() : 0.0;
+    if (!params.last &&
+        moved <= kExpectedAbsNormal * sigma * static_cast<double>(chosen.cells)) {
+      schedule.Anneal();
+      round.annealed = true;
+    }
+    round.rho_used = schedule.used();
+    run.rounds.push_back(std::move(round));
+  }
+  return run;
+}
+
+}  // namespace dpcurator::train

@@ -1,0 +1,256 @@
+#ifndef DPCURATOR_CORE_TRAIN_AIM_H_
+#define DPCURATOR_CORE_TRAIN_AIM_H_
+
+// AIM (McKenna, Mullins, Sheldon, Miklau, VLDB 2022, "AIM: An Adaptive and
+// Iterative Mechanism for Differentially Private Synthetic Data", Alg. 2):
+// measure every 1-way marginal; then, round after round, select the
+// worst-approximated candidate marginal of the workload with the
+// exponential mechanism (the bias-corrected, weighted score of Sec. 4.2),
+// measure it with the Gaussian mechanism, re-estimate the model, and anneal
+// (halve sigma, double the selection epsilon) when a round taught the model
+// little, until the total zCDP budget rho is spent EXACTLY.
+//
+// Here, in core (docs/privacy.md 2.12):
+//   * the budget: AimBudget / CalibrateAimBudget / AimEvent (ONE ledger
+//     event, zcdp(rho), for the whole adaptive run);
+//   * the public parts of the recipe: the workload, its candidates and
+//     weights, the score and its sensitivity, the round schedule
+//     (AimSchedule) with its conservative arithmetic, the size filter;
+//   * the private loop the server runs: RunAim, against an estimator behind
+//     the AimModel interface (IndependentAimModel here; the general
+//     graphical model, core/pgm, is bound to it by the server).
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "Eigen/Core"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "core/privacy/events.h"
+#include "core/privacy/noise_source.h"
+#include "core/release/marginals.h"
+
+namespace dpcurator::train {
+
+// Data-independent limits (plan-time): columns of an aim schema, rounds of
+// one run, cells of all candidates' exact tables (kept in memory for the
+// run: 2^24 doubles = 128 MiB), and the default model-size limit (the
+// paper's 80 MB of doubles, as total clique-table cells).
+inline constexpr int kMaxAimColumns = 64;
+inline constexpr int kDefaultAimRoundsPerColumn = 16;  // T = 16 d (Alg. 2)
+inline constexpr int kMaxAimRounds = 4096;
+inline constexpr int64_t kMaxAimCandidateCells = int64_t{1} << 24;
+inline constexpr int64_t kDefaultAimMaxModelCells = 10'000'000;
+// The most noise (std per cell, in rows) the 1-way marginals may be
+// measured with: beyond it the epsilon is refused before admission, since a
+// 1-way table under noise of 10,000 rows per cell says nothing about a
+// table of fewer than millions of rows (the rule of issue 26: "epsilon too
+// small to measure the 1-way marginals").
+inline constexpr double kMaxAimOneWayNoiseStd = 1e4;
+// Share of each round's budget given to the measurement (Alg. 2: 0.9); the
+// rest goes to the selection.
+inline constexpr double kAimMeasurementShare = 0.9;
+
+// What the recipe needs of an estimator. Every method is a TOTAL function of
+// its arguments (released values only): it returns finite values of the
+// stated shape whatever the measurements are, never fails, never throws.
+class AimModel {
+ public:
+  virtual ~AimModel() = default;
+  // (Re-)estimates from all measurements so far (warm start allowed).
+  virtual void Fit(const std::vector<release::NoisyMarginal>& measurements) = 0;
+  // The model's count table over `clique` (row-major, the layout of
+  // release::NoisyMarginal), prod(domain sizes) cells.
+  virtual Eigen::VectorXd Marginal(const std::vector<int>& clique) const = 0;
+  // The model's size (total clique-table cells) were it built on `cliques`:
+  // the size filter's measure (Alg. 2, "filter").
+  virtual int64_t CellsWith(const std::vector<std::vector<int>>& cliques) const = 0;
+};
+
+// The stand-in estimator: the product of the columns' marginals, each the
+// inverse-variance average of every measurement's margin on that column,
+// projected onto the simplex, scaled by the estimated row count. CellsWith
+// is the sum of cells of the cliques that no other listed clique contains
+// (a model holding a clique holds its subsets for free).
+class IndependentAimModel final : public AimModel {
+ public:
+  explicit IndependentAimModel(std::vector<int> domain_sizes);
+  void Fit(const std::vector<release::NoisyMarginal>& measurements) override;
+  Eigen::VectorXd Marginal(const std::vector<int>& clique) const override;
+  int64_t CellsWith(const std::vector<std::vector<int>>& cliques) const override;
+
+ private:
+  std::vector<int> domain_sizes_;
+  std::vector<Eigen::VectorXd> columns_;  // probability vectors
+  double total_ = 0.0;
+};
+
+// Cells of a clique's table: the product of its columns' domain sizes.
+int64_t CliqueCells(const std::vector<int>& clique, const std::vector<int>& domain_sizes);
+
+// The default workload (issue 26): every pair of columns, plus every triple
+// that contains `label` when the schema has one. Cliques sorted ascending.
+std::vector<std::vector<int>> DefaultAimWorkload(int num_columns, std::optional<int> label);
+
+// A candidate marginal: a subset of a workload clique (the downward
+// closure, Alg. 2), with its weight w_r = sum over workload cliques W of
+// |r intersect W| (Sec. 4.2) and its cell count.
+struct AimCandidate {
+  std::vector<int> clique;  // ascending
+  double weight = 0.0;
+  int64_t cells = 0;
+};
+
+// Validates the workload against the domain (public; INVALID_ARGUMENT
+// naming the clique and the limit): 1..release::kMaxCliques cliques, each
+// of 1..release::kMaxCliqueColumns distinct columns in range, at most
+// release::kMaxCellsPerClique cells each, and at most kMaxAimCandidateCells
+// over all candidates. Returns the candidates in a fixed public order
+// (by size, then lexicographically), every column's 1-way among them.
+absl::StatusOr<std::vector<AimCandidate>> AimCandidates(
+    const std::vector<std::vector<int>>& workload, const std::vector<int>& domain_sizes);
+
+// The score's sensitivity (Sec. 4.2): a row moves the L1 error of one
+// candidate's table by at most 1 (ADD_REMOVE) or 2 (REPLACE_ONE, a cell -1
+// and a cell +1), times its weight; the model and the bias term are
+// released values. Delta = max_r w_r times 1 or 2, over ALL candidates (a
+// fixed, public constant; the filtered set's max is at most this).
+double AimScoreSensitivity(const std::vector<AimCandidate>& candidates,
+                           privacy::NeighbouringRelation relation);
+
+// The bias-corrected score of Sec. 4.2:
+// w_r (||truth - estimate||_1 - sqrt(2 / pi) sigma n_r), sigma the round's
+// noise std per cell and n_r = truth.size() (the expected L1 norm of the
+// measurement's noise, which favours small marginals).
+double AimScore(const Eigen::VectorXd& truth, const Eigen::VectorXd& estimate, double weight,
+                double noise_std);
+
+// Every per-round parameter, from the public schema, the request and rho.
+// Noise multipliers s are noise std / L2 sensitivity: one marginal's
+// sensitivity is 1 (ADD_REMOVE) or sqrt(2) (REPLACE_ONE), so a measurement
+// at s costs 1 / (2 s^2) under either relation, and a selection at eps
+// costs eps^2 / 8 (bounded range).
+struct AimBudget {
+  int num_columns = 0;
+  int rounds = 0;  // T: sets the initial per-round parameters only
+  double rho = 0.0;
+  // All 1-way marginals in one grid Gaussian of L2 sensitivity sqrt(d) (or
+  // sqrt(2 d)): multiplier s1 with 1 / (2 s1^2) = d * 0.9 rho / T, i.e.
+  // each 1-way at the per-round sigma (Alg. 2, line 3).
+  double one_way_noise_multiplier = 0.0;
+  // The first round's s = sqrt(T / (2 * 0.9 rho)) and
+  // eps = sqrt(8 * 0.1 rho / T): each round costs rho / T before annealing.
+  double noise_multiplier = 0.0;
+  double selection_epsilon = 0.0;
+};
+
+// num_columns in [1, kMaxAimColumns]; rounds in [num_columns,
+// kMaxAimRounds] (so the 1-way marginals take at most 0.9 of rho); rho
+// finite and > 0.
+absl::StatusOr<AimBudget> AimBudgetForRho(int num_columns, int rounds, double rho);
+
+// The ledger's event of a whole AIM run: zcdp(rho) (docs/privacy.md 2.12).
+absl::StatusOr<privacy::PrivacyEvent> AimEvent(const AimBudget& budget);
+
+// The largest rho (to a relative 1e-6, from below) whose AimEvent converts,
+// by the ledger's RDP conversion (conversion.h), to at most `epsilon` at
+// `delta` (a rho-zCDP curve alpha rho, so the one-event conversion).
+// epsilon > 0, delta in (0, 1); the shapes as AimBudgetForRho.
+absl::StatusOr<AimBudget> CalibrateAimBudget(int num_columns, int rounds, double epsilon,
+                                             double delta);
+
+// The smallest selection epsilon any round can be given: the last round
+// gets everything left, which is at least min(rho / T, rho - the 1-way
+// cost) (every earlier round cost at least rho / T and was not the last
+// because at least twice its cost was left), less the schedule's margins.
+double AimMinSelectionEpsilon(const AimBudget& budget);
+
+// The round schedule of Alg. 2 in conservative arithmetic: each charge is
+// an upper bound of the real cost 1 / (2 s^2) + eps^2 / 8, the running sum
+// is kept below rho by a margin that covers its rounding, and the last round
+// takes what is left, so the real total of every run is at most rho and at
+// least rho (1 - 1e-9). Public: it reads only released values' consequences
+// (Anneal is called on the model's change, a post-processing).
+class AimSchedule {
+ public:
+  explicit AimSchedule(const AimBudget& budget);
+
+  struct Round {
+    double noise_multiplier = 0.0;
+    double selection_epsilon = 0.0;
+    bool last = false;
+  };
+  // The next round's parameters, charged to the running sum. Alg. 2: the
+  // last round when what is left is below twice the round's cost, or at the
+  // cap of rounds + 1 rounds (never reached in exact arithmetic).
+  Round Next();
+  // Halves s and doubles eps for the rounds after this one.
+  void Anneal();
+  bool done() const { return done_; }
+  // The running sum of charges (1-way included), at most rho.
+  double used() const { return used_; }
+  double rho() const { return rho_; }
+  int rounds_run() const { return rounds_run_; }
+
+  // 1 / (2 s^2) + eps^2 / 8, rounded up by a relative 2^-45 (more than the
+  // formula's own rounding).
+  static double ChargeFor(double noise_multiplier, double selection_epsilon);
+
+ private:
+  double rho_;
+  int cap_;
+  double noise_multiplier_;
+  double selection_epsilon_;
+  double used_;
+  int rounds_run_ = 0;
+  bool done_ = false;
+};
+
+// One round of a run, as released.
+struct AimRound {
+  std::vector<int> clique;
+  release::NoisyMarginal measurement;
+  double noise_multiplier = 0.0;
+  double selection_epsilon = 0.0;
+  double rho_used = 0.0;  // the schedule's sum after this round
+  bool annealed = false;  // whether the rounds after this one were annealed
+};
+
+struct AimRun {
+  std::vector<release::NoisyMarginal> one_way;  // column order
+  std::vector<AimRound> rounds;
+};
+
+// The private loop the server runs (Alg. 2), after admission: codes
+// (num_rows x d, data::Discretizer::Encode, each in its domain),
+// `candidates` from AimCandidates, `max_model_cells` at least the 1-way
+// model's cells (checked at plan). Each round filters the candidates whose
+// addition keeps model->CellsWith(measured cliques + r) within
+// max(1-way cells, max_model_cells * used / rho) (the model may grow as the
+// budget is spent; 1-way candidates always pass), scores them against the
+// model's marginals, selects one by the exponential mechanism, measures
+// it with the grid Gaussian, refits. A total function of the rows once the
+// public checks passed: the number of rounds depends on the data only
+// through the released measurements (annealing reads the model).
+absl::StatusOr<AimRun> RunAim(const Eigen::MatrixXi& codes, const std::vector<int>& domain_sizes,
+                              const std::vector<AimCandidate>& candidates,
+                              const AimBudget& budget, int64_t max_model_cells,
+                              privacy::NeighbouringRelation relation, AimModel* model,
+                              privacy::NoiseSource* noise);
+
+// The public checks RunAim relies on, for the plan: the budget's shapes
+// match the domain, every candidate and both noise multipliers' extreme
+// values are drawable by the grid Gaussian and the exponential mechanism,
+// and max_model_cells holds the 1-way model (INVALID_ARGUMENT saying the
+// rule).
+absl::Status CheckAimRunnable(const std::vector<int>& domain_sizes,
+                              const std::vector<AimCandidate>& candidates,
+                              const AimBudget& budget, int64_t max_model_cells,
+                              privacy::NeighbouringRelation relation);
+
+}  // namespace dpcurator::train
+
+#endif  // DPCURATOR_CORE_TRAIN_AIM_H_

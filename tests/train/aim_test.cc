@@ -1,0 +1,397 @@
+// AIM's core (core/train/aim.h; docs/privacy.md 2.12): the budget and its
+// one zcdp event, the workload's candidates and weights, the score's
+// sensitivity by brute force on neighbouring datasets, the schedule's exact
+// stop at rho in conservative arithmetic, annealing, the size filter, and
+// the private loop's totality.
+
+#include "core/train/aim.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "core/privacy/event_codec.h"
+#include "core/privacy/rdp.h"
+#include "core/util/public_rng.h"
+#include "gtest/gtest.h"
+
+namespace dpcurator::train {
+namespace {
+
+using privacy::NeighbouringRelation;
+
+// The real zCDP cost of a schedule's parameters, in long double.
+long double RealCost(double noise_multiplier, double selection_epsilon) {
+  const long double s = noise_multiplier;
+  const long double e = selection_epsilon;
+  return 1.0L / (2.0L * s * s) + e * e / 8.0L;
+}
+
+long double RunCost(const AimBudget& b, const AimRun& run) {
+  long double total = RealCost(b.one_way_noise_multiplier, 0.0);
+  for (const AimRound& r : run.rounds) total += RealCost(r.noise_multiplier, r.selection_epsilon);
+  return total;
+}
+
+TEST(AimBudgetTest, CalibrationPinsRho) {
+  // rho with min over the ledger's orders of alpha rho + log1p(-1/alpha)
+  // - log(delta alpha) / (alpha - 1) = epsilon, solved by hand (bisection in
+  // Python over the same order grid): 0.0305527429 at (1, 1e-5),
+  // 0.00154178966 at (0.2, 1e-5).
+  const AimBudget one = CalibrateAimBudget(15, 240, 1.0, 1e-5).value();
+  EXPECT_LE(one.rho, 0.0305527430);
+  EXPECT_GE(one.rho, 0.0305527429 * (1 - 2e-6));
+  const AimBudget fifth = CalibrateAimBudget(15, 240, 0.2, 1e-5).value();
+  EXPECT_LE(fifth.rho, 0.00154178967);
+  EXPECT_GE(fifth.rho, 0.00154178966 * (1 - 2e-6));
+  // Alg. 2's initial parameters: each round rho / T, 0.9 / 0.1 split; the
+  // 1-way release costs d of them at 0.9.
+  const double rho = one.rho;
+  EXPECT_NEAR(1.0 / (2 * one.noise_multiplier * one.noise_multiplier), 0.9 * rho / 240, 1e-15);
+  EXPECT_NEAR(one.selection_epsilon * one.selection_epsilon / 8, 0.1 * rho / 240, 1e-15);
+  EXPECT_NEAR(1.0 / (2 * one.one_way_noise_multiplier * one.one_way_noise_multiplier),
+              15 * 0.9 * rho / 240, 1e-14);
+  // One event: RDP alpha rho at every order.
+  const privacy::PrivacyEvent event = AimEvent(one).value();
+  const std::vector<double> rdp = privacy::ComputeRdp(event, {{2.0, 10.0, 1024.0}}).value();
+  EXPECT_DOUBLE_EQ(rdp[0], 2 * rho);
+  EXPECT_DOUBLE_EQ(rdp[1], 10 * rho);
+  EXPECT_DOUBLE_EQ(rdp[2], 1024 * rho);
+  EXPECT_EQ(privacy::EncodeEvent(privacy::PrivacyEvent::Zcdp(0.125).value()), "zcdp(0.125)");
+  const auto decoded = privacy::DecodeEvent("zcdp(0.125)").value();
+  EXPECT_EQ(privacy::ComputeRdp(decoded, {{3.0}}).value()[0], 0.375);
+  EXPECT_FALSE(privacy::DecodeEvent("zcdp(-1)").ok());
+  EXPECT_TRUE(event.IsValidFor(NeighbouringRelation::kReplaceOne));
+}
+
+TEST(AimBudgetTest, RefusesShapes) {
+  EXPECT_FALSE(AimBudgetForRho(0, 16, 0.1).ok());
+  EXPECT_FALSE(AimBudgetForRho(kMaxAimColumns + 1, 4096, 0.1).ok());
+  EXPECT_FALSE(AimBudgetForRho(15, 14, 0.1).ok());  // rounds < columns
+  EXPECT_FALSE(AimBudgetForRho(15, kMaxAimRounds + 1, 0.1).ok());
+  EXPECT_FALSE(AimBudgetForRho(15, 240, 0.0).ok());
+  EXPECT_FALSE(CalibrateAimBudget(15, 240, -1.0, 1e-5).ok());
+}
+
+TEST(AimWorkloadTest, DefaultWorkloadAndWeights) {
+  const auto workload = DefaultAimWorkload(4, 3);
+  ASSERT_EQ(workload.size(), 9u);  // 6 pairs + 3 triples with the label
+  EXPECT_EQ(workload[6], (std::vector<int>{0, 1, 3}));
+  EXPECT_EQ(DefaultAimWorkload(4, std::nullopt).size(), 6u);
+  const std::vector<int> domain = {3, 2, 4, 3};
+  const auto candidates = AimCandidates(workload, domain).value();
+  ASSERT_EQ(candidates.size(), 13u);  // 4 singles, 6 pairs, 3 triples
+  std::map<std::vector<int>, AimCandidate> by;
+  for (const auto& c : candidates) by[c.clique] = c;
+  // w_r = sum_W |r intersect W|, by hand.
+  EXPECT_EQ(by[{0}].weight, 5.0);      // 3 pairs + 2 triples hold column 0
+  EXPECT_EQ(by[{3}].weight, 6.0);      // the label: 3 pairs + 3 triples
+  EXPECT_EQ((by[{0, 1}].weight), 10.0);  // pairs 2+1+1+1+1+0, triples 2+1+1
+  EXPECT_EQ((by[{0, 1, 3}].weight), 16.0);
+  EXPECT_EQ((by[{0, 1, 3}].cells), 18);
+  EXPECT_EQ(AimScoreSensitivity(candidates, NeighbouringRelation::kAddRemove), 16.0);
+  EXPECT_EQ(AimScoreSensitivity(candidates, NeighbouringRelation::kReplaceOne), 32.0);
+  // Singles first, then pairs, then triples.
+  EXPECT_EQ(candidates.front().clique.size(), 1u);
+  EXPECT_EQ(candidates.back().clique.size(), 3u);
+  // A column outside every workload clique is still a candidate (weight 0).
+  const auto lone = AimCandidates({{0, 1}}, domain).value();
+  EXPECT_EQ(lone.size(), 5u);
+}
+
+TEST(AimWorkloadTest, RefusesBadCliques) {
+  const std::vector<int> domain = {3, 2, 4, 3};
+  EXPECT_FALSE(AimCandidates({}, domain).ok());
+  EXPECT_FALSE(AimCandidates({{0, 4}}, domain).ok());
+  EXPECT_FALSE(AimCandidates({{1, 1}}, domain).ok());
+  EXPECT_FALSE(AimCandidates({{0, 1, 2, 3}}, domain).ok());
+  EXPECT_FALSE(AimCandidates({{0, 1}}, {300, 300, 2, 2}).ok());  // 90,000 cells
+}
+
+Eigen::MatrixXi RandomCodes(int rows, const std::vector<int>& domain, PublicRng& rng) {
+  Eigen::MatrixXi codes(rows, static_cast<int>(domain.size()));
+  for (int r = 0; r < rows; ++r) {
+    for (size_t c = 0; c < domain.size(); ++c) {
+      codes(r, static_cast<int>(c)) = static_cast<int>(rng.UniformInt(domain[c]));
+    }
+  }
+  return codes;
+}
+
+// Scores of every candidate on `codes` against fixed (released) estimates.
+std::vector<double> Scores(const std::vector<AimCandidate>& candidates,
+                           const std::vector<int>& domain, const Eigen::MatrixXi& codes,
+                           const std::vector<Eigen::VectorXd>& estimates, double sigma) {
+  std::vector<double> out;
+  for (size_t k = 0; k < candidates.size(); ++k) {
+    std::vector<int> shape;
+    for (int c : candidates[k].clique) shape.push_back(domain[c]);
+    out.push_back(AimScore(release::ExactMarginal(candidates[k].clique, shape, codes),
+                           estimates[k], candidates[k].weight, sigma));
+  }
+  return out;
+}
+
+TEST(AimScoreTest, SensitivityByBruteForceOnNeighbours) {
+  const std::vector<int> domain = {3, 2, 4, 3};
+  const auto candidates = AimCandidates(DefaultAimWorkload(4, 3), domain).value();
+  PublicRng rng(7);
+  for (const auto relation : {NeighbouringRelation::kAddRemove, NeighbouringRelation::kReplaceOne}) {
+    const double bound = AimScoreSensitivity(candidates, relation);
+    double worst = 0.0;
+    for (int trial = 0; trial < 300; ++trial) {
+      const Eigen::MatrixXi d0 = RandomCodes(1 + static_cast<int>(rng.UniformInt(12)), domain, rng);
+      Eigen::MatrixXi d1;
+      const Eigen::MatrixXi extra = RandomCodes(1, domain, rng);
+      if (relation == NeighbouringRelation::kAddRemove) {
+        d1.resize(d0.rows() + 1, d0.cols());
+        d1 << d0, extra;
+      } else {
+        d1 = d0;
+        d1.row(rng.UniformInt(d0.rows())) = extra.row(0);
+      }
+      // Released estimates: zero half the time (the add/remove bound is
+      // attained there), random counts otherwise.
+      std::vector<Eigen::VectorXd> estimates;
+      for (const auto& c : candidates) {
+        Eigen::VectorXd e = Eigen::VectorXd::Zero(c.cells);
+        if (trial % 2) {
+          for (Eigen::Index i = 0; i < e.size(); ++i) e[i] = 3.0 * rng.Uniform();
+        }
+        estimates.push_back(e);
+      }
+      const auto s0 = Scores(candidates, domain, d0, estimates, 1.5);
+      const auto s1 = Scores(candidates, domain, d1, estimates, 1.5);
+      for (size_t k = 0; k < s0.size(); ++k) worst = std::max(worst, std::fabs(s1[k] - s0[k]));
+    }
+    EXPECT_LE(worst, bound + 1e-9);
+    // The bound is the max weight times 1 or 2, and it is reached.
+    EXPECT_GE(worst, bound - 1e-9) << privacy::RelationName(relation);
+  }
+}
+
+TEST(AimScoreTest, BiasCorrection) {
+  const Eigen::VectorXd truth = Eigen::VectorXd::Constant(4, 10.0);
+  const Eigen::VectorXd estimate = Eigen::VectorXd::Constant(4, 8.0);
+  // 2 (8 - sqrt(2 / pi) 1.5 4)
+  EXPECT_NEAR(AimScore(truth, estimate, 2.0, 1.5), 2 * (8 - std::sqrt(2 / M_PI) * 6), 1e-12);
+}
+
+TEST(AimScheduleTest, StopsExactlyAtRho) {
+  PublicRng rng(11);
+  for (int trial = 0; trial < 200; ++trial) {
+    const int d = 1 + static_cast<int>(rng.UniformInt(30));
+    const int rounds = d + static_cast<int>(rng.UniformInt(16 * d));
+    const double rho = std::exp(-12.0 + 14.0 * rng.Uniform());
+    const AimBudget b = AimBudgetForRho(d, rounds, rho).value();
+    const double anneal = rng.Uniform();
+    AimSchedule schedule(b);
+    AimRun run;
+    while (!schedule.done()) {
+      const auto p = schedule.Next();
+      AimRound r;
+      r.noise_multiplier = p.noise_multiplier;
+      r.selection_epsilon = p.selection_epsilon;
+      run.rounds.push_back(r);
+      if (!p.last && rng.Uniform() < anneal) schedule.Anneal();
+    }
+    const long double total = RunCost(b, run);
+    EXPECT_LE(total, static_cast<long double>(rho)) << trial;
+    EXPECT_GE(total, static_cast<long double>(rho) * (1 - 1e-9L)) << trial;
+    EXPECT_LE(schedule.used(), rho);
+    EXPECT_LE(static_cast<int>(run.rounds.size()), rounds + 1);
+    EXPECT_GE(static_cast<int>(run.rounds.size()), 1);
+    // Every round's selection epsilon is at least the plan's lower bound.
+    for (const AimRound& r : run.rounds) EXPECT_GE(r.selection_epsilon, AimMinSelectionEpsilon(b));
+  }
+}
+
+TEST(AimScheduleTest, WithoutAnnealingRunsAboutTMinusOneWayRounds) {
+  const AimBudget b = AimBudgetForRho(15, 240, 0.03).value();
+  AimSchedule schedule(b);
+  int n = 0;
+  while (!schedule.done()) {
+    schedule.Next();
+    ++n;
+  }
+  // 1-way: 0.05625 rho; rounds of rho / 240: 226 full rounds leave 0.0021
+  // rho... the last round takes what is below two rounds' worth.
+  EXPECT_GE(n, 225);
+  EXPECT_LE(n, 227);
+}
+
+// Chain data: x0 uniform over 3, each next copies the previous w.p. 0.8.
+Eigen::MatrixXi ChainCodes(int rows, int columns, uint64_t seed) {
+  PublicRng rng(seed);
+  Eigen::MatrixXi codes(rows, columns);
+  for (int r = 0; r < rows; ++r) {
+    codes(r, 0) = static_cast<int>(rng.UniformInt(3));
+    for (int c = 1; c < columns; ++c) {
+      codes(r, c) = rng.Uniform() < 0.8 ? codes(r, c - 1) : static_cast<int>(rng.UniformInt(3));
+    }
+  }
+  return codes;
+}
+
+TEST(AimRunTest, NoiselessRunSelectsTheWorstPairAndAnneals) {
+  const std::vector<int> domain = {3, 3, 3, 3};
+  const Eigen::MatrixXi codes = ChainCodes(2000, 4, 3);
+  const auto candidates = AimCandidates(DefaultAimWorkload(4, std::nullopt), domain).value();
+  const AimBudget b = AimBudgetForRho(4, 64, 0.5).value();
+  IndependentAimModel model(domain);
+  privacy::ZeroNoiseSource zero;
+  const AimRun run = RunAim(codes, domain, candidates, b, kDefaultAimMaxModelCells,
+                            NeighbouringRelation::kAddRemove, &model, &zero)
+                         .value();
+  ASSERT_GE(run.rounds.size(), 2u);
+  // The first selection is the mode of the law: the best score against
+  // the independent model fitted to the exact 1-ways, computed here.
+  IndependentAimModel reference(domain);
+  reference.Fit(run.one_way);
+  int best = -1;
+  double best_score = -1e300;
+  for (size_t k = 0; k < candidates.size(); ++k) {
+    std::vector<int> shape(candidates[k].clique.size(), 3);
+    const double score =
+        AimScore(release::ExactMarginal(candidates[k].clique, shape, codes),
+                 reference.Marginal(candidates[k].clique), candidates[k].weight,
+                 run.rounds[0].noise_multiplier);
+    if (score > best_score) {
+      best_score = score;
+      best = static_cast<int>(k);
+    }
+  }
+  EXPECT_EQ(run.rounds[0].clique, candidates[best].clique);
+  EXPECT_EQ(run.rounds[0].clique.size(), 2u);  // a chain's pair, not a 1-way
+  // The independent model's answer on a pair does not move when the pair is
+  // measured (its 1-way margins are exact already): every round but the
+  // last anneals, halving s.
+  for (size_t r = 0; r + 1 < run.rounds.size(); ++r) {
+    EXPECT_TRUE(run.rounds[r].annealed) << r;
+    if (r > 0) {
+      EXPECT_DOUBLE_EQ(run.rounds[r].noise_multiplier, run.rounds[r - 1].noise_multiplier / 2);
+    }
+  }
+  EXPECT_FALSE(run.rounds.back().annealed);
+  const long double total = RunCost(b, run);
+  EXPECT_LE(total, 0.5L);
+  EXPECT_GE(total, 0.5L * (1 - 1e-9L));
+  EXPECT_LE(run.rounds.back().rho_used, 0.5);
+}
+
+// A model whose answers move a lot at every fit (released values only).
+class RestlessModel final : public AimModel {
+ public:
+  explicit RestlessModel(std::vector<int> domain) : inner_(std::move(domain)) {}
+  void Fit(const std::vector<release::NoisyMarginal>& m) override {
+    inner_.Fit(m);
+    ++fits_;
+  }
+  Eigen::VectorXd Marginal(const std::vector<int>& clique) const override {
+    return inner_.Marginal(clique) * (1.0 + fits_ % 2) + Eigen::VectorXd::Constant(
+        inner_.Marginal(clique).size(), 1e6 * fits_);
+  }
+  int64_t CellsWith(const std::vector<std::vector<int>>& cliques) const override {
+    return inner_.CellsWith(cliques);
+  }
+
+ private:
+  IndependentAimModel inner_;
+  int fits_ = 0;
+};
+
+TEST(AimRunTest, NoAnnealingWhenTheModelMoves) {
+  const std::vector<int> domain = {3, 3, 3, 3};
+  const Eigen::MatrixXi codes = ChainCodes(500, 4, 5);
+  const auto candidates = AimCandidates(DefaultAimWorkload(4, std::nullopt), domain).value();
+  const AimBudget b = AimBudgetForRho(4, 16, 0.5).value();
+  RestlessModel model(domain);
+  privacy::SeededNoiseSource noise(1);
+  const AimRun run = RunAim(codes, domain, candidates, b, kDefaultAimMaxModelCells,
+                            NeighbouringRelation::kAddRemove, &model, &noise)
+                         .value();
+  for (const AimRound& r : run.rounds) EXPECT_FALSE(r.annealed);
+  // 1-way 0.225 rho, rounds of rho / 16: 11 or 12 rounds.
+  EXPECT_GE(run.rounds.size(), 11u);
+  EXPECT_LE(run.rounds.size(), 13u);
+  const long double total = RunCost(b, run);
+  EXPECT_LE(total, 0.5L);
+  EXPECT_GE(total, 0.5L * (1 - 1e-9L));
+}
+
+TEST(AimRunTest, SizeFilterAtTheOneWayModelKeepsOneWays) {
+  const std::vector<int> domain = {3, 3, 3, 3};
+  const Eigen::MatrixXi codes = ChainCodes(500, 4, 5);
+  const auto candidates = AimCandidates(DefaultAimWorkload(4, std::nullopt), domain).value();
+  const AimBudget b = AimBudgetForRho(4, 16, 0.5).value();
+  IndependentAimModel model(domain);
+  privacy::SeededNoiseSource noise(2);
+  const AimRun run = RunAim(codes, domain, candidates, b, /*max_model_cells=*/12,
+                            NeighbouringRelation::kReplaceOne, &model, &noise)
+                         .value();
+  for (const AimRound& r : run.rounds) EXPECT_EQ(r.clique.size(), 1u);
+  // Below the 1-way model: refused, before any row is read.
+  EXPECT_FALSE(CheckAimRunnable(domain, candidates, b, 11, NeighbouringRelation::kAddRemove).ok());
+  EXPECT_TRUE(CheckAimRunnable(domain, candidates, b, 12, NeighbouringRelation::kAddRemove).ok());
+}
+
+TEST(AimRunTest, RefusesUselessOneWayNoise) {
+  const std::vector<int> domain = {3, 3, 3, 3};
+  const auto candidates = AimCandidates(DefaultAimWorkload(4, std::nullopt), domain).value();
+  // s0 = sqrt(T / (1.8 rho)) > 1e4 at rho = 1e-8.
+  const AimBudget b = AimBudgetForRho(4, 16, 1e-8).value();
+  const absl::Status refused =
+      CheckAimRunnable(domain, candidates, b, kDefaultAimMaxModelCells,
+                       NeighbouringRelation::kAddRemove);
+  EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(refused.message().find("1-way"), std::string::npos);
+}
+
+TEST(AimRunTest, TotalOnRandomAndEmptyData) {
+  const std::vector<int> domain = {2, 5, 3, 4, 2};
+  const auto candidates = AimCandidates(DefaultAimWorkload(5, 4), domain).value();
+  PublicRng rng(13);
+  for (int trial = 0; trial < 6; ++trial) {
+    const int rows = trial == 0 ? 0 : static_cast<int>(rng.UniformInt(300));
+    const Eigen::MatrixXi codes = RandomCodes(rows, domain, rng);
+    const AimBudget b = AimBudgetForRho(5, 80, 0.01 + rng.Uniform()).value();
+    IndependentAimModel model(domain);
+    privacy::SeededNoiseSource noise(trial);
+    const auto run = RunAim(codes, domain, candidates, b, kDefaultAimMaxModelCells,
+                            trial % 2 ? NeighbouringRelation::kReplaceOne
+                                      : NeighbouringRelation::kAddRemove,
+                            &model, &noise);
+    ASSERT_TRUE(run.ok()) << run.status();
+    EXPECT_EQ(run->one_way.size(), 5u);
+    EXPECT_LE(run->rounds.size(), 81u);
+    for (const AimRound& r : run->rounds) {
+      EXPECT_TRUE(r.measurement.counts.allFinite());
+      EXPECT_EQ(r.measurement.counts.size(), CliqueCells(r.clique, domain));
+      EXPECT_GT(r.measurement.noise_std, 0.0);
+    }
+    EXPECT_LE(RunCost(b, *run), static_cast<long double>(b.rho));
+  }
+}
+
+TEST(IndependentAimModelTest, MarginalsAndCells) {
+  IndependentAimModel model({3, 2, 4});
+  release::NoisyMarginal a;
+  a.clique = {0};
+  a.shape = {3};
+  a.counts = Eigen::Vector3d(10, 20, 70);
+  release::NoisyMarginal b;
+  b.clique = {1};
+  b.shape = {2};
+  b.counts = Eigen::Vector2d(25, 75);
+  model.Fit({a, b});
+  const Eigen::VectorXd pair = model.Marginal({0, 1});
+  ASSERT_EQ(pair.size(), 6);
+  EXPECT_NEAR(pair[0], 100 * 0.1 * 0.25, 1e-9);  // row-major: (0, 0)
+  EXPECT_NEAR(pair[5], 100 * 0.7 * 0.75, 1e-9);
+  EXPECT_EQ(model.CellsWith({{0}, {1}, {2}}), 9);
+  EXPECT_EQ(model.CellsWith({{0}, {1}, {2}, {0, 1}}), 6 + 4);
+  EXPECT_EQ(model.CellsWith({{0}, {1}, {2}, {1, 0}, {0, 1, 2}}), 24);
+}
+
+}  // namespace
+}  // namespace dpcurator::train
