@@ -146,6 +146,47 @@ int64_t IndependentAimModel::CellsWith(const std::vector<std::vector<int>>& cliq
   return cells;
 }
 
+MeasuredTablesAimModel::MeasuredTablesAimModel(std::vector<int> domain_sizes)
+    : independent_(domain_sizes), domain_sizes_(std::move(domain_sizes)) {}
+
+void MeasuredTablesAimModel::Fit(const std::vector<release::NoisyMarginal>& measurements) {
+  independent_.Fit(measurements);
+  // The total as the independent model estimates it (its 0-way answer).
+  total_ = independent_.Marginal({})[0];
+  tables_.clear();
+  std::vector<std::pair<Eigen::VectorXd, double>> sums;  // weighted sum, weight
+  for (const release::NoisyMarginal& m : measurements) {
+    if (m.clique.size() < 2 ||
+        static_cast<int64_t>(m.counts.size()) != CliqueCells(m.clique, domain_sizes_) ||
+        !m.counts.allFinite()) {
+      continue;
+    }
+    const double w = 1.0 / std::max(m.noise_std * m.noise_std, 1e-12);
+    size_t k = 0;
+    while (k < tables_.size() && tables_[k].first != m.clique) ++k;
+    if (k == tables_.size()) {
+      tables_.emplace_back(m.clique, Eigen::VectorXd());
+      sums.emplace_back(Eigen::VectorXd::Zero(m.counts.size()), 0.0);
+    }
+    sums[k].first += w * m.counts;
+    sums[k].second += w;
+  }
+  for (size_t k = 0; k < tables_.size(); ++k) {
+    tables_[k].second = ProjectToSimplex(sums[k].first / sums[k].second);
+  }
+}
+
+Eigen::VectorXd MeasuredTablesAimModel::Marginal(const std::vector<int>& clique) const {
+  for (const auto& [measured, table] : tables_) {
+    if (measured == clique) return total_ * table;
+  }
+  return independent_.Marginal(clique);
+}
+
+int64_t MeasuredTablesAimModel::CellsWith(const std::vector<std::vector<int>>& cliques) const {
+  return independent_.CellsWith(cliques);
+}
+
 // -------------------------------------------------------- workload, score ---
 
 int64_t CliqueCells(const std::vector<int>& clique, const std::vector<int>& domain_sizes) {

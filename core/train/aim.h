@@ -88,6 +88,26 @@ class IndependentAimModel final : public AimModel {
   double total_ = 0.0;
 };
 
+// A better stand-in for the server's scores: a clique that was measured
+// itself (in any column order) is answered with its measurements'
+// inverse-variance average, projected onto the simplex and scaled to the
+// estimated row count; any other clique as IndependentAimModel. So a
+// measured clique's error drops to the noise and the selection moves on.
+class MeasuredTablesAimModel final : public AimModel {
+ public:
+  explicit MeasuredTablesAimModel(std::vector<int> domain_sizes);
+  void Fit(const std::vector<release::NoisyMarginal>& measurements) override;
+  Eigen::VectorXd Marginal(const std::vector<int>& clique) const override;
+  int64_t CellsWith(const std::vector<std::vector<int>>& cliques) const override;
+
+ private:
+  IndependentAimModel independent_;
+  std::vector<int> domain_sizes_;
+  double total_ = 0.0;
+  // Measured cliques (as measured) and their averaged probability tables.
+  std::vector<std::pair<std::vector<int>, Eigen::VectorXd>> tables_;
+};
+
 // Cells of a clique's table: the product of its columns' domain sizes.
 int64_t CliqueCells(const std::vector<int>& clique, const std::vector<int>& domain_sizes);
 

@@ -393,5 +393,28 @@ TEST(IndependentAimModelTest, MarginalsAndCells) {
   EXPECT_EQ(model.CellsWith({{0}, {1}, {2}, {1, 0}, {0, 1, 2}}), 24);
 }
 
+TEST(MeasuredTablesAimModelTest, AnswersMeasuredCliquesFromTheirTables) {
+  MeasuredTablesAimModel model({2, 2});
+  release::NoisyMarginal a;
+  a.clique = {0};
+  a.shape = {2};
+  a.counts = Eigen::Vector2d(50, 50);
+  a.noise_std = 1.0;
+  release::NoisyMarginal b = a;
+  b.clique = {1};
+  release::NoisyMarginal pair;
+  pair.clique = {0, 1};
+  pair.shape = {2, 2};
+  pair.counts = Eigen::Vector4d(50, 0, 0, 50);  // perfectly dependent
+  pair.noise_std = 1.0;
+  model.Fit({a, b});
+  EXPECT_NEAR(model.Marginal({0, 1})[1], 25.0, 1e-9);  // independent
+  model.Fit({a, b, pair});
+  const Eigen::VectorXd answered = model.Marginal({0, 1});
+  EXPECT_NEAR(answered[0], 50.0, 1e-6);
+  EXPECT_NEAR(answered[1], 0.0, 1e-6);
+  EXPECT_NEAR(model.Marginal({1, 0})[1], 25.0, 1e-9);  // another clique: independent
+}
+
 }  // namespace
 }  // namespace dpcurator::train
