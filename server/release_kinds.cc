@@ -92,6 +92,9 @@ const ReleaseKindBinding* BindingFor(v1::ReleaseRequest::KindCase kind_case) {
     // PlanRelease / ComputeMstRelease (server/releases.cc).
     case ReleaseRequest::kMst:
       return nullptr;
+    // Likewise (PlanRelease / ComputeAimRelease).
+    case ReleaseRequest::kAim:
+      return nullptr;
     case ReleaseRequest::KIND_NOT_SET:
       return nullptr;
   }

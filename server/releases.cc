@@ -192,6 +192,96 @@ absl::StatusOr<ReleasePlan> PlanMstRelease(const v1::ReleaseRequest& request,
   return plan;
 }
 
+// AIM's plan (docs/privacy.md 2.12): every check RunAim relies on, with the
+// code it runs (train::AimCandidates, train::CheckAimRunnable), before
+// admission; the event is the whole run's zcdp(rho).
+absl::StatusOr<ReleasePlan> PlanAimRelease(const v1::ReleaseRequest& request,
+                                           const v1::Dataset& dataset,
+                                           const data::Schema& schema) {
+  ReleasePlan plan;
+  plan.resolved_request = request;
+  const int n = schema.num_columns();
+  // First, so no work below grows with an unbounded schema.
+  if (n < 2 || n > train::kMaxAimColumns) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "aim takes schemas of 2 to ", train::kMaxAimColumns, " columns (it scores every "
+        "workload marginal each round); dataset '", dataset.id(), "' has ", n));
+  }
+  absl::StatusOr<data::Discretizer> domain = data::Discretizer::Create(schema);
+  if (!domain.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "aim needs a discrete domain for every column of dataset '", dataset.id(),
+        "' (numeric columns need bins in the schema file; image columns are not supported): ",
+        domain.status().message()));
+  }
+  std::vector<int> domain_sizes;
+  for (int c = 0; c < n; ++c) domain_sizes.push_back(domain->domain_size(c));
+  const v1::AimParams& params = request.aim();
+  std::vector<std::vector<int>> workload;
+  if (params.workload_size() > release::kMaxCliques) {
+    return absl::InvalidArgumentError(absl::StrCat("aim workload has ", params.workload_size(),
+                                                   " cliques; at most ", release::kMaxCliques));
+  }
+  for (const v1::AimClique& clique : params.workload()) {
+    if (clique.columns_size() > release::kMaxCliqueColumns) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("an aim workload clique has ", clique.columns_size(),
+                       " columns; a clique has 1 to ", release::kMaxCliqueColumns));
+    }
+    std::vector<int> columns;
+    for (const std::string& name : clique.columns()) {
+      const std::optional<int> index = schema.FindColumn(name);
+      if (!index.has_value()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "aim workload names unknown column '", name, "'; dataset '", dataset.id(),
+            "' has no such column in its schema"));
+      }
+      columns.push_back(*index);
+    }
+    workload.push_back(std::move(columns));
+  }
+  if (workload.empty()) workload = train::DefaultAimWorkload(n, schema.label_index());
+  DPC_ASSIGN_OR_RETURN(std::vector<train::AimCandidate> candidates,
+                       train::AimCandidates(workload, domain_sizes));
+  if (params.max_model_cells() < 0 || params.rounds() < 0) {
+    return absl::InvalidArgumentError(
+        "aim's max_model_cells and rounds must be positive (or 0 for the defaults)");
+  }
+  const int64_t max_model_cells =
+      params.max_model_cells() > 0 ? params.max_model_cells() : train::kDefaultAimMaxModelCells;
+  const int rounds =
+      params.rounds() > 0 ? params.rounds() : train::kDefaultAimRoundsPerColumn * n;
+  if (dataset.row_count() == 0) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("dataset '", dataset.id(), "' has no rows; upload rows first"));
+  }
+  if (request.privacy_case() != v1::ReleaseRequest::kEpsilon) {
+    return absl::InvalidArgumentError(
+        "aim release needs a target epsilon (--epsilon); a noise multiplier is not accepted, "
+        "since the budget is spread over adaptive rounds");
+  }
+  DPC_RETURN_IF_ERROR(ValidateFinitePositive(request.epsilon(), "Epsilon"));
+  DPC_ASSIGN_OR_RETURN(
+      const train::AimBudget budget,
+      train::CalibrateAimBudget(n, rounds, request.epsilon(), dataset.budget().delta()));
+  DPC_RETURN_IF_ERROR(train::CheckAimRunnable(domain_sizes, candidates, budget, max_model_cells,
+                                              RelationFromProto(dataset.relation())));
+  // Stored with the release: the defaults as resolved, so a replay is exact.
+  v1::AimParams& resolved = *plan.resolved_request.mutable_aim();
+  resolved.set_max_model_cells(max_model_cells);
+  resolved.set_rounds(rounds);
+  resolved.clear_workload();
+  for (const std::vector<int>& clique : workload) {
+    v1::AimClique& named = *resolved.add_workload();
+    for (int c : clique) named.add_columns(schema.column(c).name);
+  }
+  plan.noise_multiplier = budget.one_way_noise_multiplier;
+  DPC_ASSIGN_OR_RETURN(plan.event, train::AimEvent(budget));
+  plan.aim = ReleasePlan::Aim{budget, std::move(workload), std::move(candidates),
+                              max_model_cells};
+  return plan;
+}
+
 v1::NoisyMarginalTable MarginalToProto(const release::NoisyMarginal& marginal) {
   v1::NoisyMarginalTable table;
   for (const int c : marginal.clique) table.add_clique(c);
@@ -206,6 +296,7 @@ v1::NoisyMarginalTable MarginalToProto(const release::NoisyMarginal& marginal) {
 
 std::string ReleasePlan::kind_name() const {
   if (mst.has_value()) return ReleaseKindName(v1::MST);
+  if (aim.has_value()) return ReleaseKindName(v1::AIM);
   return binding == nullptr ? "" : ReleaseKindName(binding->kind());
 }
 
@@ -214,12 +305,15 @@ absl::StatusOr<ReleasePlan> PlanRelease(const v1::ReleaseRequest& request,
   if (request.kind_case() == v1::ReleaseRequest::kMst) {
     return PlanMstRelease(request, dataset, schema);
   }
+  if (request.kind_case() == v1::ReleaseRequest::kAim) {
+    return PlanAimRelease(request, dataset, schema);
+  }
   ReleasePlan plan;
   plan.resolved_request = request;
   plan.binding = BindingFor(request.kind_case());
   if (plan.binding == nullptr) {
     return absl::InvalidArgumentError(
-        "release request names no kind; supported: rff_embedding, charfn_embedding, mst");
+        "release request names no kind; supported: rff_embedding, charfn_embedding, mst, aim");
   }
   // Every parameter against data-independent bounds (docs/privacy.md 6.2).
   DPC_RETURN_IF_ERROR(plan.binding->Resolve(schema, &plan.resolved_request));
@@ -372,6 +466,61 @@ absl::StatusOr<v1::Release> ComputeMstRelease(const ReleasePlan& plan, const v1:
   artefact.set_one_way_noise_multiplier(budget.one_way_noise_multiplier);
   artefact.set_selection_epsilon(budget.selection_epsilon);
   artefact.set_two_way_noise_multiplier(budget.two_way_noise_multiplier);
+  return release;
+}
+
+absl::StatusOr<v1::Release> ComputeAimRelease(const ReleasePlan& plan, const v1::Dataset& dataset,
+                                              const data::Schema& schema,
+                                              const data::Table& rows,
+                                              const std::string& release_id,
+                                              double epsilon_alone, privacy::NoiseSource* noise) {
+  if (!plan.aim.has_value()) return absl::InternalError("release plan is not an aim plan");
+  const ReleasePlan::Aim& aim = *plan.aim;
+  DPC_ASSIGN_OR_RETURN(const data::Discretizer domain, data::Discretizer::Create(schema));
+  const int n = schema.num_columns();
+  if (n != aim.budget.num_columns) {
+    return absl::InternalError("the aim plan was made for another schema");
+  }
+  std::vector<int> domain_sizes;
+  for (int c = 0; c < n; ++c) domain_sizes.push_back(domain.domain_size(c));
+  // The estimator the selections score against. The stand-in until the
+  // general graphical model (core/pgm) is bound here; either is a total
+  // function of the released measurements.
+  train::MeasuredTablesAimModel model(domain_sizes);
+  DPC_ASSIGN_OR_RETURN(
+      const train::AimRun run,
+      train::RunAim(domain.Encode(rows), domain_sizes, aim.candidates, aim.budget,
+                    aim.max_model_cells, RelationFromProto(dataset.relation()), &model, noise));
+  v1::Release release;
+  release.set_id(release_id);
+  release.set_dataset_id(dataset.id());
+  release.set_idempotency_key(plan.resolved_request.idempotency_key());
+  release.set_kind(v1::AIM);
+  v1::AimArtefact& artefact = *release.mutable_aim();
+  artefact.set_format_version(1);
+  artefact.set_release_id(release_id);
+  artefact.set_dataset_id(dataset.id());
+  *artefact.mutable_schema() = dataset.schema();
+  artefact.set_schema_fingerprint(dataset.schema_fingerprint());
+  artefact.set_relation(dataset.relation() == v1::REPLACE_ONE ? v1::REPLACE_ONE
+                                                              : v1::ADD_REMOVE);
+  artefact.set_epsilon(epsilon_alone);
+  artefact.set_delta(dataset.budget().delta());
+  artefact.set_rho(aim.budget.rho);
+  for (const int size : domain_sizes) artefact.add_domain_sizes(size);
+  for (const auto& m : run.one_way) *artefact.add_one_way() = MarginalToProto(m);
+  for (const train::AimRound& round : run.rounds) {
+    v1::AimRoundRecord& record = *artefact.add_rounds();
+    *record.mutable_measurement() = MarginalToProto(round.measurement);
+    record.set_noise_multiplier(round.noise_multiplier);
+    record.set_selection_epsilon(round.selection_epsilon);
+    record.set_rho_used(round.rho_used);
+    record.set_annealed(round.annealed);
+  }
+  artefact.set_one_way_noise_multiplier(aim.budget.one_way_noise_multiplier);
+  artefact.set_planned_rounds(aim.budget.rounds);
+  artefact.set_max_model_cells(aim.max_model_cells);
+  *artefact.mutable_workload() = plan.resolved_request.aim().workload();
   return release;
 }
 

@@ -15,6 +15,7 @@
 #include "core/release/encoded_rows.h"
 #include "core/release/mechanism_record.h"
 #include "core/release/step_batch.h"
+#include "core/train/aim.h"
 #include "core/train/mst.h"
 #include "dpcurator/v1/dpcurator.pb.h"
 #include "server/release_kinds.h"
@@ -39,6 +40,17 @@ struct ReleasePlan {
   // (binding is null): its budget in thirds, from the public schema and
   // epsilon; `event` is train::MstEvent(*mst), every mechanism it will run.
   std::optional<train::MstBudget> mst;
+  // The AIM recipe (ReleaseRequest.aim; docs/privacy.md 2.12), likewise no
+  // one-shot kind: everything RunAim takes besides the rows, from the public
+  // schema and the request; `event` is train::AimEvent(aim->budget), the
+  // one zcdp(rho) event of the whole adaptive run.
+  struct Aim {
+    train::AimBudget budget;
+    std::vector<std::vector<int>> workload;
+    std::vector<train::AimCandidate> candidates;
+    int64_t max_model_cells = 0;
+  };
+  std::optional<Aim> aim;
 };
 
 // The most columns an mst release takes: its tree selection scores all
@@ -81,6 +93,16 @@ absl::StatusOr<v1::Release> ComputeRelease(const ReleasePlan& plan, const v1::Da
 // pairs, each Gaussian checked against the plan. Reads the raw rows (the
 // discretisation needs the stored values, not the encoded features).
 absl::StatusOr<v1::Release> ComputeMstRelease(const ReleasePlan& plan, const v1::Dataset& dataset,
+                                              const data::Schema& schema,
+                                              const data::Table& rows,
+                                              const std::string& release_id,
+                                              double epsilon_alone, privacy::NoiseSource* noise);
+
+// The AIM recipe for a plan with `aim` set (docs/privacy.md 2.12):
+// train::RunAim on the discretised rows (noisy 1-way marginals, then the
+// adaptive rounds until rho is spent), with the server's estimator behind
+// train::AimModel. Reads the raw rows, as mst.
+absl::StatusOr<v1::Release> ComputeAimRelease(const ReleasePlan& plan, const v1::Dataset& dataset,
                                               const data::Schema& schema,
                                               const data::Table& rows,
                                               const std::string& release_id,
