@@ -36,8 +36,7 @@ enum class MethodId {
   kKernel,    // DP-kernel: one kernel_witness session
   kMst,       // MST: the mst recipe release
   kSinkhorn,  // Sinkhorn deconvolution of local-DP reports
-  // AIM (issue 26) takes its enumerator here, kAim, and its case in
-  // registry.cc's MethodFor; nothing else outside its unit changes.
+  kAim,       // AIM: the aim recipe release (issue 26)
 };
 
 // What `train <name>` did: the model to write to --out and what to say

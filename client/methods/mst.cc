@@ -98,9 +98,6 @@ absl::StatusOr<TrainResult> RunTrainMst(const ParsedArgs& args) {
   return result;
 }
 
-absl::StatusOr<data::Table> SampleMstModel(const v1::GeneratorModel& model, int64_t num_rows,
-                                           uint64_t seed);
-
 class MstUnit final : public Method {
  public:
   MethodId id() const override { return MethodId::kMst; }
@@ -203,31 +200,33 @@ absl::StatusOr<v1::GeneratorModel> TrainMstModel(const v1::Release& release) {
       PackageModel(kName, source, {}, nn::Activation::kRelu, Eigen::VectorXd(), 0, 0.0);
   model.set_release_id(release.id());
   model.set_dataset_id(release.dataset_id());
-  for (const int s : tree.domain_sizes) model.add_mst_domain_sizes(s);
+  PutTreeModel(tree, &model);
+  return model;
+}
+
+void PutTreeModel(const train::TreeModel& tree, v1::GeneratorModel* model) {
+  for (const int s : tree.domain_sizes) model->add_mst_domain_sizes(s);
   for (const auto& node : tree.nodes) {
-    model.mutable_mst_nodes()->Add(node.data(), node.data() + node.size());
+    model->mutable_mst_nodes()->Add(node.data(), node.data() + node.size());
   }
   for (size_t e = 0; e < tree.edges.size(); ++e) {
-    v1::MstEdge& edge = *model.add_mst_edges();
+    v1::MstEdge& edge = *model->add_mst_edges();
     edge.set_first(tree.edges[e].first);
     edge.set_second(tree.edges[e].second);
     // Row-major: the first column's codes index rows.
     const Eigen::MatrixXd& table = tree.tables[e];
     for (Eigen::Index a = 0; a < table.rows(); ++a) {
-      for (Eigen::Index b = 0; b < table.cols(); ++b) model.add_mst_tables(table(a, b));
+      for (Eigen::Index b = 0; b < table.cols(); ++b) model->add_mst_tables(table(a, b));
     }
   }
-  model.set_mst_total(tree.total);
-  return model;
+  model->set_mst_total(tree.total);
 }
-
-namespace {
 
 absl::StatusOr<data::Table> SampleMstModel(const v1::GeneratorModel& model, int64_t num_rows,
                                            uint64_t seed) {
   const absl::Status corrupt = absl::DataLossError(
-      "the mst model file does not rebuild (its tables do not match its domain); retrain it "
-      "with `dpcurator train mst`");
+      absl::StrCat("the ", model.method(), " model file does not rebuild (its tables do not "
+                   "match its domain); retrain it with `dpcurator train ", model.method(), "`"));
   DPC_ASSIGN_OR_RETURN(const data::Schema schema, SchemaFromProto(model.schema()));
   DPC_ASSIGN_OR_RETURN(const data::Discretizer domain, data::Discretizer::Create(schema));
   train::TreeModel tree;
@@ -263,7 +262,5 @@ absl::StatusOr<data::Table> SampleMstModel(const v1::GeneratorModel& model, int6
   // Two public streams: the tree's codes, then the within-bin draws.
   return domain.Decode(train::SampleTreeModel(tree, num_rows, seed), seed ^ 0x9e3779b97f4a7c15ULL);
 }
-
-}  // namespace
 
 }  // namespace dpcurator::client

@@ -8,6 +8,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "client/methods/aim.h"
 #include "client/methods/autogan.h"
 #include "client/methods/kernel.h"
 #include "client/methods/merf.h"
@@ -35,7 +36,8 @@ const Method* MethodFor(MethodId id) {
       return &MstMethod();
     case MethodId::kSinkhorn:
       return &SinkhornMethod();
-    // AIM (issue 26): case MethodId::kAim: return &AimMethod();
+    case MethodId::kAim:
+      return &AimMethod();
   }
   return nullptr;
 }

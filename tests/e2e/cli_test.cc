@@ -147,7 +147,8 @@ TEST(CliUsageTest, EveryMethodIsATrainCommandAndADemoChoice) {
   EXPECT_EQ(train.exit_code, 0);
   const CliRun demo = RunCli("demo --help");
   EXPECT_EQ(demo.exit_code, 0);
-  for (const std::string method : {"merf", "pearl", "autogan", "kernel", "mst", "sinkhorn"}) {
+  for (const std::string method :
+       {"merf", "pearl", "autogan", "kernel", "mst", "sinkhorn", "aim"}) {
     EXPECT_NE(train.output.find("train " + method + " "), std::string::npos) << method;
     EXPECT_EQ(RunCli("train " + method + " --help").exit_code, 0) << method;
     if (method == "sinkhorn") continue;  // trains on a collection's reports, not a dataset

@@ -1,0 +1,316 @@
+// The AIM unit: `train aim` fits a model to an aim release (or releases and
+// fits in one command), printing each round's selection and budget from the
+// artefact; the demo does the same on its dataset; `sample` draws from the
+// model file.
+#include "client/methods/aim.h"
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "client/methods/mst.h"
+#include "client/model_package.h"
+#include "client/proto_file.h"
+#include "core/train/mst.h"
+#include "core/util/status_macros.h"
+
+namespace dpcurator::client {
+namespace {
+
+constexpr absl::string_view kName = "aim";
+
+release::NoisyMarginal MarginalFromProto(const v1::NoisyMarginalTable& table) {
+  release::NoisyMarginal marginal;
+  marginal.clique.assign(table.clique().begin(), table.clique().end());
+  marginal.shape.assign(table.shape().begin(), table.shape().end());
+  marginal.counts = Eigen::Map<const Eigen::VectorXd>(table.counts().data(), table.counts_size());
+  marginal.noise_std = table.noise_std();
+  return marginal;
+}
+
+// Every table agrees with the artefact's own domain (a file edited or cut
+// short is refused here, naming the table, before the fit indexes it).
+absl::Status CheckTable(const v1::AimArtefact& artefact, const v1::NoisyMarginalTable& t,
+                        const std::string& what) {
+  const int n = artefact.domain_sizes_size();
+  if (t.clique_size() != t.shape_size() || t.clique_size() == 0) {
+    return absl::DataLossError(absl::StrCat("aim release: ", what, " has no consistent shape"));
+  }
+  int64_t cells = 1;
+  for (int k = 0; k < t.clique_size(); ++k) {
+    if (t.clique(k) < 0 || t.clique(k) >= n || t.shape(k) != artefact.domain_sizes(t.clique(k))) {
+      return absl::DataLossError(
+          absl::StrCat("aim release: ", what, " does not match the release's domain"));
+    }
+    cells *= t.shape(k);
+  }
+  if (cells != t.counts_size()) {
+    return absl::DataLossError(absl::StrCat("aim release: ", what, " has ", t.counts_size(),
+                                            " counts, its shape needs ", cells));
+  }
+  return absl::OkStatus();
+}
+
+// "a,b;c,d,e" -> cliques of column names.
+absl::StatusOr<v1::AimParams> ParamsFromArgs(const ParsedArgs& args) {
+  v1::AimParams params;
+  if (args.Has("workload")) {
+    for (absl::string_view clique :
+         absl::StrSplit(args.Get("workload"), ';', absl::SkipWhitespace())) {
+      v1::AimClique& named = *params.add_workload();
+      for (absl::string_view column : absl::StrSplit(clique, ',', absl::SkipWhitespace())) {
+        named.add_columns(std::string(absl::StripAsciiWhitespace(column)));
+      }
+    }
+  }
+  if (args.Has("max-model-cells")) {
+    DPC_ASSIGN_OR_RETURN(const int64_t cells, args.GetInt("max-model-cells"));
+    params.set_max_model_cells(cells);
+  }
+  if (args.Has("rounds")) {
+    DPC_ASSIGN_OR_RETURN(const int64_t rounds, args.GetInt("rounds"));
+    if (rounds < 0 || rounds > (int64_t{1} << 30)) {
+      return absl::InvalidArgumentError("--rounds must be between 0 (the default) and 2^30");
+    }
+    params.set_rounds(static_cast<int32_t>(rounds));
+  }
+  return params;
+}
+
+absl::StatusOr<TrainResult> RunTrainAim(const ParsedArgs& args) {
+  v1::Release release;
+  if (args.Has("release")) {
+    DPC_RETURN_IF_ERROR(ReadProtoFile(args.Get("release"), &release));
+  } else if (args.Has("dataset")) {
+    if (!args.Has("epsilon")) {
+      return absl::InvalidArgumentError(
+          "train aim --dataset needs --epsilon (the AIM release's target epsilon)");
+    }
+    DPC_ASSIGN_OR_RETURN(const double epsilon, args.GetDouble("epsilon"));
+    DPC_ASSIGN_OR_RETURN(const v1::AimParams params, ParamsFromArgs(args));
+    DPC_ASSIGN_OR_RETURN(Connection connection, Connection::FromArgs(args));
+    const std::string key = args.Has("key") ? args.Get("key") : NewIdempotencyKey();
+    DPC_ASSIGN_OR_RETURN(release, RequestAimRelease(connection, args.Get("dataset"), epsilon,
+                                                    params, key));
+    if (args.Has("release-out")) {
+      DPC_RETURN_IF_ERROR(WriteProtoFile(release, args.Get("release-out")));
+    }
+    std::printf("released %s (aim): epsilon %.4f; dataset spent %.4f, remaining %.4f (key %s)\n",
+                release.id().c_str(), release.aim().epsilon(), release.epsilon_spent_total(),
+                release.epsilon_remaining(), key.c_str());
+  } else {
+    return absl::InvalidArgumentError(
+        "train aim needs --release FILE (an aim release) or --dataset ds_... --epsilon E");
+  }
+  if (release.has_aim()) {
+    for (const std::string& line : AimProgressLines(release.aim())) {
+      std::printf("%s\n", line.c_str());
+    }
+  }
+  TrainResult result;
+  DPC_ASSIGN_OR_RETURN(result.model, TrainAimModel(release));
+  result.message = absl::StrFormat(
+      "aim model (%d columns, %d of %d rounds' pairs in its tree) written to %s\n",
+      result.model.mst_domain_sizes_size(), result.model.mst_edges_size(),
+      release.aim().rounds_size(), args.Get("out"));
+  return result;
+}
+
+class AimUnit final : public Method {
+ public:
+  MethodId id() const override { return MethodId::kAim; }
+  absl::string_view name() const override { return kName; }
+  absl::string_view title() const override { return "AIM"; }
+
+  std::string TrainSummary() const override {
+    return "fit a model to an aim release, or release and fit in one command";
+  }
+  std::string TrainDescription() const override {
+    return "AIM (McKenna, Mullins, Sheldon, Miklau 2022): the server releases noisy 1-way\n"
+           "marginals, then round after round selects the worst-fitted marginal of the\n"
+           "workload privately and measures it, until the budget is spent (docs/privacy.md\n"
+           "2.12); the client fits a graphical model to the measurements (no further budget)\n"
+           "and prints each round's selection and budget used. Numeric columns use the\n"
+           "schema's bins and atoms.\n\n"
+           "  dpcurator train aim --dataset ds_... --epsilon 1 --out aim.model\n"
+           "  dpcurator train aim --dataset ds_... --epsilon 1 --workload 'age,income;age,label'\n"
+           "  dpcurator train aim --release aim.release --out aim.model";
+  }
+  std::vector<OptionSpec> TrainOptions() const override {
+    return WithConnection(
+        {{"release", "", "an aim release file (written by --release-out)"},
+         {"dataset", "", "release from this dataset first (needs --epsilon)"},
+         {"epsilon", "", "target epsilon of the aim release (with --dataset)"},
+         {"workload", "",
+          "cliques of 1 to 3 column names, 'a,b;c,d,e' (default: every pair, plus every triple "
+          "with the label)"},
+         {"max-model-cells", "", "model-size limit in clique-table cells (default 10,000,000)"},
+         {"rounds", "", "T, which sets the first rounds' budget rho / T (default 16 x columns)"},
+         {"key", "", "idempotency key of the release (default: fresh)"},
+         {"release-out", "", "also write the release artefact here (with --dataset)"},
+         {"out", "model.pb", "model file to write"}});
+  }
+  absl::StatusOr<TrainResult> Train(const ParsedArgs& args) const override {
+    return RunTrainAim(args);
+  }
+
+  absl::StatusOr<DemoOutput> TrainInDemo(const DemoInput& input) const override {
+    const auto start = std::chrono::steady_clock::now();
+    DemoOutput out;
+    DPC_ASSIGN_OR_RETURN(out.release,
+                         RequestAimRelease(*input.analyst, input.dataset_id, input.epsilon,
+                                           v1::AimParams(), NewIdempotencyKey()));
+    out.release_seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    input.say(absl::StrFormat(
+        "analyst: aim release %s (%d columns, %d rounds, epsilon %.4f) in %.2fs",
+        out.release.id(), out.release.aim().domain_sizes_size(), out.release.aim().rounds_size(),
+        out.release.aim().epsilon(), out.release_seconds));
+    DPC_ASSIGN_OR_RETURN(out.model, TrainAimModel(out.release));
+    return out;
+  }
+
+  absl::StatusOr<data::Table> SampleTable(const v1::GeneratorModel& model, int64_t num_rows,
+                                          uint64_t seed) const override {
+    // The model file holds a tree model (GeneratorModel fields 40-44).
+    return SampleMstModel(model, num_rows, seed);
+  }
+};
+
+}  // namespace
+
+const Method& AimMethod() {
+  static const AimUnit* const unit = new AimUnit();
+  return *unit;
+}
+
+absl::StatusOr<v1::Release> RequestAimRelease(Connection& analyst, const std::string& dataset_id,
+                                              double epsilon, const v1::AimParams& params,
+                                              const std::string& key) {
+  v1::ReleaseRequest request;
+  request.set_dataset_id(dataset_id);
+  request.set_idempotency_key(key);
+  request.set_epsilon(epsilon);
+  *request.mutable_aim() = params;
+  v1::Release release;
+  auto context = analyst.NewContext();
+  const grpc::Status status = analyst.releases().RequestRelease(context.get(), request, &release);
+  if (!status.ok()) {
+    return RpcError(status, absl::StrCat("aim release refused (retry with --key ", key,
+                                         " to avoid a second charge)"));
+  }
+  return release;
+}
+
+std::vector<std::string> AimProgressLines(const v1::AimArtefact& artefact) {
+  std::vector<std::string> lines;
+  const int n = artefact.schema().columns_size();
+  auto name = [&](int c) {
+    return c >= 0 && c < n ? artefact.schema().columns(c).name() : absl::StrCat("#", c);
+  };
+  lines.push_back(absl::StrFormat("aim: %d 1-way marginals (noise multiplier %.4g), rho %.6g",
+                                  artefact.one_way_size(), artefact.one_way_noise_multiplier(),
+                                  artefact.rho()));
+  for (int r = 0; r < artefact.rounds_size(); ++r) {
+    const v1::AimRoundRecord& round = artefact.rounds(r);
+    std::vector<std::string> columns;
+    for (int c : round.measurement().clique()) columns.push_back(name(c));
+    lines.push_back(absl::StrFormat(
+        "round %3d: (%s)  sigma %.4g  eps_sel %.4g  rho used %.6g of %.6g (%.1f%%)%s", r + 1,
+        absl::StrJoin(columns, ", "), round.measurement().noise_std(), round.selection_epsilon(),
+        round.rho_used(), artefact.rho(),
+        artefact.rho() > 0 ? 100.0 * round.rho_used() / artefact.rho() : 0.0,
+        round.annealed() ? "  annealed" : ""));
+  }
+  return lines;
+}
+
+absl::StatusOr<v1::GeneratorModel> TrainAimModel(const v1::Release& release) {
+  if (!release.has_aim()) {
+    return absl::InvalidArgumentError(
+        "train aim needs an aim release (dpcurator train aim --release-out); this file holds "
+        "another kind");
+  }
+  const v1::AimArtefact& artefact = release.aim();
+  if (artefact.format_version() != 1) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "aim release format ", artefact.format_version(), " is not supported (this client "
+        "reads 1); upgrade dpcurator"));
+  }
+  for (int i = 0; i < artefact.one_way_size(); ++i) {
+    DPC_RETURN_IF_ERROR(
+        CheckTable(artefact, artefact.one_way(i), absl::StrCat("1-way table ", i)));
+  }
+  for (int i = 0; i < artefact.rounds_size(); ++i) {
+    DPC_RETURN_IF_ERROR(CheckTable(artefact, artefact.rounds(i).measurement(),
+                                   absl::StrCat("round ", i + 1, "'s table")));
+  }
+  const std::vector<int> sizes(artefact.domain_sizes().begin(), artefact.domain_sizes().end());
+  const int n = static_cast<int>(sizes.size());
+  // The stand-in fit (post-processing): a tree model on every 1-way
+  // measurement and the selected pairs (a triple gives its three pair
+  // margins) that keep a forest, in the order selected; what would close a
+  // cycle is left out until the general graphical model takes it all.
+  std::vector<release::NoisyMarginal> one_way, two_way;
+  for (const auto& t : artefact.one_way()) one_way.push_back(MarginalFromProto(t));
+  std::vector<int> parent(n);
+  for (int c = 0; c < n; ++c) parent[c] = c;
+  auto root = [&](int v) {
+    while (parent[v] != v) v = parent[v] = parent[parent[v]];
+    return v;
+  };
+  auto add_pair = [&](release::NoisyMarginal pair) {
+    const int a = root(pair.clique[0]), b = root(pair.clique[1]);
+    if (a == b) return;
+    parent[a] = b;
+    two_way.push_back(std::move(pair));
+  };
+  for (const v1::AimRoundRecord& round : artefact.rounds()) {
+    const release::NoisyMarginal m = MarginalFromProto(round.measurement());
+    if (m.clique.size() == 1) {
+      one_way.push_back(m);
+    } else if (m.clique.size() == 2) {
+      add_pair(m);
+    } else if (m.clique.size() == 3) {
+      // A triple's three pair margins, each a sum of shape[k] noisy cells
+      // (std sigma sqrt(shape[k])), in the triple's column order.
+      for (int drop = 2; drop >= 0; --drop) {
+        release::NoisyMarginal pair;
+        std::vector<int> keep;
+        for (int k = 0; k < 3; ++k) {
+          if (k != drop) keep.push_back(k);
+        }
+        pair.clique = {m.clique[keep[0]], m.clique[keep[1]]};
+        pair.shape = {m.shape[keep[0]], m.shape[keep[1]]};
+        pair.counts = Eigen::VectorXd::Zero(int64_t{pair.shape[0]} * pair.shape[1]);
+        pair.noise_std = m.noise_std * std::sqrt(static_cast<double>(m.shape[drop]));
+        int code[3];
+        for (Eigen::Index cell = 0; cell < m.counts.size(); ++cell) {
+          code[2] = static_cast<int>(cell % m.shape[2]);
+          code[1] = static_cast<int>((cell / m.shape[2]) % m.shape[1]);
+          code[0] = static_cast<int>(cell / (int64_t{m.shape[2]} * m.shape[1]));
+          pair.counts[int64_t{code[keep[0]]} * pair.shape[1] + code[keep[1]]] += m.counts[cell];
+        }
+        add_pair(std::move(pair));
+      }
+    }
+  }
+  DPC_ASSIGN_OR_RETURN(const train::TreeModel tree, train::FitTreeModel(sizes, one_way, two_way));
+  const ModelSource source{artefact.schema(), artefact.schema_fingerprint(), artefact.epsilon(),
+                           artefact.delta()};
+  v1::GeneratorModel model =
+      PackageModel(kName, source, {}, nn::Activation::kRelu, Eigen::VectorXd(), 0, 0.0);
+  model.set_release_id(release.id());
+  model.set_dataset_id(release.dataset_id());
+  PutTreeModel(tree, &model);
+  return model;
+}
+
+}  // namespace dpcurator::client

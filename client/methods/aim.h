@@ -1,0 +1,41 @@
+#ifndef DPCURATOR_CLIENT_METHODS_AIM_H_
+#define DPCURATOR_CLIENT_METHODS_AIM_H_
+
+// AIM (McKenna, Mullins, Sheldon, Miklau 2022; issue 26 item 3) as a client
+// method: the server's "aim" recipe release (noisy 1-way marginals, then
+// adaptive rounds of private selection and measurement until rho is spent;
+// docs/privacy.md 2.12), the client-side fit (post-processing, no budget)
+// and sampling. The fit is, for now, the tree model of core/train/mst.h on
+// the 1-way measurements and the selected pairs (and triples' pair margins)
+// that form a forest, in the order selected; the general graphical model
+// (core/pgm) replaces it.
+
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "client/connection.h"
+#include "client/methods/method.h"
+#include "dpcurator/v1/dpcurator.pb.h"
+
+namespace dpcurator::client {
+
+// The unit (registry.cc).
+const Method& AimMethod();
+
+// Requests the AIM release of `dataset_id` at `epsilon` (the dataset's
+// delta), idempotency key `key`, with `params` (workload, model size,
+// rounds; empty for the defaults).
+absl::StatusOr<v1::Release> RequestAimRelease(Connection& analyst, const std::string& dataset_id,
+                                              double epsilon, const v1::AimParams& params,
+                                              const std::string& key);
+
+// One line per round, for people: the selected clique by column names, its
+// noise, and the budget used after it ("round 3: (age, income) ...").
+std::vector<std::string> AimProgressLines(const v1::AimArtefact& artefact);
+
+// Fits the model to an "aim" release (no budget) and packages it.
+absl::StatusOr<v1::GeneratorModel> TrainAimModel(const v1::Release& release);
+
+}  // namespace dpcurator::client
+
+#endif  // DPCURATOR_CLIENT_METHODS_AIM_H_
