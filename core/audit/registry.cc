@@ -1,5 +1,6 @@
 #include "core/audit/registry.h"
 
+#include "core/audit/aim_cases.h"
 #include "core/audit/one_shot_cases.h"
 #include "core/audit/partition_cases.h"
 #include "core/audit/session_cases.h"
@@ -11,6 +12,8 @@ std::vector<AuditCase> AllCases() {
   // Session kinds register here, one line each.
   for (AuditCase& c : SessionCases()) cases.push_back(std::move(c));
   for (AuditCase& c : PartitionCases()) cases.push_back(std::move(c));
+  // Recipe kinds: aim (issue 26).
+  for (AuditCase& c : AimCases()) cases.push_back(std::move(c));
   return cases;
 }
 

@@ -167,6 +167,28 @@ def release_mst():
           h + privacy(epsilon=5.4941909356181673e-143) + b(0) + rows(s, 6))
 
 
+def release_aim():
+    # aim(rounds, cells/4, workload bits), then the noise seed byte.
+    h, s = header(numerics=((AGE, 3), (UNIT, 1)), cats=(3,), label=2, n=40)
+    write("release_aim", "valid_epsilon_1", h + privacy(epsilon=1.0) + b(0, 0, 0, 1) + rows(s))
+    write("release_aim", "short_run", h + privacy(epsilon=1.0) + b(3, 0, 0, 2) + rows(s))
+    write("release_aim", "workload_0_1", h + privacy(epsilon=2.0) + b(6, 0, 3, 3) + rows(s))
+    write("release_aim", "unknown_column", h + privacy(epsilon=1.0) + b(0, 0, 0x81, 3) + rows(s))
+    write("release_aim", "model_too_small", h + privacy(epsilon=1.0) + b(0, 1, 0, 3) + rows(s))
+    h, s = header(relation=REPLACE_ONE, numerics=((WIDE, 2),), cats=(4, 2), label=3, n=25)
+    write("release_aim", "valid_replace_one", h + privacy(epsilon=0.3) + b(0, 0, 0, 2) + rows(s, 5))
+    write("release_aim", "epsilon_1e-6", h + privacy(epsilon=1e-6) + b(0, 0, 0, 3) + rows(s, 5))
+    write("release_aim", "epsilon_1e6", h + privacy(epsilon=1e6) + b(0, 0, 0, 4) + rows(s, 5))
+    write("release_aim", "epsilon_1e300", h + privacy(epsilon=1e300) + b(0, 0, 0, 6) + rows(s, 5))
+    write("release_aim", "epsilon_denormal",
+          h + privacy(epsilon=5e-324) + b(0, 0, 0, 7) + rows(s, 5))
+    h, s = header(numerics=(), cats=(2,), label=2, n=1)
+    write("release_aim", "one_row", h + privacy(epsilon=1.0) + b(0, 0, 0, 5) + rows(s, 6))
+    h, s = header(delta=3, numerics=(), cats=(2,), label=2, n=1)
+    write("release_aim", "epsilon_5e-143_delta_1e-12",
+          h + privacy(epsilon=5.4941909356181673e-143) + b(0, 0, 0, 0) + rows(s, 6))
+
+
 def step_rff():
     h, s = header()
     write("step_rff", "valid", h + session() + rff_params() + b(1) + rows(s))
@@ -249,6 +271,7 @@ if __name__ == "__main__":
     release_rff()
     release_charfn()
     release_mst()
+    release_aim()
     step_rff()
     step_dp_sgd()
     step_kernel_witness()
