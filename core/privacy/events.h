@@ -111,10 +111,12 @@ struct ExponentialMechanismEvent {
 // RDP alpha * rho at every order. The ledger's event for a recipe whose
 // steps are chosen adaptively from its own releases but whose zCDP costs
 // add up to at most rho by construction (AIM, core/train/aim.h;
-// docs/privacy.md 2.12): zCDP composes adaptively (Bun & Steinke 2016,
-// Lemma 2.3), so one fixed total bounds every run of the recipe, however
-// many rounds it takes. Valid for both relations (each step's sensitivity
-// is the relation's). Stored as "zcdp(rho)".
+// docs/privacy.md 2.12): with each step's cost chosen from earlier
+// outputs, the Renyi filter (Feldman & Zrnic 2021, Thm. 3.1) bounds the
+// whole interaction by alpha * rho at every order whenever the realised
+// costs add up to at most rho on every run, however many rounds it takes.
+// Valid for both relations (each step's sensitivity is the relation's).
+// Stored as "zcdp(rho)".
 struct ZcdpEvent {
   double rho;
 };
