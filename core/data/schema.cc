@@ -1,5 +1,7 @@
 #include "core/data/schema.h"
 
+#include "core/data/clamp.h"
+
 #include <cmath>
 #include <cstdio>
 #include <set>
@@ -361,6 +363,19 @@ std::optional<int> Schema::FindColumn(absl::string_view name) const {
   return std::nullopt;
 }
 
+ParsedCell ClampNumeric(const Column& c, double value) {
+  ParsedCell cell;
+  if (value < c.lower) {
+    value = c.lower;
+    cell.clamped = true;
+  } else if (value > c.upper) {
+    value = c.upper;
+    cell.clamped = true;
+  }
+  cell.value = value;
+  return cell;
+}
+
 absl::StatusOr<ParsedCell> Schema::ParseCell(int column, absl::string_view token) const {
   if (column < 0 || column >= num_columns()) {
     return absl::OutOfRangeError(absl::StrCat("Column index ", column, " out of range"));
@@ -386,15 +401,7 @@ absl::StatusOr<ParsedCell> Schema::ParseCell(int column, absl::string_view token
           "Column '", c.name, "': '", absl::CHexEscape(token.substr(0, 64)),
           "' is not a finite number"));
     }
-    if (value < c.lower) {
-      value = c.lower;
-      cell.clamped = true;
-    } else if (value > c.upper) {
-      value = c.upper;
-      cell.clamped = true;
-    }
-    cell.value = value;
-    return cell;
+    return ClampNumeric(c, value);
   }
   if (missing) {
     if (!c.nullable) {

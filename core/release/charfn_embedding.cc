@@ -108,8 +108,7 @@ absl::StatusOr<CharfnEmbeddingKind::Result> CharfnEmbeddingKind::Run(
       CheckNoise(resolved, layout, rows.num_classes, relation, noise_multiplier, public_n));
   Result result;
   result.row_diameter = embed::EncodedRowDiameter(layout);
-  double length_scale =
-      resolved.length_scale > 0 ? resolved.length_scale : embed::DefaultCharfnLengthScale(layout);
+  double length_scale = DeclaredLengthScale(resolved, layout);
   if (resolved.private_length_scale) {
     // The hash-chain mean distance (docs/privacy.md 2.5), released first;
     // its noisy value sets l (pearl.md 1.2 B).
@@ -128,20 +127,33 @@ absl::StatusOr<CharfnEmbeddingKind::Result> CharfnEmbeddingKind::Run(
                                                       result.row_diameter);
     result.ran.noise_multipliers.push_back(result.distance->noise_multiplier);
   }
-  embed::CharfnOptions options = OptionsOf(resolved, layout);
-  options.length_scale = length_scale;
   embed::CharacteristicFunctionMap& feature_map = prepared.feature_map;
-  DPC_RETURN_IF_ERROR(feature_map.SetLengthScale(options.length_scale,
-                                                 options.numeric_length_scale));
+  DPC_ASSIGN_OR_RETURN(result.feature_map,
+                       ScaleFeatureMap(resolved, layout, length_scale, &feature_map));
   DPC_ASSIGN_OR_RETURN(result.embedding,
                        NoisyLabelledEmbeddingOf(feature_map, rows, relation, noise_multiplier,
                                                 public_n, noise));
   result.ran.noise_multipliers.push_back(result.embedding.noise_multiplier);
-  result.feature_map = options;
-  result.feature_map.length_scale = feature_map.length_scale();
-  result.feature_map.numeric_length_scale = feature_map.numeric_length_scale();
-  result.feature_map.num_frequencies = feature_map.num_frequencies();
   return result;
+}
+
+double CharfnEmbeddingKind::DeclaredLengthScale(const Params& resolved,
+                                                const data::FeatureLayout& layout) {
+  return resolved.length_scale > 0 ? resolved.length_scale
+                                   : embed::DefaultCharfnLengthScale(layout);
+}
+
+absl::StatusOr<embed::CharfnOptions> CharfnEmbeddingKind::ScaleFeatureMap(
+    const Params& resolved, const data::FeatureLayout& layout, double length_scale,
+    embed::CharacteristicFunctionMap* feature_map) {
+  embed::CharfnOptions options = OptionsOf(resolved, layout);
+  options.length_scale = length_scale;
+  DPC_RETURN_IF_ERROR(feature_map->SetLengthScale(options.length_scale,
+                                                  options.numeric_length_scale));
+  options.length_scale = feature_map->length_scale();
+  options.numeric_length_scale = feature_map->numeric_length_scale();
+  options.num_frequencies = feature_map->num_frequencies();
+  return options;
 }
 
 absl::StatusOr<embed::CharacteristicFunctionMap> CharfnEmbeddingKind::FeatureMap(

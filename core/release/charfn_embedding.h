@@ -75,6 +75,16 @@ class CharfnEmbeddingKind {
   static absl::StatusOr<Prepared> Prepare(const Params& resolved,
                                           const data::FeatureLayout& layout);
 
+  // l when it is not released: the declared one, or the schema default.
+  static double DeclaredLengthScale(const Params& resolved, const data::FeatureLayout& layout);
+  // Scales a prepared map to l (and the numeric block to its own scale),
+  // returning the options as run, which a trainer rebuilds the map from.
+  // Run calls it with the declared or released l; the scale-out partials
+  // (python/) with DeclaredLengthScale, so both embed rows with one map.
+  static absl::StatusOr<embed::CharfnOptions> ScaleFeatureMap(
+      const Params& resolved, const data::FeatureLayout& layout, double length_scale,
+      embed::CharacteristicFunctionMap* feature_map);
+
   static absl::StatusOr<Result> Run(Prepared prepared, const EncodedRows& rows,
                                     privacy::NeighbouringRelation relation,
                                     double noise_multiplier, int64_t public_n,

@@ -64,13 +64,16 @@ absl::StatusOr<privacy::GridNoise> LabelledEmbeddingNoise(privacy::NeighbouringR
                                     (feature_dim + 1) * int64_t{num_classes});
 }
 
+absl::StatusOr<embed::LabelledEmbeddingAccumulator> ExactLabelledEmbedding(
+    const embed::FeatureMap& feature_map, const EncodedRows& rows) {
+  return embed::AccumulateEmbedding(feature_map, rows.features, rows.labels, rows.num_classes);
+}
+
 absl::StatusOr<embed::NoisyLabelledEmbedding> NoisyLabelledEmbeddingOf(
     const embed::FeatureMap& feature_map, const EncodedRows& rows,
     privacy::NeighbouringRelation relation, double noise_multiplier, int64_t public_n,
     privacy::NoiseSource* noise) {
-  DPC_ASSIGN_OR_RETURN(auto accumulator, embed::AccumulateEmbedding(feature_map, rows.features,
-                                                                     rows.labels,
-                                                                     rows.num_classes));
+  DPC_ASSIGN_OR_RETURN(auto accumulator, ExactLabelledEmbedding(feature_map, rows));
   return embed::ReleaseLabelledEmbedding(accumulator, relation, noise_multiplier, public_n, noise);
 }
 

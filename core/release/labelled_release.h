@@ -74,6 +74,14 @@ absl::StatusOr<privacy::GridNoise> LabelledEmbeddingNoise(privacy::NeighbouringR
                                                           int64_t public_n, int64_t feature_dim,
                                                           int num_classes);
 
+// The exact (noiseless) labelled embedding of `rows` under `feature_map`:
+// per-class feature sums and counts, accumulated in blocks. The one place
+// both the engine (NoisyLabelledEmbeddingOf) and the scale-out partials
+// (python/, docs/scale-out.md) compute it, so a sum of shard partials is
+// the engine's statistic up to floating-point summation order.
+absl::StatusOr<embed::LabelledEmbeddingAccumulator> ExactLabelledEmbedding(
+    const embed::FeatureMap& feature_map, const EncodedRows& rows);
+
 // The labelled embedding of `rows` under `feature_map` with the Gaussian
 // noise of multiplier s (docs/privacy.md 2.2): the noiseless statistic is
 // accumulated in blocks, then one grid Gaussian draw covers the whole

@@ -102,12 +102,9 @@ double MarginalsKind::L2Sensitivity(const Params& resolved,
                                                                 : std::sqrt(k);
 }
 
-absl::StatusOr<MarginalsKind::Result> MarginalsKind::Run(const Params& resolved,
-                                                         const data::Schema& schema,
-                                                         const data::Table& rows,
-                                                         privacy::NeighbouringRelation relation,
-                                                         double noise_multiplier,
-                                                         privacy::NoiseSource* noise) {
+absl::StatusOr<MarginalsKind::ExactCounts> MarginalsKind::Count(const Params& resolved,
+                                                                 const data::Schema& schema,
+                                                                 const data::Table& rows) {
   if (rows.cells.cols() != schema.num_columns()) {
     return absl::InvalidArgumentError(absl::StrCat(
         "the table has ", rows.cells.cols(), " columns and the schema ", schema.num_columns(),
@@ -115,23 +112,45 @@ absl::StatusOr<MarginalsKind::Result> MarginalsKind::Run(const Params& resolved,
   }
   DPC_ASSIGN_OR_RETURN(data::Discretizer domain, data::Discretizer::Create(schema));
   const Eigen::MatrixXi codes = domain.Encode(rows);
-  Result result;
+  ExactCounts exact;
+  std::vector<Eigen::VectorXd> tables;
   int64_t total = 0;
   for (const std::vector<int>& clique : resolved.cliques) {
+    exact.shapes.push_back(ShapeOf(clique, domain));
+    tables.push_back(ExactMarginal(clique, exact.shapes.back(), codes));
+    total += tables.back().size();
+  }
+  // One vector: the release's one draw covers the concatenation.
+  exact.counts.resize(total);
+  int64_t offset = 0;
+  for (const Eigen::VectorXd& table : tables) {
+    exact.counts.segment(offset, table.size()) = table;
+    offset += table.size();
+  }
+  return exact;
+}
+
+absl::StatusOr<MarginalsKind::Result> MarginalsKind::Run(const Params& resolved,
+                                                         const data::Schema& schema,
+                                                         const data::Table& rows,
+                                                         privacy::NeighbouringRelation relation,
+                                                         double noise_multiplier,
+                                                         privacy::NoiseSource* noise) {
+  DPC_ASSIGN_OR_RETURN(ExactCounts exact, Count(resolved, schema, rows));
+  Result result;
+  int64_t offset = 0;
+  for (size_t k = 0; k < resolved.cliques.size(); ++k) {
     NoisyMarginal marginal;
-    marginal.clique = clique;
-    marginal.shape = ShapeOf(clique, domain);
-    marginal.counts = ExactMarginal(clique, marginal.shape, codes);
-    total += marginal.counts.size();
+    marginal.clique = resolved.cliques[k];
+    marginal.shape = exact.shapes[k];
+    int64_t cells = 1;
+    for (int size : marginal.shape) cells *= size;
+    marginal.counts = exact.counts.segment(offset, cells);
+    offset += cells;
     result.marginals.push_back(std::move(marginal));
   }
   // One draw over the concatenation: the sensitivity is the whole vector's.
-  Eigen::VectorXd all(total);
-  int64_t offset = 0;
-  for (const NoisyMarginal& m : result.marginals) {
-    all.segment(offset, m.counts.size()) = m.counts;
-    offset += m.counts.size();
-  }
+  Eigen::VectorXd& all = exact.counts;
   DPC_ASSIGN_OR_RETURN(privacy::GridNoise drawn,
                        privacy::AddGridGaussianNoise(all, noise_multiplier,
                                                      L2Sensitivity(resolved, relation), noise));

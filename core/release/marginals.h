@@ -80,6 +80,17 @@ class MarginalsKind {
   // L2 sensitivity of the concatenated counts: sqrt(k) or sqrt(2k).
   static double L2Sensitivity(const Params& resolved, privacy::NeighbouringRelation relation);
 
+  // The exact (noiseless) statistic: each clique's table shape and the
+  // concatenated counts of every clique, in Params order. The one place
+  // both the engine (Run) and the scale-out partials (python/) count, so
+  // shard partials sum to the engine's counts exactly (integers in double).
+  struct ExactCounts {
+    std::vector<std::vector<int>> shapes;
+    Eigen::VectorXd counts;
+  };
+  static absl::StatusOr<ExactCounts> Count(const Params& resolved, const data::Schema& schema,
+                                           const data::Table& rows);
+
   // The engine: discretises the rows, counts, adds one grid discrete
   // Gaussian draw of multiplier s over all cells.
   static absl::StatusOr<Result> Run(const Params& resolved, const data::Schema& schema,
