@@ -62,8 +62,7 @@ absl::Status RunSample(const ParsedArgs& args) {
   // Rows are sampled and written in chunks, so memory stays bounded however
   // many are asked for (issue 25 item 2: 10^12 rows died with bad_alloc).
   // The first chunk keeps --seed, so small outputs are as before; chunk k
-  // uses a seed derived from (--seed, k).
-  constexpr int64_t kChunkRows = 100000;
+  // uses a seed derived from (--seed, k) (registry.h: SampleChunkSeed).
   const std::string out = args.Get("out");
   std::ofstream file;
   std::ostream* output = &std::cout;
@@ -75,10 +74,8 @@ absl::Status RunSample(const ParsedArgs& args) {
   Progress progress;
   int64_t written = 0;
   for (int64_t chunk = 0; written < *rows; ++chunk) {
-    const int64_t n = std::min(kChunkRows, *rows - written);
-    const uint64_t chunk_seed =
-        chunk == 0 ? static_cast<uint64_t>(*seed)
-                   : static_cast<uint64_t>(*seed) * 0x9E3779B97F4A7C15ULL + static_cast<uint64_t>(chunk);
+    const int64_t n = std::min(kSampleChunkRows, *rows - written);
+    const uint64_t chunk_seed = SampleChunkSeed(static_cast<uint64_t>(*seed), chunk);
     auto table = SampleModel(model, n, chunk_seed);
     if (!table.ok()) return table.status();
     data::WriteCsv(*schema, *table, output, /*header=*/chunk == 0);

@@ -166,4 +166,8 @@ absl::StatusOr<data::Table> SampleModel(const v1::GeneratorModel& model, int64_t
   return (*method)->SampleTable(model, num_rows, seed);
 }
 
+uint64_t SampleChunkSeed(uint64_t seed, int64_t chunk) {
+  return chunk == 0 ? seed : seed * 0x9E3779B97F4A7C15ULL + static_cast<uint64_t>(chunk);
+}
+
 }  // namespace dpcurator::client

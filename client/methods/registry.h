@@ -57,6 +57,14 @@ absl::Status CheckReleaseFileFor(const Method& method, const std::string& path);
 absl::StatusOr<data::Table> SampleModel(const v1::GeneratorModel& model, int64_t num_rows,
                                         uint64_t seed);
 
+// Large samples are drawn in chunks of kSampleChunkRows rows, so memory
+// stays bounded however many are asked for (issue 25 item 2); chunk k > 0
+// uses SampleChunkSeed(seed, k), chunk 0 the seed itself. `dpcurator
+// sample` and the Python module (dpcurator.load_model) both follow it, so
+// the same model and seed give the same rows.
+inline constexpr int64_t kSampleChunkRows = 100000;
+uint64_t SampleChunkSeed(uint64_t seed, int64_t chunk);
+
 }  // namespace dpcurator::client
 
 #endif  // DPCURATOR_CLIENT_METHODS_REGISTRY_H_
