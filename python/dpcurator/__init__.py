@@ -1,0 +1,82 @@
+"""dpcurator for Python (issue 28; docs/scale-out.md).
+
+Two audiences, one module built from the same C++ as the server and client:
+
+* A curator's cluster: exact partials of the one-shot sum-over-rows release
+  kinds (rff_embedding, charfn_embedding with a declared length-scale,
+  marginals) over blocks of rows, merged on the cluster. Nothing here adds
+  noise: a partial is the exact statistic of its rows and stays inside the
+  curator's trust boundary; the server noises the merged statistic once.
+* Analysts: ``load_model(path).sample(n, seed)`` draws synthetic rows from a
+  model file into a pandas DataFrame, the same rows ``dpcurator sample``
+  writes for that model and seed.
+"""
+
+from dpcurator import _core
+from dpcurator._core import Partial, Plan, merge, request_from_text, schema_from_json
+
+__all__ = [
+    "Model",
+    "Partial",
+    "Plan",
+    "csv_options",
+    "load_model",
+    "merge",
+    "merge_all",
+    "request_from_text",
+    "schema_from_json",
+]
+
+
+class Model:
+    """A tabular model file (``dpcurator train ... --out FILE``)."""
+
+    def __init__(self, path):
+        self.path = str(path)
+        from dpcurator import _models  # the client's samplers: a module apart
+
+        self._model = _models.load_model(self.path)
+
+    @property
+    def method(self):
+        return self._model.method
+
+    def sample(self, n, seed=7):
+        """n synthetic rows as a DataFrame: the rows, columns, values and
+        types ``dpcurator sample --rows n --seed seed`` writes (categories as
+        text, integer columns as int64, others float64 at the CSV's
+        precision)."""
+        import pandas as pd
+
+        data = {}
+        for name, kind, values in self._model.sample_columns(int(n), int(seed)):
+            if kind == "integer":
+                data[name] = pd.Series(values).astype("int64")
+            elif kind == "float":
+                data[name] = pd.Series(values, dtype="float64")
+            else:
+                data[name] = pd.Series(values, dtype=object)
+        return pd.DataFrame(data)
+
+
+def load_model(path):
+    """Reads a tabular model file; image models are refused."""
+    return Model(path)
+
+
+def csv_options(plan):
+    """Keyword arguments for pandas.read_csv / dask.dataframe.read_csv that
+    read a shard as the server reads an upload: categorical columns as text
+    (so '01' stays '01' and the schema's missing tokens reach the schema),
+    no pandas missing-value guessing."""
+    return {"dtype": {name: str for name in plan.categorical_columns}, "keep_default_na": False}
+
+
+def merge_all(partials):
+    """The sum of an iterable of partials of one plan (at least one)."""
+    total = None
+    for partial in partials:
+        total = partial if total is None else total.merge(partial)
+    if total is None:
+        raise ValueError("merge_all needs at least one partial")
+    return total

@@ -1,0 +1,220 @@
+// dpcurator._core: the partials' bindings (python/src/partials.h; docs/scale-out.md).
+// Errors become Python exceptions: ValueError for a bad argument or input
+// (INVALID_ARGUMENT, OUT_OF_RANGE, DATA_LOSS), RuntimeError otherwise; the
+// message is the C++ status's.
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "google/protobuf/text_format.h"
+#include "proto/convert.h"
+#include "pybind11/numpy.h"
+#include "pybind11/pybind11.h"
+#include "pybind11/stl.h"
+#include "python/src/partials.h"
+#include "python/src/rows.h"
+
+namespace dpcurator::python {
+namespace {
+
+namespace py = pybind11;
+
+[[noreturn]] void Raise(const absl::Status& status) {
+  const std::string message = std::string(status.message());
+  switch (status.code()) {
+    case absl::StatusCode::kInvalidArgument:
+    case absl::StatusCode::kOutOfRange:
+    case absl::StatusCode::kDataLoss:
+      throw py::value_error(message);
+    default:
+      throw std::runtime_error(
+          absl::StrCat(absl::StatusCodeToString(status.code()), ": ", message));
+  }
+}
+
+template <typename T>
+T Unwrap(absl::StatusOr<T> value) {
+  if (!value.ok()) Raise(value.status());
+  return *std::move(value);
+}
+
+py::array_t<double> ToNumpy(const Eigen::VectorXd& values) {
+  py::array_t<double> out(values.size());
+  std::copy(values.data(), values.data() + values.size(), out.mutable_data());
+  return out;
+}
+
+py::bytes Bytes(const std::string& bytes) { return py::bytes(bytes); }
+
+// Plans are shared by the Python objects that hold them (Dask ships them
+// to workers by pickle: the inputs, rebuilt there).
+using PlanPtr = std::shared_ptr<Plan>;
+
+PlanPtr PlanFromRequest(const std::string& schema, const std::string& request) {
+  return Unwrap(Plan::FromRequest(schema, request));
+}
+PlanPtr PlanOfMarginals(const std::string& schema, std::vector<std::vector<int>> cliques) {
+  return Unwrap(Plan::Marginals(schema, std::move(cliques)));
+}
+
+Partial ComputeTable(const Plan& plan, data::Table table) {
+  absl::StatusOr<Partial> partial;
+  {
+    py::gil_scoped_release release;
+    partial = plan.Compute(table);
+  }
+  return Unwrap(std::move(partial));
+}
+
+}  // namespace
+}  // namespace dpcurator::python
+
+PYBIND11_MODULE(_core, m) {
+  using namespace dpcurator;          // NOLINT: the bindings name most of it
+  using namespace dpcurator::python;  // NOLINT
+  namespace py = pybind11;
+  m.doc() =
+      "dpcurator's engine for Python (docs/scale-out.md): exact partials of the one-shot "
+      "sum-over-rows release kinds (nothing here adds noise) and the client's samplers.";
+
+  m.def(
+      "schema_from_json",
+      [](const std::string& json) {
+        return Bytes(Unwrap(ParseSchemaJson(json)).SerializeAsString());
+      },
+      py::arg("json"),
+      "A schema file's JSON text (docs/schema.md) -> serialized dpcurator.v1.TableSchema.");
+  m.def(
+      "request_from_text",
+      [](const std::string& text) {
+        v1::ReleaseRequest request;
+        if (!google::protobuf::TextFormat::ParseFromString(text, &request)) {
+          throw py::value_error("not a dpcurator.v1.ReleaseRequest in protobuf text format");
+        }
+        return Bytes(request.SerializeAsString());
+      },
+      py::arg("text"),
+      "A ReleaseRequest in protobuf text format -> its serialized bytes.");
+
+  py::class_<Partial>(m, "Partial",
+                      "The exact statistic of a block of rows under one plan (never noised: it "
+                      "stays inside the curator's cluster).")
+      .def_readonly("num_rows", &Partial::num_rows)
+      .def_readonly("plan_fingerprint", &Partial::plan_fingerprint)
+      .def_property_readonly("values", [](const Partial& p) { return ToNumpy(p.values); })
+      .def(
+          "merge", [](const Partial& a, const Partial& b) { return Unwrap(Merge(a, b)); },
+          py::arg("other"), "This partial plus `other` (same plan).")
+      .def("__add__", [](const Partial& a, const Partial& b) { return Unwrap(Merge(a, b)); })
+      .def("to_bytes", [](const Partial& p) { return Bytes(Serialize(p)); })
+      .def_static(
+          "from_bytes", [](const std::string& bytes) { return Unwrap(Parse(bytes)); },
+          py::arg("data"))
+      .def(py::pickle([](const Partial& p) { return Bytes(Serialize(p)); },
+                      [](const py::bytes& bytes) { return Unwrap(Parse(bytes)); }));
+
+  m.def(
+      "merge", [](const Partial& a, const Partial& b) { return Unwrap(Merge(a, b)); },
+      py::arg("a"), py::arg("b"), "a + b, two partials of one plan.");
+
+  py::class_<Plan, PlanPtr>(m, "Plan",
+                            "A release plan's public part: the schema and the kind's resolved "
+                            "parameters, with the feature map built once.")
+      .def_static(
+          "from_request",
+          [](const py::bytes& schema, const py::bytes& request) {
+            return PlanFromRequest(schema, request);
+          },
+          py::arg("schema"), py::arg("request"),
+          "rff_embedding or charfn_embedding: a serialized TableSchema and the resolved, "
+          "serialized ReleaseRequest (seed set).")
+      .def_static(
+          "marginals",
+          [](const py::bytes& schema, std::vector<std::vector<int>> cliques) {
+            return PlanOfMarginals(schema, std::move(cliques));
+          },
+          py::arg("schema"), py::arg("cliques"),
+          "marginals over the cliques' column indices (the mst and aim measurement step).")
+      .def_property_readonly("kind", [](const Plan& p) { return std::string(p.kind_name()); })
+      .def_property_readonly("dimension", &Plan::dimension)
+      .def_property_readonly("fingerprint", &Plan::fingerprint)
+      .def_property_readonly("column_names",
+                             [](const Plan& p) {
+                               std::vector<std::string> names;
+                               for (const auto& c : p.schema().columns()) names.push_back(c.name);
+                               return names;
+                             })
+      .def_property_readonly("categorical_columns",
+                             [](const Plan& p) {
+                               std::vector<std::string> names;
+                               for (const auto& c : p.schema().columns()) {
+                                 if (c.type == data::ColumnType::kCategorical) {
+                                   names.push_back(c.name);
+                                 }
+                               }
+                               return names;
+                             })
+      .def(
+          "partial",
+          [](const Plan& p, const py::object& block) {
+            return ComputeTable(p, Unwrap(TableFromColumns(p.schema(), block)));
+          },
+          py::arg("block"),
+          "The exact partial of a pandas DataFrame (or a mapping of column -> array).")
+      .def(
+          "partial_csv",
+          [](const Plan& p, const std::string& text, const std::string& source) {
+            return ComputeTable(p, Unwrap(TableFromCsv(p.schema(), text, source)));
+          },
+          py::arg("text"), py::arg("source") = "<block>",
+          "The exact partial of CSV text with a header, read as the server reads an upload.")
+      .def("empty", &Plan::Empty, "The partial of no rows.")
+      .def(
+          "engine_statistic",
+          [](const Plan& p, const py::object& block) {
+            data::Table table = Unwrap(TableFromColumns(p.schema(), block));
+            absl::StatusOr<Eigen::VectorXd> values;
+            {
+              py::gil_scoped_release release;
+              values = p.EngineStatistic(table);
+            }
+            return ToNumpy(Unwrap(std::move(values)));
+          },
+          py::arg("block"),
+          "The in-process engine's exact statistic of the whole block (the kind's Run with a "
+          "zero noise source), for tests.")
+      .def(
+          "engine_statistic_csv",
+          [](const Plan& p, const std::string& text) {
+            data::Table table = Unwrap(TableFromCsv(p.schema(), text, "<block>"));
+            absl::StatusOr<Eigen::VectorXd> values;
+            {
+              py::gil_scoped_release release;
+              values = p.EngineStatistic(table);
+            }
+            return ToNumpy(Unwrap(std::move(values)));
+          },
+          py::arg("text"),
+          "engine_statistic of CSV text read as the server reads an upload.")
+      .def(py::pickle(
+          [](const Plan& p) {
+            return py::make_tuple(std::string(p.kind_name()), Bytes(p.schema_bytes()),
+                                  Bytes(p.request_bytes()), p.cliques());
+          },
+          [](const py::tuple& state) -> PlanPtr {
+            if (state.size() != 4) throw py::value_error("not a pickled dpcurator Plan");
+            const std::string kind = state[0].cast<std::string>();
+            const std::string schema = state[1].cast<std::string>();
+            if (kind == "marginals") {
+              return PlanOfMarginals(schema, state[3].cast<std::vector<std::vector<int>>>());
+            }
+            return PlanFromRequest(schema, state[2].cast<std::string>());
+          }));
+
+}

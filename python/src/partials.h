@@ -1,0 +1,114 @@
+#ifndef DPCURATOR_PYTHON_SRC_PARTIALS_H_
+#define DPCURATOR_PYTHON_SRC_PARTIALS_H_
+
+// Exact partials of the one-shot sum-over-rows release kinds over blocks of
+// rows (issue 28 item 1; docs/scale-out.md): what a Dask worker computes on
+// its shard, merged on the cluster, and noised once by the server. Nothing
+// here adds noise: a partial is the exact statistic of its rows and must
+// never leave the curator's trust boundary.
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "Eigen/Core"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "core/data/schema.h"
+#include "core/data/table.h"
+#include "core/embed/charfn.h"
+#include "core/embed/rff.h"
+#include "core/release/charfn_embedding.h"
+#include "core/release/marginals.h"
+#include "core/release/rff_embedding.h"
+#include "dpcurator/v1/dpcurator.pb.h"
+
+namespace dpcurator::python {
+
+// The exact statistic of a block of rows under one plan, and its row count.
+//   rff_embedding, charfn_embedding: [per-class feature sums (feature_dim x
+//     C, column-major: class 0's sums first) ; per-class counts (C)], the
+//     vector ReleaseLabelledEmbedding noises (docs/privacy.md 2.2) before
+//     any division by a public n (REPLACE_ONE divides after the merge);
+//   marginals: every clique's count table, concatenated in plan order
+//     (release::MarginalsKind::Count).
+// Partials of one plan add: Merge is the sum, so the order of shards and
+// merges changes only floating-point rounding.
+struct Partial {
+  uint64_t plan_fingerprint = 0;
+  int64_t num_rows = 0;
+  Eigen::VectorXd values;
+};
+
+enum class PlanKind { kRffEmbedding, kCharfnEmbedding, kMarginals };
+
+// A release plan the partials follow: the dataset's public schema and the
+// kind's resolved parameters (everything that fixes the feature map or the
+// cliques), with the map built once from public values.
+class Plan {
+ public:
+  // rff_embedding or charfn_embedding: `schema` is a serialized
+  // v1.TableSchema, `request` a serialized v1.ReleaseRequest as the server
+  // resolved and stored it (its seed set: a request with seed 0 would draw
+  // a fresh random map on every worker, so it is refused).
+  // charfn_embedding with private_length_scale is a two-phase release (l
+  // is released from the rows first) and is refused for now.
+  static absl::StatusOr<std::unique_ptr<Plan>> FromRequest(const std::string& schema,
+                                                           const std::string& request);
+  // marginals (the measurement step of the mst and aim recipes): the
+  // cliques' column indices, checked as the server checks them.
+  static absl::StatusOr<std::unique_ptr<Plan>> Marginals(const std::string& schema,
+                                                         std::vector<std::vector<int>> cliques);
+
+  PlanKind kind() const { return kind_; }
+  const char* kind_name() const;
+  const data::Schema& schema() const { return schema_; }
+  // Length of Partial::values.
+  int64_t dimension() const { return dimension_; }
+  // Identifies the plan (FNV-1a of its kind, schema and parameters), so
+  // partials of different plans are never merged.
+  uint64_t fingerprint() const { return fingerprint_; }
+  // The inputs it was made from (pickling).
+  const std::string& schema_bytes() const { return schema_bytes_; }
+  const std::string& request_bytes() const { return request_bytes_; }
+  const std::vector<std::vector<int>>& cliques() const { return marginals_.cliques; }
+
+  // The exact partial of `rows` (read under schema()).
+  absl::StatusOr<Partial> Compute(const data::Table& rows) const;
+  // A partial of no rows (the merge's identity).
+  Partial Empty() const;
+
+  // The in-process engine's own exact statistic over `rows`: the kind's
+  // Run with a zero noise source (ADD_REMOVE), in the same layout as
+  // Partial::values. Tests compare merged shard partials against it.
+  absl::StatusOr<Eigen::VectorXd> EngineStatistic(const data::Table& rows) const;
+
+ private:
+  Plan() = default;
+
+  PlanKind kind_ = PlanKind::kRffEmbedding;
+  data::Schema schema_;
+  std::string schema_bytes_;
+  std::string request_bytes_;
+  release::RffEmbeddingKind::Params rff_;
+  release::CharfnEmbeddingKind::Params charfn_;
+  release::MarginalsKind::Params marginals_;
+  std::unique_ptr<embed::FeatureMap> feature_map_;
+  int64_t dimension_ = 0;
+  uint64_t fingerprint_ = 0;
+};
+
+// a + b; FAILED_PRECONDITION when they belong to different plans.
+absl::StatusOr<Partial> Merge(const Partial& a, const Partial& b);
+
+// A partial's bytes (docs/scale-out.md, "Partials on the wire"): the magic
+// "DPCPART1", the plan fingerprint (u64), the row count (i64), the length
+// (i64) and the values (f64), all little-endian. Parse checks the length
+// and refuses anything else (DATA_LOSS).
+std::string Serialize(const Partial& partial);
+absl::StatusOr<Partial> Parse(const std::string& bytes);
+
+}  // namespace dpcurator::python
+
+#endif  // DPCURATOR_PYTHON_SRC_PARTIALS_H_
