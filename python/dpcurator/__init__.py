@@ -33,9 +33,7 @@ class Model:
 
     def __init__(self, path):
         self.path = str(path)
-        from dpcurator import _models  # the client's samplers: a module apart
-
-        self._model = _models.load_model(self.path)
+        self._model = _core.load_model(self.path)
 
     @property
     def method(self):

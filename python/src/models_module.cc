@@ -1,6 +1,5 @@
-// dpcurator._models: the analysts' samplers (python/src/sampling.h;
-// docs/scale-out.md). A module apart from _core, which a curator's Dask
-// workers import: this one links the whole client (its methods' samplers).
+// The analysts' samplers in dpcurator._core (python/src/sampling.h;
+// docs/scale-out.md).
 // Errors: ValueError for a bad argument, RuntimeError otherwise.
 
 #include <cstdint>
@@ -35,11 +34,13 @@ T Unwrap(absl::StatusOr<T> value) {
 }  // namespace
 }  // namespace dpcurator::python
 
-PYBIND11_MODULE(_models, m) {
+// Called by module.cc: one extension, because two would each register the
+// generated dpcurator.proto with the one libprotobuf and abort on import.
+
+void BindModels(pybind11::module_& m) {
   using namespace dpcurator;          // NOLINT: the bindings name most of it
   using namespace dpcurator::python;  // NOLINT
   namespace py = pybind11;
-  m.doc() = "dpcurator's samplers for Python: model files to synthetic rows.";
   py::class_<v1::GeneratorModel>(m, "Model", "A tabular model file (dpcurator train ... --out).")
       .def_property_readonly("method", [](const v1::GeneratorModel& model) { return model.method(); })
       .def(

@@ -75,6 +75,8 @@ Partial ComputeTable(const Plan& plan, data::Table table) {
 }  // namespace
 }  // namespace dpcurator::python
 
+void BindModels(pybind11::module_& m);  // models_module.cc
+
 PYBIND11_MODULE(_core, m) {
   using namespace dpcurator;          // NOLINT: the bindings name most of it
   using namespace dpcurator::python;  // NOLINT
@@ -217,4 +219,5 @@ PYBIND11_MODULE(_core, m) {
             return PlanFromRequest(schema, state[2].cast<std::string>());
           }));
 
+  BindModels(m);
 }
