@@ -483,10 +483,10 @@ absl::StatusOr<v1::Release> ComputeAimRelease(const ReleasePlan& plan, const v1:
   }
   std::vector<int> domain_sizes;
   for (int c = 0; c < n; ++c) domain_sizes.push_back(domain.domain_size(c));
-  // The estimator the selections score against. The stand-in until the
-  // general graphical model (core/pgm) is bound here; either is a total
+  // The estimator the selections score against: Private-PGM over every
+  // measurement so far (AIM Alg. 2), warm-started each round; a total
   // function of the released measurements.
-  train::MeasuredTablesAimModel model(domain_sizes);
+  train::PgmAimModel model(domain_sizes, train::kAimRoundFitIterations, aim.max_model_cells);
   DPC_ASSIGN_OR_RETURN(
       const train::AimRun run,
       train::RunAim(domain.Encode(rows), domain_sizes, aim.candidates, aim.budget,

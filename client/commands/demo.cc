@@ -39,6 +39,35 @@ namespace dpcurator::client {
 
 namespace {
 
+// The epsilon a release was calibrated to and its (first) noise multiplier,
+// whatever its artefact (for the demo's table; the 1-way tables' for the
+// recipes).
+double ReleaseEpsilon(const v1::Release& release) {
+  switch (release.artefact_case()) {
+    case v1::Release::kMst:
+      return release.mst().epsilon();
+    case v1::Release::kAim:
+      return release.aim().epsilon();
+    case v1::Release::kEmbedding:
+    case v1::Release::ARTEFACT_NOT_SET:
+      break;
+  }
+  return release.embedding().epsilon();
+}
+
+double ReleaseNoiseMultiplier(const v1::Release& release) {
+  switch (release.artefact_case()) {
+    case v1::Release::kMst:
+      return release.mst().one_way_noise_multiplier();
+    case v1::Release::kAim:
+      return release.aim().one_way_noise_multiplier();
+    case v1::Release::kEmbedding:
+    case v1::Release::ARTEFACT_NOT_SET:
+      break;
+  }
+  return release.embedding().noise_multiplier();
+}
+
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
@@ -363,11 +392,8 @@ absl::Status RunDemo(const ParsedArgs& args) {
         out["results"].push_back(
             {{"method", r.method},
              {"release_id", r.release.id()},
-             {"epsilon_release",
-              r.release.has_mst() ? r.release.mst().epsilon() : r.release.embedding().epsilon()},
-             {"noise_multiplier", r.release.has_mst()
-                                      ? r.release.mst().one_way_noise_multiplier()
-                                      : r.release.embedding().noise_multiplier()},
+             {"epsilon_release", ReleaseEpsilon(r.release)},
+             {"noise_multiplier", ReleaseNoiseMultiplier(r.release)},
              {"length_scale", r.release.embedding().length_scale()},
              {"average_tstr_roc_auc", average_auc(r.report)},
              {"evaluation", EvalReportJson(r.report)},
@@ -389,10 +415,7 @@ absl::Status RunDemo(const ParsedArgs& args) {
         std::printf("artefact (%s)     %s (%s, noise multiplier %.4f, epsilon %.4f)\n",
                     r.method.c_str(), r.release.id().c_str(),
                     ReleaseKindName(r.release.kind()).c_str(),
-                    r.release.has_mst() ? r.release.mst().one_way_noise_multiplier()
-                                        : r.release.embedding().noise_multiplier(),
-                    r.release.has_mst() ? r.release.mst().epsilon()
-                                        : r.release.embedding().epsilon());
+                    ReleaseNoiseMultiplier(r.release), ReleaseEpsilon(r.release));
       }
       std::printf("privacy            epsilon spent %.4f of %.4f at delta %g; remaining %.4f\n",
                   budget_report.epsilon_spent(), budget_report.budget().epsilon(),

@@ -4,6 +4,7 @@
 // model file.
 #include "client/methods/aim.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -18,8 +19,12 @@
 #include "client/methods/mst.h"
 #include "client/model_package.h"
 #include "client/proto_file.h"
+#include "core/data/discretize.h"
+#include "core/pgm/graphical_model.h"
+#include "core/train/aim.h"
 #include "core/train/mst.h"
 #include "core/util/status_macros.h"
+#include "proto/convert.h"
 
 namespace dpcurator::client {
 namespace {
@@ -179,8 +184,8 @@ class AimUnit final : public Method {
 
   absl::StatusOr<data::Table> SampleTable(const v1::GeneratorModel& model, int64_t num_rows,
                                           uint64_t seed) const override {
-    // The model file holds a tree model (GeneratorModel fields 40-44).
-    return SampleMstModel(model, num_rows, seed);
+    // The model file holds a graphical model (GeneratorModel field 45).
+    return SampleAimModel(model, num_rows, seed);
   }
 };
 
@@ -253,64 +258,68 @@ absl::StatusOr<v1::GeneratorModel> TrainAimModel(const v1::Release& release) {
                                    absl::StrCat("round ", i + 1, "'s table")));
   }
   const std::vector<int> sizes(artefact.domain_sizes().begin(), artefact.domain_sizes().end());
-  const int n = static_cast<int>(sizes.size());
-  // The stand-in fit (post-processing): a tree model on every 1-way
-  // measurement and the selected pairs (a triple gives its three pair
-  // margins) that keep a forest, in the order selected; what would close a
-  // cycle is left out until the general graphical model takes it all.
-  std::vector<release::NoisyMarginal> one_way, two_way;
-  for (const auto& t : artefact.one_way()) one_way.push_back(MarginalFromProto(t));
-  std::vector<int> parent(n);
-  for (int c = 0; c < n; ++c) parent[c] = c;
-  auto root = [&](int v) {
-    while (parent[v] != v) v = parent[v] = parent[parent[v]];
-    return v;
-  };
-  auto add_pair = [&](release::NoisyMarginal pair) {
-    const int a = root(pair.clique[0]), b = root(pair.clique[1]);
-    if (a == b) return;
-    parent[a] = b;
-    two_way.push_back(std::move(pair));
-  };
+  // The fit (post-processing, AIM Alg. 2's last line): Private-PGM over every
+  // released measurement, the 1-way tables and each round's, with
+  // kAimFinalFitIterations of mirror descent. The junction tree is at most
+  // the recipe's model-size limit, which the server's size filter kept.
+  std::vector<release::NoisyMarginal> measurements;
+  for (const auto& t : artefact.one_way()) measurements.push_back(MarginalFromProto(t));
   for (const v1::AimRoundRecord& round : artefact.rounds()) {
-    const release::NoisyMarginal m = MarginalFromProto(round.measurement());
-    if (m.clique.size() == 1) {
-      one_way.push_back(m);
-    } else if (m.clique.size() == 2) {
-      add_pair(m);
-    } else if (m.clique.size() == 3) {
-      // A triple's three pair margins, each a sum of shape[k] noisy cells
-      // (std sigma sqrt(shape[k])), in the triple's column order.
-      for (int drop = 2; drop >= 0; --drop) {
-        release::NoisyMarginal pair;
-        std::vector<int> keep;
-        for (int k = 0; k < 3; ++k) {
-          if (k != drop) keep.push_back(k);
-        }
-        pair.clique = {m.clique[keep[0]], m.clique[keep[1]]};
-        pair.shape = {m.shape[keep[0]], m.shape[keep[1]]};
-        pair.counts = Eigen::VectorXd::Zero(int64_t{pair.shape[0]} * pair.shape[1]);
-        pair.noise_std = m.noise_std * std::sqrt(static_cast<double>(m.shape[drop]));
-        int code[3];
-        for (Eigen::Index cell = 0; cell < m.counts.size(); ++cell) {
-          code[2] = static_cast<int>(cell % m.shape[2]);
-          code[1] = static_cast<int>((cell / m.shape[2]) % m.shape[1]);
-          code[0] = static_cast<int>(cell / (int64_t{m.shape[2]} * m.shape[1]));
-          pair.counts[int64_t{code[keep[0]]} * pair.shape[1] + code[keep[1]]] += m.counts[cell];
-        }
-        add_pair(std::move(pair));
-      }
-    }
+    measurements.push_back(MarginalFromProto(round.measurement()));
   }
-  DPC_ASSIGN_OR_RETURN(const train::TreeModel tree, train::FitTreeModel(sizes, one_way, two_way));
+  pgm::EstimateOptions options;
+  options.iterations = train::kAimFinalFitIterations;
+  options.max_cells = train::kDefaultAimMaxModelCells;
+  for (const auto& m : measurements) {
+    options.max_cells = std::max<int64_t>(options.max_cells, train::CliqueCells(m.clique, sizes));
+  }
+  DPC_ASSIGN_OR_RETURN(const pgm::GraphicalModel fitted,
+                       pgm::GraphicalModel::Estimate(sizes, measurements, options));
   const ModelSource source{artefact.schema(), artefact.schema_fingerprint(), artefact.epsilon(),
                            artefact.delta()};
   v1::GeneratorModel model =
       PackageModel(kName, source, {}, nn::Activation::kRelu, Eigen::VectorXd(), 0, 0.0);
   model.set_release_id(release.id());
   model.set_dataset_id(release.dataset_id());
-  PutTreeModel(tree, &model);
+  for (const int size : sizes) model.add_mst_domain_sizes(size);
+  for (size_t c = 0; c < fitted.cliques().size(); ++c) {
+    v1::PgmClique& clique = *model.add_pgm_cliques();
+    clique.mutable_columns()->Add(fitted.cliques()[c].begin(), fitted.cliques()[c].end());
+    clique.set_parent(fitted.parents()[c]);
+    const Eigen::VectorXd& marginal = fitted.clique_marginal(static_cast<int>(c));
+    clique.mutable_marginal()->Add(marginal.data(), marginal.data() + marginal.size());
+  }
   return model;
+}
+
+absl::StatusOr<data::Table> SampleAimModel(const v1::GeneratorModel& model, int64_t num_rows,
+                                           uint64_t seed) {
+  DPC_ASSIGN_OR_RETURN(const data::Schema schema, SchemaFromProto(model.schema()));
+  DPC_ASSIGN_OR_RETURN(const data::Discretizer domain, data::Discretizer::Create(schema));
+  std::vector<int> sizes(model.mst_domain_sizes().begin(), model.mst_domain_sizes().end());
+  std::vector<std::vector<int>> cliques;
+  std::vector<int> parents;
+  std::vector<Eigen::VectorXd> marginals;
+  for (const v1::PgmClique& clique : model.pgm_cliques()) {
+    cliques.emplace_back(clique.columns().begin(), clique.columns().end());
+    parents.push_back(clique.parent());
+    marginals.push_back(
+        Eigen::Map<const Eigen::VectorXd>(clique.marginal().data(), clique.marginal_size()));
+  }
+  bool matches = static_cast<int>(sizes.size()) == domain.num_columns();
+  for (int c = 0; matches && c < domain.num_columns(); ++c) {
+    matches = sizes[c] == domain.domain_size(c);
+  }
+  absl::StatusOr<pgm::GraphicalModel> rebuilt =
+      pgm::GraphicalModel::FromParts(std::move(sizes), std::move(cliques), std::move(parents),
+                                     std::move(marginals));
+  if (!matches || !rebuilt.ok()) {
+    return absl::DataLossError(
+        "the aim model file does not rebuild (its graphical model does not match its schema's "
+        "domain); retrain it with `dpcurator train aim`");
+  }
+  // Two public streams: the model's codes, then the within-bin draws (as mst).
+  return domain.Decode(rebuilt->Sample(num_rows, seed), seed ^ 0x9e3779b97f4a7c15ULL);
 }
 
 }  // namespace dpcurator::client

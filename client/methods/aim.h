@@ -10,11 +10,13 @@
 // that form a forest, in the order selected; the general graphical model
 // (core/pgm) replaces it.
 
+#include <cstdint>
 #include <string>
 
 #include "absl/status/statusor.h"
 #include "client/connection.h"
 #include "client/methods/method.h"
+#include "core/data/table.h"
 #include "dpcurator/v1/dpcurator.pb.h"
 
 namespace dpcurator::client {
@@ -33,8 +35,14 @@ absl::StatusOr<v1::Release> RequestAimRelease(Connection& analyst, const std::st
 // noise, and the budget used after it ("round 3: (age, income) ...").
 std::vector<std::string> AimProgressLines(const v1::AimArtefact& artefact);
 
-// Fits the model to an "aim" release (no budget) and packages it.
+// Fits the model to an "aim" release (no budget): Private-PGM over every
+// released measurement (core/pgm), packaged with its junction tree.
 absl::StatusOr<v1::GeneratorModel> TrainAimModel(const v1::Release& release);
+
+// num_rows rows of an aim model file, decoded in its schema; DATA_LOSS
+// naming the retrain command when the file's model does not rebuild.
+absl::StatusOr<data::Table> SampleAimModel(const v1::GeneratorModel& model, int64_t num_rows,
+                                           uint64_t seed);
 
 }  // namespace dpcurator::client
 

@@ -812,6 +812,50 @@ Eigen::VectorXd GraphicalModel::Marginal(const std::vector<int>& clique) const {
   return out;
 }
 
+absl::StatusOr<GraphicalModel> GraphicalModel::FromParts(
+    std::vector<int> domain_sizes, std::vector<std::vector<int>> cliques,
+    std::vector<int> parents, std::vector<Eigen::VectorXd> clique_marginals) {
+  const int n = static_cast<int>(domain_sizes.size());
+  const int m = static_cast<int>(cliques.size());
+  const absl::Status bad = absl::InvalidArgumentError(
+      "the graphical model's parts do not fit together (cliques, parents, marginals, domain)");
+  if (n == 0 || m == 0 || static_cast<int>(parents.size()) != m ||
+      static_cast<int>(clique_marginals.size()) != m) {
+    return bad;
+  }
+  for (int size : domain_sizes) {
+    if (size < 1) return bad;
+  }
+  std::vector<bool> covered(n, false);
+  int64_t cells = 0;
+  for (int c = 0; c < m; ++c) {
+    const std::vector<int>& clique = cliques[c];
+    if (clique.empty() || !std::is_sorted(clique.begin(), clique.end()) ||
+        std::adjacent_find(clique.begin(), clique.end()) != clique.end() ||
+        clique.front() < 0 || clique.back() >= n) {
+      return bad;
+    }
+    if ((c == 0) != (parents[c] == -1) || (c > 0 && (parents[c] < 0 || parents[c] >= c))) {
+      return bad;
+    }
+    const int64_t clique_cells = TableCells(clique, domain_sizes);
+    if (clique_marginals[c].size() != clique_cells || !clique_marginals[c].allFinite()) {
+      return bad;
+    }
+    cells += clique_cells;
+    for (int v : clique) covered[v] = true;
+  }
+  if (std::find(covered.begin(), covered.end(), false) != covered.end()) return bad;
+  GraphicalModel model;
+  model.domain_sizes_ = std::move(domain_sizes);
+  model.cliques_ = std::move(cliques);
+  model.parents_ = std::move(parents);
+  model.mu_ = std::move(clique_marginals);
+  model.total_ = std::clamp(model.mu_[0].sum(), 1.0, 1e15);
+  model.cells_ = cells;
+  return model;
+}
+
 Eigen::MatrixXi GraphicalModel::Sample(int64_t num_rows, uint64_t seed) const {
   const int n = static_cast<int>(domain_sizes_.size());
   const int64_t rows = std::max<int64_t>(num_rows, 0);

@@ -67,6 +67,17 @@ class GraphicalModel {
       const std::vector<int>& domain_sizes,
       const std::vector<release::NoisyMarginal>& measurements, const EstimateOptions& options);
 
+  // A fitted model rebuilt from its junction tree and clique marginals (what
+  // a model file keeps: cliques(), parents(), clique_marginal(c)), for
+  // Marginal and Sample; it cannot warm-start a fit. INVALID_ARGUMENT unless
+  // the cliques are non-empty, ascending and inside the domain, parents
+  // precede their children (the root, -1, first and only), every attribute
+  // is in some clique, and each marginal has its clique's cells, all finite.
+  static absl::StatusOr<GraphicalModel> FromParts(std::vector<int> domain_sizes,
+                                                  std::vector<std::vector<int>> cliques,
+                                                  std::vector<int> parents,
+                                                  std::vector<Eigen::VectorXd> clique_marginals);
+
   // The model's marginal counts over `clique` (sum = total()), in the given
   // attribute order with the last fastest. Exact for any attribute set: a
   // subset of one junction-tree clique is summed out of it (O(its cells));

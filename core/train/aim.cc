@@ -146,6 +146,41 @@ int64_t IndependentAimModel::CellsWith(const std::vector<std::vector<int>>& cliq
   return cells;
 }
 
+PgmAimModel::PgmAimModel(std::vector<int> domain_sizes, int iterations_per_fit,
+                         int64_t max_cells)
+    : domain_sizes_(domain_sizes),
+      iterations_per_fit_(std::max(iterations_per_fit, 1)),
+      max_cells_(max_cells),
+      fallback_(std::move(domain_sizes)) {}
+
+PgmAimModel::~PgmAimModel() = default;
+
+void PgmAimModel::Fit(const std::vector<release::NoisyMarginal>& measurements) {
+  fallback_.Fit(measurements);
+  pgm::EstimateOptions options;
+  options.iterations = iterations_per_fit_;
+  options.max_cells = max_cells_;
+  options.warm_start = model_.get();
+  absl::StatusOr<pgm::GraphicalModel> fitted =
+      pgm::GraphicalModel::Estimate(domain_sizes_, measurements, options);
+  // Estimate fails only for public reasons (shapes, max_cells), which the
+  // plan and the size filter rule out; should it still, the previous model
+  // stays (a total function of the measurements either way).
+  if (fitted.ok()) model_ = std::make_unique<pgm::GraphicalModel>(*std::move(fitted));
+}
+
+Eigen::VectorXd PgmAimModel::Marginal(const std::vector<int>& clique) const {
+  if (model_ != nullptr) {
+    Eigen::VectorXd answer = model_->Marginal(clique);
+    if (answer.size() == CliqueCells(clique, domain_sizes_) && answer.allFinite()) return answer;
+  }
+  return fallback_.Marginal(clique);
+}
+
+int64_t PgmAimModel::CellsWith(const std::vector<std::vector<int>>& cliques) const {
+  return pgm::JunctionTreeCells(domain_sizes_, cliques);
+}
+
 MeasuredTablesAimModel::MeasuredTablesAimModel(std::vector<int> domain_sizes)
     : independent_(domain_sizes), domain_sizes_(std::move(domain_sizes)) {}
 

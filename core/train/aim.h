@@ -31,6 +31,7 @@
 #include "absl/status/statusor.h"
 #include "core/privacy/events.h"
 #include "core/privacy/noise_source.h"
+#include "core/pgm/graphical_model.h"
 #include "core/release/marginals.h"
 
 namespace dpcurator::train {
@@ -107,6 +108,35 @@ class MeasuredTablesAimModel final : public AimModel {
   // Measured cliques (as measured) and their averaged probability tables.
   std::vector<std::pair<std::vector<int>, Eigen::VectorXd>> tables_;
 };
+
+// The server's estimator (issue 26): Private-PGM (core/pgm), the general
+// graphical model over all measurements so far, re-fitted each round from the
+// previous round's model (warm start) with `iterations_per_fit` mirror-descent
+// iterations; CellsWith is the junction tree's size (pgm::JunctionTreeCells),
+// the paper's size filter. Total: a fit that cannot run (over max_cells, which
+// the size filter prevents) keeps the previous model, and before the first
+// fit, or where the model has no answer, MeasuredTablesAimModel answers.
+class PgmAimModel final : public AimModel {
+ public:
+  PgmAimModel(std::vector<int> domain_sizes, int iterations_per_fit, int64_t max_cells);
+  ~PgmAimModel() override;
+  void Fit(const std::vector<release::NoisyMarginal>& measurements) override;
+  Eigen::VectorXd Marginal(const std::vector<int>& clique) const override;
+  int64_t CellsWith(const std::vector<std::vector<int>>& cliques) const override;
+
+ private:
+  std::vector<int> domain_sizes_;
+  int iterations_per_fit_;
+  int64_t max_cells_;
+  MeasuredTablesAimModel fallback_;
+  std::unique_ptr<pgm::GraphicalModel> model_;
+};
+
+// Mirror-descent iterations of each round's warm-started re-fit on the
+// server (the final fit on the client runs kAimFinalFitIterations): the
+// rounds only need the model's answers to rank candidates.
+inline constexpr int kAimRoundFitIterations = 50;
+inline constexpr int kAimFinalFitIterations = 500;
 
 // Cells of a clique's table: the product of its columns' domain sizes.
 int64_t CliqueCells(const std::vector<int>& clique, const std::vector<int>& domain_sizes);
