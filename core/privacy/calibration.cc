@@ -3,6 +3,7 @@
 #include <cmath>
 #include <functional>
 #include <limits>
+#include <string>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -258,6 +259,38 @@ absl::StatusOr<double> MaxSamplingRate(SamplingScheme scheme,
     if (mid <= lo || mid >= hi) break;
     DPC_ASSIGN_OR_RETURN(bool ok, feasible(mid));
     (ok ? lo : hi) = mid;
+  }
+  return lo;
+}
+
+absl::StatusOr<double> LargestRhoWithin(
+    double epsilon, double delta,
+    const std::function<absl::StatusOr<double>(double rho)>& epsilon_of,
+    const std::string& recipe) {
+  double lo = 1e-3;
+  double hi = 1e-3;
+  for (int i = 0; i < 200; ++i) {
+    DPC_ASSIGN_OR_RETURN(double e, epsilon_of(lo));
+    if (e <= epsilon) break;
+    hi = lo;
+    lo /= 4.0;
+  }
+  for (int i = 0; i < 200; ++i) {
+    DPC_ASSIGN_OR_RETURN(double e, epsilon_of(hi));
+    if (e > epsilon) break;
+    lo = hi;
+    hi *= 4.0;
+  }
+  while (hi / lo > 1.0 + 1e-6) {
+    const double mid = std::sqrt(lo * hi);
+    DPC_ASSIGN_OR_RETURN(double e, epsilon_of(mid));
+    (e <= epsilon ? lo : hi) = mid;
+  }
+  DPC_ASSIGN_OR_RETURN(double e, epsilon_of(lo));
+  if (!(e <= epsilon)) {
+    return absl::InvalidArgumentError(absl::StrCat("no ", recipe, " budget fits epsilon ",
+                                                   epsilon, " at delta ", delta,
+                                                   "; raise epsilon"));
   }
   return lo;
 }

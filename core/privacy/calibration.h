@@ -9,6 +9,8 @@
 // same accountant; it is within the stated tolerance of the boundary.
 
 #include <cstdint>
+#include <functional>
+#include <string>
 
 #include "absl/status/statusor.h"
 #include "core/privacy/accounting.h"
@@ -97,6 +99,17 @@ absl::StatusOr<double> MaxSamplingRate(SamplingScheme scheme,
                                        double noise_multiplier, int64_t steps,
                                        double epsilon, double delta,
                                        const CalibrationOptions& options = {});
+
+// The largest budget parameter rho (to a relative 1e-6, from below) whose
+// ledger epsilon at the caller's delta, epsilon_of(rho), is at most
+// `epsilon`: a doubling search from 1e-3 (by factors of 4, 200 at most each
+// way), then bisection in log scale. epsilon_of must be non-decreasing in
+// rho. The recipes' budgets (MST, AIM) are calibrated this way; `recipe`
+// names one in the refusal when no rho fits.
+absl::StatusOr<double> LargestRhoWithin(
+    double epsilon, double delta,
+    const std::function<absl::StatusOr<double>(double rho)>& epsilon_of,
+    const std::string& recipe);
 
 }  // namespace dpcurator::privacy
 

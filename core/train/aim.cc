@@ -9,6 +9,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "core/privacy/calibration.h"
 #include "core/privacy/conversion.h"
 #include "core/privacy/discrete_noise.h"
 #include "core/privacy/exponential_mechanism.h"
@@ -383,31 +384,9 @@ absl::StatusOr<AimBudget> CalibrateAimBudget(int num_columns, int rounds, double
                          privacy::RdpToEpsilon(orders, rdp, delta));
     return converted.epsilon;
   };
-  double lo = 1e-3;
-  double hi = 1e-3;
-  for (int i = 0; i < 200; ++i) {
-    DPC_ASSIGN_OR_RETURN(double e, epsilon_of(lo));
-    if (e <= epsilon) break;
-    hi = lo;
-    lo /= 4.0;
-  }
-  for (int i = 0; i < 200; ++i) {
-    DPC_ASSIGN_OR_RETURN(double e, epsilon_of(hi));
-    if (e > epsilon) break;
-    lo = hi;
-    hi *= 4.0;
-  }
-  while (hi / lo > 1.0 + 1e-6) {
-    const double mid = std::sqrt(lo * hi);
-    DPC_ASSIGN_OR_RETURN(double e, epsilon_of(mid));
-    (e <= epsilon ? lo : hi) = mid;
-  }
-  DPC_ASSIGN_OR_RETURN(double e, epsilon_of(lo));
-  if (!(e <= epsilon)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "no aim budget fits epsilon ", epsilon, " at delta ", delta, "; raise epsilon"));
-  }
-  return AimBudgetForRho(num_columns, rounds, lo);
+  DPC_ASSIGN_OR_RETURN(const double rho,
+                       privacy::LargestRhoWithin(epsilon, delta, epsilon_of, "aim"));
+  return AimBudgetForRho(num_columns, rounds, rho);
 }
 
 double AimMinSelectionEpsilon(const AimBudget& budget) {

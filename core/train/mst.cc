@@ -9,6 +9,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "core/pgm/graphical_model.h"
+#include "core/privacy/calibration.h"
 #include "core/privacy/conversion.h"
 #include "core/privacy/exponential_mechanism.h"
 #include "core/privacy/rdp.h"
@@ -96,31 +97,9 @@ absl::StatusOr<MstBudget> CalibrateMstBudget(int num_columns, double epsilon, do
                          privacy::RdpToEpsilon(orders, rdp, delta));
     return converted.epsilon;
   };
-  double lo = 1e-3;
-  double hi = 1e-3;
-  for (int i = 0; i < 200; ++i) {
-    DPC_ASSIGN_OR_RETURN(double e, epsilon_of(lo));
-    if (e <= epsilon) break;
-    hi = lo;
-    lo /= 4.0;
-  }
-  for (int i = 0; i < 200; ++i) {
-    DPC_ASSIGN_OR_RETURN(double e, epsilon_of(hi));
-    if (e > epsilon) break;
-    lo = hi;
-    hi *= 4.0;
-  }
-  while (hi / lo > 1.0 + 1e-6) {
-    const double mid = std::sqrt(lo * hi);
-    DPC_ASSIGN_OR_RETURN(double e, epsilon_of(mid));
-    (e <= epsilon ? lo : hi) = mid;
-  }
-  DPC_ASSIGN_OR_RETURN(double e, epsilon_of(lo));
-  if (!(e <= epsilon)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "no MST budget fits epsilon ", epsilon, " at delta ", delta, "; raise epsilon"));
-  }
-  DPC_ASSIGN_OR_RETURN(MstBudget budget, MstBudgetForRho(num_columns, lo));
+  DPC_ASSIGN_OR_RETURN(const double rho,
+                       privacy::LargestRhoWithin(epsilon, delta, epsilon_of, "MST"));
+  DPC_ASSIGN_OR_RETURN(MstBudget budget, MstBudgetForRho(num_columns, rho));
   // The selections run after the rows are read, so the exact sampler's
   // public checks (its epsilon in [2^-30, 1e6]) are made here, before
   // admission, with the code the selection runs (issue 23).
