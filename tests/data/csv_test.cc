@@ -206,7 +206,7 @@ TEST_F(CsvFileTest, WriteThenReadRoundTrips) {
   WriteCsv(schema, table, &out);
   EXPECT_EQ(out.str(),
             "age,city,score,y\n17,Paris,0,no\n90,\"New York, NY\",1,yes\n"
-            "45,\"Say \"\"Hi\"\"\",0.123456,no\n50,?,0.5,yes\n");
+            "45,\"Say \"\"Hi\"\"\",0.123456,no\n50,,0.5,yes\n");
   auto back = ReadCsvFile(schema, Write("roundtrip.csv", out.str())).value();
   EXPECT_EQ(back.cells, table.cells);
   EXPECT_EQ(back.clamped_cells, 0);

@@ -224,7 +224,9 @@ TEST(FormatCellTest, LevelsIntegersAndMissing) {
   EXPECT_EQ(schema.FormatCell(0, 38.6), "39");
   EXPECT_EQ(schema.FormatCell(2, 40.25), "40.25");
   EXPECT_EQ(schema.FormatCell(1, 0), "Private");
-  EXPECT_EQ(schema.FormatCell(1, 2), "?");
+  // A missing category is written as the first missing token, "" by default
+  // (an empty cell, as spreadsheets and pandas read it), not "?".
+  EXPECT_EQ(schema.FormatCell(1, 2), "");
   EXPECT_EQ(schema.FormatCell(3, 1), ">50K");
 }
 

@@ -335,8 +335,10 @@ TEST_F(FirstHourTest, EveryCommandAnswersHelpAndGroupsListTheirCommands) {
     CliRun help = Cli(name + " --help");
     EXPECT_EQ(help.exit_code, 0) << name;
     EXPECT_NE(help.out.find("usage: dpcurator " + name), std::string::npos) << name;
+    // Every train command's --json is one format, documented once.
+    const std::string documented_as = name.rfind("train ", 0) == 0 ? "train <method>" : name;
     if (help.out.find("  --json ") != std::string::npos &&
-        json_doc.find("`" + name + " --json`") == std::string::npos) {
+        json_doc.find("`" + documented_as + " --json`") == std::string::npos) {
       undocumented_json += " " + name;
     }
     ++commands;
