@@ -292,6 +292,35 @@ v1::NoisyMarginalTable MarginalToProto(const release::NoisyMarginal& marginal) {
   return table;
 }
 
+// The release envelope of a recipe kind (mst, aim): ids, key and kind.
+v1::Release RecipeRelease(const ReleasePlan& plan, const v1::Dataset& dataset,
+                          const std::string& release_id, v1::ReleaseKind kind) {
+  v1::Release release;
+  release.set_id(release_id);
+  release.set_dataset_id(dataset.id());
+  release.set_idempotency_key(plan.resolved_request.idempotency_key());
+  release.set_kind(kind);
+  return release;
+}
+
+// The fields every recipe artefact (MstArtefact, AimArtefact) carries
+// before its tables: format, ids, the schema it was made under, the
+// relation, and the privacy it cost (epsilon alone, the dataset's delta, rho).
+template <typename Artefact>
+void SetRecipeArtefactHeader(const v1::Dataset& dataset, const std::string& release_id,
+                             double epsilon_alone, double rho, Artefact* artefact) {
+  artefact->set_format_version(1);
+  artefact->set_release_id(release_id);
+  artefact->set_dataset_id(dataset.id());
+  *artefact->mutable_schema() = dataset.schema();
+  artefact->set_schema_fingerprint(dataset.schema_fingerprint());
+  artefact->set_relation(dataset.relation() == v1::REPLACE_ONE ? v1::REPLACE_ONE
+                                                               : v1::ADD_REMOVE);
+  artefact->set_epsilon(epsilon_alone);
+  artefact->set_delta(dataset.budget().delta());
+  artefact->set_rho(rho);
+}
+
 }  // namespace
 
 std::string ReleasePlan::kind_name() const {
@@ -439,22 +468,9 @@ absl::StatusOr<v1::Release> ComputeMstRelease(const ReleasePlan& plan, const v1:
   if (!(two_way.ran == Kind::Plan(two_way_params, budget.two_way_noise_multiplier))) {
     return absl::InternalError("the engine ran a mechanism other than the one charged");
   }
-  v1::Release release;
-  release.set_id(release_id);
-  release.set_dataset_id(dataset.id());
-  release.set_idempotency_key(plan.resolved_request.idempotency_key());
-  release.set_kind(v1::MST);
+  v1::Release release = RecipeRelease(plan, dataset, release_id, v1::MST);
   v1::MstArtefact& artefact = *release.mutable_mst();
-  artefact.set_format_version(1);
-  artefact.set_release_id(release_id);
-  artefact.set_dataset_id(dataset.id());
-  *artefact.mutable_schema() = dataset.schema();
-  artefact.set_schema_fingerprint(dataset.schema_fingerprint());
-  artefact.set_relation(dataset.relation() == v1::REPLACE_ONE ? v1::REPLACE_ONE
-                                                              : v1::ADD_REMOVE);
-  artefact.set_epsilon(epsilon_alone);
-  artefact.set_delta(dataset.budget().delta());
-  artefact.set_rho(budget.rho);
+  SetRecipeArtefactHeader(dataset, release_id, epsilon_alone, budget.rho, &artefact);
   for (int c = 0; c < n; ++c) artefact.add_domain_sizes(domain.domain_size(c));
   for (const auto& m : one_way.marginals) *artefact.add_one_way() = MarginalToProto(m);
   for (const auto& [i, j] : edges) {
@@ -491,22 +507,9 @@ absl::StatusOr<v1::Release> ComputeAimRelease(const ReleasePlan& plan, const v1:
       const train::AimRun run,
       train::RunAim(domain.Encode(rows), domain_sizes, aim.candidates, aim.budget,
                     aim.max_model_cells, RelationFromProto(dataset.relation()), &model, noise));
-  v1::Release release;
-  release.set_id(release_id);
-  release.set_dataset_id(dataset.id());
-  release.set_idempotency_key(plan.resolved_request.idempotency_key());
-  release.set_kind(v1::AIM);
+  v1::Release release = RecipeRelease(plan, dataset, release_id, v1::AIM);
   v1::AimArtefact& artefact = *release.mutable_aim();
-  artefact.set_format_version(1);
-  artefact.set_release_id(release_id);
-  artefact.set_dataset_id(dataset.id());
-  *artefact.mutable_schema() = dataset.schema();
-  artefact.set_schema_fingerprint(dataset.schema_fingerprint());
-  artefact.set_relation(dataset.relation() == v1::REPLACE_ONE ? v1::REPLACE_ONE
-                                                              : v1::ADD_REMOVE);
-  artefact.set_epsilon(epsilon_alone);
-  artefact.set_delta(dataset.budget().delta());
-  artefact.set_rho(aim.budget.rho);
+  SetRecipeArtefactHeader(dataset, release_id, epsilon_alone, aim.budget.rho, &artefact);
   for (const int size : domain_sizes) artefact.add_domain_sizes(size);
   for (const auto& m : run.one_way) *artefact.add_one_way() = MarginalToProto(m);
   for (const train::AimRound& round : run.rounds) {
