@@ -4,7 +4,6 @@
 // model file.
 #include "client/methods/aim.h"
 
-#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -269,10 +268,10 @@ absl::StatusOr<v1::GeneratorModel> TrainAimModel(const v1::Release& release) {
   }
   pgm::EstimateOptions options;
   options.iterations = train::kAimFinalFitIterations;
-  options.max_cells = train::kDefaultAimMaxModelCells;
-  for (const auto& m : measurements) {
-    options.max_cells = std::max<int64_t>(options.max_cells, train::CliqueCells(m.clique, sizes));
-  }
+  // The limit the server's size filter kept the measured cliques' junction
+  // tree within (the request's, recorded in the artefact).
+  options.max_cells = artefact.max_model_cells() > 0 ? artefact.max_model_cells()
+                                                     : train::kDefaultAimMaxModelCells;
   DPC_ASSIGN_OR_RETURN(const pgm::GraphicalModel fitted,
                        pgm::GraphicalModel::Estimate(sizes, measurements, options));
   const ModelSource source{artefact.schema(), artefact.schema_fingerprint(), artefact.epsilon(),
