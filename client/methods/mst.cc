@@ -18,6 +18,12 @@
 #include "proto/convert.h"
 
 namespace dpcurator::client {
+// The tree model's fields of a model file (GeneratorModel fields 40-44),
+// written and sampled (defined below; the aim unit has its own model now).
+void PutTreeModel(const train::TreeModel& tree, v1::GeneratorModel* model);
+absl::StatusOr<data::Table> SampleMstModel(const v1::GeneratorModel& model, int64_t num_rows,
+                                           uint64_t seed);
+
 namespace {
 
 release::NoisyMarginal MarginalFromProto(const v1::NoisyMarginalTable& table) {

@@ -29,13 +29,6 @@ absl::StatusOr<v1::Release> RequestMstRelease(Connection& analyst, const std::st
 // Fits the tree model to an "mst" release (no budget) and packages it.
 absl::StatusOr<v1::GeneratorModel> TrainMstModel(const v1::Release& release);
 
-// The tree model's fields of a model file (GeneratorModel fields 40-44),
-// written and sampled; shared with the aim unit, whose stand-in fit is a
-// tree model too until the general graphical model replaces it.
-void PutTreeModel(const train::TreeModel& tree, v1::GeneratorModel* model);
-absl::StatusOr<data::Table> SampleMstModel(const v1::GeneratorModel& model, int64_t num_rows,
-                                           uint64_t seed);
-
 }  // namespace dpcurator::client
 
 #endif  // DPCURATOR_CLIENT_METHODS_MST_H_
