@@ -100,6 +100,7 @@ absl::StatusOr<Connection> Connection::FromArgs(const ParsedArgs& args) {
   connection.sessions_ = v1::SessionService::NewStub(connection.channel_);
   connection.collections_ = v1::CollectionService::NewStub(connection.channel_);
   connection.admin_ = v1::AdminService::NewStub(connection.channel_);
+  connection.runner_ = v1::RunnerService::NewStub(connection.channel_);
   return connection;
 }
 
@@ -118,6 +119,7 @@ Connection Connection::Plaintext(const std::string& address, const std::string& 
   connection.sessions_ = v1::SessionService::NewStub(connection.channel_);
   connection.collections_ = v1::CollectionService::NewStub(connection.channel_);
   connection.admin_ = v1::AdminService::NewStub(connection.channel_);
+  connection.runner_ = v1::RunnerService::NewStub(connection.channel_);
   return connection;
 }
 

@@ -32,6 +32,8 @@ class Connection {
   v1::SessionService::Stub& sessions() { return *sessions_; }
   v1::CollectionService::Stub& collections() { return *collections_; }
   v1::AdminService::Stub& admin() { return *admin_; }
+  // The curator's runner's calls (external datasets, docs/scale-out.md).
+  v1::RunnerService::Stub& runner() { return *runner_; }
   const std::string& address() const { return address_; }
 
  private:
@@ -44,6 +46,7 @@ class Connection {
   std::shared_ptr<v1::SessionService::Stub> sessions_;
   std::shared_ptr<v1::CollectionService::Stub> collections_;
   std::shared_ptr<v1::AdminService::Stub> admin_;
+  std::shared_ptr<v1::RunnerService::Stub> runner_;
 };
 
 // Whether the connection is plaintext: --insecure, unless TLS options say
