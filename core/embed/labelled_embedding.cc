@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -24,6 +25,16 @@ constexpr int64_t kMaxAccumulateThreads = 2;
 LabelledEmbeddingAccumulator::LabelledEmbeddingAccumulator(int feature_dim, int num_classes)
     : sums_(Eigen::MatrixXd::Zero(feature_dim, num_classes)),
       counts_(Eigen::VectorXd::Zero(num_classes)) {}
+
+LabelledEmbeddingAccumulator LabelledEmbeddingAccumulator::FromTotals(Eigen::MatrixXd sums,
+                                                                       Eigen::VectorXd counts,
+                                                                       int64_t num_rows) {
+  LabelledEmbeddingAccumulator accumulator(0, 0);
+  accumulator.sums_ = std::move(sums);
+  accumulator.counts_ = std::move(counts);
+  accumulator.num_rows_ = num_rows;
+  return accumulator;
+}
 
 absl::Status LabelledEmbeddingAccumulator::Add(const Eigen::MatrixXd& features,
                                                const Eigen::VectorXi& labels) {

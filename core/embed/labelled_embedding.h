@@ -18,6 +18,11 @@ namespace dpcurator::embed {
 class LabelledEmbeddingAccumulator {
  public:
   LabelledEmbeddingAccumulator(int feature_dim, int num_classes);
+  // An accumulator holding totals computed elsewhere: the merged partials
+  // of the curator's cluster (docs/scale-out.md "External datasets").
+  // `sums` is feature_dim x C, `counts` has C entries.
+  static LabelledEmbeddingAccumulator FromTotals(Eigen::MatrixXd sums, Eigen::VectorXd counts,
+                                                 int64_t num_rows);
 
   // Adds rows of features (n x feature_dim) with labels in [0, num_classes).
   absl::Status Add(const Eigen::MatrixXd& features, const Eigen::VectorXi& labels);

@@ -81,6 +81,25 @@ embed::CharfnOptions OptionsOf(const CharfnEmbeddingKind::Params& resolved,
   return options;
 }
 
+// The noise step both Run and ReleaseExact end with: the labelled
+// embedding's one Gaussian over the exact statistic (docs/privacy.md 2.2),
+// recorded in `ran`.
+absl::Status NoiseEmbedding(const embed::CharacteristicFunctionMap& feature_map,
+                            const embed::LabelledEmbeddingAccumulator& exact, int num_classes,
+                            privacy::NeighbouringRelation relation, double noise_multiplier,
+                            int64_t public_n, privacy::NoiseSource* noise,
+                            CharfnEmbeddingKind::Result* result) {
+  if (exact.sums().rows() != feature_map.output_dim() || exact.sums().cols() != num_classes ||
+      exact.counts().size() != num_classes) {
+    return absl::InvalidArgumentError(
+        "the exact statistic's shape is not this release's (features x classes)");
+  }
+  DPC_ASSIGN_OR_RETURN(result->embedding, embed::ReleaseLabelledEmbedding(
+                                              exact, relation, noise_multiplier, public_n, noise));
+  result->ran.noise_multipliers.push_back(result->embedding.noise_multiplier);
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<CharfnEmbeddingKind::Prepared> CharfnEmbeddingKind::Prepare(
@@ -130,10 +149,33 @@ absl::StatusOr<CharfnEmbeddingKind::Result> CharfnEmbeddingKind::Run(
   embed::CharacteristicFunctionMap& feature_map = prepared.feature_map;
   DPC_ASSIGN_OR_RETURN(result.feature_map,
                        ScaleFeatureMap(resolved, layout, length_scale, &feature_map));
-  DPC_ASSIGN_OR_RETURN(result.embedding,
-                       NoisyLabelledEmbeddingOf(feature_map, rows, relation, noise_multiplier,
-                                                public_n, noise));
-  result.ran.noise_multipliers.push_back(result.embedding.noise_multiplier);
+  DPC_ASSIGN_OR_RETURN(const embed::LabelledEmbeddingAccumulator exact,
+                       ExactLabelledEmbedding(feature_map, rows));
+  DPC_RETURN_IF_ERROR(NoiseEmbedding(feature_map, exact, rows.num_classes, relation,
+                                     noise_multiplier, public_n, noise, &result));
+  return result;
+}
+
+absl::StatusOr<CharfnEmbeddingKind::Result> CharfnEmbeddingKind::ReleaseExact(
+    Prepared prepared, const embed::LabelledEmbeddingAccumulator& exact,
+    const data::FeatureLayout& layout, int num_classes, privacy::NeighbouringRelation relation,
+    double noise_multiplier, int64_t public_n, privacy::NoiseSource* noise) {
+  const Params& resolved = prepared.resolved;
+  if (resolved.private_length_scale) {
+    return absl::FailedPreconditionError(
+        "charfn_embedding with private_length_scale releases its length-scale from the rows "
+        "first; an exact statistic computed elsewhere cannot be released with it");
+  }
+  DPC_RETURN_IF_ERROR(
+      CheckNoise(resolved, layout, num_classes, relation, noise_multiplier, public_n));
+  Result result;
+  result.row_diameter = embed::EncodedRowDiameter(layout);
+  embed::CharacteristicFunctionMap& feature_map = prepared.feature_map;
+  DPC_ASSIGN_OR_RETURN(result.feature_map,
+                       ScaleFeatureMap(resolved, layout, DeclaredLengthScale(resolved, layout),
+                                       &feature_map));
+  DPC_RETURN_IF_ERROR(NoiseEmbedding(feature_map, exact, num_classes, relation, noise_multiplier,
+                                     public_n, noise, &result));
   return result;
 }
 

@@ -89,6 +89,20 @@ class CharfnEmbeddingKind {
                                     privacy::NeighbouringRelation relation,
                                     double noise_multiplier, int64_t public_n,
                                     privacy::NoiseSource* noise);
+  // Run's noise step over the exact statistic of rows embedded with the
+  // prepared map scaled to the declared l (ScaleFeatureMap with
+  // DeclaredLengthScale, as the scale-out partials embed them), `layout`
+  // and `num_classes` the rows'. The server makes this call on a statistic
+  // the curator's cluster computed (RunnerService, docs/scale-out.md
+  // "External datasets"); Run ends with the same noise step. A private
+  // length-scale is released from the rows first, so it is refused here
+  // (FAILED_PRECONDITION; the server refuses it before admission).
+  static absl::StatusOr<Result> ReleaseExact(Prepared prepared,
+                                             const embed::LabelledEmbeddingAccumulator& exact,
+                                             const data::FeatureLayout& layout, int num_classes,
+                                             privacy::NeighbouringRelation relation,
+                                             double noise_multiplier, int64_t public_n,
+                                             privacy::NoiseSource* noise);
   // Prepare, then Run.
   static absl::StatusOr<Result> Run(const Params& resolved, const EncodedRows& rows,
                                     privacy::NeighbouringRelation relation,

@@ -1,7 +1,9 @@
 #include "core/release/labelled_release.h"
 
 #include <algorithm>
+#include <cmath>
 #include <string>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "core/embed/frequency_bounds.h"
@@ -67,6 +69,42 @@ absl::StatusOr<privacy::GridNoise> LabelledEmbeddingNoise(privacy::NeighbouringR
 absl::StatusOr<embed::LabelledEmbeddingAccumulator> ExactLabelledEmbedding(
     const embed::FeatureMap& feature_map, const EncodedRows& rows) {
   return embed::AccumulateEmbedding(feature_map, rows.features, rows.labels, rows.num_classes);
+}
+
+int64_t ExactEmbeddingLength(int64_t feature_dim, int num_classes) {
+  return (feature_dim + 1) * int64_t{num_classes};
+}
+
+Eigen::VectorXd FlattenExactEmbedding(const embed::LabelledEmbeddingAccumulator& exact) {
+  const Eigen::MatrixXd& sums = exact.sums();
+  Eigen::VectorXd out(sums.size() + exact.counts().size());
+  out << Eigen::Map<const Eigen::VectorXd>(sums.data(), sums.size()), exact.counts();
+  return out;
+}
+
+absl::StatusOr<embed::LabelledEmbeddingAccumulator> ExactEmbeddingFromVector(
+    absl::Span<const double> values, int64_t feature_dim, int num_classes, int64_t num_rows) {
+  const int64_t expected = ExactEmbeddingLength(feature_dim, num_classes);
+  if (feature_dim < 1 || num_classes < 1 || static_cast<int64_t>(values.size()) != expected) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the statistic has ", values.size(), " entries; this plan's has (", feature_dim,
+        " features + 1) x ", num_classes, " classes = ", expected,
+        " (per-class feature sums, class 0 first, then the per-class counts)"));
+  }
+  for (const double v : values) {
+    if (!std::isfinite(v)) {
+      return absl::InvalidArgumentError("the statistic has an entry that is not finite");
+    }
+  }
+  if (num_rows < 0) {
+    return absl::InvalidArgumentError("the statistic's row count must be at least 0");
+  }
+  Eigen::MatrixXd sums = Eigen::Map<const Eigen::MatrixXd>(values.data(), feature_dim,
+                                                           num_classes);
+  Eigen::VectorXd counts =
+      Eigen::Map<const Eigen::VectorXd>(values.data() + feature_dim * num_classes, num_classes);
+  return embed::LabelledEmbeddingAccumulator::FromTotals(std::move(sums), std::move(counts),
+                                                         num_rows);
 }
 
 absl::StatusOr<embed::NoisyLabelledEmbedding> NoisyLabelledEmbeddingOf(

@@ -5,6 +5,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/types/span.h"
 #include "core/embed/feature_map.h"
 #include "core/embed/labelled_embedding.h"
 #include "core/privacy/discrete_noise.h"
@@ -81,6 +82,19 @@ absl::StatusOr<privacy::GridNoise> LabelledEmbeddingNoise(privacy::NeighbouringR
 // the engine's statistic up to floating-point summation order.
 absl::StatusOr<embed::LabelledEmbeddingAccumulator> ExactLabelledEmbedding(
     const embed::FeatureMap& feature_map, const EncodedRows& rows);
+
+// The exact statistic's layout on the wire, as the scale-out partials
+// (python/src/partials.h) and RunnerService.SubmitStatistic carry it:
+// [per-class feature sums, column-major (feature_dim x C, class 0's sums
+// first) ; per-class counts (C)], (feature_dim + 1) x C doubles.
+int64_t ExactEmbeddingLength(int64_t feature_dim, int num_classes);
+Eigen::VectorXd FlattenExactEmbedding(const embed::LabelledEmbeddingAccumulator& exact);
+// The inverse, for a statistic computed in the curator's cluster: an
+// accumulator of `num_rows` rows. INVALID_ARGUMENT when the length is not
+// ExactEmbeddingLength, an entry is not finite, or num_rows < 0. The checks
+// are of the shape alone and the message quotes no entry.
+absl::StatusOr<embed::LabelledEmbeddingAccumulator> ExactEmbeddingFromVector(
+    absl::Span<const double> values, int64_t feature_dim, int num_classes, int64_t num_rows);
 
 // The labelled embedding of `rows` under `feature_map` with the Gaussian
 // noise of multiplier s (docs/privacy.md 2.2): the noiseless statistic is

@@ -10,6 +10,7 @@
 #include "absl/status/statusor.h"
 #include "core/data/encoder.h"
 #include "core/data/schema.h"
+#include "core/embed/labelled_embedding.h"
 #include "core/privacy/noise_source.h"
 #include "core/privacy/relation.h"
 #include "core/release/encoded_rows.h"
@@ -33,6 +34,10 @@ namespace dpcurator::release {
 //   Run      - the engine over the prepared state: the noiseless statistic
 //              with its sensitivity, noised, with `ran`, the engine's own
 //              record of its mechanism;
+//   ReleaseExact - Run's noise step alone, over an exact statistic computed
+//              elsewhere (the curator's cluster, docs/scale-out.md "External
+//              datasets"): Run ends with the same step, so a statistic
+//              submitted by a runner is noised as the engine noises its own;
 //   FeatureMap - how a trainer rebuilds the map from the artefact.
 // The server binds a kind only through this concept (server/release_kinds.cc),
 // so a kind without a planned mechanism, and hence without an event, does
@@ -43,6 +48,7 @@ concept OneShotReleaseKind =
              const data::FeatureLayout& layout, int num_classes, const EncodedRows& rows,
              privacy::NeighbouringRelation relation, double noise_multiplier, int64_t public_n,
              privacy::NoiseSource* noise, typename Kind::Prepared prepared,
+             const embed::LabelledEmbeddingAccumulator& exact,
              const typename Kind::Result& result) {
       { Kind::kName } -> std::convertible_to<std::string_view>;
       { Kind::Resolve(params, schema) } -> std::same_as<absl::StatusOr<typename Kind::Params>>;
@@ -55,6 +61,10 @@ concept OneShotReleaseKind =
         } -> std::same_as<absl::StatusOr<typename Kind::Prepared>>;
       {
         Kind::Run(std::move(prepared), rows, relation, noise_multiplier, public_n, noise)
+        } -> std::same_as<absl::StatusOr<typename Kind::Result>>;
+      {
+        Kind::ReleaseExact(std::move(prepared), exact, layout, num_classes, relation,
+                           noise_multiplier, public_n, noise)
         } -> std::same_as<absl::StatusOr<typename Kind::Result>>;
       { result.ran } -> std::convertible_to<GaussianMechanismRecord>;
     };

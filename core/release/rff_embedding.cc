@@ -68,15 +68,32 @@ absl::StatusOr<RffEmbeddingKind::Result> RffEmbeddingKind::Run(
 absl::StatusOr<RffEmbeddingKind::Result> RffEmbeddingKind::Run(
     const Prepared& prepared, const EncodedRows& rows, privacy::NeighbouringRelation relation,
     double noise_multiplier, int64_t public_n, privacy::NoiseSource* noise) {
+  // The plan's own check (a no-op after PlanRelease / PlanSession passed),
+  // before the rows are embedded.
+  DPC_RETURN_IF_ERROR(CheckNoise(prepared.resolved, rows.layout, rows.num_classes, relation,
+                                 noise_multiplier, public_n));
+  DPC_ASSIGN_OR_RETURN(const embed::LabelledEmbeddingAccumulator exact,
+                       ExactLabelledEmbedding(prepared.feature_map, rows));
+  return ReleaseExact(prepared, exact, rows.layout, rows.num_classes, relation, noise_multiplier,
+                      public_n, noise);
+}
+
+absl::StatusOr<RffEmbeddingKind::Result> RffEmbeddingKind::ReleaseExact(
+    const Prepared& prepared, const embed::LabelledEmbeddingAccumulator& exact,
+    const data::FeatureLayout& layout, int num_classes, privacy::NeighbouringRelation relation,
+    double noise_multiplier, int64_t public_n, privacy::NoiseSource* noise) {
   const Params& resolved = prepared.resolved;
   const embed::RandomFourierFeatureMap& feature_map = prepared.feature_map;
-  // The plan's own check (a no-op after PlanRelease / PlanSession passed).
   DPC_RETURN_IF_ERROR(
-      CheckNoise(resolved, rows.layout, rows.num_classes, relation, noise_multiplier, public_n));
+      CheckNoise(resolved, layout, num_classes, relation, noise_multiplier, public_n));
+  if (exact.sums().rows() != feature_map.output_dim() || exact.sums().cols() != num_classes ||
+      exact.counts().size() != num_classes) {
+    return absl::InvalidArgumentError(
+        "the exact statistic's shape is not this release's (features x classes)");
+  }
   Result result;
-  DPC_ASSIGN_OR_RETURN(result.embedding,
-                       NoisyLabelledEmbeddingOf(feature_map, rows, relation, noise_multiplier,
-                                                public_n, noise));
+  DPC_ASSIGN_OR_RETURN(result.embedding, embed::ReleaseLabelledEmbedding(
+                                             exact, relation, noise_multiplier, public_n, noise));
   result.feature_map.num_frequencies = feature_map.num_frequencies();
   result.feature_map.length_scale = feature_map.length_scale();
   result.feature_map.numeric_weight = feature_map.numeric_weight();

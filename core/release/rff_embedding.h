@@ -77,6 +77,17 @@ class RffEmbeddingKind {
                                     privacy::NeighbouringRelation relation,
                                     double noise_multiplier, int64_t public_n,
                                     privacy::NoiseSource* noise);
+  // Run's noise step over the exact statistic of rows embedded with
+  // prepared.feature_map (release::ExactLabelledEmbedding), `layout` and
+  // `num_classes` the rows': Run ends with this call, and the server makes
+  // it on a statistic the curator's cluster computed (RunnerService,
+  // docs/scale-out.md "External datasets"), so both paths noise alike.
+  static absl::StatusOr<Result> ReleaseExact(const Prepared& prepared,
+                                             const embed::LabelledEmbeddingAccumulator& exact,
+                                             const data::FeatureLayout& layout, int num_classes,
+                                             privacy::NeighbouringRelation relation,
+                                             double noise_multiplier, int64_t public_n,
+                                             privacy::NoiseSource* noise);
   // Prepare, then Run (session steps and tests).
   static absl::StatusOr<Result> Run(const Params& resolved, const EncodedRows& rows,
                                     privacy::NeighbouringRelation relation,

@@ -4,6 +4,8 @@
 // trainer the same feature map it released through.
 #include <cmath>
 #include <limits>
+#include <utility>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -320,6 +322,117 @@ TEST(FrequencyMatrixTest, BoundedAtResolveForWideImages) {
   EXPECT_EQ(charfn_fashion->num_frequencies, kImageCharfnFrequencies);
   EXPECT_TRUE(ValidateFrequencyMatrix(1 << 13, 1 << 13).ok());
   EXPECT_FALSE(ValidateFrequencyMatrix((1 << 13) + 1, 1 << 13).ok());
+}
+
+// The external path (docs/scale-out.md "External datasets"): a statistic
+// computed elsewhere and carried in the partials' layout, noised by
+// ReleaseExact, is the release Run makes from the rows, draw for draw.
+TEST_F(KindUnitsTest, ReleaseExactOfTheSubmittedStatisticIsRun) {
+  for (const NeighbouringRelation relation :
+       {NeighbouringRelation::kAddRemove, NeighbouringRelation::kReplaceOne}) {
+    const int64_t n = rows_.num_rows();
+    RffEmbeddingKind::Params rff_params;
+    rff_params.num_frequencies = 30;
+    rff_params.seed = 99;
+    const auto rff = RffEmbeddingKind::Resolve(rff_params, schema_);
+    ASSERT_TRUE(rff.ok());
+    const auto rff_map = RffEmbeddingKind::Prepare(*rff, rows_.layout);
+    ASSERT_TRUE(rff_map.ok());
+    privacy::SeededNoiseSource run_noise(17);
+    const auto run = RffEmbeddingKind::Run(*rff_map, rows_, relation, 2.0, n, &run_noise);
+    ASSERT_TRUE(run.ok()) << run.status();
+    const auto exact = ExactLabelledEmbedding(rff_map->feature_map, rows_);
+    ASSERT_TRUE(exact.ok());
+    const Eigen::VectorXd wire = FlattenExactEmbedding(*exact);
+    ASSERT_EQ(wire.size(), ExactEmbeddingLength(rff_map->feature_map.output_dim(),
+                                                rows_.num_classes));
+    const auto carried = ExactEmbeddingFromVector(
+        absl::MakeConstSpan(wire.data(), wire.size()), rff_map->feature_map.output_dim(),
+        rows_.num_classes, n);
+    ASSERT_TRUE(carried.ok()) << carried.status();
+    privacy::SeededNoiseSource exact_noise(17);
+    const auto released = RffEmbeddingKind::ReleaseExact(
+        *rff_map, *carried, rows_.layout, rows_.num_classes, relation, 2.0, n, &exact_noise);
+    ASSERT_TRUE(released.ok()) << released.status();
+    EXPECT_EQ(released->embedding.class_values, run->embedding.class_values);
+    EXPECT_EQ(released->embedding.class_totals, run->embedding.class_totals);
+    EXPECT_TRUE(released->ran == run->ran);
+    EXPECT_EQ(released->feature_map.seed, run->feature_map.seed);
+
+    CharfnEmbeddingKind::Params charfn_params;
+    charfn_params.num_frequencies = 30;
+    charfn_params.length_scale = 0.8;
+    charfn_params.seed = 99;
+    const auto charfn = CharfnEmbeddingKind::Resolve(charfn_params, schema_);
+    ASSERT_TRUE(charfn.ok());
+    privacy::SeededNoiseSource charfn_run_noise(23);
+    const auto charfn_run =
+        CharfnEmbeddingKind::Run(*charfn, rows_, relation, 2.0, n, &charfn_run_noise);
+    ASSERT_TRUE(charfn_run.ok()) << charfn_run.status();
+    auto scaled = CharfnEmbeddingKind::Prepare(*charfn, rows_.layout);
+    ASSERT_TRUE(scaled.ok());
+    ASSERT_TRUE(CharfnEmbeddingKind::ScaleFeatureMap(
+                    *charfn, rows_.layout,
+                    CharfnEmbeddingKind::DeclaredLengthScale(*charfn, rows_.layout),
+                    &scaled->feature_map)
+                    .ok());
+    const auto charfn_exact = ExactLabelledEmbedding(scaled->feature_map, rows_);
+    ASSERT_TRUE(charfn_exact.ok());
+    auto unscaled = CharfnEmbeddingKind::Prepare(*charfn, rows_.layout);
+    ASSERT_TRUE(unscaled.ok());
+    privacy::SeededNoiseSource charfn_exact_noise(23);
+    const auto charfn_released = CharfnEmbeddingKind::ReleaseExact(
+        *std::move(unscaled), *charfn_exact, rows_.layout, rows_.num_classes, relation, 2.0, n,
+        &charfn_exact_noise);
+    ASSERT_TRUE(charfn_released.ok()) << charfn_released.status();
+    EXPECT_EQ(charfn_released->embedding.class_values, charfn_run->embedding.class_values);
+    EXPECT_EQ(charfn_released->embedding.class_totals, charfn_run->embedding.class_totals);
+    EXPECT_TRUE(charfn_released->ran == charfn_run->ran);
+    EXPECT_EQ(charfn_released->feature_map.length_scale, charfn_run->feature_map.length_scale);
+  }
+}
+
+TEST_F(KindUnitsTest, SubmittedStatisticShapeIsChecked) {
+  const std::vector<double> values(2 * (4 + 1), 1.0);  // feature_dim 4, 2 classes
+  EXPECT_TRUE(ExactEmbeddingFromVector(values, 4, 2, 10).ok());
+  EXPECT_FALSE(ExactEmbeddingFromVector(absl::MakeConstSpan(values).subspan(1), 4, 2, 10).ok());
+  EXPECT_FALSE(ExactEmbeddingFromVector(values, 4, 2, -1).ok());
+  std::vector<double> nan = values;
+  nan[3] = std::numeric_limits<double>::quiet_NaN();
+  const auto refused = ExactEmbeddingFromVector(nan, 4, 2, 10);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().message().find("nan"), std::string::npos) << refused.status();
+  // Column-major sums, class 0 first, then the counts.
+  std::vector<double> layout = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
+  const auto carried = ExactEmbeddingFromVector(layout, 4, 2, 19);
+  ASSERT_TRUE(carried.ok());
+  EXPECT_EQ(carried->sums()(3, 0), 4.0);
+  EXPECT_EQ(carried->sums()(0, 1), 5.0);
+  EXPECT_EQ(carried->counts()(1), 10.0);
+  EXPECT_EQ(carried->num_rows(), 19);
+  const Eigen::VectorXd back = FlattenExactEmbedding(*carried);
+  EXPECT_EQ(std::vector<double>(back.data(), back.data() + back.size()), layout);
+  // A private length-scale is released from the rows first: no exact path.
+  CharfnEmbeddingKind::Params two_phase;
+  two_phase.private_length_scale = true;
+  two_phase.seed = 1;
+  const auto resolved = CharfnEmbeddingKind::Resolve(two_phase, schema_);
+  ASSERT_TRUE(resolved.ok());
+  auto prepared = CharfnEmbeddingKind::Prepare(*resolved, rows_.layout);
+  ASSERT_TRUE(prepared.ok());
+  const auto accumulator = ExactEmbeddingFromVector(
+      std::vector<double>(ExactEmbeddingLength(prepared->feature_map.output_dim(),
+                                               rows_.num_classes),
+                          0.0),
+      prepared->feature_map.output_dim(), rows_.num_classes, 0);
+  ASSERT_TRUE(accumulator.ok());
+  privacy::ZeroNoiseSource zero;
+  EXPECT_EQ(CharfnEmbeddingKind::ReleaseExact(*std::move(prepared), *accumulator, rows_.layout,
+                                              rows_.num_classes,
+                                              NeighbouringRelation::kAddRemove, 2.0, 0, &zero)
+                .status()
+                .code(),
+            absl::StatusCode::kFailedPrecondition);
 }
 
 }  // namespace
