@@ -37,6 +37,11 @@ const std::vector<MethodRule>& Rules() {
       {"/dpcurator.v1.ReleaseService/RequestRelease", {Role::kAnalyst}},
       {"/dpcurator.v1.ReleaseService/GetRelease", {Role::kAnalyst}},
       {"/dpcurator.v1.ReleaseService/ListReleases", {Role::kAnalyst, Role::kCurator}},
+      // The curator's runner (external datasets, docs/scale-out.md): only a
+      // curator sees or submits an exact statistic.
+      {"/dpcurator.v1.RunnerService/ListPendingJobs", {Role::kCurator}},
+      {"/dpcurator.v1.RunnerService/SubmitStatistic", {Role::kCurator}},
+      {"/dpcurator.v1.RunnerService/FailJob", {Role::kCurator}},
       {"/dpcurator.v1.SessionService/OpenSession", {Role::kAnalyst}},
       {"/dpcurator.v1.SessionService/Step", {Role::kAnalyst}},
       {"/dpcurator.v1.SessionService/CloseSession", {Role::kAnalyst}},

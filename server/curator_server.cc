@@ -159,6 +159,10 @@ absl::StatusOr<std::unique_ptr<CuratorServer>> CuratorServer::Start(const Server
       server->store_.get(), server->ledger_.get(), server->authorizer_.get(),
       server->metrics_.get(),
       EngineSeams{options.failpoint, options.noise_source, server->clock_});
+  server->runner_service_ = std::make_unique<RunnerServiceImpl>(
+      server->store_.get(), server->ledger_.get(), server->authorizer_.get(),
+      server->metrics_.get(),
+      EngineSeams{options.failpoint, options.noise_source, server->clock_});
   server->collection_service_ = std::make_unique<CollectionServiceImpl>(
       server->store_.get(), server->authorizer_.get(), server->metrics_.get(),
       options.max_reports_per_token);
@@ -173,6 +177,7 @@ absl::StatusOr<std::unique_ptr<CuratorServer>> CuratorServer::Start(const Server
   builder.RegisterService(server->session_service_.get());
   builder.RegisterService(server->collection_service_.get());
   builder.RegisterService(server->admin_service_.get());
+  builder.RegisterService(server->runner_service_.get());
   std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;
   // Metrics first (Metrics::MakeInterceptorFactory says why), then auth,
   // then input limits (server/input_limits.h), whose refusals go through the

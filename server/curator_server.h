@@ -18,6 +18,7 @@
 #include "server/collection_service.h"
 #include "server/ledger.h"
 #include "server/metrics.h"
+#include "server/runner_service.h"
 #include "server/service.h"
 #include "server/shared_database.h"
 #include "server/store.h"
@@ -129,6 +130,7 @@ class CuratorServer {
   std::unique_ptr<ReleaseServiceImpl> release_service_;
   std::unique_ptr<SessionServiceImpl> session_service_;
   std::unique_ptr<CollectionServiceImpl> collection_service_;
+  std::unique_ptr<RunnerServiceImpl> runner_service_;
   // Closes idle sessions; stopped by Shutdown().
   std::thread reaper_;
   std::mutex reaper_mutex_;

@@ -9,6 +9,7 @@
 #include "core/data/schema.h"
 #include "core/release/dp_sgd.h"
 #include "core/release/kernel_witness.h"
+#include "core/privacy/grid_gaussian.h"
 #include "server/collection_service.h"
 
 namespace dpcurator::server {
@@ -71,6 +72,10 @@ const absl::flat_hash_map<std::string, FieldLimit>& Overrides() {
       {"dpcurator.v1.SubmitReportsRequest.reports",
        {kMaxCallerStringBytes, CollectionServiceImpl::kMaxReportsPerBatch}},
       {"dpcurator.v1.Report.values", {kMaxCallerStringBytes, kMaxReportDimension}},
+      // A runner's exact statistic: (features + 1) x classes doubles, at
+      // most the grid Gaussian's dimension; the job's plan checks it exactly.
+      {"dpcurator.v1.SubmitStatisticRequest.statistic",
+       {kMaxCallerStringBytes, privacy::kMaxGridGaussianDimension}},
   };
   return *overrides;
 }

@@ -214,6 +214,15 @@ absl::Status FailedAfterRowsReadError(const std::string& release_id,
       incident, "); its charge stands. Request it again with a new idempotency key"));
 }
 
+// The answer to a key (or an id) whose external job failed: no reason, ever
+// (the curator's runner read the rows; docs/privacy.md 6.1), and the charge
+// stands.
+absl::Status JobFailedError(const std::string& release_id) {
+  return absl::FailedPreconditionError(absl::StrCat(
+      "release '", release_id, "' failed in the curator's cluster; its charge stands. Request "
+      "it again with a new idempotency key"));
+}
+
 }  // namespace
 
 absl::StatusOr<Ledger::Admission> Ledger::Admit(const std::string& dataset_id,
@@ -221,7 +230,8 @@ absl::StatusOr<Ledger::Admission> Ledger::Admit(const std::string& dataset_id,
                                                 const std::string& key,
                                                 const std::string& kind,
                                                 const std::string& request_bytes,
-                                                const privacy::PrivacyEvent& event) {
+                                                const privacy::PrivacyEvent& event,
+                                                const JobPlan* job) {
   if (key.empty()) {
     return absl::InvalidArgumentError(
         "a release request needs an idempotency key (the client generates one per request)");
@@ -238,8 +248,9 @@ absl::StatusOr<Ledger::Admission> Ledger::Admit(const std::string& dataset_id,
   // 1. A known key: replay or resume, never a second charge.
   DPC_ASSIGN_OR_RETURN(auto existing,
                        db->Prepare("SELECT id, status, request, artefact, epsilon, "
-                                   "charged_failure, incident FROM releases "
-                                   "WHERE dataset_id = ? AND idempotency_key = ?"));
+                                   "charged_failure, incident, EXISTS (SELECT 1 FROM "
+                                   "release_jobs j WHERE j.release_id = releases.id) FROM "
+                                   "releases WHERE dataset_id = ? AND idempotency_key = ?"));
   existing.Bind(1, dataset_id).Bind(2, idempotency_key);
   DPC_ASSIGN_OR_RETURN(bool known, existing.Step());
   std::string retry_release_id;
@@ -252,6 +263,8 @@ absl::StatusOr<Ledger::Admission> Ledger::Admit(const std::string& dataset_id,
     const std::string status = existing.ColumnText(1);
     admission.release_id = existing.ColumnText(0);
     admission.epsilon_alone = existing.ColumnDouble(4);
+    const bool is_job = existing.ColumnInt(7) != 0;
+    if (is_job && status == "FAILED") return JobFailedError(admission.release_id);
     if (status == "DONE" || status == "PENDING") {
       DPC_ASSIGN_OR_RETURN(privacy::EpsilonReport spent, state.Epsilon(dataset.delta));
       admission.epsilon_spent = spent.epsilon;
@@ -259,6 +272,11 @@ absl::StatusOr<Ledger::Admission> Ledger::Admit(const std::string& dataset_id,
       if (status == "DONE") {
         admission.outcome = Admission::Outcome::kReplay;
         admission.artefact = existing.ColumnBlob(3);
+        return admission;
+      }
+      if (is_job) {
+        // The curator's runner computes it; nothing runs here.
+        admission.outcome = Admission::Outcome::kWaiting;
         return admission;
       }
       // PENDING: resume a crashed attempt, never race a live one (the
@@ -321,10 +339,25 @@ absl::StatusOr<Ledger::Admission> Ledger::Admit(const std::string& dataset_id,
                                                    event, kind, admission.release_id));
   DPC_ASSIGN_OR_RETURN(auto price, db->Prepare("UPDATE releases SET epsilon = ? WHERE id = ?"));
   DPC_RETURN_IF_ERROR(price.Bind(1, charge.epsilon_alone).Bind(2, admission.release_id).Run());
+  if (job != nullptr) {
+    // The plan, with the charge: a charged job always has it.
+    DPC_ASSIGN_OR_RETURN(auto plan,
+                         db->Prepare("INSERT INTO release_jobs (release_id, dataset_id, kind, "
+                                     "schema, request, plan_digest, created_unix) VALUES (?, ?, "
+                                     "?, ?, ?, ?, ?)"));
+    DPC_RETURN_IF_ERROR(plan.Bind(1, admission.release_id)
+                            .Bind(2, dataset_id)
+                            .Bind(3, int64_t{job->kind})
+                            .BindBlob(4, job->schema)
+                            .BindBlob(5, job->request)
+                            .BindBlob(6, job->digest)
+                            .Bind(7, now)
+                            .Run());
+  }
   // 3. Durable (synchronous=FULL) before anything is computed; the attempt
   // lease is taken under the same database lock, so no retry can slip between.
   DPC_RETURN_IF_ERROR(transaction.Commit());
-  {
+  if (job == nullptr) {
     std::lock_guard<std::mutex> attempts(attempts_mutex_);
     attempts_.insert(admission.release_id);
   }
@@ -495,13 +528,31 @@ absl::StatusOr<std::string> Ledger::GetArtefact(const std::string& release_id,
                                                 const Caller& caller,
                                                 std::string* dataset_id) {
   auto db = database_->Lock();
-  DPC_ASSIGN_OR_RETURN(auto query, db->Prepare("SELECT status, artefact, dataset_id, "
-                                               "owner FROM releases WHERE id = ?"));
+  DPC_ASSIGN_OR_RETURN(auto query,
+                       db->Prepare("SELECT r.status, r.artefact, r.dataset_id, r.owner, "
+                                   "j.kind IS NOT NULL, COALESCE(j.kind, 0), r.idempotency_key, "
+                                   "r.created_unix FROM releases r LEFT JOIN release_jobs j ON "
+                                   "j.release_id = r.id WHERE r.id = ?"));
   query.Bind(1, release_id);
   DPC_ASSIGN_OR_RETURN(bool found, query.Step());
   // Another principal's release reads exactly like one that does not exist.
   if (!found || !caller.Sees(query.ColumnText(3))) {
     return absl::NotFoundError(absl::StrCat("no release '", release_id, "'"));
+  }
+  if (query.ColumnInt(4) != 0 && query.ColumnText(0) == "PENDING") {
+    // An external dataset's job: the release as it stands, no artefact yet.
+    v1::Release pending;
+    pending.set_id(release_id);
+    pending.set_dataset_id(query.ColumnText(2));
+    pending.set_idempotency_key(UnscopedKey(query.ColumnText(6)));
+    pending.set_kind(static_cast<v1::ReleaseKind>(query.ColumnInt(5)));
+    pending.set_created_unix(query.ColumnInt(7));
+    pending.set_state(v1::RELEASE_STATE_PENDING);
+    if (dataset_id != nullptr) *dataset_id = query.ColumnText(2);
+    return pending.SerializeAsString();
+  }
+  if (query.ColumnInt(4) != 0 && query.ColumnText(0) == "FAILED") {
+    return JobFailedError(release_id);
   }
   if (query.ColumnText(0) != "DONE") {
     return absl::FailedPreconditionError(absl::StrCat(
@@ -1084,6 +1135,123 @@ absl::StatusOr<std::vector<std::string>> Ledger::VerifyTotals() {
     }
   }
   return problems;
+}
+
+// ------------------------------------------- jobs of external datasets ---
+
+namespace {
+
+constexpr const char* kJobColumns =
+    "j.release_id, j.dataset_id, r.idempotency_key, r.status, j.kind, j.schema, j.request, "
+    "j.plan_digest, j.created_unix, r.epsilon, COALESCE((SELECT e.description FROM "
+    "ledger_events e WHERE e.release_id = j.release_id AND e.refund_of IS NULL ORDER BY e.id "
+    "DESC LIMIT 1), '')";
+
+Ledger::Job JobFromRow(const Statement& row) {
+  Ledger::Job job;
+  job.release_id = row.ColumnText(0);
+  job.dataset_id = row.ColumnText(1);
+  job.idempotency_key = UnscopedKey(row.ColumnText(2));
+  job.status = row.ColumnText(3);
+  job.plan.kind = static_cast<v1::ReleaseKind>(row.ColumnInt(4));
+  job.plan.schema = row.ColumnBlob(5);
+  job.plan.request = row.ColumnBlob(6);
+  job.plan.digest = row.ColumnBlob(7);
+  job.created_unix = row.ColumnInt(8);
+  job.epsilon_alone = row.ColumnDouble(9);
+  job.charged_event = row.ColumnText(10);
+  return job;
+}
+
+// A job id the caller may not act on reads like an unknown one: the same
+// text whether the id is unknown, no job, or another dataset's.
+absl::Status NoSuchJob(const std::string& release_id, const std::string& dataset_id) {
+  return absl::NotFoundError(absl::StrCat("no job '", release_id, "' on dataset '", dataset_id,
+                                          "' (list them with ListPendingJobs)"));
+}
+
+}  // namespace
+
+absl::Status JobNotPendingError(const std::string& release_id, const std::string& status) {
+  return absl::FailedPreconditionError(absl::StrCat(
+      "job '", release_id, "' is not pending (", status == "DONE" ? "done" : "failed",
+      "); nothing was changed"));
+}
+
+absl::StatusOr<std::vector<Ledger::Job>> Ledger::ListPendingJobs(const std::string& dataset_id,
+                                                                 int limit) {
+  auto db = database_->Lock();
+  DPC_ASSIGN_OR_RETURN(auto query,
+                       db->Prepare(absl::StrCat("SELECT ", kJobColumns,
+                                                " FROM release_jobs j JOIN releases r ON r.id = "
+                                                "j.release_id WHERE j.dataset_id = ? AND "
+                                                "r.status = 'PENDING' ORDER BY j.created_unix, "
+                                                "j.release_id LIMIT ?")));
+  query.Bind(1, dataset_id).Bind(2, int64_t{limit});
+  std::vector<Job> jobs;
+  while (true) {
+    DPC_ASSIGN_OR_RETURN(bool row, query.Step());
+    if (!row) break;
+    jobs.push_back(JobFromRow(query));
+  }
+  return jobs;
+}
+
+absl::StatusOr<Ledger::Job> Ledger::LoadJob(const std::string& release_id,
+                                            const std::string& dataset_id) {
+  auto db = database_->Lock();
+  DPC_ASSIGN_OR_RETURN(auto query,
+                       db->Prepare(absl::StrCat("SELECT ", kJobColumns,
+                                                " FROM release_jobs j JOIN releases r ON r.id = "
+                                                "j.release_id WHERE j.release_id = ?")));
+  query.Bind(1, release_id);
+  DPC_ASSIGN_OR_RETURN(bool found, query.Step());
+  if (!found) return NoSuchJob(release_id, dataset_id);
+  Job job = JobFromRow(query);
+  if (job.dataset_id != dataset_id) return NoSuchJob(release_id, dataset_id);
+  return job;
+}
+
+absl::Status Ledger::CompleteJob(const std::string& release_id, const std::string& dataset_id,
+                                 const std::string& digest, const std::string& artefact) {
+  auto locked = database_->Lock();
+  Database* db = locked.get();
+  DPC_ASSIGN_OR_RETURN(auto transaction, Transaction::BeginImmediate(db));
+  DPC_ASSIGN_OR_RETURN(auto update,
+                       db->Prepare("UPDATE releases SET status = 'DONE', artefact = ? WHERE id = "
+                                   "? AND status = 'PENDING' AND EXISTS (SELECT 1 FROM "
+                                   "release_jobs j WHERE j.release_id = releases.id AND "
+                                   "j.dataset_id = ? AND j.plan_digest = ?)"));
+  DPC_RETURN_IF_ERROR(update.BindBlob(1, artefact)
+                          .Bind(2, release_id)
+                          .Bind(3, dataset_id)
+                          .BindBlob(4, digest)
+                          .Run());
+  if (db->Changes() == 0) {
+    // Another submission or a FailJob got here first.
+    return absl::FailedPreconditionError(absl::StrCat(
+        "job '", release_id, "' is no longer pending with this plan; nothing was changed"));
+  }
+  return transaction.Commit();
+}
+
+absl::Status Ledger::FailJob(const std::string& release_id, const std::string& dataset_id) {
+  auto locked = database_->Lock();
+  Database* db = locked.get();
+  DPC_ASSIGN_OR_RETURN(auto transaction, Transaction::BeginImmediate(db));
+  DPC_ASSIGN_OR_RETURN(auto query,
+                       db->Prepare("SELECT r.status FROM release_jobs j JOIN releases r ON r.id "
+                                   "= j.release_id WHERE j.release_id = ? AND j.dataset_id = ?"));
+  query.Bind(1, release_id).Bind(2, dataset_id);
+  DPC_ASSIGN_OR_RETURN(bool found, query.Step());
+  if (!found) return NoSuchJob(release_id, dataset_id);
+  const std::string status = query.ColumnText(0);
+  if (status != "PENDING") return JobNotPendingError(release_id, status);
+  DPC_ASSIGN_OR_RETURN(auto fail,
+                       db->Prepare("UPDATE releases SET status = 'FAILED', charged_failure = 1 "
+                                   "WHERE id = ? AND status = 'PENDING'"));
+  DPC_RETURN_IF_ERROR(fail.Bind(1, release_id).Run());
+  return transaction.Commit();
 }
 
 }  // namespace dpcurator::server

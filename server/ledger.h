@@ -48,6 +48,7 @@ class Ledger {
       kAdmitted,  // charged now; compute, then Complete() or a failure call
       kReplay,    // the key's release is stored: return `artefact`, no charge
       kResume,    // charged earlier but never completed (crash): compute again
+      kWaiting,   // an external dataset's job, charged earlier, still pending
     };
     Outcome outcome = Outcome::kAdmitted;
     std::string release_id;
@@ -78,10 +79,23 @@ class Ledger {
   // crash or a lost failure record): it is made FAILED with its incident,
   // charge kept, in this transaction, and never recomputed for free
   // (docs/privacy.md 6.3).
+  //
+  // With `job` (an external dataset, docs/scale-out.md): the job row holding
+  // the plan is written in the same transaction as the charge, so a charged
+  // release always has its plan; no attempt lease is taken (the curator's
+  // runner computes it), and a retry of a key whose job is still pending is
+  // kWaiting (never a resume: the server has no rows to compute from).
+  struct JobPlan {
+    v1::ReleaseKind kind = v1::RELEASE_KIND_UNSPECIFIED;
+    std::string schema;   // serialized TableSchema
+    std::string request;  // serialized resolved ReleaseRequest
+    std::string digest;   // SHA-256(schema || request), 32 bytes
+  };
   absl::StatusOr<Admission> Admit(const std::string& dataset_id, const Caller& caller,
                                   const std::string& idempotency_key, const std::string& kind,
                                   const std::string& request_bytes,
-                                  const privacy::PrivacyEvent& event);
+                                  const privacy::PrivacyEvent& event,
+                                  const JobPlan* job = nullptr);
   void EndAttempt(const std::string& release_id);
 
   // Stores the artefact (PENDING -> DONE). If another attempt completed the
@@ -207,6 +221,36 @@ class Ledger {
   // the stored running totals; returns the mismatches.
   absl::StatusOr<std::vector<std::string>> VerifyTotals();
 
+  // ---- Jobs of external datasets (issue 28; docs/scale-out.md) ----
+
+  struct Job {
+    std::string release_id;  // the job's id
+    std::string dataset_id;
+    std::string idempotency_key;  // as the analyst sent it
+    std::string status;           // the release's: PENDING, DONE or FAILED
+    JobPlan plan;
+    int64_t created_unix = 0;
+    double epsilon_alone = 0.0;
+    // privacy::EncodeEvent of the charge the release stands on, so that a
+    // submission is noised only under the mechanism that was charged.
+    std::string charged_event;
+  };
+  // The dataset's pending jobs, oldest first, at most `limit`.
+  absl::StatusOr<std::vector<Job>> ListPendingJobs(const std::string& dataset_id, int limit);
+  // NOT_FOUND (the same text for an unknown id and for a release that is
+  // no job) unless `release_id` is a job of `dataset_id`.
+  absl::StatusOr<Job> LoadJob(const std::string& release_id, const std::string& dataset_id);
+  // In one transaction, compare-and-set: the job is still PENDING, of
+  // `dataset_id`, with plan digest `digest`; then the artefact is stored and
+  // the release is DONE. FAILED_PRECONDITION (nothing written) otherwise,
+  // so a job is completed once, by the first submission that gets here.
+  absl::Status CompleteJob(const std::string& release_id, const std::string& dataset_id,
+                           const std::string& digest, const std::string& artefact);
+  // PENDING -> FAILED with the charge kept (no refund event, ever: the
+  // curator's cluster may have read rows). FAILED_PRECONDITION when the job
+  // is not pending.
+  absl::Status FailJob(const std::string& release_id, const std::string& dataset_id);
+
  private:
   SharedDatabase* database_;
   const Clock* clock_;
@@ -215,6 +259,10 @@ class Ledger {
   std::mutex attempts_mutex_;
   absl::flat_hash_set<std::string> attempts_;
 };
+
+// FAILED_PRECONDITION for a job that is DONE or FAILED (Ledger::Job::status):
+// a submission or FailJob for it changes nothing.
+absl::Status JobNotPendingError(const std::string& release_id, const std::string& status);
 
 // Scope guard for an attempt lease: EndAttempt on destruction.
 class ReleaseAttempt {

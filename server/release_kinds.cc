@@ -1,6 +1,7 @@
 #include "server/release_kinds.h"
 
 #include "core/release/charfn_embedding.h"
+#include "core/release/labelled_release.h"
 #include "core/release/release_kind.h"
 #include "core/release/rff_embedding.h"
 #include "core/util/status_macros.h"
@@ -57,13 +58,37 @@ class Binding final : public ReleaseKindBinding {
       DPC_ASSIGN_OR_RETURN(typename Kind::Result result,
                            Kind::Run(std::move(prepared_), rows, relation, noise_multiplier,
                                      public_n, noise));
+      return Output(std::move(result));
+    }
+
+    int64_t StatisticLength(int num_classes) const override {
+      return release::ExactEmbeddingLength(prepared_.feature_map.output_dim(), num_classes);
+    }
+
+    absl::StatusOr<EngineOutput> RunOnStatistic(absl::Span<const double> statistic,
+                                                int64_t rows, const data::FeatureLayout& layout,
+                                                int num_classes,
+                                                privacy::NeighbouringRelation relation,
+                                                double noise_multiplier, int64_t public_n,
+                                                privacy::NoiseSource* noise) override {
+      DPC_ASSIGN_OR_RETURN(
+          const embed::LabelledEmbeddingAccumulator exact,
+          release::ExactEmbeddingFromVector(statistic, prepared_.feature_map.output_dim(),
+                                            num_classes, rows));
+      DPC_ASSIGN_OR_RETURN(typename Kind::Result result,
+                           Kind::ReleaseExact(std::move(prepared_), exact, layout, num_classes,
+                                              relation, noise_multiplier, public_n, noise));
+      return Output(std::move(result));
+    }
+
+   private:
+    static EngineOutput Output(typename Kind::Result result) {
       EngineOutput output;
       SetArtefactFields(result, &output.artefact);
       output.ran = std::move(result.ran);
       return output;
     }
 
-   private:
     typename Kind::Prepared prepared_;
   };
 };

@@ -6,6 +6,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/types/span.h"
 #include "core/data/schema.h"
 #include "core/privacy/noise_source.h"
 #include "core/privacy/relation.h"
@@ -32,6 +33,21 @@ class PreparedEngine {
                                            privacy::NeighbouringRelation relation,
                                            double noise_multiplier, int64_t public_n,
                                            privacy::NoiseSource* noise) = 0;
+  // The length of the exact statistic RunOnStatistic takes for a schema of
+  // `num_classes` classes (release::ExactEmbeddingLength): public.
+  virtual int64_t StatisticLength(int num_classes) const = 0;
+  // Instead of Run, on an external dataset: the kind's noise step
+  // (Kind::ReleaseExact, the step Run ends with) over the exact statistic
+  // the curator's cluster computed, in the partials' layout
+  // (release::ExactEmbeddingFromVector), of `rows` rows with `layout` and
+  // `num_classes` from the public schema.
+  virtual absl::StatusOr<EngineOutput> RunOnStatistic(absl::Span<const double> statistic,
+                                                      int64_t rows,
+                                                      const data::FeatureLayout& layout,
+                                                      int num_classes,
+                                                      privacy::NeighbouringRelation relation,
+                                                      double noise_multiplier, int64_t public_n,
+                                                      privacy::NoiseSource* noise) = 0;
 };
 
 // The server's handle on one one-shot release kind: its core unit

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -329,8 +330,32 @@ std::string ReleasePlan::kind_name() const {
   return binding == nullptr ? "" : ReleaseKindName(binding->kind());
 }
 
+int64_t PublicRowCount(const v1::Dataset& dataset) {
+  return dataset.external() ? dataset.public_row_bound() : dataset.row_count();
+}
+
+absl::Status CheckExternalRelease(const v1::ReleaseRequest& request, const v1::Dataset& dataset) {
+  if (!dataset.external()) return absl::OkStatus();
+  const bool one_phase_embedding =
+      request.kind_case() == v1::ReleaseRequest::kRffEmbedding ||
+      (request.kind_case() == v1::ReleaseRequest::kCharfnEmbedding &&
+       !request.charfn_embedding().private_length_scale());
+  if (one_phase_embedding) return absl::OkStatus();
+  return absl::FailedPreconditionError(absl::StrCat(
+      "dataset '", dataset.id(), "' is external (its rows live in the curator's cluster): it "
+      "takes rff_embedding and charfn_embedding with a declared length-scale for now, each "
+      "computed there as one sum over the rows. ",
+      request.kind_case() == v1::ReleaseRequest::kCharfnEmbedding
+          ? "private_length_scale releases the length-scale from the rows first (two phases)"
+          : "The mst and aim recipes choose their later measurements from earlier noisy ones "
+            "(several rounds over the rows)",
+      ". Nothing was charged"));
+}
+
 absl::StatusOr<ReleasePlan> PlanRelease(const v1::ReleaseRequest& request,
                                         const v1::Dataset& dataset, const data::Schema& schema) {
+  // First: an external dataset's refusals come before any other check.
+  DPC_RETURN_IF_ERROR(CheckExternalRelease(request, dataset));
   if (request.kind_case() == v1::ReleaseRequest::kMst) {
     return PlanMstRelease(request, dataset, schema);
   }
@@ -346,7 +371,9 @@ absl::StatusOr<ReleasePlan> PlanRelease(const v1::ReleaseRequest& request,
   }
   // Every parameter against data-independent bounds (docs/privacy.md 6.2).
   DPC_RETURN_IF_ERROR(plan.binding->Resolve(schema, &plan.resolved_request));
-  if (dataset.row_count() == 0) {
+  // An external dataset's rows are not here to count: its public n (where
+  // the relation needs one) is the declared one, checked at creation.
+  if (!dataset.external() && dataset.row_count() == 0) {
     return absl::FailedPreconditionError(
         absl::StrCat("dataset '", dataset.id(), "' has no rows; upload rows first"));
   }
@@ -377,7 +404,7 @@ absl::StatusOr<ReleasePlan> PlanRelease(const v1::ReleaseRequest& request,
   DPC_RETURN_IF_ERROR(RefusedAtPlan(
       plan.binding->CheckNoise(plan.resolved_request, schema,
                                RelationFromProto(dataset.relation()), plan.noise_multiplier,
-                               dataset.row_count()),
+                               PublicRowCount(dataset)),
       plan.noise_multiplier));
   // The charge is the event of the planned mechanism, which ComputeRelease
   // checks the engine's own record against before anything is released.
@@ -401,15 +428,14 @@ absl::StatusOr<v1::Release> ComputeRelease(const ReleasePlan& plan, const v1::Da
   return ComputeRelease(plan, *engine, dataset, rows, release_id, epsilon_alone, noise);
 }
 
-absl::StatusOr<v1::Release> ComputeRelease(const ReleasePlan& plan, PreparedEngine& engine,
-                                           const v1::Dataset& dataset,
-                                           const release::EncodedRows& rows,
-                                           const std::string& release_id, double epsilon_alone,
-                                           privacy::NoiseSource* noise) {
-  if (plan.binding == nullptr) return absl::InternalError("release plan names no kind");
-  DPC_ASSIGN_OR_RETURN(EngineOutput output,
-                       engine.Run(rows, RelationFromProto(dataset.relation()),
-                                  plan.noise_multiplier, rows.num_rows(), noise));
+namespace {
+
+// The release of a one-shot kind's engine output: the plan's check of the
+// mechanism the engine ran, then the envelope and the dataset's fields.
+absl::StatusOr<v1::Release> WrapEngineOutput(const ReleasePlan& plan, EngineOutput output,
+                                             const v1::Dataset& dataset,
+                                             const std::string& release_id,
+                                             double epsilon_alone) {
   // Never release what the ledger did not charge (issue 12): the engine's
   // record of the mechanism it ran must be the plan, entry for entry.
   if (!(output.ran == plan.planned)) {
@@ -426,6 +452,65 @@ absl::StatusOr<v1::Release> ComputeRelease(const ReleasePlan& plan, PreparedEngi
   artefact.set_release_id(release_id);
   artefact.set_epsilon(epsilon_alone);
   return release;
+}
+
+}  // namespace
+
+absl::StatusOr<v1::Release> ComputeRelease(const ReleasePlan& plan, PreparedEngine& engine,
+                                           const v1::Dataset& dataset,
+                                           const release::EncodedRows& rows,
+                                           const std::string& release_id, double epsilon_alone,
+                                           privacy::NoiseSource* noise) {
+  if (plan.binding == nullptr) return absl::InternalError("release plan names no kind");
+  DPC_ASSIGN_OR_RETURN(EngineOutput output,
+                       engine.Run(rows, RelationFromProto(dataset.relation()),
+                                  plan.noise_multiplier, rows.num_rows(), noise));
+  return WrapEngineOutput(plan, std::move(output), dataset, release_id, epsilon_alone);
+}
+
+absl::Status CheckSubmittedShape(const ReleasePlan& plan, const PreparedEngine& engine,
+                                 const v1::Dataset& dataset, const data::Schema& schema,
+                                 absl::Span<const double> statistic, int64_t rows) {
+  if (plan.binding == nullptr) return absl::InternalError("release plan names no kind");
+  const int64_t expected = engine.StatisticLength(schema.num_classes());
+  if (static_cast<int64_t>(statistic.size()) != expected) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the statistic has ", statistic.size(), " entries; this job's plan has ", expected,
+        " (per-class feature sums, class 0 first, then the ", schema.num_classes(),
+        " per-class counts: the partial's layout). Nothing was changed"));
+  }
+  for (const double value : statistic) {
+    if (!std::isfinite(value)) {
+      return absl::InvalidArgumentError(
+          "the statistic has an entry that is not finite (NaN or infinite). Nothing was changed");
+    }
+  }
+  if (rows < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("rows must be at least 0, got ", rows, ". Nothing was changed"));
+  }
+  if (dataset.relation() == v1::REPLACE_ONE && rows != dataset.public_row_bound()) {
+    // Under REPLACE_ONE the row count is public (the relation's n), and
+    // the released means divide by it.
+    return absl::InvalidArgumentError(absl::StrCat(
+        "dataset '", dataset.id(), "' is REPLACE_ONE with the public row count ",
+        dataset.public_row_bound(), "; the statistic is of ", rows,
+        " rows. Nothing was changed"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<v1::Release> ComputeReleaseFromStatistic(
+    const ReleasePlan& plan, PreparedEngine& engine, const v1::Dataset& dataset,
+    const data::Schema& schema, absl::Span<const double> statistic, int64_t rows,
+    const std::string& release_id, double epsilon_alone, privacy::NoiseSource* noise) {
+  DPC_RETURN_IF_ERROR(CheckSubmittedShape(plan, engine, dataset, schema, statistic, rows));
+  DPC_ASSIGN_OR_RETURN(
+      EngineOutput output,
+      engine.RunOnStatistic(statistic, rows, data::FeatureLayout::ForFeatures(schema),
+                            schema.num_classes(), RelationFromProto(dataset.relation()),
+                            plan.noise_multiplier, PublicRowCount(dataset), noise));
+  return WrapEngineOutput(plan, std::move(output), dataset, release_id, epsilon_alone);
 }
 
 absl::StatusOr<v1::Release> ComputeMstRelease(const ReleasePlan& plan, const v1::Dataset& dataset,
@@ -529,6 +614,14 @@ absl::StatusOr<v1::Release> ComputeAimRelease(const ReleasePlan& plan, const v1:
 
 absl::StatusOr<SessionPlan> PlanSession(const v1::OpenSessionRequest& request,
                                         const v1::Dataset& dataset) {
+  if (dataset.external()) {
+    // Before any other check: nothing is charged.
+    return absl::FailedPreconditionError(absl::StrCat(
+        "dataset '", dataset.id(), "' is external (its rows live in the curator's cluster): "
+        "sessions (dp_sgd, kernel_witness, rff_embedding steps) subsample the rows at every "
+        "step and are not supported on it for now; request a one-shot rff_embedding or "
+        "charfn_embedding release instead. Nothing was charged"));
+  }
   SessionPlan plan;
   plan.resolved_params = request.params();
   v1::SessionParams& params = plan.resolved_params;

@@ -9,6 +9,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
+#include "absl/types/span.h"
 #include "core/data/schema.h"
 #include "core/privacy/events.h"
 #include "core/privacy/noise_source.h"
@@ -81,6 +82,35 @@ absl::StatusOr<v1::Release> ComputeRelease(const ReleasePlan& plan, PreparedEngi
                                            const release::EncodedRows& rows,
                                            const std::string& release_id, double epsilon_alone,
                                            privacy::NoiseSource* noise);
+// The public row count a plan uses: the stored rows' count, or an external
+// dataset's declared public_row_bound (REPLACE_ONE's n; unused otherwise).
+int64_t PublicRowCount(const v1::Dataset& dataset);
+
+// Before admission, first of PlanRelease's checks: on an external dataset
+// (docs/scale-out.md) only the one-phase sums over rows are computed in the
+// curator's cluster (rff_embedding, charfn_embedding with a declared
+// length-scale); anything else is FAILED_PRECONDITION, nothing charged.
+absl::Status CheckExternalRelease(const v1::ReleaseRequest& request, const v1::Dataset& dataset);
+
+// A statistic submitted for an external dataset's job, against its plan:
+// the length the engine takes (ExactEmbeddingLength for the public schema),
+// every entry finite, rows >= 0, and under REPLACE_ONE rows equal to the
+// public n. INVALID_ARGUMENT saying which, "Nothing was changed". Shape
+// checks only, of values the curator sent: the message names no entry.
+absl::Status CheckSubmittedShape(const ReleasePlan& plan, const PreparedEngine& engine,
+                                 const v1::Dataset& dataset, const data::Schema& schema,
+                                 absl::Span<const double> statistic, int64_t rows);
+
+// The external path's ComputeRelease (RunnerService.SubmitStatistic):
+// CheckSubmittedShape, then the kind's noise step over the submitted exact
+// statistic (PreparedEngine::RunOnStatistic, the step the engine's Run ends
+// with), the same check of the mechanism against the plan, and the same
+// artefact. Pure computation: no ledger.
+absl::StatusOr<v1::Release> ComputeReleaseFromStatistic(
+    const ReleasePlan& plan, PreparedEngine& engine, const v1::Dataset& dataset,
+    const data::Schema& schema, absl::Span<const double> statistic, int64_t rows,
+    const std::string& release_id, double epsilon_alone, privacy::NoiseSource* noise);
+
 // PrepareRelease, then ComputeRelease (tests).
 absl::StatusOr<v1::Release> ComputeRelease(const ReleasePlan& plan, const v1::Dataset& dataset,
                                            const release::EncodedRows& rows,

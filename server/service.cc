@@ -17,6 +17,7 @@
 #include "server/log.h"
 #include "server/partition.h"
 #include "server/releases.h"
+#include "server/runner_service.h"
 
 namespace dpcurator::server {
 namespace {
@@ -135,22 +136,37 @@ grpc::Status FailureAfterRowsRead(absl::string_view object, const std::string& o
   return IncidentStatus(object, object_id, incident);
 }
 
-// Runs `body` (returning absl::Status or StatusOr) with every exception
-// turned into a status, so that a throw after the rows were read (a
-// std::bad_alloc included) takes the same path as any other failure there
-// (docs/privacy.md 6.4). The status names the exception's type only, never
-// its what(): a library's message could quote a value.
-template <typename Body>
-auto Guarded(Body body) -> decltype(body()) {
-  try {
-    return body();
-  } catch (const std::bad_alloc&) {
-    return absl::ResourceExhaustedError("out of memory (std::bad_alloc was thrown)");
-  } catch (const std::exception&) {
-    return absl::InternalError("a std::exception was thrown");
-  } catch (...) {
-    return absl::InternalError("an exception of unknown type was thrown");
+// An external dataset (docs/scale-out.md "External datasets"): tabular
+// (the curator's partials have no image reader), and under REPLACE_ONE its
+// public n declared, since the released means divide by it.
+absl::Status ValidateExternalDataset(const v1::CreateDatasetRequest& request) {
+  if (request.public_row_bound() < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "public_row_bound must be at least 0 (0: none declared), got ",
+        request.public_row_bound()));
   }
+  if (!request.external()) {
+    if (request.public_row_bound() != 0) {
+      return absl::InvalidArgumentError(
+          "public_row_bound is declared for external datasets only; a dataset with uploaded "
+          "rows counts them");
+    }
+    return absl::OkStatus();
+  }
+  for (const v1::ColumnSchema& column : request.schema().columns()) {
+    if (column.type() == v1::ColumnSchema::IMAGE) {
+      return absl::InvalidArgumentError(
+          "an external dataset takes a tabular schema for now (column '" + column.name() +
+          "' is an image); upload image datasets to the server");
+    }
+  }
+  if (request.relation() == v1::REPLACE_ONE && request.public_row_bound() < 1) {
+    return absl::InvalidArgumentError(
+        "an external REPLACE_ONE dataset needs its public row count: pass public_row_bound "
+        "(`datasets create --external --public-row-bound N`); under REPLACE_ONE the released "
+        "means divide by it, and every submitted statistic must be of exactly N rows");
+  }
+  return absl::OkStatus();
 }
 
 absl::Status ValidateBudget(const v1::Budget& budget) {
@@ -201,13 +217,15 @@ grpc::Status DatasetServiceImpl::CreateDataset(grpc::ServerContext* context,
     return ToGrpcStatus(absl::InvalidArgumentError("dataset name must be 1 to 200 characters"));
   }
   DPC_GRPC_RETURN_IF_ERROR(ValidateBudget(request->budget()));
+  DPC_GRPC_RETURN_IF_ERROR(ValidateExternalDataset(*request));
   DPC_GRPC_ASSIGN_OR_RETURN(*response, store_->CreateDataset(*request));
   authorizer_->NoteTarget(context, response->id());
   RefreshBudget(*ledger_, *metrics_, response->id());
   LogEvent(LogLevel::kInfo, "dataset_created")
       .Str("role", RoleName(role))
       .Str("dataset", response->id())
-      .Str("relation", v1::NeighbouringRelation_Name(response->relation()));
+      .Str("relation", v1::NeighbouringRelation_Name(response->relation()))
+      .Bool("external", response->external());
   return grpc::Status::OK;
 }
 
@@ -246,6 +264,7 @@ grpc::Status DatasetServiceImpl::UploadRows(grpc::ServerContext* context,
             absl::InvalidArgumentError("the first upload message must name the dataset"));
       }
       DPC_GRPC_ASSIGN_OR_RETURN(v1::Dataset dataset, store_->GetDataset(dataset_id));
+      if (dataset.external()) return ToGrpcStatus(ExternalUploadError(dataset_id));
       if (dataset.sealed()) {  // refused at once, not after the whole stream
         return ToGrpcStatus(absl::FailedPreconditionError(absl::StrCat(
             "dataset '", dataset_id,
@@ -410,6 +429,19 @@ grpc::Status ReleaseServiceImpl::RequestRelease(grpc::ServerContext* context,
   if (admission.outcome == Ledger::Admission::Outcome::kAdmitted) {
     authorizer_->NoteEpsilon(context, admission.epsilon_alone);
   }
+  if (admitted.dataset.external()) {
+    // Charged (now or by an earlier call with this key); the curator's
+    // runner computes it. Nothing is read here.
+    PendingRelease(admitted, response);
+    RefreshBudget(*ledger_, *metrics_, admitted.dataset.id());
+    LogEvent(LogLevel::kInfo, "release_pending")
+        .Str("role", RoleName(role))
+        .Str("dataset", admitted.dataset.id())
+        .Str("release", admission.release_id)
+        .Str("kind", admitted.plan.kind_name())
+        .Bool("replayed", response->replayed());
+    return grpc::Status::OK;
+  }
   bool refunded = false;
   std::string incident;
   absl::StatusOr<v1::Release> computed = RunReleaseEngine(admitted, &refunded, &incident);
@@ -431,11 +463,22 @@ absl::StatusOr<ReleaseServiceImpl::AdmittedRelease> ReleaseServiceImpl::AdmitRel
   DPC_ASSIGN_OR_RETURN(admitted.dataset, store_->GetDataset(request.dataset_id()));
   DPC_ASSIGN_OR_RETURN(admitted.schema, SchemaFromProto(admitted.dataset.schema()));
   DPC_ASSIGN_OR_RETURN(admitted.plan, PlanRelease(request, admitted.dataset, admitted.schema));
+  // An external dataset's release is charged with its plan, which the
+  // curator's runner computes (docs/scale-out.md "External datasets").
+  std::optional<Ledger::JobPlan> job;
+  if (admitted.dataset.external()) {
+    job.emplace();
+    job->kind = admitted.plan.binding->kind();
+    job->schema = admitted.dataset.schema().SerializeAsString();
+    job->request = admitted.plan.resolved_request.SerializeAsString();
+    job->digest = PlanDigest(job->schema, job->request);
+  }
   // The idempotency check compares the analyst's request, not the resolved
   // one (the server-drawn seed differs between attempts).
   absl::StatusOr<Ledger::Admission> admission =
       ledger_->Admit(admitted.dataset.id(), caller, request.idempotency_key(),
-                     admitted.plan.kind_name(), request.SerializeAsString(), *admitted.plan.event);
+                     admitted.plan.kind_name(), request.SerializeAsString(), *admitted.plan.event,
+                     job.has_value() ? &*job : nullptr);
   if (!admission.ok()) {
     // Counted by the metrics interceptor (dpcurator_release_refusals_total).
     LogEvent(LogLevel::kInfo, "release_refused")
@@ -542,10 +585,24 @@ absl::Status ReleaseServiceImpl::ReleaseFailedAfterRowsRead(const AdmittedReleas
       FailureAfterRowsRead("release", release_id, admitted.dataset.id(), incident, cause));
 }
 
+void ReleaseServiceImpl::PendingRelease(const AdmittedRelease& admitted, v1::Release* response) {
+  const Ledger::Admission& admission = admitted.admission;
+  response->set_id(admission.release_id);
+  response->set_dataset_id(admitted.dataset.id());
+  response->set_idempotency_key(admitted.plan.resolved_request.idempotency_key());
+  response->set_kind(admitted.plan.binding->kind());
+  response->set_created_unix(clock_->UnixNow());
+  response->set_state(v1::RELEASE_STATE_PENDING);
+  response->set_replayed(admission.outcome == Ledger::Admission::Outcome::kWaiting);
+  response->set_epsilon_spent_total(admission.epsilon_spent);
+  response->set_epsilon_remaining(admission.epsilon_remaining);
+}
+
 absl::Status ReleaseServiceImpl::DeliverRelease(Role role, const AdmittedRelease& admitted,
                                                 v1::Release computed, v1::Release* response) {
   const Ledger::Admission& admission = admitted.admission;
   computed.set_created_unix(clock_->UnixNow());
+  computed.set_state(v1::RELEASE_STATE_DONE);
   DPC_ASSIGN_OR_RETURN(std::string delivered,
                        ledger_->Complete(admission.release_id, computed.SerializeAsString()));
   if (!response->ParseFromString(delivered)) {

@@ -1,7 +1,9 @@
 #ifndef DPCURATOR_SERVER_SERVICE_H_
 #define DPCURATOR_SERVER_SERVICE_H_
 
+#include <exception>
 #include <functional>
+#include <new>
 #include <memory>
 
 #include "absl/status/status.h"
@@ -47,6 +49,24 @@ struct EngineSeams {
 // never the cause (docs/privacy.md 6.1).
 grpc::Status IncidentStatus(absl::string_view object, const std::string& object_id,
                             const std::string& incident);
+
+// Runs `body` (returning absl::Status or StatusOr) with every exception
+// turned into a status, so that a throw after the rows were read (a
+// std::bad_alloc included) takes the same path as any other failure there
+// (docs/privacy.md 6.4). The status names the exception's type only, never
+// its what(): a library's message could quote a value.
+template <typename Body>
+auto Guarded(Body body) -> decltype(body()) {
+  try {
+    return body();
+  } catch (const std::bad_alloc&) {
+    return absl::ResourceExhaustedError("out of memory (std::bad_alloc was thrown)");
+  } catch (const std::exception&) {
+    return absl::InternalError("a std::exception was thrown");
+  } catch (...) {
+    return absl::InternalError("an exception of unknown type was thrown");
+  }
+}
 
 // RPC handlers. Each one: (1) Authorizer::Check, (2) validation, (3) the
 // store or ledger, (4) the engine. The path of a release is visible in three
@@ -138,6 +158,9 @@ class ReleaseServiceImpl final : public v1::ReleaseService::Service, private Eng
                                           const absl::Status& cause);
   absl::Status DeliverRelease(Role role, const AdmittedRelease& admitted, v1::Release computed,
                               v1::Release* response);
+  // An external dataset's release, admitted (kAdmitted) or found pending
+  // (kWaiting): the answer with state PENDING and no artefact.
+  void PendingRelease(const AdmittedRelease& admitted, v1::Release* response);
 };
 
 class SessionServiceImpl final : public v1::SessionService::Service, private EngineServiceBase {

@@ -215,6 +215,28 @@ ALTER TABLE sessions ADD COLUMN partition_id TEXT NOT NULL DEFAULT '';
 ALTER TABLE sessions ADD COLUMN part_level INTEGER NOT NULL DEFAULT -1;
 CREATE INDEX sessions_by_partition ON sessions(partition_id, part_level);
 )sql",
+    // 10: external datasets and their pending jobs (issue 28;
+    // docs/scale-out.md "External datasets"). An external dataset stores no
+    // rows; public_row_bound is its declared public n (0: none). A release
+    // on one has a release_jobs row, written in the admission's transaction:
+    // its plan exactly as the runner gets it (the schema and the resolved
+    // request, serialized) and their SHA-256, which a submission must carry.
+    // The job's state is its release's status. The exact statistic a runner
+    // submits is never stored.
+    R"sql(
+ALTER TABLE datasets ADD COLUMN external INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE datasets ADD COLUMN public_row_bound INTEGER NOT NULL DEFAULT 0;
+CREATE TABLE release_jobs (
+  release_id TEXT PRIMARY KEY REFERENCES releases(id),
+  dataset_id TEXT NOT NULL REFERENCES datasets(id),
+  kind INTEGER NOT NULL,
+  schema BLOB NOT NULL,
+  request BLOB NOT NULL,
+  plan_digest BLOB NOT NULL CHECK (length(plan_digest) = 32),
+  created_unix INTEGER NOT NULL
+);
+CREATE INDEX release_jobs_by_dataset ON release_jobs(dataset_id, created_unix);
+)sql",
 };
 
 std::string EncodeCells(const data::Table& rows) {
@@ -238,14 +260,24 @@ v1::Dataset DatasetFromRow(const Statement& row) {
   dataset.set_row_count(row.ColumnInt(7));
   dataset.set_sealed(row.ColumnInt(8) != 0);
   dataset.set_created_unix(row.ColumnInt(9));
+  dataset.set_external(row.ColumnInt(10) != 0);
+  dataset.set_public_row_bound(row.ColumnInt(11));
   return dataset;
 }
 
 constexpr const char* kDatasetColumns =
     "id, name, schema, schema_fingerprint, epsilon_cap, delta, relation, row_count, sealed, "
-    "created_unix";
+    "created_unix, external, public_row_bound";
 
 }  // namespace
+
+absl::Status ExternalUploadError(const std::string& dataset_id) {
+  return absl::FailedPreconditionError(absl::StrCat(
+      "dataset '", dataset_id,
+      "' is external: its rows live in the curator's cluster and the server stores none; "
+      "its releases are computed there by `python3 -m dpcurator.dask_runner` "
+      "(docs/scale-out.md)"));
+}
 
 std::string NewId(const std::string& prefix) {
   return absl::StrFormat("%s_%016x%016x", prefix, privacy::SecureRandomU64(),
@@ -295,7 +327,7 @@ absl::StatusOr<v1::Dataset> Store::CreateDataset(const v1::CreateDatasetRequest&
   DPC_ASSIGN_OR_RETURN(
       auto insert,
       db->Prepare(absl::StrCat("INSERT INTO datasets (", kDatasetColumns,
-                                ") VALUES (?, ?, ?, ?, ?, ?, ?, 0, 0, ?)")));
+                                ") VALUES (?, ?, ?, ?, ?, ?, ?, 0, 0, ?, ?, ?)")));
   const v1::NeighbouringRelation relation =
       request.relation() == v1::REPLACE_ONE ? v1::REPLACE_ONE : v1::ADD_REMOVE;
   DPC_RETURN_IF_ERROR(insert.Bind(1, id)
@@ -306,6 +338,8 @@ absl::StatusOr<v1::Dataset> Store::CreateDataset(const v1::CreateDatasetRequest&
                           .Bind(6, request.budget().delta())
                           .Bind(7, int64_t{relation})
                           .Bind(8, now)
+                          .Bind(9, int64_t{request.external() ? 1 : 0})
+                          .Bind(10, request.public_row_bound())
                           .Run());
   DPC_RETURN_IF_ERROR(transaction.Commit());
   return GetDatasetLocked(db, id);
@@ -389,6 +423,7 @@ absl::StatusOr<int64_t> Store::AppendChunks(const std::string& dataset_id,
   auto db = database_->Lock();
   DPC_ASSIGN_OR_RETURN(auto transaction, Transaction::BeginImmediate(db.get()));
   DPC_ASSIGN_OR_RETURN(v1::Dataset dataset, GetDatasetLocked(db, dataset_id));
+  if (dataset.external()) return ExternalUploadError(dataset_id);
   if (dataset.sealed()) {
     return absl::FailedPreconditionError(absl::StrCat(
         "dataset '", dataset_id,

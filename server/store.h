@@ -176,6 +176,10 @@ class Store {
   int schema_version_ = 0;
 };
 
+// The refusal of an upload to an external dataset (no rows are stored for
+// it): FAILED_PRECONDITION saying where its rows are computed.
+absl::Status ExternalUploadError(const std::string& dataset_id);
+
 // Random identifier with a prefix, e.g. "ds_3f9a..." (128 bits, OpenSSL).
 std::string NewId(const std::string& prefix);
 

@@ -140,6 +140,16 @@ absl::Status RunCreate(const ParsedArgs& args) {
   request.mutable_budget()->set_epsilon(*epsilon);
   request.mutable_budget()->set_delta(*delta);
   request.set_relation(RelationToProto(*relation));
+  if (args.Has("public-row-bound") && !args.Flag("external")) {
+    return absl::InvalidArgumentError(
+        "--public-row-bound goes with --external (a dataset with uploaded rows counts them)");
+  }
+  request.set_external(args.Flag("external"));
+  if (args.Has("public-row-bound")) {
+    auto bound = args.GetInt("public-row-bound");
+    if (!bound.ok()) return bound.status();
+    request.set_public_row_bound(*bound);
+  }
   v1::Dataset dataset;
   auto context = connection->NewContext();
   grpc::Status status = connection->datasets().CreateDataset(context.get(), request, &dataset);
@@ -147,9 +157,16 @@ absl::Status RunCreate(const ParsedArgs& args) {
   if (args.Flag("json")) {
     std::printf("{\"dataset_id\": \"%s\"}\n", dataset.id().c_str());
   } else {
-    std::printf("created dataset %s (%s), budget epsilon %g at delta %g, relation %s\n",
-                dataset.id().c_str(), dataset.name().c_str(), dataset.budget().epsilon(),
-                dataset.budget().delta(), v1::NeighbouringRelation_Name(dataset.relation()).c_str());
+    std::printf("created %sdataset %s (%s), budget epsilon %g at delta %g, relation %s\n",
+                dataset.external() ? "external " : "", dataset.id().c_str(),
+                dataset.name().c_str(), dataset.budget().epsilon(), dataset.budget().delta(),
+                v1::NeighbouringRelation_Name(dataset.relation()).c_str());
+    if (dataset.external()) {
+      std::printf(
+          "its rows stay in your cluster: releases on it wait until `python3 -m "
+          "dpcurator.dask_runner --dataset %s ...` computes them (docs/scale-out.md)\n",
+          dataset.id().c_str());
+    }
   }
   return absl::OkStatus();
 }
@@ -577,6 +594,7 @@ absl::Status RunList(const ParsedArgs& args) {
                               {"sealed", d.sealed()}};
       if (spent[i].has_value()) entry["epsilon_spent"] = *spent[i];
       if (d.row_count() > 0) entry["rows"] = d.row_count();
+      if (d.external()) entry["external"] = true;
       out.push_back(std::move(entry));
     }
     std::printf("%s\n", nlohmann::json{{"datasets", out}}.dump(2).c_str());
@@ -591,7 +609,9 @@ absl::Status RunList(const ParsedArgs& args) {
                 d.relation() == v1::REPLACE_ONE ? "replace-one" : "add-remove",
                 spent[i].has_value() ? absl::StrFormat("%.4g", *spent[i]).c_str() : "?",
                 d.budget().epsilon(), d.budget().delta(),
-                d.row_count() > 0 ? absl::StrCat(d.row_count()).c_str() : "private");
+                d.external()          ? "external"
+                : d.row_count() > 0   ? absl::StrCat(d.row_count()).c_str()
+                                      : "private");
   }
   return absl::OkStatus();
 }
@@ -688,7 +708,11 @@ std::vector<Command> DatasetCommands() {
       "An image dataset needs no schema file: --images 28x28 --classes 10 declares grey\n"
       "28 x 28 images (column \"pixels\", values in [0, 1]) with a label column \"label\" of\n"
       "classes \"0\"..\"9\" (or --class-names a,b,...). Upload them with `upload --idx` or\n"
-      "`upload --png-folder`.",
+      "`upload --png-folder`.\n"
+      "An external dataset (--external) keeps its rows in the curator's cluster: nothing is\n"
+      "uploaded, and each release on it waits as a pending job until the curator's runner\n"
+      "(`python3 -m dpcurator.dask_runner`) computes it there (docs/scale-out.md). Under\n"
+      "replace-one, --public-row-bound N declares its public row count.",
       WithConnection({{"name", "", "dataset name", false, true},
                       {"schema", "", "schema JSON file (or --images)"},
                       {"images", "",
@@ -703,6 +727,12 @@ std::vector<Command> DatasetCommands() {
                       {"delta", "1e-5", "delta of the budget"},
                       {"relation", "add-remove", "neighbouring relation of the budget", false, false, "",
                        {"add-remove", "replace-one"}},
+                      {"external", "",
+                       "the rows stay in the curator's cluster; its releases are computed "
+                       "there by the runner",
+                       true},
+                      {"public-row-bound", "",
+                       "with --external: the public row count (required under replace-one)"},
                       {"json", "", "print JSON", true}}),
       RunCreate});
   commands.push_back(Command{

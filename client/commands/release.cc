@@ -78,6 +78,39 @@ void PrintJsonError(const absl::Status& status, const std::string& idempotency_k
   std::printf("%s\n", out.dump(2).c_str());
 }
 
+// The exit status of a release that is admitted and charged but not
+// computed yet (docs/json.md, "Exit status"): an external dataset's job,
+// which the curator's runner computes in its cluster.
+constexpr int kPendingExitCode = 5;
+
+// A pending release (Release.state PENDING): said for people or as JSON,
+// and the process ends with kPendingExitCode; no artefact is written.
+absl::Status ReportPending(const v1::Release& release, bool json) {
+  if (json) {
+    nlohmann::json out = {{"release_id", release.id()},
+                          {"dataset_id", release.dataset_id()},
+                          {"kind", ReleaseKindName(release.kind())},
+                          {"state", "pending"},
+                          {"replayed", release.replayed()}};
+    if (release.epsilon_spent_total() > 0 || release.epsilon_remaining() > 0) {
+      out["epsilon_spent_total"] = release.epsilon_spent_total();
+      out["epsilon_remaining"] = release.epsilon_remaining();
+    }
+    std::printf("%s\n", out.dump(2).c_str());
+  } else {
+    std::printf(
+        "pending: the curator's runner computes it; fetch it later with `dpcurator release get "
+        "--id %s`\n",
+        release.id().c_str());
+    if (release.epsilon_spent_total() > 0 || release.epsilon_remaining() > 0) {
+      std::printf("release %s is charged: dataset spent %.4g, remaining %.4g\n",
+                  release.id().c_str(), release.epsilon_spent_total(),
+                  release.epsilon_remaining());
+    }
+  }
+  return QuietExit(kPendingExitCode);
+}
+
 absl::Status RunRelease(const ParsedArgs& args) {
   const bool json = args.Flag("json");
   if (auto writable = CheckWritable(args.Get("out")); !writable.ok()) {
@@ -147,6 +180,7 @@ absl::Status RunRelease(const ParsedArgs& args) {
     if (json) PrintJsonError(refused, request.idempotency_key(), may_have_charged);
     return refused;
   }
+  if (release.state() == v1::RELEASE_STATE_PENDING) return ReportPending(release, json);
   auto written = WriteProtoFile(release, args.Get("out"));
   if (!written.ok()) {
     // Charged and stored on the server: say how to fetch it again.
@@ -200,6 +234,7 @@ absl::Status RunGet(const ParsedArgs& args) {
   auto context = connection->NewContext();
   grpc::Status status = connection->releases().GetRelease(context.get(), request, &release);
   if (!status.ok()) return RpcError(status, "get release");
+  if (release.state() == v1::RELEASE_STATE_PENDING) return ReportPending(release, args.Flag("json"));
   auto written = WriteProtoFile(release, args.Get("out"));
   if (!written.ok()) return written;
   if (args.Flag("json")) {
@@ -253,7 +288,10 @@ std::vector<Command> ReleaseCommands() {
       "release",
       "request a differentially private release (analyst)",
       "Charges the dataset's ledger (refused if it would exceed the cap) and writes the\n"
-      "artefact. Retrying with the same --key returns the stored artefact at no charge.\n\n"
+      "artefact. Retrying with the same --key returns the stored artefact at no charge.\n"
+      "On an external dataset the release is charged and then computed in the curator's\n"
+      "cluster: it prints \"pending\" (exit status 5, docs/json.md) and `release get --id`\n"
+      "fetches it once the curator's runner has computed it.\n\n"
       "  dpcurator release --dataset ds_... --epsilon 1 --out merf.release",
       WithConnection({{"dataset", "", "dataset id or name", false, true},
                       {"kind", "rff_embedding",
@@ -276,7 +314,9 @@ std::vector<Command> ReleaseCommands() {
                       {"out", "release.pb", "artefact file to write"},
                       {"json", "", "print JSON (docs/json.md)", true}}),
       RunRelease});
-  commands.push_back(Command{"release get", "fetch a stored release again (free)", "",
+  commands.push_back(Command{"release get", "fetch a stored release again (free)",
+                             "A release still pending in the curator's cluster prints "
+                             "\"pending\" and exits with status 5.",
                              WithConnection({{"id", "", "release id", false, true},
                                              {"out", "release.pb", "artefact file to write"},
                                              {"json", "", "print JSON (docs/json.md)", true}}),
