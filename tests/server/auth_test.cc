@@ -20,7 +20,9 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "core/data/demo.h"
+#include "proto/convert.h"
 #include "server/auth.h"
+#include "server/release_kinds.h"
 #include "tests/server/server_test_util.h"
 
 namespace dpcurator::server::testing {
@@ -40,6 +42,7 @@ struct Stubs {
   std::unique_ptr<v1::SessionService::Stub> sessions;
   std::unique_ptr<v1::CollectionService::Stub> collections;
   std::unique_ptr<v1::AdminService::Stub> admin;
+  std::unique_ptr<v1::RunnerService::Stub> runner;
 };
 
 // Ids the calls refer to, so that an authorised call would really act.
@@ -52,6 +55,11 @@ struct Targets {
   std::string collection_id;           // open local-DP collection
   std::string closable_collection_id;  // the one CloseCollection closes
   std::string revocable_token_id;      // the one RevokeToken revokes
+  std::string external_dataset;        // external, two pending jobs:
+  std::string failable_job;            //   the one FailJob fails
+  std::string submittable_job;         //   the one SubmitStatistic completes
+  std::string submittable_digest;
+  int64_t statistic_length = 0;        // of the submittable job's plan
   int key_counter = 0;
 };
 
@@ -230,6 +238,33 @@ const std::map<std::string, RpcCall>& RpcTable() {
          v1::ListTokensResponse response;
          return s.admin->ListTokens(c, v1::ListTokensRequest(), &response);
        }},
+      {"/dpcurator.v1.RunnerService/ListPendingJobs",
+       [](Stubs& s, grpc::ClientContext* c, Targets& t) {
+         v1::ListPendingJobsRequest request;
+         request.set_dataset_id(t.external_dataset);
+         v1::ListPendingJobsResponse response;
+         return s.runner->ListPendingJobs(c, request, &response);
+       }},
+      {"/dpcurator.v1.RunnerService/SubmitStatistic",
+       [](Stubs& s, grpc::ClientContext* c, Targets& t) {
+         v1::SubmitStatisticRequest request;
+         request.set_job_id(t.submittable_job);
+         request.set_dataset_id(t.external_dataset);
+         request.set_plan_digest(t.submittable_digest);
+         for (int64_t i = 0; i < t.statistic_length; ++i) request.add_statistic(0.0);
+         request.set_rows(0);
+         v1::SubmitStatisticResponse response;
+         return s.runner->SubmitStatistic(c, request, &response);
+       }},
+      {"/dpcurator.v1.RunnerService/FailJob",
+       [](Stubs& s, grpc::ClientContext* c, Targets& t) {
+         v1::FailJobRequest request;
+         request.set_job_id(t.failable_job);
+         request.set_dataset_id(t.external_dataset);
+         request.set_reason("auth table");
+         v1::FailJobResponse response;
+         return s.runner->FailJob(c, request, &response);
+       }},
       {"/dpcurator.v1.AdminService/ListAudit",
        [](Stubs& s, grpc::ClientContext* c, Targets&) {
          v1::ListAuditResponse response;
@@ -314,6 +349,7 @@ class AuthTest : public ServerTest {
     stubs_.sessions = v1::SessionService::NewStub(channel_);
     stubs_.collections = v1::CollectionService::NewStub(channel_);
     stubs_.admin = v1::AdminService::NewStub(channel_);
+    stubs_.runner = v1::RunnerService::NewStub(channel_);
     v1::CreateTokenResponse revocable;
     ASSERT_TRUE(CreateToken(v1::ROLE_ANALYST, "revocable", &revocable).ok());
     targets_.revocable_token_id = revocable.info().token_id();
@@ -339,6 +375,47 @@ class AuthTest : public ServerTest {
     v1::Dataset deletable;
     ASSERT_TRUE(CreateDataset(10.0, 1e-5, v1::ADD_REMOVE, &deletable, "deletable").ok());
     targets_.deletable_dataset = deletable.id();
+    SetUpExternalJobs();
+  }
+
+  // An external dataset with two pending jobs (docs/scale-out.md), and the
+  // length of the statistic its plans take.
+  void SetUpExternalJobs() {
+    v1::CreateDatasetRequest create;
+    create.set_name("external");
+    *create.mutable_schema() = DemoSchemaProto();
+    create.mutable_budget()->set_epsilon(10.0);
+    create.mutable_budget()->set_delta(1e-5);
+    create.set_external(true);
+    v1::Dataset external;
+    auto curator = Curator();
+    auto create_context = curator.NewContext();
+    ASSERT_TRUE(curator.datasets().CreateDataset(create_context.get(), create, &external).ok());
+    targets_.external_dataset = external.id();
+    v1::Release pending;
+    ASSERT_TRUE(RequestRelease(RffRequest(external.id(), 0.5, "job-1"), &pending).ok());
+    targets_.failable_job = pending.id();
+    ASSERT_TRUE(RequestRelease(RffRequest(external.id(), 0.5, "job-2"), &pending).ok());
+    targets_.submittable_job = pending.id();
+    v1::ListPendingJobsRequest list;
+    list.set_dataset_id(external.id());
+    v1::ListPendingJobsResponse jobs;
+    auto list_context = curator.NewContext();
+    ASSERT_TRUE(curator.runner().ListPendingJobs(list_context.get(), list, &jobs).ok());
+    for (const v1::PendingJob& job : jobs.jobs()) {
+      if (job.job_id() != targets_.submittable_job) continue;
+      targets_.submittable_digest = job.plan_digest();
+      v1::TableSchema schema_proto;
+      v1::ReleaseRequest resolved;
+      ASSERT_TRUE(schema_proto.ParseFromString(job.schema()));
+      ASSERT_TRUE(resolved.ParseFromString(job.request()));
+      absl::StatusOr<data::Schema> schema = SchemaFromProto(schema_proto);
+      ASSERT_TRUE(schema.ok());
+      auto engine = BindingFor(resolved.kind_case())->Prepare(resolved, *schema);
+      ASSERT_TRUE(engine.ok());
+      targets_.statistic_length = (*engine)->StatisticLength(schema->num_classes());
+    }
+    ASSERT_GT(targets_.statistic_length, 0);
   }
 
   grpc::Status Call(const std::string& method, const std::optional<std::string>& authorization) {
@@ -360,13 +437,15 @@ class AuthTest : public ServerTest {
     int open_sessions = 0;
     int tokens = 0;  // valid and revoked
     int revoked_tokens = 0;
+    int pending_jobs = 0;
     bool operator==(const Snapshot&) const = default;
     friend void PrintTo(const Snapshot& s, std::ostream* os) {
       *os << "{datasets=" << s.datasets << " open_rows=" << s.open_rows
           << " open_sealed=" << s.open_sealed << " released_events=" << s.released_events
           << " open_events=" << s.open_events << " released_releases=" << s.released_releases
           << " open_releases=" << s.open_releases << " open_sessions=" << s.open_sessions
-          << " tokens=" << s.tokens << " revoked_tokens=" << s.revoked_tokens << "}";
+          << " tokens=" << s.tokens << " revoked_tokens=" << s.revoked_tokens
+          << " pending_jobs=" << s.pending_jobs << "}";
     }
   };
   Snapshot Take() {
@@ -383,6 +462,12 @@ class AuthTest : public ServerTest {
     EXPECT_TRUE(curator.admin().ListTokens(tokens_context.get(), tokens_request, &tokens).ok());
     snapshot.tokens = tokens.tokens_size();
     for (const auto& token : tokens.tokens()) snapshot.revoked_tokens += token.revoked_unix() != 0;
+    v1::ListPendingJobsRequest jobs_request;
+    jobs_request.set_dataset_id(targets_.external_dataset);
+    v1::ListPendingJobsResponse jobs;
+    auto jobs_context = curator.NewContext();
+    EXPECT_TRUE(curator.runner().ListPendingJobs(jobs_context.get(), jobs_request, &jobs).ok());
+    snapshot.pending_jobs = jobs.jobs_size();
     for (const auto& d : list.datasets()) {
       if (d.id() == targets_.open_dataset) {
         snapshot.open_rows = d.row_count();
@@ -435,7 +520,8 @@ TEST_F(AuthTest, RefusedCallsAreRefusedWithTheRightCodeAndChangeNothing) {
   }
 
   const Snapshot before = Take();
-  EXPECT_EQ(before.datasets, 3);  // released, open, deletable
+  EXPECT_EQ(before.datasets, 4);  // released, open, deletable, external
+  EXPECT_EQ(before.pending_jobs, 2);
   EXPECT_EQ(before.open_rows, 200);
   EXPECT_EQ(before.released_events, 1);
   EXPECT_EQ(before.revoked_tokens, 3);
@@ -482,7 +568,8 @@ TEST_F(AuthTest, AllowedRolesPassAuthorisation) {
     }
   }
   const Snapshot after = Take();
-  EXPECT_EQ(after.datasets, 3);  // one CreateDataset, one DeleteDataset
+  EXPECT_EQ(after.datasets, 4);  // one CreateDataset, one DeleteDataset
+  EXPECT_EQ(after.pending_jobs, 0);  // one failed, one submitted
   EXPECT_EQ(after.open_rows, 210);        // one UploadRows of 10 rows
   // One RequestRelease and one session reservation (closed: its unused
   // steps are refunded by an appended event).
