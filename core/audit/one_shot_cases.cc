@@ -10,6 +10,7 @@
 #include "Eigen/Core"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/types/span.h"
 #include "core/data/encoder.h"
 #include "core/data/schema.h"
 #include "core/data/table.h"
@@ -290,6 +291,89 @@ AuditCase CharfnEmbeddingCase(NeighbouringRelation relation, const Mutation& mut
   return c;
 }
 
+AuditCase ExternalEmbeddingCase(NeighbouringRelation relation, bool charfn) {
+  AuditCase c;
+  c.kind = charfn ? "charfn_embedding(external)" : "rff_embedding(external)";
+  c.relation = privacy::RelationName(relation);
+  c.tightness = Tightness::kGaussianMu;
+  c.quick_runs = kGaussianQuickRuns;
+  c.full_runs = 200000;
+  c.prepare = [relation, charfn](const AuditTarget& target) -> absl::StatusOr<PreparedCase> {
+    DPC_ASSIGN_OR_RETURN(EmbeddingPair pair, NumericPair(relation));
+    using Rff = release::RffEmbeddingKind;
+    using Charfn = release::CharfnEmbeddingKind;
+    Rff::Params rff_params;
+    rff_params.num_frequencies = kAuditFrequencies;
+    rff_params.seed = kAuditFeatureSeed;
+    Charfn::Params charfn_params;
+    charfn_params.num_frequencies = kAuditFrequencies;
+    charfn_params.length_scale = 0.3;  // declared, public
+    charfn_params.seed = kAuditFeatureSeed;
+    DPC_ASSIGN_OR_RETURN(const Rff::Params rff, Rff::Resolve(rff_params, pair.schema));
+    DPC_ASSIGN_OR_RETURN(const Charfn::Params pearl, Charfn::Resolve(charfn_params, pair.schema));
+    const release::GaussianMechanismRecord unit =
+        charfn ? Charfn::Plan(pearl, 1.0) : Rff::Plan(rff, 1.0);
+    DPC_ASSIGN_OR_RETURN(const double s,
+                         privacy::CalibrateGridGaussianNoiseMultiplier(
+                             static_cast<int>(unit.noise_multipliers.size()), target.epsilon,
+                             target.delta));
+    PreparedCase prepared;
+    DPC_RETURN_IF_ERROR(ChargeOneShot(charfn ? Charfn::Plan(pearl, s) : Rff::Plan(rff, s),
+                                      relation, target.delta, &prepared));
+    const data::FeatureLayout layout = pair.d0.layout;
+    const int classes = pair.d0.num_classes;
+    // What the curator's cluster submits for each side: the exact
+    // statistic under the plan's map, flattened, with its row count.
+    std::vector<Eigen::VectorXd> submitted;
+    std::vector<int64_t> rows;
+    int64_t feature_dim = 0;
+    for (const release::EncodedRows* side : {&pair.d0, &pair.d1}) {
+      absl::StatusOr<embed::LabelledEmbeddingAccumulator> exact;
+      if (charfn) {
+        DPC_ASSIGN_OR_RETURN(Charfn::Prepared map, Charfn::Prepare(pearl, layout));
+        DPC_RETURN_IF_ERROR(Charfn::ScaleFeatureMap(pearl, layout,
+                                                    Charfn::DeclaredLengthScale(pearl, layout),
+                                                    &map.feature_map)
+                                .status());
+        feature_dim = map.feature_map.output_dim();
+        exact = release::ExactLabelledEmbedding(map.feature_map, *side);
+      } else {
+        DPC_ASSIGN_OR_RETURN(const Rff::Prepared map, Rff::Prepare(rff, layout));
+        feature_dim = map.feature_map.output_dim();
+        exact = release::ExactLabelledEmbedding(map.feature_map, *side);
+      }
+      DPC_RETURN_IF_ERROR(exact.status());
+      submitted.push_back(release::FlattenExactEmbedding(*exact));
+      rows.push_back(side->num_rows());
+    }
+    // REPLACE_ONE: both sides have the public n, the declared row count.
+    const int64_t public_n = pair.d0.num_rows();
+    VectorRelease release = [submitted, rows, feature_dim, layout, classes, rff, pearl, charfn,
+                             relation, s, public_n](int side, privacy::NoiseSource* noise)
+        -> absl::StatusOr<Eigen::VectorXd> {
+      const Eigen::VectorXd& vector = submitted[side];
+      DPC_ASSIGN_OR_RETURN(const embed::LabelledEmbeddingAccumulator exact,
+                           release::ExactEmbeddingFromVector(
+                               absl::MakeConstSpan(vector.data(), vector.size()), feature_dim,
+                               classes, rows[side]));
+      if (charfn) {
+        DPC_ASSIGN_OR_RETURN(Charfn::Prepared map, Charfn::Prepare(pearl, layout));
+        DPC_ASSIGN_OR_RETURN(const Charfn::Result result,
+                             Charfn::ReleaseExact(std::move(map), exact, layout, classes,
+                                                  relation, s, public_n, noise));
+        return Flatten(result.embedding);
+      }
+      DPC_ASSIGN_OR_RETURN(const Rff::Prepared map, Rff::Prepare(rff, layout));
+      DPC_ASSIGN_OR_RETURN(const Rff::Result result,
+                           Rff::ReleaseExact(map, exact, layout, classes, relation, s, public_n,
+                                             noise));
+      return Flatten(result.embedding);
+    };
+    return ProjectionGame(std::move(release), std::move(prepared));
+  };
+  return c;
+}
+
 AuditCase MarginalsCase(NeighbouringRelation relation, const Mutation& mutation) {
   AuditCase c;
   c.kind = "marginals";
@@ -479,6 +563,8 @@ std::vector<AuditCase> OneShotCases() {
        {NeighbouringRelation::kAddRemove, NeighbouringRelation::kReplaceOne}) {
     cases.push_back(RffEmbeddingCase(relation, /*image=*/false));
     cases.push_back(CharfnEmbeddingCase(relation));
+    cases.push_back(ExternalEmbeddingCase(relation, /*charfn=*/false));
+    cases.push_back(ExternalEmbeddingCase(relation, /*charfn=*/true));
     cases.push_back(RffEmbeddingCase(relation, /*image=*/true));
     cases.push_back(MarginalsCase(relation));
     cases.push_back(ExponentialMechanismCase(relation));

@@ -42,6 +42,14 @@ AuditCase RffEmbeddingCase(privacy::NeighbouringRelation relation, bool image,
 // Characteristic-function embedding with a declared length-scale.
 AuditCase CharfnEmbeddingCase(privacy::NeighbouringRelation relation,
                               const Mutation& mutation = {});
+// The external path (issue 28; docs/scale-out.md "External datasets"): the
+// exact statistic of each side computed as the curator's partials compute
+// it (release::ExactLabelledEmbedding, in the partials' layout), carried as
+// the submitted vector (release::ExactEmbeddingFromVector), and noised by
+// the kind's ReleaseExact, the step RunnerService.SubmitStatistic runs
+// (PreparedEngine::RunOnStatistic). rff_embedding, or charfn_embedding with
+// a declared length-scale when `charfn`.
+AuditCase ExternalEmbeddingCase(privacy::NeighbouringRelation relation, bool charfn);
 // release::MarginalsKind over cliques {0}, {1}, {0, 1} (MST's 1-way and 2-way
 // measurements in one release).
 AuditCase MarginalsCase(privacy::NeighbouringRelation relation, const Mutation& mutation = {});
