@@ -17,6 +17,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "core/data/csv.h"
 #include "core/data/demo.h"
 #include "core/data/encoder.h"
 #include "core/data/schema.h"
