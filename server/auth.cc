@@ -43,6 +43,7 @@ const std::vector<MethodRule>& Rules() {
       {"/dpcurator.v1.RunnerService/SubmitStatistic", {Role::kCurator}},
       {"/dpcurator.v1.RunnerService/FailJob", {Role::kCurator}},
       {"/dpcurator.v1.SessionService/OpenSession", {Role::kAnalyst}},
+      {"/dpcurator.v1.SessionService/OpenPartitionedSessions", {Role::kAnalyst}},
       {"/dpcurator.v1.SessionService/Step", {Role::kAnalyst}},
       {"/dpcurator.v1.SessionService/CloseSession", {Role::kAnalyst}},
       {"/dpcurator.v1.SessionService/GetSession", {Role::kAnalyst}},

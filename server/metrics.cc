@@ -26,6 +26,8 @@ namespace {
 
 constexpr absl::string_view kRequestRelease = "/dpcurator.v1.ReleaseService/RequestRelease";
 constexpr absl::string_view kOpenSession = "/dpcurator.v1.SessionService/OpenSession";
+constexpr absl::string_view kOpenPartitioned =
+    "/dpcurator.v1.SessionService/OpenPartitionedSessions";
 constexpr absl::string_view kHealthPrefix = "/grpc.health.v1.Health/";
 
 // Handler wall time, 1 ms to 1 min: metadata calls take milliseconds, a
@@ -89,7 +91,8 @@ class MetricsInterceptor final : public grpc::experimental::Interceptor {
     // gRPC and Abseil share the canonical code numbering.
     const auto code = static_cast<absl::StatusCode>(status.error_code());
     metrics_->RecordRpc(method, code, seconds);
-    if (code != absl::StatusCode::kOk && (method == kRequestRelease || method == kOpenSession)) {
+    if (code != absl::StatusCode::kOk && (method == kRequestRelease || method == kOpenSession ||
+                                            method == kOpenPartitioned)) {
       metrics_->RecordRefusal(code);
     }
     // Health probes every few seconds would drown the log; they are counted.

@@ -4,6 +4,9 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "core/util/status_macros.h"
+#include "proto/convert.h"
+#include "server/releases.h"
 
 namespace dpcurator::server {
 
@@ -49,6 +52,56 @@ absl::StatusOr<std::vector<int32_t>> ResolvePartition(const data::Schema& schema
     levels.push_back(level);
   }
   return levels;
+}
+
+absl::StatusOr<PartitionedPlan> PlanPartitionedSessions(
+    const v1::OpenPartitionedSessionsRequest& request, const v1::Dataset& dataset) {
+  DPC_ASSIGN_OR_RETURN(const data::Schema schema, SchemaFromProto(dataset.schema()));
+  const v1::Partition& partition = request.partition();
+  std::vector<std::string> values(partition.values().begin(), partition.values().end());
+  if (values.empty() && schema.label_index().has_value() &&
+      partition.column() == schema.column(*schema.label_index()).name) {
+    // Every declared category: public, from the schema alone.
+    values = schema.column(*schema.label_index()).categories;
+  }
+  // First, before anything else is looked at: the partition is public and
+  // defined for the dataset's relation.
+  DPC_ASSIGN_OR_RETURN(const std::vector<int32_t> levels,
+                       ResolvePartition(schema, RelationFromProto(dataset.relation()),
+                                        partition.column(), values));
+  v1::OpenSessionRequest part_request;
+  part_request.set_dataset_id(request.dataset_id());
+  part_request.set_idempotency_key(request.idempotency_key());
+  *part_request.mutable_params() = request.params();
+  const bool kernel = part_request.params().step_case() == v1::SessionParams::kKernelWitness;
+  if (kernel) {
+    v1::KernelWitnessParams& witness = *part_request.mutable_params()->mutable_kernel_witness();
+    if (witness.conditional()) {
+      return absl::InvalidArgumentError(
+          "a partitioned kernel_witness session is unconditional (conditional = false): each "
+          "part is one class, and its generator needs no label");
+    }
+    // Planned as the ordinary unconditional session each part is.
+    witness.set_parallel(false);
+  }
+  DPC_ASSIGN_OR_RETURN(SessionPlan plan, PlanSession(part_request, dataset));
+  if (kernel) plan.resolved_params.mutable_kernel_witness()->set_parallel(true);
+  PartitionedPlan planned;
+  planned.column = partition.column();
+  std::vector<std::pair<int32_t, std::string>> by_level;
+  for (size_t k = 0; k < levels.size(); ++k) by_level.emplace_back(levels[k], values[k]);
+  std::sort(by_level.begin(), by_level.end());
+  for (const auto& [level, value] : by_level) {
+    planned.values.push_back(value);
+    Ledger::SessionPart part;
+    part.level = level;
+    part.params = plan.resolved_params;
+    part.step_event = plan.step_event;
+    part.steps = plan.steps;
+    part.noise_multiplier = plan.noise_multiplier;
+    planned.parts.push_back(std::move(part));
+  }
+  return planned;
 }
 
 release::EncodedRows RowsOfPart(const release::EncodedRows& rows, int32_t level) {

@@ -12,6 +12,8 @@
 #include "core/data/schema.h"
 #include "core/privacy/events.h"
 #include "core/release/encoded_rows.h"
+#include "dpcurator/v1/dpcurator.pb.h"
+#include "server/ledger.h"
 
 namespace dpcurator::server {
 
@@ -36,6 +38,25 @@ absl::StatusOr<std::vector<int32_t>> ResolvePartition(const data::Schema& schema
                                                       privacy::NeighbouringRelation relation,
                                                       const std::string& column,
                                                       const std::vector<std::string>& values);
+
+// A partitioned open, planned before admission (nothing is charged by a
+// refusal): ResolvePartition on the request's partition (empty values:
+// every declared category of the label, in their declared order), then
+// each part's session planned by PlanSession (server/releases.h) on the
+// request's params, exactly as an ordinary open of those params: every
+// part is a Poisson session over its own rows with the same T, q and
+// calibrated noise (an epsilon is calibrated for one part's T steps at
+// the dataset's delta, which is the whole charge under add/remove:
+// docs/privacy.md 3.7). kernel_witness parts must be unconditional (a part
+// is one class) and come back with `parallel` set; an ordinary open with
+// `parallel` stays refused by PlanSession.
+struct PartitionedPlan {
+  std::string column;
+  std::vector<std::string> values;         // the declared categories, by level
+  std::vector<Ledger::SessionPart> parts;  // one per value, in level order
+};
+absl::StatusOr<PartitionedPlan> PlanPartitionedSessions(
+    const v1::OpenPartitionedSessionsRequest& request, const v1::Dataset& dataset);
 
 // The rows of part `level`: those whose label is `level`, in row order. A
 // total function of the rows: an empty part is zero rows, and the step

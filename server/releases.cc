@@ -670,14 +670,16 @@ absl::StatusOr<SessionPlan> PlanSession(const v1::OpenSessionRequest& request,
       v1::KernelWitnessParams& proto = *params.mutable_kernel_witness();
       if (proto.parallel()) {
         // Parallel composition over classes is valid only under ADD_REMOVE
-        // with fixed public labels, and the ledger charges every session
-        // against the dataset in sequence: K per-class sessions would be
-        // charged K times. Refused rather than overcharged or undercharged
-        // (docs/privacy.md 2.10).
+        // with fixed public labels, and one ordinary session is charged
+        // against the dataset in sequence with every other: K per-class
+        // sessions opened this way would be charged K times. The one
+        // charge is a partitioned open's (docs/privacy.md 2.10, 3.7).
         return absl::InvalidArgumentError(
-            "kernel_witness parallel variant (one generator per class) is not supported: the "
-            "ledger cannot charge parallel composition over classes; use the conditional "
-            "variant (conditional = true) instead");
+            "kernel_witness parallel variant (one generator per class) is not supported by an "
+            "ordinary open: the ledger cannot charge parallel composition over classes across "
+            "separate sessions; open the per-class sessions together with "
+            "OpenPartitionedSessions (`dpcurator train kernel --variant parallel`), or use the "
+            "conditional variant (conditional = true)");
       }
       const int point_limit = Kind::MaxQueryPoints(proto.conditional(), schema.num_classes());
       if (proto.max_points() < 0 || proto.max_points() > point_limit) {

@@ -683,6 +683,49 @@ grpc::Status SessionServiceImpl::OpenSession(grpc::ServerContext* context,
   return grpc::Status::OK;
 }
 
+grpc::Status SessionServiceImpl::OpenPartitionedSessions(
+    grpc::ServerContext* context, const v1::OpenPartitionedSessionsRequest* request,
+    v1::PartitionedSessions* response) {
+  DPC_GRPC_ASSIGN_OR_RETURN(Role role, authorizer_->Check(context));
+  authorizer_->NoteTarget(context, request->dataset_id());
+  (void)role;
+  DPC_GRPC_ASSIGN_OR_RETURN(v1::Dataset dataset, store_->GetDataset(request->dataset_id()));
+  // Every refusal is here, before admission: nothing is charged by one.
+  DPC_GRPC_ASSIGN_OR_RETURN(PartitionedPlan plan, PlanPartitionedSessions(*request, dataset));
+  DPC_GRPC_ASSIGN_OR_RETURN(Caller caller, CallerOf(*authorizer_, context));
+  const std::vector<std::string> values = plan.values;  // by level, as the sessions come back
+  DPC_GRPC_ASSIGN_OR_RETURN(
+      Ledger::PartitionedAdmission admission,
+      ledger_->OpenPartitionedSessions(dataset.id(), caller, request->idempotency_key(),
+                                       request->SerializeAsString(), std::move(plan.parts)));
+  if (admission.sessions.size() != values.size()) {
+    // The same key and bytes name the same parts, so a replay has them all.
+    return ToGrpcStatus(absl::InternalError("the partitioned sessions do not match the request"));
+  }
+  response->set_dataset_id(dataset.id());
+  response->set_column(plan.column);
+  response->set_replayed(admission.replayed);
+  for (size_t k = 0; k < values.size(); ++k) {
+    response->add_values(values[k]);
+    *response->add_sessions() = admission.sessions[k];
+  }
+  const v1::Session& first = admission.sessions.front();
+  authorizer_->NoteDetail(context, absl::StrCat("partition=", plan.column, " parts=",
+                                                values.size(), " session=", first.id()));
+  // One charge for the group: each member carries it as its epsilon_reserved.
+  if (!admission.replayed) authorizer_->NoteEpsilon(context, first.epsilon_reserved());
+  RefreshBudget(*ledger_, *metrics_, dataset.id());
+  LogEvent(LogLevel::kInfo,
+           admission.replayed ? "partitioned_sessions_replayed" : "partitioned_sessions_opened")
+      .Str("role", RoleName(role))
+      .Str("dataset", dataset.id())
+      .Str("column", plan.column)
+      .Int("parts", static_cast<int64_t>(values.size()))
+      .Int("steps", first.steps_reserved())
+      .Num("epsilon", first.epsilon_reserved());
+  return grpc::Status::OK;
+}
+
 grpc::Status SessionServiceImpl::Step(grpc::ServerContext* context,
                                       const v1::SessionStepRequest* request,
                                       v1::SessionStepResponse* response) {

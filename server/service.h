@@ -171,6 +171,11 @@ class SessionServiceImpl final : public v1::SessionService::Service, private Eng
 
   grpc::Status OpenSession(grpc::ServerContext* context, const v1::OpenSessionRequest* request,
                            v1::Session* response) override;
+  // K sessions over the parts of a public partition, one admission
+  // (server/partition.h PlanPartitionedSessions, Ledger::OpenPartitionedSessions).
+  grpc::Status OpenPartitionedSessions(grpc::ServerContext* context,
+                                       const v1::OpenPartitionedSessionsRequest* request,
+                                       v1::PartitionedSessions* response) override;
   grpc::Status Step(grpc::ServerContext* context, const v1::SessionStepRequest* request,
                     v1::SessionStepResponse* response) override;
   grpc::Status CloseSession(grpc::ServerContext* context, const v1::CloseSessionRequest* request,

@@ -149,6 +149,19 @@ const std::map<std::string, RpcCall>& RpcTable() {
          if (status.ok() && t.session_id.empty()) t.session_id = response.id();
          return status;
        }},
+      {"/dpcurator.v1.SessionService/OpenPartitionedSessions",
+       [](Stubs& s, grpc::ClientContext* c, Targets& t) {
+         v1::OpenPartitionedSessionsRequest request;
+         request.set_dataset_id(t.open_dataset);
+         request.set_idempotency_key(absl::StrCat("auth-partition-", ++t.key_counter));
+         request.mutable_params()->set_steps(3);
+         request.mutable_params()->set_sampling_rate(0.5);
+         request.mutable_params()->set_noise_multiplier(2.0);
+         request.mutable_params()->mutable_rff_embedding()->set_num_frequencies(50);
+         request.mutable_partition()->set_column(DemoSchemaProto().label());
+         v1::PartitionedSessions response;
+         return s.sessions->OpenPartitionedSessions(c, request, &response);
+       }},
       {"/dpcurator.v1.SessionService/Step",
        [](Stubs& s, grpc::ClientContext* c, Targets& t) {
          v1::SessionStepRequest request;
