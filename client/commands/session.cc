@@ -8,6 +8,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
 #include "client/commands.h"
 #include "client/progress.h"
 #include "client/connection.h"
@@ -39,6 +40,42 @@ void PrintSession(const v1::Session& s, bool json) {
               s.epsilon_reserved(), s.epsilon_spent_total(), s.epsilon_remaining());
 }
 
+// The K sessions of a partitioned open, each with the part it reads.
+void PrintPartitionedSessions(const v1::PartitionedSessions& opened, bool json) {
+  if (json) {
+    nlohmann::json parts = nlohmann::json::array();
+    for (int k = 0; k < opened.sessions_size(); ++k) {
+      parts.push_back({{"value", opened.values(k)}, {"session_id", opened.sessions(k).id()}});
+    }
+    const v1::Session& first = opened.sessions(0);
+    nlohmann::json out = {{"dataset_id", opened.dataset_id()},
+                          {"partition_by", opened.column()},
+                          {"parts", parts},
+                          {"replayed", opened.replayed()},
+                          {"steps_reserved", first.steps_reserved()},
+                          {"noise_multiplier", first.noise_multiplier()},
+                          {"sampling_rate", first.params().sampling_rate()},
+                          {"epsilon_reserved", first.epsilon_reserved()},
+                          {"epsilon_spent_total", first.epsilon_spent_total()},
+                          {"epsilon_remaining", first.epsilon_remaining()}};
+    std::printf("%s\n", out.dump(2).c_str());
+    return;
+  }
+  std::printf("%d sessions partitioned by %s%s (one charge for all of them):\n",
+              opened.sessions_size(), opened.column().c_str(),
+              opened.replayed() ? ", opened earlier with this key" : "");
+  for (int k = 0; k < opened.sessions_size(); ++k) {
+    std::printf("  %-24s %s\n", opened.values(k).c_str(), opened.sessions(k).id().c_str());
+  }
+  if (opened.sessions_size() == 0) return;
+  const v1::Session& s = opened.sessions(0);
+  std::printf("each: %lld steps, q %g over its part, noise multiplier %.4f\n",
+              static_cast<long long>(s.steps_reserved()), s.params().sampling_rate(),
+              s.noise_multiplier());
+  std::printf("  reserved epsilon %.4f (the group's); dataset spent %.4f, remaining %.4f\n",
+              s.epsilon_reserved(), s.epsilon_spent_total(), s.epsilon_remaining());
+}
+
 absl::Status RunOpen(const ParsedArgs& args) {
   auto connection = Connection::FromArgs(args);
   if (!connection.ok()) return connection.status();
@@ -59,6 +96,29 @@ absl::Status RunOpen(const ParsedArgs& args) {
   params->set_sampling_rate(*q);
   params->mutable_rff_embedding()->set_num_frequencies(static_cast<int>(*frequencies));
   if (auto set = SetPrivacyLevel(args, params); !set.ok()) return set;
+  if (args.Has("parts") && !args.Has("partition-by")) {
+    return absl::InvalidArgumentError("--parts names values of the --partition-by column");
+  }
+  if (args.Has("partition-by")) {
+    // One session per part, one admission (docs/privacy.md 3.7).
+    v1::OpenPartitionedSessionsRequest group;
+    group.set_dataset_id(request.dataset_id());
+    group.set_idempotency_key(request.idempotency_key());
+    *group.mutable_params() = request.params();
+    group.mutable_partition()->set_column(args.Get("partition-by"));
+    if (args.Has("parts")) {
+      for (absl::string_view value : absl::StrSplit(args.Get("parts"), ',')) {
+        group.mutable_partition()->add_values(std::string(value));
+      }
+    }
+    v1::PartitionedSessions opened;
+    auto context = connection->NewContext();
+    grpc::Status status =
+        connection->sessions().OpenPartitionedSessions(context.get(), group, &opened);
+    if (!status.ok()) return RpcError(status, "open partitioned sessions");
+    PrintPartitionedSessions(opened, args.Flag("json"));
+    return absl::OkStatus();
+  }
   v1::Session session;
   auto context = connection->NewContext();
   grpc::Status status = connection->sessions().OpenSession(context.get(), request, &session);
@@ -145,7 +205,10 @@ std::vector<Command> SessionCommands() {
       "reserve the budget of T subsampled steps (analyst)",
       "Each step releases the noisy labelled random-feature embedding of a fresh subsample\n"
       "(Poisson at rate q under add-remove, q*n rows without replacement under replace-one).\n"
-      "The whole reservation is charged now; `session close` returns the steps not run.\n\n"
+      "The whole reservation is charged now; `session close` returns the steps not run.\n"
+      "--partition-by LABEL opens one session per declared category of the label column (or\n"
+      "per --parts value), each reading only its rows, all charged as ONE session under\n"
+      "add-remove (parallel composition, docs/privacy.md 3.7); it prints the sessions.\n\n"
       "  dpcurator session open --dataset ds_... --steps 1000 --sampling-rate 0.01 "
       "--noise-multiplier 1.1",
       WithConnection({{"dataset", "", "dataset id or name", false, true},
@@ -155,6 +218,9 @@ std::vector<Command> SessionCommands() {
                       {"noise-multiplier", "", "explicit per-step noise multiplier"},
                       {"num-frequencies", "500", "rff: D/2 frequencies of the per-step embedding"},
                       {"key", "", "idempotency key (default: fresh)"},
+                      {"partition-by", "",
+                       "open one session per part of this column (the declared label)"},
+                      {"parts", "", "with --partition-by: values v1,v2,... (default: all)"},
                       {"json", "", "print JSON", true}}),
       RunOpen});
   commands.push_back(Command{
