@@ -51,9 +51,6 @@ absl::StatusOr<data::ImageSet> SampleImageModel(const v1::GeneratorModel& model,
   DPC_ASSIGN_OR_RETURN(data::Schema schema, SchemaFromProto(model.schema()));
   train::ImageGeneratorOptions options;
   DPC_RETURN_IF_ERROR(ShapeImageGenerator(schema, &options));
-  DPC_ASSIGN_OR_RETURN(options.architecture,
-                       train::ParseImageGeneratorArchitecture(model.image_architecture()));
-  options.code_dim = model.code_dim();
   if (options.num_classes != model.num_classes()) {
     return absl::DataLossError("model class count does not match its schema; retrain it");
   }
@@ -61,22 +58,58 @@ absl::StatusOr<data::ImageSet> SampleImageModel(const v1::GeneratorModel& model,
     return absl::InvalidArgumentError(absl::StrCat("--class must be below the model's ",
                                                    options.num_classes, " classes"));
   }
-  const Eigen::VectorXf parameters =
-      Eigen::Map<const Eigen::VectorXd>(model.parameters().data(), model.parameters_size())
-          .cast<float>();
-  const Eigen::VectorXf running = Eigen::Map<const Eigen::VectorXd>(
-                                      model.running_statistics().data(),
-                                      model.running_statistics_size())
-                                      .cast<float>();
-  DPC_ASSIGN_OR_RETURN(train::ImageGenerator generator,
-                       train::ImageGenerator::FromParameters(options, parameters, running));
+  // A generator of `source` (the model, or one class's generator of a
+  // parallel model, which has one class).
+  auto generator_of = [&options](const v1::GeneratorModel& source,
+                                 int num_classes) -> absl::StatusOr<train::ImageGenerator> {
+    train::ImageGeneratorOptions shaped = options;
+    shaped.num_classes = num_classes;
+    DPC_ASSIGN_OR_RETURN(shaped.architecture,
+                         train::ParseImageGeneratorArchitecture(source.image_architecture()));
+    shaped.code_dim = source.code_dim();
+    const Eigen::VectorXf parameters =
+        Eigen::Map<const Eigen::VectorXd>(source.parameters().data(), source.parameters_size())
+            .cast<float>();
+    const Eigen::VectorXf running = Eigen::Map<const Eigen::VectorXd>(
+                                        source.running_statistics().data(),
+                                        source.running_statistics_size())
+                                        .cast<float>();
+    return train::ImageGenerator::FromParameters(shaped, parameters, running);
+  };
   Eigen::VectorXi labels(num_images);
   for (int64_t i = 0; i < num_images; ++i) {
     labels(i) = only_class >= 0 ? only_class : static_cast<int>(i % options.num_classes);
   }
   PublicRng rng(seed);
   ShardPool pool(0);
-  const Eigen::MatrixXf images = generator.Sample(labels, &rng, &pool);
+  Eigen::MatrixXf images;
+  if (model.class_generators_size() == 0) {
+    DPC_ASSIGN_OR_RETURN(train::ImageGenerator generator,
+                         generator_of(model, options.num_classes));
+    images = generator.Sample(labels, &rng, &pool);
+  } else {
+    // The parallel variant: each label's images from its class's own
+    // (unconditional) generator.
+    if (model.class_generators_size() != options.num_classes) {
+      return absl::DataLossError("model has a generator count other than its class count; "
+                                 "retrain it");
+    }
+    images.resize(num_images, static_cast<Eigen::Index>(options.height) * options.width);
+    for (int c = 0; c < options.num_classes; ++c) {
+      std::vector<Eigen::Index> rows;
+      for (Eigen::Index i = 0; i < labels.size(); ++i) {
+        if (labels(i) == c) rows.push_back(i);
+      }
+      if (rows.empty()) continue;
+      DPC_ASSIGN_OR_RETURN(train::ImageGenerator generator,
+                           generator_of(model.class_generators(c), 1));
+      const Eigen::MatrixXf drawn = generator.Sample(
+          Eigen::VectorXi::Zero(static_cast<Eigen::Index>(rows.size())), &rng, &pool);
+      for (size_t r = 0; r < rows.size(); ++r) {
+        images.row(rows[r]) = drawn.row(static_cast<Eigen::Index>(r));
+      }
+    }
+  }
   data::ImageSet set;
   set.height = options.height;
   set.width = options.width;

@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -96,6 +97,130 @@ void PrintSessionCharge(const v1::Session& closed) {
               closed.epsilon_spent_total());
 }
 
+// The parallel variant (issue 27; dp-kernel-frdp.md sec. 2, "Parallel
+// variant"; docs/privacy.md 2.10, 3.7): one unconditional kernel_witness
+// session per declared class, opened as ONE admission (its charge is one
+// part's under add/remove), and one unconditional image generator trained
+// on each, in turn. The model holds the K generators (class_generators);
+// `sample` draws each label's images from its class's generator, so the
+// labels are balanced. Each part's session: Poisson rate q = batch / rows
+// over its own rows, and the public divisor batch / K (q times the
+// expected part size rows / K: the class sizes are not public).
+absl::StatusOr<v1::GeneratorModel> TrainKernelParallel(
+    Connection& analyst, const KernelRun& run, const data::Schema& schema,
+    train::ImageGeneratorArchitecture architecture) {
+  const int classes = schema.num_classes();
+  const int max_points = release::KernelWitnessKind::MaxQueryPoints(false, classes);
+  if (run.points < 1 || run.points > max_points) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--points must be in [1, ", max_points, "] for --variant parallel (one "
+        "Gaussian-process factor per class and step), got ", run.points));
+  }
+  KernelSessionOptions session;
+  session.dataset_id = run.dataset_id;
+  session.idempotency_key = run.key.empty() ? NewIdempotencyKey() : run.key;
+  session.sampling_rate = std::min(1.0, run.batch / static_cast<double>(run.rows_guess));
+  // One part's T steps at the full epsilon: the group's whole charge.
+  session.epsilon = run.epsilon;
+  session.steps = run.steps;
+  session.kernel.set_conditional(false);
+  session.kernel.set_expected_batch_size(std::max(1.0, run.batch / classes));
+  session.kernel.set_max_points(run.points);
+  const data::Column& label = schema.column(*schema.label_index());
+  std::vector<std::string> values;
+  auto oracles = KernelOracle::OpenPartitioned(&analyst, session, label.name, &values);
+  if (!oracles.ok()) return oracles.status();
+  if (static_cast<int>(oracles->size()) != classes) {
+    return absl::DataLossError("the server opened another number of parts than the classes");
+  }
+  for (const KernelOracle& oracle : *oracles) {
+    if (oracle.session().state() != "OPEN") {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "session ", oracle.session().id(), " of --key '", session.idempotency_key, "' is ",
+          oracle.session().state(), " (the group's epsilon ", oracle.session().epsilon_reserved(),
+          " was charged); nothing more is charged. Train again with a new --key"));
+    }
+  }
+  const data::Column& image = schema.column(*schema.image_index());
+  ModelSource source;
+  source.schema = run.schema;
+  source.schema_fingerprint = schema.FingerprintHex();
+  source.delta = run.delta;
+  std::vector<v1::GeneratorModel> generators;
+  double final_loss = 0.0;
+  int64_t steps_run = 0;
+  std::optional<v1::Session> last;
+  for (int c = 0; c < classes; ++c) {
+    KernelOracle& oracle = (*oracles)[static_cast<size_t>(c)];
+    train::KernelTrainerOptions options;
+    options.steps =
+        static_cast<int>(oracle.session().steps_reserved() - oracle.session().steps_used());
+    options.points_per_step = run.points;
+    options.seed = run.seed * 1000 + static_cast<uint64_t>(c);
+    train::ImageGeneratorOptions image_options;
+    image_options.architecture = architecture;
+    image_options.code_dim = train::kImageKernelCodeDim;
+    image_options.height = image.image_height;
+    image_options.width = image.image_width;
+    image_options.num_classes = 1;  // unconditional: the part is one class
+    image_options.seed = options.seed;
+    train::ImageKernelGeneratorOptions kernel_options;
+    kernel_options.average_decay = run.average_decay;
+    auto point_generator =
+        train::ImageKernelGenerator::Create(image_options, run.learning_rate, kernel_options);
+    if (!point_generator.ok()) return point_generator.status();
+    StepProgress progress(absl::StrCat("train kernel, class '", values[static_cast<size_t>(c)],
+                                       "' (", c + 1, " of ", classes, ")"),
+                          options.steps, run.quiet);
+    auto update = progress.Callback();
+    const auto on_step = [&](const train::KernelTrainerProgress& p) {
+      final_loss = p.loss;
+      update(p.step, p.loss);
+    };
+    if (auto s = train::TrainKernelGenerator(options, oracle.bandwidths(), &oracle,
+                                             &*point_generator, on_step);
+        !s.ok()) {
+      return s;
+    }
+    if (!point_generator->status().ok()) return point_generator->status();
+    point_generator->UseAverage(run.points);
+    auto closed = oracle.Close();
+    if (!closed.ok()) return closed.status();
+    steps_run += closed->steps_used();
+    last = *closed;
+    const train::ImageGenerator& g = point_generator->generator();
+    v1::GeneratorModel generator;
+    generator.set_image_architecture(
+        train::ImageGeneratorArchitectureName(g.options().architecture));
+    generator.set_code_dim(g.options().code_dim);
+    generator.set_num_classes(1);
+    for (float value : g.parameters()) generator.add_parameters(value);
+    for (float value : g.running_statistics()) generator.add_running_statistics(value);
+    generator.set_steps(static_cast<int>(closed->steps_used()));
+    generators.push_back(std::move(generator));
+  }
+  // The group's one charge (one part's T steps), settled at the last close.
+  source.epsilon = last->epsilon_reserved();
+  if (!run.quiet) {
+    std::printf("%d sessions partitioned by %s: %lld steps in all, epsilon %.4f for the group "
+                "(one part's, at delta); dataset total spent %.4f\n",
+                classes, label.name.c_str(), static_cast<long long>(steps_run),
+                last->epsilon_reserved(), last->epsilon_spent_total());
+  }
+  v1::GeneratorModel model = PackageModel(kName, source, {}, nn::Activation::kRelu,
+                                          Eigen::VectorXd(), static_cast<int>(run.steps),
+                                          final_loss);
+  model.clear_activation();
+  model.set_dataset_id(run.dataset_id);
+  model.set_image_architecture(generators.front().image_architecture());
+  model.set_code_dim(generators.front().code_dim());
+  model.set_num_classes(classes);
+  for (v1::GeneratorModel& generator : generators) {
+    *model.add_class_generators() = std::move(generator);
+  }
+  return model;
+}
+
 absl::StatusOr<int64_t> IntFlag(const ParsedArgs& args, const char* name, int64_t fallback) {
   if (!args.Has(name)) return fallback;
   return args.GetInt(name);
@@ -176,6 +301,8 @@ absl::StatusOr<v1::GeneratorModel> TrainKernelModel(Connection& analyst,
   const bool images = schema->image_index().has_value();
   // Fill the defaults of the dataset's kind (kernel.h).
   KernelRun run = requested;
+  const bool parallel = run.variant == "parallel";
+  if (parallel && run.points == 0) run.points = train::kImageKernelParallelPoints;
   if (run.steps == 0) run.steps = images ? train::kImageKernelSteps : kTableKernelSteps;
   if (run.batch == 0.0) run.batch = images ? train::kImageKernelBatch : kTableKernelBatch;
   if (run.points == 0) run.points = images ? train::kImageKernelPoints : kTableKernelPoints;
@@ -194,15 +321,25 @@ absl::StatusOr<v1::GeneratorModel> TrainKernelModel(Connection& analyst,
   if (!architecture.ok()) return architecture.status();
   const std::string& variant = run.variant;
   const bool labelled = schema->label_index().has_value();
-  if (variant == "parallel") {
-    return absl::InvalidArgumentError(
-        "--variant parallel (one generator per class) is not supported: the ledger cannot "
-        "charge parallel composition over classes (docs/privacy.md 2.10); use --variant "
-        "conditional");
-  }
-  if (!variant.empty() && variant != "conditional" && variant != "unconditional") {
+  if (!variant.empty() && variant != "conditional" && variant != "unconditional" &&
+      variant != "parallel") {
     return absl::InvalidArgumentError(absl::StrCat(
-        "--variant must be conditional or unconditional, got '", variant, "'"));
+        "--variant must be conditional, unconditional or parallel, got '", variant, "'"));
+  }
+  if (parallel) {
+    // Checked before anything is opened (nothing charged).
+    if (!images || !labelled) {
+      return absl::InvalidArgumentError(
+          "--variant parallel (one image generator per class, parallel composition over the "
+          "classes) needs an image dataset with a label column; use --variant conditional");
+    }
+    if (!(run.epsilon > 0)) return absl::InvalidArgumentError("--epsilon must be positive");
+    if (run.rows_guess <= 0) {
+      return absl::InvalidArgumentError(
+          "the dataset's size is private: give --rows N, a public guess of its number of rows");
+    }
+    if (!(run.batch >= 1.0)) return absl::InvalidArgumentError("--batch must be at least 1");
+    return TrainKernelParallel(analyst, run, *schema, *architecture);
   }
   const bool conditional = variant.empty() ? labelled : variant == "conditional";
   if (conditional && !labelled) {
@@ -378,14 +515,17 @@ class KernelUnit final : public Method {
     return WithConnection({{"dataset", "", "dataset id or name", false, true},
            {"epsilon", "", "epsilon of all steps together", false, true},
            {"out", "model.pb", "model file to write"},
-           {"variant", "", "conditional (default with a label column) or unconditional"},
+           {"variant", "",
+            "conditional (default with a label column), unconditional, or parallel (images: "
+            "one generator per class on partitioned sessions, charged as one class)"},
            {"steps", "", "session steps T (default 8000 for tables, 4000 for images)"},
            {"batch", "",
             "expected batch size m, the public divisor (default 500 for tables, 1200 for "
             "images)"},
            {"points", "",
             "generated points per step M: at most 64 per class conditionally (1024 in all), 64 "
-            "unconditionally (default 32 for tables, 64 for images)"},
+            "unconditionally or per class in parallel (default 32 for tables, 64 for images, "
+            "16 per class in parallel)"},
            {"lr", "", "generator Adam learning rate (default 3e-4 for tables, 1e-3 for images)"},
            {"generator", "", "images: conv (default), conv-wide or fc"},
            {"average", "",

@@ -28,7 +28,8 @@ struct KernelRun {
   int64_t rows_guess = 0;
   double epsilon = 1.0;  // of all steps together
   // "conditional", "unconditional" or empty (conditional when the schema
-  // has a label); "parallel" is refused (docs/privacy.md 2.10).
+  // has a label); "parallel": one generator per class on partitioned
+  // sessions (images with a label; docs/privacy.md 2.10, 3.7).
   std::string variant;
   // 0 (or empty): the default for the dataset's kind, below.
   int64_t steps = 0;           // T

@@ -34,6 +34,16 @@ class KernelOracle final : public train::KernelWitnessOracle {
   // `connection` must outlive the oracle.
   static absl::StatusOr<KernelOracle> Open(Connection* connection,
                                            const KernelSessionOptions& options);
+  // The parallel variant (docs/privacy.md 2.10, 3.7): one unconditional
+  // kernel_witness session per declared category of the label column
+  // `column`, opened as ONE admission (OpenPartitionedSessions; `kernel`
+  // gets parallel = true, and options.epsilon is one part's, which is the
+  // group's charge). Returns the members in the label's declared order and
+  // sets `values` to the category each one reads. A retry of the open
+  // (same key) returns the same sessions uncharged.
+  static absl::StatusOr<std::vector<KernelOracle>> OpenPartitioned(
+      Connection* connection, const KernelSessionOptions& options, const std::string& column,
+      std::vector<std::string>* values);
   // An open session by id; it must be a kernel_witness session.
   static absl::StatusOr<KernelOracle> Resume(Connection* connection,
                                              const std::string& session_id,

@@ -25,6 +25,13 @@ inline constexpr double kImageKernelLearningRate = 1e-3;   // Adam
 inline constexpr double kImageKernelAverageDecay = 0.998;  // parameter average
 // The latent code's width (the paper's nz = 10; 5 in the one-shot methods).
 inline constexpr int kImageKernelCodeDim = 10;
+// The parallel variant (issue 27; one unconditional generator per class,
+// each on its own part's session): query points per class and step. An
+// unconditional step is ONE Gaussian-process factor over all its points,
+// whose cost grows fast with M (docs/privacy.md 2.10: 0.023 s at M = 16,
+// 0.13 s at 32, seconds at 64 at d = 784), and K classes run K times the
+// steps, so 16 keeps a 10-class run inside 30 minutes on 2 cores.
+inline constexpr int kImageKernelParallelPoints = 16;
 
 struct ImageKernelGeneratorOptions {
   // Polyak averaging of the parameters (an exponential moving average with

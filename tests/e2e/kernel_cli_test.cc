@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <fstream>
+#include <iterator>
 #include <random>
 #include <regex>
 #include <string>
@@ -81,7 +82,8 @@ TEST_F(KernelCliTest, TrainSampleEvalAndCharges) {
   ASSERT_EQ(again.exit_code, 0) << again.err;
   EXPECT_NEAR(nlohmann::json::parse(again.out)["epsilon_spent"].get<double>(), spent, 1e-9);
 
-  // The parallel variant is refused before any session is opened.
+  // The parallel variant (images only) is refused on a table before any
+  // session is opened.
   CliRun parallel = RunCli("train kernel --dataset " + dataset +
                                " --epsilon 1 --variant parallel --out p.pb",
                            Env("analyst-token-kn"));
@@ -167,6 +169,71 @@ TEST_F(KernelCliTest, ImagesTrainAndSample) {
                               " --epsilon 1 --rows 300 --generator mlp --out u.pb",
                           Env("analyst-token-kn"));
   EXPECT_NE(unknown.exit_code, 0);
+}
+
+// The parallel variant (issue 27): one unconditional generator per class on
+// partitioned kernel_witness sessions, opened as one admission. The ledger
+// charges ONE part's epsilon (calibrated to --epsilon), not K times it,
+// and the model samples balanced labels, each from its class's generator.
+TEST_F(KernelCliTest, ParallelVariantChargesOnePartAndSamplesBalancedLabels) {
+  CliRun created = RunCli("datasets create --name par --images 8x8 --classes 3 --epsilon 5 --json",
+                          Env("curator-token-kn"));
+  ASSERT_EQ(created.exit_code, 0) << created.err;
+  const std::string dataset = nlohmann::json::parse(created.out)["dataset_id"];
+  std::mt19937_64 rng(5);
+  std::string pixels, labels;
+  for (int i = 0; i < 300; ++i) {
+    const int label = static_cast<int>(rng() % 3);
+    labels.push_back(static_cast<char>(label));
+    for (int p = 0; p < 64; ++p) pixels.push_back(static_cast<char>(label * 80 + rng() % 32));
+  }
+  WriteIdx(dir_ / "images.idx", {300, 8, 8}, pixels);
+  WriteIdx(dir_ / "labels.idx", {300}, labels);
+  CliRun uploaded = RunCli("upload --dataset " + dataset + " --idx images.idx --labels labels.idx",
+                           Env("curator-token-kn"));
+  ASSERT_EQ(uploaded.exit_code, 0) << uploaded.err;
+  CliRun train = RunCli("train kernel --dataset " + dataset +
+                            " --epsilon 1 --rows 300 --steps 6 --batch 30 --points 4"
+                            " --variant parallel --key e2e-parallel --out p.pb",
+                        Env("analyst-token-kn"));
+  ASSERT_EQ(train.exit_code, 0) << train.err;
+  const std::regex group(
+      "3 sessions partitioned by \\S+: (\\d+) steps in all, epsilon (\\S+) for the group");
+  std::smatch match;
+  ASSERT_TRUE(std::regex_search(train.out, match, group)) << train.out;
+  EXPECT_EQ(std::stoi(match[1]), 18);  // 6 steps for each of the 3 classes
+  const double charged = std::stod(match[2]);
+  EXPECT_NEAR(charged, 1.0, 1e-3);  // one part's T steps, calibrated to --epsilon
+  CliRun budget = RunCli("budget --dataset " + dataset + " --json", Env("analyst-token-kn"));
+  ASSERT_EQ(budget.exit_code, 0) << budget.err;
+  const nlohmann::json report = nlohmann::json::parse(budget.out);
+  // The dataset was charged once for all three classes: what one costs.
+  EXPECT_NEAR(report["epsilon_spent"].get<double>(), 1.0, 1e-3) << budget.out;
+
+  CliRun sample = RunCli("sample --model p.pb --rows 30 --png grid.png --grid-per-class 4 --idx syn",
+                         "");
+  ASSERT_EQ(sample.exit_code, 0) << sample.err;
+  EXPECT_TRUE(e2e::fs::exists(dir_ / "grid.png"));
+  std::ifstream label_file(dir_ / "syn-labels-idx1-ubyte", std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(label_file)),
+                          std::istreambuf_iterator<char>());
+  ASSERT_EQ(bytes.size(), 8u + 30u);  // header, then one byte a label
+  std::vector<int> counts(3, 0);
+  for (size_t i = 8; i < bytes.size(); ++i) ++counts.at(static_cast<unsigned char>(bytes[i]));
+  EXPECT_EQ(counts, (std::vector<int>{10, 10, 10}));
+
+  // The same key again: the group's sessions are closed; nothing more is
+  // charged.
+  CliRun rerun = RunCli("train kernel --dataset " + dataset +
+                            " --epsilon 1 --rows 300 --steps 6 --batch 30 --points 4"
+                            " --variant parallel --key e2e-parallel --out p2.pb",
+                        Env("analyst-token-kn"));
+  EXPECT_NE(rerun.exit_code, 0);
+  EXPECT_NE(rerun.err.find("new --key"), std::string::npos) << rerun.err;
+  CliRun again = RunCli("budget --dataset " + dataset + " --json", Env("analyst-token-kn"));
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_NEAR(nlohmann::json::parse(again.out)["epsilon_spent"].get<double>(),
+              report["epsilon_spent"].get<double>(), 1e-9);
 }
 
 }  // namespace
