@@ -1,0 +1,152 @@
+// The C++ side of bench/dask_bench.py (issue 28, "Done when": 10M rows in
+// 20 CSV shards on 2 Dask workers against the in-process engine on the
+// same 2 cores).
+//
+//   dask_bench_engine gen DIR ROWS SHARDS
+//     writes DIR/shard-NN.csv: ROWS rows of the project's demo table
+//     (core/data/demo.h) split into SHARDS files, each from its own seed,
+//     in the upload's CSV form (data::WriteCsv). bench/dask_bench.py
+//     declares the same schema as JSON for the module; the two statistics
+//     agreeing to 1e-12 checks that it is the same.
+//   dask_bench_engine engine DIR FREQUENCIES SEED STATISTIC_OUT
+//     the in-process engine over the same rows, timed step by step as the
+//     server runs a release: read every shard with the upload's reader
+//     (data::ReadCsvFile), encode (release::EncodeRows: the store does this
+//     once per dataset and caches the result, server/store.cc), then the
+//     rff_embedding kind's Run on its release threads (2 on this machine)
+//     with a zero noise source, which is the exact statistic. Prints one
+//     JSON line of timings and writes the statistic (raw little-endian f64,
+//     the module's Partial layout) for the Python side to compare.
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_format.h"
+#include "core/data/csv.h"
+#include "core/data/demo.h"
+#include "core/privacy/noise_source.h"
+#include "core/release/encoded_rows.h"
+#include "core/release/rff_embedding.h"
+
+namespace dpcurator::bench {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+double SecondsSince(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+int Fail(const std::string& message) {
+  std::fprintf(stderr, "dask_bench_engine: %s\n", message.c_str());
+  return 1;
+}
+
+int Generate(const fs::path& dir, int64_t rows, int shards) {
+  fs::create_directories(dir);
+  const data::Schema schema = data::DemoSchema();
+  for (int s = 0; s < shards; ++s) {
+    const int64_t n = rows * (s + 1) / shards - rows * s / shards;
+    const data::Table table = data::GenerateDemoTable(n, 20261127 + static_cast<uint64_t>(s));
+    const fs::path path = dir / absl::StrFormat("shard-%02d.csv", s);
+    std::ofstream out(path);
+    data::WriteCsv(schema, table, &out);
+    if (!out) return Fail("cannot write " + path.string());
+  }
+  return 0;
+}
+
+int Engine(const fs::path& dir, int frequencies, uint64_t seed, const std::string& statistic_out) {
+  const absl::StatusOr<data::Schema> schema = data::DemoSchema();
+  std::vector<fs::path> shards;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    if (entry.path().extension() == ".csv") shards.push_back(entry.path());
+  }
+  std::sort(shards.begin(), shards.end());
+
+  // Read: every shard with the upload's reader, into one table.
+  Clock::time_point start = Clock::now();
+  std::vector<data::Table> parts;
+  int64_t total = 0;
+  for (const fs::path& path : shards) {
+    absl::StatusOr<data::Table> part = data::ReadCsvFile(*schema, path.string());
+    if (!part.ok()) return Fail(std::string(part.status().message()));
+    total += part->num_rows();
+    parts.push_back(*std::move(part));
+  }
+  data::Table table;
+  table.cells.resize(total, schema->num_columns());
+  int64_t offset = 0;
+  for (data::Table& part : parts) {
+    table.cells.middleRows(offset, part.num_rows()) = part.cells;
+    offset += part.num_rows();
+    part = data::Table();
+  }
+  const double read_s = SecondsSince(start);
+
+  start = Clock::now();
+  const release::EncodedRows encoded = release::EncodeRows(*schema, table);
+  const double encode_s = SecondsSince(start);
+  table = data::Table();
+
+  // Run: the release's engine step, as server/release_kinds.cc calls it
+  // (Prepare from public values, then Run over the encoded rows).
+  release::RffEmbeddingKind::Params params;
+  params.num_frequencies = frequencies;
+  params.seed = seed;
+  absl::StatusOr<release::RffEmbeddingKind::Params> resolved =
+      release::RffEmbeddingKind::Resolve(params, *schema);
+  if (!resolved.ok()) return Fail(std::string(resolved.status().message()));
+  start = Clock::now();
+  absl::StatusOr<release::RffEmbeddingKind::Prepared> prepared =
+      release::RffEmbeddingKind::Prepare(*resolved, encoded.layout);
+  if (!prepared.ok()) return Fail(std::string(prepared.status().message()));
+  privacy::ZeroNoiseSource zero;
+  absl::StatusOr<release::RffEmbeddingKind::Result> result =
+      release::RffEmbeddingKind::Run(*prepared, encoded,
+                                     privacy::NeighbouringRelation::kAddRemove, 1.0, 0, &zero);
+  const double run_s = SecondsSince(start);
+  if (!result.ok()) return Fail(std::string(result.status().message()));
+
+  const Eigen::MatrixXd& sums = result->embedding.class_values;
+  const Eigen::VectorXd& counts = result->embedding.class_totals;
+  std::ofstream out(statistic_out, std::ios::binary);
+  out.write(reinterpret_cast<const char*>(sums.data()),
+            static_cast<std::streamsize>(sizeof(double) * sums.size()));
+  out.write(reinterpret_cast<const char*>(counts.data()),
+            static_cast<std::streamsize>(sizeof(double) * counts.size()));
+  if (!out) return Fail("cannot write " + statistic_out);
+  std::printf(
+      "{\"rows\": %lld, \"shards\": %zu, \"read_s\": %.4f, \"encode_s\": %.4f, \"run_s\": %.4f, "
+      "\"hardware_threads\": %u}\n",
+      static_cast<long long>(total), shards.size(), read_s, encode_s, run_s,
+      std::thread::hardware_concurrency());
+  return 0;
+}
+
+}  // namespace
+}  // namespace dpcurator::bench
+
+int main(int argc, char** argv) {
+  using dpcurator::bench::Engine;
+  using dpcurator::bench::Fail;
+  using dpcurator::bench::Generate;
+  const std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.size() == 4 && args[0] == "gen") {
+    return Generate(args[1], std::stoll(args[2]), std::stoi(args[3]));
+  }
+  if (args.size() == 5 && args[0] == "engine") {
+    return Engine(args[1], std::stoi(args[2]), std::stoull(args[3]), args[4]);
+  }
+  return Fail(
+      "usage: dask_bench_engine gen DIR ROWS SHARDS | engine DIR FREQUENCIES SEED STATISTIC_OUT");
+}
