@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <optional>
 #include <sstream>
 #include <vector>
 
@@ -30,6 +31,85 @@ std::string CellText(const py::handle& cell) {
   return py::str(cell).cast<std::string>();
 }
 
+absl::Status CellError(int64_t row, const absl::Status& status) {
+  return absl::InvalidArgumentError(
+      absl::StrCat("row ", row, " of the block: ", status.message()));
+}
+
+// A pandas Series of the categorical dtype (what csv_options asks
+// read_csv for): its codes index its categories, -1 a missing cell.
+bool IsPandasCategorical(const py::object& column) {
+  if (!py::hasattr(column, "dtype") || !py::hasattr(column, "cat")) return false;
+  const py::object dtype = column.attr("dtype");
+  return py::hasattr(dtype, "name") && py::str(dtype.attr("name")).cast<std::string>() == "category";
+}
+
+// A column as codes into its distinct values (-1: missing), when it is one
+// whose cells are all text or missing: a pandas categorical column, or an
+// object or unicode array that pandas.api.types.infer_dtype calls
+// "string" (mixed types, e.g. 1 and 1.0, would hash as one value and lose
+// their distinct texts, so they keep the cell-by-cell path).
+struct Coded {
+  py::array_t<int64_t> codes;
+  py::list uniques;
+};
+
+std::optional<Coded> CodesOf(const py::object& column, const py::array* array) {
+  if (array == nullptr) {
+    const py::object cat = column.attr("cat");
+    return Coded{py::array_t<int64_t, py::array::forcecast>::ensure(
+                     py::module_::import("numpy").attr("asarray")(cat.attr("codes"))),
+                 py::list(cat.attr("categories").attr("tolist")())};
+  }
+  const char kind = array->dtype().kind();
+  if (kind != 'O' && kind != 'U') return std::nullopt;
+  py::module_ pandas;
+  try {
+    pandas = py::module_::import("pandas");
+  } catch (const py::error_already_set&) {
+    return std::nullopt;  // no pandas: cell by cell
+  }
+  const std::string inferred = py::str(pandas.attr("api").attr("types").attr("infer_dtype")(
+                                           *array, py::arg("skipna") = true))
+                                   .cast<std::string>();
+  if (inferred != "string" && inferred != "empty") return std::nullopt;
+  const py::tuple factorized = pandas.attr("factorize")(*array);
+  return Coded{py::array_t<int64_t, py::array::forcecast>::ensure(py::object(factorized[0])),
+               py::list(factorized[1].attr("tolist")())};
+}
+
+// Column c of `table` from codes: each distinct value parsed once. The
+// error names the first row (in block order) whose value fails, as the
+// cell-by-cell path does.
+absl::Status FillCoded(const data::Schema& schema, int c, const Coded& coded, int64_t num_rows,
+                       data::Table* table) {
+  if (!coded.codes || coded.codes.ndim() != 1 || coded.codes.shape(0) != num_rows) {
+    return absl::InternalError(
+        absl::StrCat("column '", schema.column(c).name, "': codes of the wrong shape"));
+  }
+  const size_t num_uniques = coded.uniques.size();
+  std::vector<absl::StatusOr<data::ParsedCell>> parsed;
+  parsed.reserve(num_uniques + 1);
+  for (size_t u = 0; u < num_uniques; ++u) {
+    parsed.push_back(schema.ParseCell(c, CellText(coded.uniques[u])));
+  }
+  parsed.push_back(schema.ParseCell(c, ""));  // code -1: a missing cell
+  const auto codes = coded.codes.unchecked<1>();
+  for (int64_t r = 0; r < num_rows; ++r) {
+    const int64_t code = codes(r);
+    if (code < -1 || code >= static_cast<int64_t>(num_uniques)) {
+      return absl::InternalError(
+          absl::StrCat("column '", schema.column(c).name, "': a code out of range"));
+    }
+    const absl::StatusOr<data::ParsedCell>& cell =
+        parsed[code < 0 ? num_uniques : static_cast<size_t>(code)];
+    if (!cell.ok()) return CellError(r, cell.status());
+    table->cells(r, c) = cell->value;
+    table->clamped_cells += cell->clamped ? 1 : 0;
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<data::Table> TableFromColumns(const data::Schema& schema,
@@ -38,8 +118,10 @@ absl::StatusOr<data::Table> TableFromColumns(const data::Schema& schema,
   py::module_ numpy = py::module_::import("numpy");
   int64_t num_rows = -1;
   data::Table table;
-  std::vector<py::array> columns;
-  columns.reserve(static_cast<size_t>(num_columns));
+  // Per column: the object as given, and (except for a pandas categorical
+  // column, read through its codes) it as a numpy array.
+  std::vector<py::object> raw(static_cast<size_t>(num_columns));
+  std::vector<std::optional<py::array>> arrays(static_cast<size_t>(num_columns));
   for (int c = 0; c < num_columns; ++c) {
     const std::string& name = schema.column(c).name;
     py::object column;
@@ -49,28 +131,34 @@ absl::StatusOr<data::Table> TableFromColumns(const data::Schema& schema,
       return absl::InvalidArgumentError(absl::StrCat(
           "the block has no column '", name, "' (columns are matched to the schema by name)"));
     }
-    py::array array = numpy.attr("asarray")(column);
-    if (array.ndim() != 1) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("column '", name, "' is not one-dimensional"));
+    int64_t length = 0;
+    if (IsPandasCategorical(column)) {
+      length = static_cast<int64_t>(py::len(column));
+    } else {
+      py::array array = numpy.attr("asarray")(column);
+      if (array.ndim() != 1) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("column '", name, "' is not one-dimensional"));
+      }
+      length = static_cast<int64_t>(array.shape(0));
+      arrays[static_cast<size_t>(c)] = std::move(array);
     }
-    const int64_t length = static_cast<int64_t>(array.shape(0));
     if (num_rows >= 0 && length != num_rows) {
       return absl::InvalidArgumentError(absl::StrCat("column '", name, "' has ", length,
                                                      " rows and the columns before it ",
                                                      num_rows));
     }
     num_rows = length;
-    columns.push_back(std::move(array));
+    raw[static_cast<size_t>(c)] = std::move(column);
   }
   table.cells.resize(num_rows < 0 ? 0 : num_rows, num_columns);
   for (int c = 0; c < num_columns; ++c) {
     const data::Column& column = schema.column(c);
-    const py::array& array = columns[static_cast<size_t>(c)];
-    const char kind = array.dtype().kind();
+    const std::optional<py::array>& array = arrays[static_cast<size_t>(c)];
+    const char kind = array.has_value() ? array->dtype().kind() : 'O';
     const bool numeric_dtype = kind == 'f' || kind == 'i' || kind == 'u' || kind == 'b';
     if (column.type == data::ColumnType::kNumeric && numeric_dtype) {
-      const auto values = py::array_t<double, py::array::forcecast>::ensure(array);
+      const auto values = py::array_t<double, py::array::forcecast>::ensure(*array);
       if (!values) {
         return absl::InvalidArgumentError(
             absl::StrCat("column '", column.name, "' cannot be read as float64"));
@@ -89,14 +177,22 @@ absl::StatusOr<data::Table> TableFromColumns(const data::Schema& schema,
       }
       continue;
     }
-    // Text cells, as a CSV file would hold them.
-    const py::list cells = array.attr("tolist")();
+    // Text cells, as a CSV file would hold them. A column of text is parsed
+    // once per distinct value (a pandas categorical column by its
+    // categories, an object column of strings by pandas.factorize): equal
+    // text parses equally, so this is exact, and the 10M-row benchmark's
+    // row conversion shrank from most of a shard's time to a small part of
+    // it (bench/dask_bench.py).
+    const std::optional<Coded> coded =
+        CodesOf(raw[static_cast<size_t>(c)], array.has_value() ? &*array : nullptr);
+    if (coded.has_value()) {
+      DPC_RETURN_IF_ERROR(FillCoded(schema, c, *coded, num_rows, &table));
+      continue;
+    }
+    const py::list cells = array->attr("tolist")();
     for (int64_t r = 0; r < num_rows; ++r) {
       auto cell = schema.ParseCell(c, CellText(cells[static_cast<size_t>(r)]));
-      if (!cell.ok()) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("row ", r, " of the block: ", cell.status().message()));
-      }
+      if (!cell.ok()) return CellError(r, cell.status());
       table.cells(r, c) = cell->value;
       table.clamped_cells += cell->clamped ? 1 : 0;
     }
