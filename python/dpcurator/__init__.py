@@ -7,6 +7,9 @@ Two audiences, one module built from the same C++ as the server and client:
   marginals) over blocks of rows, merged on the cluster. Nothing here adds
   noise: a partial is the exact statistic of its rows and stays inside the
   curator's trust boundary; the server noises the merged statistic once.
+* The curator's runner (``python3 -m dpcurator.dask_runner``): ``Curator``
+  takes an external dataset's pending jobs from the server and submits their
+  merged statistics, which the server noises.
 * Analysts: ``load_model(path).sample(n, seed)`` draws synthetic rows from a
   model file into a pandas DataFrame, the same rows ``dpcurator sample``
   writes for that model and seed.
@@ -16,6 +19,7 @@ from dpcurator import _core
 from dpcurator._core import Partial, Plan, merge, request_from_text, schema_from_json
 
 __all__ = [
+    "Curator",
     "Model",
     "Partial",
     "Plan",
@@ -71,6 +75,48 @@ def csv_options(plan):
     cheap), no pandas missing-value guessing."""
     return {"dtype": {name: "category" for name in plan.categorical_columns},
             "keep_default_na": False}
+
+
+class Curator:
+    """The runner's server calls (RunnerService) with a curator token, over
+    the CLI's own connection code: the same TLS options and environment
+    variables as ``dpcurator`` (DPCURATOR_SERVER, DPCURATOR_TOKEN,
+    DPCURATOR_TLS_CA, ...). An argument left None falls back to its
+    variable, then to the CLI's default."""
+
+    def __init__(self, server=None, token=None, *, insecure=None, tls_ca=None, tls_cert=None,
+                 tls_key=None, deadline=None):
+        arguments = []
+        for option, value in (("server", server), ("token", token), ("tls-ca", tls_ca),
+                              ("tls-cert", tls_cert), ("tls-key", tls_key),
+                              ("deadline", deadline)):
+            if value is not None:
+                arguments += [f"--{option}", str(value)]
+        if insecure is not None:
+            arguments.append("--insecure" if insecure else "--insecure=false")
+        self._curator = _core.Curator(arguments)
+
+    @property
+    def address(self):
+        return self._curator.address
+
+    def pending_jobs(self, dataset_id):
+        """The dataset's pending jobs, oldest first: dicts of job_id,
+        dataset_id, kind, schema (bytes), request (bytes), plan_digest
+        (bytes) and created_unix. Plan.from_request(job["schema"],
+        job["request"]) is the job's plan."""
+        return self._curator.pending_jobs(dataset_id)
+
+    def submit(self, job_id, dataset_id, partial):
+        """Sends the merged partial's exact statistic, row count and plan
+        digest; the server checks them against the job and noises the
+        statistic. Returns the release's id, dataset_id, kind and state."""
+        return self._curator.submit(job_id, dataset_id, partial)
+
+    def fail(self, job_id, dataset_id, reason):
+        """Marks the job failed; the analyst is told only that it failed in
+        the curator's cluster. `reason` must name no cell's value."""
+        self._curator.fail(job_id, dataset_id, reason)
 
 
 def merge_all(partials):

@@ -75,7 +75,8 @@ Partial ComputeTable(const Plan& plan, data::Table table) {
 }  // namespace
 }  // namespace dpcurator::python
 
-void BindModels(pybind11::module_& m);  // models_module.cc
+void BindModels(pybind11::module_& m);   // models_module.cc
+void BindCurator(pybind11::module_& m);  // curator.cc
 
 PYBIND11_MODULE(_core, m) {
   using namespace dpcurator;          // NOLINT: the bindings name most of it
@@ -109,6 +110,9 @@ PYBIND11_MODULE(_core, m) {
                       "stays inside the curator's cluster).")
       .def_readonly("num_rows", &Partial::num_rows)
       .def_readonly("plan_fingerprint", &Partial::plan_fingerprint)
+      .def_property_readonly(
+          "plan_digest", [](const Partial& p) { return Bytes(p.plan_digest); },
+          "SHA-256(schema bytes || request bytes) of its plan: the pending job's plan_digest.")
       .def_property_readonly("values", [](const Partial& p) { return ToNumpy(p.values); })
       .def(
           "merge", [](const Partial& a, const Partial& b) { return Unwrap(Merge(a, b)); },
@@ -146,6 +150,10 @@ PYBIND11_MODULE(_core, m) {
       .def_property_readonly("kind", [](const Plan& p) { return std::string(p.kind_name()); })
       .def_property_readonly("dimension", &Plan::dimension)
       .def_property_readonly("fingerprint", &Plan::fingerprint)
+      .def_property_readonly(
+          "digest", [](const Plan& p) { return Bytes(p.digest()); },
+          "SHA-256(schema bytes || request bytes): the server's pending job names its plan by "
+          "it (plan_digest).")
       .def_property_readonly("column_names",
                              [](const Plan& p) {
                                std::vector<std::string> names;
@@ -220,4 +228,5 @@ PYBIND11_MODULE(_core, m) {
           }));
 
   BindModels(m);
+  BindCurator(m);
 }

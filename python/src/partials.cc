@@ -1,5 +1,7 @@
 #include "python/src/partials.h"
 
+#include <openssl/sha.h>
+
 #include <cstring>
 #include <utility>
 
@@ -17,9 +19,12 @@
 namespace dpcurator::python {
 namespace {
 
-constexpr char kMagic[] = "DPCPART1";
+constexpr char kMagic[] = "DPCPART2";
 constexpr size_t kMagicBytes = 8;
-constexpr size_t kHeaderBytes = kMagicBytes + 3 * sizeof(uint64_t);
+constexpr size_t kDigestBytes = SHA256_DIGEST_LENGTH;
+// magic, fingerprint, digest, rows, length.
+constexpr size_t kRowsOffset = kMagicBytes + sizeof(uint64_t) + kDigestBytes;
+constexpr size_t kHeaderBytes = kRowsOffset + 2 * sizeof(uint64_t);
 
 // FNV-1a (64 bits), as data::Schema::Fingerprint.
 uint64_t Fnv1a(uint64_t hash, const std::string& bytes) {
@@ -30,6 +35,17 @@ uint64_t Fnv1a(uint64_t hash, const std::string& bytes) {
   return hash;
 }
 constexpr uint64_t kFnvOffset = 0xcbf29ce484222325ULL;
+
+// SHA-256(a || b), the pending job's plan_digest (the server computes it
+// over the bytes it stores and hands out).
+// (The one-shot SHA256: the streaming SHA256_Init family is deprecated in
+// OpenSSL 3, and the inputs are a few KB.)
+std::string Sha256(const std::string& a, const std::string& b) {
+  const std::string both = a + b;
+  unsigned char digest[SHA256_DIGEST_LENGTH];
+  SHA256(reinterpret_cast<const unsigned char*>(both.data()), both.size(), digest);
+  return std::string(reinterpret_cast<const char*>(digest), sizeof(digest));
+}
 
 absl::StatusOr<data::Schema> ParseSchema(const std::string& bytes, std::string* canonical) {
   v1::TableSchema proto;
@@ -159,6 +175,7 @@ absl::StatusOr<std::unique_ptr<Plan>> Plan::FromRequest(const std::string& schem
   }
   plan->dimension_ = (int64_t{plan->feature_map_->output_dim()} + 1) * num_classes;
   plan->fingerprint_ = Fnv1a(Fnv1a(Fnv1a(kFnvOffset, plan->kind_name()), schema_text), parameters);
+  plan->digest_ = Sha256(schema, request);
   return plan;
 }
 
@@ -184,12 +201,14 @@ absl::StatusOr<std::unique_ptr<Plan>> Plan::Marginals(const std::string& schema,
     parameters += absl::StrCat(absl::StrJoin(clique, ","), ";");
   }
   plan->fingerprint_ = Fnv1a(Fnv1a(Fnv1a(kFnvOffset, plan->kind_name()), schema_text), parameters);
+  plan->digest_ = Sha256(schema, parameters);
   return plan;
 }
 
 Partial Plan::Empty() const {
   Partial partial;
   partial.plan_fingerprint = fingerprint_;
+  partial.plan_digest = digest_;
   partial.values = Eigen::VectorXd::Zero(dimension_);
   return partial;
 }
@@ -202,6 +221,7 @@ absl::StatusOr<Partial> Plan::Compute(const data::Table& rows) const {
   }
   Partial partial;
   partial.plan_fingerprint = fingerprint_;
+  partial.plan_digest = digest_;
   partial.num_rows = rows.num_rows();
   if (kind_ == PlanKind::kMarginals) {
     DPC_ASSIGN_OR_RETURN(release::MarginalsKind::ExactCounts exact,
@@ -253,12 +273,14 @@ absl::StatusOr<Eigen::VectorXd> Plan::EngineStatistic(const data::Table& rows) c
 }
 
 absl::StatusOr<Partial> Merge(const Partial& a, const Partial& b) {
-  if (a.plan_fingerprint != b.plan_fingerprint || a.values.size() != b.values.size()) {
+  if (a.plan_fingerprint != b.plan_fingerprint || a.plan_digest != b.plan_digest ||
+      a.values.size() != b.values.size()) {
     return absl::FailedPreconditionError(
         "these partials belong to different plans (kind, schema or parameters differ)");
   }
   Partial merged;
   merged.plan_fingerprint = a.plan_fingerprint;
+  merged.plan_digest = a.plan_digest;
   merged.num_rows = a.num_rows + b.num_rows;
   merged.values = a.values + b.values;
   return merged;
@@ -268,6 +290,10 @@ std::string Serialize(const Partial& partial) {
   std::string out(kMagic, kMagicBytes);
   out.reserve(kHeaderBytes + sizeof(double) * static_cast<size_t>(partial.values.size()));
   PutU64(&out, partial.plan_fingerprint);
+  // Always 32 bytes (a partial made by hand with no digest writes zeros).
+  std::string digest = partial.plan_digest;
+  digest.resize(kDigestBytes, '\0');
+  out += digest;
   PutU64(&out, static_cast<uint64_t>(partial.num_rows));
   PutU64(&out, static_cast<uint64_t>(partial.values.size()));
   for (Eigen::Index i = 0; i < partial.values.size(); ++i) {
@@ -280,12 +306,13 @@ std::string Serialize(const Partial& partial) {
 
 absl::StatusOr<Partial> Parse(const std::string& bytes) {
   if (bytes.size() < kHeaderBytes || bytes.compare(0, kMagicBytes, kMagic) != 0) {
-    return absl::DataLossError("not a dpcurator partial (no DPCPART1 header)");
+    return absl::DataLossError("not a dpcurator partial (no DPCPART2 header)");
   }
   Partial partial;
   partial.plan_fingerprint = GetU64(bytes.data() + kMagicBytes);
-  partial.num_rows = static_cast<int64_t>(GetU64(bytes.data() + kMagicBytes + 8));
-  const uint64_t length = GetU64(bytes.data() + kMagicBytes + 16);
+  partial.plan_digest = bytes.substr(kMagicBytes + sizeof(uint64_t), kDigestBytes);
+  partial.num_rows = static_cast<int64_t>(GetU64(bytes.data() + kRowsOffset));
+  const uint64_t length = GetU64(bytes.data() + kRowsOffset + sizeof(uint64_t));
   if (partial.num_rows < 0 || length > (bytes.size() - kHeaderBytes) / sizeof(double) ||
       bytes.size() != kHeaderBytes + length * sizeof(double)) {
     return absl::DataLossError(absl::StrCat("a dpcurator partial of ", bytes.size(),

@@ -37,6 +37,9 @@ namespace dpcurator::python {
 // merges changes only floating-point rounding.
 struct Partial {
   uint64_t plan_fingerprint = 0;
+  // The plan's digest (Plan::digest): what the server's job names its plan
+  // by, sent with the statistic (dpcurator.Curator.submit).
+  std::string plan_digest;
   int64_t num_rows = 0;
   Eigen::VectorXd values;
 };
@@ -69,6 +72,12 @@ class Plan {
   // Identifies the plan (FNV-1a of its kind, schema and parameters), so
   // partials of different plans are never merged.
   uint64_t fingerprint() const { return fingerprint_; }
+  // SHA-256 over (schema bytes || request bytes), the 32 bytes the server's
+  // pending job carries as its plan_digest (docs/scale-out.md): a runner
+  // submits a statistic under the digest of the plan it computed. For a
+  // marginals plan (no request on the wire) the request bytes are replaced
+  // by the cliques' text ("0;2;0,3;" in plan order).
+  const std::string& digest() const { return digest_; }
   // The inputs it was made from (pickling).
   const std::string& schema_bytes() const { return schema_bytes_; }
   const std::string& request_bytes() const { return request_bytes_; }
@@ -97,15 +106,19 @@ class Plan {
   std::unique_ptr<embed::FeatureMap> feature_map_;
   int64_t dimension_ = 0;
   uint64_t fingerprint_ = 0;
+  std::string digest_;
 };
 
-// a + b; FAILED_PRECONDITION when they belong to different plans.
+// a + b; FAILED_PRECONDITION when they belong to different plans (their
+// fingerprints or digests differ).
 absl::StatusOr<Partial> Merge(const Partial& a, const Partial& b);
 
 // A partial's bytes (docs/scale-out.md, "Partials on the wire"): the magic
-// "DPCPART1", the plan fingerprint (u64), the row count (i64), the length
-// (i64) and the values (f64), all little-endian. Parse checks the length
-// and refuses anything else (DATA_LOSS).
+// "DPCPART2", the plan fingerprint (u64), the plan digest (32 bytes), the
+// row count (i64), the length (i64) and the values (f64), all
+// little-endian. Parse checks the length and refuses anything else
+// (DATA_LOSS), version 1 (no digest) included: partials live only as long
+// as a job's computation, so none of version 1 is kept anywhere.
 std::string Serialize(const Partial& partial);
 absl::StatusOr<Partial> Parse(const std::string& bytes);
 

@@ -3,6 +3,7 @@ blocks equal the in-process engine's exact statistic; bytes and merges keep
 them exact; plans the scale-out path cannot run are refused before any row
 is read; malformed rows name the column and row, never the value."""
 
+import hashlib
 import io
 import pickle
 import unittest
@@ -89,9 +90,10 @@ class PartialsTest(unittest.TestCase):
             with self.subTest(kind=kind):
                 partial = plan.partial_csv(self.blocks[2])
                 data = partial.to_bytes()
-                self.assertEqual(len(data), 32 + 8 * plan.dimension)
+                self.assertEqual(len(data), 64 + 8 * plan.dimension)
                 back = dpcurator.Partial.from_bytes(data)
                 self.assertEqual(back.num_rows, partial.num_rows)
+                self.assertEqual(back.plan_digest, plan.digest)
                 np.testing.assert_array_equal(back.values, partial.values)
                 np.testing.assert_array_equal(
                     pickle.loads(pickle.dumps(partial)).values, partial.values
@@ -104,6 +106,22 @@ class PartialsTest(unittest.TestCase):
                 np.testing.assert_array_equal(
                     again.partial_csv(self.blocks[2]).values, partial.values
                 )
+
+    def test_the_digest_is_the_servers(self):
+        # The pending job names its plan by SHA-256(schema || request); a
+        # partial carries its plan's digest through merges and pickles.
+        schema = fixtures.schema_bytes()
+        request = dpcurator.request_from_text("rff_embedding { num_frequencies: 64 seed: 11 }")
+        plan = dpcurator.Plan.from_request(schema, request)
+        self.assertEqual(plan.digest, hashlib.sha256(schema + request).digest())
+        partial = plan.partial_csv(self.blocks[0]) + plan.partial_csv(self.blocks[1])
+        self.assertEqual(partial.plan_digest, plan.digest)
+        self.assertEqual(pickle.loads(pickle.dumps(partial)).plan_digest, plan.digest)
+        other = dpcurator.Plan.from_request(
+            schema, dpcurator.request_from_text("rff_embedding { num_frequencies: 64 seed: 12 }"))
+        self.assertNotEqual(other.digest, plan.digest)
+        self.assertNotEqual(self.plans["marginals"].digest,
+                            dpcurator.Plan.marginals(schema, [[0]]).digest)
 
     def test_empty_is_the_identity(self):
         plan = self.plans["marginals"]
