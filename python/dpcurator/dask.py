@@ -7,7 +7,24 @@ moves the data; nothing here is a scheduler or a wire protocol."""
 import dask
 import pandas as pd
 
-from dpcurator import merge_all
+from dpcurator import csv_options, merge_all
+
+
+class ShardError(ValueError):
+    """Rows of a CSV shard that the plan cannot read (the runner fails the
+    job on it). `shard` is the file, `line` its line (1 is the header; 0
+    when unknown) and `detail` the module's message, which is for the
+    curator only: it may quote a categorical cell."""
+
+    def __init__(self, shard, line, detail):
+        super().__init__(f"{shard}:{line if line else '?'}: {detail}")
+        self.shard = shard
+        self.line = line
+        self.detail = detail
+
+    def __reduce__(self):
+        # Raised on a worker, re-raised in the client: pickled by its fields.
+        return (ShardError, (self.shard, self.line, self.detail))
 
 
 def _partial_series(block, plan):
@@ -33,3 +50,48 @@ def exact_partial(plan, frame, split_every=8):
             for i in range(0, len(level), split_every)
         ]
     return level[0]
+
+
+def _line_of(message, shard):
+    """(line, detail) of the module's CSV reader's message
+    "<shard>:<line>: <detail>" (core/data/csv.cc); line 0 when it names
+    none (a header or encoding error: "<shard>: <detail>")."""
+    prefix = f"{shard}:"
+    if not message.startswith(prefix):
+        return 0, message
+    rest = message[len(prefix):]
+    number, colon, detail = rest.partition(":")
+    if colon and number.isdigit():
+        return int(number), detail.strip()
+    return 0, rest.strip()
+
+
+def shard_partial(plan, path):
+    """The exact partial of one CSV shard with a header (a file path the
+    worker can open), read by the module's upload reader: the server's own
+    CSV rules (plan.partial_csv), so a shard is read exactly as an upload of
+    it would be. A malformed row raises ShardError with the shard and line."""
+    with open(path, "rb") as f:
+        data = f.read()
+    try:
+        return plan.partial_csv(data, path)
+    except ValueError as error:
+        line, detail = _line_of(str(error), path)
+        raise ShardError(path, line, detail) from None
+
+
+def shard_partial_pandas(plan, path):
+    """shard_partial through pandas.read_csv with csv_options(plan) and
+    plan.partial(frame), which is faster (bench/dask_bench.py), with the
+    upload reader as the arbiter: where pandas fails, or fills in a cell
+    (csv_options recognises no missing-value token, so a NaN is a row with
+    fewer fields than the header, which the upload reader refuses), the
+    shard is read again by shard_partial, whose partial or ShardError (with
+    the line) is the answer."""
+    try:
+        frame = pd.read_csv(path, **csv_options(plan))
+        if not frame.isna().any().any():
+            return plan.partial(frame)
+    except ValueError:
+        pass
+    return shard_partial(plan, path)

@@ -5,6 +5,7 @@ that looks like a number)."""
 
 import os
 import random
+import time
 
 import dpcurator
 
@@ -74,3 +75,15 @@ def relative_difference(a, b):
     import numpy as np
 
     return float(np.linalg.norm(a - b) / max(np.linalg.norm(b), 1e-300))
+
+
+def slow_shard_partial(plan, path):
+    """dpcurator.dask.shard_partial after a one-second pause: the runner's
+    fault tests need a job that lasts long enough to kill a worker or the
+    runner in the middle of it, whatever the machine's load
+    (`--reader fixtures:slow_shard_partial`; the workers import this file
+    through PYTHONPATH)."""
+    from dpcurator.dask import shard_partial
+
+    time.sleep(1.0)
+    return shard_partial(plan, path)
