@@ -69,8 +69,9 @@ class RunnerTest(unittest.TestCase):
         return server
 
     def pending(self, server, dataset_id):
-        curator = dpcurator.Curator(token=CURATOR_TOKEN, server=server.address,
-                                    insecure=not server.tls)
+        curator = dpcurator.Curator(
+            token=CURATOR_TOKEN, server=server.address, insecure=not server.tls,
+            tls_ca=os.path.join(server.directory, "ca.pem") if server.tls else None)
         return curator, curator.pending_jobs(dataset_id)
 
     def test_a_end_to_end_over_tls(self):
