@@ -23,6 +23,11 @@ constexpr double kMaxCount = 1e15;
 // Armijo backtracking halvings per iteration (the public implementation's 25).
 constexpr int kMaxBacktracks = 25;
 constexpr double kMaxStepSize = 1e100;
+// The log-potential of a cell fixed at 0 (EstimateOptions::zero_below_sigmas):
+// finite, so no sum in the calibration is -inf - -inf even if every cell of
+// a clique were fixed, and far enough below any fitted potential that
+// exp(.) underflows to exactly 0 beside an unfixed cell.
+constexpr double kZeroedLogPotential = -1e6;
 
 int64_t SaturatingMul(int64_t a, int64_t b) {
   if (a != 0 && b > std::numeric_limits<int64_t>::max() / a) {
@@ -438,6 +443,7 @@ class Estimator {
     std::vector<Eigen::VectorXd>& theta = model_.theta_;
     std::vector<Eigen::VectorXd>& mu = model_.mu_;
     mu.resize(m);
+    ApplyZeros(&theta);
     Calibrate(theta, &mu);
     double loss = LossAndGradient(mu);
     std::vector<Eigen::VectorXd> old_theta(m), old_mu(m), old_grad(m);
@@ -454,6 +460,7 @@ class Estimator {
       bool accepted = false;
       for (int b = 0; b < kMaxBacktracks; ++b) {
         for (int c = 0; c < m; ++c) theta[c] = old_theta[c] - alpha * old_grad[c];
+        ApplyZeros(&theta);
         Calibrate(theta, &mu);
         loss = LossAndGradient(mu);
         double decrease = 0.0;
@@ -477,7 +484,46 @@ class Estimator {
     model_.step_size_ = alpha;
   }
 
+  // EstimateOptions::zero_below_sigmas: from the fitted mu, marks every cell
+  // of a host clique whose projection on a group of two or more attributes
+  // has a fitted count below sigmas times the group's noise std
+  // (sigma_min / sqrt(weight): weights are inverse variances relative to
+  // sigma_min), unless that would mark the whole group. Fit then keeps the
+  // marked cells at 0. Reads the model only (post-processing).
+  void ZeroCellsBelow(double sigmas, double sigma_min) {
+    const int m = static_cast<int>(model_.cliques_.size());
+    zeroed_.assign(m, {});
+    const std::vector<Eigen::VectorXd>& mu = model_.mu_;
+    if (static_cast<int>(mu.size()) != m) return;
+    for (Group& g : groups_) {
+      if (g.vars.size() < 2) continue;
+      g.scratch.setZero();
+      double* s = g.scratch.data();
+      const double* h = mu[g.host].data();
+      ForEachCell<1>(shapes_[g.host], {&g.host_strides},
+                     [&](int64_t cell, const std::array<int64_t, 1>& i) { s[i[0]] += h[cell]; });
+      const double threshold = sigmas * sigma_min / std::sqrt(g.weight);
+      const Eigen::Array<bool, Eigen::Dynamic, 1> below = g.scratch.array() < threshold;
+      if (below.all() || !below.any()) continue;
+      std::vector<char>& zeroed = zeroed_[g.host];
+      if (zeroed.empty()) zeroed.assign(mu[g.host].size(), 0);
+      ForEachCell<1>(shapes_[g.host], {&g.host_strides},
+                     [&](int64_t cell, const std::array<int64_t, 1>& i) {
+                       if (below[i[0]]) zeroed[cell] = 1;
+                     });
+    }
+  }
+
  private:
+  void ApplyZeros(std::vector<Eigen::VectorXd>* theta) const {
+    for (size_t c = 0; c < zeroed_.size(); ++c) {
+      const std::vector<char>& zeroed = zeroed_[c];
+      for (size_t i = 0; i < zeroed.size(); ++i) {
+        if (zeroed[i]) (*theta)[c][static_cast<Eigen::Index>(i)] = kZeroedLogPotential;
+      }
+    }
+  }
+
   GraphicalModel& model_;
   std::vector<Group> groups_;
   std::vector<std::vector<int>> shapes_;
@@ -487,6 +533,7 @@ class Estimator {
   std::vector<std::vector<int>> children_;
   std::vector<Eigen::VectorXd> partial_, grad_;
   Eigen::VectorXd exp_scratch_;  // as large as the largest clique
+  std::vector<std::vector<char>> zeroed_;  // per clique: cells fixed at 0 (or empty)
 };
 
 absl::StatusOr<GraphicalModel> GraphicalModel::Estimate(
@@ -641,6 +688,10 @@ absl::StatusOr<GraphicalModel> GraphicalModel::Estimate(
   }
   Estimator estimator(&model, std::move(groups));
   estimator.Fit(std::max(options.iterations, 0));
+  if (options.zero_below_sigmas > 0.0 && std::isfinite(options.zero_below_sigmas)) {
+    estimator.ZeroCellsBelow(options.zero_below_sigmas, sigma_min);
+    estimator.Fit(std::max(options.zero_refit_iterations, 0));
+  }
   return model;
 }
 
@@ -767,10 +818,13 @@ Eigen::VectorXd GraphicalModel::Marginal(const std::vector<int>& clique) const {
       Eigen::VectorXd inverse_sep = Eigen::VectorXd::Ones(1);
       if (c != top) {
         sep = SortedIntersection(cliques_[c], cliques_[parents_[c]]);
-        // 1 / p(S), 0 where p(S) = 0 (its cells are 0 as well).
+        // 1 / p(S), 0 where p(S) = 0 (its cells are 0 as well) or so small
+        // (a cell fixed at 0 can leave a subnormal) that 1 / p(S) is inf,
+        // which times a 0 cell would be NaN.
         inverse_sep = SumTo(Factor{cliques_[c], mu_[c]}, sep, domain_sizes_).values;
         for (Eigen::Index i = 0; i < inverse_sep.size(); ++i) {
-          inverse_sep[i] = inverse_sep[i] > 0.0 ? total_ / inverse_sep[i] : 0.0;
+          const double inverse = inverse_sep[i] > 0.0 ? total_ / inverse_sep[i] : 0.0;
+          inverse_sep[i] = std::isfinite(inverse) ? inverse : 0.0;
         }
       }
       const std::vector<int> vars = SortedUnion(cliques_[c], children.vars);
