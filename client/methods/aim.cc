@@ -62,8 +62,10 @@ absl::Status CheckTable(const v1::AimArtefact& artefact, const v1::NoisyMarginal
   return absl::OkStatus();
 }
 
+}  // namespace
+
 // "a,b;c,d,e" -> cliques of column names.
-absl::StatusOr<v1::AimParams> ParamsFromArgs(const ParsedArgs& args) {
+absl::StatusOr<v1::AimParams> AimParamsFromArgs(const ParsedArgs& args) {
   v1::AimParams params;
   if (args.Has("workload")) {
     for (absl::string_view clique :
@@ -88,6 +90,39 @@ absl::StatusOr<v1::AimParams> ParamsFromArgs(const ParsedArgs& args) {
   return params;
 }
 
+namespace {
+
+// --fit-iterations, --zero-below (train aim and the demo).
+absl::StatusOr<AimFitOptions> FitOptionsFromArgs(const ParsedArgs& args) {
+  AimFitOptions fit;
+  if (args.Has("fit-iterations")) {
+    DPC_ASSIGN_OR_RETURN(const int64_t iterations, args.GetInt("fit-iterations"));
+    if (iterations < 1 || iterations > 100'000) {
+      return absl::InvalidArgumentError("--fit-iterations must be between 1 and 100000");
+    }
+    fit.iterations = static_cast<int>(iterations);
+  }
+  if (args.Has("zero-below")) {
+    DPC_ASSIGN_OR_RETURN(const double sigmas, args.GetDouble("zero-below"));
+    if (!(sigmas >= 0.0 && sigmas <= 100.0)) {
+      return absl::InvalidArgumentError(
+          "--zero-below must be between 0 (off) and 100 (noise standard deviations)");
+    }
+    fit.zero_below_sigmas = sigmas;
+  }
+  return fit;
+}
+
+std::vector<OptionSpec> FitOptionSpecs() {
+  return {{"fit-iterations", "",
+           absl::StrCat("mirror-descent iterations of the fit (default ",
+                        train::kAimFinalFitIterations, ")")},
+          {"zero-below", "",
+           absl::StrCat("fix at 0 the cells of measured pairs and triples fitted below this many "
+                        "noise standard deviations, 0 for none (default ",
+                        train::kAimFinalFitZeroBelowSigmas, ")")}};
+}
+
 absl::StatusOr<TrainResult> RunTrainAim(const ParsedArgs& args) {
   v1::Release release;
   if (args.Has("release")) {
@@ -98,7 +133,7 @@ absl::StatusOr<TrainResult> RunTrainAim(const ParsedArgs& args) {
           "train aim --dataset needs --epsilon (the AIM release's target epsilon)");
     }
     DPC_ASSIGN_OR_RETURN(const double epsilon, args.GetDouble("epsilon"));
-    DPC_ASSIGN_OR_RETURN(const v1::AimParams params, ParamsFromArgs(args));
+    DPC_ASSIGN_OR_RETURN(const v1::AimParams params, AimParamsFromArgs(args));
     DPC_ASSIGN_OR_RETURN(Connection connection, Connection::FromArgs(args));
     const std::string key = args.Has("key") ? args.Get("key") : NewIdempotencyKey();
     DPC_ASSIGN_OR_RETURN(release, RequestAimRelease(connection, args.Get("dataset"), epsilon,
@@ -119,7 +154,8 @@ absl::StatusOr<TrainResult> RunTrainAim(const ParsedArgs& args) {
     }
   }
   TrainResult result;
-  DPC_ASSIGN_OR_RETURN(result.model, TrainAimModel(release));
+  DPC_ASSIGN_OR_RETURN(const AimFitOptions fit, FitOptionsFromArgs(args));
+  DPC_ASSIGN_OR_RETURN(result.model, TrainAimModel(release, fit));
   result.message = absl::StrFormat(
       "aim model (%d columns, %d of %d rounds' pairs in its tree) written to %s\n",
       result.model.mst_domain_sizes_size(), result.model.mst_edges_size(),
@@ -159,8 +195,10 @@ class AimUnit final : public Method {
          {"rounds", "", "T, which sets the first rounds' budget rho / T (default 16 x columns)"},
          {"key", "", "idempotency key of the release (default: fresh)"},
          {"release-out", "", "also write the release artefact here (with --dataset)"},
-         {"out", "model.pb", "model file to write"}});
+         {"out", "model.pb", "model file to write"},
+         FitOptionSpecs()[0], FitOptionSpecs()[1]});
   }
+  std::vector<OptionSpec> DemoOptions() const override { return FitOptionSpecs(); }
   absl::StatusOr<TrainResult> Train(const ParsedArgs& args) const override {
     return RunTrainAim(args);
   }
@@ -177,7 +215,11 @@ class AimUnit final : public Method {
         "analyst: aim release %s (%d columns, %d rounds, epsilon %.4f) in %.2fs",
         out.release.id(), out.release.aim().domain_sizes_size(), out.release.aim().rounds_size(),
         out.release.aim().epsilon(), out.release_seconds));
-    DPC_ASSIGN_OR_RETURN(out.model, TrainAimModel(out.release));
+    AimFitOptions fit;
+    if (input.args != nullptr) {
+      DPC_ASSIGN_OR_RETURN(fit, FitOptionsFromArgs(*input.args));
+    }
+    DPC_ASSIGN_OR_RETURN(out.model, TrainAimModel(out.release, fit));
     return out;
   }
 
@@ -236,7 +278,8 @@ std::vector<std::string> AimProgressLines(const v1::AimArtefact& artefact) {
   return lines;
 }
 
-absl::StatusOr<v1::GeneratorModel> TrainAimModel(const v1::Release& release) {
+absl::StatusOr<v1::GeneratorModel> TrainAimModel(const v1::Release& release,
+                                                 const AimFitOptions& fit) {
   if (!release.has_aim()) {
     return absl::InvalidArgumentError(
         "train aim needs an aim release (dpcurator train aim --release-out); this file holds "
@@ -259,15 +302,17 @@ absl::StatusOr<v1::GeneratorModel> TrainAimModel(const v1::Release& release) {
   const std::vector<int> sizes(artefact.domain_sizes().begin(), artefact.domain_sizes().end());
   // The fit (post-processing, AIM Alg. 2's last line): Private-PGM over every
   // released measurement, the 1-way tables and each round's, with
-  // kAimFinalFitIterations of mirror descent. The junction tree is at most
-  // the recipe's model-size limit, which the server's size filter kept.
+  // AimFitOptions' iterations of mirror descent (kAimFinalFitIterations
+  // unless --fit-iterations) and zero threshold. The junction tree is at
+  // most the recipe's model-size limit, which the server's size filter kept.
   std::vector<release::NoisyMarginal> measurements;
   for (const auto& t : artefact.one_way()) measurements.push_back(MarginalFromProto(t));
   for (const v1::AimRoundRecord& round : artefact.rounds()) {
     measurements.push_back(MarginalFromProto(round.measurement()));
   }
   pgm::EstimateOptions options;
-  options.iterations = train::kAimFinalFitIterations;
+  options.iterations = fit.iterations;
+  options.zero_below_sigmas = fit.zero_below_sigmas;
   // The limit the server's size filter kept the measured cliques' junction
   // tree within (the request's, recorded in the artefact).
   options.max_cells = artefact.max_model_cells() > 0 ? artefact.max_model_cells()

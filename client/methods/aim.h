@@ -5,10 +5,9 @@
 // method: the server's "aim" recipe release (noisy 1-way marginals, then
 // adaptive rounds of private selection and measurement until rho is spent;
 // docs/privacy.md 2.12), the client-side fit (post-processing, no budget)
-// and sampling. The fit is, for now, the tree model of core/train/mst.h on
-// the 1-way measurements and the selected pairs (and triples' pair margins)
-// that form a forest, in the order selected; the general graphical model
-// (core/pgm) replaces it.
+// and sampling. The fit is Private-PGM (core/pgm) over every released
+// measurement, with the cells the measurements cannot tell from empty fixed
+// at 0 (AimFitOptions).
 
 #include <cstdint>
 #include <string>
@@ -17,6 +16,7 @@
 #include "client/connection.h"
 #include "client/methods/method.h"
 #include "core/data/table.h"
+#include "core/train/aim.h"
 #include "dpcurator/v1/dpcurator.pb.h"
 
 namespace dpcurator::client {
@@ -31,13 +31,27 @@ absl::StatusOr<v1::Release> RequestAimRelease(Connection& analyst, const std::st
                                               double epsilon, const v1::AimParams& params,
                                               const std::string& key);
 
+// --workload ("a,b;c,d,e": cliques of column names), --max-model-cells and
+// --rounds as the request's parameters (unset: the server's defaults); for
+// `train aim --dataset` and `release --kind aim`.
+absl::StatusOr<v1::AimParams> AimParamsFromArgs(const ParsedArgs& args);
+
 // One line per round, for people: the selected clique by column names, its
 // noise, and the budget used after it ("round 3: (age, income) ...").
 std::vector<std::string> AimProgressLines(const v1::AimArtefact& artefact);
 
+// The client's fit (public choices, post-processing): mirror-descent
+// iterations, and the zero threshold of pgm::EstimateOptions in noise
+// standard deviations (0: off).
+struct AimFitOptions {
+  int iterations = train::kAimFinalFitIterations;
+  double zero_below_sigmas = train::kAimFinalFitZeroBelowSigmas;
+};
+
 // Fits the model to an "aim" release (no budget): Private-PGM over every
 // released measurement (core/pgm), packaged with its junction tree.
-absl::StatusOr<v1::GeneratorModel> TrainAimModel(const v1::Release& release);
+absl::StatusOr<v1::GeneratorModel> TrainAimModel(const v1::Release& release,
+                                                 const AimFitOptions& fit = {});
 
 // num_rows rows of an aim model file, decoded in its schema; DATA_LOSS
 // naming the retrain command when the file's model does not rebuild.
