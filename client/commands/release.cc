@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "client/commands.h"
 #include "client/connection.h"
+#include "client/methods/aim.h"
 #include "client/proto_file.h"
 #include "proto/release_kinds.h"
 
@@ -111,6 +112,20 @@ absl::Status ReportPending(const v1::Release& release, bool json) {
   return QuietExit(kPendingExitCode);
 }
 
+// The epsilon a release was calibrated to and its (first) noise multiplier,
+// whatever its artefact (the recipes': their 1-way tables').
+double ReleaseEpsilon(const v1::Release& release) {
+  if (release.has_mst()) return release.mst().epsilon();
+  if (release.has_aim()) return release.aim().epsilon();
+  return release.embedding().epsilon();
+}
+
+double ReleaseNoiseMultiplier(const v1::Release& release) {
+  if (release.has_mst()) return release.mst().one_way_noise_multiplier();
+  if (release.has_aim()) return release.aim().one_way_noise_multiplier();
+  return release.embedding().noise_multiplier();
+}
+
 absl::Status RunRelease(const ParsedArgs& args) {
   const bool json = args.Flag("json");
   if (auto writable = CheckWritable(args.Get("out")); !writable.ok()) {
@@ -160,10 +175,18 @@ absl::Status RunRelease(const ParsedArgs& args) {
       // The recipe's parameters all come from the schema and --epsilon.
       request.mutable_mst();
       break;
+    case v1::AIM: {
+      // As `train aim --dataset` sends it: --workload, --max-model-cells,
+      // --rounds (all optional) and --epsilon.
+      auto params = AimParamsFromArgs(args);
+      if (!params.ok()) return params.status();
+      *request.mutable_aim() = *std::move(params);
+      break;
+    }
     default:
       return absl::InvalidArgumentError(
           absl::StrCat("--kind '", args.Get("kind"),
-                       "' is not supported; use rff_embedding, charfn_embedding or mst"));
+                       "' is not supported; use rff_embedding, charfn_embedding, mst or aim"));
   }
   v1::Release release;
   auto context = connection->NewContext();
@@ -198,17 +221,15 @@ absl::Status RunRelease(const ParsedArgs& args) {
     }
     return late;
   }
-  const double epsilon = release.has_mst() ? release.mst().epsilon() : release.embedding().epsilon();
+  const double epsilon = ReleaseEpsilon(release);
   if (args.Flag("json")) {
     nlohmann::json out = {{"release_id", release.id()},
                           {"dataset_id", release.dataset_id()},
                           {"kind", ReleaseKindName(release.kind())},
                           {"replayed", release.replayed()},
                           {"epsilon", epsilon},
-                          // mst: the 1-way (= 2-way) marginals' multiplier.
-                          {"noise_multiplier", release.has_mst()
-                                                   ? release.mst().one_way_noise_multiplier()
-                                                   : release.embedding().noise_multiplier()},
+                          // mst, aim: the 1-way marginals' multiplier.
+                          {"noise_multiplier", ReleaseNoiseMultiplier(release)},
                           {"epsilon_spent_total", release.epsilon_spent_total()},
                           {"epsilon_remaining", release.epsilon_remaining()},
                           {"idempotency_key", request.idempotency_key()},
@@ -241,8 +262,7 @@ absl::Status RunGet(const ParsedArgs& args) {
     nlohmann::json out = {{"release_id", release.id()},
                           {"dataset_id", release.dataset_id()},
                           {"kind", ReleaseKindName(release.kind())},
-                          {"epsilon", release.has_mst() ? release.mst().epsilon()
-                                                        : release.embedding().epsilon()},
+                          {"epsilon", ReleaseEpsilon(release)},
                           {"out", args.Get("out")}};
     std::printf("%s\n", out.dump(2).c_str());
     return absl::OkStatus();
@@ -295,11 +315,20 @@ std::vector<Command> ReleaseCommands() {
       "  dpcurator release --dataset ds_... --epsilon 1 --out merf.release",
       WithConnection({{"dataset", "", "dataset id or name", false, true},
                       {"kind", "rff_embedding",
-                       "release kind: rff_embedding (DP-MERF), charfn_embedding (PEARL) or mst "
-                       "(MST's marginals and private tree; --epsilon only)",
+                       "release kind: rff_embedding (DP-MERF), charfn_embedding (PEARL), mst "
+                       "(MST's marginals and private tree; --epsilon only) or aim (AIM's "
+                       "adaptive marginals; --epsilon, optionally --workload, --max-model-cells, "
+                       "--rounds; fit with `train aim --release`)",
                        false, false, "",
                        {ReleaseKindName(v1::RFF_EMBEDDING), ReleaseKindName(v1::CHARFN_EMBEDDING),
-                        ReleaseKindName(v1::MST)}},
+                        ReleaseKindName(v1::MST), ReleaseKindName(v1::AIM)}},
+                      {"workload", "",
+                       "aim: cliques of 1 to 3 column names, 'a,b;c,d,e' (default: every pair, "
+                       "plus every triple with the label)"},
+                      {"max-model-cells", "",
+                       "aim: model-size limit in clique-table cells (default 10,000,000)"},
+                      {"rounds", "", "aim: T, which sets the first rounds' budget rho / T "
+                                     "(default 16 x columns)"},
                       {"private-length-scale", "",
                        "charfn: release a DP mean distance as the length-scale (same event)",
                        true},
