@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <ctime>
+#include <filesystem>
 #include <fstream>
 #include <optional>
 #include <string>
@@ -103,9 +104,33 @@ absl::Status RunReport(const ParsedArgs& args) {
   }
   auto schema = SchemaFromProto(schema_proto);
   if (!schema.ok()) return schema.status();
-  // CSV or ARFF by name, as `eval` reads them (issue 25 item 2).
-  auto synthetic = ReadEvalFile(*schema, args.Get("synthetic"), /*real=*/false, nullptr);
-  if (!synthetic.ok()) return synthetic.status();
+  // One synthetic file, or several compared on one page (issue 26 item 4),
+  // each labelled by --labels or its file name.
+  const std::vector<std::string> synthetic_paths =
+      absl::StrSplit(args.Get("synthetic"), ',', absl::SkipEmpty());
+  if (synthetic_paths.empty()) return absl::InvalidArgumentError("--synthetic names no file");
+  std::vector<std::string> labels;
+  if (args.Has("labels")) {
+    labels = absl::StrSplit(args.Get("labels"), ',', absl::SkipEmpty());
+    if (labels.size() != synthetic_paths.size()) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "--labels names %d label(s) for %d --synthetic file(s); give one each, in order",
+          labels.size(), synthetic_paths.size()));
+    }
+  } else {
+    for (const std::string& path : synthetic_paths) {
+      labels.push_back(std::filesystem::path(path).stem().string());
+    }
+  }
+  // CSV or ARFF by name, as `eval` reads them (issue 25 item 2); every file
+  // is read before anything is scored, so a bad one fails fast.
+  std::vector<data::Table> tables;
+  for (const std::string& path : synthetic_paths) {
+    auto table = ReadEvalFile(*schema, path, /*real=*/false, nullptr);
+    if (!table.ok()) return table.status();
+    tables.push_back(*std::move(table));
+  }
+  const data::Table* synthetic = &tables.front();
   int64_t real_skipped = 0;
   auto real = ReadEvalFile(*schema, args.Get("real"), /*real=*/true, &real_skipped);
   if (!real.ok()) return real.status();
@@ -115,26 +140,35 @@ absl::Status RunReport(const ParsedArgs& args) {
         static_cast<long long>(real_skipped), args.Get("real")));
   }
 
-  std::fprintf(stderr, "scoring column shapes and pair trends...\n");
-  auto quality = eval::ComputeQualityReport(*schema, *real, *synthetic);
-  if (!quality.ok()) return quality.status();
-  input.quality = *std::move(quality);
-
-  if (schema->label_index().has_value() && !args.Flag("no-tstr")) {
-    std::fprintf(stderr, "training the TSTR classifiers...\n");
-    std::optional<data::Table> real_train;
-    if (args.Has("real-train")) {
-      auto loaded = ReadEvalFile(*schema, args.Get("real-train"), /*real=*/true, nullptr);
-      if (!loaded.ok()) return loaded.status();
-      real_train = *std::move(loaded);
-    }
-    eval::EvalOptions options;
-    options.compute_paper_metrics = false;  // `dpcurator eval` shows them; the page has TSTR
-    auto evaluated = eval::Evaluate(*schema, *synthetic, *real, options,
-                                    real_train.has_value() ? &*real_train : nullptr);
-    if (!evaluated.ok()) return evaluated.status();
-    input.utility = evaluated->utility;
+  const bool tstr = schema->label_index().has_value() && !args.Flag("no-tstr");
+  std::optional<data::Table> real_train;
+  if (tstr && args.Has("real-train")) {
+    auto loaded = ReadEvalFile(*schema, args.Get("real-train"), /*real=*/true, nullptr);
+    if (!loaded.ok()) return loaded.status();
+    real_train = *std::move(loaded);
   }
+  for (size_t k = 0; k < tables.size(); ++k) {
+    std::fprintf(stderr, "%s: scoring column shapes and pair trends...\n", labels[k].c_str());
+    auto quality = eval::ComputeQualityReport(*schema, *real, tables[k]);
+    if (!quality.ok()) return quality.status();
+    eval::ComparedTable compared{labels[k], synthetic_paths[k], tables[k].num_rows(),
+                                 quality->column_shapes, quality->column_pair_trends,
+                                 quality->overall, {}};
+    if (k == 0) input.quality = *std::move(quality);
+    if (tstr) {
+      std::fprintf(stderr, "%s: training the TSTR classifiers...\n", labels[k].c_str());
+      eval::EvalOptions options;
+      options.compute_paper_metrics = false;  // `dpcurator eval` shows them; the page has TSTR
+      // The real-data reference rows once, with the first table.
+      auto evaluated = eval::Evaluate(*schema, tables[k], *real, options,
+                                      k == 0 && real_train.has_value() ? &*real_train : nullptr);
+      if (!evaluated.ok()) return evaluated.status();
+      compared.utility = evaluated->utility;
+      if (k == 0) input.utility = evaluated->utility;
+    }
+    input.compared.push_back(std::move(compared));
+  }
+  if (input.compared.size() < 2) input.compared.clear();
   // Binary columns: DP-auto-GAN's dimension-wise probability always, and its
   // dimension-wise prediction when real training rows are given (a model
   // trained on them is the x of each point; papers/dp-auto-gan.md §3.2).
@@ -162,7 +196,7 @@ absl::Status RunReport(const ParsedArgs& args) {
   }
   input.notes.push_back(absl::StrFormat(
       "Synthetic: %s (%lld rows). Real held-out: %s (%lld rows). Made %s by dpcurator report.",
-      args.Get("synthetic"), static_cast<long long>(synthetic->num_rows()), args.Get("real"),
+      synthetic_paths.front(), static_cast<long long>(synthetic->num_rows()), args.Get("real"),
       static_cast<long long>(real->num_rows()), TodayUtc()));
   const std::string out = args.Get("out");
   if (auto s = WriteTextFile(out, eval::RenderHtmlReport(*schema, input)); !s.ok()) return s;
@@ -180,7 +214,30 @@ absl::Status RunReport(const ParsedArgs& args) {
     if (input.binary_auroc.has_value()) {
       json["binary_auroc_mean_gap"] = input.binary_auroc->scatter.mean_abs_gap;
     }
+    if (!input.compared.empty()) {
+      json["compared"] = nlohmann::json::array();
+      for (const eval::ComparedTable& t : input.compared) {
+        nlohmann::json roc_auc = nlohmann::json::object();
+        for (const auto& r : t.utility) {
+          if (r.train_source == "synthetic") roc_auc[r.classifier] = r.roc_auc;
+        }
+        json["compared"].push_back({{"label", t.label},
+                                    {"file", t.file},
+                                    {"rows", t.rows},
+                                    {"column_shapes", t.column_shapes},
+                                    {"column_pair_trends", t.column_pair_trends},
+                                    {"overall", t.overall},
+                                    {"tstr_roc_auc", roc_auc}});
+      }
+    }
     std::printf("%s\n", json.dump(2).c_str());
+  } else if (!input.compared.empty()) {
+    for (const eval::ComparedTable& t : input.compared) {
+      std::printf("%-12s Column Shapes %.1f%%, Column Pair Trends %.1f%%, overall %.1f%%\n",
+                  t.label.c_str(), 100 * t.column_shapes, 100 * t.column_pair_trends,
+                  100 * t.overall);
+    }
+    std::printf("wrote %s\n", out.c_str());
   } else {
     std::printf("Column Shapes %.1f%%, Column Pair Trends %.1f%%, overall %.1f%%\nwrote %s\n",
                 100 * q.column_shapes, 100 * q.column_pair_trends, 100 * q.overall, out.c_str());
@@ -198,8 +255,14 @@ std::vector<Command> ReportCommands() {
       "scores (Column Shapes: 1 - KS or 1 - TV per column; Column Pair Trends: correlation\n"
       "or contingency similarity per pair), real-vs-synthetic histograms of every column,\n"
       "a pair-trend heatmap, the train-on-synthetic-test-on-real table, and the privacy\n"
-      "spent (epsilon, delta, relation, release ids) from --model and --release.",
-      {{"synthetic", "synthetic.csv", "synthetic CSV (`dpcurator sample`)"},
+      "spent (epsilon, delta, relation, release ids) from --model and --release.\n"
+      "Several --synthetic files (e.g. one per method) add a table comparing them all;\n"
+      "the other sections, and --model, describe the first.\n\n"
+      "  dpcurator report --schema adult.schema.json --real adult.test \\\n"
+      "    --synthetic aim.csv,mst.csv,merf.csv --labels AIM,MST,DP-MERF",
+      {{"synthetic", "synthetic.csv",
+        "synthetic CSV (`dpcurator sample`), or several, comma-separated, to compare"},
+       {"labels", "", "a name per --synthetic file, comma-separated (default: the file names)"},
        {"real", "", "real held-out CSV or ARFF (by its name)", false, true},
        {"model", "", "the model the synthetic rows came from (schema, epsilon, delta, release)"},
        {"schema", "", "schema file instead of --model (no privacy section)"},

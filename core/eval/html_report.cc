@@ -188,6 +188,41 @@ std::string RenderHtmlReport(const data::Schema& schema, const HtmlReportInput& 
                   q.contingency_bins,
                   " bins), averaged over pairs (SDMetrics&rsquo; Quality Report).</p>\n");
 
+  if (input.compared.size() >= 2) {
+    // The classifiers of the first table's synthetic-trained rows, as columns.
+    std::vector<std::string> classifiers;
+    for (const ClassifierResult& r : input.compared.front().utility) {
+      if (r.train_source == "synthetic") classifiers.push_back(r.classifier);
+    }
+    absl::StrAppend(&html, "<h2>Compared</h2>\n<table id=\"compared\">\n<tr><th>synthetic "
+                           "rows</th><th>file</th><th>rows</th><th>Column Shapes</th><th>Column "
+                           "Pair Trends</th><th>Overall</th>");
+    for (const std::string& c : classifiers) {
+      absl::StrAppend(&html, "<th>", HtmlEscape(c), " TSTR ROC-AUC</th>");
+    }
+    absl::StrAppend(&html, "</tr>\n");
+    for (const ComparedTable& t : input.compared) {
+      absl::StrAppend(&html, "<tr><td>", HtmlEscape(t.label), "</td><td>", HtmlEscape(t.file),
+                      "</td><td>", t.rows, "</td><td data-score=\"",
+                      absl::StrFormat("%.6f", t.column_shapes), "\">", Percent(t.column_shapes),
+                      "</td><td>", Percent(t.column_pair_trends), "</td><td>",
+                      Percent(t.overall), "</td>");
+      for (const std::string& c : classifiers) {
+        std::string cell = "&ndash;";
+        for (const ClassifierResult& r : t.utility) {
+          if (r.train_source == "synthetic" && r.classifier == c) {
+            cell = absl::StrFormat("%.3f", r.roc_auc);
+          }
+        }
+        absl::StrAppend(&html, "<td>", cell, "</td>");
+      }
+      absl::StrAppend(&html, "</tr>\n");
+    }
+    absl::StrAppend(&html, "</table>\n<p>Every row is judged against the same real rows. The "
+                           "sections below show the first, ",
+                    HtmlEscape(input.compared.front().label), ".</p>\n");
+  }
+
   const PrivacySpent& p = input.privacy;
   absl::StrAppend(&html, "<h2>Privacy spent</h2>\n<table id=\"privacy\">\n");
   if (p.epsilon > 0.0) {
