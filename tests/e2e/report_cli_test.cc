@@ -112,6 +112,52 @@ TEST_F(ReportCliTest, SyntheticRowsOutsideTheSchemaAreRefusedAndNoReportIsWritte
   EXPECT_FALSE(std::filesystem::exists(Path("bad.html")));
 }
 
+// Several synthetic files on one page (issue 26 item 4: AIM beside the
+// other methods): one row each, in order, with its own scores; a table of
+// only the high earners scores below the real half on the same page, and a
+// --labels list of another length is refused before anything is written.
+TEST_F(ReportCliTest, SeveralSyntheticFilesAreComparedOnOnePage) {
+  {
+    std::ifstream first(Path("first.csv"));
+    std::ofstream rich(Path("rich.csv"));
+    std::string line;
+    std::getline(first, line);
+    rich << line << "\n";
+    while (std::getline(first, line)) {
+      if (line.find(">50K") != std::string::npos) rich << line << "\n";
+    }
+  }
+  const std::string files = Path("first.csv") + "," + Path("rich.csv");
+  const CliRun run = RunCli("report --schema " + Schema() + " --synthetic " + files +
+                                " --labels half,rich --real " + Path("second.csv") +
+                                " --no-tstr --out " + Path("compare.html") + " --json",
+                            /*with_stderr=*/false);
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  const auto json = nlohmann::json::parse(run.output);
+  ASSERT_EQ(json["compared"].size(), 2u);
+  EXPECT_EQ(json["compared"][0]["label"], "half");
+  EXPECT_EQ(json["compared"][1]["label"], "rich");
+  // The page's summary is the first file's, and so is the first row.
+  EXPECT_DOUBLE_EQ(json["compared"][0]["overall"].get<double>(), json["overall"].get<double>());
+  EXPECT_GE(json["compared"][0]["overall"].get<double>(), 0.95);
+  EXPECT_LT(json["compared"][1]["overall"].get<double>(),
+            json["compared"][0]["overall"].get<double>() - 0.02);
+  std::ifstream file(Path("compare.html"));
+  std::stringstream html;
+  html << file.rdbuf();
+  const std::string page = html.str();
+  const size_t table = page.find("id=\"compared\"");
+  ASSERT_NE(table, std::string::npos);
+  EXPECT_LT(page.find("<td>half</td>", table), page.find("<td>rich</td>", table));
+
+  const CliRun mismatched = RunCli("report --schema " + Schema() + " --synthetic " + files +
+                                   " --labels only-one --real " + Path("second.csv") +
+                                   " --no-tstr --out " + Path("mismatch.html"));
+  EXPECT_NE(mismatched.exit_code, 0);
+  EXPECT_NE(mismatched.output.find("--labels"), std::string::npos) << mismatched.output;
+  EXPECT_FALSE(std::filesystem::exists(Path("mismatch.html")));
+}
+
 TEST_F(ReportCliTest, NeedsExactlyOneOfModelAndSchema) {
   const CliRun run = RunCli("report --synthetic " + Path("first.csv") + " --real " +
                             Path("second.csv") + " --out " + Path("x.html"));
