@@ -206,13 +206,14 @@ absl::Status RunEval(const ParsedArgs& args) {
   v1::TableSchema schema_proto;
   if (args.Has("model")) {
     v1::GeneratorModel model;
-    if (auto s = ReadProtoFile(args.Get("model"), &model); !s.ok()) return s;
     // A file of another kind, or from a method this client lacks, is named
     // as such rather than read as an empty schema.
-    if (auto method = MethodOfModel(model); !method.ok()) return method.status();
+    if (auto method = ReadModelFile(args.Get("model"), &model); !method.ok()) {
+      return method.status();
+    }
     schema_proto = model.schema();
   } else if (args.Has("schema")) {
-    auto read = ReadSchemaForLocalUse(args.Get("schema"));
+    auto read = ReadEvalSchemaFile(args.Get("schema"));
     if (!read.ok()) return read.status();
     schema_proto = *read;
   } else {
@@ -261,12 +262,41 @@ absl::Status RunEval(const ParsedArgs& args) {
 
 nlohmann::json EvalReportJson(const eval::EvalReport& report) { return EvalJson(report); }
 
+absl::StatusOr<v1::TableSchema> ReadEvalSchemaFile(const std::string& path) {
+  auto read = ReadSchemaForLocalUse(path);
+  if (read.ok() || read.status().code() == absl::StatusCode::kNotFound) return read;
+  // A model, a release or a table given as the schema is named, not
+  // reported as bad JSON (issue 25 item 2).
+  std::string bytes;
+  if (!ReadFileBytes(path, &bytes)) return read;
+  const TextFileKind text = DescribeTextFile(bytes, path);
+  if (!text.what.empty() && text.what != "a schema file (JSON)") {
+    return absl::InvalidArgumentError(absl::StrCat("'", path, "' is ", text.what,
+                                                   ", not a schema file",
+                                                   text.hint.empty() ? "" : ". ", text.hint));
+  }
+  if (const std::string kind = DescribeFileKind(path); !kind.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("'", path, "' is ", kind, ". --schema takes a schema file (JSON); `eval` "
+                     "and `report` take a model file as --model ", path));
+  }
+  return read;
+}
+
 absl::StatusOr<data::Table> ReadEvalFile(const data::Schema& schema, const std::string& path,
                                          bool real, int64_t* skipped) {
   TextUploadOptions options;
   options.format = TextFormatOfPath(path);
   auto read = ReadLocalTable(schema, path, options, /*skip_undeclared=*/real);
-  if (!read.ok()) return read.status();
+  if (!read.ok()) {
+    // A model or a release given where rows belong is named, not read as a
+    // header with no such column (issue 25 item 2).
+    if (const std::string kind = DescribeFileKind(path); !kind.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "'", path, "' is ", kind, ". --synthetic and --real take rows (CSV or ARFF)"));
+    }
+    return read.status();
+  }
   if (read->rows_skipped > 0) {
     std::fprintf(stderr,
                  "%s: left out %lld of %lld rows whose category the schema does not declare "

@@ -64,9 +64,9 @@ absl::Status RunReport(const ParsedArgs& args) {
   v1::TableSchema schema_proto;
   if (args.Has("model")) {
     v1::GeneratorModel model;
-    if (auto s = ReadProtoFile(args.Get("model"), &model); !s.ok()) return s;
-    // The method that wrote the model (its file checked by the registry).
-    auto method = MethodOfModel(model);
+    // The method that wrote the model (its file checked by the registry; a
+    // file of another kind is named with the command that takes it).
+    auto method = ReadModelFile(args.Get("model"), &model);
     if (!method.ok()) return method.status();
     schema_proto = model.schema();
     input.privacy.method = std::string((*method)->name());
@@ -79,22 +79,43 @@ absl::Status RunReport(const ParsedArgs& args) {
       input.privacy.release_ids.push_back(model.release_id());
     }
   } else {
-    auto read = ReadSchemaForLocalUse(args.Get("schema"));
+    auto read = ReadEvalSchemaFile(args.Get("schema"));
     if (!read.ok()) return read.status();
     schema_proto = *read;
   }
   if (args.Has("release")) {
     // The artefacts the model was fitted to: they carry the relation (and,
-    // for a multi-release model, every release id).
-    for (absl::string_view path : absl::StrSplit(args.Get("release"), ',', absl::SkipEmpty())) {
-      v1::EmbeddingArtefact artefact;
-      if (auto s = ReadProtoFile(std::string(path), &artefact); !s.ok()) return s;
+    // for a multi-release model, every release id). The file is the one
+    // `release --out` and `release get --out` write, a Release envelope;
+    // read as a bare artefact it gave the dataset id as the release id and
+    // lost the relation.
+    for (absl::string_view part : absl::StrSplit(args.Get("release"), ',', absl::SkipEmpty())) {
+      const std::string path(part);
+      v1::Release release;
+      if (auto s = ReadProtoFile(path, &release); !s.ok()) return s;
+      v1::NeighbouringRelation relation = v1::RELATION_UNSPECIFIED;
+      switch (release.artefact_case()) {
+        case v1::Release::kEmbedding:
+          relation = release.embedding().relation();
+          break;
+        case v1::Release::kMst:
+          relation = release.mst().relation();
+          break;
+        case v1::Release::kAim:
+          relation = release.aim().relation();
+          break;
+        case v1::Release::ARTEFACT_NOT_SET: {
+          const std::string kind = DescribeFileKind(path);
+          return absl::InvalidArgumentError(absl::StrCat(
+              "'", path, "' is ", kind.empty() ? "not a release artefact" : kind,
+              ". --release takes the file `dpcurator release --out` wrote"));
+        }
+      }
       // Words for the privacy officer who reads the page; an artefact that
       // predates the field (RELATION_UNSPECIFIED) was made under add/remove.
-      input.privacy.relation = artefact.relation() == v1::REPLACE_ONE
-                                   ? "replace one row (REPLACE_ONE)"
-                                   : "add or remove one row (ADD_REMOVE)";
-      const std::string& id = artefact.release_id();
+      input.privacy.relation = relation == v1::REPLACE_ONE ? "replace one row (REPLACE_ONE)"
+                                                           : "add or remove one row (ADD_REMOVE)";
+      const std::string& id = release.id();
       if (!id.empty() && std::find(input.privacy.release_ids.begin(),
                                    input.privacy.release_ids.end(),
                                    id) == input.privacy.release_ids.end()) {

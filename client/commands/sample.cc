@@ -18,7 +18,6 @@
 #include "client/methods/generator_model.h"
 #include "client/methods/registry.h"
 #include "client/progress.h"
-#include "client/proto_file.h"
 #include "core/data/csv.h"
 #include "proto/convert.h"
 
@@ -27,19 +26,9 @@ namespace {
 
 absl::Status RunSample(const ParsedArgs& args) {
   v1::GeneratorModel model;
-  auto read = ReadProtoFile(args.Get("model"), &model);
-  const absl::StatusOr<const Method*> method =
-      read.ok() ? MethodOfModel(model) : absl::StatusOr<const Method*>(read);
-  if (!method.ok()) {
-    // A release artefact (or another file dpcurator wrote) is named as what
-    // it is, with the command that takes it, not as "model format version
-    // 0" (issue 25 item 2).
-    const std::string kind = DescribeFileKind(args.Get("model"));
-    if (!kind.empty()) {
-      return absl::InvalidArgumentError(absl::StrCat("'", args.Get("model"), "' is ", kind));
-    }
-    return method.status();
-  }
+  // A file of another kind is named with the command that takes it.
+  const absl::StatusOr<const Method*> method = ReadModelFile(args.Get("model"), &model);
+  if (!method.ok()) return method.status();
   auto rows = args.GetInt("rows");
   auto seed = args.GetInt("seed");
   if (!rows.ok()) return rows.status();

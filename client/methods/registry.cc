@@ -1,8 +1,7 @@
 #include "client/methods/registry.h"
 
 #include <filesystem>
-#include <fstream>
-#include <sstream>
+#include <optional>
 #include <string>
 
 #include "absl/status/status.h"
@@ -93,12 +92,33 @@ std::string TrainCommandForRelease(v1::ReleaseKind kind, absl::string_view path)
   return "";
 }
 
+namespace {
+
+// The kind of a release file's artefact; nullopt when it holds none (or an
+// embedding of an unknown kind), e.g. a file of another message type.
+std::optional<v1::ReleaseKind> KindOfRelease(const v1::Release& release) {
+  if (release.id().empty()) return std::nullopt;
+  switch (release.artefact_case()) {
+    case v1::Release::kEmbedding: {
+      auto kind = ArtefactKind(release.embedding());
+      if (!kind.ok()) return std::nullopt;
+      return *kind;
+    }
+    case v1::Release::kMst:
+      return v1::MST;
+    case v1::Release::kAim:
+      return v1::AIM;
+    case v1::Release::ARTEFACT_NOT_SET:
+      break;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
 std::string DescribeFileKind(const std::string& path) {
-  std::ifstream input(path, std::ios::binary);
-  if (!input) return "";
-  std::stringstream bytes;
-  bytes << input.rdbuf();
-  const std::string text = bytes.str();
+  std::string text;
+  if (!ReadFileBytes(path, &text)) return "";
   // Release and GeneratorModel do not read as each other: field 1 is a
   // string (the release id) in one and a varint (the format version) in
   // the other, so a wrong guess leaves it empty or zero.
@@ -106,28 +126,38 @@ std::string DescribeFileKind(const std::string& path) {
   if (model.ParseFromString(text) && model.format_version() != 0 && !model.method().empty()) {
     if (auto method = MethodOfModel(model); method.ok()) {
       return absl::StrCat("a model file (written by `dpcurator train ", (*method)->name(),
-                          "`), not a release artefact: sample it with `dpcurator sample --model ",
-                          path, "`");
+                          "`): sample rows from it with `dpcurator sample --model ", path, "`");
     }
   }
   v1::Release release;
-  if (release.ParseFromString(text) && !release.id().empty() &&
-      (release.has_embedding() || release.has_mst())) {
-    v1::ReleaseKind kind = v1::MST;
-    if (release.has_embedding()) {
-      auto embedding = ArtefactKind(release.embedding());
-      if (!embedding.ok()) return "";
-      kind = *embedding;
-    }
-    std::string said = absl::StrCat("a release artefact of kind ", ReleaseKindName(kind),
-                                    " (from `dpcurator release`), not a model");
-    const std::string train = TrainCommandForRelease(kind, path);
-    if (!train.empty()) {
-      absl::StrAppend(&said, ": train a model from it with ", train, ", then use that model");
-    }
-    return said;
+  if (!release.ParseFromString(text)) return "";
+  const std::optional<v1::ReleaseKind> kind = KindOfRelease(release);
+  if (!kind.has_value()) return "";
+  std::string said = absl::StrCat("a release artefact of kind ", ReleaseKindName(*kind),
+                                  " (from `dpcurator release`)");
+  const std::string train = TrainCommandForRelease(*kind, path);
+  if (!train.empty()) {
+    absl::StrAppend(&said, ": train a model from it with ", train,
+                    ", then sample rows from that model");
   }
-  return "";
+  return said;
+}
+
+absl::StatusOr<const Method*> ReadModelFile(const std::string& path, v1::GeneratorModel* model) {
+  absl::Status read = ReadProtoFile(path, model);
+  if (read.ok()) {
+    auto method = MethodOfModel(*model);
+    if (method.ok()) return method;
+    read = method.status();
+  }
+  // A release artefact (or another file dpcurator wrote) is named as what
+  // it is, with the command that takes it, not as "model format version
+  // 0" (issue 25 item 2).
+  const std::string kind = DescribeFileKind(path);
+  if (!kind.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("'", path, "' is ", kind));
+  }
+  return read;
 }
 
 absl::Status CheckReleaseFileFor(const Method& method, const std::string& path) {
@@ -135,25 +165,23 @@ absl::Status CheckReleaseFileFor(const Method& method, const std::string& path) 
   std::error_code error;
   if (kinds.empty() || !std::filesystem::is_regular_file(path, error)) return absl::OkStatus();
   v1::Release release;
-  if (!ReadProtoFile(path, &release).ok() || release.id().empty() ||
-      (!release.has_embedding() && !release.has_mst())) {
+  // An empty, text or damaged file is named by the reader.
+  if (auto read = ReadProtoFile(path, &release); !read.ok()) return read;
+  const std::optional<v1::ReleaseKind> held = KindOfRelease(release);
+  if (!held.has_value()) {
     const std::string kind = DescribeFileKind(path);
     if (kind.empty()) return absl::OkStatus();  // the method's reader says what is wrong
-    return absl::InvalidArgumentError(absl::StrCat("'", path, "' is ", kind));
-  }
-  v1::ReleaseKind held = v1::MST;
-  if (release.has_embedding()) {
-    auto embedding = ArtefactKind(release.embedding());
-    if (!embedding.ok()) return absl::OkStatus();  // the method's reader names the fault
-    held = *embedding;
+    return absl::InvalidArgumentError(
+        absl::StrCat("'", path, "' is ", kind, "; `train ", method.name(), "` reads ",
+                     ReleaseKindName(kinds[0]), " releases"));
   }
   for (v1::ReleaseKind kind : kinds) {
-    if (kind == held) return absl::OkStatus();
+    if (kind == *held) return absl::OkStatus();
   }
   std::string text = absl::StrCat("'", path, "' is a release artefact of kind ",
-                                  ReleaseKindName(held), "; `train ", method.name(),
+                                  ReleaseKindName(*held), "; `train ", method.name(),
                                   "` reads ", ReleaseKindName(kinds[0]), " releases");
-  const std::string train = TrainCommandForRelease(held, path);
+  const std::string train = TrainCommandForRelease(*held, path);
   if (!train.empty()) absl::StrAppend(&text, ". Train this one with ", train);
   return absl::InvalidArgumentError(text);
 }

@@ -39,18 +39,26 @@ absl::StatusOr<const Method*> MethodOfModel(const v1::GeneratorModel& model);
 std::string TrainCommandForRelease(v1::ReleaseKind kind, absl::string_view path);
 
 // What the file at `path` is, when it is a release artefact or a model
-// file, with the command that takes it: "a release artefact of kind mst,
-// not a model: train a model from it with `dpcurator train mst --release
-// F`, then sample that model". Empty when it is neither (or unreadable), so
-// the caller keeps its own message. For commands given the wrong kind of
-// file (issue 25 item 2).
+// file, with the command that takes it: "a release artefact of kind mst
+// (from `dpcurator release`): train a model from it with `dpcurator train
+// mst --release F`, then sample rows from that model". Empty when it is
+// neither (or unreadable), so the caller keeps its own message. For
+// commands given the wrong kind of file (issue 25 item 2).
 std::string DescribeFileKind(const std::string& path);
 
+// The model file at `path` and the method that wrote it, for every command
+// that takes --model (`sample`, `eval`, `report`). A file of another kind
+// is named with the command that takes it (a release, by DescribeFileKind;
+// a schema, a table, an empty or a truncated file, by ReadProtoFile),
+// InvalidArgument; NotFound when it cannot be opened; a model of another
+// format or method as MethodOfModel says.
+absl::StatusOr<const Method*> ReadModelFile(const std::string& path, v1::GeneratorModel* model);
+
 // Before `train <method> --release FILE`: OK when FILE holds a release kind
-// the method reads (or is missing or unreadable: the method's own reader
-// says so); otherwise names what FILE is and the train command that takes
-// it ("an mst release given to `train merf`: train it with `dpcurator
-// train mst --release FILE`").
+// the method reads (or is missing: the method's own reader says so);
+// otherwise names what FILE is and the train command that takes it ("an
+// mst release given to `train merf`: train it with `dpcurator train mst
+// --release FILE`"; an empty, text or damaged file as ReadProtoFile does).
 absl::Status CheckReleaseFileFor(const Method& method, const std::string& path);
 
 // Rows drawn from a tabular model by its method's sampler.

@@ -18,6 +18,7 @@
 #include "client/commands.h"
 #include "client/commands/eval_report.h"
 #include "client/methods/registry.h"
+#include "client/model_package.h"
 #include "client/proto_file.h"
 #include "client/text_upload.h"
 #include "client/upload.h"
@@ -198,6 +199,203 @@ TEST_F(FrictionTest, TrainMerfNamesAnMstRelease) {
   EXPECT_EQ(TrainCommandForRelease(v1::MST, "F"), "`dpcurator train mst --release F`");
 }
 
+// A model file as `train` writes it (format and method checked by the
+// registry; the sampler is not run), its packed parameters last.
+v1::GeneratorModel SmallModel() {
+  v1::GeneratorModel model;
+  model.set_format_version(kModelFormatVersion);
+  model.set_method("merf");
+  model.set_release_id("rel_feedface");
+  model.set_dataset_id("ds_0123");
+  *model.mutable_schema() = SchemaToProto(PatientSchema());
+  model.set_epsilon(1.0);
+  model.set_delta(1e-5);
+  for (int i = 0; i < 64; ++i) model.add_parameters(0.01 * i);
+  return model;
+}
+
+// The files a user gives by mistake where a model, a release, a schema or
+// rows belong (issue 25 item 2: "Wrong file kinds give wrong messages").
+struct WrongFiles {
+  std::string release;    // an mst release artefact
+  std::string model;      // a model file
+  std::string schema;     // a schema file (JSON)
+  std::string csv;        // rows
+  std::string empty;      // 0 bytes
+  std::string truncated;  // a model file cut short
+};
+
+// "A release passed to `sample` says 'model format version 0'", and so did
+// `eval --model` and `report --model`; a schema, a CSV, an empty or a
+// truncated file were no better. Every command that takes a model names the
+// file's kind and the command that takes it.
+TEST_F(FrictionTest, EveryModelReaderNamesAWrongFileKind) {
+  const data::Schema schema = PatientSchema();
+  WrongFiles files;
+  files.release = WriteMstRelease("mst.release");
+  files.schema = Write("s.json",
+                       R"({"columns": [{"name": "Patient Age", "type": "NUMERIC", )"
+                       R"("lower": 0, "upper": 120}]})");
+  files.csv = Write("rows.csv", "Patient Age,smoker,outcome\n40,yes,good\n50,no,bad\n");
+  files.empty = Write("empty.pb", "");
+  std::string bytes;
+  ASSERT_TRUE(SmallModel().SerializeToString(&bytes));
+  files.truncated = Write("cut.pb", bytes.substr(0, bytes.size() - 100));
+  const std::string rows = files.csv;
+  // What each wrong file must be called, and a command the message names.
+  const std::vector<std::pair<std::string, std::vector<std::string>>> expected = {
+      {files.release, {"is a release artefact of kind mst",
+                       "`dpcurator train mst --release " + files.release + "`"}},
+      {files.schema, {"is a schema file (JSON), not a model file", "--schema " + files.schema}},
+      {files.csv, {"is a table (CSV), not a model file", "--real or --synthetic"}},
+      {files.empty, {"is empty (0 bytes), not a model file", "`dpcurator train "}},
+      {files.truncated, {"is not a complete model file", "truncated or damaged"}},
+  };
+  std::vector<Command> commands = SampleCommands();
+  for (auto group : {EvalCommands(), ReportCommands()}) {
+    for (auto& command : group) commands.push_back(std::move(command));
+  }
+  for (const char* name : {"sample", "eval", "report"}) {
+    const Command* command = FindCommand(commands, name);
+    ASSERT_NE(command, nullptr) << name;
+    for (const auto& [file, said] : expected) {
+      std::vector<std::string> args = {"--model", file, "--out", (dir_ / "out").string()};
+      if (std::string(name) != "sample") {
+        args.insert(args.end(), {"--synthetic", rows, "--real", rows, "--no-tstr"});
+      }
+      if (std::string(name) == "eval") args = {"--model", file, "--synthetic", rows, "--real", rows};
+      const absl::Status status = RunCommand(*command, args);
+      EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << name << " " << status;
+      EXPECT_TRUE(absl::StartsWith(status.message(), "'" + file + "' ")) << name << " " << status;
+      for (const std::string& part : said) {
+        EXPECT_TRUE(absl::StrContains(status.message(), part))
+            << name << " --model " << file << ": wanted '" << part << "' in: " << status;
+      }
+      EXPECT_FALSE(absl::StrContains(status.message(), "format version")) << status;
+    }
+  }
+}
+
+// The other way round: a model or a release where `eval` and `report` want
+// rows (--synthetic, --real) or a schema (--schema), and a model where
+// `report --release` wants the release. Each is named, with the flag or
+// command that takes it.
+TEST_F(FrictionTest, EvalAndReportNameAModelOrReleaseGivenAsRowsOrSchema) {
+  const std::string model = (dir_ / "m.pb").string();
+  ASSERT_TRUE(WriteProtoFile(SmallModel(), model).ok());
+  const std::string release = WriteMstRelease("mst.release");
+  const std::string rows = Write("rows.csv", "Patient Age,smoker,outcome\n40,yes,good\n");
+  const std::string schema = Write(
+      "s.json", R"({"columns": [{"name": "Patient Age", "type": "NUMERIC", "lower": 0, )"
+                R"("upper": 120}, {"name": "smoker", "type": "CATEGORICAL", "categories": )"
+                R"(["yes", "no"], "nullable": true}, {"name": "outcome", "type": )"
+                R"("CATEGORICAL", "categories": ["good", "bad"]}], "label": "outcome"})");
+  std::vector<Command> commands = EvalCommands();
+  for (auto& command : ReportCommands()) commands.push_back(std::move(command));
+  struct Case {
+    std::vector<std::string> args;
+    std::string file;
+    std::vector<std::string> said;
+  };
+  const std::vector<Case> cases = {
+      {{"--schema", schema, "--synthetic", model, "--real", rows}, model,
+       {"is a model file", "`dpcurator sample --model " + model}},
+      {{"--schema", schema, "--synthetic", rows, "--real", release}, release,
+       {"is a release artefact of kind mst", "--real"}},
+      {{"--schema", model, "--synthetic", rows, "--real", rows}, model,
+       {"is a model file", "--model " + model}},
+      {{"--schema", rows, "--synthetic", rows, "--real", rows}, rows,
+       {"is a table (CSV), not a schema file", "`dpcurator schema draft"}},
+  };
+  for (const char* name : {"eval", "report"}) {
+    const Command* command = FindCommand(commands, name);
+    ASSERT_NE(command, nullptr);
+    for (const Case& c : cases) {
+      std::vector<std::string> args = c.args;
+      if (std::string(name) == "report") {
+        args.insert(args.end(), {"--out", (dir_ / "p.html").string(), "--no-tstr"});
+      }
+      const absl::Status status = RunCommand(*command, args);
+      EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << name << " " << status;
+      EXPECT_TRUE(absl::StartsWith(status.message(), "'" + c.file + "' ")) << name << " " << status;
+      for (const std::string& part : c.said) {
+        EXPECT_TRUE(absl::StrContains(status.message(), part))
+            << name << ": wanted '" << part << "' in: " << status;
+      }
+    }
+  }
+  // report --release given the model.
+  const Command* report = FindCommand(commands, "report");
+  const absl::Status status =
+      RunCommand(*report, {"--model", model, "--release", model, "--synthetic", rows, "--real",
+                           rows, "--out", (dir_ / "p.html").string(), "--no-tstr"});
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << status;
+  EXPECT_TRUE(absl::StrContains(status.message(), "is a model file")) << status;
+}
+
+// `report --release` read the file `release --out` writes (a Release
+// envelope) as a bare artefact, so the privacy table listed the dataset id
+// as a release and lost the relation. It reads the envelope.
+TEST_F(FrictionTest, ReportReadsTheReleaseFileThatReleaseWrites) {
+  const std::string model = (dir_ / "m.pb").string();
+  v1::GeneratorModel trained = SmallModel();
+  ASSERT_TRUE(WriteProtoFile(trained, model).ok());
+  v1::Release release;
+  release.set_id("rel_feedface");
+  release.set_dataset_id("ds_0123");
+  release.set_kind(v1::RFF_EMBEDDING);
+  v1::EmbeddingArtefact* artefact = release.mutable_embedding();
+  artefact->set_format_version(2);
+  artefact->set_release_id("rel_feedface");
+  artefact->set_dataset_id("ds_0123");
+  artefact->set_relation(v1::REPLACE_ONE);
+  artefact->set_kind(v1::RFF_EMBEDDING);
+  const std::string path = (dir_ / "r.release").string();
+  ASSERT_TRUE(WriteProtoFile(release, path).ok());
+  const std::string rows = Write("rows.csv", "Patient Age,smoker,outcome\n40,yes,good\n"
+                                             "50,no,bad\n60,,good\n");
+  const std::vector<Command> commands = ReportCommands();
+  const std::string html = (dir_ / "p.html").string();
+  const absl::Status status =
+      RunCommand(commands[0], {"--model", model, "--release", path, "--synthetic", rows, "--real",
+                               rows, "--out", html, "--no-tstr"});
+  ASSERT_TRUE(status.ok()) << status;
+  std::ifstream input(html);
+  std::stringstream page;
+  page << input.rdbuf();
+  EXPECT_TRUE(absl::StrContains(page.str(), "replace one row (REPLACE_ONE)"));
+  EXPECT_TRUE(absl::StrContains(page.str(), "rel_feedface"));
+  // The dataset id once, as the dataset, never as a release.
+  const size_t first = page.str().find("ds_0123");
+  ASSERT_NE(first, std::string::npos);
+  EXPECT_EQ(page.str().find("ds_0123", first + 1), std::string::npos);
+}
+
+// `train <method> --release F` with a table, a schema or an empty file names
+// it (an mst release is TrainMerfNamesAnMstRelease's).
+TEST_F(FrictionTest, TrainNamesATableSchemaOrEmptyFileGivenAsARelease) {
+  const std::vector<std::pair<std::string, std::string>> files = {
+      {Write("rows.csv", "a,b\n1,2\n"), "is a table (CSV), not a release artefact"},
+      {Write("s.json", R"({"columns": [{"name": "a", "type": "NUMERIC", "lower": 0, )"
+                       R"("upper": 1}]})"),
+       "is a schema file (JSON), not a release artefact"},
+      {Write("empty.release", ""), "is empty (0 bytes), not a release artefact"},
+  };
+  const std::vector<Command> commands = TrainCommands();
+  for (const Method* method : RegisteredMethods()) {
+    if (method->ReleaseKinds().empty()) continue;  // trains on sessions or reports
+    const Command* train = FindCommand(commands, "train " + std::string(method->name()));
+    ASSERT_NE(train, nullptr);
+    for (const auto& [file, said] : files) {
+      const absl::Status status =
+          RunCommand(*train, {"--release", file, "--out", (dir_ / "m.pb").string()});
+      EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << status;
+      EXPECT_TRUE(absl::StrContains(status.message(), said))
+          << "train " << method->name() << ": wanted '" << said << "' in: " << status;
+    }
+  }
+}
+
 // "Nothing helps a user hold out a test split": `split` holds out exactly
 // round(fraction x rows) records, each once, the same ones for a seed, in
 // files `upload` and `eval` read (a quoted comma survives).
@@ -249,6 +447,30 @@ TEST_F(FrictionTest, SampleAndEveryTrainCommandTakeJson) {
     for (const OptionSpec& option : command.options) json = json || option.name == "json";
     EXPECT_TRUE(json) << command.name << " has no --json";
   }
+}
+
+// "list commands ... and `release get` have no --json": every listing
+// command (a name ending in "list", `releases`, `admin audit`) and `release
+// get` takes it.
+TEST_F(FrictionTest, ListCommandsAndReleaseGetTakeJson) {
+  std::vector<Command> commands;
+  for (auto group : {DatasetCommands(), ReleaseCommands(), AdminCommands(), SessionCommands(),
+                     CollectionCommands()}) {
+    for (auto& command : group) commands.push_back(std::move(command));
+  }
+  int checked = 0;
+  for (const Command& command : commands) {
+    const std::string& name = command.name;
+    if (!absl::EndsWith(name, " list") && name != "releases" && name != "admin audit" &&
+        name != "release get") {
+      continue;
+    }
+    ++checked;
+    bool json = false;
+    for (const OptionSpec& option : command.options) json = json || option.name == "json";
+    EXPECT_TRUE(json) << name << " has no --json";
+  }
+  EXPECT_GE(checked, 5);  // datasets list, admin token list, releases, admin audit, release get
 }
 
 // "Hints name commands that do not exist" (`dpcurator datasets`, `session

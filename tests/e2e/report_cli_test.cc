@@ -242,14 +242,18 @@ TEST_F(ReportCliTest, PrivacyTableSpeaksWordsAndListsOnlyReleases) {
   *model.mutable_schema() = schema;
   model.set_epsilon(1.0);
   model.set_delta(1e-5);
-  v1::EmbeddingArtefact artefact;
-  artefact.set_release_id("rel_feedfacefeedfacefeedfacefeedface");
+  // The file `release --out` writes: the artefact in its Release envelope.
+  v1::Release release;
+  release.set_id("rel_feedfacefeedfacefeedfacefeedface");
+  release.set_dataset_id(model.dataset_id());
+  v1::EmbeddingArtefact& artefact = *release.mutable_embedding();
+  artefact.set_release_id(release.id());
   *artefact.mutable_schema() = schema;
   {
     std::ofstream out(Path("m.model"), std::ios::binary);
     ASSERT_TRUE(model.SerializeToOstream(&out));
     std::ofstream art(Path("a.release"), std::ios::binary);
-    ASSERT_TRUE(artefact.SerializeToOstream(&art));
+    ASSERT_TRUE(release.SerializeToOstream(&art));
     std::ofstream rows(Path("rows.csv"));
     rows << "a,b\n";
     for (int i = 0; i < 50; ++i) rows << (i % 2 ? "x" : "y") << "," << (i % 3 ? "x" : "y") << "\n";
