@@ -85,16 +85,18 @@ class TabularKernelGenerator final : public train::PointGenerator {
   absl::Status status_;
 };
 
-// The session's own charge and the dataset's total after it, on stdout
-// (not under --quiet, which the demo sets for its --json report). The model
-// records the session's epsilon for all T reserved steps: exact when every
-// step ran, an upper bound otherwise (the unused steps were refunded).
-void PrintSessionCharge(const v1::Session& closed) {
-  std::printf("session %s: %lld of %lld steps, epsilon %.4f for the session (at delta); "
-              "dataset total spent %.4f\n",
-              closed.id().c_str(), static_cast<long long>(closed.steps_used()),
-              static_cast<long long>(closed.steps_reserved()), closed.epsilon_reserved(),
-              closed.epsilon_spent_total());
+// The session's own charge and the dataset's total after it, on `out`
+// (stdout; stderr under --json; nothing under --quiet, which the demo sets
+// for its --json report). The model records the session's epsilon for all
+// T reserved steps: exact when every step ran, an upper bound otherwise
+// (the unused steps were refunded).
+void PrintSessionCharge(std::FILE* out, const v1::Session& closed) {
+  std::fprintf(out,
+               "session %s: %lld of %lld steps, epsilon %.4f for the session (at delta); "
+               "dataset total spent %.4f\n",
+               closed.id().c_str(), static_cast<long long>(closed.steps_used()),
+               static_cast<long long>(closed.steps_reserved()), closed.epsilon_reserved(),
+               closed.epsilon_spent_total());
 }
 
 // The parallel variant (issue 27; dp-kernel-frdp.md sec. 2, "Parallel
@@ -281,6 +283,7 @@ absl::StatusOr<TrainResult> RunTrainKernel(const ParsedArgs& args) {
   run.seed = static_cast<uint64_t>(*seed);
   run.key = args.Has("key") ? args.Get("key") : "";
   run.quiet = args.Flag("quiet");
+  run.json = args.Flag("json");
   auto model = TrainKernelModel(*connection, run);
   if (!model.ok()) return model.status();
   TrainResult result;
@@ -388,10 +391,12 @@ absl::StatusOr<v1::GeneratorModel> TrainKernelModel(Connection& analyst,
         " was charged); nothing more is charged. Train again with a new --key"));
   }
   const int64_t remaining = oracle->session().steps_reserved() - oracle->session().steps_used();
+  // Under --json stdout holds the JSON document alone (docs/json.md).
+  std::FILE* const said = run.json ? stderr : stdout;
   if (oracle->session().steps_used() > 0) {
-    std::printf("resuming session %s at step %lld (the generator restarts)\n",
-                oracle->session().id().c_str(),
-                static_cast<long long>(oracle->session().steps_used()));
+    std::fprintf(said, "resuming session %s at step %lld (the generator restarts)\n",
+                 oracle->session().id().c_str(),
+                 static_cast<long long>(oracle->session().steps_used()));
   }
 
   train::KernelTrainerOptions options;
@@ -436,7 +441,7 @@ absl::StatusOr<v1::GeneratorModel> TrainKernelModel(Connection& analyst,
     point_generator->UseAverage(run.points);
     auto closed = oracle->Close();
     if (!closed.ok()) return closed.status();
-    if (!run.quiet) PrintSessionCharge(*closed);
+    if (!run.quiet) PrintSessionCharge(said, *closed);
     source.epsilon = closed->epsilon_reserved();
     const train::ImageGenerator& g = point_generator->generator();
     v1::GeneratorModel model =
@@ -472,7 +477,7 @@ absl::StatusOr<v1::GeneratorModel> TrainKernelModel(Connection& analyst,
   if (!point_generator.status().ok()) return point_generator.status();
   auto closed = oracle->Close();
   if (!closed.ok()) return closed.status();
-  if (!run.quiet) PrintSessionCharge(*closed);
+  if (!run.quiet) PrintSessionCharge(said, *closed);
 
   source.epsilon = closed->epsilon_reserved();
   const train::TabularGenerator& g = point_generator.generator();

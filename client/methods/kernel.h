@@ -46,6 +46,9 @@ struct KernelRun {
   // of a closed session is refused without a charge.
   std::string key;
   bool quiet = false;
+  // `train kernel --json`: stdout holds the JSON document alone, so the
+  // session's lines go to stderr.
+  bool json = false;
 };
 
 // Tables: tuned on Adult at (1, 1e-5) with bench/adult.sh --method kernel

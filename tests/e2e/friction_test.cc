@@ -8,6 +8,8 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "tests/e2e/local_server.h"
 
@@ -306,6 +308,52 @@ TEST_F(FrictionTest, SchemaDraftAtomsAndCounts) {
   EXPECT_EQ(schema["columns"][0]["data_derived"], true);
   EXPECT_NE(draft.out.find("counts, rarest first: 'femal' 1,"), std::string::npos) << draft.out;
   EXPECT_EQ(ReadAll(dir_ / "g.json").find("count"), std::string::npos) << "counts published";
+}
+
+// `train <method> --json` prints one JSON document on stdout (docs/json.md)
+// for every method that trains on a dataset: `train kernel` printed its
+// session line there first, so stdout did not parse. Session lines and
+// progress go to stderr. The dataset is given by its name throughout
+// (`session open`, `train mst` and the session trainers take names).
+TEST_F(FrictionTest, TrainJsonIsTheDocumentAloneAndNamesAreAccepted) {
+  e2e::WriteLabelledMixedTable(dir_, 300, /*seed=*/3);  // s.json: x, c, label y
+  const std::string dataset = Create("tiny", "20");
+  ASSERT_FALSE(dataset.empty());
+  CliRun uploaded = Cli("upload --dataset tiny --csv data.csv", kCurator);
+  ASSERT_EQ(uploaded.exit_code, 0) << uploaded.err;
+  const std::vector<std::pair<std::string, std::string>> runs = {
+      {"kernel",
+       "--rows 300 --steps 5 --batch 50 --points 8 --key json-kernel"},
+      {"autogan",
+       "--rows 300 --steps-ae 5 --steps-gan 5 --batch-ae 50 --batch-gan 50 --hidden-ae 8 "
+       "--latent-dim 4 --hidden-critic 8 --key json-autogan"},
+      {"mst", "--key json-mst"},
+  };
+  for (const auto& [method, flags] : runs) {
+    const std::string out = method + ".pb";
+    CliRun trained = Cli("train " + method + " --dataset tiny --epsilon 0.5 " + flags +
+                             " --out " + out + " --json",
+                         kAnalyst);
+    ASSERT_EQ(trained.exit_code, 0) << method << ": " << trained.err;
+    nlohmann::json document;
+    ASSERT_NO_THROW(document = nlohmann::json::parse(trained.out))
+        << "train " << method << " --json: stdout is not one JSON document:\n" << trained.out;
+    ASSERT_TRUE(document.is_object()) << trained.out;
+    EXPECT_EQ(document["method"], method);
+    EXPECT_EQ(document["model"], out);
+    EXPECT_EQ(document["dataset_id"], dataset);
+    EXPECT_GT(document["epsilon"].get<double>(), 0.0);
+    // What stdout held before is on stderr now, not lost.
+    if (method != "mst") {
+      EXPECT_NE(trained.err.find("session "), std::string::npos) << method << ": " << trained.err;
+    }
+  }
+  // `session open` takes the name too.
+  CliRun opened = Cli("session open --dataset tiny --steps 2 "
+                      "--sampling-rate 0.1 --epsilon 0.5 --json",
+                      kAnalyst);
+  ASSERT_EQ(opened.exit_code, 0) << opened.err;
+  EXPECT_EQ(nlohmann::json::parse(opened.out)["dataset_id"], dataset);
 }
 
 // dpcurator-server --help lists its flags.
