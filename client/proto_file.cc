@@ -31,8 +31,9 @@ bool IsText(absl::string_view bytes) {
   return true;
 }
 
-// How a protobuf message type is called to a user, and how such a file is
-// made again (empty when no single command does).
+// How a protobuf message type is called to a user ("model file", after
+// "a"), and how such a file is made again (empty when no single command
+// does).
 struct ProtoNoun {
   std::string noun;
   std::string remake;
@@ -41,15 +42,15 @@ struct ProtoNoun {
 ProtoNoun NounOf(const google::protobuf::Message& message, const std::string& path) {
   const std::string& name = message.GetDescriptor()->name();
   if (name == "GeneratorModel") {
-    return {"a model file",
+    return {"model file",
             absl::StrCat("Write it again with `dpcurator train <method> ... --out ", path, "`")};
   }
   if (name == "Release") {
-    return {"a release artefact",
+    return {"release artefact",
             absl::StrCat("Fetch it again at no charge with `dpcurator release get --id ID --out ",
                          path, "` (`dpcurator releases --dataset D` lists the ids)")};
   }
-  return {absl::StrCat("a ", name, " file"), ""};
+  return {absl::StrCat(name, " file"), ""};
 }
 
 }  // namespace
@@ -124,7 +125,7 @@ absl::Status ReadProtoFile(const std::string& path, google::protobuf::Message* m
   const TextFileKind text = DescribeTextFile(bytes, path);
   if (!text.what.empty()) {
     const std::string& hint = bytes.empty() ? noun.remake : text.hint;
-    return absl::InvalidArgumentError(absl::StrCat("'", path, "' is ", text.what, ", not ",
+    return absl::InvalidArgumentError(absl::StrCat("'", path, "' is ", text.what, ", not a ",
                                                    noun.noun, hint.empty() ? "" : ". ", hint));
   }
   if (!message->ParseFromString(bytes)) {

@@ -92,7 +92,17 @@ absl::Status RunReport(const ParsedArgs& args) {
     for (absl::string_view part : absl::StrSplit(args.Get("release"), ',', absl::SkipEmpty())) {
       const std::string path(part);
       v1::Release release;
-      if (auto s = ReadProtoFile(path, &release); !s.ok()) return s;
+      const absl::Status read = ReadProtoFile(path, &release);
+      if (read.code() == absl::StatusCode::kNotFound) return read;
+      if (!read.ok()) {
+        // A model does not parse as a release: name it before the reader's
+        // "truncated or damaged?".
+        const std::string kind = DescribeFileKind(path);
+        if (kind.empty()) return read;
+        return absl::InvalidArgumentError(
+            absl::StrCat("'", path, "' is ", kind,
+                         ". --release takes the file `dpcurator release --out` wrote"));
+      }
       v1::NeighbouringRelation relation = v1::RELATION_UNSPECIFIED;
       switch (release.artefact_case()) {
         case v1::Release::kEmbedding:

@@ -165,15 +165,21 @@ absl::Status CheckReleaseFileFor(const Method& method, const std::string& path) 
   std::error_code error;
   if (kinds.empty() || !std::filesystem::is_regular_file(path, error)) return absl::OkStatus();
   v1::Release release;
-  // An empty, text or damaged file is named by the reader.
-  if (auto read = ReadProtoFile(path, &release); !read.ok()) return read;
-  const std::optional<v1::ReleaseKind> held = KindOfRelease(release);
+  const absl::Status read = ReadProtoFile(path, &release);
+  const std::optional<v1::ReleaseKind> held =
+      read.ok() ? KindOfRelease(release) : std::optional<v1::ReleaseKind>();
   if (!held.has_value()) {
+    // A model does not parse as a release (its packed parameters are no
+    // message): name it before the reader's "truncated or damaged?".
     const std::string kind = DescribeFileKind(path);
-    if (kind.empty()) return absl::OkStatus();  // the method's reader says what is wrong
-    return absl::InvalidArgumentError(
-        absl::StrCat("'", path, "' is ", kind, "; `train ", method.name(), "` reads ",
-                     ReleaseKindName(kinds[0]), " releases"));
+    if (!kind.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("'", path, "' is ", kind, "; `train ", method.name(), "` reads ",
+                       ReleaseKindName(kinds[0]), " releases"));
+    }
+    // An empty, text or damaged file as the reader names it; one that
+    // parses, as the method's own reader does.
+    return read;
   }
   for (v1::ReleaseKind kind : kinds) {
     if (kind == *held) return absl::OkStatus();
