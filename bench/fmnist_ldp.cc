@@ -29,7 +29,7 @@
 //     noisy distribution P_Y.
 // Generator: the paper's Sec. 4.5 MLP shape (2 hidden ReLU layers, 2-d
 // uniform latent) with a bounded output head in [-1, 1] (sigmoid scaled;
-// PointGeneratorOptions::output_low/high), trained on the float32 path of
+// LdpPointGeneratorOptions::output_low/high), trained on the float32 path of
 // core/train/sinkhorn_trainer.h with Adam (lr 1e-3 decaying linearly to
 // 1e-4). Width and length are tuned, not the paper's: at our noise (sigma
 // 8.46 per pixel at eps = 30, twice the paper's 4.22 because the

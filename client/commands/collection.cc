@@ -57,7 +57,7 @@ void PrintCollection(const v1::Collection& c, bool json) {
               c.noise_scale(), c.cost_exponent(), c.regularizer());
 }
 
-absl::Status RunCreate(const ParsedArgs& args) {
+absl::Status RunCollectionCreate(const ParsedArgs& args) {
   if (args.Has("schema") == args.Has("images")) {
     return absl::InvalidArgumentError(
         "give --schema FILE (table records) or --images HxW (grey images), one of them");
@@ -109,7 +109,7 @@ absl::StatusOr<v1::Collection> FetchCollection(Connection& connection, const std
   return collection;
 }
 
-absl::Status RunShow(const ParsedArgs& args) {
+absl::Status RunCollectionShow(const ParsedArgs& args) {
   auto connection = Connection::FromArgs(args);
   if (!connection.ok()) return connection.status();
   auto collection = FetchCollection(*connection, args.Get("collection"));
@@ -118,7 +118,7 @@ absl::Status RunShow(const ParsedArgs& args) {
   return absl::OkStatus();
 }
 
-absl::Status RunClose(const ParsedArgs& args) {
+absl::Status RunCollectionClose(const ParsedArgs& args) {
   auto connection = Connection::FromArgs(args);
   if (!connection.ok()) return connection.status();
   auto context = connection->NewContext();
@@ -281,15 +281,15 @@ std::vector<Command> CollectionCommands() {
                       {"delta", "", "delta (gaussian-l2 only)"},
                       {"radius", "", "ball radius R (default: the encoded rows' max norm)"},
                       {"json", "", "print JSON", true}}),
-      RunCreate});
+      RunCollectionCreate});
   commands.push_back(Command{"collections show", "a collection's public parameters and count", "",
                              WithConnection({{"collection", "", "collection id", false, true},
                                              {"json", "", "print JSON", true}}),
-                             RunShow});
+                             RunCollectionShow});
   commands.push_back(Command{"collections close", "stop accepting reports (curator)", "",
                              WithConnection({{"collection", "", "collection id", false, true},
                                              {"json", "", "print JSON", true}}),
-                             RunClose});
+                             RunCollectionClose});
   commands.push_back(Command{
       "collections download", "download the privatised reports (analyst; no budget)", "",
       WithConnection({{"collection", "", "collection id", false, true},

@@ -1,5 +1,5 @@
 // The Sinkhorn unit (ldp-sinkhorn.md): `train sinkhorn` fits a
-// PointGenerator to downloaded local-DP reports (core/train/sinkhorn_trainer.h,
+// LdpPointGenerator to downloaded local-DP reports (core/train/sinkhorn_trainer.h,
 // with p and lambda from the collection's public mechanism); `sample`
 // decodes its points into rows (or images) of the collection's label-less
 // schema.
@@ -68,7 +68,7 @@ absl::StatusOr<v1::GeneratorModel> TrainSinkhornModel(const v1::ReportsFile& rep
   }
   if (!fitted.ok()) return fitted.status();
   train::TrainedPointGenerator& trained = *fitted;
-  const train::PointGeneratorOptions& g = trained.generator.options();
+  const train::LdpPointGeneratorOptions& g = trained.generator.options();
   const ModelSource source{SchemaToProto(label_free), label_free.FingerprintHex(),
                            mechanism.epsilon(), mechanism.delta()};
   v1::GeneratorModel model = PackageModel(kName, source, g.hidden, g.activation,
@@ -95,7 +95,7 @@ absl::StatusOr<data::Table> SampleSinkhornModel(const v1::GeneratorModel& model,
                                                    " does not match its schema's encoded width ",
                                                    layout.total_dim()));
   }
-  train::PointGeneratorOptions options;
+  train::LdpPointGeneratorOptions options;
   options.latent_dim = model.latent_dim();
   options.hidden.assign(model.hidden().begin(), model.hidden().end());
   options.output_low = model.output_low();
@@ -104,7 +104,7 @@ absl::StatusOr<data::Table> SampleSinkhornModel(const v1::GeneratorModel& model,
   Eigen::VectorXd parameters =
       Eigen::Map<const Eigen::VectorXd>(model.parameters().data(), model.parameters_size());
   DPC_ASSIGN_OR_RETURN(auto generator,
-                       train::PointGenerator::FromParameters(model.output_dim(), options,
+                       train::LdpPointGenerator::FromParameters(model.output_dim(), options,
                                                              std::move(parameters)));
   PublicRng rng(seed);
   // Records back to the encoding (image pixels from [-1, 1] to [0, 1]).

@@ -2,7 +2,7 @@
 #define DPCURATOR_CLIENT_METHODS_SINKHORN_H_
 
 // Sinkhorn deconvolution of local-DP reports (Reshetova et al.) as a client
-// method: fit a PointGenerator to downloaded reports
+// method: fit an LdpPointGenerator to downloaded reports
 // (core/train/sinkhorn_trainer.h, with p and lambda from the collection's
 // public mechanism) and decode its points into rows of the collection's
 // label-less schema.

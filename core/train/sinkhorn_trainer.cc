@@ -25,7 +25,7 @@ double MedianEntry(const Eigen::MatrixXd& matrix) {
   return values[middle];
 }
 
-absl::Status ValidateHead(const PointGeneratorOptions& options) {
+absl::Status ValidateHead(const LdpPointGeneratorOptions& options) {
   if (!options.bounded()) return absl::OkStatus();
   if (!std::isfinite(options.output_low) || !std::isfinite(options.output_high) ||
       !(options.output_low < options.output_high)) {
@@ -40,9 +40,9 @@ absl::Status ValidateHead(const PointGeneratorOptions& options) {
 // (the identity for the linear head).
 template <typename Scalar>
 const Eigen::Matrix<Scalar, Eigen::Dynamic, Eigen::Dynamic>& HeadForward(
-    const PointGeneratorOptions& options,
+    const LdpPointGeneratorOptions& options,
     const Eigen::Matrix<Scalar, Eigen::Dynamic, Eigen::Dynamic>& pre,
-    BasicPointGeneratorWorkspace<Scalar>* workspace) {
+    BasicLdpPointGeneratorWorkspace<Scalar>* workspace) {
   if (!options.bounded()) return pre;
   const Scalar low = static_cast<Scalar>(options.output_low);
   const Scalar span = static_cast<Scalar>(options.output_high - options.output_low);
@@ -57,9 +57,9 @@ const Eigen::Matrix<Scalar, Eigen::Dynamic, Eigen::Dynamic>& HeadForward(
 // the factor is (x - low) (high - x) / span, computed from the stored output.
 template <typename Scalar>
 const Eigen::Matrix<Scalar, Eigen::Dynamic, Eigen::Dynamic>& HeadBackward(
-    const PointGeneratorOptions& options,
+    const LdpPointGeneratorOptions& options,
     const Eigen::Ref<const Eigen::Matrix<Scalar, Eigen::Dynamic, Eigen::Dynamic>>& grad_points,
-    BasicPointGeneratorWorkspace<Scalar>* workspace) {
+    BasicLdpPointGeneratorWorkspace<Scalar>* workspace) {
   const Scalar low = static_cast<Scalar>(options.output_low);
   const Scalar high = static_cast<Scalar>(options.output_high);
   const Scalar inv_span = Scalar(1) / (high - low);
@@ -71,13 +71,13 @@ const Eigen::Matrix<Scalar, Eigen::Dynamic, Eigen::Dynamic>& HeadBackward(
 
 }  // namespace
 
-const Eigen::MatrixXd& PointGenerator::Forward(const Eigen::Ref<const Eigen::MatrixXd>& z,
-                                               PointGeneratorWorkspace* workspace) const {
+const Eigen::MatrixXd& LdpPointGenerator::Forward(const Eigen::Ref<const Eigen::MatrixXd>& z,
+                                               LdpPointGeneratorWorkspace* workspace) const {
   return HeadForward<double>(options_, mlp_.Forward(z, &workspace->mlp), workspace);
 }
 
-void PointGenerator::Backward(const Eigen::Ref<const Eigen::MatrixXd>& grad_points,
-                              PointGeneratorWorkspace* workspace,
+void LdpPointGenerator::Backward(const Eigen::Ref<const Eigen::MatrixXd>& grad_points,
+                              LdpPointGeneratorWorkspace* workspace,
                               Eigen::VectorXd* grad_params) const {
   if (!options_.bounded()) {
     mlp_.Backward(grad_points, &workspace->mlp, grad_params);
@@ -87,24 +87,24 @@ void PointGenerator::Backward(const Eigen::Ref<const Eigen::MatrixXd>& grad_poin
                 grad_params);
 }
 
-absl::StatusOr<FloatPointGenerator> FloatPointGenerator::Create(const PointGenerator& master) {
+absl::StatusOr<FloatLdpPointGenerator> FloatLdpPointGenerator::Create(const LdpPointGenerator& master) {
   DPC_ASSIGN_OR_RETURN(
       nn::MlpF mlp,
       nn::MlpF::FromParameters(master.mlp().options(), master.parameters().cast<float>()));
-  return FloatPointGenerator(master.options(), std::move(mlp));
+  return FloatLdpPointGenerator(master.options(), std::move(mlp));
 }
 
-void FloatPointGenerator::SyncFrom(const PointGenerator& master) {
+void FloatLdpPointGenerator::SyncFrom(const LdpPointGenerator& master) {
   mlp_.parameters() = master.parameters().cast<float>();
 }
 
-const Eigen::MatrixXf& FloatPointGenerator::Forward(const Eigen::Ref<const Eigen::MatrixXf>& z,
-                                                    PointGeneratorWorkspaceF* workspace) const {
+const Eigen::MatrixXf& FloatLdpPointGenerator::Forward(const Eigen::Ref<const Eigen::MatrixXf>& z,
+                                                    LdpPointGeneratorWorkspaceF* workspace) const {
   return HeadForward<float>(options_, mlp_.Forward(z, &workspace->mlp), workspace);
 }
 
-void FloatPointGenerator::Backward(const Eigen::Ref<const Eigen::MatrixXf>& grad_points,
-                                   PointGeneratorWorkspaceF* workspace,
+void FloatLdpPointGenerator::Backward(const Eigen::Ref<const Eigen::MatrixXf>& grad_points,
+                                   LdpPointGeneratorWorkspaceF* workspace,
                                    Eigen::VectorXf* grad_params) const {
   if (!options_.bounded()) {
     mlp_.Backward(grad_points, &workspace->mlp, grad_params);
@@ -114,8 +114,8 @@ void FloatPointGenerator::Backward(const Eigen::Ref<const Eigen::MatrixXf>& grad
                 grad_params);
 }
 
-nn::MlpOptions PointGenerator::MlpOptionsFor(int output_dim,
-                                             const PointGeneratorOptions& options) {
+nn::MlpOptions LdpPointGenerator::MlpOptionsFor(int output_dim,
+                                             const LdpPointGeneratorOptions& options) {
   nn::MlpOptions mlp;
   mlp.input_dim = options.latent_dim;
   mlp.hidden = options.hidden;
@@ -125,34 +125,34 @@ nn::MlpOptions PointGenerator::MlpOptionsFor(int output_dim,
   return mlp;
 }
 
-absl::StatusOr<PointGenerator> PointGenerator::Create(int output_dim,
-                                                      const PointGeneratorOptions& options) {
+absl::StatusOr<LdpPointGenerator> LdpPointGenerator::Create(int output_dim,
+                                                      const LdpPointGeneratorOptions& options) {
   DPC_RETURN_IF_ERROR(ValidatePositiveInt(output_dim, "Output dimension"));
   DPC_RETURN_IF_ERROR(ValidatePositiveInt(options.latent_dim, "Latent dimension"));
   DPC_RETURN_IF_ERROR(ValidateHead(options));
   DPC_ASSIGN_OR_RETURN(nn::Mlp mlp, nn::Mlp::Create(MlpOptionsFor(output_dim, options)));
-  return PointGenerator(options, std::move(mlp));
+  return LdpPointGenerator(options, std::move(mlp));
 }
 
-absl::StatusOr<PointGenerator> PointGenerator::FromParameters(
-    int output_dim, const PointGeneratorOptions& options, Eigen::VectorXd parameters) {
+absl::StatusOr<LdpPointGenerator> LdpPointGenerator::FromParameters(
+    int output_dim, const LdpPointGeneratorOptions& options, Eigen::VectorXd parameters) {
   DPC_RETURN_IF_ERROR(ValidatePositiveInt(output_dim, "Output dimension"));
   DPC_RETURN_IF_ERROR(ValidatePositiveInt(options.latent_dim, "Latent dimension"));
   DPC_RETURN_IF_ERROR(ValidateHead(options));
   DPC_ASSIGN_OR_RETURN(nn::Mlp mlp, nn::Mlp::FromParameters(MlpOptionsFor(output_dim, options),
                                                             std::move(parameters)));
-  return PointGenerator(options, std::move(mlp));
+  return LdpPointGenerator(options, std::move(mlp));
 }
 
-void PointGenerator::DrawLatents(PublicRng* rng, Eigen::MatrixXd* z) const {
+void LdpPointGenerator::DrawLatents(PublicRng* rng, Eigen::MatrixXd* z) const {
   z->resize(z->rows(), options_.latent_dim);
   rng->FillUniform(*z);
   z->array() = 2.0 * z->array() - 1.0;  // Uniform[-1, 1)
 }
 
-Eigen::MatrixXd PointGenerator::Sample(Eigen::Index n, PublicRng* rng) const {
+Eigen::MatrixXd LdpPointGenerator::Sample(Eigen::Index n, PublicRng* rng) const {
   Eigen::MatrixXd out(n, output_dim());
-  PointGeneratorWorkspace workspace;
+  LdpPointGeneratorWorkspace workspace;
   Eigen::MatrixXd z;
   for (Eigen::Index start = 0; start < n; start += kSampleChunkRows) {
     const Eigen::Index rows = std::min(kSampleChunkRows, n - start);
@@ -303,10 +303,10 @@ absl::StatusOr<TrainedPointGenerator> TrainSinkhornGenerator(
 
   const int p = mechanism.cost_exponent();
   const int batch = static_cast<int>(std::min<Eigen::Index>(options.batch_size, reports.rows()));
-  PointGeneratorOptions generator_options = options.generator;
+  LdpPointGeneratorOptions generator_options = options.generator;
   generator_options.seed = options.seed;
-  DPC_ASSIGN_OR_RETURN(PointGenerator generator,
-                       PointGenerator::Create(mechanism.dimension(), generator_options));
+  DPC_ASSIGN_OR_RETURN(LdpPointGenerator generator,
+                       LdpPointGenerator::Create(mechanism.dimension(), generator_options));
   nn::AdamOptions adam_options;
   adam_options.learning_rate = options.learning_rate;
   DPC_ASSIGN_OR_RETURN(nn::Adam adam, nn::Adam::Create(generator.num_parameters(), adam_options));
@@ -318,11 +318,11 @@ absl::StatusOr<TrainedPointGenerator> TrainSinkhornGenerator(
   Eigen::MatrixXd report_batch(batch, reports.cols());
   Eigen::MatrixXd z(batch, generator.latent_dim());
   Eigen::VectorXd grad_params(generator.num_parameters());
-  PointGeneratorWorkspace workspace;
+  LdpPointGeneratorWorkspace workspace;
 
   IterateAverage average(options.parameter_averaging, generator.parameters());
   TrainedPointGenerator trained{std::move(generator)};
-  PointGenerator& g = trained.generator;
+  LdpPointGenerator& g = trained.generator;
   for (int step = 1; step <= options.steps; ++step) {
     DPC_RETURN_IF_ERROR(adam.SetLearningRate(StepLearningRate(options, step)));
     batcher.Next(reports, &rng, &report_batch);
@@ -377,11 +377,11 @@ absl::StatusOr<TrainedPointGenerator> TrainSinkhornGeneratorFloat(
   const int p = mechanism.cost_exponent();
   const Eigen::Index d = reports.cols();
   const int batch = static_cast<int>(std::min<Eigen::Index>(options.batch_size, reports.rows()));
-  PointGeneratorOptions generator_options = options.generator;
+  LdpPointGeneratorOptions generator_options = options.generator;
   generator_options.seed = options.seed;
-  DPC_ASSIGN_OR_RETURN(PointGenerator generator,
-                       PointGenerator::Create(mechanism.dimension(), generator_options));
-  DPC_ASSIGN_OR_RETURN(FloatPointGenerator replica, FloatPointGenerator::Create(generator));
+  DPC_ASSIGN_OR_RETURN(LdpPointGenerator generator,
+                       LdpPointGenerator::Create(mechanism.dimension(), generator_options));
+  DPC_ASSIGN_OR_RETURN(FloatLdpPointGenerator replica, FloatLdpPointGenerator::Create(generator));
   nn::AdamOptions adam_options;
   adam_options.learning_rate = options.learning_rate;
   DPC_ASSIGN_OR_RETURN(nn::Adam adam, nn::Adam::Create(generator.num_parameters(), adam_options));
@@ -404,11 +404,11 @@ absl::StatusOr<TrainedPointGenerator> TrainSinkhornGeneratorFloat(
   Eigen::VectorXf grad_params_float(replica.num_parameters());
   Eigen::VectorXd grad_params(generator.num_parameters());
   Eigen::MatrixXd generated_double, reports_double;  // p = 1 only
-  PointGeneratorWorkspaceF workspace;
+  LdpPointGeneratorWorkspaceF workspace;
 
   IterateAverage average(options.parameter_averaging, generator.parameters());
   TrainedPointGenerator trained{std::move(generator)};
-  PointGenerator& g = trained.generator;
+  LdpPointGenerator& g = trained.generator;
   for (int step = 1; step <= options.steps; ++step) {
     DPC_RETURN_IF_ERROR(adam.SetLearningRate(StepLearningRate(options, step)));
     batcher.Next(reports, &rng, &report_batch);

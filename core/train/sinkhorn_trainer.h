@@ -25,9 +25,9 @@
 
 namespace dpcurator::train {
 
-// Architecture of a PointGenerator; with the flat parameters it rebuilds the
-// model (PointGenerator::FromParameters).
-struct PointGeneratorOptions {
+// Architecture of an LdpPointGenerator; with the flat parameters it rebuilds the
+// model (LdpPointGenerator::FromParameters).
+struct LdpPointGeneratorOptions {
   // Width of the latent code z ~ Uniform[-1, 1]^latent_dim (the paper's
   // synthetic-data prior, ldp-sinkhorn.md Sec. 4).
   int latent_dim = 2;
@@ -48,30 +48,30 @@ struct PointGeneratorOptions {
   bool bounded() const { return output_low != 0.0 || output_high != 0.0; }
 };
 
-// Buffers of one PointGenerator Forward/Backward pair (one per thread);
+// Buffers of one LdpPointGenerator Forward/Backward pair (one per thread);
 // reused for batches of one size, they allocate nothing.
 template <typename Scalar>
-struct BasicPointGeneratorWorkspace {
+struct BasicLdpPointGeneratorWorkspace {
   using Matrix = Eigen::Matrix<Scalar, Eigen::Dynamic, Eigen::Dynamic>;
   nn::BasicMlpWorkspace<Scalar> mlp;
   Matrix points;    // output of the bounded head
   Matrix grad_pre;  // dLoss / dMlp(z) through the bounded head
 };
-using PointGeneratorWorkspace = BasicPointGeneratorWorkspace<double>;
-using PointGeneratorWorkspaceF = BasicPointGeneratorWorkspace<float>;
+using LdpPointGeneratorWorkspace = BasicLdpPointGeneratorWorkspace<double>;
+using LdpPointGeneratorWorkspaceF = BasicLdpPointGeneratorWorkspace<float>;
 
 // An unconditional generator of points in R^d: x = Mlp(z) with a linear
 // output. Unlike TabularGenerator (sigmoid/softmax heads bounded to the
 // encoded box), its outputs are unbounded: the reports it is fitted to are
 // records scaled into the public ball plus unbounded noise, and the
 // deconvolved distribution lives in (a neighbourhood of) the ball.
-class PointGenerator {
+class LdpPointGenerator {
  public:
   // output_dim >= 1; options validated by nn::Mlp.
-  static absl::StatusOr<PointGenerator> Create(int output_dim,
-                                               const PointGeneratorOptions& options);
-  static absl::StatusOr<PointGenerator> FromParameters(int output_dim,
-                                                       const PointGeneratorOptions& options,
+  static absl::StatusOr<LdpPointGenerator> Create(int output_dim,
+                                               const LdpPointGeneratorOptions& options);
+  static absl::StatusOr<LdpPointGenerator> FromParameters(int output_dim,
+                                                       const LdpPointGeneratorOptions& options,
                                                        Eigen::VectorXd parameters);
 
   // Fills `z` (n x latent_dim) with Uniform[-1, 1) draws from `rng`.
@@ -80,10 +80,10 @@ class PointGenerator {
   // Points (n x output_dim) for latents `z`, valid until the workspace's
   // next use.
   const Eigen::MatrixXd& Forward(const Eigen::Ref<const Eigen::MatrixXd>& z,
-                                 PointGeneratorWorkspace* workspace) const;
+                                 LdpPointGeneratorWorkspace* workspace) const;
   // Adds dLoss/dParameters for the last Forward on `workspace`.
   void Backward(const Eigen::Ref<const Eigen::MatrixXd>& grad_points,
-                PointGeneratorWorkspace* workspace, Eigen::VectorXd* grad_params) const;
+                LdpPointGeneratorWorkspace* workspace, Eigen::VectorXd* grad_params) const;
 
   // n synthetic points (latents from `rng`), in chunks of kSampleChunkRows.
   Eigen::MatrixXd Sample(Eigen::Index n, PublicRng* rng) const;
@@ -92,43 +92,43 @@ class PointGenerator {
   Eigen::VectorXd& parameters() { return mlp_.parameters(); }
   const Eigen::VectorXd& parameters() const { return mlp_.parameters(); }
   Eigen::Index num_parameters() const { return mlp_.num_parameters(); }
-  const PointGeneratorOptions& options() const { return options_; }
+  const LdpPointGeneratorOptions& options() const { return options_; }
   int latent_dim() const { return options_.latent_dim; }
   int output_dim() const { return mlp_.output_dim(); }
   const nn::Mlp& mlp() const { return mlp_; }
 
-  static nn::MlpOptions MlpOptionsFor(int output_dim, const PointGeneratorOptions& options);
+  static nn::MlpOptions MlpOptionsFor(int output_dim, const LdpPointGeneratorOptions& options);
 
  private:
-  PointGenerator(PointGeneratorOptions options, nn::Mlp mlp)
+  LdpPointGenerator(LdpPointGeneratorOptions options, nn::Mlp mlp)
       : options_(std::move(options)), mlp_(std::move(mlp)) {}
 
-  PointGeneratorOptions options_;
+  LdpPointGeneratorOptions options_;
   nn::Mlp mlp_;
 };
 
-// A float32 replica of a PointGenerator, for the image path of the trainer
+// A float32 replica of an LdpPointGenerator, for the image path of the trainer
 // (784-d outputs): its products go to the BLAS sgemm (core/nn/gemm.h), and
 // the generator is post-processing of the reports, so float costs no
-// privacy. The double PointGenerator stays the model (Adam updates it, in
+// privacy. The double LdpPointGenerator stays the model (Adam updates it, in
 // double); SyncFrom copies its parameters after each step.
-class FloatPointGenerator {
+class FloatLdpPointGenerator {
  public:
-  static absl::StatusOr<FloatPointGenerator> Create(const PointGenerator& master);
+  static absl::StatusOr<FloatLdpPointGenerator> Create(const LdpPointGenerator& master);
   // Copies the master's parameters (same architecture; no allocation).
-  void SyncFrom(const PointGenerator& master);
+  void SyncFrom(const LdpPointGenerator& master);
 
   const Eigen::MatrixXf& Forward(const Eigen::Ref<const Eigen::MatrixXf>& z,
-                                 PointGeneratorWorkspaceF* workspace) const;
+                                 LdpPointGeneratorWorkspaceF* workspace) const;
   void Backward(const Eigen::Ref<const Eigen::MatrixXf>& grad_points,
-                PointGeneratorWorkspaceF* workspace, Eigen::VectorXf* grad_params) const;
+                LdpPointGeneratorWorkspaceF* workspace, Eigen::VectorXf* grad_params) const;
   Eigen::Index num_parameters() const { return mlp_.num_parameters(); }
 
  private:
-  FloatPointGenerator(PointGeneratorOptions options, nn::MlpF mlp)
+  FloatLdpPointGenerator(LdpPointGeneratorOptions options, nn::MlpF mlp)
       : options_(std::move(options)), mlp_(std::move(mlp)) {}
 
-  PointGeneratorOptions options_;
+  LdpPointGeneratorOptions options_;
   nn::MlpF mlp_;
 };
 
@@ -139,7 +139,7 @@ struct SinkhornTrainerOptions {
   double learning_rate = 1e-3;
   // The learning rate decays linearly to this fraction over the run.
   double final_learning_rate_fraction = 0.1;
-  PointGeneratorOptions generator;
+  LdpPointGeneratorOptions generator;
   uint64_t seed = 1;
 
   // Baseline (the paper's objective (2), min_G W_p^p(P_G, Q_Y), the
@@ -187,7 +187,7 @@ struct SinkhornTrainerOptions {
 };
 
 struct TrainedPointGenerator {
-  PointGenerator generator;
+  LdpPointGenerator generator;
   // The loss of the last step, and the lambda it used.
   double final_loss = 0.0;
   double lambda = 0.0;
@@ -226,7 +226,7 @@ absl::StatusOr<TrainedPointGenerator> TrainSinkhornGenerator(
     const SinkhornTrainerOptions& options);
 
 // The same algorithm on the float32 path, for high-dimensional records
-// (images: d = 784): the generator runs as a FloatPointGenerator replica,
+// (images: d = 784): the generator runs as a FloatLdpPointGenerator replica,
 // the cross term of the squared-l2 cost and the plan-weighted gradient are
 // sgemm products (nn::Gemm), the minibatch buffers are allocated once, and
 // only the B x B cost matrix, the Sinkhorn iterations and Adam stay in

@@ -53,7 +53,7 @@ SinkhornTrainerOptions SmallOptions() {
 }
 
 // Root mean squared distance of generated points to c.
-double RmsSpread(const PointGenerator& generator, const Eigen::Vector2d& c) {
+double RmsSpread(const LdpPointGenerator& generator, const Eigen::Vector2d& c) {
   PublicRng rng(77);
   const Eigen::MatrixXd points = generator.Sample(4000, &rng);
   return std::sqrt((points.rowwise() - c.transpose()).rowwise().squaredNorm().mean());
@@ -99,7 +99,7 @@ TEST(SinkhornTrainerTest, DeconvolvesAPointMass) {
 
 // The q-quantile of generated points' distances to c: how far the bulk of
 // the model's mass is from the truth, whatever a small share of it does.
-double QuantileDistance(const PointGenerator& generator, const Eigen::Vector2d& c, double q) {
+double QuantileDistance(const LdpPointGenerator& generator, const Eigen::Vector2d& c, double q) {
   PublicRng rng(77);
   const Eigen::MatrixXd points = generator.Sample(4000, &rng);
   std::vector<double> distances(points.rows());
@@ -160,7 +160,7 @@ TEST(SinkhornTrainerTest, DeterministicForASeed) {
   const auto c = TrainSinkhornGenerator(reports, mechanism, options).value();
   EXPECT_NE(a.generator.parameters(), c.generator.parameters());
   // The model rebuilds from its architecture and parameters.
-  const auto rebuilt = PointGenerator::FromParameters(2, a.generator.options(),
+  const auto rebuilt = LdpPointGenerator::FromParameters(2, a.generator.options(),
                                                       a.generator.parameters());
   ASSERT_TRUE(rebuilt.ok());
   PublicRng r1(3), r2(3);
@@ -174,9 +174,9 @@ TEST(SinkhornTrainerTest, IterateAveragingAveragesTheIterates) {
   const ldp::LdpMechanism mechanism = GaussianMechanism();
   const Eigen::MatrixXd reports = PointMassReports(mechanism, {0.1, 0.1}, 300, 9);
   SinkhornTrainerOptions options = SmallOptions();
-  PointGeneratorOptions initial_options = options.generator;
+  LdpPointGeneratorOptions initial_options = options.generator;
   initial_options.seed = options.seed;
-  const Eigen::VectorXd initial = PointGenerator::Create(2, initial_options).value().parameters();
+  const Eigen::VectorXd initial = LdpPointGenerator::Create(2, initial_options).value().parameters();
   options.steps = 1;
   const Eigen::VectorXd one = TrainSinkhornGenerator(reports, mechanism, options)
                                   .value()
@@ -269,20 +269,20 @@ TEST(SinkhornTrainerTest, ExactOtLossMatchesAssignment) {
 
 // --- The image path: bounded head and float32 trainer --------------------
 
-TEST(PointGeneratorTest, BoundedHeadGradientMatchesFiniteDifferences) {
-  PointGeneratorOptions options;
+TEST(LdpPointGeneratorTest, BoundedHeadGradientMatchesFiniteDifferences) {
+  LdpPointGeneratorOptions options;
   options.latent_dim = 2;
   options.hidden = {6};
   options.activation = nn::Activation::kTanh;
   options.output_low = -1.0;
   options.output_high = 1.0;
   options.seed = 3;
-  PointGenerator generator = PointGenerator::Create(4, options).value();
+  LdpPointGenerator generator = LdpPointGenerator::Create(4, options).value();
   PublicRng rng(8);
   Eigen::MatrixXd z(5, 2), weights(5, 4);
   rng.FillUniform(z);
   rng.FillNormal(weights);
-  PointGeneratorWorkspace workspace;
+  LdpPointGeneratorWorkspace workspace;
   // L = <W, G(z)>, so dL/dG = W.
   auto loss = [&]() { return (generator.Forward(z, &workspace).array() * weights.array()).sum(); };
   const Eigen::MatrixXd points = generator.Forward(z, &workspace);
@@ -301,13 +301,13 @@ TEST(PointGeneratorTest, BoundedHeadGradientMatchesFiniteDifferences) {
     EXPECT_NEAR(grad(k), (up - down) / (2 * h), 1e-7) << "parameter " << k;
   }
   // The float replica computes the same points.
-  FloatPointGenerator replica = FloatPointGenerator::Create(generator).value();
-  PointGeneratorWorkspaceF workspace_f;
+  FloatLdpPointGenerator replica = FloatLdpPointGenerator::Create(generator).value();
+  LdpPointGeneratorWorkspaceF workspace_f;
   const Eigen::MatrixXf points_f = replica.Forward(z.cast<float>(), &workspace_f);
   EXPECT_LE((points_f.cast<double>() - points).cwiseAbs().maxCoeff(), 1e-5);
   // An empty or inverted box is refused.
   options.output_high = -1.0;
-  EXPECT_FALSE(PointGenerator::Create(4, options).ok());
+  EXPECT_FALSE(LdpPointGenerator::Create(4, options).ok());
 }
 
 // The float32 path computes the same Algorithm 1 as the double path: same
@@ -328,8 +328,8 @@ TEST(SinkhornTrainerTest, FloatPathFollowsTheDoublePath) {
     const auto exact = TrainSinkhornGenerator(reports, mechanism, options).value();
     const auto fast = TrainSinkhornGeneratorFloat(reports.cast<float>(), mechanism, options).value();
     const Eigen::VectorXd moved = exact.generator.parameters() -
-                                  PointGenerator::Create(2, [&] {
-                                    PointGeneratorOptions g = options.generator;
+                                  LdpPointGenerator::Create(2, [&] {
+                                    LdpPointGeneratorOptions g = options.generator;
                                     g.seed = options.seed;
                                     return g;
                                   }()).value().parameters();
@@ -368,7 +368,7 @@ TEST(SinkhornTrainerTest, FloatPathDeconvolvesAnImagePointMass) {
   options.generator.hidden = {32, 32};
   options.generator.output_low = -1.0;
   options.generator.output_high = 1.0;
-  auto rms_to_c = [&](const PointGenerator& generator) {
+  auto rms_to_c = [&](const LdpPointGenerator& generator) {
     PublicRng rng(5);
     const Eigen::MatrixXd points = generator.Sample(2000, &rng);
     return std::sqrt((points.rowwise() - c.transpose()).squaredNorm() / points.size());
@@ -377,16 +377,16 @@ TEST(SinkhornTrainerTest, FloatPathDeconvolvesAnImagePointMass) {
   // between 500 generated points and 500 held-out reports, before and after.
   const Eigen::MatrixXd held_out =
       mechanism.PrivatizeRows(c.transpose().replicate(500, 1), &noise).value();
-  auto validation = [&](const PointGenerator& generator) {
+  auto validation = [&](const LdpPointGenerator& generator) {
     PublicRng rng(6);
     return EntropicOtLoss(generator.Sample(500, &rng), held_out, 2, mechanism.regularizer(), 1e-9,
                           10000)
         .value()
         .loss;
   };
-  PointGeneratorOptions initial_options = options.generator;
+  LdpPointGeneratorOptions initial_options = options.generator;
   initial_options.seed = options.seed;
-  const PointGenerator initial = PointGenerator::Create(d, initial_options).value();
+  const LdpPointGenerator initial = LdpPointGenerator::Create(d, initial_options).value();
   const auto deconvolved = TrainSinkhornGeneratorFloat(reports, mechanism, options);
   ASSERT_TRUE(deconvolved.ok()) << deconvolved.status();
   EXPECT_EQ(deconvolved->unconverged_steps, 0);
