@@ -144,4 +144,23 @@ embed::CharfnOptions CharfnOptionsFromProto(const v1::EmbeddingArtefact& artefac
   return options;
 }
 
+v1::NoisyMarginalTable NoisyMarginalToProto(const release::NoisyMarginal& marginal) {
+  v1::NoisyMarginalTable table;
+  for (const int c : marginal.clique) table.add_clique(c);
+  for (const int s : marginal.shape) table.add_shape(s);
+  table.mutable_counts()->Add(marginal.counts.data(),
+                              marginal.counts.data() + marginal.counts.size());
+  table.set_noise_std(marginal.noise_std);
+  return table;
+}
+
+release::NoisyMarginal NoisyMarginalFromProto(const v1::NoisyMarginalTable& table) {
+  release::NoisyMarginal marginal;
+  marginal.clique.assign(table.clique().begin(), table.clique().end());
+  marginal.shape.assign(table.shape().begin(), table.shape().end());
+  marginal.counts = Eigen::Map<const Eigen::VectorXd>(table.counts().data(), table.counts_size());
+  marginal.noise_std = table.noise_std();
+  return marginal;
+}
+
 }  // namespace dpcurator

@@ -9,6 +9,7 @@
 #include "core/embed/charfn.h"
 #include "core/embed/rff.h"
 #include "core/release/charfn_embedding.h"
+#include "core/release/marginals.h"
 #include "core/release/rff_embedding.h"
 #include "dpcurator/v1/dpcurator.pb.h"
 
@@ -55,6 +56,11 @@ void SetArtefactFields(const release::CharfnEmbeddingKind::Result& result,
 // of 0 means l itself (charfn).
 embed::RffOptions RffOptionsFromProto(const v1::EmbeddingArtefact& artefact);
 embed::CharfnOptions CharfnOptionsFromProto(const v1::EmbeddingArtefact& artefact);
+
+// One noisy marginal table of the mst and aim artefacts, both ways (the
+// server writes them, the client's fits read them).
+v1::NoisyMarginalTable NoisyMarginalToProto(const release::NoisyMarginal& marginal);
+release::NoisyMarginal NoisyMarginalFromProto(const v1::NoisyMarginalTable& table);
 
 }  // namespace dpcurator
 
