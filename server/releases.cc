@@ -283,16 +283,6 @@ absl::StatusOr<ReleasePlan> PlanAimRelease(const v1::ReleaseRequest& request,
   return plan;
 }
 
-v1::NoisyMarginalTable MarginalToProto(const release::NoisyMarginal& marginal) {
-  v1::NoisyMarginalTable table;
-  for (const int c : marginal.clique) table.add_clique(c);
-  for (const int s : marginal.shape) table.add_shape(s);
-  table.mutable_counts()->Add(marginal.counts.data(),
-                              marginal.counts.data() + marginal.counts.size());
-  table.set_noise_std(marginal.noise_std);
-  return table;
-}
-
 // The release envelope of a recipe kind (mst, aim): ids, key and kind.
 v1::Release RecipeRelease(const ReleasePlan& plan, const v1::Dataset& dataset,
                           const std::string& release_id, v1::ReleaseKind kind) {
@@ -557,13 +547,13 @@ absl::StatusOr<v1::Release> ComputeMstRelease(const ReleasePlan& plan, const v1:
   v1::MstArtefact& artefact = *release.mutable_mst();
   SetRecipeArtefactHeader(dataset, release_id, epsilon_alone, budget.rho, &artefact);
   for (int c = 0; c < n; ++c) artefact.add_domain_sizes(domain.domain_size(c));
-  for (const auto& m : one_way.marginals) *artefact.add_one_way() = MarginalToProto(m);
+  for (const auto& m : one_way.marginals) *artefact.add_one_way() = NoisyMarginalToProto(m);
   for (const auto& [i, j] : edges) {
     v1::MstEdge& edge = *artefact.add_edges();
     edge.set_first(i);
     edge.set_second(j);
   }
-  for (const auto& m : two_way.marginals) *artefact.add_two_way() = MarginalToProto(m);
+  for (const auto& m : two_way.marginals) *artefact.add_two_way() = NoisyMarginalToProto(m);
   artefact.set_one_way_noise_multiplier(budget.one_way_noise_multiplier);
   artefact.set_selection_epsilon(budget.selection_epsilon);
   artefact.set_two_way_noise_multiplier(budget.two_way_noise_multiplier);
@@ -596,10 +586,10 @@ absl::StatusOr<v1::Release> ComputeAimRelease(const ReleasePlan& plan, const v1:
   v1::AimArtefact& artefact = *release.mutable_aim();
   SetRecipeArtefactHeader(dataset, release_id, epsilon_alone, aim.budget.rho, &artefact);
   for (const int size : domain_sizes) artefact.add_domain_sizes(size);
-  for (const auto& m : run.one_way) *artefact.add_one_way() = MarginalToProto(m);
+  for (const auto& m : run.one_way) *artefact.add_one_way() = NoisyMarginalToProto(m);
   for (const train::AimRound& round : run.rounds) {
     v1::AimRoundRecord& record = *artefact.add_rounds();
-    *record.mutable_measurement() = MarginalToProto(round.measurement);
+    *record.mutable_measurement() = NoisyMarginalToProto(round.measurement);
     record.set_noise_multiplier(round.noise_multiplier);
     record.set_selection_epsilon(round.selection_epsilon);
     record.set_rho_used(round.rho_used);

@@ -272,7 +272,7 @@ absl::Status RunGet(const ParsedArgs& args) {
   return absl::OkStatus();
 }
 
-absl::Status RunList(const ParsedArgs& args) {
+absl::Status RunReleaseList(const ParsedArgs& args) {
   auto connection = Connection::FromArgs(args);
   if (!connection.ok()) return connection.status();
   auto dataset_id = ResolveDatasetId(&*connection, args.Get("dataset"));
@@ -353,7 +353,7 @@ std::vector<Command> ReleaseCommands() {
   commands.push_back(Command{"releases", "list a dataset's releases", "",
                              WithConnection({{"dataset", "", "dataset id or name", false, true},
                                              {"json", "", "print JSON (docs/json.md)", true}}),
-                             RunList});
+                             RunReleaseList});
   return commands;
 }
 

@@ -24,20 +24,12 @@
 #include "core/train/mst.h"
 #include "core/util/status_macros.h"
 #include "proto/convert.h"
+#include "proto/release_kinds.h"
 
 namespace dpcurator::client {
 namespace {
 
-constexpr absl::string_view kName = "aim";
-
-release::NoisyMarginal MarginalFromProto(const v1::NoisyMarginalTable& table) {
-  release::NoisyMarginal marginal;
-  marginal.clique.assign(table.clique().begin(), table.clique().end());
-  marginal.shape.assign(table.shape().begin(), table.shape().end());
-  marginal.counts = Eigen::Map<const Eigen::VectorXd>(table.counts().data(), table.counts_size());
-  marginal.noise_std = table.noise_std();
-  return marginal;
-}
+constexpr absl::string_view kAimName = "aim";
 
 // Every table agrees with the artefact's own domain (a file edited or cut
 // short is refused here, naming the table, before the fit indexes it).
@@ -166,7 +158,7 @@ absl::StatusOr<TrainResult> RunTrainAim(const ParsedArgs& args) {
 class AimUnit final : public Method {
  public:
   MethodId id() const override { return MethodId::kAim; }
-  absl::string_view name() const override { return kName; }
+  absl::string_view name() const override { return kAimName; }
   absl::string_view title() const override { return "AIM"; }
 
   std::string TrainSummary() const override {
@@ -306,9 +298,9 @@ absl::StatusOr<v1::GeneratorModel> TrainAimModel(const v1::Release& release,
   // unless --fit-iterations) and zero threshold. The junction tree is at
   // most the recipe's model-size limit, which the server's size filter kept.
   std::vector<release::NoisyMarginal> measurements;
-  for (const auto& t : artefact.one_way()) measurements.push_back(MarginalFromProto(t));
+  for (const auto& t : artefact.one_way()) measurements.push_back(NoisyMarginalFromProto(t));
   for (const v1::AimRoundRecord& round : artefact.rounds()) {
-    measurements.push_back(MarginalFromProto(round.measurement()));
+    measurements.push_back(NoisyMarginalFromProto(round.measurement()));
   }
   pgm::EstimateOptions options;
   options.iterations = fit.iterations;
@@ -322,7 +314,7 @@ absl::StatusOr<v1::GeneratorModel> TrainAimModel(const v1::Release& release,
   const ModelSource source{artefact.schema(), artefact.schema_fingerprint(), artefact.epsilon(),
                            artefact.delta()};
   v1::GeneratorModel model =
-      PackageModel(kName, source, {}, nn::Activation::kRelu, Eigen::VectorXd(), 0, 0.0);
+      PackageModel(kAimName, source, {}, nn::Activation::kRelu, Eigen::VectorXd(), 0, 0.0);
   model.set_release_id(release.id());
   model.set_dataset_id(release.dataset_id());
   for (const int size : sizes) model.add_mst_domain_sizes(size);

@@ -33,7 +33,7 @@
 namespace dpcurator::client {
 namespace {
 
-constexpr absl::string_view kName = "autogan";
+constexpr absl::string_view kAutoganName = "autogan";
 
 // The trainer's oracle interface over a dp_sgd session (float on the wire).
 class RemoteOracle : public train::DpSgdGradientOracle {
@@ -178,7 +178,7 @@ absl::StatusOr<TrainResult> RunTrainAutogan(const ParsedArgs& args) {
   if (!model.ok()) return model.status();
   TrainResult result;
   result.message = absl::StrFormat("model written to %s (%s, epsilon %g, delta %g)\n",
-                                   args.Get("out"), kName, model->epsilon(), model->delta());
+                                   args.Get("out"), kAutoganName, model->epsilon(), model->delta());
   result.model = *std::move(model);
   return result;
 }
@@ -280,7 +280,7 @@ absl::StatusOr<v1::GeneratorModel> TrainAutoganModel(Connection& analyst, const 
   source.delta = run.delta;
   const train::AutoganModel& m = trained->model;
   v1::GeneratorModel model =
-      PackageModel(kName, source, m.generator_options.hidden, m.generator_options.activation,
+      PackageModel(kAutoganName, source, m.generator_options.hidden, m.generator_options.activation,
                    m.generator_parameters, static_cast<int>(trained->critic_steps),
                    trained->generator_final_loss);
   model.set_dataset_id(run.dataset_id);
@@ -334,7 +334,7 @@ absl::StatusOr<data::Table> SampleAutoganModel(const v1::GeneratorModel& model, 
 class AutoganUnit final : public Method {
  public:
   MethodId id() const override { return MethodId::kAutogan; }
-  absl::string_view name() const override { return kName; }
+  absl::string_view name() const override { return kAutoganName; }
   absl::string_view title() const override { return "DP-auto-GAN"; }
 
   std::string TrainSummary() const override {

@@ -38,7 +38,7 @@
 namespace dpcurator::client {
 namespace {
 
-constexpr absl::string_view kName = "kernel";
+constexpr absl::string_view kKernelName = "kernel";
 
 // The tabular generator of DP-MERF as the kernel trainer's PointGenerator:
 // encoded rows in [0, 1]^d (sigmoid numerics, softmax categorical blocks),
@@ -209,7 +209,7 @@ absl::StatusOr<v1::GeneratorModel> TrainKernelParallel(
                 classes, label.name.c_str(), static_cast<long long>(steps_run),
                 last->epsilon_reserved(), last->epsilon_spent_total());
   }
-  v1::GeneratorModel model = PackageModel(kName, source, {}, nn::Activation::kRelu,
+  v1::GeneratorModel model = PackageModel(kKernelName, source, {}, nn::Activation::kRelu,
                                           Eigen::VectorXd(), static_cast<int>(run.steps),
                                           final_loss);
   model.clear_activation();
@@ -288,7 +288,7 @@ absl::StatusOr<TrainResult> RunTrainKernel(const ParsedArgs& args) {
   if (!model.ok()) return model.status();
   TrainResult result;
   result.message = absl::StrFormat("model written to %s (%s%s, epsilon %g, delta %g)\n",
-                                   args.Get("out"), kName,
+                                   args.Get("out"), kKernelName,
                                    model->image_architecture().empty() ? "" : ", images",
                                    model->epsilon(), model->delta());
   result.model = *std::move(model);
@@ -445,7 +445,7 @@ absl::StatusOr<v1::GeneratorModel> TrainKernelModel(Connection& analyst,
     source.epsilon = closed->epsilon_reserved();
     const train::ImageGenerator& g = point_generator->generator();
     v1::GeneratorModel model =
-        PackageModel(kName, source, {}, nn::Activation::kRelu,
+        PackageModel(kKernelName, source, {}, nn::Activation::kRelu,
                      g.parameters().cast<double>(), static_cast<int>(closed->steps_used()),
                      final_loss);
     model.clear_activation();
@@ -481,7 +481,7 @@ absl::StatusOr<v1::GeneratorModel> TrainKernelModel(Connection& analyst,
 
   source.epsilon = closed->epsilon_reserved();
   const train::TabularGenerator& g = point_generator.generator();
-  v1::GeneratorModel model = PackageModel(kName, source, g.options().hidden,
+  v1::GeneratorModel model = PackageModel(kKernelName, source, g.options().hidden,
                                           g.options().activation, g.parameters(),
                                           static_cast<int>(closed->steps_used()), final_loss);
   model.set_dataset_id(run.dataset_id);
@@ -499,7 +499,7 @@ namespace {
 class KernelUnit final : public Method {
  public:
   MethodId id() const override { return MethodId::kKernel; }
-  absl::string_view name() const override { return kName; }
+  absl::string_view name() const override { return kKernelName; }
   absl::string_view title() const override { return "DP-kernel"; }
 
   std::string TrainSummary() const override {

@@ -25,7 +25,7 @@
 namespace dpcurator::client {
 namespace {
 
-constexpr absl::string_view kName = "merf";
+constexpr absl::string_view kMerfName = "merf";
 
 // The image trainer's defaults (bench/fmnist.cc records the tuning at
 // epsilon 1 on Fashion-MNIST):
@@ -49,7 +49,7 @@ absl::StatusOr<v1::GeneratorModel> TrainMerfModel(const v1::Release& release,
   DPC_ASSIGN_OR_RETURN(train::TrainedGenerator trained,
                        train::TrainEmbeddingGenerator(loaded.layout, feature_map, loaded.target,
                                                       options));
-  return PackageReleaseModel(release, kName, trained);
+  return PackageReleaseModel(release, kMerfName, trained);
 }
 
 absl::StatusOr<v1::GeneratorModel> TrainImageMerfModel(const v1::Release& release,
@@ -64,7 +64,7 @@ absl::StatusOr<v1::GeneratorModel> TrainImageMerfModel(const v1::Release& releas
   DPC_RETURN_IF_ERROR(ShapeImageGenerator(loaded.schema, &shaped.generator));
   DPC_ASSIGN_OR_RETURN(train::TrainedImageGenerator trained,
                        train::TrainImageMerf(loaded.layout, feature_map, loaded.target, shaped));
-  return PackageImageModel(release, kName, trained);
+  return PackageImageModel(release, kMerfName, trained);
 }
 
 namespace {
@@ -171,7 +171,7 @@ absl::StatusOr<v1::GeneratorModel> TrainImageMerfFromSessionSteps(
   // carry, so the model records no release and no epsilon of its own.
   first.clear_id();
   first.mutable_embedding()->set_epsilon(0);
-  return PackageImageModel(first, kName, trained);
+  return PackageImageModel(first, kMerfName, trained);
 }
 
 namespace {
@@ -186,7 +186,7 @@ absl::StatusOr<TrainResult> TrainImages(const ParsedArgs& args, const v1::Releas
     DPC_ASSIGN_OR_RETURN(const int64_t count, CountSessionSteps(args.Get("session-steps")));
     options.steps = static_cast<int>(std::min<int64_t>(count, 1 << 30));
   }
-  StepProgress progress(absl::StrFormat("train %s (images, %s generator)", kName, generator),
+  StepProgress progress(absl::StrFormat("train %s (images, %s generator)", kMerfName, generator),
                         options.steps, args.Flag("quiet"));
   options.progress = progress.Callback();
   const train::ImageTrainerOptions& image_options = options;
@@ -210,7 +210,7 @@ absl::StatusOr<TrainResult> TrainImages(const ParsedArgs& args, const v1::Releas
 class MerfUnit final : public Method {
  public:
   MethodId id() const override { return MethodId::kMerf; }
-  absl::string_view name() const override { return kName; }
+  absl::string_view name() const override { return kMerfName; }
   absl::string_view title() const override { return "DP-MERF"; }
 
   std::string TrainSummary() const override {
@@ -252,7 +252,7 @@ class MerfUnit final : public Method {
       return TrainImages(args, release);
     }
     DPC_ASSIGN_OR_RETURN(train::EmbeddingTrainerOptions options, TrainerOptionsFromArgs(args));
-    StepProgress progress(absl::StrCat("train ", kName), options.steps, args.Flag("quiet"));
+    StepProgress progress(absl::StrCat("train ", kMerfName), options.steps, args.Flag("quiet"));
     options.progress = progress.Callback();
     TrainResult result;
     DPC_ASSIGN_OR_RETURN(result.model, TrainMerfModel(release, options));
@@ -279,8 +279,8 @@ class MerfUnit final : public Method {
     request.mutable_rff_embedding()->set_num_frequencies(static_cast<int>(frequencies));
     DemoOutput out;
     DPC_ASSIGN_OR_RETURN(out.release,
-                         RequestDemoRelease(input, kName, request, &out.release_seconds));
-    DPC_ASSIGN_OR_RETURN(options, DemoTrainerOptions(input, kName));
+                         RequestDemoRelease(input, kMerfName, request, &out.release_seconds));
+    DPC_ASSIGN_OR_RETURN(options, DemoTrainerOptions(input, kMerfName));
     DPC_ASSIGN_OR_RETURN(out.model, TrainMerfModel(out.release, options));
     return out;
   }

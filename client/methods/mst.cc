@@ -16,6 +16,7 @@
 #include "core/train/mst.h"
 #include "core/util/status_macros.h"
 #include "proto/convert.h"
+#include "proto/release_kinds.h"
 
 namespace dpcurator::client {
 // The tree model's fields of a model file (GeneratorModel fields 40-44),
@@ -25,15 +26,6 @@ absl::StatusOr<data::Table> SampleMstModel(const v1::GeneratorModel& model, int6
                                            uint64_t seed);
 
 namespace {
-
-release::NoisyMarginal MarginalFromProto(const v1::NoisyMarginalTable& table) {
-  release::NoisyMarginal marginal;
-  marginal.clique.assign(table.clique().begin(), table.clique().end());
-  marginal.shape.assign(table.shape().begin(), table.shape().end());
-  marginal.counts = Eigen::Map<const Eigen::VectorXd>(table.counts().data(), table.counts_size());
-  marginal.noise_std = table.noise_std();
-  return marginal;
-}
 
 // The artefact's tables agree with its own domain (a file edited or cut
 // short is refused here, naming the table, before the fit indexes them).
@@ -66,7 +58,7 @@ absl::Status CheckArtefact(const v1::MstArtefact& artefact) {
   return absl::OkStatus();
 }
 
-constexpr absl::string_view kName = "mst";
+constexpr absl::string_view kMstName = "mst";
 
 absl::StatusOr<TrainResult> RunTrainMst(const ParsedArgs& args) {
   v1::Release release;
@@ -107,7 +99,7 @@ absl::StatusOr<TrainResult> RunTrainMst(const ParsedArgs& args) {
 class MstUnit final : public Method {
  public:
   MethodId id() const override { return MethodId::kMst; }
-  absl::string_view name() const override { return kName; }
+  absl::string_view name() const override { return kMstName; }
   absl::string_view title() const override { return "MST"; }
 
   std::string TrainSummary() const override {
@@ -197,13 +189,13 @@ absl::StatusOr<v1::GeneratorModel> TrainMstModel(const v1::Release& release) {
   DPC_RETURN_IF_ERROR(CheckArtefact(artefact));
   std::vector<int> sizes(artefact.domain_sizes().begin(), artefact.domain_sizes().end());
   std::vector<release::NoisyMarginal> one_way, two_way;
-  for (const auto& t : artefact.one_way()) one_way.push_back(MarginalFromProto(t));
-  for (const auto& t : artefact.two_way()) two_way.push_back(MarginalFromProto(t));
+  for (const auto& t : artefact.one_way()) one_way.push_back(NoisyMarginalFromProto(t));
+  for (const auto& t : artefact.two_way()) two_way.push_back(NoisyMarginalFromProto(t));
   DPC_ASSIGN_OR_RETURN(const train::TreeModel tree, train::FitTreeModel(sizes, one_way, two_way));
   const ModelSource source{artefact.schema(), artefact.schema_fingerprint(), artefact.epsilon(),
                            artefact.delta()};
   v1::GeneratorModel model =
-      PackageModel(kName, source, {}, nn::Activation::kRelu, Eigen::VectorXd(), 0, 0.0);
+      PackageModel(kMstName, source, {}, nn::Activation::kRelu, Eigen::VectorXd(), 0, 0.0);
   model.set_release_id(release.id());
   model.set_dataset_id(release.dataset_id());
   PutTreeModel(tree, &model);

@@ -23,7 +23,7 @@
 namespace dpcurator::client {
 namespace {
 
-constexpr absl::string_view kName = "pearl";
+constexpr absl::string_view kPearlName = "pearl";
 
 // Images: ConvCondGen with the paper's schedule (pearl.md Sec. 4: 3000
 // steps of 100, a critic step every 5), the critic at Adam 1e-3 (at the
@@ -52,7 +52,7 @@ absl::StatusOr<v1::GeneratorModel> TrainPearlModel(const v1::Release& release,
   DPC_ASSIGN_OR_RETURN(train::TrainedPearlGenerator trained,
                        train::TrainPearlGenerator(loaded.layout, feature_map, loaded.target,
                                                   pearl_options));
-  return PackageReleaseModel(release, kName, trained.trained);
+  return PackageReleaseModel(release, kPearlName, trained.trained);
 }
 
 absl::StatusOr<v1::GeneratorModel> TrainImagePearlModel(const v1::Release& release,
@@ -67,16 +67,16 @@ absl::StatusOr<v1::GeneratorModel> TrainImagePearlModel(const v1::Release& relea
   DPC_RETURN_IF_ERROR(ShapeImageGenerator(loaded.schema, &shaped.generator));
   DPC_ASSIGN_OR_RETURN(train::TrainedImageGenerator trained,
                        train::TrainImagePearl(loaded.layout, feature_map, loaded.target, shaped));
-  return PackageImageModel(release, kName, trained);
+  return PackageImageModel(release, kPearlName, trained);
 }
 
 namespace {
 
-absl::StatusOr<TrainResult> TrainImages(const ParsedArgs& args, const v1::Release& release) {
+absl::StatusOr<TrainResult> TrainPearlImages(const ParsedArgs& args, const v1::Release& release) {
   std::string generator;
   DPC_ASSIGN_OR_RETURN(train::ImagePearlOptions options,
                        ImageTrainerOptionsFromArgs(args, kImagePearl, &generator));
-  StepProgress progress(absl::StrFormat("train %s (images, %s generator)", kName, generator),
+  StepProgress progress(absl::StrFormat("train %s (images, %s generator)", kPearlName, generator),
                         options.steps, args.Flag("quiet"));
   options.progress = progress.Callback();
   options.use_critic = !args.Flag("no-critic");
@@ -95,7 +95,7 @@ absl::StatusOr<TrainResult> TrainImages(const ParsedArgs& args, const v1::Releas
 class PearlUnit final : public Method {
  public:
   MethodId id() const override { return MethodId::kPearl; }
-  absl::string_view name() const override { return kName; }
+  absl::string_view name() const override { return kPearlName; }
   absl::string_view title() const override { return "PEARL"; }
 
   std::string TrainSummary() const override {
@@ -124,10 +124,10 @@ class PearlUnit final : public Method {
     v1::Release release;
     DPC_RETURN_IF_ERROR(ReadProtoFile(args.Get("release"), &release));
     if (release.has_embedding() && IsImageSchema(release.embedding().schema())) {
-      return TrainImages(args, release);
+      return TrainPearlImages(args, release);
     }
     DPC_ASSIGN_OR_RETURN(train::EmbeddingTrainerOptions options, TrainerOptionsFromArgs(args));
-    StepProgress progress(absl::StrCat("train ", kName), options.steps, args.Flag("quiet"));
+    StepProgress progress(absl::StrCat("train ", kPearlName), options.steps, args.Flag("quiet"));
     options.progress = progress.Callback();
     PearlOptions pearl;
     pearl.use_critic = !args.Flag("no-critic");
@@ -167,8 +167,8 @@ class PearlUnit final : public Method {
     DPC_ASSIGN_OR_RETURN(train::EmbeddingTrainerOptions options, TrainerOptionsFromArgs(args));
     DemoOutput out;
     DPC_ASSIGN_OR_RETURN(out.release,
-                         RequestDemoRelease(input, kName, request, &out.release_seconds));
-    DPC_ASSIGN_OR_RETURN(options, DemoTrainerOptions(input, kName));
+                         RequestDemoRelease(input, kPearlName, request, &out.release_seconds));
+    DPC_ASSIGN_OR_RETURN(options, DemoTrainerOptions(input, kPearlName));
     DPC_ASSIGN_OR_RETURN(out.model,
                          TrainPearlModel(out.release, options,
                                          PearlOptions{.use_critic = !args.Flag("pearl-no-critic")}));

@@ -28,7 +28,7 @@
 namespace dpcurator::client {
 namespace {
 
-constexpr absl::string_view kName = "sinkhorn";
+constexpr absl::string_view kSinkhornName = "sinkhorn";
 
 }  // namespace
 
@@ -71,7 +71,7 @@ absl::StatusOr<v1::GeneratorModel> TrainSinkhornModel(const v1::ReportsFile& rep
   const train::LdpPointGeneratorOptions& g = trained.generator.options();
   const ModelSource source{SchemaToProto(label_free), label_free.FingerprintHex(),
                            mechanism.epsilon(), mechanism.delta()};
-  v1::GeneratorModel model = PackageModel(kName, source, g.hidden, g.activation,
+  v1::GeneratorModel model = PackageModel(kSinkhornName, source, g.hidden, g.activation,
                                           trained.generator.parameters(), trained.steps,
                                           trained.final_loss);
   model.set_format_version(model_format_version);
@@ -151,7 +151,7 @@ absl::StatusOr<TrainResult> RunTrainSinkhorn(const ParsedArgs& args) {
   if (!model.ok()) return model.status();
   TrainResult result;
   result.message = absl::StrFormat("%s generator (%s, %d steps, final loss %.6f) written to %s\n",
-                                   kName, options.naive ? "naive baseline" : "deconvolving",
+                                   kSinkhornName, options.naive ? "naive baseline" : "deconvolving",
                                    model->steps(), model->final_loss(), args.Get("out"));
   result.model = *std::move(model);
   return result;
@@ -208,7 +208,7 @@ absl::Status WriteSinkhornImages(const ParsedArgs& args, const v1::GeneratorMode
 class SinkhornUnit final : public Method {
  public:
   MethodId id() const override { return MethodId::kSinkhorn; }
-  absl::string_view name() const override { return kName; }
+  absl::string_view name() const override { return kSinkhornName; }
   absl::string_view title() const override { return "Sinkhorn (local DP)"; }
 
   std::string TrainSummary() const override {
