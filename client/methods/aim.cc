@@ -116,6 +116,9 @@ std::vector<OptionSpec> FitOptionSpecs() {
 }
 
 absl::StatusOr<TrainResult> RunTrainAim(const ParsedArgs& args) {
+  // Under --json (train's own flag) stdout holds the JSON alone: the
+  // release and round lines go to stderr, as mst's do.
+  std::FILE* const progress = args.Flag("json") ? stderr : stdout;
   v1::Release release;
   if (args.Has("release")) {
     DPC_RETURN_IF_ERROR(ReadProtoFile(args.Get("release"), &release));
@@ -128,13 +131,16 @@ absl::StatusOr<TrainResult> RunTrainAim(const ParsedArgs& args) {
     DPC_ASSIGN_OR_RETURN(const v1::AimParams params, AimParamsFromArgs(args));
     DPC_ASSIGN_OR_RETURN(Connection connection, Connection::FromArgs(args));
     const std::string key = args.Has("key") ? args.Get("key") : NewIdempotencyKey();
-    DPC_ASSIGN_OR_RETURN(release, RequestAimRelease(connection, args.Get("dataset"), epsilon,
+    // A dataset's name is accepted where its id is (issue 25 item 2).
+    DPC_ASSIGN_OR_RETURN(const std::string dataset_id,
+                         ResolveDatasetId(&connection, args.Get("dataset")));
+    DPC_ASSIGN_OR_RETURN(release, RequestAimRelease(connection, dataset_id, epsilon,
                                                     params, key));
     if (args.Has("release-out")) {
       DPC_RETURN_IF_ERROR(WriteProtoFile(release, args.Get("release-out")));
     }
-    std::printf("released %s (aim): epsilon %.4f; dataset spent %.4f, remaining %.4f (key %s)\n",
-                release.id().c_str(), release.aim().epsilon(), release.epsilon_spent_total(),
+    std::fprintf(progress, "released %s (aim): epsilon %.4f; dataset spent %.4f, remaining %.4f "
+                 "(key %s)\n", release.id().c_str(), release.aim().epsilon(), release.epsilon_spent_total(),
                 release.epsilon_remaining(), key.c_str());
   } else {
     return absl::InvalidArgumentError(
@@ -142,7 +148,7 @@ absl::StatusOr<TrainResult> RunTrainAim(const ParsedArgs& args) {
   }
   if (release.has_aim()) {
     for (const std::string& line : AimProgressLines(release.aim())) {
-      std::printf("%s\n", line.c_str());
+      std::fprintf(progress, "%s\n", line.c_str());
     }
   }
   TrainResult result;

@@ -584,10 +584,12 @@ TEST_F(AuthTest, AllowedRolesPassAuthorisation) {
   EXPECT_EQ(after.datasets, 4);  // one CreateDataset, one DeleteDataset
   EXPECT_EQ(after.pending_jobs, 0);  // one failed, one submitted
   EXPECT_EQ(after.open_rows, 210);        // one UploadRows of 10 rows
-  // One RequestRelease and one session reservation (closed: its unused
-  // steps are refunded by an appended event).
-  EXPECT_GE(after.open_events, 2);
-  EXPECT_EQ(after.open_sessions, 1);
+  // One RequestRelease, one session reservation (closed: its unused steps
+  // are refunded by an appended event) and one partitioned open.
+  EXPECT_GE(after.open_events, 3);
+  // OpenSession's one, and OpenPartitionedSessions' one per declared label
+  // category (the demo schema's label has two).
+  EXPECT_EQ(after.open_sessions, 1 + 2);
   EXPECT_TRUE(after.open_sealed);
   // One CreateToken and one RevokeToken (of the revocable token).
   EXPECT_EQ(after.tokens, 3 + 1 + 1);  // file tokens, revocable, created
