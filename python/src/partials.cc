@@ -232,7 +232,7 @@ absl::StatusOr<Partial> Plan::Compute(const data::Table& rows) const {
   const release::EncodedRows encoded = Encode(schema_, rows);
   DPC_ASSIGN_OR_RETURN(const embed::LabelledEmbeddingAccumulator accumulator,
                        release::ExactLabelledEmbedding(*feature_map_, encoded));
-  partial.values = Flatten(accumulator.sums(), accumulator.counts());
+  partial.values = release::FlattenExactEmbedding(accumulator);
   return partial;
 }
 
