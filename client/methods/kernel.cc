@@ -99,6 +99,20 @@ void PrintSessionCharge(std::FILE* out, const v1::Session& closed) {
                closed.epsilon_spent_total());
 }
 
+// The session options both variants share: dataset, key, Poisson rate
+// m / n (n the caller's public row guess), epsilon and T. For the parallel
+// variant these are each part's, at the full epsilon: the group's charge is
+// one part's (docs/privacy.md 3.7).
+KernelSessionOptions KernelCommonSessionOptions(const KernelRun& run) {
+  KernelSessionOptions session;
+  session.dataset_id = run.dataset_id;
+  session.idempotency_key = run.key.empty() ? NewIdempotencyKey() : run.key;
+  session.sampling_rate = std::min(1.0, run.batch / static_cast<double>(run.rows_guess));
+  session.epsilon = run.epsilon;
+  session.steps = run.steps;
+  return session;
+}
+
 // The parallel variant (issue 27; dp-kernel-frdp.md sec. 2, "Parallel
 // variant"; docs/privacy.md 2.10, 3.7): one unconditional kernel_witness
 // session per declared class, opened as ONE admission (its charge is one
@@ -118,13 +132,7 @@ absl::StatusOr<v1::GeneratorModel> TrainKernelParallel(
         "--points must be in [1, ", max_points, "] for --variant parallel (one "
         "Gaussian-process factor per class and step), got ", run.points));
   }
-  KernelSessionOptions session;
-  session.dataset_id = run.dataset_id;
-  session.idempotency_key = run.key.empty() ? NewIdempotencyKey() : run.key;
-  session.sampling_rate = std::min(1.0, run.batch / static_cast<double>(run.rows_guess));
-  // One part's T steps at the full epsilon: the group's whole charge.
-  session.epsilon = run.epsilon;
-  session.steps = run.steps;
+  KernelSessionOptions session = KernelCommonSessionOptions(run);
   session.kernel.set_conditional(false);
   session.kernel.set_expected_batch_size(std::max(1.0, run.batch / classes));
   session.kernel.set_max_points(run.points);
@@ -372,12 +380,7 @@ absl::StatusOr<v1::GeneratorModel> TrainKernelModel(Connection& analyst,
         conditional ? "one per label" : "one over all points", "), got ", run.points));
   }
 
-  KernelSessionOptions session;
-  session.dataset_id = run.dataset_id;
-  session.idempotency_key = run.key.empty() ? NewIdempotencyKey() : run.key;
-  session.sampling_rate = std::min(1.0, run.batch / static_cast<double>(run.rows_guess));
-  session.epsilon = run.epsilon;
-  session.steps = run.steps;
+  KernelSessionOptions session = KernelCommonSessionOptions(run);
   session.kernel.set_conditional(conditional);
   // The public divisor m: the declared expected batch (pitfall 4).
   session.kernel.set_expected_batch_size(run.batch);
