@@ -104,12 +104,16 @@ absl::StatusOr<PartitionedPlan> PlanPartitionedSessions(
   return planned;
 }
 
-release::EncodedRows RowsOfPart(const release::EncodedRows& rows, int32_t level) {
+std::vector<int64_t> RowIndicesOfPart(const release::EncodedRows& rows, int32_t level) {
   std::vector<int64_t> indices;
   for (int64_t i = 0; i < rows.num_rows(); ++i) {
     if (rows.labels(i) == level) indices.push_back(i);
   }
-  return release::SelectRows(rows, indices);
+  return indices;
+}
+
+release::EncodedRows RowsOfPart(const release::EncodedRows& rows, int32_t level) {
+  return release::SelectRows(rows, RowIndicesOfPart(rows, level));
 }
 
 }  // namespace dpcurator::server

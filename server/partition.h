@@ -58,9 +58,14 @@ struct PartitionedPlan {
 absl::StatusOr<PartitionedPlan> PlanPartitionedSessions(
     const v1::OpenPartitionedSessionsRequest& request, const v1::Dataset& dataset);
 
-// The rows of part `level`: those whose label is `level`, in row order. A
-// total function of the rows: an empty part is zero rows, and the step
-// proceeds on it (its divisor is public, never the part's size).
+// The indices of part `level`'s rows: those whose label is `level`, in row
+// order. A total function of the rows: an empty part is no index, and the
+// step proceeds on it (its divisor is public, never the part's size). A
+// step samples its batch among these indices and copies only the batch
+// (ComputeSessionStep), not the part: a class of Fashion-MNIST is 37 MB.
+std::vector<int64_t> RowIndicesOfPart(const release::EncodedRows& rows, int32_t level);
+
+// The rows themselves (tests, and one-shot reads of a whole part).
 release::EncodedRows RowsOfPart(const release::EncodedRows& rows, int32_t level);
 
 }  // namespace dpcurator::server

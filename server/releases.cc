@@ -886,11 +886,19 @@ struct StepBatch {
   int64_t public_n = 0;
 };
 StepBatch SampleStepBatch(const v1::SessionParams& params, const v1::Dataset& dataset,
-                          const release::EncodedRows& rows, privacy::NoiseSource* noise) {
+                          const release::EncodedRows& rows, const std::vector<int64_t>* part_rows,
+                          privacy::NoiseSource* noise) {
   const auto relation = RelationFromProto(dataset.relation());
   StepBatch batch;
-  const std::vector<int64_t> chosen =
-      release::SampleStepIndices(relation, params.sampling_rate(), rows.num_rows(), noise);
+  const int64_t population =
+      part_rows != nullptr ? static_cast<int64_t>(part_rows->size()) : rows.num_rows();
+  std::vector<int64_t> chosen =
+      release::SampleStepIndices(relation, params.sampling_rate(), population, noise);
+  // A partitioned member samples among its part's rows, exactly as over a
+  // table of the part alone (the same draws, in the same order).
+  if (part_rows != nullptr) {
+    for (int64_t& index : chosen) index = (*part_rows)[static_cast<size_t>(index)];
+  }
   if (relation == privacy::NeighbouringRelation::kReplaceOne) {
     batch.public_n = static_cast<int64_t>(chosen.size());  // fixed and public
   }
@@ -905,9 +913,10 @@ absl::StatusOr<std::string> ComputeSessionStep(const v1::Session& session,
                                                const release::EncodedRows& rows,
                                                const std::string& step_id,
                                                const v1::SessionStepRequest& request,
-                                               privacy::NoiseSource* noise) {
+                                               privacy::NoiseSource* noise,
+                                               const std::vector<int64_t>* part_rows) {
   const v1::SessionParams& params = session.params();
-  const StepBatch batch = SampleStepBatch(params, dataset, rows, noise);
+  const StepBatch batch = SampleStepBatch(params, dataset, rows, part_rows, noise);
   const auto relation = RelationFromProto(dataset.relation());
   switch (params.step_case()) {
     case v1::SessionParams::kRffEmbedding: {

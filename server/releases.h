@@ -169,12 +169,15 @@ absl::Status CheckStepQuery(const v1::SessionParams& params,
 // request's parameters (CheckStepQuery has checked them).
 // kernel_witness: the noisy witness's values and gradients at the
 // request's points (docs/privacy.md 2.10).
+// `part_rows`: a partitioned member's rows (RowIndicesOfPart, docs/privacy.md
+// 3.7), the only ones it samples from; null for an ordinary session.
 absl::StatusOr<std::string> ComputeSessionStep(const v1::Session& session,
                                                const v1::Dataset& dataset,
                                                const release::EncodedRows& rows,
                                                const std::string& step_id,
                                                const v1::SessionStepRequest& request,
-                                               privacy::NoiseSource* noise);
+                                               privacy::NoiseSource* noise,
+                                               const std::vector<int64_t>* part_rows = nullptr);
 
 
 // Puts a stored answer into the response's case for the session's kind.

@@ -767,8 +767,9 @@ grpc::Status SessionServiceImpl::Step(grpc::ServerContext* context,
                            store_->LoadEncodedRows(dataset.id(), schema));
       DPC_RETURN_IF_ERROR(Hit(failpoint_, "session_step.after_rows_read"));
       if (part.has_value()) {
-        const release::EncodedRows part_rows = RowsOfPart(*rows, *part);
-        return ComputeSessionStep(session, dataset, part_rows, step_id, *request, noise.get());
+        const std::vector<int64_t> part_rows = RowIndicesOfPart(*rows, *part);
+        return ComputeSessionStep(session, dataset, *rows, step_id, *request, noise.get(),
+                                  &part_rows);
       }
       return ComputeSessionStep(session, dataset, *rows, step_id, *request, noise.get());
     });

@@ -17,7 +17,10 @@
 #include "core/privacy/events.h"
 #include "core/release/encoded_rows.h"
 #include "server/ledger.h"
+#include "core/privacy/noise_source.h"
+#include "proto/convert.h"
 #include "server/partition.h"
+#include "server/releases.h"
 #include "server/store.h"
 #include "tests/server/server_test_util.h"
 
@@ -297,6 +300,57 @@ TEST(RowsOfPartTest, EachPartReadsExactlyItsRows) {
   EXPECT_EQ(total, rows.num_rows());
   // A level no row has: zero rows, not a failure (a total function).
   EXPECT_EQ(RowsOfPart(rows, rows.num_classes).num_rows(), 0);
+}
+
+// A member's step samples among its part's indices of the whole table
+// (Step no longer copies the part): the answer must be the one a step over
+// a table of the part alone gives with the same draws.
+TEST(RowsOfPartTest, AStepOverThePartsIndicesEqualsAStepOverThePartAlone) {
+  const data::Schema schema = data::DemoSchema();
+  const release::EncodedRows rows = release::EncodeRows(schema, data::GenerateDemoTable(400, 3));
+  v1::Dataset dataset;
+  dataset.set_id("ds_part");
+  dataset.set_relation(v1::ADD_REMOVE);
+  *dataset.mutable_schema() = SchemaToProto(schema);
+  v1::OpenSessionRequest open;
+  open.set_dataset_id(dataset.id());
+  open.set_idempotency_key("k");
+  v1::SessionParams& params = *open.mutable_params();
+  params.set_epsilon(1.0);
+  params.set_steps(10);
+  params.set_sampling_rate(0.5);
+  params.mutable_rff_embedding()->set_num_frequencies(8);
+  params.mutable_rff_embedding()->set_length_scale(1.0);
+  const absl::StatusOr<SessionPlan> plan = PlanSession(open, dataset);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  v1::Session session;
+  session.set_id("ses_part");
+  session.set_dataset_id(dataset.id());
+  *session.mutable_params() = plan->resolved_params;
+  session.set_state("OPEN");
+  session.set_steps_reserved(plan->steps);
+  session.set_noise_multiplier(plan->noise_multiplier);
+  v1::SessionStepRequest step;
+  step.set_session_id(session.id());
+  step.set_step(0);
+  for (int32_t level = 0; level < rows.num_classes; ++level) {
+    const std::vector<int64_t> indices = RowIndicesOfPart(rows, level);
+    const release::EncodedRows alone = RowsOfPart(rows, level);
+    privacy::SeededNoiseSource noise_indices(11 + level), noise_alone(11 + level);
+    const absl::StatusOr<std::string> by_indices =
+        ComputeSessionStep(session, dataset, rows, "ses_part/0", step, &noise_indices, &indices);
+    const absl::StatusOr<std::string> by_copy =
+        ComputeSessionStep(session, dataset, alone, "ses_part/0", step, &noise_alone);
+    ASSERT_TRUE(by_indices.ok()) << by_indices.status();
+    ASSERT_TRUE(by_copy.ok()) << by_copy.status();
+    EXPECT_EQ(*by_indices, *by_copy) << "part " << level;
+    // And not the whole table's answer under the same draws.
+    privacy::SeededNoiseSource noise_whole(11 + level);
+    const absl::StatusOr<std::string> whole =
+        ComputeSessionStep(session, dataset, rows, "ses_part/0", step, &noise_whole);
+    ASSERT_TRUE(whole.ok());
+    EXPECT_NE(*whole, *by_indices) << "part " << level;
+  }
 }
 
 }  // namespace
