@@ -12,6 +12,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "client/methods/registry.h"
 #include "core/data/schema.h"
 #include "proto/convert.h"
 
@@ -254,7 +255,16 @@ absl::StatusOr<SchemaFile> ReadSchemaFileWithMarkers(const std::string& path) {
   }
   std::stringstream buffer;
   buffer << input.rdbuf();
-  return ParseSchemaFileText(buffer.str(), path);
+  absl::StatusOr<SchemaFile> parsed = ParseSchemaFileText(buffer.str(), path);
+  if (!parsed.ok()) {
+    // A model or release file given as --schema: name it and the command
+    // that takes it, not the JSON parser's complaint about its bytes.
+    if (const std::string kind = DescribeFileKind(path); !kind.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(path, " is not a schema file (JSON): it is ", kind));
+    }
+  }
+  return parsed;
 }
 
 absl::Status CheckDataDerived(const SchemaFile& file, const std::string& path, bool accepted) {

@@ -20,6 +20,7 @@
 #include "client/methods/registry.h"
 #include "client/model_package.h"
 #include "client/proto_file.h"
+#include "client/schema_file.h"
 #include "client/text_upload.h"
 #include "client/upload.h"
 #include "core/data/csv.h"
@@ -280,6 +281,29 @@ TEST_F(FrictionTest, EveryModelReaderNamesAWrongFileKind) {
 // rows (--synthetic, --real) or a schema (--schema), and a model where
 // `report --release` wants the release. Each is named, with the flag or
 // command that takes it.
+// `datasets create --schema`, `schema check` and every other schema reader
+// given a model or a release file: named, with the command that takes it,
+// not the JSON parser's complaint about its bytes.
+TEST_F(FrictionTest, SchemaReadersNameAModelOrReleaseFile) {
+  std::string bytes;
+  ASSERT_TRUE(SmallModel().SerializeToString(&bytes));
+  const std::string model = Write("model.pb", bytes);
+  const std::string release = WriteMstRelease("mst.release");
+  for (const auto& [file, said] : std::vector<std::pair<std::string, std::string>>{
+           {model, "a model file (written by `dpcurator train "},
+           {release, "a release artefact of kind mst"}}) {
+    for (const bool publishing : {false, true}) {
+      const absl::StatusOr<v1::TableSchema> read =
+          publishing ? ReadSchemaForPublishing(file, false) : ReadSchemaForLocalUse(file);
+      ASSERT_FALSE(read.ok()) << file;
+      EXPECT_EQ(read.status().code(), absl::StatusCode::kInvalidArgument) << read.status();
+      EXPECT_TRUE(absl::StrContains(read.status().message(), "is not a schema file (JSON)"))
+          << read.status();
+      EXPECT_TRUE(absl::StrContains(read.status().message(), said)) << read.status();
+    }
+  }
+}
+
 TEST_F(FrictionTest, EvalAndReportNameAModelOrReleaseGivenAsRowsOrSchema) {
   const std::string model = (dir_ / "m.pb").string();
   ASSERT_TRUE(WriteProtoFile(SmallModel(), model).ok());
