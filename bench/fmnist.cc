@@ -23,7 +23,9 @@
 //
 // Rows: real, merf-1, merf-0.2, pearl-1, pearl-0.2, merf-mb-1, merf-mb-0.2,
 // kernel-1, kernel-0.2, kernel-parallel-1, kernel-parallel-0.2 (method,
-// epsilon; delta = 1e-5 throughout). One-shot
+// epsilon; delta = 1e-5 throughout), and kernel-parallel-inf, a
+// NON-private diagnostic (a negligible noise multiplier: what the
+// generators reach on the exact witness). One-shot
 // releases are charged as the server charges a release (REPLACE_ONE, public
 // n = 60000, CalibrateGridGaussianNoiseMultiplier for the kind's
 // Gaussians); the minibatch DP-MERF row as an rff_embedding session
@@ -222,7 +224,8 @@ struct Flags {
                "  [--kernel-average DECAY (0: off)] [--kernel-iid-labels] [--kernel-code-dim K]\n"
                "  [--kernel-parallel-points M] [--kernel-parallel-steps N]\n"
                "rows: real, merf-1, merf-0.2, pearl-1, pearl-0.2, merf-mb-1, merf-mb-0.2,\n"
-               "  kernel-1, kernel-0.2, kernel-parallel-1, kernel-parallel-0.2\n",
+               "  kernel-1, kernel-0.2, kernel-parallel-1, kernel-parallel-0.2,\n"
+               "  kernel-parallel-inf (non-private diagnostic)\n",
                problem.c_str());
   std::exit(2);
 }
@@ -631,8 +634,19 @@ absl::Status TrainKernelParallelRow(const Flags& flags, const std::string& name,
   absl::StatusOr<release::KernelWitnessKind::Params> resolved =
       release::KernelWitnessKind::Resolve(params, schema);
   if (!resolved.ok()) return resolved.status();
-  absl::StatusOr<double> sigma = privacy::CalibrateSampledDiscreteGaussianNoiseMultiplier(
-      privacy::SamplingScheme::kPoisson, q, steps, row->epsilon, kDelta);
+  // kernel-parallel-inf is a diagnostic, not a private row: the witness is
+  // released with a negligible noise multiplier (kNonPrivateSigma: noise
+  // about 1e-5 of the witness's values), so the row measures what the
+  // per-class generators reach on an exact witness and its exact gradient,
+  // the regime of the paper's code, whose gradient bypasses the noise
+  // (dp-kernel-frdp.md pitfall 2). The gap between it and kernel-parallel-1
+  // is what the noise costs.
+  constexpr double kNonPrivateSigma = 1e-3;
+  absl::StatusOr<double> sigma =
+      std::isinf(row->epsilon)
+          ? absl::StatusOr<double>(kNonPrivateSigma)
+          : privacy::CalibrateSampledDiscreteGaussianNoiseMultiplier(
+                privacy::SamplingScheme::kPoisson, q, steps, row->epsilon, kDelta);
   if (!sigma.ok()) return sigma.status();
   row->noise_multiplier = *sigma;
   absl::StatusOr<train::ImageGeneratorArchitecture> arch = Architecture(k.generator);
@@ -732,6 +746,10 @@ absl::Status RunRow(const Flags& flags, const std::string& name, const data::Sch
     const std::string eps_text = name.substr(name.rfind('-') + 1);
     row->epsilon = std::strtod(eps_text.c_str(), nullptr);
     if (!(row->epsilon > 0)) return absl::InvalidArgumentError(absl::StrCat("bad row ", name));
+    if (std::isinf(row->epsilon) && !parallel) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "bad row ", name, ": only kernel-parallel-inf has a non-private diagnostic"));
+    }
     MethodFlags m = minibatch ? flags.mb : (kind == "merf" ? flags.merf : flags.pearl);
     if (kind == "kernel") {
       m = MethodFlags();
