@@ -157,6 +157,20 @@ absl::StatusOr<double> CalibrateGridGaussianNoiseMultiplier(
                                    delta, options);
 }
 
+absl::StatusOr<double> CalibrateEventNoiseMultiplier(
+    const std::function<absl::StatusOr<PrivacyEvent>(double)>& make_event,
+    NeighbouringRelation relation, double epsilon, double delta,
+    const CalibrationOptions& options) {
+  DPC_RETURN_IF_ERROR(ValidateTarget(epsilon, delta, options));
+  Feasible feasible = [&](double s) -> absl::StatusOr<bool> {
+    DPC_ASSIGN_OR_RETURN(PrivacyEvent event, make_event(s));
+    DPC_ASSIGN_OR_RETURN(EventCharge charge, EventCharge::Of(event));
+    DPC_ASSIGN_OR_RETURN(double eps, EpsilonWith(charge, relation, delta, options));
+    return eps <= epsilon;
+  };
+  return SearchNoiseMultiplier(feasible, options.relative_tolerance);
+}
+
 absl::StatusOr<double> RdpGaussianSigma(double epsilon, double delta,
                                         double sensitivity) {
   DPC_RETURN_IF_ERROR(ValidateFinitePositive(sensitivity, "Sensitivity"));

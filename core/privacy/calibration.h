@@ -67,6 +67,15 @@ absl::StatusOr<double> CalibrateGridGaussianNoiseMultiplier(
     int64_t num_gaussians, double epsilon, double delta,
     const CalibrationOptions& options = {});
 
+// The same for any one event make_event(s) whose privacy loss does not grow
+// with s, charged on a fresh `relation` state (or options.prior) and judged
+// as the ledger would: for events of no fixed shape above, e.g. a
+// partitioned release's PartitionedEvent (server/partition.h).
+absl::StatusOr<double> CalibrateEventNoiseMultiplier(
+    const std::function<absl::StatusOr<PrivacyEvent>(double)>& make_event,
+    NeighbouringRelation relation, double epsilon, double delta,
+    const CalibrationOptions& options = {});
+
 // Noise std sigma for one (discrete or continuous) Gaussian mechanism with L2
 // sensitivity `sensitivity` (finite, > 0) to be (epsilon, delta)-DP by the
 // RDP route: CalibrateDiscreteGaussianNoiseMultiplier(1, ...) on a fresh
