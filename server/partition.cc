@@ -1,11 +1,19 @@
 #include "server/partition.h"
 
 #include <algorithm>
+#include <cmath>
+#include <utility>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "core/data/discretize.h"
+#include "core/privacy/calibration.h"
+#include "core/privacy/discrete_noise.h"
+#include "core/release/partitioned_marginals.h"
 #include "core/util/status_macros.h"
+#include "core/util/validation.h"
 #include "proto/convert.h"
+#include "proto/release_kinds.h"
 #include "server/releases.h"
 
 namespace dpcurator::server {
@@ -19,10 +27,16 @@ absl::StatusOr<std::vector<int32_t>> ResolvePartition(const data::Schema& schema
         "partitioned sessions need an ADD_REMOVE dataset: under REPLACE_ONE a step samples a "
         "fixed number of rows of a public n, and the size of a part is not public");
   }
+  return ResolvePartitionValues(schema, column, values);
+}
+
+absl::StatusOr<std::vector<int32_t>> ResolvePartitionValues(
+    const data::Schema& schema, const std::string& column,
+    const std::vector<std::string>& values) {
   if (!schema.label_index().has_value()) {
     return absl::FailedPreconditionError(
-        "partitioned sessions need a dataset whose schema declares a label column (its "
-        "declared categories are the public parts)");
+        "a partition needs a dataset whose schema declares a label column (its declared "
+        "categories are the public parts)");
   }
   const data::Column& label = schema.column(*schema.label_index());
   if (column != label.name) {
@@ -54,16 +68,22 @@ absl::StatusOr<std::vector<int32_t>> ResolvePartition(const data::Schema& schema
   return levels;
 }
 
-absl::StatusOr<PartitionedPlan> PlanPartitionedSessions(
-    const v1::OpenPartitionedSessionsRequest& request, const v1::Dataset& dataset) {
-  DPC_ASSIGN_OR_RETURN(const data::Schema schema, SchemaFromProto(dataset.schema()));
-  const v1::Partition& partition = request.partition();
+std::vector<std::string> PartitionValues(const data::Schema& schema,
+                                         const v1::Partition& partition) {
   std::vector<std::string> values(partition.values().begin(), partition.values().end());
   if (values.empty() && schema.label_index().has_value() &&
       partition.column() == schema.column(*schema.label_index()).name) {
     // Every declared category: public, from the schema alone.
     values = schema.column(*schema.label_index()).categories;
   }
+  return values;
+}
+
+absl::StatusOr<PartitionedPlan> PlanPartitionedSessions(
+    const v1::OpenPartitionedSessionsRequest& request, const v1::Dataset& dataset) {
+  DPC_ASSIGN_OR_RETURN(const data::Schema schema, SchemaFromProto(dataset.schema()));
+  const v1::Partition& partition = request.partition();
+  const std::vector<std::string> values = PartitionValues(schema, partition);
   // First, before anything else is looked at: the partition is public and
   // defined for the dataset's relation.
   DPC_ASSIGN_OR_RETURN(const std::vector<int32_t> levels,
@@ -114,6 +134,201 @@ std::vector<int64_t> RowIndicesOfPart(const release::EncodedRows& rows, int32_t 
 
 release::EncodedRows RowsOfPart(const release::EncodedRows& rows, int32_t level) {
   return release::SelectRows(rows, RowIndicesOfPart(rows, level));
+}
+
+absl::StatusOr<MarginalsReleasePlan> PlanMarginalsRelease(const v1::ReleaseRequest& request,
+                                                          const v1::Dataset& dataset,
+                                                          const data::Schema& schema) {
+  using Kind = release::MarginalsKind;
+  const auto relation = RelationFromProto(dataset.relation());
+  MarginalsReleasePlan plan;
+  // First, before anything else is looked at: the partition is public.
+  if (request.has_partition()) {
+    const std::vector<std::string> values = PartitionValues(schema, request.partition());
+    DPC_ASSIGN_OR_RETURN(std::vector<int32_t> levels,
+                         ResolvePartitionValues(schema, request.partition().column(), values));
+    plan.partitioned = true;
+    plan.column = request.partition().column();
+    std::vector<std::pair<int32_t, std::string>> by_level;
+    for (size_t k = 0; k < levels.size(); ++k) by_level.emplace_back(levels[k], values[k]);
+    std::sort(by_level.begin(), by_level.end());
+    for (const auto& [level, value] : by_level) {
+      plan.levels.push_back(level);
+      plan.values.push_back(value);
+    }
+  }
+  const v1::MarginalsParams& params = request.marginals();
+  if (params.cliques_size() > release::kMaxCliques) {
+    return absl::InvalidArgumentError(absl::StrCat("a marginals release has at most ",
+                                                   release::kMaxCliques, " cliques, got ",
+                                                   params.cliques_size()));
+  }
+  for (const v1::AimClique& clique : params.cliques()) {
+    if (clique.columns_size() > release::kMaxCliqueColumns) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("a marginals clique has ", clique.columns_size(),
+                       " columns; a clique has 1 to ", release::kMaxCliqueColumns));
+    }
+    std::vector<int> columns;
+    for (const std::string& name : clique.columns()) {
+      const std::optional<int> index = schema.FindColumn(name);
+      if (!index.has_value()) {
+        return absl::InvalidArgumentError(absl::StrCat("marginals clique names unknown column '",
+                                                       name, "'; dataset '", dataset.id(),
+                                                       "' has no such column in its schema"));
+      }
+      columns.push_back(*index);
+    }
+    plan.params.cliques.push_back(std::move(columns));
+  }
+  if (plan.params.cliques.empty()) {
+    // The 1-way marginal of every column but the label (a part's label is
+    // one value), public from the schema.
+    if (schema.num_columns() > release::kMaxCliques + 1) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "a marginals release without cliques takes schemas of at most ",
+          release::kMaxCliques + 1, " columns; name the cliques"));
+    }
+    for (int c = 0; c < schema.num_columns(); ++c) {
+      if (schema.label_index() != c) plan.params.cliques.push_back({c});
+    }
+  }
+  DPC_ASSIGN_OR_RETURN(plan.params, Kind::Resolve(std::move(plan.params), schema));
+  DPC_ASSIGN_OR_RETURN(const int64_t cells, release::MarginalsCells(plan.params, schema));
+  if (dataset.external()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "dataset '", dataset.id(), "' is external; marginals are computed here only. Nothing "
+        "was charged"));
+  }
+  if (dataset.row_count() == 0) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("dataset '", dataset.id(), "' has no rows; upload rows first"));
+  }
+  const int64_t parts = plan.partitioned ? static_cast<int64_t>(plan.levels.size()) : 0;
+  switch (request.privacy_case()) {
+    case v1::ReleaseRequest::kEpsilon: {
+      DPC_RETURN_IF_ERROR(ValidateFinitePositive(request.epsilon(), "Epsilon"));
+      const double delta = dataset.budget().delta();
+      if (plan.partitioned) {
+        // Judged as the partitioned event it will be charged.
+        DPC_ASSIGN_OR_RETURN(
+            plan.noise_multiplier,
+            privacy::CalibrateEventNoiseMultiplier(
+                [&](double s) {
+                  return release::MarginalsEvent(plan.params, cells, s, relation, parts);
+                },
+                relation, request.epsilon(), delta));
+      } else {
+        // The ordinary release's calibration, as every one-shot kind's.
+        DPC_ASSIGN_OR_RETURN(plan.noise_multiplier,
+                             privacy::CalibrateGridGaussianNoiseMultiplier(1, request.epsilon(),
+                                                                           delta));
+      }
+      break;
+    }
+    case v1::ReleaseRequest::kNoiseMultiplier:
+      DPC_RETURN_IF_ERROR(ValidateFinitePositive(request.noise_multiplier(), "Noise multiplier"));
+      plan.noise_multiplier = request.noise_multiplier();
+      break;
+    case v1::ReleaseRequest::PRIVACY_NOT_SET:
+      return absl::InvalidArgumentError(
+          "release request needs a privacy level: epsilon or noise_multiplier");
+  }
+  // The grid noise the engine's draw will make, checked here (never a
+  // failure after the read; docs/privacy.md 6.4).
+  const absl::Status drawable =
+      privacy::GridGaussianNoise(plan.noise_multiplier, Kind::L2Sensitivity(plan.params, relation),
+                                 cells)
+          .status();
+  if (!drawable.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "noise multiplier ", plan.noise_multiplier,
+        " cannot be used for this request (checked before any charge): ", drawable.message(),
+        ". Choose a noise multiplier or epsilon in the supported range"));
+  }
+  DPC_ASSIGN_OR_RETURN(plan.event, release::MarginalsEvent(plan.params, cells,
+                                                           plan.noise_multiplier, relation, parts));
+  return plan;
+}
+
+namespace {
+
+// One part's (or the whole release's) artefact, from the engine's result.
+absl::StatusOr<v1::MarginalsArtefact> MarginalsArtefactOf(
+    const MarginalsReleasePlan& plan, const release::MarginalsKind::Result& result,
+    const v1::Dataset& dataset, const data::Schema& schema, const std::string& release_id,
+    double epsilon_alone) {
+  using Kind = release::MarginalsKind;
+  // Never release what the ledger did not charge.
+  if (!(result.ran == Kind::Plan(plan.params, plan.noise_multiplier))) {
+    return absl::InternalError("the engine ran a mechanism other than the one charged");
+  }
+  DPC_ASSIGN_OR_RETURN(const data::Discretizer domain, data::Discretizer::Create(schema));
+  v1::MarginalsArtefact artefact;
+  artefact.set_format_version(1);
+  artefact.set_release_id(release_id);
+  artefact.set_dataset_id(dataset.id());
+  *artefact.mutable_schema() = dataset.schema();
+  artefact.set_schema_fingerprint(dataset.schema_fingerprint());
+  artefact.set_relation(dataset.relation() == v1::REPLACE_ONE ? v1::REPLACE_ONE
+                                                              : v1::ADD_REMOVE);
+  artefact.set_epsilon(epsilon_alone);
+  artefact.set_delta(dataset.budget().delta());
+  for (int c = 0; c < schema.num_columns(); ++c) artefact.add_domain_sizes(domain.domain_size(c));
+  for (const auto& m : result.marginals) *artefact.add_tables() = NoisyMarginalToProto(m);
+  artefact.set_noise_multiplier(plan.noise_multiplier);
+  artefact.set_sensitivity(Kind::L2Sensitivity(plan.params, RelationFromProto(dataset.relation())));
+  return artefact;
+}
+
+}  // namespace
+
+absl::StatusOr<v1::Release> ComputeMarginalsRelease(const MarginalsReleasePlan& plan,
+                                                    const v1::Dataset& dataset,
+                                                    const data::Schema& schema,
+                                                    const data::Table& rows,
+                                                    const std::string& release_id,
+                                                    const std::string& idempotency_key,
+                                                    double epsilon_alone,
+                                                    privacy::NoiseSource* noise) {
+  v1::Release release;
+  release.set_id(release_id);
+  release.set_dataset_id(dataset.id());
+  release.set_idempotency_key(idempotency_key);
+  release.set_kind(v1::MARGINALS);
+  const auto relation = RelationFromProto(dataset.relation());
+  if (!plan.partitioned) {
+    DPC_ASSIGN_OR_RETURN(release::MarginalsKind::Result result,
+                         release::MarginalsKind::Run(plan.params, schema, rows, relation,
+                                                     plan.noise_multiplier, noise));
+    DPC_ASSIGN_OR_RETURN(*release.mutable_marginals(),
+                         MarginalsArtefactOf(plan, result, dataset, schema, release_id,
+                                             epsilon_alone));
+    return release;
+  }
+  if (!schema.label_index().has_value()) {
+    return absl::InternalError("the partitioned plan was made for another schema");
+  }
+  // Every planned part runs, whatever its rows: no branch on a row count.
+  DPC_ASSIGN_OR_RETURN(std::vector<release::MarginalsKind::Result> results,
+                       release::RunMarginalsParts(plan.params, schema, rows,
+                                                  *schema.label_index(), plan.levels, relation,
+                                                  plan.noise_multiplier, noise));
+  if (results.size() != plan.levels.size()) {
+    return absl::InternalError("the engine ran other parts than the ones charged");
+  }
+  v1::PartitionedArtefact& partitioned = *release.mutable_partitioned();
+  partitioned.set_column(plan.column);
+  for (size_t k = 0; k < results.size(); ++k) {
+    DPC_ASSIGN_OR_RETURN(v1::MarginalsArtefact artefact,
+                         MarginalsArtefactOf(plan, results[k], dataset, schema, release_id,
+                                             epsilon_alone));
+    artefact.set_partition_column(plan.column);
+    artefact.set_part_value(plan.values[k]);
+    partitioned.add_values(plan.values[k]);
+    *partitioned.add_marginals() = std::move(artefact);
+  }
+  return release;
 }
 
 }  // namespace dpcurator::server

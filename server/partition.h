@@ -1,17 +1,23 @@
 #ifndef DPCURATOR_SERVER_PARTITION_H_
 #define DPCURATOR_SERVER_PARTITION_H_
 
-// Partitioned sessions (issue 27 item 2; docs/privacy.md 3.7): the checks
-// made before admission, and the rows one part's steps read.
+// Partitions by a public function of the row (issue 27; docs/privacy.md
+// 3.7): the checks made before admission, the rows one part reads, and the
+// two forms that use them: partitioned sessions (item 2) and the
+// partitioned one-shot marginals release (item 4).
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "core/data/schema.h"
+#include "core/data/table.h"
+#include "core/privacy/noise_source.h"
 #include "core/privacy/events.h"
 #include "core/release/encoded_rows.h"
+#include "core/release/marginals.h"
 #include "dpcurator/v1/dpcurator.pb.h"
 #include "server/ledger.h"
 
@@ -39,6 +45,20 @@ absl::StatusOr<std::vector<int32_t>> ResolvePartition(const data::Schema& schema
                                                       const std::string& column,
                                                       const std::vector<std::string>& values);
 
+// ResolvePartition's checks that hold under every relation (a label column
+// is declared, `column` is it, every value declared and named once), in
+// the same order and with the same messages: the partitioned one-shot
+// release takes REPLACE_ONE datasets too (its event is derived for them).
+absl::StatusOr<std::vector<int32_t>> ResolvePartitionValues(const data::Schema& schema,
+                                                            const std::string& column,
+                                                            const std::vector<std::string>& values);
+
+// The partition's values as the request names them, or, when it names
+// none and `column` is the declared label, every declared category of the
+// label in declared order (public: from the schema alone).
+std::vector<std::string> PartitionValues(const data::Schema& schema,
+                                         const v1::Partition& partition);
+
 // A partitioned open, planned before admission (nothing is charged by a
 // refusal): ResolvePartition on the request's partition (empty values:
 // every declared category of the label, in their declared order), then
@@ -57,6 +77,47 @@ struct PartitionedPlan {
 };
 absl::StatusOr<PartitionedPlan> PlanPartitionedSessions(
     const v1::OpenPartitionedSessionsRequest& request, const v1::Dataset& dataset);
+
+// The "marginals" release (ReleaseRequest.marginals; docs/privacy.md 2.11
+// and 3.7), planned before admission from the public schema and the
+// request only. Ordinary: one grid Gaussian over every clique's table of
+// all rows. Partitioned (ReleaseRequest.partition): the same release over
+// the rows of each part, K releases charged as ONE PartitionedEvent.
+struct MarginalsReleasePlan {
+  release::MarginalsKind::Params params;  // resolved cliques
+  // s = noise std / L2 sensitivity under the dataset's relation, the same
+  // for every part.
+  double noise_multiplier = 0.0;
+  bool partitioned = false;
+  std::string column;               // partitioned only
+  std::vector<std::string> values;  // the parts' values, by level
+  std::vector<int32_t> levels;      // ascending
+  std::optional<privacy::PrivacyEvent> event;  // release::MarginalsEvent
+};
+
+// Before admission (a refusal charges nothing): the partition (when set)
+// by ResolvePartitionValues, the cliques by MarginalsKind::Resolve (empty:
+// the 1-way marginal of every column but the label), rows uploaded, the
+// privacy level (epsilon: calibrated for the charged event on a fresh state
+// at the dataset's delta, so a K-part release gets the s of one part under
+// ADD_REMOVE), and the grid noise the engine will draw. The event is
+// release::MarginalsEvent (core/release/partitioned_marginals.h).
+absl::StatusOr<MarginalsReleasePlan> PlanMarginalsRelease(const v1::ReleaseRequest& request,
+                                                          const v1::Dataset& dataset,
+                                                          const data::Schema& schema);
+
+// After admission: MarginalsKind::Run over all rows (ordinary) or
+// release::RunMarginalsParts over the planned levels (partitioned), each run checked
+// against the plan. A total function of the rows: an empty part gives its
+// tables of zero counts plus noise, of the planned shape.
+absl::StatusOr<v1::Release> ComputeMarginalsRelease(const MarginalsReleasePlan& plan,
+                                                    const v1::Dataset& dataset,
+                                                    const data::Schema& schema,
+                                                    const data::Table& rows,
+                                                    const std::string& release_id,
+                                                    const std::string& idempotency_key,
+                                                    double epsilon_alone,
+                                                    privacy::NoiseSource* noise);
 
 // The indices of part `level`'s rows: those whose label is `level`, in row
 // order. A total function of the rows: an empty part is no index, and the

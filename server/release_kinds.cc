@@ -120,6 +120,10 @@ const ReleaseKindBinding* BindingFor(v1::ReleaseRequest::KindCase kind_case) {
     // Likewise (PlanRelease / ComputeAimRelease).
     case ReleaseRequest::kAim:
       return nullptr;
+    // Reads the stored values, not the encoded rows (PlanMarginalsRelease /
+    // ComputeMarginalsRelease, server/partition.h).
+    case ReleaseRequest::kMarginals:
+      return nullptr;
     case ReleaseRequest::KIND_NOT_SET:
       return nullptr;
   }

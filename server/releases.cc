@@ -317,6 +317,7 @@ void SetRecipeArtefactHeader(const v1::Dataset& dataset, const std::string& rele
 std::string ReleasePlan::kind_name() const {
   if (mst.has_value()) return ReleaseKindName(v1::MST);
   if (aim.has_value()) return ReleaseKindName(v1::AIM);
+  if (marginals.has_value()) return ReleaseKindName(v1::MARGINALS);
   return binding == nullptr ? "" : ReleaseKindName(binding->kind());
 }
 
@@ -352,12 +353,29 @@ absl::StatusOr<ReleasePlan> PlanRelease(const v1::ReleaseRequest& request,
   if (request.kind_case() == v1::ReleaseRequest::kAim) {
     return PlanAimRelease(request, dataset, schema);
   }
+  if (request.kind_case() == v1::ReleaseRequest::kMarginals) {
+    ReleasePlan plan;
+    plan.resolved_request = request;
+    DPC_ASSIGN_OR_RETURN(MarginalsReleasePlan marginals,
+                         PlanMarginalsRelease(request, dataset, schema));
+    plan.noise_multiplier = marginals.noise_multiplier;
+    plan.event = marginals.event;
+    plan.marginals = std::move(marginals);
+    return plan;
+  }
+  if (request.has_partition()) {
+    return absl::InvalidArgumentError(
+        "a partitioned one-shot release takes kind marginals; embeddings per class are "
+        "released by one ordinary release (its per-class sums), sessions by "
+        "OpenPartitionedSessions");
+  }
   ReleasePlan plan;
   plan.resolved_request = request;
   plan.binding = BindingFor(request.kind_case());
   if (plan.binding == nullptr) {
     return absl::InvalidArgumentError(
-        "release request names no kind; supported: rff_embedding, charfn_embedding, mst, aim");
+        "release request names no kind; supported: rff_embedding, charfn_embedding, mst, aim, "
+        "marginals");
   }
   // Every parameter against data-independent bounds (docs/privacy.md 6.2).
   DPC_RETURN_IF_ERROR(plan.binding->Resolve(schema, &plan.resolved_request));

@@ -19,6 +19,7 @@
 #include "core/train/aim.h"
 #include "core/train/mst.h"
 #include "dpcurator/v1/dpcurator.pb.h"
+#include "server/partition.h"
 #include "server/release_kinds.h"
 
 namespace dpcurator::server {
@@ -52,6 +53,10 @@ struct ReleasePlan {
     int64_t max_model_cells = 0;
   };
   std::optional<Aim> aim;
+  // The marginals release (ReleaseRequest.marginals), ordinary or
+  // partitioned (server/partition.h, PlanMarginalsRelease); `event` is its
+  // release::MarginalsEvent.
+  std::optional<MarginalsReleasePlan> marginals;
 };
 
 // The most columns an mst release takes: its tree selection scores all

@@ -506,7 +506,8 @@ absl::StatusOr<v1::Release> ReleaseServiceImpl::RunReleaseEngine(const AdmittedR
   absl::Status before_rows = noise.ok() ? Hit(failpoint_, "release.before_rows_read")
                                         : noise.status();
   std::unique_ptr<PreparedEngine> engine;
-  if (before_rows.ok() && !admitted.plan.mst.has_value() && !admitted.plan.aim.has_value()) {
+  if (before_rows.ok() && !admitted.plan.mst.has_value() && !admitted.plan.aim.has_value() &&
+      !admitted.plan.marginals.has_value()) {
     before_rows = Guarded([&]() -> absl::Status {
       DPC_ASSIGN_OR_RETURN(engine, PrepareRelease(admitted.plan, admitted.schema));
       return absl::OkStatus();
@@ -556,6 +557,16 @@ absl::StatusOr<v1::Release> ReleaseServiceImpl::RunReleaseEngine(const AdmittedR
       DPC_RETURN_IF_ERROR(Hit(failpoint_, "release.after_rows_read"));
       return ComputeAimRelease(admitted.plan, dataset, admitted.schema, *table,
                                admission.release_id, admission.epsilon_alone, noise->get());
+    }
+    if (admitted.plan.marginals.has_value()) {
+      // Marginals (ordinary or partitioned) discretise the stored values.
+      DPC_ASSIGN_OR_RETURN(std::shared_ptr<const data::Table> table,
+                           store_->LoadRows(dataset.id(), admitted.schema));
+      DPC_RETURN_IF_ERROR(Hit(failpoint_, "release.after_rows_read"));
+      return ComputeMarginalsRelease(*admitted.plan.marginals, dataset, admitted.schema, *table,
+                                     admission.release_id,
+                                     admitted.plan.resolved_request.idempotency_key(),
+                                     admission.epsilon_alone, noise->get());
     }
     DPC_ASSIGN_OR_RETURN(std::shared_ptr<const release::EncodedRows> rows,
                          store_->LoadEncodedRows(dataset.id(), admitted.schema));

@@ -48,6 +48,9 @@ double ReleaseEpsilon(const v1::Release& release) {
       return release.mst().epsilon();
     case v1::Release::kAim:
       return release.aim().epsilon();
+    case v1::Release::kMarginals:
+      return release.marginals().epsilon();
+    case v1::Release::kPartitioned:  // the demo makes none
     case v1::Release::kEmbedding:
     case v1::Release::ARTEFACT_NOT_SET:
       break;
@@ -61,6 +64,9 @@ double ReleaseNoiseMultiplier(const v1::Release& release) {
       return release.mst().one_way_noise_multiplier();
     case v1::Release::kAim:
       return release.aim().one_way_noise_multiplier();
+    case v1::Release::kMarginals:
+      return release.marginals().noise_multiplier();
+    case v1::Release::kPartitioned:  // the demo makes none
     case v1::Release::kEmbedding:
     case v1::Release::ARTEFACT_NOT_SET:
       break;

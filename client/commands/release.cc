@@ -8,7 +8,9 @@
 #include <nlohmann/json.hpp>
 
 #include "absl/status/status.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "client/commands.h"
 #include "client/connection.h"
 #include "client/methods/aim.h"
@@ -116,12 +118,20 @@ absl::Status ReportPending(const v1::Release& release, bool json) {
 // whatever its artefact (the recipes': their 1-way tables').
 double ReleaseEpsilon(const v1::Release& release) {
   if (release.has_mst()) return release.mst().epsilon();
+  if (release.has_marginals()) return release.marginals().epsilon();
+  if (release.has_partitioned() && release.partitioned().marginals_size() > 0) {
+    return release.partitioned().marginals(0).epsilon();  // the whole release's
+  }
   if (release.has_aim()) return release.aim().epsilon();
   return release.embedding().epsilon();
 }
 
 double ReleaseNoiseMultiplier(const v1::Release& release) {
   if (release.has_mst()) return release.mst().one_way_noise_multiplier();
+  if (release.has_marginals()) return release.marginals().noise_multiplier();
+  if (release.has_partitioned() && release.partitioned().marginals_size() > 0) {
+    return release.partitioned().marginals(0).noise_multiplier();  // every part's
+  }
   if (release.has_aim()) return release.aim().one_way_noise_multiplier();
   return release.embedding().noise_multiplier();
 }
@@ -183,10 +193,30 @@ absl::Status RunRelease(const ParsedArgs& args) {
       *request.mutable_aim() = *std::move(params);
       break;
     }
+    case v1::MARGINALS: {
+      // --workload names the cliques, as for aim (empty: every 1-way table
+      // but the label's).
+      auto params = AimParamsFromArgs(args);
+      if (!params.ok()) return params.status();
+      *request.mutable_marginals()->mutable_cliques() = params->workload();
+      break;
+    }
     default:
-      return absl::InvalidArgumentError(
-          absl::StrCat("--kind '", args.Get("kind"),
-                       "' is not supported; use rff_embedding, charfn_embedding, mst or aim"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--kind '", args.Get("kind"),
+          "' is not supported; use rff_embedding, charfn_embedding, mst, aim or marginals"));
+  }
+  if (args.Has("partition-by")) {
+    // One release per part of the label's declared values (docs/privacy.md
+    // 3.7): the server refuses anything but the label column and its
+    // declared values before any charge.
+    v1::Partition& partition = *request.mutable_partition();
+    partition.set_column(args.Get("partition-by"));
+    for (absl::string_view value : absl::StrSplit(args.Get("parts"), ',', absl::SkipEmpty())) {
+      partition.add_values(std::string(absl::StripAsciiWhitespace(value)));
+    }
+  } else if (args.Has("parts")) {
+    return absl::InvalidArgumentError("--parts needs --partition-by LABEL");
   }
   v1::Release release;
   auto context = connection->NewContext();
@@ -318,13 +348,21 @@ std::vector<Command> ReleaseCommands() {
                        "release kind: rff_embedding (DP-MERF), charfn_embedding (PEARL), mst "
                        "(MST's marginals and private tree; --epsilon only) or aim (AIM's "
                        "adaptive marginals; --epsilon, optionally --workload, --max-model-cells, "
-                       "--rounds; fit with `train aim --release`)",
+                       "--rounds; fit with `train aim --release`) or marginals (noisy count "
+                       "tables of the --workload cliques; with --partition-by, one per part)",
                        false, false, "",
                        {ReleaseKindName(v1::RFF_EMBEDDING), ReleaseKindName(v1::CHARFN_EMBEDDING),
-                        ReleaseKindName(v1::MST), ReleaseKindName(v1::AIM)}},
+                        ReleaseKindName(v1::MST), ReleaseKindName(v1::AIM),
+                        ReleaseKindName(v1::MARGINALS)}},
                       {"workload", "",
                        "aim: cliques of 1 to 3 column names, 'a,b;c,d,e' (default: every pair, "
-                       "plus every triple with the label)"},
+                       "plus every triple with the label); marginals: the cliques (default: "
+                       "every 1-way table but the label's)"},
+                      {"partition-by", "",
+                       "marginals: the label column; one release per part as one charge (one "
+                       "part's under add/remove; docs/privacy.md 3.7)"},
+                      {"parts", "",
+                       "with --partition-by: declared values 'a,b' (default: every one)"},
                       {"max-model-cells", "",
                        "aim: model-size limit in clique-table cells (default 10,000,000)"},
                       {"rounds", "", "aim: T, which sets the first rounds' budget rho / T "

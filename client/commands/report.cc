@@ -114,6 +114,14 @@ absl::Status RunReport(const ParsedArgs& args) {
         case v1::Release::kAim:
           relation = release.aim().relation();
           break;
+        case v1::Release::kMarginals:
+          relation = release.marginals().relation();
+          break;
+        case v1::Release::kPartitioned:
+          if (release.partitioned().marginals_size() > 0) {
+            relation = release.partitioned().marginals(0).relation();
+          }
+          break;
         case v1::Release::ARTEFACT_NOT_SET: {
           const std::string kind = DescribeFileKind(path);
           return absl::InvalidArgumentError(absl::StrCat(

@@ -108,6 +108,9 @@ std::optional<v1::ReleaseKind> KindOfRelease(const v1::Release& release) {
       return v1::MST;
     case v1::Release::kAim:
       return v1::AIM;
+    case v1::Release::kMarginals:
+    case v1::Release::kPartitioned:
+      return v1::MARGINALS;
     case v1::Release::ARTEFACT_NOT_SET:
       break;
   }
