@@ -9,9 +9,14 @@
 #include "Eigen/Core"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "core/data/schema.h"
+#include "core/data/table.h"
 #include "core/privacy/accounting.h"
+#include "core/privacy/calibration.h"
 #include "core/privacy/discrete_noise.h"
 #include "core/privacy/events.h"
+#include "core/release/marginals.h"
+#include "core/release/partitioned_marginals.h"
 #include "core/util/status_macros.h"
 
 namespace dpcurator::audit {
@@ -87,6 +92,28 @@ absl::StatusOr<PrivacyEvent> Charge(NeighbouringRelation relation, double s,
                                              std::vector<PrivacyEvent>(kParts, inside));
 }
 
+// The partitioned marginals case's rows: (a level, y level) pairs.
+std::array<data::Table, 2> MarginalsPair(NeighbouringRelation relation) {
+  std::vector<std::array<double, 2>> d0 = {{1, 0}, {0, 0}, {1, 1}, {0, 2}};
+  std::vector<std::array<double, 2>> d1 = d0;
+  const std::array<double, 2> canary = {1, 1};
+  if (relation == NeighbouringRelation::kAddRemove) {
+    d1.push_back(canary);
+  } else {
+    d1[0] = canary;
+  }
+  std::array<data::Table, 2> tables;
+  for (int side = 0; side < 2; ++side) {
+    const auto& rows = side == 0 ? d0 : d1;
+    tables[side].cells.resize(static_cast<Eigen::Index>(rows.size()), 2);
+    for (size_t i = 0; i < rows.size(); ++i) {
+      tables[side].cells(static_cast<Eigen::Index>(i), 0) = rows[i][0];
+      tables[side].cells(static_cast<Eigen::Index>(i), 1) = rows[i][1];
+    }
+  }
+  return tables;
+}
+
 }  // namespace
 
 AuditCase PartitionedCountsCase(NeighbouringRelation relation, bool charge_one_part) {
@@ -148,9 +175,81 @@ AuditCase PartitionedCountsCase(NeighbouringRelation relation, bool charge_one_p
   return c;
 }
 
+AuditCase PartitionedMarginalsCase(NeighbouringRelation relation) {
+  AuditCase c;
+  c.kind = "partitioned_marginals";
+  c.relation = privacy::RelationName(relation);
+  c.tightness = Tightness::kGaussianMu;
+  c.quick_runs = kQuickRuns;
+  c.full_runs = 400000;
+  c.prepare = [relation](const AuditTarget& target) -> absl::StatusOr<PreparedCase> {
+    data::Schema::Builder builder;
+    builder.AddCategorical("a", {"a0", "a1"}).AddCategorical("y", {"0", "1", "2"}).SetLabel("y");
+    DPC_ASSIGN_OR_RETURN(const data::Schema schema, builder.Build());
+    release::MarginalsKind::Params params;
+    params.cliques = {{0}};
+    DPC_ASSIGN_OR_RETURN(params, release::MarginalsKind::Resolve(params, schema));
+    DPC_ASSIGN_OR_RETURN(const int64_t cells, release::MarginalsCells(params, schema));
+    const std::vector<int32_t> levels = {0, 1, 2};
+    const auto parts = static_cast<int64_t>(levels.size());
+    // The server's calibration of the server's charge (server/partition.cc).
+    DPC_ASSIGN_OR_RETURN(
+        const double s,
+        privacy::CalibrateEventNoiseMultiplier(
+            [&](double m) { return release::MarginalsEvent(params, cells, m, relation, parts); },
+            relation, target.epsilon, target.delta));
+    DPC_ASSIGN_OR_RETURN(const PrivacyEvent event,
+                         release::MarginalsEvent(params, cells, s, relation, parts));
+    privacy::AccountantState state(relation);
+    DPC_RETURN_IF_ERROR(state.Add(event));
+    DPC_ASSIGN_OR_RETURN(const privacy::EpsilonReport report, state.Epsilon(target.delta));
+    DPC_ASSIGN_OR_RETURN(
+        const privacy::GridNoise drawn,
+        privacy::GridGaussianNoise(s, release::MarginalsKind::L2Sensitivity(params, relation),
+                                   cells));
+    const std::array<data::Table, 2> tables = MarginalsPair(relation);
+    auto run = [schema, params, levels, relation, s](
+                   const data::Table& rows,
+                   privacy::NoiseSource* noise) -> absl::StatusOr<Eigen::VectorXd> {
+      DPC_ASSIGN_OR_RETURN(const std::vector<release::MarginalsKind::Result> results,
+                           release::RunMarginalsParts(params, schema, rows, /*label_index=*/1,
+                                                      levels, relation, s, noise));
+      std::vector<double> out;
+      for (const auto& result : results) {
+        for (const auto& m : result.marginals) {
+          out.insert(out.end(), m.counts.data(), m.counts.data() + m.counts.size());
+        }
+      }
+      return Eigen::Map<const Eigen::VectorXd>(out.data(), static_cast<Eigen::Index>(out.size()));
+    };
+    privacy::ZeroNoiseSource zero;
+    DPC_ASSIGN_OR_RETURN(const Eigen::VectorXd v0, run(tables[0], &zero));
+    DPC_ASSIGN_OR_RETURN(const Eigen::VectorXd v1, run(tables[1], &zero));
+    Eigen::VectorXd direction = v1 - v0;
+    const double gap = direction.norm();
+    if (!(gap > 0.0)) return absl::InternalError("audit pair has identical exact statistics");
+    direction /= gap;
+    PreparedCase prepared;
+    prepared.accounted_epsilon = report.epsilon;
+    prepared.delta = target.delta;
+    // The shift over the noise std actually drawn: 1 / s (one cell of one
+    // part) under ADD_REMOVE, sqrt 2 / (s sqrt 2) under REPLACE_ONE.
+    prepared.accounted_mu = gap / drawn.scale();
+    prepared.run_and_score = [tables, run, v0, direction](
+                                 int side, privacy::NoiseSource* noise) -> absl::StatusOr<double> {
+      DPC_ASSIGN_OR_RETURN(const Eigen::VectorXd out, run(tables[side], noise));
+      return direction.dot(out - v0);
+    };
+    return prepared;
+  };
+  return c;
+}
+
 std::vector<AuditCase> PartitionCases() {
   return {PartitionedCountsCase(NeighbouringRelation::kAddRemove),
-          PartitionedCountsCase(NeighbouringRelation::kReplaceOne)};
+          PartitionedCountsCase(NeighbouringRelation::kReplaceOne),
+          PartitionedMarginalsCase(NeighbouringRelation::kAddRemove),
+          PartitionedMarginalsCase(NeighbouringRelation::kReplaceOne)};
 }
 
 }  // namespace dpcurator::audit

@@ -32,7 +32,17 @@ namespace dpcurator::audit {
 AuditCase PartitionedCountsCase(privacy::NeighbouringRelation relation,
                                 bool charge_one_part = false);
 
-// The case above under each relation, unmutated (registry.cc).
+// The partitioned marginals release as the server runs it (issue 27 item
+// 4; core/release/partitioned_marginals.h): rows (a, y), a in {a0, a1}, y
+// the label with declared values {0, 1, 2}; each part releases the 1-way
+// table of a over its rows (release::RunMarginalsParts), charged as
+// release::MarginalsEvent and calibrated by the server's own
+// CalibrateEventNoiseMultiplier. Canary as above: ADD_REMOVE adds (a1,
+// y = 1); REPLACE_ONE replaces (a1, y = 0) by (a1, y = 1), a row that
+// changes parts (one cell of part 0 and one of part 1 move by 1).
+AuditCase PartitionedMarginalsCase(privacy::NeighbouringRelation relation);
+
+// The cases above under each relation, unmutated (registry.cc).
 std::vector<AuditCase> PartitionCases();
 
 }  // namespace dpcurator::audit
