@@ -167,6 +167,29 @@ def release_mst():
           h + privacy(epsilon=5.4941909356181673e-143) + b(0) + rows(s, 6))
 
 
+def release_marginals():
+    # partition byte (bit 0 by "y", bit 1 mask byte follows, bit 2 by "c0"),
+    # cliques (count, then size and column bytes), then the noise seed byte.
+    h, s = header(numerics=((AGE, 3), (UNIT, 1)), cats=(3,), label=2, n=40)
+    write("release_marginals", "ordinary_default", h + privacy(epsilon=1.0) + b(0, 0, 1) + rows(s))
+    write("release_marginals", "partitioned_default",
+          h + privacy(epsilon=1.0) + b(1, 0, 2) + rows(s))
+    write("release_marginals", "partitioned_pair",
+          h + privacy(noise_multiplier=2.0) + b(3, 2, 1, 2, 0, 2, 3) + rows(s, 2))
+    write("release_marginals", "partitioned_by_c0",
+          h + privacy(epsilon=1.0) + b(5, 0, 4) + rows(s, 3))
+    h, s = header(relation=REPLACE_ONE, numerics=((WIDE, 2),), cats=(4, 2), label=3, n=25)
+    write("release_marginals", "replace_one_partitioned",
+          h + privacy(epsilon=0.3) + b(1, 1, 1, 0, 2, 5) + rows(s, 5))
+    write("release_marginals", "epsilon_1e-6", h + privacy(epsilon=1e-6) + b(1, 0, 6) + rows(s, 5))
+    write("release_marginals", "noise_1e300",
+          h + privacy(noise_multiplier=1e300) + b(1, 0, 7) + rows(s, 5))
+    # One row: every part but one is empty.
+    h, s = header(numerics=(), cats=(2,), label=3, n=1)
+    write("release_marginals", "one_row_empty_parts",
+          h + privacy(epsilon=1.0) + b(1, 0, 8) + rows(s, 6))
+
+
 def release_aim():
     # aim(rounds, cells/4, workload bits), then the noise seed byte.
     h, s = header(numerics=((AGE, 3), (UNIT, 1)), cats=(3,), label=2, n=40)
@@ -272,6 +295,7 @@ if __name__ == "__main__":
     release_charfn()
     release_mst()
     release_aim()
+    release_marginals()
     step_rff()
     step_dp_sgd()
     step_kernel_witness()
