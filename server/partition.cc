@@ -1,7 +1,6 @@
 #include "server/partition.h"
 
 #include <algorithm>
-#include <cmath>
 #include <utility>
 
 #include "absl/status/status.h"
