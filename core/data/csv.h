@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <istream>
+#include <memory>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -15,6 +16,9 @@
 
 namespace dpcurator::data {
 
+// Bytes the record reader asks its stream for at a time.
+inline constexpr size_t kCsvReadBlockBytes = size_t{1} << 16;
+
 struct CsvOptions {
   char delimiter = ',';
   // The first record names the columns; columns are matched to the schema by
@@ -23,34 +27,48 @@ struct CsvOptions {
   bool has_header = true;
   // Longest record accepted, so that a garbage file cannot exhaust memory.
   int64_t max_record_bytes = 1 << 20;
+  // Bytes read from the stream at a time (tests make it tiny, so that
+  // records and quote pairs straddle blocks).
+  size_t read_block_bytes = kCsvReadBlockBytes;
 };
 
 // Splits a stream into records (RFC 4180 quoting; surrounding whitespace of
 // unquoted fields is kept and trimmed later by Schema::ParseCell). Blank lines
 // are skipped. A UTF-8 byte order mark (EF BB BF) at the very start of the
 // stream is dropped: spreadsheet exports write one, and it would otherwise
-// become part of the first column's name. Streams: holds one record at a
-// time.
+// become part of the first column's name. Streams: reads the input in blocks
+// of kCsvReadBlockBytes and holds one record's fields at a time (in one
+// reused buffer, so a record costs no allocation once the buffer has grown).
 class CsvRecordReader {
  public:
-  CsvRecordReader(std::istream* input, CsvOptions options)
-      : input_(input), options_(options) {}
+  CsvRecordReader(std::istream* input, CsvOptions options);
 
   // Reads the next record into `fields`; returns false at the end of input.
   absl::StatusOr<bool> Next(std::vector<std::string>* fields);
+  // The same record as views into the reader's buffer, valid until the next
+  // call (the bulk readers' path: no string per field).
+  absl::StatusOr<bool> NextViews(std::vector<absl::string_view>* fields);
   // Line number (1-based) where the last record returned started.
   int64_t line_number() const { return record_line_; }
 
  private:
-  // The next character, from `pushback_` first (bytes read while looking
-  // for a byte order mark that was not one), then from the stream.
-  int Get();
-  int Peek();
+  // Reads the next block of input (at least `at_least` bytes unless the
+  // input ends first) into block_; false at the end of input.
+  bool Fill(size_t at_least = 1);
 
   std::istream* input_;
   CsvOptions options_;
   bool started_ = false;
-  std::string pushback_;
+  std::string block_;
+  size_t pos_ = 0;
+  size_t end_ = 0;
+  bool at_end_ = false;
+  // is_special_[byte]: a byte that ends a run of plain field bytes outside
+  // quotes (the delimiter, CR, LF, the double quote).
+  bool is_special_[256] = {};
+  // The record's field bytes, one after the other, and where each ends.
+  std::string record_;
+  std::vector<size_t> field_ends_;
   int64_t line_ = 0;
   int64_t record_line_ = 0;
 };
@@ -77,6 +95,45 @@ class TableBuilder {
   std::vector<double> row_;
   int64_t num_rows_ = 0;
   int64_t clamped_cells_ = 0;
+};
+
+// Reads CSV text into Tables under `schema`, a block of rows at a time, so
+// a large file is read in bounded memory (the scale-out partials,
+// python/src/partials.h, accumulate chunk by chunk). ReadCsv is this reader
+// over the whole input: one set of rules for every CSV path. A cell is parsed
+// by Schema::ParseCell; a column's distinct short texts are parsed once and
+// remembered (equal text parses equally, so the result is the same).
+class CsvTableReader {
+ public:
+  // Reads the header (when options.has_header). Errors start with `source`.
+  static absl::StatusOr<std::unique_ptr<CsvTableReader>> Open(const Schema& schema,
+                                                              std::istream* input,
+                                                              const CsvOptions& options,
+                                                              std::string source);
+  ~CsvTableReader();
+  CsvTableReader(const CsvTableReader&) = delete;
+  CsvTableReader& operator=(const CsvTableReader&) = delete;
+
+  // Replaces *table with the next rows, at most `max_rows` (>= 1); false
+  // when no row was left (*table then has none). Errors are ReadCsv's.
+  absl::StatusOr<bool> Next(int64_t max_rows, Table* table);
+
+ private:
+  struct CellMemo;
+
+  CsvTableReader(const Schema& schema, std::istream* input, const CsvOptions& options,
+                 std::string source);
+  absl::StatusOr<ParsedCell> Parse(int column, absl::string_view token);
+
+  const Schema& schema_;
+  CsvOptions options_;
+  std::string source_;
+  CsvRecordReader reader_;
+  std::vector<int> mapping_;
+  size_t expected_fields_ = 0;
+  std::vector<CellMemo> memos_;
+  std::vector<absl::string_view> fields_;
+  std::vector<double> values_;  // row-major while reading
 };
 
 // Reads CSV text from `input` into a Table under `schema`. Errors start with

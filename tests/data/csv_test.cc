@@ -2,10 +2,14 @@
 
 #include <cstdio>
 #include <fstream>
+#include <random>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 
 namespace dpcurator::data {
@@ -55,6 +59,158 @@ TEST(CsvRecordReaderTest, OtherDelimiter) {
   CsvOptions options;
   options.delimiter = ';';
   EXPECT_EQ(ReadAll("a;b,c;\"d;e\"\n", options).value(), (Records{{"a", "b,c", "d;e"}}));
+}
+
+// The record reader as it was before it read in blocks (one istream::get
+// per byte), kept here as the oracle of the rules: the block reader must
+// split every input into the same records, lines and errors.
+class ReferenceRecordReader {
+ public:
+  ReferenceRecordReader(std::istream* input, CsvOptions options)
+      : input_(input), options_(options) {}
+
+  absl::StatusOr<bool> Next(std::vector<std::string>* fields) {
+    fields->clear();
+    if (!started_) {
+      started_ = true;
+      constexpr unsigned char kBom[] = {0xEF, 0xBB, 0xBF};
+      for (unsigned char expected : kBom) {
+        const int ch = input_->peek();
+        if (ch != expected) break;
+        pushback_.push_back(static_cast<char>(input_->get()));
+      }
+      if (pushback_.size() == sizeof(kBom)) pushback_.clear();
+    }
+    std::string field;
+    bool in_quotes = false;
+    bool field_was_quoted = false;
+    bool any_char = false;
+    int64_t record_bytes = 0;
+    record_line_ = line_ + 1;
+    while (true) {
+      const int ch = Get();
+      if (ch == std::char_traits<char>::eof()) {
+        if (in_quotes) {
+          return absl::InvalidArgumentError(
+              absl::StrCat("line ", record_line_, ": unterminated quoted field at end of input"));
+        }
+        if (!any_char) return false;
+        fields->push_back(std::move(field));
+        ++line_;
+        return true;
+      }
+      if (++record_bytes > options_.max_record_bytes) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "line ", record_line_, ": record longer than ", options_.max_record_bytes, " bytes"));
+      }
+      const char c = static_cast<char>(ch);
+      if (in_quotes) {
+        if (c == '"') {
+          if (Peek() == '"') {
+            Get();
+            field.push_back('"');
+          } else {
+            in_quotes = false;
+          }
+        } else {
+          if (c == '\n') ++line_;
+          field.push_back(c);
+        }
+        continue;
+      }
+      if (c == '\r') continue;
+      if (c == '\n') {
+        ++line_;
+        if (!any_char) {
+          record_line_ = line_ + 1;
+          continue;
+        }
+        fields->push_back(std::move(field));
+        return true;
+      }
+      any_char = true;
+      if (c == options_.delimiter) {
+        fields->push_back(std::move(field));
+        field.clear();
+        field_was_quoted = false;
+      } else if (c == '"' && absl::StripAsciiWhitespace(field).empty() && !field_was_quoted) {
+        in_quotes = true;
+        field_was_quoted = true;
+        field.clear();
+      } else {
+        field.push_back(c);
+      }
+    }
+  }
+  int64_t line_number() const { return record_line_; }
+
+ private:
+  int Get() {
+    if (!pushback_.empty()) {
+      const int ch = static_cast<unsigned char>(pushback_.front());
+      pushback_.erase(0, 1);
+      return ch;
+    }
+    return input_->get();
+  }
+  int Peek() {
+    if (!pushback_.empty()) return static_cast<unsigned char>(pushback_.front());
+    return input_->peek();
+  }
+
+  std::istream* input_;
+  CsvOptions options_;
+  bool started_ = false;
+  std::string pushback_;
+  int64_t line_ = 0;
+  int64_t record_line_ = 0;
+};
+
+// Every record, its line and the final error (or "end"), as text.
+template <typename Reader>
+std::string Transcript(const std::string& text, const CsvOptions& options) {
+  std::istringstream input(text);
+  Reader reader(&input, options);
+  std::string out;
+  std::vector<std::string> fields;
+  for (int records = 0; records < 10000; ++records) {
+    auto has = reader.Next(&fields);
+    if (!has.ok()) return absl::StrCat(out, "error: ", has.status().message());
+    if (!*has) return absl::StrCat(out, "end");
+    absl::StrAppend(&out, reader.line_number(), ":");
+    for (const std::string& field : fields) absl::StrAppend(&out, "[", absl::CEscape(field), "]");
+    out += "\n";
+  }
+  return out;
+}
+
+// Random texts over the bytes that have rules (delimiters, quotes, CR, LF,
+// whitespace, a byte order mark's bytes), read with blocks of 1 to 9 bytes
+// (records, quote pairs and the mark straddle blocks) and with the default
+// block, under short record limits: the same transcript as the oracle.
+TEST(CsvRecordReaderTest, BlockReaderSplitsAsTheByteReader) {
+  std::mt19937_64 random(20261127);
+  const std::string alphabet[] = {"a", "b", " ", ",", ";", "\"", "\"\"", "\r", "\n",
+                                  "\r\n", "\t", "\xEF", "\xEF\xBB\xBF", "x y"};
+  int differences = 0;
+  for (int trial = 0; trial < 20000; ++trial) {
+    std::string text;
+    const int pieces = static_cast<int>(random() % 40);
+    for (int i = 0; i < pieces; ++i) text += alphabet[random() % std::size(alphabet)];
+    CsvOptions options;
+    options.delimiter = random() % 4 == 0 ? ';' : ',';
+    options.max_record_bytes = random() % 3 == 0 ? 1 + static_cast<int64_t>(random() % 12) : 1 << 20;
+    options.read_block_bytes = random() % 4 == 0 ? kCsvReadBlockBytes : 1 + random() % 9;
+    const std::string expected = Transcript<ReferenceRecordReader>(text, options);
+    const std::string actual = Transcript<CsvRecordReader>(text, options);
+    if (expected != actual && ++differences <= 5) {
+      ADD_FAILURE() << "input '" << absl::CEscape(text) << "' block " << options.read_block_bytes
+                    << " limit " << options.max_record_bytes << "\nexpected:\n"
+                    << expected << "\nactual:\n"
+                    << actual;
+    }
+  }
+  EXPECT_EQ(differences, 0);
 }
 
 // Spreadsheet exports start with a UTF-8 byte order mark; it is not part of
@@ -210,6 +366,94 @@ TEST_F(CsvFileTest, WriteThenReadRoundTrips) {
   auto back = ReadCsvFile(schema, Write("roundtrip.csv", out.str())).value();
   EXPECT_EQ(back.cells, table.cells);
   EXPECT_EQ(back.clamped_cells, 0);
+}
+
+// ReadCsv as it was (the oracle's records through TableBuilder), for the
+// table reader's cell memo and chunks.
+absl::StatusOr<Table> ReferenceReadCsv(const Schema& schema, const std::string& text) {
+  std::istringstream input(text);
+  ReferenceRecordReader reader(&input, CsvOptions{});
+  std::vector<std::string> fields;
+  auto has = reader.Next(&fields);
+  if (!has.ok() || !*has) return absl::InvalidArgumentError("no header");
+  auto mapping = MapHeader(schema, fields);
+  if (!mapping.ok()) return mapping.status();
+  const size_t expected_fields = fields.size();
+  TableBuilder builder(schema);
+  std::vector<std::string> ordered(schema.num_columns());
+  while (true) {
+    has = reader.Next(&fields);
+    if (!has.ok()) return absl::InvalidArgumentError(absl::StrCat("src: ", has.status().message()));
+    if (!*has) break;
+    if (fields.size() != expected_fields) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "src:", reader.line_number(), ": row has ", fields.size(), " fields, expected ",
+          expected_fields, " (as many as the header)", "; quote fields that contain the delimiter"));
+    }
+    for (int c = 0; c < schema.num_columns(); ++c) ordered[c] = fields[(*mapping)[c]];
+    absl::Status status = builder.AddRow(ordered);
+    if (!status.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("src:", reader.line_number(), ": ", status.message()));
+    }
+  }
+  return builder.Finish();
+}
+
+// Random files of valid and invalid cells (aliases, missing tokens,
+// surrounding whitespace, quoting, clamping): ReadCsv, and the table reader
+// in chunks of 1 to 7 rows, give the oracle's table (cells and clamp count)
+// or its error, word for word.
+TEST(CsvTableReaderTest, ChunksAndMemoReadAsTheRowReader) {
+  const Schema schema = TestSchema();
+  std::mt19937_64 random(7);
+  const std::vector<std::string> ages = {"30", " 30", "30 ", "17", "100", "-5", "2.5e1", "x", "",
+                                         "1e999", "+4", "0x10", "nan"};
+  const std::vector<std::string> cities = {"Paris", " Paris ", "\"New York, NY\"", "\"Say \"\"Hi\"\"\"",
+                                           "", "?", "paris", "Lyon"};
+  const std::vector<std::string> scores = {"0.5", "1.5", "-1", ".25", "1e-3", "abc", " 0.75"};
+  const std::vector<std::string> labels = {"no", "yes", "yes.", " yes ", "maybe", ""};
+  int tables = 0;
+  for (int trial = 0; trial < 3000; ++trial) {
+    std::string text = "age,city,score,y\n";
+    const int rows = static_cast<int>(random() % 12);
+    for (int r = 0; r < rows; ++r) {
+      // Mostly valid cells, so that most files get past a few rows.
+      const bool wild = random() % 8 == 0;
+      auto pick = [&](const std::vector<std::string>& options, int valid) {
+        return options[random() % (wild ? options.size() : static_cast<size_t>(valid))];
+      };
+      text += absl::StrCat(pick(ages, 5), ",", pick(cities, 4), ",", pick(scores, 5), ",",
+                           pick(labels, 4), random() % 20 == 0 ? ",extra" : "", "\n");
+    }
+    const absl::StatusOr<Table> expected = ReferenceReadCsv(schema, text);
+    std::istringstream input(text);
+    const absl::StatusOr<Table> whole = ReadCsv(schema, &input, CsvOptions{}, "src");
+    ASSERT_EQ(whole.ok(), expected.ok()) << text << whole.status() << expected.status();
+    if (!expected.ok()) {
+      EXPECT_EQ(whole.status().message(), expected.status().message()) << text;
+      continue;
+    }
+    ++tables;
+    EXPECT_EQ(whole->cells, expected->cells) << text;
+    EXPECT_EQ(whole->clamped_cells, expected->clamped_cells) << text;
+    std::istringstream again(text);
+    auto reader = CsvTableReader::Open(schema, &again, CsvOptions{}, "src").value();
+    const int64_t chunk_rows = 1 + static_cast<int64_t>(random() % 7);
+    Eigen::MatrixXd cells(0, schema.num_columns());
+    int64_t clamped = 0;
+    Table chunk;
+    while (reader->Next(chunk_rows, &chunk).value()) {
+      ASSERT_LE(chunk.num_rows(), chunk_rows);
+      Eigen::MatrixXd grown(cells.rows() + chunk.num_rows(), cells.cols());
+      grown << cells, chunk.cells;
+      cells = grown;
+      clamped += chunk.clamped_cells;
+    }
+    EXPECT_EQ(cells, expected->cells) << text;
+    EXPECT_EQ(clamped, expected->clamped_cells) << text;
+  }
+  EXPECT_GT(tables, 500);  // the comparison of cells ran, not only of errors
 }
 
 TEST(TableBuilderTest, RowsAreAllOrNothing) {
