@@ -220,13 +220,17 @@ Table TableBuilder::Finish() {
 
 // A column's parsed cells by their text (untrimmed, as read), so that a
 // text seen before is not parsed again. Bounded: texts longer than
-// kMaxTextBytes are not kept, and once kMaxTexts are held the column stops
-// looking (a column of many distinct numbers would pay a failed lookup on
-// every cell).
+// kMaxTextBytes are not kept, and a column whose texts rarely repeat (more
+// than kMinTexts held, and more than one per kMinLookupsPerText lookups: a
+// column of measurements) stops using it, so that it pays neither an insert
+// nor a failed lookup per cell.
 struct CsvTableReader::CellMemo {
+  static constexpr size_t kMinTexts = 64;
+  static constexpr size_t kMinLookupsPerText = 4;
   static constexpr size_t kMaxTexts = 4096;
   static constexpr size_t kMaxTextBytes = 64;
   bool enabled = true;
+  size_t lookups = 0;
   absl::flat_hash_map<std::string, absl::StatusOr<ParsedCell>> parsed;
 };
 
@@ -272,14 +276,17 @@ absl::StatusOr<ParsedCell> CsvTableReader::Parse(int column, absl::string_view t
   if (!memo.enabled || token.size() > CellMemo::kMaxTextBytes) {
     return schema_.ParseCell(column, token);
   }
+  ++memo.lookups;
   const auto found = memo.parsed.find(token);
   if (found != memo.parsed.end()) return found->second;
   absl::StatusOr<ParsedCell> cell = schema_.ParseCell(column, token);
-  if (memo.parsed.size() < CellMemo::kMaxTexts) {
-    memo.parsed.emplace(std::string(token), cell);
-  } else {
+  const size_t held = memo.parsed.size();
+  if (held >= CellMemo::kMaxTexts ||
+      (held >= CellMemo::kMinTexts && held * CellMemo::kMinLookupsPerText > memo.lookups)) {
     memo.enabled = false;
-    memo.parsed.clear();
+    memo.parsed = {};
+  } else {
+    memo.parsed.emplace(std::string(token), cell);
   }
   return cell;
 }

@@ -456,6 +456,49 @@ TEST(CsvTableReaderTest, ChunksAndMemoReadAsTheRowReader) {
   EXPECT_GT(tables, 500);  // the comparison of cells ran, not only of errors
 }
 
+// Long files: a column of distinct measurements (the memo gives up on it)
+// beside columns of few texts (the memo keeps them), with a bad cell late in
+// some files, after the memo has given up: the oracle's table or error.
+TEST(CsvTableReaderTest, LongFilesReadAsTheRowReader) {
+  const Schema schema = TestSchema();
+  std::mt19937_64 random(11);
+  for (int trial = 0; trial < 12; ++trial) {
+    std::string text = "y,score,age,city\n";
+    const int rows = 500 + static_cast<int>(random() % 3000);
+    const int bad_row = trial % 3 == 0 ? static_cast<int>(random() % rows) : -1;
+    for (int r = 0; r < rows; ++r) {
+      const std::string score =
+          r == bad_row ? "0.5x" : absl::StrCat(static_cast<double>(random() % 2000000) / 1e6 - 0.5);
+      text += absl::StrCat(random() % 2 == 0 ? "no" : " yes.", ",", score, ",",
+                           17 + random() % 80, ",", random() % 3 == 0 ? "" : "Paris", "\n");
+    }
+    const absl::StatusOr<Table> expected = ReferenceReadCsv(schema, text);
+    ASSERT_EQ(expected.ok(), bad_row < 0) << expected.status();
+    for (const int64_t chunk_rows : {int64_t{7}, int64_t{1} << 16}) {
+      std::istringstream input(text);
+      auto reader = CsvTableReader::Open(schema, &input, CsvOptions{}, "src").value();
+      Eigen::MatrixXd cells(0, schema.num_columns());
+      int64_t clamped = 0;
+      Table chunk;
+      absl::StatusOr<bool> more;
+      while ((more = reader->Next(chunk_rows, &chunk)).ok() && *more) {
+        Eigen::MatrixXd grown(cells.rows() + chunk.num_rows(), cells.cols());
+        grown << cells, chunk.cells;
+        cells = grown;
+        clamped += chunk.clamped_cells;
+      }
+      if (!expected.ok()) {
+        ASSERT_FALSE(more.ok());
+        EXPECT_EQ(more.status().message(), expected.status().message());
+        continue;
+      }
+      ASSERT_TRUE(more.ok()) << more.status();
+      EXPECT_EQ(cells, expected->cells);
+      EXPECT_EQ(clamped, expected->clamped_cells);
+    }
+  }
+}
+
 TEST(TableBuilderTest, RowsAreAllOrNothing) {
   const Schema schema = TestSchema();
   TableBuilder builder(schema);
