@@ -25,7 +25,8 @@ import sys
 import time
 
 import dpcurator
-from dpcurator.dask import ShardError, shard_partial, shard_partial_pandas
+from dpcurator.dask import (ShardError, shard_partial, shard_partial_pandas,
+                             use_worker_malloc_environ)
 
 PROG = "python3 -m dpcurator.dask_runner"
 READERS = {"upload": shard_partial, "pandas": shard_partial_pandas}
@@ -70,11 +71,12 @@ def parse_args(argv):
                         help="with --scheduler local: worker processes of one thread (default 2)")
     parser.add_argument("--split-every", type=int, default=8,
                         help="partials merged per task in the reduce tree (default 8)")
-    parser.add_argument("--reader", default="pandas",
-                        help="how a worker reads a shard: 'pandas' (default), pandas.read_csv "
-                        "with dpcurator.csv_options(plan), the server's own CSV reader deciding "
-                        "any row pandas fails or fills in; 'upload', the server's CSV reader "
-                        "alone (slower); or MODULE:FUNCTION, a function "
+    parser.add_argument("--reader", default="upload",
+                        help="how a worker reads a shard: 'upload' (default), the server's own "
+                        "CSV reader, streamed in chunks of rows (the fastest: "
+                        "bench/dask_bench.py); 'pandas', pandas.read_csv with "
+                        "dpcurator.csv_options(plan), the server's reader deciding any row "
+                        "pandas fails or fills in; or MODULE:FUNCTION, a function "
                         "(plan, path) -> dpcurator.Partial that the workers can import (other "
                         "file formats), raising dpcurator.dask.ShardError for a malformed row")
     args = parser.parse_args(argv)
@@ -118,6 +120,7 @@ def connect_cluster(args):
     from distributed import Client, LocalCluster
 
     if args.scheduler == "local":
+        use_worker_malloc_environ()
         cluster = LocalCluster(n_workers=args.workers, threads_per_worker=1, processes=True,
                                dashboard_address=None)
         return Client(cluster), cluster
@@ -136,7 +139,7 @@ class JobFailed(Exception):
     """A job the runner failed on the server (a malformed shard)."""
 
 
-def compute(client, plan, paths, job_id, split_every=8, reader=shard_partial_pandas):
+def compute(client, plan, paths, job_id, split_every=8, reader=shard_partial):
     """The merged partial of every shard, computed and reduced on the
     cluster; only the merged partial comes back. Raises ShardError for a
     malformed shard (the first one seen); Dask recomputes the partials of a
@@ -163,7 +166,7 @@ def compute(client, plan, paths, job_id, split_every=8, reader=shard_partial_pan
 
 
 def run_job(client, curator, dataset_id, job, pattern, split_every=8,
-            reader=shard_partial_pandas):
+            reader=shard_partial):
     """Computes and submits one job: the merged partial when the server
     took its statistic, else None. A malformed shard fails the job
     (raises JobFailed); other errors leave it pending for a later runner."""

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -180,10 +181,29 @@ PYBIND11_MODULE(_core, m) {
       .def(
           "partial_csv",
           [](const Plan& p, const std::string& text, const std::string& source) {
-            return ComputeTable(p, Unwrap(TableFromCsv(p.schema(), text, source)));
+            absl::StatusOr<Partial> partial;
+            {
+              py::gil_scoped_release release;
+              std::istringstream input(text);
+              partial = p.ComputeCsv(&input, source);
+            }
+            return Unwrap(std::move(partial));
           },
           py::arg("text"), py::arg("source") = "<block>",
           "The exact partial of CSV text with a header, read as the server reads an upload.")
+      .def(
+          "partial_csv_file",
+          [](const Plan& p, const std::string& path, int64_t chunk_rows) {
+            absl::StatusOr<Partial> partial;
+            {
+              py::gil_scoped_release release;
+              partial = p.ComputeCsvFile(path, chunk_rows);
+            }
+            return Unwrap(std::move(partial));
+          },
+          py::arg("path"), py::arg("chunk_rows") = kCsvChunkRows,
+          "partial_csv of the CSV file at `path`, streamed in chunks of rows (bounded memory); "
+          "errors start with the path and the line.")
       .def("empty", &Plan::Empty, "The partial of no rows.")
       .def(
           "engine_statistic",

@@ -3,10 +3,12 @@
 #include <openssl/sha.h>
 
 #include <cstring>
+#include <fstream>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "core/data/csv.h"
 #include "core/data/encoder.h"
 #include "core/privacy/noise_source.h"
 #include "core/privacy/relation.h"
@@ -234,6 +236,31 @@ absl::StatusOr<Partial> Plan::Compute(const data::Table& rows) const {
                        release::ExactLabelledEmbedding(*feature_map_, encoded));
   partial.values = release::FlattenExactEmbedding(accumulator);
   return partial;
+}
+
+absl::StatusOr<Partial> Plan::ComputeCsv(std::istream* input, const std::string& source,
+                                         int64_t chunk_rows) const {
+  if (chunk_rows < 1) return absl::InvalidArgumentError("chunk_rows must be at least 1");
+  DPC_ASSIGN_OR_RETURN(std::unique_ptr<data::CsvTableReader> reader,
+                       data::CsvTableReader::Open(schema_, input, data::CsvOptions{}, source));
+  Partial total = Empty();
+  data::Table chunk;
+  while (true) {
+    DPC_ASSIGN_OR_RETURN(const bool more, reader->Next(chunk_rows, &chunk));
+    if (!more) break;
+    DPC_ASSIGN_OR_RETURN(const Partial part, Compute(chunk));
+    total.num_rows += part.num_rows;
+    total.values += part.values;
+  }
+  return total;
+}
+
+absl::StatusOr<Partial> Plan::ComputeCsvFile(const std::string& path, int64_t chunk_rows) const {
+  std::ifstream input(path, std::ios::binary);
+  if (!input) {
+    return absl::NotFoundError(absl::StrCat("cannot open '", path, "' for reading"));
+  }
+  return ComputeCsv(&input, path, chunk_rows);
 }
 
 absl::StatusOr<Eigen::VectorXd> Plan::EngineStatistic(const data::Table& rows) const {

@@ -8,6 +8,7 @@
 // never leave the curator's trust boundary.
 
 #include <cstdint>
+#include <istream>
 #include <memory>
 #include <string>
 #include <vector>
@@ -43,6 +44,11 @@ struct Partial {
   int64_t num_rows = 0;
   Eigen::VectorXd values;
 };
+
+// Rows per chunk of Plan::ComputeCsv: 64k rows of the demo table's 18
+// encoded features are 9 MB of encoded doubles, and a chunk amortises the
+// embedding's per-call thread start (core/embed/labelled_embedding.cc).
+inline constexpr int64_t kCsvChunkRows = int64_t{1} << 16;
 
 enum class PlanKind { kRffEmbedding, kCharfnEmbedding, kMarginals };
 
@@ -85,6 +91,16 @@ class Plan {
 
   // The exact partial of `rows` (read under schema()).
   absl::StatusOr<Partial> Compute(const data::Table& rows) const;
+  // The exact partial of CSV text with a header line, read by the upload's
+  // reader (data::CsvTableReader: the server's rules and its
+  // "<source>:<line>: <detail>" errors) kCsvChunkRows rows at a time, each
+  // chunk's partial added in, so memory stays bounded whatever the file's
+  // size. Nothing of a chunk outlives it.
+  absl::StatusOr<Partial> ComputeCsv(std::istream* input, const std::string& source,
+                                     int64_t chunk_rows = kCsvChunkRows) const;
+  // ComputeCsv of the file at `path` (NOT_FOUND when it cannot be opened).
+  absl::StatusOr<Partial> ComputeCsvFile(const std::string& path,
+                                         int64_t chunk_rows = kCsvChunkRows) const;
   // A partial of no rows (the merge's identity).
   Partial Empty() const;
 

@@ -63,6 +63,36 @@ class ShardReadersTest(unittest.TestCase):
                     self.assertEqual(raised.exception.shard, path)
                     self.assertEqual(raised.exception.line, line, raised.exception.detail)
 
+    def test_a_file_is_read_in_chunks_as_the_whole_text(self):
+        # plan.partial_csv_file streams the file (chunks of chunk_rows rows,
+        # each chunk's partial added in): any chunk size gives the partial
+        # of the whole text, for every kind, and a bad row's line is the
+        # file's line whichever chunk it falls in.
+        text = fixtures.random_csv(1500, seed=8)
+        path = self.shard(text)
+        for kind, plan in fixtures.plans().items():
+            expected = plan.partial_csv(text)
+            for chunk_rows in (1, 7, 1000, 1 << 16):
+                with self.subTest(kind=kind, chunk_rows=chunk_rows):
+                    partial = plan.partial_csv_file(path, chunk_rows)
+                    self.assertEqual(partial.num_rows, 1500)
+                    self.assertLessEqual(
+                        fixtures.relative_difference(partial.values, expected.values), 1e-12)
+        lines = text.splitlines()
+        lines[1203] = lines[1203].replace(",", ",,", 1)  # line 1204: a field too many
+        bad = self.shard("\n".join(lines) + "\n", "shard-bad.csv")
+        for chunk_rows in (7, 1 << 16):
+            with self.assertRaises(ValueError) as raised:
+                self.plan.partial_csv_file(bad, chunk_rows)
+            self.assertTrue(str(raised.exception).startswith(f"{bad}:1204: "),
+                            str(raised.exception))
+
+    def test_a_missing_shard_is_an_os_error(self):
+        # Not a ShardError: the runner leaves the job pending (a path the
+        # curator fixes), it does not fail it.
+        with self.assertRaises(OSError):
+            shard_partial(self.plan, os.path.join(self.directory.name, "absent.csv"))
+
     def test_the_error_survives_a_pickle(self):
         import pickle
 
