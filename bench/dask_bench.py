@@ -11,17 +11,20 @@ two ways on this machine's cores:
               (the store does both once and caches the encoded rows), then
               the kind's Run on the release threads (2). rows/s is rows /
               Run's seconds: a release on a stored dataset pays only Run.
-  dask        LocalCluster(n_workers=2, threads_per_worker=1, processes=True)
-              with dpcurator.dask.exact_partial over dask.dataframe.read_csv
-              of the shards (blocksize=None: one partition per shard,
-              dpcurator.csv_options(plan)): CSV parse, the partial and the
-              tree merge all inside the timed compute.
+  dask        LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+              the workers' malloc settings dpcurator.dask.WORKER_MALLOC_ENVIRON
+              as the runner's --scheduler local sets them; --dask-malloc keeps
+              Dask's) and dpcurator.dask_runner.compute, the runner's own path: a task
+              per shard with the default reader (the upload reader,
+              plan.partial_csv_file, streamed in chunks of rows) and a tree
+              of merges on the cluster; again with --reader pandas; and the
+              DataFrame path (dpcurator.dask.exact_partial over
+              dask.dataframe.read_csv, one partition per shard).
 
-Then where the Dask time goes: the workers' busy time (Dask's task stream),
-a parse-only pass (the same read_csv, len() per partition), and one shard
-on one worker split into pandas parse, the module's row conversion (a
-marginals plan over one column: conversion plus a trivial count) and the
-embedding (the rff partial minus the conversion). Each measurement runs
+Then where the Dask time goes: one shard on one worker split into the upload
+reader's parse (a marginals plan over one column: the read plus a trivial
+count) and the embedding (the rff partial minus the parse), and pandas'
+parse, the module's row conversion and the embedding. Each measurement runs
 --repeat times (default 2); the machine may be shared, so read the spread.
 
   /usr/bin/python3 bench/dask_bench.py --build build [--data /work/dask-data]
@@ -107,56 +110,78 @@ def busy_seconds(task_stream):
 
 
 def one_shard_breakdown(schema, plan_bytes_request, path):
-    """On a worker: pandas parse, row conversion and embedding of one shard."""
+    """On a worker, one shard's phases, wall seconds (and the process's CPU
+    seconds, all threads, for the embedding): the upload reader's parse (a
+    marginals plan over one column: the read plus a trivial count) and its
+    whole rff partial; pandas' parse, the module's row conversion and its
+    rff partial of the frame."""
     import pandas as pd
 
     import dpcurator
 
     plan = dpcurator.Plan.from_request(schema, plan_bytes_request)
     convert_only = dpcurator.Plan.marginals(schema, [[0]])
+
+    def timed(function):
+        started, cpu = time.perf_counter(), time.process_time()
+        result = function()
+        return result, time.perf_counter() - started, time.process_time() - cpu
+
+    _, upload_parse, upload_parse_cpu = timed(lambda: convert_only.partial_csv_file(path))
+    partial, upload_whole, upload_whole_cpu = timed(lambda: plan.partial_csv_file(path))
+    frame, pandas_parse, _ = timed(lambda: pd.read_csv(path, **dpcurator.csv_options(plan)))
+    _, convert, _ = timed(lambda: convert_only.partial(frame))
+    _, pandas_whole, _ = timed(lambda: plan.partial(frame))
+    return {"rows": partial.num_rows,
+            "upload_parse_s": upload_parse, "upload_parse_cpu_s": upload_parse_cpu,
+            "upload_whole_s": upload_whole, "upload_whole_cpu_s": upload_whole_cpu,
+            "upload_embed_s": max(upload_whole - upload_parse, 0.0),
+            "pandas_parse_s": pandas_parse, "convert_s": convert,
+            "embed_s": max(pandas_whole - convert, 0.0)}
+
+
+def workers_cpu_seconds(client):
+    """The CPU seconds every worker process has used so far, all threads."""
+    return sum(client.run(time.process_time).values())
+
+
+def timed_runner(client, plan, files, reader):
+    """(merged partial, wall seconds, the workers' CPU seconds)."""
+    from dpcurator import dask_runner
+
+    dask_runner.log = lambda message: None
+    cpu = workers_cpu_seconds(client)
     started = time.perf_counter()
-    frame = pd.read_csv(path, **dpcurator.csv_options(plan))
-    parse = time.perf_counter() - started
-    started = time.perf_counter()
-    convert_only.partial(frame)
-    convert = time.perf_counter() - started
-    started = time.perf_counter()
-    plan.partial(frame)
-    whole = time.perf_counter() - started
-    return {"rows": len(frame), "parse_s": parse, "convert_s": convert,
-            "embed_s": max(whole - convert, 0.0)}
+    merged = dask_runner.compute(client, plan, files, "bench", reader=reader)
+    wall = time.perf_counter() - started
+    return merged, wall, workers_cpu_seconds(client) - cpu
 
 
 def measure_dask(client, files, plan, schema, request):
+    """The runner's path with each reader (a task per shard, a tree of
+    merges on the cluster), then the DataFrame path (dpcurator.dask.
+    exact_partial over dask.dataframe.read_csv) with its task stream."""
     import dask.dataframe as dd
     from distributed import get_task_stream
 
     import dpcurator
     import dpcurator.dask
 
+    merged, runner_wall, runner_cpu = timed_runner(client, plan, files,
+                                                   dpcurator.dask.shard_partial)
+    by_pandas, pandas_wall, _ = timed_runner(client, plan, files,
+                                             dpcurator.dask.shard_partial_pandas)
     frame = dd.read_csv(files, blocksize=None, **dpcurator.csv_options(plan))
     started = time.perf_counter()
     with get_task_stream(client) as stream:
-        merged = client.compute(dpcurator.dask.exact_partial(plan, frame)).result()
-    wall = time.perf_counter() - started
+        by_frame = client.compute(dpcurator.dask.exact_partial(plan, frame)).result()
+    frame_wall = time.perf_counter() - started
     busy = busy_seconds(stream.data)
-    started = time.perf_counter()
-    lengths = frame.map_partitions(len).compute()
-    parse_wall = time.perf_counter() - started
+    if not by_pandas.num_rows == by_frame.num_rows == merged.num_rows:
+        sys.exit("the readers read different numbers of rows")
     breakdown = client.submit(one_shard_breakdown, schema, request, files[0], pure=False).result()
-    # The runner's own path (dpcurator.dask_runner.compute: a task per shard
-    # with the pandas reader, a tree of merges on the cluster).
-    from dpcurator import dask_runner
-
-    dask_runner.log = lambda message: None
-    started = time.perf_counter()
-    by_runner = dask_runner.compute(client, plan, files, "bench")
-    runner_wall = time.perf_counter() - started
-    if by_runner.num_rows != merged.num_rows:
-        sys.exit("the runner's path read another number of rows")
-    return merged, {"wall_s": wall, "busy_s": busy, "parse_only_wall_s": parse_wall,
-                    "rows_parsed": int(sum(lengths)), "one_shard": breakdown,
-                    "runner_wall_s": runner_wall}
+    return merged, {"wall_s": runner_wall, "cpu_s": runner_cpu, "pandas_runner_wall_s": pandas_wall,
+                    "frame_wall_s": frame_wall, "frame_busy_s": busy, "one_shard": breakdown}
 
 
 def main():
@@ -167,6 +192,10 @@ def main():
     parser.add_argument("--sizes", default="1000000,10000000")
     parser.add_argument("--shards", type=int, default=20)
     parser.add_argument("--repeat", type=int, default=2)
+    parser.add_argument("--dask-malloc", action="store_true",
+                        help="leave the workers' malloc settings at Dask's (MALLOC_TRIM_THRESHOLD_"
+                        "=65536) instead of dpcurator.dask.WORKER_MALLOC_ENVIRON, as the runner's "
+                        "--scheduler local sets them")
     parser.add_argument("--module-dir",
                         help="where the dpcurator package is (default: BUILD/python)")
     args = parser.parse_args()
@@ -176,6 +205,10 @@ def main():
     from distributed import Client, LocalCluster
 
     import dpcurator  # noqa: F401  (fail early when the module is not built)
+    import dpcurator.dask
+
+    if not args.dask_malloc:
+        dpcurator.dask.use_worker_malloc_environ()
 
     results = []
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
@@ -202,30 +235,37 @@ def main():
                 results.append(record)
                 print(json.dumps(record), file=sys.stderr)
 
+    load = os.getloadavg()
     print(f"\nrff_embedding, {FREQUENCIES} frequencies, demo table; "
           f"{os.cpu_count()} cores (shared machine: load average "
-          f"{os.getloadavg()[0]:.1f} at the end)\n")
-    print(f"{'rows':>10} {'try':>3} {'in-process rows/s':>18} {'(cold)':>10} "
-          f"{'Dask rows/s':>12} {'ratio':>6} {'runner rows/s':>13} {'busy s':>7} "
-          f"{'parse-only s':>12} {'shard: parse':>12} {'convert':>8} {'embed':>7}")
+          f"{load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} at the end)\n")
+    print(f"{'rows':>10} {'try':>3} {'in-process':>11} {'(cold)':>9} {'Dask':>10} "
+          f"{'ratio':>6} {'CPU ratio':>9} {'pandas':>10} {'frame':>10} | {'shard: parse':>12} "
+          f"{'embed':>6} {'pandas':>7} {'convert':>8} {'embed':>6}")
     for r in results:
         engine, dask_times = r["engine"], r["dask"]
         warm = r["rows"] / engine["run_s"]
         cold = r["rows"] / (engine["read_s"] + engine["encode_s"] + engine["run_s"])
         dask_rate = r["rows"] / dask_times["wall_s"]
         shard = dask_times["one_shard"]
-        print(f"{r['rows']:>10} {r['attempt']:>3} {warm:>18,.0f} {cold:>10,.0f} "
-              f"{dask_rate:>12,.0f} {100 * dask_rate / warm:>5.0f}% "
-              f"{r['rows'] / dask_times['runner_wall_s']:>13,.0f} "
-              f"{sum(dask_times['busy_s'].values()):>7.1f} "
-              f"{dask_times['parse_only_wall_s']:>12.1f} {shard['parse_s']:>12.2f} "
-              f"{shard['convert_s']:>8.2f} {shard['embed_s']:>7.2f}")
-    print("\nin-process = rows / the engine's Run seconds (a release on a stored dataset; "
-          "cold adds the upload reader and the encoding, done once per dataset); "
-          "ratio = Dask / in-process; runner = dpcurator.dask_runner's compute (a task per "
-          "shard, pandas reader); busy s = the 2 workers' task compute seconds; "
-          "shard: one shard's pandas parse, the module's row conversion and the "
-          "embedding on one worker, seconds.")
+        print(f"{r['rows']:>10} {r['attempt']:>3} {warm:>11,.0f} {cold:>9,.0f} "
+              f"{dask_rate:>10,.0f} {100 * dask_rate / warm:>5.0f}% "
+              f"{100 * engine['run_cpu_s'] / dask_times['cpu_s']:>8.0f}% "
+              f"{r['rows'] / dask_times['pandas_runner_wall_s']:>10,.0f} "
+              f"{r['rows'] / dask_times['frame_wall_s']:>10,.0f} | "
+              f"{shard['upload_parse_s']:>12.2f} {shard['upload_embed_s']:>6.2f} "
+              f"{shard['pandas_parse_s']:>7.2f} {shard['convert_s']:>8.2f} "
+              f"{shard['embed_s']:>6.2f}")
+    print("\nrows/s. in-process = rows / the engine's Run seconds (a release on a stored "
+          "dataset; cold adds the upload reader and the encoding, done once per dataset); "
+          "Dask = dpcurator.dask_runner's compute with its default reader (the upload "
+          "reader, plan.partial_csv_file: a task per shard, a tree of merges); ratio = "
+          "Dask / in-process; CPU ratio = the CPU seconds of the engine's Run / those of "
+          "the Dask workers' processes during the runner's compute (what the wall ratio "
+          "would be on idle cores); pandas = the same with --reader pandas; frame = "
+          "dpcurator.dask.exact_partial over dask.dataframe.read_csv. shard: one shard on "
+          "one worker, seconds: the upload reader's parse and the embedding (its partial "
+          "minus the parse); pandas' parse, the module's conversion and the embedding.")
 
 
 if __name__ == "__main__":
