@@ -113,7 +113,9 @@ def shard_partial(plan, path):
 
 def shard_partial_pandas(plan, path):
     """shard_partial through pandas.read_csv with csv_options(plan) and
-    plan.partial(frame), which is faster (bench/dask_bench.py), with the
+    plan.partial(frame) (`--reader pandas`; slower than shard_partial,
+    whose reader streams the file in C++ with no DataFrame between:
+    bench/dask_bench.py), with the
     upload reader as the arbiter: where pandas fails, or fills in a cell
     (csv_options recognises no missing-value token, so a NaN is a row with
     fewer fields than the header, which the upload reader refuses), the
