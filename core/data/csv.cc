@@ -257,7 +257,8 @@ absl::StatusOr<std::unique_ptr<CsvTableReader>> CsvTableReader::Open(const Schem
     std::vector<std::string> header;
     auto has = reader->reader_.Next(&header);
     if (!has.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat(reader->source_, ": ", has.status().message()));
+      return absl::InvalidArgumentError(
+          absl::StrCat(reader->source_, ": ", has.status().message()));
     }
     if (!*has) return absl::InvalidArgumentError(absl::StrCat(reader->source_, ": empty file"));
     auto mapped = MapHeader(schema, header);

@@ -199,7 +199,8 @@ TEST(CsvRecordReaderTest, BlockReaderSplitsAsTheByteReader) {
     for (int i = 0; i < pieces; ++i) text += alphabet[random() % std::size(alphabet)];
     CsvOptions options;
     options.delimiter = random() % 4 == 0 ? ';' : ',';
-    options.max_record_bytes = random() % 3 == 0 ? 1 + static_cast<int64_t>(random() % 12) : 1 << 20;
+    options.max_record_bytes =
+        random() % 3 == 0 ? 1 + static_cast<int64_t>(random() % 12) : int64_t{1} << 20;
     options.read_block_bytes = random() % 4 == 0 ? kCsvReadBlockBytes : 1 + random() % 9;
     const std::string expected = Transcript<ReferenceRecordReader>(text, options);
     const std::string actual = Transcript<CsvRecordReader>(text, options);
@@ -388,7 +389,8 @@ absl::StatusOr<Table> ReferenceReadCsv(const Schema& schema, const std::string& 
     if (fields.size() != expected_fields) {
       return absl::InvalidArgumentError(absl::StrCat(
           "src:", reader.line_number(), ": row has ", fields.size(), " fields, expected ",
-          expected_fields, " (as many as the header)", "; quote fields that contain the delimiter"));
+          expected_fields, " (as many as the header)",
+          "; quote fields that contain the delimiter"));
     }
     for (int c = 0; c < schema.num_columns(); ++c) ordered[c] = fields[(*mapping)[c]];
     absl::Status status = builder.AddRow(ordered);
@@ -409,8 +411,8 @@ TEST(CsvTableReaderTest, ChunksAndMemoReadAsTheRowReader) {
   std::mt19937_64 random(7);
   const std::vector<std::string> ages = {"30", " 30", "30 ", "17", "100", "-5", "2.5e1", "x", "",
                                          "1e999", "+4", "0x10", "nan"};
-  const std::vector<std::string> cities = {"Paris", " Paris ", "\"New York, NY\"", "\"Say \"\"Hi\"\"\"",
-                                           "", "?", "paris", "Lyon"};
+  const std::vector<std::string> cities = {"Paris", " Paris ", "\"New York, NY\"",
+                                           "\"Say \"\"Hi\"\"\"", "", "?", "paris", "Lyon"};
   const std::vector<std::string> scores = {"0.5", "1.5", "-1", ".25", "1e-3", "abc", " 0.75"};
   const std::vector<std::string> labels = {"no", "yes", "yes.", " yes ", "maybe", ""};
   int tables = 0;
