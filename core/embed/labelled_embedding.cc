@@ -76,7 +76,7 @@ absl::Status LabelledEmbeddingAccumulator::Merge(const LabelledEmbeddingAccumula
 
 absl::StatusOr<LabelledEmbeddingAccumulator> AccumulateEmbedding(
     const FeatureMap& feature_map, const Eigen::MatrixXd& encoded, const Eigen::VectorXi& labels,
-    int num_classes, int64_t block_rows) {
+    int num_classes, int64_t block_rows, int max_threads) {
   if (encoded.cols() != feature_map.input_dim()) {
     return absl::InvalidArgumentError(absl::StrCat("encoded rows have ", encoded.cols(),
                                                    " columns, the feature map expects ",
@@ -101,8 +101,11 @@ absl::StatusOr<LabelledEmbeddingAccumulator> AccumulateEmbedding(
   // into its own accumulator, and the shards are merged in order, so the
   // result depends on the thread count only through the order of the sums.
   const int64_t blocks = (encoded.rows() + block_rows - 1) / block_rows;
+  const int64_t thread_cap =
+      max_threads > 0 ? std::min<int64_t>(max_threads, kMaxAccumulateThreads)
+                      : kMaxAccumulateThreads;
   const int threads = static_cast<int>(std::clamp<int64_t>(
-      std::min<int64_t>(std::thread::hardware_concurrency(), kMaxAccumulateThreads), 1,
+      std::min<int64_t>(std::thread::hardware_concurrency(), thread_cap), 1,
       std::max<int64_t>(blocks, 1)));
   std::vector<LabelledEmbeddingAccumulator> shards(
       threads, LabelledEmbeddingAccumulator(feature_map.output_dim(), num_classes));

@@ -41,10 +41,12 @@ class LabelledEmbeddingAccumulator {
 // Streams a table's encoded rows through a feature map in blocks, so memory
 // stays O(block * feature_dim) whatever the number of rows. block_rows 0:
 // as many rows as keep a block's features within kFeatureBlockBytes.
+// max_threads 0: both cores (kMaxAccumulateThreads); 1: the calling thread
+// only, as a Dask worker of one thread must (python/src/partials.cc).
 inline constexpr int64_t kFeatureBlockBytes = int64_t{1} << 21;
 absl::StatusOr<LabelledEmbeddingAccumulator> AccumulateEmbedding(
     const FeatureMap& feature_map, const Eigen::MatrixXd& encoded, const Eigen::VectorXi& labels,
-    int num_classes, int64_t block_rows = 0);
+    int num_classes, int64_t block_rows = 0, int max_threads = 0);
 
 // L2 sensitivity of the released vector when ||h|| <= 1 (docs/privacy.md 2.2):
 //   ADD_REMOVE: [per-class sums ; per-class counts] -> sqrt(1 + 1);

@@ -67,8 +67,9 @@ absl::StatusOr<privacy::GridNoise> LabelledEmbeddingNoise(privacy::NeighbouringR
 }
 
 absl::StatusOr<embed::LabelledEmbeddingAccumulator> ExactLabelledEmbedding(
-    const embed::FeatureMap& feature_map, const EncodedRows& rows) {
-  return embed::AccumulateEmbedding(feature_map, rows.features, rows.labels, rows.num_classes);
+    const embed::FeatureMap& feature_map, const EncodedRows& rows, int max_threads) {
+  return embed::AccumulateEmbedding(feature_map, rows.features, rows.labels, rows.num_classes,
+                                    /*block_rows=*/0, max_threads);
 }
 
 int64_t ExactEmbeddingLength(int64_t feature_dim, int num_classes) {

@@ -80,8 +80,9 @@ absl::StatusOr<privacy::GridNoise> LabelledEmbeddingNoise(privacy::NeighbouringR
 // both the engine (NoisyLabelledEmbeddingOf) and the scale-out partials
 // (python/, docs/scale-out.md) compute it, so a sum of shard partials is
 // the engine's statistic up to floating-point summation order.
+// max_threads as embed::AccumulateEmbedding's (0: both cores).
 absl::StatusOr<embed::LabelledEmbeddingAccumulator> ExactLabelledEmbedding(
-    const embed::FeatureMap& feature_map, const EncodedRows& rows);
+    const embed::FeatureMap& feature_map, const EncodedRows& rows, int max_threads = 0);
 
 // The exact statistic's layout on the wire, as the scale-out partials
 // (python/src/partials.h) and RunnerService.SubmitStatistic carry it:

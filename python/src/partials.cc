@@ -232,8 +232,13 @@ absl::StatusOr<Partial> Plan::Compute(const data::Table& rows) const {
     return partial;
   }
   const release::EncodedRows encoded = Encode(schema_, rows);
+  // One thread: a partial runs inside a Dask worker, and the cluster's
+  // workers (one thread each) are the parallelism; a second thread of our
+  // own would oversubscribe the cores they were given (issue 28's bench:
+  // 2 workers of one thread against the engine's 2 threads).
   DPC_ASSIGN_OR_RETURN(const embed::LabelledEmbeddingAccumulator accumulator,
-                       release::ExactLabelledEmbedding(*feature_map_, encoded));
+                       release::ExactLabelledEmbedding(*feature_map_, encoded,
+                                                       /*max_threads=*/1));
   partial.values = release::FlattenExactEmbedding(accumulator);
   return partial;
 }
