@@ -98,7 +98,7 @@ absl::StatusOr<AimFitOptions> FitOptionsFromArgs(const ParsedArgs& args) {
     DPC_ASSIGN_OR_RETURN(const double sigmas, args.GetDouble("zero-below"));
     if (!(sigmas >= 0.0 && sigmas <= 100.0)) {
       return absl::InvalidArgumentError(
-          "--zero-below must be between 0 (off) and 100 (noise standard deviations)");
+          "--zero-below must be between 0 (off) and 100 (times the smallest noise std)");
     }
     fit.zero_below_sigmas = sigmas;
   }
@@ -110,8 +110,8 @@ std::vector<OptionSpec> FitOptionSpecs() {
            absl::StrCat("mirror-descent iterations of the fit (default ",
                         train::kAimFinalFitIterations, ")")},
           {"zero-below", "",
-           absl::StrCat("fix at 0 the cells of measured pairs and triples fitted below this many "
-                        "noise standard deviations, 0 for none (default ",
+           absl::StrCat("fix at 0 the cells of the measured tables' column pairs fitted below "
+                        "this many times the smallest noise std, 0 for none (default ",
                         train::kAimFinalFitZeroBelowSigmas, ")")}};
 }
 

@@ -41,8 +41,8 @@ absl::StatusOr<v1::AimParams> AimParamsFromArgs(const ParsedArgs& args);
 std::vector<std::string> AimProgressLines(const v1::AimArtefact& artefact);
 
 // The client's fit (public choices, post-processing): mirror-descent
-// iterations, and the zero threshold of pgm::EstimateOptions in noise
-// standard deviations (0: off).
+// iterations, and the zero threshold of pgm::EstimateOptions in multiples
+// of the release's smallest noise std (0: off).
 struct AimFitOptions {
   int iterations = train::kAimFinalFitIterations;
   double zero_below_sigmas = train::kAimFinalFitZeroBelowSigmas;

@@ -484,33 +484,39 @@ class Estimator {
     model_.step_size_ = alpha;
   }
 
-  // EstimateOptions::zero_below_sigmas: from the fitted mu, marks every cell
-  // of a host clique whose projection on a group of two or more attributes
-  // has a fitted count below sigmas times the group's noise std
-  // (sigma_min / sqrt(weight): weights are inverse variances relative to
-  // sigma_min), unless that would mark the whole group. Fit then keeps the
-  // marked cells at 0. Reads the model only (post-processing).
-  void ZeroCellsBelow(double sigmas, double sigma_min) {
+  // EstimateOptions::zero_below_sigmas: from the fitted mu, for every group
+  // of two or more attributes and every pair of its attributes, marks the
+  // host clique's cells whose fitted count on that pair is below `threshold`
+  // (zero_below_sigmas times the smallest sigma), unless that would mark the
+  // whole pair table. Fit then keeps the marked cells at 0. Reads the model
+  // only (post-processing).
+  void ZeroPairCellsBelow(double threshold) {
     const int m = static_cast<int>(model_.cliques_.size());
     zeroed_.assign(m, {});
     const std::vector<Eigen::VectorXd>& mu = model_.mu_;
     if (static_cast<int>(mu.size()) != m) return;
-    for (Group& g : groups_) {
-      if (g.vars.size() < 2) continue;
-      g.scratch.setZero();
-      double* s = g.scratch.data();
-      const double* h = mu[g.host].data();
-      ForEachCell<1>(shapes_[g.host], {&g.host_strides},
-                     [&](int64_t cell, const std::array<int64_t, 1>& i) { s[i[0]] += h[cell]; });
-      const double threshold = sigmas * sigma_min / std::sqrt(g.weight);
-      const Eigen::Array<bool, Eigen::Dynamic, 1> below = g.scratch.array() < threshold;
-      if (below.all() || !below.any()) continue;
-      std::vector<char>& zeroed = zeroed_[g.host];
-      if (zeroed.empty()) zeroed.assign(mu[g.host].size(), 0);
-      ForEachCell<1>(shapes_[g.host], {&g.host_strides},
-                     [&](int64_t cell, const std::array<int64_t, 1>& i) {
-                       if (below[i[0]]) zeroed[cell] = 1;
-                     });
+    const std::vector<int>& ds = model_.domain_sizes_;
+    for (const Group& g : groups_) {
+      const std::vector<int>& host = model_.cliques_[g.host];
+      for (size_t a = 0; a < g.vars.size(); ++a) {
+        for (size_t b = a + 1; b < g.vars.size(); ++b) {
+          const std::vector<int> pair = {g.vars[a], g.vars[b]};
+          const std::vector<int64_t> to_pair = SubStrides(host, pair, ds);
+          Eigen::VectorXd fitted = Eigen::VectorXd::Zero(TableCells(pair, ds));
+          double* f = fitted.data();
+          const double* h = mu[g.host].data();
+          ForEachCell<1>(shapes_[g.host], {&to_pair},
+                         [&](int64_t cell, const std::array<int64_t, 1>& i) { f[i[0]] += h[cell]; });
+          const Eigen::Array<bool, Eigen::Dynamic, 1> below = fitted.array() < threshold;
+          if (below.all() || !below.any()) continue;
+          std::vector<char>& zeroed = zeroed_[g.host];
+          if (zeroed.empty()) zeroed.assign(mu[g.host].size(), 0);
+          ForEachCell<1>(shapes_[g.host], {&to_pair},
+                         [&](int64_t cell, const std::array<int64_t, 1>& i) {
+                           if (below[i[0]]) zeroed[cell] = 1;
+                         });
+        }
+      }
     }
   }
 
@@ -689,7 +695,7 @@ absl::StatusOr<GraphicalModel> GraphicalModel::Estimate(
   Estimator estimator(&model, std::move(groups));
   estimator.Fit(std::max(options.iterations, 0));
   if (options.zero_below_sigmas > 0.0 && std::isfinite(options.zero_below_sigmas)) {
-    estimator.ZeroCellsBelow(options.zero_below_sigmas, sigma_min);
+    estimator.ZeroPairCellsBelow(options.zero_below_sigmas * sigma_min);
     estimator.Fit(std::max(options.zero_refit_iterations, 0));
   }
   return model;
