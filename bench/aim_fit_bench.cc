@@ -159,6 +159,8 @@ int Main(int argc, char** argv) {
       const pgm::GraphicalModel base =
           pgm::GraphicalModel::Estimate(sizes, measurements, base_options).value();
       const double base_seconds = Seconds(base_start);
+      std::printf("  model: %zu junction-tree cliques, %lld cells (the size limit's unit)\n",
+                  base.cliques().size(), static_cast<long long>(base.cells()));
       for (double zero : zero_list) {
         // Each threshold refits from the converged fit (Estimate with
         // zero_below_sigmas runs the same refit after its own iterations),
