@@ -37,8 +37,9 @@ struct EstimateOptions {
   int iterations = 300;
   // Upper bound on cells(). Memory: the fit holds 7 tables of cells()
   // doubles (theta, mu, the gradient, their copies from the previous
-  // iteration, one belief buffer), 56 bytes a cell: 10M cells is 560 MB; the
-  // fitted model keeps theta and mu (16 bytes a cell).
+  // iteration, one belief buffer), 56 bytes a cell, and one byte a cell
+  // when zero_below_sigmas > 0: 10M cells is about 570 MB; the fitted model
+  // keeps theta and mu (16 bytes a cell).
   int64_t max_cells = 10'000'000;
   // A model fitted earlier to a subset of these measurements: the fit starts
   // from its distribution (and step size) when each of its cliques lies
