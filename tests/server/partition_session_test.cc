@@ -312,6 +312,9 @@ TEST(RowsOfPartTest, AStepOverThePartsIndicesEqualsAStepOverThePartAlone) {
   dataset.set_id("ds_part");
   dataset.set_relation(v1::ADD_REMOVE);
   *dataset.mutable_schema() = SchemaToProto(schema);
+  dataset.set_row_count(rows.num_rows());
+  dataset.mutable_budget()->set_epsilon(10.0);
+  dataset.mutable_budget()->set_delta(1e-5);
   v1::OpenSessionRequest open;
   open.set_dataset_id(dataset.id());
   open.set_idempotency_key("k");
