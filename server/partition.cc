@@ -157,29 +157,8 @@ absl::StatusOr<MarginalsReleasePlan> PlanMarginalsRelease(const v1::ReleaseReque
     }
   }
   const v1::MarginalsParams& params = request.marginals();
-  if (params.cliques_size() > release::kMaxCliques) {
-    return absl::InvalidArgumentError(absl::StrCat("a marginals release has at most ",
-                                                   release::kMaxCliques, " cliques, got ",
-                                                   params.cliques_size()));
-  }
-  for (const v1::AimClique& clique : params.cliques()) {
-    if (clique.columns_size() > release::kMaxCliqueColumns) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("a marginals clique has ", clique.columns_size(),
-                       " columns; a clique has 1 to ", release::kMaxCliqueColumns));
-    }
-    std::vector<int> columns;
-    for (const std::string& name : clique.columns()) {
-      const std::optional<int> index = schema.FindColumn(name);
-      if (!index.has_value()) {
-        return absl::InvalidArgumentError(absl::StrCat("marginals clique names unknown column '",
-                                                       name, "'; dataset '", dataset.id(),
-                                                       "' has no such column in its schema"));
-      }
-      columns.push_back(*index);
-    }
-    plan.params.cliques.push_back(std::move(columns));
-  }
+  DPC_ASSIGN_OR_RETURN(plan.params.cliques,
+                       ResolveCliqueColumns(params.cliques(), schema, dataset, "marginals release"));
   if (plan.params.cliques.empty()) {
     // The 1-way marginal of every column but the label (a part's label is
     // one value), public from the schema.

@@ -218,29 +218,8 @@ absl::StatusOr<ReleasePlan> PlanAimRelease(const v1::ReleaseRequest& request,
   std::vector<int> domain_sizes;
   for (int c = 0; c < n; ++c) domain_sizes.push_back(domain->domain_size(c));
   const v1::AimParams& params = request.aim();
-  std::vector<std::vector<int>> workload;
-  if (params.workload_size() > release::kMaxCliques) {
-    return absl::InvalidArgumentError(absl::StrCat("aim workload has ", params.workload_size(),
-                                                   " cliques; at most ", release::kMaxCliques));
-  }
-  for (const v1::AimClique& clique : params.workload()) {
-    if (clique.columns_size() > release::kMaxCliqueColumns) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("an aim workload clique has ", clique.columns_size(),
-                       " columns; a clique has 1 to ", release::kMaxCliqueColumns));
-    }
-    std::vector<int> columns;
-    for (const std::string& name : clique.columns()) {
-      const std::optional<int> index = schema.FindColumn(name);
-      if (!index.has_value()) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "aim workload names unknown column '", name, "'; dataset '", dataset.id(),
-            "' has no such column in its schema"));
-      }
-      columns.push_back(*index);
-    }
-    workload.push_back(std::move(columns));
-  }
+  DPC_ASSIGN_OR_RETURN(std::vector<std::vector<int>> workload,
+                       ResolveCliqueColumns(params.workload(), schema, dataset, "aim workload"));
   if (workload.empty()) workload = train::DefaultAimWorkload(n, schema.label_index());
   DPC_ASSIGN_OR_RETURN(std::vector<train::AimCandidate> candidates,
                        train::AimCandidates(workload, domain_sizes));
@@ -1093,6 +1072,36 @@ absl::Status StepRateLimiter::Take(const std::string& session_id, double now_sec
   }
   bucket.tokens -= 1.0;
   return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<std::vector<int>>> ResolveCliqueColumns(
+    const google::protobuf::RepeatedPtrField<v1::AimClique>& cliques, const data::Schema& schema,
+    const v1::Dataset& dataset, const std::string& what) {
+  if (cliques.size() > release::kMaxCliques) {
+    return absl::InvalidArgumentError(absl::StrCat(what, " has ", cliques.size(),
+                                                   " cliques; at most ", release::kMaxCliques));
+  }
+  std::vector<std::vector<int>> resolved;
+  for (const v1::AimClique& clique : cliques) {
+    if (clique.columns_size() > release::kMaxCliqueColumns) {
+      return absl::InvalidArgumentError(absl::StrCat("a clique of the ", what, " has ",
+                                                     clique.columns_size(),
+                                                     " columns; a clique has 1 to ",
+                                                     release::kMaxCliqueColumns));
+    }
+    std::vector<int> columns;
+    for (const std::string& name : clique.columns()) {
+      const std::optional<int> index = schema.FindColumn(name);
+      if (!index.has_value()) {
+        return absl::InvalidArgumentError(absl::StrCat(what, " names unknown column '", name,
+                                                       "'; dataset '", dataset.id(),
+                                                       "' has no such column in its schema"));
+      }
+      columns.push_back(*index);
+    }
+    resolved.push_back(std::move(columns));
+  }
+  return resolved;
 }
 
 }  // namespace dpcurator::server

@@ -91,6 +91,15 @@ absl::StatusOr<v1::Release> ComputeRelease(const ReleasePlan& plan, PreparedEngi
 // dataset's declared public_row_bound (REPLACE_ONE's n; unused otherwise).
 int64_t PublicRowCount(const v1::Dataset& dataset);
 
+// The column indices of each clique a request names (aim's workload,
+// marginals' cliques), checked before admission against data-independent
+// bounds: at most release::kMaxCliques cliques of 1 to
+// release::kMaxCliqueColumns columns, each a column of the schema. `what`
+// names the list in the messages ("aim workload").
+absl::StatusOr<std::vector<std::vector<int>>> ResolveCliqueColumns(
+    const google::protobuf::RepeatedPtrField<v1::AimClique>& cliques, const data::Schema& schema,
+    const v1::Dataset& dataset, const std::string& what);
+
 // Before admission, first of PlanRelease's checks: on an external dataset
 // (docs/scale-out.md) only the one-phase sums over rows are computed in the
 // curator's cluster (rff_embedding, charfn_embedding with a declared
