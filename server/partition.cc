@@ -10,7 +10,6 @@
 #include "core/privacy/discrete_noise.h"
 #include "core/release/partitioned_marginals.h"
 #include "core/util/status_macros.h"
-#include "core/util/validation.h"
 #include "proto/convert.h"
 #include "proto/release_kinds.h"
 #include "server/releases.h"
@@ -183,35 +182,21 @@ absl::StatusOr<MarginalsReleasePlan> PlanMarginalsRelease(const v1::ReleaseReque
         absl::StrCat("dataset '", dataset.id(), "' has no rows; upload rows first"));
   }
   const int64_t parts = plan.partitioned ? static_cast<int64_t>(plan.levels.size()) : 0;
-  switch (request.privacy_case()) {
-    case v1::ReleaseRequest::kEpsilon: {
-      DPC_RETURN_IF_ERROR(ValidateFinitePositive(request.epsilon(), "Epsilon"));
-      const double delta = dataset.budget().delta();
-      if (plan.partitioned) {
+  const double delta = dataset.budget().delta();
+  DPC_ASSIGN_OR_RETURN(
+      plan.noise_multiplier,
+      ResolveRequestedNoiseMultiplier(request, [&](double epsilon) -> absl::StatusOr<double> {
+        if (!plan.partitioned) {
+          // The ordinary release's calibration, as every one-shot kind's.
+          return privacy::CalibrateGridGaussianNoiseMultiplier(1, epsilon, delta);
+        }
         // Judged as the partitioned event it will be charged.
-        DPC_ASSIGN_OR_RETURN(
-            plan.noise_multiplier,
-            privacy::CalibrateEventNoiseMultiplier(
-                [&](double s) {
-                  return release::MarginalsEvent(plan.params, cells, s, relation, parts);
-                },
-                relation, request.epsilon(), delta));
-      } else {
-        // The ordinary release's calibration, as every one-shot kind's.
-        DPC_ASSIGN_OR_RETURN(plan.noise_multiplier,
-                             privacy::CalibrateGridGaussianNoiseMultiplier(1, request.epsilon(),
-                                                                           delta));
-      }
-      break;
-    }
-    case v1::ReleaseRequest::kNoiseMultiplier:
-      DPC_RETURN_IF_ERROR(ValidateFinitePositive(request.noise_multiplier(), "Noise multiplier"));
-      plan.noise_multiplier = request.noise_multiplier();
-      break;
-    case v1::ReleaseRequest::PRIVACY_NOT_SET:
-      return absl::InvalidArgumentError(
-          "release request needs a privacy level: epsilon or noise_multiplier");
-  }
+        return privacy::CalibrateEventNoiseMultiplier(
+            [&](double s) {
+              return release::MarginalsEvent(plan.params, cells, s, relation, parts);
+            },
+            relation, epsilon, delta);
+      }));
   // The grid noise the engine's draw will make, checked here (never a
   // failure after the read; docs/privacy.md 6.4).
   const absl::Status drawable =

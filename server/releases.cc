@@ -322,6 +322,23 @@ absl::Status CheckExternalRelease(const v1::ReleaseRequest& request, const v1::D
       ". Nothing was charged"));
 }
 
+absl::StatusOr<double> ResolveRequestedNoiseMultiplier(
+    const v1::ReleaseRequest& request,
+    absl::FunctionRef<absl::StatusOr<double>(double epsilon)> calibrate) {
+  switch (request.privacy_case()) {
+    case v1::ReleaseRequest::kEpsilon:
+      DPC_RETURN_IF_ERROR(ValidateFinitePositive(request.epsilon(), "Epsilon"));
+      return calibrate(request.epsilon());
+    case v1::ReleaseRequest::kNoiseMultiplier:
+      DPC_RETURN_IF_ERROR(ValidateFinitePositive(request.noise_multiplier(), "Noise multiplier"));
+      return request.noise_multiplier();
+    case v1::ReleaseRequest::PRIVACY_NOT_SET:
+      break;
+  }
+  return absl::InvalidArgumentError(
+      "release request needs a privacy level: epsilon or noise_multiplier");
+}
+
 absl::StatusOr<ReleasePlan> PlanRelease(const v1::ReleaseRequest& request,
                                         const v1::Dataset& dataset, const data::Schema& schema) {
   // First: an external dataset's refusals come before any other check.
@@ -364,27 +381,17 @@ absl::StatusOr<ReleasePlan> PlanRelease(const v1::ReleaseRequest& request,
     return absl::FailedPreconditionError(
         absl::StrCat("dataset '", dataset.id(), "' has no rows; upload rows first"));
   }
-  switch (request.privacy_case()) {
-    case v1::ReleaseRequest::kEpsilon: {
-      DPC_RETURN_IF_ERROR(ValidateFinitePositive(request.epsilon(), "Epsilon"));
-      // Calibrated for the kind's own number of Gaussian releases (PEARL
-      // with a private length-scale: two with the same multiplier), judged
-      // as the event it will be charged (docs/privacy.md 4.6).
-      const int gaussians =
-          static_cast<int>(plan.binding->Plan(plan.resolved_request, 1.0).noise_multipliers.size());
-      DPC_ASSIGN_OR_RETURN(plan.noise_multiplier,
-                           privacy::CalibrateGridGaussianNoiseMultiplier(
-                               gaussians, request.epsilon(), dataset.budget().delta()));
-      break;
-    }
-    case v1::ReleaseRequest::kNoiseMultiplier:
-      DPC_RETURN_IF_ERROR(ValidateFinitePositive(request.noise_multiplier(), "Noise multiplier"));
-      plan.noise_multiplier = request.noise_multiplier();
-      break;
-    case v1::ReleaseRequest::PRIVACY_NOT_SET:
-      return absl::InvalidArgumentError(
-          "release request needs a privacy level: epsilon or noise_multiplier");
-  }
+  // Calibrated for the kind's own number of Gaussian releases (PEARL with
+  // a private length-scale: two with the same multiplier), judged as the
+  // event it will be charged (docs/privacy.md 4.6).
+  DPC_ASSIGN_OR_RETURN(
+      plan.noise_multiplier,
+      ResolveRequestedNoiseMultiplier(request, [&](double epsilon) {
+        const int gaussians = static_cast<int>(
+            plan.binding->Plan(plan.resolved_request, 1.0).noise_multipliers.size());
+        return privacy::CalibrateGridGaussianNoiseMultiplier(gaussians, epsilon,
+                                                             dataset.budget().delta());
+      }));
   // Before admission, with the code the engine's noise step runs: a
   // multiplier (or public n) the noise step cannot take is refused here,
   // never charged and failed after the rows are read (docs/privacy.md 6.4).

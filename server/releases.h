@@ -8,6 +8,7 @@
 #include <string>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "core/data/schema.h"
@@ -99,6 +100,15 @@ int64_t PublicRowCount(const v1::Dataset& dataset);
 absl::StatusOr<std::vector<std::vector<int>>> ResolveCliqueColumns(
     const google::protobuf::RepeatedPtrField<v1::AimClique>& cliques, const data::Schema& schema,
     const v1::Dataset& dataset, const std::string& what);
+
+// The multiplier a one-shot request asks for, before admission: its
+// epsilon (finite, > 0) calibrated by `calibrate`, or its noise_multiplier
+// (finite, > 0) as given; INVALID_ARGUMENT when it names neither. The one
+// reading of ReleaseRequest.privacy for PlanRelease and PlanMarginalsRelease,
+// so both refuse the same requests with the same words.
+absl::StatusOr<double> ResolveRequestedNoiseMultiplier(
+    const v1::ReleaseRequest& request,
+    absl::FunctionRef<absl::StatusOr<double>(double epsilon)> calibrate);
 
 // Before admission, first of PlanRelease's checks: on an external dataset
 // (docs/scale-out.md) only the one-phase sums over rows are computed in the
