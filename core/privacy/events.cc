@@ -220,10 +220,29 @@ std::optional<double> PlainGaussianInverseVarianceSum(
 }
 
 std::optional<double> SingleGridGaussianInverseVariance(const PrivacyEvent& event) {
-  if (const auto* g = std::get_if<GridGaussianEvent>(&event.variant())) {
+  const PrivacyEvent::Variant& v = event.variant();
+  if (const auto* g = std::get_if<GridGaussianEvent>(&v)) {
     return 1.0 / (g->noise_multiplier * g->noise_multiplier);
   }
-  return std::nullopt;
+  // K copies of one bare GridGaussian over the parts of a public partition,
+  // under ADD_REMOVE (docs/privacy.md 3.7, "One part's profile"): a pair of
+  // neighbours changes one part's rows (or none), and the other parts'
+  // outputs are independent of it with the same law on both datasets, so
+  // every divergence of the joint output, the hockey-stick divergence
+  // included, is that one part's: a single grid Gaussian of multiplier s.
+  // Parts of different multipliers get RDP only: the discrete Gaussian's
+  // profile is not proven monotone in s, so no one part stands for all.
+  const auto* p = std::get_if<PartitionedEvent>(&v);
+  if (p == nullptr || p->relation != NeighbouringRelation::kAddRemove) return std::nullopt;
+  std::optional<double> multiplier;
+  for (const PrivacyEvent& part : p->add_remove) {
+    const auto* g = std::get_if<GridGaussianEvent>(&part.variant());
+    if (g == nullptr) return std::nullopt;
+    if (multiplier.has_value() && *multiplier != g->noise_multiplier) return std::nullopt;
+    multiplier = g->noise_multiplier;
+  }
+  if (!multiplier.has_value()) return std::nullopt;
+  return 1.0 / (*multiplier * *multiplier);
 }
 
 bool IsPlainGaussian(const PrivacyEvent& event) {

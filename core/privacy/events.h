@@ -246,8 +246,10 @@ bool IsPlainGaussian(const PrivacyEvent& event);
 // counts `count` times), or nullopt unless IsPlainGaussian(event).
 std::optional<double> PlainGaussianInverseVarianceSum(const PrivacyEvent& event);
 
-// 1/s^2 when the event is a single bare GridGaussian (the only event shape
-// the discrete Gaussian's privacy profile is used for), else nullopt.
+// 1/s^2 when the event is a single bare GridGaussian, or an ADD_REMOVE
+// partition whose parts are all the same bare GridGaussian of multiplier s
+// (one part's loss: docs/privacy.md 3.7) -- the only event shapes the
+// discrete Gaussian's privacy profile is used for -- else nullopt.
 std::optional<double> SingleGridGaussianInverseVariance(const PrivacyEvent& event);
 
 // For people, e.g. "PoissonSampledGaussian(q=0.01, s=1.1) x 10000".

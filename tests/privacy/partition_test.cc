@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/privacy/accounting.h"
+#include "core/privacy/conversion.h"
 #include "core/privacy/event_codec.h"
 #include "core/privacy/events.h"
 #include "core/privacy/rdp.h"
@@ -196,6 +197,61 @@ TEST(PartitionedEventTest, AccountantChargesTwoPartsUnderReplaceOne) {
   ASSERT_TRUE(single.Add(DG(s)).ok());
   EXPECT_NEAR(parts.Epsilon(1e-5)->epsilon, two.Epsilon(1e-5)->epsilon, 1e-9);
   EXPECT_GT(parts.Epsilon(1e-5)->epsilon, 1.3 * single.Epsilon(1e-5)->epsilon);
+}
+
+// Under ADD_REMOVE, K copies of one bare grid Gaussian lose exactly what one
+// does (docs/privacy.md 3.7, "One part's profile"), so the ledger judges
+// them by the discrete Gaussian's profile like the bare release, not by the
+// RDP conversion. Parts of different multipliers, and replace-one
+// partitions, keep the RDP conversion.
+PrivacyEvent Grid(double s) { return PrivacyEvent::GridGaussian(s).value(); }
+
+TEST(PartitionedEventTest, IdenticalGridPartsUnderAddRemoveGetOnePartsProfile) {
+  const double s = 3.7443;  // (1, 1e-5) for one grid release (sec. 4.6)
+  const PrivacyEvent one = Grid(s);
+  const PrivacyEvent ten =
+      PrivacyEvent::PartitionedAddRemove(std::vector<PrivacyEvent>(10, Grid(s))).value();
+  ASSERT_EQ(SingleGridGaussianInverseVariance(ten), SingleGridGaussianInverseVariance(one));
+  const EpsilonReport bare = ComputeEpsilonReport(one, 1e-5).value();
+  const EpsilonReport parts = ComputeEpsilonReport(ten, 1e-5).value();
+  EXPECT_EQ(parts.epsilon, bare.epsilon);
+  // The profile is what lowers it: the RDP conversion alone is about 8%
+  // higher at this s.
+  EXPECT_LT(parts.epsilon, 0.95 * parts.epsilon_rdp);
+  // Through the ledger's accountant: one charge, the bare release's epsilon,
+  // and a refund restores the empty state (its grid count included).
+  AccountantState state(NR::kAddRemove);
+  ASSERT_TRUE(state.Add(ten).ok());
+  EXPECT_EQ(state.Epsilon(1e-5)->epsilon, bare.epsilon);
+  ASSERT_TRUE(state.Subtract(ten).ok());
+  EXPECT_EQ(state, AccountantState(NR::kAddRemove));
+}
+
+TEST(PartitionedEventTest, OtherPartitionsKeepTheRdpConversion) {
+  const double s = 3.7443;
+  // Different multipliers: no single part stands for all.
+  const PrivacyEvent mixed =
+      PrivacyEvent::PartitionedAddRemove({Grid(s), Grid(2 * s)}).value();
+  EXPECT_FALSE(SingleGridGaussianInverseVariance(mixed).has_value());
+  EXPECT_EQ(ComputeEpsilonReport(mixed, 1e-5)->epsilon,
+            ComputeEpsilonReport(mixed, 1e-5)->epsilon_rdp);
+  // A part that is not a bare grid Gaussian.
+  EXPECT_FALSE(SingleGridGaussianInverseVariance(
+                   PrivacyEvent::PartitionedAddRemove({Grid(s), DG(s)}).value())
+                   .has_value());
+  // Replace-one: a moved row touches two parts.
+  const PrivacyEvent replace = PrivacyEvent::PartitionedReplaceOne(
+                                   std::vector<PrivacyEvent>(3, Grid(s)),
+                                   std::vector<PrivacyEvent>(3, Grid(s)))
+                                   .value();
+  EXPECT_FALSE(SingleGridGaussianInverseVariance(replace).has_value());
+  // Two partitions composed: the profile covers one release only.
+  AccountantState twice(NR::kAddRemove);
+  const PrivacyEvent ten =
+      PrivacyEvent::PartitionedAddRemove(std::vector<PrivacyEvent>(10, Grid(s))).value();
+  ASSERT_TRUE(twice.Add(ten).ok());
+  ASSERT_TRUE(twice.Add(ten).ok());
+  EXPECT_EQ(twice.Epsilon(1e-5)->epsilon, twice.Epsilon(1e-5)->epsilon_rdp);
 }
 
 }  // namespace

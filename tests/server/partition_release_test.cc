@@ -17,6 +17,7 @@
 #include "core/data/demo.h"
 #include "core/data/table.h"
 #include "core/privacy/calibration.h"
+#include "core/privacy/conversion.h"
 #include "core/privacy/noise_source.h"
 #include "core/privacy/rdp.h"
 #include "proto/convert.h"
@@ -136,7 +137,14 @@ TEST_F(PartitionReleaseTest, OneChargeForEveryPartUnderAddRemove) {
   EXPECT_EQ(parts.values(0), "no");
   EXPECT_EQ(parts.values(1), "yes");
   ASSERT_EQ(parts.marginals_size(), 2);
-  const double one_part = HandRdpEpsilon(1.0 / (2.0 * 2.0 * 2.0));
+  // One part's loss, judged (as one event alone) by the bare grid
+  // Gaussian's privacy profile (docs/privacy.md 3.7, "One part's profile"):
+  // the epsilon of one ordinary release at s = 2, below the RDP conversion
+  // of one part's curve alpha / (2 s^2).
+  const double one_part =
+      privacy::ComputeEpsilonReport(privacy::PrivacyEvent::GridGaussian(2.0).value(), kDelta)
+          ->epsilon;
+  EXPECT_LT(one_part, HandRdpEpsilon(1.0 / (2.0 * 2.0 * 2.0)) - 0.1);
   EXPECT_NEAR(EpsilonSpent(dataset.id()), one_part, 1e-9);
   EXPECT_EQ(EventCount(dataset.id()), 1);
   for (int k = 0; k < 2; ++k) {
@@ -149,7 +157,8 @@ TEST_F(PartitionReleaseTest, OneChargeForEveryPartUnderAddRemove) {
     EXPECT_NEAR(part.epsilon(), one_part, 1e-9);
   }
   // Naming one part: the same charge again (one part's), so the two
-  // releases compose to the curve 2 alpha / (2 s^2), not 3 alpha / (2 s^2).
+  // releases compose (by RDP: the profile covers one event) to the curve
+  // 2 alpha / (2 s^2), not 3 alpha / (2 s^2).
   v1::ReleaseRequest one = MarginalsRequest(dataset.id(), "one");
   one.mutable_partition()->add_values("yes");
   ASSERT_TRUE(RequestRelease(one, &release).ok());
@@ -216,12 +225,21 @@ TEST_F(PartitionReleaseTest, SigmaAtEpsilonOneForBothForms) {
     // The ordinary one: one grid Gaussian's own profile.
     EXPECT_NEAR(c->noise_multiplier,
                 privacy::CalibrateGridGaussianNoiseMultiplier(1, 1.0, kDelta).value(), 1e-6);
-    // The partitioned one: the RDP conversion of alpha / (2 s^2) (add/remove
-    // exactly; replace-one up to the rounding distance).
-    const double rdp_s = privacy::CalibrateDiscreteGaussianNoiseMultiplier(1, 1.0, kDelta).value();
-    EXPECT_GE(p->noise_multiplier, rdp_s * (1.0 - 1e-6));
-    EXPECT_LE(p->noise_multiplier, rdp_s * (1.0 + 1e-4));
-    EXPECT_GT(sigma_p, sigma_c);
+    if (relation == v1::ADD_REMOVE) {
+      // K identical grid Gaussians under add/remove lose what one does, and
+      // the ledger judges them by one grid Gaussian's profile
+      // (docs/privacy.md 3.7): the same noise as the class-conditional form.
+      EXPECT_NEAR(p->noise_multiplier, c->noise_multiplier, 1e-6);
+      EXPECT_NEAR(sigma_p, sigma_c, 1e-5);
+    } else {
+      // Replace-one: the RDP conversion of alpha / (2 s^2), up to the
+      // rounding distance (a moved row touches two parts).
+      const double rdp_s =
+          privacy::CalibrateDiscreteGaussianNoiseMultiplier(1, 1.0, kDelta).value();
+      EXPECT_GE(p->noise_multiplier, rdp_s * (1.0 - 1e-6));
+      EXPECT_LE(p->noise_multiplier, rdp_s * (1.0 + 1e-4));
+      EXPECT_GT(sigma_p, sigma_c);
+    }
   }
 }
 
