@@ -9,11 +9,14 @@
 #include "client/methods/kernel.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -29,6 +32,7 @@
 #include "core/nn/adam.h"
 #include "core/release/kernel_witness.h"
 #include "core/train/kernel_trainer.h"
+#include "core/util/shard_pool.h"
 #include "core/util/status_macros.h"
 #include "core/train/image_generator.h"
 #include "core/train/image_kernel_generator.h"
@@ -113,6 +117,53 @@ KernelSessionOptions KernelCommonSessionOptions(const KernelRun& run) {
   return session;
 }
 
+// One progress line for the classes of the parallel variant training at
+// once: steps summed over the classes, and how many have finished.
+class ParallelClassProgress {
+ public:
+  ParallelClassProgress(const std::string& label, int classes, int total_steps, bool quiet)
+      : classes_(classes),
+        progress_(absl::StrCat("train kernel, ", classes, " classes of ", label, " in parallel"),
+                  total_steps, quiet),
+        update_(progress_.Callback()) {
+    progress_.set_note(absl::StrCat("classes done 0 / ", classes_));
+  }
+  // A step of one class; `class_done` on its last.
+  void Step(double loss, bool class_done) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ++steps_;
+    if (class_done) progress_.set_note(absl::StrCat("classes done ", ++done_, " / ", classes_));
+    update_(steps_, loss);
+  }
+
+ private:
+  const int classes_;
+  StepProgress progress_;
+  std::function<void(int, double)> update_;
+  std::mutex mutex_;
+  int steps_ = 0;
+  int done_ = 0;
+};
+
+// A class's oracle that stops (Aborted) once another class has failed, so
+// that a failure ends the whole run at the next step instead of after every
+// running class has trained to its end.
+class StoppableKernelOracle final : public train::KernelWitnessOracle {
+ public:
+  StoppableKernelOracle(KernelOracle* oracle, const std::atomic<bool>* stop)
+      : oracle_(oracle), stop_(stop) {}
+  absl::StatusOr<train::KernelWitnessAnswer> Step(const Eigen::MatrixXd& points,
+                                                  const Eigen::VectorXi& labels) override {
+    if (stop_->load()) return absl::AbortedError("stopped: another class failed");
+    return oracle_->Step(points, labels);
+  }
+  std::vector<double> bandwidths() const { return oracle_->bandwidths(); }
+
+ private:
+  KernelOracle* oracle_;
+  const std::atomic<bool>* stop_;
+};
+
 // The parallel variant (issue 27; dp-kernel-frdp.md sec. 2, "Parallel
 // variant"; docs/privacy.md 2.10, 3.7): one unconditional kernel_witness
 // session per declared class, opened as ONE admission (its charge is one
@@ -156,15 +207,30 @@ absl::StatusOr<v1::GeneratorModel> TrainKernelParallel(
   source.schema = run.schema;
   source.schema_fingerprint = schema.FingerprintHex();
   source.delta = run.delta;
-  std::vector<v1::GeneratorModel> generators;
-  double final_loss = 0.0;
-  int64_t steps_run = 0;
-  std::optional<v1::Session> last;
+  // The classes train at once, one per hardware thread (a class's step is
+  // the server's witness then the client's update, so one class at a time
+  // leaves a core idle on a two-core machine). Each class has its own
+  // session, seed and generator, so the models do not depend on the order
+  // the classes run in. Every session is closed after all trained, in class
+  // order; on a failure none is, so the same --key resumes every class.
+  std::vector<int> class_steps(static_cast<size_t>(classes));
+  int total_steps = 0;
   for (int c = 0; c < classes; ++c) {
-    KernelOracle& oracle = (*oracles)[static_cast<size_t>(c)];
+    const v1::Session& member = (*oracles)[static_cast<size_t>(c)].session();
+    class_steps[static_cast<size_t>(c)] =
+        static_cast<int>(member.steps_reserved() - member.steps_used());
+    total_steps += class_steps[static_cast<size_t>(c)];
+  }
+  ParallelClassProgress progress(label.name, classes, total_steps, run.quiet);
+  std::vector<std::optional<v1::GeneratorModel>> generators(static_cast<size_t>(classes));
+  std::vector<double> final_losses(static_cast<size_t>(classes), 0.0);
+  std::mutex failure_mutex;
+  absl::Status failure;
+  std::atomic<bool> failed{false};
+  const auto train_class = [&](int c) -> absl::Status {
+    StoppableKernelOracle oracle(&(*oracles)[static_cast<size_t>(c)], &failed);
     train::KernelTrainerOptions options;
-    options.steps =
-        static_cast<int>(oracle.session().steps_reserved() - oracle.session().steps_used());
+    options.steps = class_steps[static_cast<size_t>(c)];
     options.points_per_step = run.points;
     options.seed = run.seed * 1000 + static_cast<uint64_t>(c);
     train::ImageGeneratorOptions image_options;
@@ -179,25 +245,14 @@ absl::StatusOr<v1::GeneratorModel> TrainKernelParallel(
     auto point_generator =
         train::ImageKernelGenerator::Create(image_options, run.learning_rate, kernel_options);
     if (!point_generator.ok()) return point_generator.status();
-    StepProgress progress(absl::StrCat("train kernel, class '", values[static_cast<size_t>(c)],
-                                       "' (", c + 1, " of ", classes, ")"),
-                          options.steps, run.quiet);
-    auto update = progress.Callback();
     const auto on_step = [&](const train::KernelTrainerProgress& p) {
-      final_loss = p.loss;
-      update(p.step, p.loss);
+      final_losses[static_cast<size_t>(c)] = p.loss;
+      progress.Step(p.loss, p.step == options.steps);
     };
-    if (auto s = train::TrainKernelGenerator(options, oracle.bandwidths(), &oracle,
-                                             &*point_generator, on_step);
-        !s.ok()) {
-      return s;
-    }
-    if (!point_generator->status().ok()) return point_generator->status();
+    DPC_RETURN_IF_ERROR(train::TrainKernelGenerator(options, oracle.bandwidths(), &oracle,
+                                                    &*point_generator, on_step));
+    DPC_RETURN_IF_ERROR(point_generator->status());
     point_generator->UseAverage(run.points);
-    auto closed = oracle.Close();
-    if (!closed.ok()) return closed.status();
-    steps_run += closed->steps_used();
-    last = *closed;
     const train::ImageGenerator& g = point_generator->generator();
     v1::GeneratorModel generator;
     generator.set_image_architecture(
@@ -206,9 +261,35 @@ absl::StatusOr<v1::GeneratorModel> TrainKernelParallel(
     generator.set_num_classes(1);
     for (float value : g.parameters()) generator.add_parameters(value);
     for (float value : g.running_statistics()) generator.add_running_statistics(value);
-    generator.set_steps(static_cast<int>(closed->steps_used()));
-    generators.push_back(std::move(generator));
+    generators[static_cast<size_t>(c)] = std::move(generator);
+    return absl::OkStatus();
+  };
+  {
+    ShardPool pool(static_cast<int>(
+        std::min<unsigned>(static_cast<unsigned>(classes),
+                           std::max(1u, std::thread::hardware_concurrency()))));
+    pool.Run(classes, [&](int c) {
+      if (failed.load()) return;
+      absl::Status s = train_class(c);
+      if (s.ok()) return;
+      std::lock_guard<std::mutex> lock(failure_mutex);
+      // The first failure is the one to report: the classes stopped by it
+      // fail with StoppableKernelOracle's Aborted after it is recorded.
+      if (failure.ok()) failure = std::move(s);
+      failed.store(true);
+    });
   }
+  if (!failure.ok()) return failure;
+  int64_t steps_run = 0;
+  std::optional<v1::Session> last;
+  for (int c = 0; c < classes; ++c) {
+    auto closed = (*oracles)[static_cast<size_t>(c)].Close();
+    if (!closed.ok()) return closed.status();
+    steps_run += closed->steps_used();
+    (*generators[static_cast<size_t>(c)]).set_steps(static_cast<int>(closed->steps_used()));
+    last = *closed;
+  }
+  const double final_loss = final_losses.back();
   // The group's one charge (one part's T steps), settled at the last close.
   source.epsilon = last->epsilon_reserved();
   if (!run.quiet) {
@@ -222,11 +303,11 @@ absl::StatusOr<v1::GeneratorModel> TrainKernelParallel(
                                           final_loss);
   model.clear_activation();
   model.set_dataset_id(run.dataset_id);
-  model.set_image_architecture(generators.front().image_architecture());
-  model.set_code_dim(generators.front().code_dim());
+  model.set_image_architecture(generators.front()->image_architecture());
+  model.set_code_dim(generators.front()->code_dim());
   model.set_num_classes(classes);
-  for (v1::GeneratorModel& generator : generators) {
-    *model.add_class_generators() = std::move(generator);
+  for (std::optional<v1::GeneratorModel>& generator : generators) {
+    *model.add_class_generators() = std::move(*generator);
   }
   return model;
 }
@@ -525,7 +606,8 @@ class KernelUnit final : public Method {
            {"out", "model.pb", "model file to write"},
            {"variant", "",
             "conditional (default with a label column), unconditional, or parallel (images: "
-            "one generator per class on partitioned sessions, charged as one class)"},
+            "one generator per class on partitioned sessions, charged as one class; the "
+            "classes train at once, one per core)"},
            {"steps", "", "session steps T (default 8000 for tables, 4000 for images)"},
            {"batch", "",
             "expected batch size m, the public divisor (default 500 for tables, 1200 for "
