@@ -195,9 +195,18 @@ TEST(EncodedRowsTest, SelectRowsKeepsFeaturesAndLabelsTogether) {
   const EncodedRows rows = EncodeRows(schema, data::GenerateDemoTable(20, 3));
   const EncodedRows batch = SelectRows(rows, {5, 0, 19});
   ASSERT_EQ(batch.num_rows(), 3);
-  EXPECT_EQ(batch.features.row(0), rows.features.row(5));
-  EXPECT_EQ(batch.features.row(2), rows.features.row(19));
-  EXPECT_EQ(batch.labels(1), rows.labels(0));
+  for (int i = 0; i < 3; ++i) {
+    const int from = std::vector<int>{5, 0, 19}[static_cast<size_t>(i)];
+    EXPECT_EQ(batch.features.row(i), rows.features.row(from)) << "row " << i;
+    EXPECT_EQ(batch.labels(i), rows.labels(from)) << "row " << i;
+  }
+  // A row picked twice is copied twice; no row is zero rows of every column.
+  const EncodedRows twice = SelectRows(rows, {7, 7});
+  EXPECT_EQ(twice.features.row(0), rows.features.row(7));
+  EXPECT_EQ(twice.features.row(1), rows.features.row(7));
+  const EncodedRows none = SelectRows(rows, {});
+  EXPECT_EQ(none.num_rows(), 0);
+  EXPECT_EQ(none.features.cols(), rows.features.cols());
   EXPECT_EQ(batch.num_classes, rows.num_classes);
   EXPECT_EQ(batch.bytes(), 3 * (rows.features.cols() * sizeof(double) + sizeof(int)));
 }
