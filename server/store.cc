@@ -1,5 +1,8 @@
 #include "server/store.h"
 
+#include <sys/mman.h>
+
+#include <cstdint>
 #include <cstring>
 
 #include "absl/status/status.h"
@@ -539,6 +542,25 @@ absl::StatusOr<std::shared_ptr<const data::Table>> Store::LoadRows(const std::st
   return table;
 }
 
+namespace {
+
+// Asks for transparent huge pages over the whole 2 MiB pages of
+// [data, data + bytes), before the first write (the kernel's "madvise"
+// mode, Debian's default, gives them only on request). A session step
+// gathers its batch's cells a column apart in the column-major rows (480 KB
+// at Fashion-MNIST's 60,000 rows), one 4 KiB page each, and those TLB
+// misses were the largest single cost of a kernel_witness step on the
+// server. Advice only: where the kernel declines, nothing changes.
+void AdviseHugePages(void* data, size_t bytes) {
+  constexpr uintptr_t kHugePage = uintptr_t{2} << 20;
+  const auto start = reinterpret_cast<uintptr_t>(data);
+  const uintptr_t begin = (start + kHugePage - 1) & ~(kHugePage - 1);
+  const uintptr_t end = (start + bytes) & ~(kHugePage - 1);
+  if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);
+}
+
+}  // namespace
+
 absl::StatusOr<std::shared_ptr<const release::EncodedRows>> Store::LoadEncodedImages(
     const std::string& dataset_id, const data::Schema& schema) {
   // The blobs are read under the lock (as LoadRows reads them); decoding
@@ -578,6 +600,7 @@ absl::StatusOr<std::shared_ptr<const release::EncodedRows>> Store::LoadEncodedIm
   rows->layout = data::FeatureLayout::ForFeatures(schema);
   rows->num_classes = schema.num_classes();
   rows->features.resize(total_rows, rows->layout.total_dim());
+  AdviseHugePages(rows->features.data(), static_cast<size_t>(rows->features.size()) * sizeof(double));
   rows->labels = Eigen::VectorXi::Zero(total_rows);
   const std::optional<int> label = schema.label_index();
   int64_t next_row = 0;
