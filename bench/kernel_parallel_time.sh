@@ -5,24 +5,29 @@
 # per client binary given, each on its own idempotency key, and a table of
 # seconds per run and per class step.
 #
-#   bench/kernel_parallel_time.sh [--steps T] [--client BIN]... [--server BIN]
+#   bench/kernel_parallel_time.sh [--steps T] [--variant V] [--client BIN]...
+#                                 [--server BIN]
 #
 # Defaults: T = 200 session steps per class (the full run is 4,000: scale
-# the time by T), the build's client and server. Pass --client twice to
-# compare two clients (say, before and after a change) on the same server
-# and dataset. Needs the dataset-fashion-mnist package (scripts/dev.sh).
+# the time by T), --variant parallel (conditional: the image default, one
+# session of T steps; its ms column is then per step), the build's client
+# and server. Pass --client twice to compare two clients (say, before and
+# after a change) on the same server and dataset; --server runs another
+# server. Needs the dataset-fashion-mnist package (scripts/dev.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 steps=200
+variant=parallel
 clients=()
 server=build/server/dpcurator-server
 data=/usr/share/datasets/fashion-mnist
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --steps) steps="$2"; shift 2 ;;
+    --variant) variant="$2"; shift 2 ;;
     --client) clients+=("$2"); shift 2 ;;
     --server) server="$2"; shift 2 ;;
-    -h|--help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -54,7 +59,7 @@ curator upload --dataset "$dataset" --idx "$data/train-images-idx3-ubyte.gz" \
 server_cpu() {
   python3 -c 'import os,sys; f=open(f"/proc/{sys.argv[1]}/stat").read().rsplit(")",1)[1].split(); print((int(f[11])+int(f[12]))/os.sysconf("SC_CLK_TCK"))' "$server_pid"
 }
-printf '| client | steps per class | wall s | ms per class step | client CPU s | server CPU s | cores busy | cores |\n'
+printf '| client | steps per session | wall s | ms per class step | client CPU s | server CPU s | cores busy | cores |\n'
 printf '|---|---|---|---|---|---|---|---|\n'
 i=0
 for client in "${clients[@]}"; do
@@ -63,16 +68,17 @@ for client in "${clients[@]}"; do
   start=$(date +%s.%N)
   DPCURATOR_TOKEN=analyst-token-bench /usr/bin/time -f '%U %S' -o "$work/time-$i" "$client" \
     train kernel --dataset "$dataset" --epsilon 1 --rows 60000 --steps "$steps" \
-    --variant parallel --key "bench-$i" --out "$work/model-$i.pb" --quiet > /dev/null
+    --variant "$variant" --key "bench-$i" --out "$work/model-$i.pb" --quiet > /dev/null
   end=$(date +%s.%N)
   cpu1=$(server_cpu)
-  python3 - "$client" "$steps" "$start" "$end" "$cpu0" "$cpu1" "$work/time-$i" <<'EOF'
+  python3 - "$client" "$steps" "$start" "$end" "$cpu0" "$cpu1" "$work/time-$i" "$variant" <<'EOF'
 import os, sys
 client, steps = sys.argv[1], int(sys.argv[2])
+sessions = 10 if sys.argv[8] == "parallel" else 1
 start, end, cpu0, cpu1 = map(float, sys.argv[3:7])
 user, system = map(float, open(sys.argv[7]).read().split()[-2:])
 wall, client_cpu, server_cpu = end - start, user + system, cpu1 - cpu0
-print(f"| {client} | {steps} | {wall:.1f} | {1000 * wall / (10 * steps):.1f} | "
+print(f"| {client} | {steps} | {wall:.1f} | {1000 * wall / (sessions * steps):.1f} | "
       f"{client_cpu:.1f} | {server_cpu:.1f} | {(client_cpu + server_cpu) / wall:.2f} | "
       f"{os.cpu_count()} |")
 EOF
