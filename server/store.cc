@@ -545,8 +545,8 @@ absl::StatusOr<std::shared_ptr<const data::Table>> Store::LoadRows(const std::st
 namespace {
 
 // Asks for transparent huge pages over the whole 2 MiB pages of
-// [data, data + bytes), before the first write (the kernel's "madvise"
-// mode, Debian's default, gives them only on request). A session step
+// [data, data + bytes), before the first write (a kernel in "madvise" mode,
+// as the development machine's is, gives them only on request). A step
 // gathers its batch's cells a column apart in the column-major rows (480 KB
 // at Fashion-MNIST's 60,000 rows), one 4 KiB page each, and those TLB
 // misses were the largest single cost of a kernel_witness step on the
@@ -600,7 +600,8 @@ absl::StatusOr<std::shared_ptr<const release::EncodedRows>> Store::LoadEncodedIm
   rows->layout = data::FeatureLayout::ForFeatures(schema);
   rows->num_classes = schema.num_classes();
   rows->features.resize(total_rows, rows->layout.total_dim());
-  AdviseHugePages(rows->features.data(), static_cast<size_t>(rows->features.size()) * sizeof(double));
+  AdviseHugePages(rows->features.data(),
+                  static_cast<size_t>(rows->features.size()) * sizeof(double));
   rows->labels = Eigen::VectorXi::Zero(total_rows);
   const std::optional<int> label = schema.label_index();
   int64_t next_row = 0;

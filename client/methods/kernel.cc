@@ -273,9 +273,13 @@ absl::StatusOr<v1::GeneratorModel> TrainKernelParallel(
       absl::Status s = train_class(c);
       if (s.ok()) return;
       std::lock_guard<std::mutex> lock(failure_mutex);
-      // The first failure is the one to report: the classes stopped by it
-      // fail with StoppableKernelOracle's Aborted after it is recorded.
-      if (failure.ok()) failure = std::move(s);
+      // The first failure is the one to report, with its class (a declared
+      // label value): the classes stopped by it fail with
+      // StoppableKernelOracle's Aborted after it is recorded.
+      if (failure.ok()) {
+        failure = absl::Status(s.code(), absl::StrCat("class '", values[static_cast<size_t>(c)],
+                                                      "': ", s.message()));
+      }
       failed.store(true);
     });
   }

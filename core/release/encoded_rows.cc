@@ -32,7 +32,9 @@ EncodedRows SelectRows(const EncodedRows& rows, const std::vector<int64_t>& indi
     double* to = batch.features.col(j).data();
     for (Eigen::Index i = 0; i < n; ++i) to[i] = from[indices[static_cast<size_t>(i)]];
   }
-  for (Eigen::Index i = 0; i < n; ++i) batch.labels(i) = rows.labels(indices[static_cast<size_t>(i)]);
+  for (Eigen::Index i = 0; i < n; ++i) {
+    batch.labels(i) = rows.labels(indices[static_cast<size_t>(i)]);
+  }
   return batch;
 }
 
