@@ -17,6 +17,7 @@
 #include "server/clock.h"
 #include "server/collection_service.h"
 #include "server/ledger.h"
+#include "server/limits.h"
 #include "server/metrics.h"
 #include "server/runner_service.h"
 #include "server/service.h"
@@ -55,6 +56,8 @@ struct ServerOptions {
   // that would go over is refused with RESOURCE_EXHAUSTED, nothing of it
   // stored (docs/privacy.md 2.6 "Report bounds and quotas").
   int64_t max_reports_per_token = CollectionServiceImpl::kDefaultMaxReportsPerToken;
+  // What callers may make the server hold (server/limits.h, docs/limits.md).
+  ServerLimits limits;
   // Where every stored time comes from (created_unix, session idleness,
   // token and audit times). Never null; must outlive the server. Tests pass
   // a fake clock (tests/server/fake_clock.h) to move time without sleeping.
