@@ -106,12 +106,14 @@ using Json = nlohmann::json;
 constexpr double kMiB = 1024.0 * 1024.0;
 // The bar: under every attack the honest p99 stays within 2x idle.
 constexpr double kHeldRatio = 2.0;
-// Refusal texts kept per phase (the first distinct ones, cut).
+// Texts of calls not OK kept per phase (the first distinct ones, cut).
 constexpr size_t kMessagesKept = 3;
 constexpr size_t kMessageCut = 160;
 // A setup call's deadline, and an attack call's unless the phase sets one.
 constexpr auto kSetupTimeout = std::chrono::seconds(120);
 constexpr auto kAttackCallTimeout = std::chrono::seconds(10);
+// A partitioned release of 10 x 2^20 cells takes seconds on two cores.
+constexpr auto kPartitionCallTimeout = std::chrono::seconds(120);
 
 double SecondsSince(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
@@ -165,6 +167,7 @@ struct Options {
   int stream_channels = 4;
   int partition_calls = 3;
   int aim_levels = 12;
+  double aim_epsilon = 10;
   int64_t rss_cap_mb = 3072;
   int honest_rows = 2000;
   int upload_rows = 1000;
@@ -178,7 +181,8 @@ constexpr const char* kUsage =
     "usage: hostile_load [--seconds S] [--phases 1,2,3,4,5,6,7,8] [--json] [--keep]\n"
     "  [--server PATH] [--server-arg ARG]... (passed to dpcurator-server; any number)\n"
     "  [--max-calls N] [--attack-threads N] [--path-bytes N] [--streams N]\n"
-    "  [--stream-channels N] [--partition-calls N] [--aim-levels N] [--rss-cap-mb N]\n"
+    "  [--stream-channels N] [--partition-calls N] [--aim-levels N] [--aim-epsilon E]\n"
+    "  [--rss-cap-mb N]\n"
     "  [--ledger-events N] [--ledger-seconds S] [--honest-rows N] [--upload-rows N]\n"
     "  [--honest-pause-ms N]\n";
 
@@ -236,6 +240,8 @@ std::optional<Options> ParseOptions(int argc, char** argv) {
       options.partition_calls = std::max(0, std::atoi(v->c_str()));
     } else if (arg == "--aim-levels") {
       options.aim_levels = std::clamp(std::atoi(v->c_str()), 2, 256);
+    } else if (arg == "--aim-epsilon") {
+      options.aim_epsilon = std::atof(v->c_str());
     } else if (arg == "--rss-cap-mb") {
       options.rss_cap_mb = std::atoll(v->c_str());
     } else if (arg == "--honest-rows") {
@@ -627,7 +633,7 @@ absl::StatusOr<v1::Dataset> DemoDataset(Client& curator, client::Connection& con
 // ------------------------------------------------------------- tallies ---
 
 // One attack's calls: ok, refused (the server answered with an error), other
-// (deadline or transport: not an answer), and the first refusal texts.
+// (deadline or transport: not an answer), and the first texts of calls not OK.
 struct Tally {
   std::atomic<int64_t> attempts{0};
   std::atomic<int64_t> calls{0}, ok{0}, refused{0}, other{0};
@@ -909,6 +915,7 @@ void OnThreads(Attack& attack, const std::string& token,
 
 // 1: random paths under the health service's prefix, no token.
 void HealthPaths(Attack& attack) {
+  attack.Begin();
   OnThreads(attack, "", [&attack](Client& client, int) {
     grpc::CompletionQueue queue;
     while (attack.Running()) {
@@ -923,6 +930,7 @@ void HealthPaths(Attack& attack) {
 void BadTokenPaths(Attack& attack) {
   const std::string bad_token = "dpc_" + RandomHex(24);
   const int tail = attack.options->path_bytes;
+  attack.Begin();
   OnThreads(attack, bad_token, [&attack, tail](Client& client, int) {
     grpc::CompletionQueue queue;
     while (attack.Running()) {
@@ -937,31 +945,39 @@ void BadTokenPaths(Attack& attack) {
 
 // 3: AIM with max_model_cells 2^62 on a dense table of 8 categorical columns.
 void AimHuge(Attack& attack) {
+  constexpr int kAimRows = 5000;
   v1::TableSchema schema;
   const int levels = attack.options->aim_levels;
   for (int c = 0; c < 8; ++c) AddCategorical(&schema, absl::StrCat("c", c), levels, "l");
-  auto dataset = CreateDataset(*attack.curator, "attack-aim", schema, 1000, false);
+  auto dataset = CreateDataset(*attack.curator, "attack-aim", schema, 1e6, false);
   if (!dataset.ok()) Die("aim dataset", dataset.status());
+  // Dense: every column is one shared latent level plus a little noise, so
+  // every pair is worth measuring and the model's junction tree grows
+  // towards the full 8-way table (levels^8 cells).
   TextRows rows;
   std::mt19937_64 rng(3);
-  for (int r = 0; r < 2000; ++r) {
+  for (int r = 0; r < kAimRows; ++r) {
+    const int latent = static_cast<int>(rng() % levels);
     std::vector<std::string>& row = rows.emplace_back();
-    for (int c = 0; c < 8; ++c) row.push_back(absl::StrCat("l", rng() % levels));
+    for (int c = 0; c < 8; ++c) {
+      const int shift = static_cast<int>(rng() % 3) - 1;
+      row.push_back(absl::StrCat("l", (latent + shift + levels) % levels));
+    }
   }
   if (auto status = UploadText(*attack.curator, dataset->id(), rows); !status.ok()) {
     Die("aim upload", status);
   }
   attack.result->notes.push_back(absl::StrFormat(
-      "aim: 8 categorical columns of %d levels, 2000 rows; max_model_cells 2^62, epsilon 1; "
-      "the server is SIGKILLed past --rss-cap-mb %d",
-      levels, attack.options->rss_cap_mb));
+      "aim: 8 correlated categorical columns of %d levels, %d rows; max_model_cells 2^62, "
+      "epsilon %g; the server is SIGKILLed past --rss-cap-mb %d",
+      levels, kAimRows, attack.options->aim_epsilon, attack.options->rss_cap_mb));
   attack.Begin();
   Client client(attack.address, attack.attacker_token);
   while (attack.Running()) {
     v1::ReleaseRequest request;
     request.set_dataset_id(dataset->id());
     request.set_idempotency_key("aim-" + RandomHex(8));
-    request.set_epsilon(1.0);
+    request.set_epsilon(attack.options->aim_epsilon);
     request.mutable_aim()->set_max_model_cells(int64_t{1} << 62);
     v1::Release release;
     auto context = client.Context(std::max<Clock::duration>(attack.Remaining(),
@@ -1021,8 +1037,11 @@ void Partitioned(Attack& attack) {
   for (int call = 0; call < attack.options->partition_calls && attack.Running(); ++call) {
     request.set_idempotency_key("part-" + RandomHex(8));
     v1::Release release;
+    // A call started in the phase may finish after it (bounded): its work
+    // (about 84 MB built, stored and written to the WAL) then stays in this
+    // phase's numbers instead of the next one's.
     auto context = client.Context(std::max<Clock::duration>(attack.Remaining(),
-                                                            std::chrono::seconds(5)));
+                                                            kPartitionCallTimeout));
     attack.tally.Add(client.releases->RequestRelease(context.get(), request, &release));
   }
 }
@@ -1031,6 +1050,8 @@ void Partitioned(Attack& attack) {
 // releases at noise multiplier 1e5, and one session stepped as fast as it
 // goes (each rff_embedding step stores its artefact).
 void NearFree(Attack& attack, const data::Table& table) {
+  // release::kMaxNumFrequencies: the largest artefact one call may store.
+  constexpr int kMostFrequencies = 20000;
   auto dataset = DemoDataset(*attack.curator, *attack.curator_connection, table, "attack-free",
                              100);
   if (!dataset.ok()) Die("near-free dataset", dataset.status());
@@ -1044,7 +1065,10 @@ void NearFree(Attack& attack, const data::Table& table) {
     request.mutable_params()->set_steps(int64_t{1} << 30);
     request.mutable_params()->set_sampling_rate(rate);
     request.mutable_params()->set_noise_multiplier(1e4);
-    request.mutable_params()->mutable_rff_embedding();
+    // The most frequencies a step may have: 2 x 20,000 features x 2
+    // classes, about 640 kB stored per step.
+    request.mutable_params()->mutable_rff_embedding()->set_num_frequencies(
+        kMostFrequencies);
     auto context = client.Context(kAttackCallTimeout);
     const grpc::Status status = client.sessions->OpenSession(context.get(), request, session);
     attack.tally.Add(status);
@@ -1079,7 +1103,7 @@ void NearFree(Attack& attack, const data::Table& table) {
         request.set_dataset_id(id);
         request.set_idempotency_key("free-" + RandomHex(8));
         request.set_noise_multiplier(1e5);
-        request.mutable_rff_embedding();
+        request.mutable_rff_embedding()->set_num_frequencies(kMostFrequencies);
         v1::Release release;
         auto context = client.Context(kAttackCallTimeout);
         const grpc::Status status = client.releases->RequestRelease(context.get(), request,
@@ -1355,7 +1379,7 @@ void PrintTables(const std::vector<std::unique_ptr<PhaseResult>>& results,
       std::printf("  %d: %s\n", phase->number, note.c_str());
     }
     for (const std::string& message : phase->messages) {
-      std::printf("  %d: refused: %s\n", phase->number, message.c_str());
+      std::printf("  %d: not OK: %s\n", phase->number, message.c_str());
     }
     for (int k = 0; k < kHonestKinds; ++k) {
       if (phase->honest[k].errors > 0) {
@@ -1384,7 +1408,7 @@ Json ToJson(const std::vector<std::unique_ptr<PhaseResult>>& results, const Serv
     entry["ok"] = phase->ok;
     entry["refused"] = phase->refused;
     entry["other"] = phase->other;
-    entry["refusal_messages"] = phase->messages;
+    entry["not_ok_messages"] = phase->messages;
     entry["rss_mb"] = phase->resources.rss_mb.ToJson();
     entry["db_wal_mb"] = phase->resources.db_mb.ToJson();
     entry["threads"] = phase->resources.threads.ToJson();
