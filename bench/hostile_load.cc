@@ -900,6 +900,28 @@ struct Attack {
   bool Running() { return Clock::now() < deadline && tally.Next(options->max_calls); }
 };
 
+// What the attack's own dataset was charged (GetBudget, as the attacking
+// analyst): a refusal before admission charges nothing, so a call counted
+// "refused" here with epsilon spent was refused after the charge.
+void NoteCharge(Attack& attack, const std::string& dataset_id) {
+  Client client(attack.address, attack.attacker_token);
+  v1::GetBudgetRequest request;
+  request.set_dataset_id(dataset_id);
+  v1::BudgetReport report;
+  auto context = client.Context(std::chrono::seconds(30));
+  const grpc::Status status = client.datasets->GetBudget(context.get(), request, &report);
+  if (!status.ok()) {
+    attack.result->notes.push_back(absl::StrCat("charged: GetBudget failed: code ",
+                                                static_cast<int>(status.error_code())));
+    return;
+  }
+  attack.result->notes.push_back(absl::StrFormat(
+      "charged: epsilon %.6g spent on the attack's dataset (cap %g) in %d ledger events",
+      report.epsilon_spent(), report.budget().epsilon(), report.events_size()));
+  attack.result->extra["attack_epsilon_spent"] = report.epsilon_spent();
+  attack.result->extra["attack_ledger_events"] = report.events_size();
+}
+
 // `body` on --attack-threads threads (each with its own connection), joined.
 void OnThreads(Attack& attack, const std::string& token,
                const std::function<void(Client&, int)>& body) {
@@ -984,6 +1006,7 @@ void AimHuge(Attack& attack) {
                                                             std::chrono::seconds(1)));
     attack.tally.Add(client.releases->RequestRelease(context.get(), request, &release));
   }
+  NoteCharge(attack, dataset->id());
 }
 
 // 4: a partitioned marginals release with 10 parts of 2^20 cells each.
@@ -1044,6 +1067,7 @@ void Partitioned(Attack& attack) {
                                                             kPartitionCallTimeout));
     attack.tally.Add(client.releases->RequestRelease(context.get(), request, &release));
   }
+  NoteCharge(attack, dataset->id());
 }
 
 // 5: near-free objects on a demo dataset: sessions reserving 2^30 steps,
@@ -1120,6 +1144,7 @@ void NearFree(Attack& attack, const data::Table& table) {
   attack.result->extra["sessions_opened"] = sessions.load();
   attack.result->extra["steps_stored"] = steps.load();
   attack.result->extra["releases_stored"] = releases.load();
+  NoteCharge(attack, id);
 }
 
 // 6: ledger history growth, and admission latency early and late in it.
@@ -1160,6 +1185,7 @@ void LedgerGrowth(Attack& attack) {
       }
     }
   });
+  NoteCharge(attack, id);
   std::sort(latencies.begin(), latencies.end());
   const int64_t n = static_cast<int64_t>(latencies.size());
   // Early: the window after the 1,000th event when the run got far enough
@@ -1211,6 +1237,7 @@ void JobFlood(Attack& attack) {
       attack.tally.Add(client.releases->RequestRelease(context.get(), request, &release));
     }
   });
+  NoteCharge(attack, id);
   // What the curator's runner then faces (one call: at most 100 listed).
   v1::ListPendingJobsRequest list;
   list.set_dataset_id(id);
