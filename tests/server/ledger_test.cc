@@ -11,6 +11,7 @@
 #include <random>
 
 #include "absl/strings/str_cat.h"
+#include "client/connection.h"
 #include "core/privacy/accounting.h"
 #include "core/privacy/conversion.h"
 #include "core/privacy/event_codec.h"
@@ -769,6 +770,77 @@ TEST_F(LedgerTest, HotPathWorkDoesNotGrowWithHistory) {
   EXPECT_LE(large.vm_steps, small.vm_steps + 16) << "100 events: " << small.vm_steps;
   EXPECT_GE(large.vm_steps, small.vm_steps - 16) << "100 events: " << small.vm_steps;
   EXPECT_EQ(large.full_scan_steps, small.full_scan_steps);
+}
+
+// Over gRPC: GetBudget honours page_size and page_token, every page has the
+// totals, and the client's GetWholeBudget (what `dpcurator budget` prints)
+// follows next_page_token to the same report a single page held before.
+class BudgetPagesTest : public ServerTest {};
+
+TEST_F(BudgetPagesTest, GetBudgetPagesAndTheClientFollowsThem) {
+  v1::Dataset dataset;
+  ASSERT_TRUE(CreateDataset(100.0, 1e-5, v1::ADD_REMOVE, &dataset).ok());
+  ASSERT_TRUE(UploadDemoRows(dataset.id(), 300, 1).ok());
+  client::Connection analyst = Analyst();
+  constexpr int kSessions = 4;
+  for (int i = 0; i < kSessions; ++i) {
+    v1::OpenSessionRequest request;
+    request.set_dataset_id(dataset.id());
+    request.set_idempotency_key(absl::StrCat("session-", i));
+    request.mutable_params()->set_steps(5);
+    request.mutable_params()->set_sampling_rate(0.1);
+    request.mutable_params()->set_noise_multiplier(2.0);
+    request.mutable_params()->mutable_rff_embedding()->set_num_frequencies(10);
+    v1::Session session;
+    auto context = analyst.NewContext();
+    grpc::Status status = analyst.sessions().OpenSession(context.get(), request, &session);
+    ASSERT_TRUE(status.ok()) << status.error_message();
+    if (i % 2 == 0) {
+      v1::CloseSessionRequest close;
+      close.set_session_id(session.id());
+      v1::Session closed;
+      auto close_context = analyst.NewContext();
+      ASSERT_TRUE(analyst.sessions().CloseSession(close_context.get(), close, &closed).ok());
+    }
+  }
+  // 4 reservations and 2 refunds (closed before any step): 6 events, 4 sessions.
+  v1::BudgetReport whole;
+  {
+    v1::GetBudgetRequest request;
+    request.set_dataset_id(dataset.id());
+    request.set_page_size(1000);
+    auto context = analyst.NewContext();
+    ASSERT_TRUE(analyst.datasets().GetBudget(context.get(), request, &whole).ok());
+  }
+  ASSERT_EQ(whole.events_size(), 6);
+  ASSERT_EQ(whole.sessions_size(), kSessions);
+  EXPECT_TRUE(whole.next_page_token().empty());
+
+  v1::BudgetReport first;
+  {
+    v1::GetBudgetRequest request;
+    request.set_dataset_id(dataset.id());
+    request.set_page_size(4);
+    auto context = analyst.NewContext();
+    ASSERT_TRUE(analyst.datasets().GetBudget(context.get(), request, &first).ok());
+  }
+  EXPECT_EQ(first.events_size(), 4);
+  EXPECT_EQ(first.sessions_size(), 0);
+  EXPECT_FALSE(first.next_page_token().empty());
+  EXPECT_EQ(first.epsilon_spent(), whole.epsilon_spent());
+  EXPECT_EQ(first.epsilon_remaining(), whole.epsilon_remaining());
+
+  auto followed = client::GetWholeBudget(&analyst, dataset.id());
+  ASSERT_TRUE(followed.ok()) << followed.status();
+  EXPECT_EQ(followed->SerializeAsString(), whole.SerializeAsString());
+
+  v1::GetBudgetRequest forged;
+  forged.set_dataset_id(dataset.id());
+  forged.set_page_token("not a token");
+  v1::BudgetReport refused;
+  auto context = analyst.NewContext();
+  EXPECT_EQ(analyst.datasets().GetBudget(context.get(), forged, &refused).error_code(),
+            grpc::StatusCode::INVALID_ARGUMENT);
 }
 
 // The event names added for discrete noise (docs/privacy.md 4.6, 4.7) round
