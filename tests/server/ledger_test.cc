@@ -545,7 +545,8 @@ TEST_F(LedgerTest, RunningStateMatchesRebuildAfterEveryEvent) {
           reserved[opened->session.id()] = steps;
         }
       } else if (op == 4 && !open_steps.empty()) {
-        auto it = std::next(open_steps.begin(), static_cast<std::ptrdiff_t>(pick(open_steps.size())));
+        auto it = std::next(open_steps.begin(),
+                            static_cast<std::ptrdiff_t>(pick(open_steps.size())));
         if (it->second < reserved[it->first]) {
           ASSERT_TRUE(ledger_->BeginStep(it->first, kAlice, it->second).ok());
           ASSERT_TRUE(ledger_
@@ -555,7 +556,8 @@ TEST_F(LedgerTest, RunningStateMatchesRebuildAfterEveryEvent) {
           ++it->second;
         }
       } else if (op == 5 && !open_steps.empty()) {
-        auto it = std::next(open_steps.begin(), static_cast<std::ptrdiff_t>(pick(open_steps.size())));
+        auto it = std::next(open_steps.begin(),
+                            static_cast<std::ptrdiff_t>(pick(open_steps.size())));
         ASSERT_TRUE(ledger_->CloseSession(it->first, kAlice).ok());
         open_steps.erase(it);
       } else if (op == 6) {
