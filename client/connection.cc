@@ -236,6 +236,34 @@ absl::StatusOr<std::vector<v1::ReleaseSummary>> ListAllReleases(Connection* conn
   return releases;
 }
 
+absl::StatusOr<v1::BudgetReport> GetWholeBudget(Connection* connection,
+                                                const std::string& dataset_id) {
+  v1::BudgetReport whole;
+  bool first = true;
+  DPC_RETURN_IF_ERROR(FollowPages(
+      "budget", [&](const std::string& token, std::string* next) -> absl::Status {
+        v1::GetBudgetRequest request;
+        request.set_dataset_id(dataset_id);
+        request.set_page_token(token);
+        v1::BudgetReport page;
+        auto context = connection->NewContext();
+        grpc::Status status = connection->datasets().GetBudget(context.get(), request, &page);
+        if (!status.ok()) return RpcError(status, "budget");
+        *next = page.next_page_token();
+        if (first) {
+          // The totals, from the first page (the ledger's running state).
+          whole = std::move(page);
+          whole.clear_next_page_token();
+          first = false;
+          return absl::OkStatus();
+        }
+        for (auto& event : *page.mutable_events()) *whole.add_events() = std::move(event);
+        for (auto& session : *page.mutable_sessions()) *whole.add_sessions() = std::move(session);
+        return absl::OkStatus();
+      }));
+  return whole;
+}
+
 absl::StatusOr<std::vector<v1::AuditRecord>> ListNewestAudit(Connection* connection, int limit) {
   std::vector<v1::AuditRecord> records;
   int64_t before_id = 0;

@@ -78,6 +78,10 @@ absl::StatusOr<std::string> ResolveDatasetId(Connection* connection,
 absl::StatusOr<std::vector<v1::Dataset>> ListAllDatasets(Connection* connection);
 absl::StatusOr<std::vector<v1::ReleaseSummary>> ListAllReleases(Connection* connection,
                                                                 const std::string& dataset_id);
+// The dataset's whole budget report: the totals (the same on every page)
+// and every page's events and sessions, in order.
+absl::StatusOr<v1::BudgetReport> GetWholeBudget(Connection* connection,
+                                                const std::string& dataset_id);
 // The newest `limit` audit records (at most 10000), newest first.
 absl::StatusOr<std::vector<v1::AuditRecord>> ListNewestAudit(Connection* connection, int limit);
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <optional>
 #include <vector>
 
@@ -470,7 +471,10 @@ absl::Status Ledger::Refund(const std::string& release_id, const std::string& re
 }
 
 absl::StatusOr<v1::BudgetReport> Ledger::Report(const std::string& dataset_id,
-                                                 const Caller& caller) {
+                                                 const Caller& caller, const PageRequest& page) {
+  DPC_ASSIGN_OR_RETURN(const int page_size, ResolvePageSize(page.page_size));
+  DPC_ASSIGN_OR_RETURN(const std::optional<BudgetPageCursor> after,
+                       DecodeBudgetPageToken(page.page_token));
   auto locked = database_->Lock();
   Database* db = locked.get();
   DPC_ASSIGN_OR_RETURN(LoadedDataset dataset, LoadDatasetBudget(db, dataset_id));
@@ -489,39 +493,104 @@ absl::StatusOr<v1::BudgetReport> Ledger::Report(const std::string& dataset_id,
     report.set_epsilon_discrete_exact(*spent.epsilon_grid_exact);
   }
   report.set_optimal_order(spent.optimal_order);
-  DPC_ASSIGN_OR_RETURN(auto events,
-                       db->Prepare("SELECT id, COALESCE(release_id, ''), kind, description, "
-                                   "relation, epsilon_alone, created_unix, COALESCE(refund_of, 0) "
-                                   "FROM ledger_events WHERE dataset_id = ? ORDER BY id"));
-  events.Bind(1, dataset_id);
-  while (true) {
-    DPC_ASSIGN_OR_RETURN(bool row, events.Step());
-    if (!row) break;
-    auto* event = report.add_events();
-    event->set_id(events.ColumnInt(0));
-    event->set_release_id(events.ColumnText(1));
-    event->set_kind(events.ColumnText(2));
-    // The event alone: a refund row's free-text reason stays in the
-    // database (rows written before docs/privacy.md 6.1 may hold text that
-    // depends on the data).
-    const std::string description = events.ColumnText(3);
-    event->set_description(description.substr(0, description.find(std::string(kRefundSeparator))));
-    event->set_relation(static_cast<v1::NeighbouringRelation>(events.ColumnInt(4)));
-    event->set_epsilon_alone(events.ColumnDouble(5));
-    event->set_created_unix(events.ColumnInt(6));
-    event->set_refund_of(events.ColumnInt(7));
+  // One budget for both lists: the events first, then the sessions. Each
+  // query reads at most one row past the page (LIMIT), by index.
+  PageBudget budget(page_size, page.max_bytes);
+  if (!after.has_value() || !after->sessions) {
+    DPC_ASSIGN_OR_RETURN(auto events,
+                         db->Prepare("SELECT id, COALESCE(release_id, ''), kind, description, "
+                                     "relation, epsilon_alone, created_unix, "
+                                     "COALESCE(refund_of, 0) FROM ledger_events WHERE "
+                                     "dataset_id = ? AND id > ? ORDER BY id LIMIT ?"));
+    events.Bind(1, dataset_id)
+        .Bind(2, after.has_value() ? after->event_id : int64_t{0})
+        .Bind(3, int64_t{page_size} + 1);
+    while (true) {
+      DPC_ASSIGN_OR_RETURN(bool row, events.Step());
+      if (!row) break;
+      v1::LedgerEvent event;
+      event.set_id(events.ColumnInt(0));
+      event.set_release_id(events.ColumnText(1));
+      event.set_kind(events.ColumnText(2));
+      // The event alone: a refund row's free-text reason stays in the
+      // database (rows written before docs/privacy.md 6.1 may hold text
+      // that depends on the data).
+      const std::string description = events.ColumnText(3);
+      event.set_description(
+          description.substr(0, description.find(std::string(kRefundSeparator))));
+      event.set_relation(static_cast<v1::NeighbouringRelation>(events.ColumnInt(4)));
+      event.set_epsilon_alone(events.ColumnDouble(5));
+      event.set_created_unix(events.ColumnInt(6));
+      event.set_refund_of(events.ColumnInt(7));
+      const size_t bytes = event.ByteSizeLong();
+      if (!budget.Fits(bytes)) {
+        BudgetPageCursor next;
+        next.event_id = report.events(report.events_size() - 1).id();
+        report.set_next_page_token(EncodeBudgetPageToken(next));
+        return report;
+      }
+      budget.Add(bytes);
+      *report.add_events() = std::move(event);
+    }
   }
-  DPC_ASSIGN_OR_RETURN(auto sessions,
-                       db->Prepare(absl::StrCat("SELECT ", kSessionColumns, " FROM sessions WHERE "
-                                                "dataset_id = ? ORDER BY created_unix, id")));
-  sessions.Bind(1, dataset_id);
+  // A row-value range, so the (dataset_id, created_unix, id) index seeks
+  // to the cursor instead of reading every earlier session.
+  const bool after_session = after.has_value() && after->session.has_value();
+  const PageCursor session_cursor =
+      after_session ? *after->session
+                    : PageCursor{std::numeric_limits<int64_t>::min(), std::string()};
+  DPC_ASSIGN_OR_RETURN(
+      auto sessions,
+      db->Prepare(absl::StrCat("SELECT ", kSessionColumns, " FROM sessions WHERE dataset_id = ? "
+                               "AND (created_unix, id) > (?, ?) "
+                               "AND (? = 1 OR owner = '' OR owner = ?) "
+                               "ORDER BY created_unix, id LIMIT ?")));
+  sessions.Bind(1, dataset_id)
+      .Bind(2, session_cursor.created_unix)
+      .Bind(3, session_cursor.id)
+      .Bind(4, int64_t{caller.is_curator})
+      .Bind(5, caller.principal_id)
+      .Bind(6, int64_t{page_size} + 1);
   while (true) {
     DPC_ASSIGN_OR_RETURN(bool row, sessions.Step());
     if (!row) break;
     if (!caller.Sees(sessions.ColumnText(12))) continue;
-    *report.add_sessions() = SessionFromRow(sessions);
+    v1::Session session = SessionFromRow(sessions);
+    const size_t bytes = session.ByteSizeLong();
+    if (!budget.Fits(bytes)) {
+      // More follow: after this page's last session, or (the events filled
+      // the page) from the first session.
+      BudgetPageCursor next;
+      next.sessions = true;
+      if (report.sessions_size() > 0) {
+        const v1::Session& last = report.sessions(report.sessions_size() - 1);
+        next.session = PageCursor{last.created_unix(), last.id()};
+      }
+      report.set_next_page_token(EncodeBudgetPageToken(next));
+      return report;
+    }
+    budget.Add(bytes);
+    *report.add_sessions() = std::move(session);
   }
   return report;
+}
+
+absl::StatusOr<Ledger::BudgetPosition> Ledger::Position(const std::string& dataset_id) {
+  auto locked = database_->Lock();
+  Database* db = locked.get();
+  DPC_ASSIGN_OR_RETURN(LoadedDataset dataset, LoadDatasetBudget(db, dataset_id));
+  DPC_ASSIGN_OR_RETURN(privacy::AccountantState state,
+                       LoadTotals(db, dataset_id, dataset.relation));
+  DPC_ASSIGN_OR_RETURN(privacy::EpsilonReport spent, state.Epsilon(dataset.delta));
+  DPC_ASSIGN_OR_RETURN(auto open, db->Prepare("SELECT COUNT(*) FROM sessions WHERE "
+                                              "dataset_id = ? AND state = 'OPEN'"));
+  open.Bind(1, dataset_id);
+  DPC_ASSIGN_OR_RETURN(bool counted, open.Step());
+  BudgetPosition position;
+  position.epsilon_spent = spent.epsilon;
+  position.epsilon_remaining = std::max(0.0, dataset.epsilon_cap - spent.epsilon);
+  position.open_sessions = counted ? open.ColumnInt(0) : 0;
+  return position;
 }
 
 absl::StatusOr<std::string> Ledger::GetArtefact(const std::string& release_id,
@@ -569,18 +638,21 @@ absl::StatusOr<v1::ListReleasesResponse> Ledger::ListReleases(const std::string&
   DPC_ASSIGN_OR_RETURN(const int page_size, ResolvePageSize(page.page_size));
   DPC_ASSIGN_OR_RETURN(const std::optional<PageCursor> after, DecodePageToken(page.page_token));
   auto db = database_->Lock();
-  // Keyset order: the page after the token's (created_unix, id).
+  // Keyset order: the page after the token's (created_unix, id), as a
+  // row-value range that the (dataset_id, created_unix, id) index seeks
+  // to; the caller's own releases only, at most one row past the page.
   DPC_ASSIGN_OR_RETURN(auto query,
                        db->Prepare("SELECT id, kind, idempotency_key, status, epsilon, "
                                    "created_unix, owner FROM releases WHERE dataset_id = ? AND "
-                                   "(? = 0 OR created_unix > ? OR (created_unix = ? AND id > ?)) "
-                                   "ORDER BY created_unix, id"));
-  const int64_t after_time = after.has_value() ? after->created_unix : 0;
+                                   "(created_unix, id) > (?, ?) AND "
+                                   "(? = 1 OR owner = '' OR owner = ?) "
+                                   "ORDER BY created_unix, id LIMIT ?"));
   query.Bind(1, dataset_id)
-      .Bind(2, int64_t{after.has_value()})
-      .Bind(3, after_time)
-      .Bind(4, after_time)
-      .Bind(5, after.has_value() ? after->id : std::string());
+      .Bind(2, after.has_value() ? after->created_unix : std::numeric_limits<int64_t>::min())
+      .Bind(3, after.has_value() ? after->id : std::string())
+      .Bind(4, int64_t{caller.is_curator})
+      .Bind(5, caller.principal_id)
+      .Bind(6, int64_t{page_size} + 1);
   v1::ListReleasesResponse response;
   PageBudget budget(page_size, page.max_bytes);
   while (true) {
@@ -1101,6 +1173,48 @@ absl::StatusOr<int> Ledger::CloseIdleSessions(int64_t idle_seconds) {
   return static_cast<int>(ids.size());
 }
 
+namespace {
+
+// Every event of the dataset in id order, added (or, for a refund,
+// subtracted) into a fresh state: what the running totals must equal.
+// Problems with single events (one that does not apply) go to `problems`.
+absl::StatusOr<privacy::AccountantState> RebuildTotalsLocked(
+    Database* db, const std::string& dataset_id, privacy::NeighbouringRelation relation,
+    std::vector<std::string>* problems) {
+  privacy::AccountantState rebuilt(relation);
+  DPC_ASSIGN_OR_RETURN(auto events, db->Prepare("SELECT description, refund_of, kind FROM "
+                                                "ledger_events WHERE dataset_id = ? ORDER BY id"));
+  events.Bind(1, dataset_id);
+  while (true) {
+    DPC_ASSIGN_OR_RETURN(bool event_row, events.Step());
+    if (!event_row) break;
+    std::string text = events.ColumnText(0);
+    const bool refund = !events.ColumnIsNull(1);
+    if (refund) text = text.substr(0, text.find(std::string(kRefundSeparator)));
+    DPC_ASSIGN_OR_RETURN(privacy::PrivacyEvent event, privacy::DecodeEvent(text));
+    absl::Status status = refund ? rebuilt.Subtract(event) : rebuilt.Add(event);
+    if (!status.ok()) {
+      if (problems == nullptr) return status;
+      problems->push_back(absl::StrCat("dataset ", dataset_id, ": ", status.message()));
+    }
+  }
+  return rebuilt;
+}
+
+}  // namespace
+
+absl::StatusOr<privacy::AccountantState> Ledger::StoredTotals(const std::string& dataset_id) {
+  auto locked = database_->Lock();
+  DPC_ASSIGN_OR_RETURN(LoadedDataset dataset, LoadDatasetBudget(locked.get(), dataset_id));
+  return LoadTotals(locked.get(), dataset_id, dataset.relation);
+}
+
+absl::StatusOr<privacy::AccountantState> Ledger::RebuildTotals(const std::string& dataset_id) {
+  auto locked = database_->Lock();
+  DPC_ASSIGN_OR_RETURN(LoadedDataset dataset, LoadDatasetBudget(locked.get(), dataset_id));
+  return RebuildTotalsLocked(locked.get(), dataset_id, dataset.relation, nullptr);
+}
+
 absl::StatusOr<std::vector<std::string>> Ledger::VerifyTotals() {
   auto locked = database_->Lock();
   Database* db = locked.get();
@@ -1112,26 +1226,23 @@ absl::StatusOr<std::vector<std::string>> Ledger::VerifyTotals() {
     const std::string dataset_id = datasets.ColumnText(0);
     const auto relation =
         RelationFromProto(static_cast<v1::NeighbouringRelation>(datasets.ColumnInt(1)));
-    privacy::AccountantState rebuilt(relation);
-    DPC_ASSIGN_OR_RETURN(auto events, db->Prepare("SELECT description, refund_of, kind FROM "
-                                                  "ledger_events WHERE dataset_id = ? ORDER BY id"));
-    events.Bind(1, dataset_id);
-    while (true) {
-      DPC_ASSIGN_OR_RETURN(bool event_row, events.Step());
-      if (!event_row) break;
-      std::string text = events.ColumnText(0);
-      const bool refund = !events.ColumnIsNull(1);
-      if (refund) text = text.substr(0, text.find(std::string(kRefundSeparator)));
-      DPC_ASSIGN_OR_RETURN(privacy::PrivacyEvent event, privacy::DecodeEvent(text));
-      absl::Status status = refund ? rebuilt.Subtract(event) : rebuilt.Add(event);
-      if (!status.ok()) {
-        problems.push_back(absl::StrCat("dataset ", dataset_id, ": ", status.message()));
-      }
-    }
+    DPC_ASSIGN_OR_RETURN(privacy::AccountantState rebuilt,
+                         RebuildTotalsLocked(db, dataset_id, relation, &problems));
     DPC_ASSIGN_OR_RETURN(privacy::AccountantState stored, LoadTotals(db, dataset_id, relation));
     if (!(stored == rebuilt)) {
       problems.push_back(absl::StrCat("dataset ", dataset_id,
                                       ": running totals differ from the sum of its events"));
+    }
+    // The count stored beside the state (a dataset with no totals row has
+    // no events, which the comparison above already holds).
+    DPC_ASSIGN_OR_RETURN(auto count,
+                         db->Prepare("SELECT event_count FROM ledger_totals WHERE dataset_id = ?"));
+    count.Bind(1, dataset_id);
+    DPC_ASSIGN_OR_RETURN(bool has_totals, count.Step());
+    if (has_totals && count.ColumnInt(0) != rebuilt.event_count()) {
+      problems.push_back(absl::StrCat("dataset ", dataset_id, ": running event count ",
+                                      count.ColumnInt(0), " differs from its events' ",
+                                      rebuilt.event_count()));
     }
   }
   return problems;

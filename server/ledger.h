@@ -9,6 +9,7 @@
 #include "absl/container/flat_hash_set.h"
 
 #include "absl/status/statusor.h"
+#include "core/privacy/accounting.h"
 #include "core/privacy/events.h"
 #include "dpcurator/v1/dpcurator.pb.h"
 #include "server/clock.h"
@@ -121,9 +122,31 @@ class Ledger {
   // that names the curator's log entry.
   absl::Status FailAfterRowsRead(const std::string& release_id, const std::string& incident);
 
-  // Event descriptions carry no refund reasons; an analyst's report lists
-  // only its own sessions.
-  absl::StatusOr<v1::BudgetReport> Report(const std::string& dataset_id, const Caller& caller);
+  // One page of the dataset's budget report (GetBudget). The totals
+  // (spent, remaining, the conversions) come from the running state on
+  // every page; the ledger's events (by id) and then the sessions (by
+  // created_unix, id) come a page at a time under one row and byte budget
+  // (server/paging.h), with next_page_token while more follow. Work per
+  // page is O(grid + page), never O(history). Event descriptions carry no
+  // refund reasons; an analyst's report lists only its own sessions.
+  absl::StatusOr<v1::BudgetReport> Report(const std::string& dataset_id, const Caller& caller,
+                                          const PageRequest& page = {});
+
+  // The dataset's ledger position for the metrics' gauges, from the running
+  // state and an index count of its OPEN sessions: O(grid + open sessions),
+  // independent of how many events the ledger holds (issue 36, item 6).
+  struct BudgetPosition {
+    double epsilon_spent = 0.0;
+    double epsilon_remaining = 0.0;
+    int64_t open_sessions = 0;
+  };
+  absl::StatusOr<BudgetPosition> Position(const std::string& dataset_id);
+
+  // The dataset's running state as stored (ledger_totals), and the same
+  // state rebuilt from every one of its events in id order: O(history), for
+  // VerifyTotals and tests only, never on a request's path.
+  absl::StatusOr<privacy::AccountantState> StoredTotals(const std::string& dataset_id);
+  absl::StatusOr<privacy::AccountantState> RebuildTotals(const std::string& dataset_id);
   absl::StatusOr<std::string> GetArtefact(const std::string& release_id, const Caller& caller,
                                           std::string* dataset_id);
   // One page of the releases the caller sees, in (created_unix, id) order,
@@ -218,7 +241,10 @@ class Ledger {
   absl::StatusOr<int> CloseIdleSessions(int64_t idle_seconds);
 
   // Recomputes every dataset's totals from its events and compares them with
-  // the stored running totals; returns the mismatches.
+  // the stored running totals (the state bytes, which fix every order's
+  // RDP sum, the plain-Gaussian sum and flag and the grid-Gaussian case,
+  // and the event_count column beside them); returns the mismatches. The
+  // server refuses to start on any (CuratorServer::Start).
   absl::StatusOr<std::vector<std::string>> VerifyTotals();
 
   // ---- Jobs of external datasets (issue 28; docs/scale-out.md) ----

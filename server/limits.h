@@ -25,6 +25,15 @@ struct ServerLimits {
   // ---- Memory and response size (items 3, 4).
 
   // ---- The ledger (item 6).
+  //
+  // No flag: the ledger's work per call is bounded by construction, not by
+  // a setting. Admission reads and updates the dataset's running state
+  // (ledger_totals: the RDP sum per order, the plain-Gaussian sum and flag,
+  // the grid-Gaussian case) in the event's transaction, O(grid); every
+  // other lookup on a release's or session's path is an index seek
+  // (migration 11); the metrics' gauges read Ledger::Position, never the
+  // report. GetBudget pages its events and sessions with the List calls'
+  // bounds (server/paging.h: kMaxPageSize rows, kMaxPageBytes a page).
 };
 
 }  // namespace dpcurator::server

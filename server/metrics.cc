@@ -229,12 +229,11 @@ void Metrics::SetEpsilon(absl::string_view dataset_id, double spent, double rema
   epsilon_remaining_->Add(labels).Set(remaining);
 }
 
-void Metrics::UpdateBudget(const v1::BudgetReport& report) {
-  SetEpsilon(report.dataset_id(), report.epsilon_spent(), report.epsilon_remaining());
-  int64_t open = 0;
-  for (const v1::Session& session : report.sessions()) open += session.state() == "OPEN";
+void Metrics::UpdateBudget(absl::string_view dataset_id, double spent, double remaining,
+                           int64_t open_sessions) {
+  SetEpsilon(dataset_id, spent, remaining);
   std::lock_guard<std::mutex> lock(sessions_mutex_);
-  open_sessions_[report.dataset_id()] = open;
+  open_sessions_[std::string(dataset_id)] = open_sessions;
   int64_t total = 0;
   for (const auto& [dataset, count] : open_sessions_) total += count;
   sessions_open_->Set(static_cast<double>(total));
@@ -295,21 +294,25 @@ Metrics::MakeInterceptorFactory(Authorizer* authorizer) {
 }
 
 void RefreshBudget(Ledger& ledger, Metrics& metrics, const std::string& dataset_id) {
-  absl::StatusOr<v1::BudgetReport> report = ledger.Report(dataset_id, Caller::Curator());
-  if (!report.ok()) {
+  // The position, not the report: O(grid) whatever the ledger's history
+  // (issue 36, item 6), and this runs after every charge and refund.
+  absl::StatusOr<Ledger::BudgetPosition> position = ledger.Position(dataset_id);
+  if (!position.ok()) {
     LogEvent(LogLevel::kWarning, "metrics_refresh_failed")
         .Str("dataset", dataset_id)
-        .Code(report.status().code());
+        .Code(position.status().code());
     return;
   }
-  metrics.UpdateBudget(*report);
+  metrics.UpdateBudget(dataset_id, position->epsilon_spent, position->epsilon_remaining,
+                       position->open_sessions);
 }
 
 absl::Status RefreshAllBudgets(Store& store, Ledger& ledger, Metrics& metrics) {
   DPC_ASSIGN_OR_RETURN(std::vector<v1::Dataset> datasets, store.ListDatasets());
   for (const v1::Dataset& dataset : datasets) {
-    DPC_ASSIGN_OR_RETURN(v1::BudgetReport report, ledger.Report(dataset.id(), Caller::Curator()));
-    metrics.UpdateBudget(report);
+    DPC_ASSIGN_OR_RETURN(Ledger::BudgetPosition position, ledger.Position(dataset.id()));
+    metrics.UpdateBudget(dataset.id(), position.epsilon_spent, position.epsilon_remaining,
+                         position.open_sessions);
   }
   return absl::OkStatus();
 }

@@ -88,9 +88,9 @@ class Metrics {
   void RecordFailureAfterRowsRead(absl::string_view object);
   // The dataset's ledger position after a charge or refund.
   void SetEpsilon(absl::string_view dataset_id, double spent, double remaining);
-  // SetEpsilon from the report, and the dataset's open sessions from its
-  // session list.
-  void UpdateBudget(const v1::BudgetReport& report);
+  // SetEpsilon, and the dataset's open sessions (Ledger::Position).
+  void UpdateBudget(absl::string_view dataset_id, double spent, double remaining,
+                    int64_t open_sessions);
   // One SubmitReports batch as acknowledged.
   void RecordReports(absl::string_view collection_id, const v1::SubmitReportsAck& ack);
   // A finished RPC (full method name, e.g. "/dpcurator.v1.ReleaseService/RequestRelease").
@@ -137,7 +137,9 @@ class Metrics {
   int port_ = 0;
 };
 
-// Re-reads one dataset's ledger position into the gauges. Metrics never fail
+// Re-reads one dataset's ledger position (Ledger::Position: the running
+// state and an index count of open sessions, never the event history) into
+// the gauges. Metrics never fail
 // a request: an error is logged (metrics_refresh_failed) and the gauge is
 // corrected by the dataset's next charge, GetBudget or a restart.
 void RefreshBudget(Ledger& ledger, Metrics& metrics, const std::string& dataset_id);

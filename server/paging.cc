@@ -46,6 +46,39 @@ absl::StatusOr<std::optional<PageCursor>> DecodePageToken(absl::string_view toke
   return cursor;
 }
 
+namespace {
+
+absl::Status BadPageToken() {
+  return absl::InvalidArgumentError(
+      "page_token is not one this server made: pass the previous page's next_page_token "
+      "unchanged, or none for the first page");
+}
+
+}  // namespace
+
+std::string EncodeBudgetPageToken(const BudgetPageCursor& cursor) {
+  if (!cursor.sessions) return absl::StrCat("e", cursor.event_id);
+  if (!cursor.session.has_value()) return "s";
+  return absl::StrCat("s", EncodePageToken(*cursor.session));
+}
+
+absl::StatusOr<std::optional<BudgetPageCursor>> DecodeBudgetPageToken(absl::string_view token) {
+  if (token.empty()) return std::nullopt;
+  BudgetPageCursor cursor;
+  const absl::string_view rest = token.substr(1);
+  if (token.front() == 'e') {
+    if (!absl::SimpleAtoi(rest, &cursor.event_id) || cursor.event_id < 0) return BadPageToken();
+    return cursor;
+  }
+  if (token.front() != 's') return BadPageToken();
+  cursor.sessions = true;
+  if (rest.empty()) return cursor;
+  absl::StatusOr<std::optional<PageCursor>> session = DecodePageToken(rest);
+  if (!session.ok()) return BadPageToken();
+  cursor.session = **session;
+  return cursor;
+}
+
 size_t PageBudget::EncodedItemBytes(size_t item_bytes) {
   // One tag byte (the item fields are numbered below 16) and the length.
   return 1 + google::protobuf::io::CodedOutputStream::VarintSize64(item_bytes) + item_bytes;

@@ -43,6 +43,20 @@ std::string EncodePageToken(const PageCursor& cursor);
 // nullopt for the empty token (the first page).
 absl::StatusOr<std::optional<PageCursor>> DecodePageToken(absl::string_view token);
 
+// GetBudget's token: the report pages two lists under one budget, the
+// ledger's events (by id) and then the sessions (by created_unix, id). The
+// token names the list and the last item of the previous page:
+// "e<event id>", "s" (sessions from the first) or "s<created_unix>/<id>".
+struct BudgetPageCursor {
+  bool sessions = false;  // false: events after event_id, then sessions
+  int64_t event_id = 0;
+  std::optional<PageCursor> session;  // sessions after it; nullopt: from the first
+};
+std::string EncodeBudgetPageToken(const BudgetPageCursor& cursor);
+// nullopt for the empty token (the first page); INVALID_ARGUMENT for a
+// token this server did not make.
+absl::StatusOr<std::optional<BudgetPageCursor>> DecodeBudgetPageToken(absl::string_view token);
+
 // One page's request as the store and ledger take it: the wire's page_size
 // and page_token, and the byte budget (tests lower it to page with few
 // items).

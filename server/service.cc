@@ -388,8 +388,14 @@ grpc::Status DatasetServiceImpl::GetBudget(grpc::ServerContext* context,
   authorizer_->NoteTarget(context, request->dataset_id());
   (void)role;
   DPC_GRPC_ASSIGN_OR_RETURN(Caller caller, CallerOf(*authorizer_, context));
-  DPC_GRPC_ASSIGN_OR_RETURN(*response, ledger_->Report(request->dataset_id(), caller));
-  metrics_->UpdateBudget(*response);  // free: the report is at hand
+  PageRequest page;
+  page.page_size = request->page_size();
+  page.page_token = request->page_token();
+  DPC_GRPC_ASSIGN_OR_RETURN(*response, ledger_->Report(request->dataset_id(), caller, page));
+  // Free: the totals are at hand (the open-session gauge is kept by the
+  // calls that open and close sessions).
+  metrics_->SetEpsilon(response->dataset_id(), response->epsilon_spent(),
+                       response->epsilon_remaining());
   return grpc::Status::OK;
 }
 

@@ -59,7 +59,15 @@ absl::Status Statement::Run() {
   }
 }
 
+void Statement::CountWork() {
+  if (work_ == nullptr || stmt_ == nullptr) return;
+  work_->vm_steps += sqlite3_stmt_status(stmt_, SQLITE_STMTSTATUS_VM_STEP, /*resetFlg=*/1);
+  work_->full_scan_steps +=
+      sqlite3_stmt_status(stmt_, SQLITE_STMTSTATUS_FULLSCAN_STEP, /*resetFlg=*/1);
+}
+
 void Statement::Reset() {
+  CountWork();
   sqlite3_reset(stmt_);
   sqlite3_clear_bindings(stmt_);
   bind_status_ = absl::OkStatus();
@@ -121,7 +129,7 @@ absl::StatusOr<Statement> Database::Prepare(absl::string_view sql) {
       SQLITE_OK) {
     return SqliteError(db_, absl::StrCat("prepare '", sql.substr(0, 80), "'"));
   }
-  return Statement(db_, stmt);
+  return Statement(db_, stmt, &work_);
 }
 
 absl::StatusOr<Transaction> Transaction::BeginImmediate(Database* db) {

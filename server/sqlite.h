@@ -14,15 +14,27 @@ namespace dpcurator::server {
 
 // A thin RAII layer over the SQLite C API: statuses instead of return codes,
 // messages that name the statement.
+struct SqliteWork {
+  int64_t vm_steps = 0;
+  int64_t full_scan_steps = 0;
+};
+
 class Statement {
  public:
-  Statement(sqlite3* db, sqlite3_stmt* stmt) : db_(db), stmt_(stmt) {}
-  Statement(Statement&& other) noexcept : db_(other.db_), stmt_(other.stmt_) {
+  // `work` (may be null) receives the statement's VM steps when it is reset
+  // or finalized (Database::work()).
+  Statement(sqlite3* db, sqlite3_stmt* stmt, SqliteWork* work = nullptr)
+      : db_(db), stmt_(stmt), work_(work) {}
+  Statement(Statement&& other) noexcept
+      : db_(other.db_), stmt_(other.stmt_), work_(other.work_) {
     other.stmt_ = nullptr;
   }
   Statement(const Statement&) = delete;
   Statement& operator=(const Statement&) = delete;
-  ~Statement() { sqlite3_finalize(stmt_); }
+  ~Statement() {
+    CountWork();
+    sqlite3_finalize(stmt_);
+  }
 
   // Parameters are 1-based, as in SQLite.
   Statement& Bind(int index, int64_t value);
@@ -45,8 +57,12 @@ class Statement {
   }
 
  private:
+  // Adds the VM steps run since the last count to *work_ and zeroes them.
+  void CountWork();
+
   sqlite3* db_;
   sqlite3_stmt* stmt_;
+  SqliteWork* work_;
   absl::Status bind_status_;
 };
 
@@ -64,9 +80,18 @@ class Database {
   int Changes() const { return sqlite3_changes(db_); }
   sqlite3* raw() { return db_; }
 
+  // The SQLite virtual-machine steps run by statements prepared here
+  // (sqlite3_stmt_status SQLITE_STMTSTATUS_VM_STEP, summed when each is
+  // reset or finalized), and the steps of full-table scans among them. A
+  // measure of work that does not depend on timing: tests hold admission's
+  // work independent of the ledger's history with it (issue 36, item 6).
+  // Read under the SharedDatabase lock, like everything here.
+  SqliteWork work() const { return work_; }
+
  private:
   explicit Database(sqlite3* db) : db_(db) {}
   sqlite3* db_;
+  SqliteWork work_;
 };
 
 // BEGIN IMMEDIATE ... COMMIT, rolled back unless Commit() succeeds.

@@ -569,6 +569,7 @@ absl::Status RunList(const ParsedArgs& args) {
   for (const auto& d : datasets) {
     v1::GetBudgetRequest request;
     request.set_dataset_id(d.id());
+    request.set_page_size(1);  // only the totals, which every page carries
     v1::BudgetReport report;
     auto budget_context = connection->NewContext();
     grpc::Status got = connection->datasets().GetBudget(budget_context.get(), request, &report);
@@ -621,12 +622,10 @@ absl::Status RunBudget(const ParsedArgs& args) {
   if (!connection.ok()) return connection.status();
   auto dataset_id = ResolveDatasetId(&*connection, args.Get("dataset"));
   if (!dataset_id.ok()) return dataset_id.status();
-  v1::GetBudgetRequest request;
-  request.set_dataset_id(*dataset_id);
-  v1::BudgetReport report;
-  auto context = connection->NewContext();
-  grpc::Status status = connection->datasets().GetBudget(context.get(), request, &report);
-  if (!status.ok()) return RpcError(status, "budget");
+  // Every page (server/paging.h): the same output as before paging.
+  auto whole = GetWholeBudget(&*connection, *dataset_id);
+  if (!whole.ok()) return whole.status();
+  const v1::BudgetReport& report = *whole;
   if (args.Flag("json")) {
     nlohmann::json out;
     out["dataset_id"] = report.dataset_id();

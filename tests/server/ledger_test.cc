@@ -7,10 +7,17 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <map>
+#include <random>
+
+#include "absl/strings/str_cat.h"
+#include "client/connection.h"
+#include "core/privacy/accounting.h"
 #include "core/privacy/conversion.h"
 #include "core/privacy/event_codec.h"
 #include "core/privacy/events.h"
 #include "core/privacy/rdp.h"
+#include "server/metrics.h"
 #include "server/store.h"
 #include "tests/server/server_test_util.h"
 
@@ -433,6 +440,409 @@ TEST_F(LedgerTest, DiscreteGaussianIsStoredApartAndChargedByRdpOnly) {
   auto problems = ledger_->VerifyTotals();
   ASSERT_TRUE(problems.ok()) << problems.status();
   EXPECT_TRUE(problems->empty()) << ::testing::PrintToString(*problems);
+}
+
+// ---- Issue 36, item 6: the running state, GetBudget's pages, and the
+// ledger's work per admission independent of its history.
+
+// The running state (ledger_totals) after every operation equals a rebuild
+// from all the dataset's events, bit for bit, and so do the epsilon the
+// report shows and the gauges' position, over a seeded random mix of what
+// the accountant composes: plain and discrete Gaussians, one grid Gaussian
+// alone (its own profile), Laplace and subsampled events, refunds, session
+// reservations with the steps run settled at close, and partitioned groups
+// settled when their last member closes.
+TEST_F(LedgerTest, RunningStateMatchesRebuildAfterEveryEvent) {
+  std::mt19937_64 random(36);
+  auto uniform = [&random](double low, double high) {
+    return std::uniform_real_distribution<double>(low, high)(random);
+  };
+  auto pick = [&random](size_t n) {
+    return static_cast<size_t>(std::uniform_int_distribution<size_t>(0, n - 1)(random));
+  };
+  int checks_with_exact = 0;
+  int checks_with_grid = 0;
+  for (v1::NeighbouringRelation relation : {v1::ADD_REMOVE, v1::REPLACE_ONE}) {
+    const std::string dataset = NewDataset(relation, 1e6);
+    // Session steps as the server charges them under each relation.
+    const auto step_event =
+        relation == v1::ADD_REMOVE
+            ? privacy::PrivacyEvent::PoissonSampledDiscreteGaussian(0.01, 1.1)
+            : privacy::PrivacyEvent::SampledWithoutReplacementDiscreteGaussian(0.01, 1.1);
+    ASSERT_TRUE(step_event.ok());
+    std::vector<std::string> pending;           // admitted releases
+    std::map<std::string, int64_t> open_steps;  // open session -> steps run
+    std::map<std::string, int64_t> reserved;    // session -> steps reserved
+    auto check = [&](const std::string& what) {
+      auto stored = ledger_->StoredTotals(dataset);
+      auto rebuilt = ledger_->RebuildTotals(dataset);
+      ASSERT_TRUE(stored.ok()) << what << ": " << stored.status();
+      ASSERT_TRUE(rebuilt.ok()) << what << ": " << rebuilt.status();
+      EXPECT_TRUE(*stored == *rebuilt) << what;
+      auto epsilon = rebuilt->Epsilon(1e-5);
+      ASSERT_TRUE(epsilon.ok()) << what;
+      auto report = ledger_->Report(dataset, Caller::Curator(), PageRequest{1, ""});
+      ASSERT_TRUE(report.ok()) << what << ": " << report.status();
+      EXPECT_EQ(report->epsilon_spent(), epsilon->epsilon) << what;
+      EXPECT_EQ(report->epsilon_rdp(), epsilon->epsilon_rdp) << what;
+      EXPECT_EQ(report->has_epsilon_exact(), epsilon->epsilon_exact.has_value()) << what;
+      if (epsilon->epsilon_exact.has_value()) {
+        ++checks_with_exact;
+        EXPECT_EQ(report->epsilon_exact(), *epsilon->epsilon_exact) << what;
+      }
+      EXPECT_EQ(report->has_epsilon_discrete_exact(), epsilon->epsilon_grid_exact.has_value());
+      if (epsilon->epsilon_grid_exact.has_value()) {
+        ++checks_with_grid;
+        EXPECT_EQ(report->epsilon_discrete_exact(), *epsilon->epsilon_grid_exact) << what;
+      }
+      auto position = ledger_->Position(dataset);
+      ASSERT_TRUE(position.ok()) << what;
+      EXPECT_EQ(position->epsilon_spent, epsilon->epsilon) << what;
+      EXPECT_EQ(position->open_sessions, static_cast<int64_t>(open_steps.size())) << what;
+    };
+    for (int i = 0; i < 160; ++i) {
+      const std::string key = absl::StrCat("key-", i);
+      // The first charge is one grid Gaussian alone (its own profile) on
+      // the first dataset, plain Gaussians (the exact path) on the second.
+      const int op = i < 3 ? 0 : static_cast<int>(pick(7));
+      if (op == 0 || op == 1) {
+        absl::StatusOr<privacy::PrivacyEvent> event;
+        const size_t kind = i == 0 && relation == v1::ADD_REMOVE ? 0
+                            : i < 3 && relation == v1::REPLACE_ONE ? 1
+                                                                   : pick(5);
+        switch (kind) {
+          case 0: event = privacy::PrivacyEvent::GridGaussian(uniform(2, 20)); break;
+          case 1: event = privacy::PrivacyEvent::Gaussian(uniform(2, 20)); break;
+          case 2: event = privacy::PrivacyEvent::DiscreteGaussian(uniform(2, 20)); break;
+          case 3: event = privacy::PrivacyEvent::Laplace(uniform(5, 50)); break;
+          default:
+            event = privacy::PrivacyEvent::PoissonSampledGaussian(uniform(0.001, 0.05),
+                                                                  uniform(0.8, 3));
+        }
+        ASSERT_TRUE(event.ok());
+        auto admission = ledger_->Admit(dataset, kAlice, key, "rff_embedding", key, *event);
+        if (admission.ok()) {
+          ledger_->EndAttempt(admission->release_id);
+          pending.push_back(admission->release_id);
+        }
+      } else if (op == 2 && !pending.empty()) {
+        const size_t k = pick(pending.size());
+        // A refund, or a delivery (the charge stays).
+        if (pick(2) == 0) {
+          ASSERT_TRUE(ledger_->Refund(pending[k], "probe").ok());
+        } else {
+          ASSERT_TRUE(ledger_->Complete(pending[k], "artefact").ok());
+        }
+        pending.erase(pending.begin() + static_cast<std::ptrdiff_t>(k));
+      } else if (op == 3) {
+        const int64_t steps = 1 + static_cast<int64_t>(pick(20));
+        v1::SessionParams params;
+        params.set_steps(steps);
+        auto opened = ledger_->OpenSession(dataset, kAlice, key, key, params, *step_event,
+                                           steps, 1.1);
+        if (opened.ok()) {
+          open_steps[opened->session.id()] = 0;
+          reserved[opened->session.id()] = steps;
+        }
+      } else if (op == 4 && !open_steps.empty()) {
+        auto it = std::next(open_steps.begin(),
+                            static_cast<std::ptrdiff_t>(pick(open_steps.size())));
+        if (it->second < reserved[it->first]) {
+          ASSERT_TRUE(ledger_->BeginStep(it->first, kAlice, it->second).ok());
+          ASSERT_TRUE(ledger_
+                          ->RecordStep(it->first, it->second,
+                                       Ledger::StoredStep{"answer", pick(4) == 0 ? "inc" : ""})
+                          .ok());
+          ++it->second;
+        }
+      } else if (op == 5 && !open_steps.empty()) {
+        auto it = std::next(open_steps.begin(),
+                            static_cast<std::ptrdiff_t>(pick(open_steps.size())));
+        ASSERT_TRUE(ledger_->CloseSession(it->first, kAlice).ok());
+        open_steps.erase(it);
+      } else if (op == 6) {
+        std::vector<Ledger::SessionPart> parts;
+        for (int32_t level = 0; level < 2 + static_cast<int32_t>(pick(2)); ++level) {
+          Ledger::SessionPart part;
+          part.level = level;
+          part.steps = 1 + static_cast<int64_t>(pick(10));
+          part.params.set_steps(part.steps);
+          part.step_event = *step_event;
+          part.noise_multiplier = 1.1;
+          parts.push_back(std::move(part));
+        }
+        auto opened = ledger_->OpenPartitionedSessions(dataset, kAlice, key, key, parts);
+        if (opened.ok()) {
+          for (const v1::Session& member : opened->sessions) {
+            open_steps[member.id()] = 0;
+            reserved[member.id()] = member.steps_reserved();
+          }
+        }
+      }
+      check(absl::StrCat(v1::NeighbouringRelation_Name(relation), " operation ", i, " (", op,
+                         ")"));
+      if (::testing::Test::HasFatalFailure()) return;
+    }
+  }
+  // The mix reached the exact paths, not only the RDP conversion.
+  EXPECT_GT(checks_with_exact, 0);
+  EXPECT_GT(checks_with_grid, 0);
+  auto problems = ledger_->VerifyTotals();
+  ASSERT_TRUE(problems.ok()) << problems.status();
+  EXPECT_TRUE(problems->empty()) << ::testing::PrintToString(*problems);
+}
+
+// The start-up check compares the running state AND the event count stored
+// beside it with a rebuild from the events, and names the dataset.
+TEST_F(LedgerTest, VerifyTotalsFindsStateAndCountMismatches) {
+  const std::string dataset = NewDataset(v1::ADD_REMOVE, 100.0);
+  auto event = privacy::PrivacyEvent::Gaussian(5.0);
+  ASSERT_TRUE(event.ok());
+  for (int i = 0; i < 3; ++i) {
+    const std::string key = absl::StrCat("k", i);
+    ASSERT_TRUE(ledger_->Admit(dataset, kAlice, key, "rff_embedding", key, *event).ok());
+  }
+  {
+    auto db = database_->Lock();
+    ASSERT_TRUE(db->Exec("UPDATE ledger_totals SET event_count = event_count + 1").ok());
+  }
+  auto problems = ledger_->VerifyTotals();
+  ASSERT_TRUE(problems.ok()) << problems.status();
+  ASSERT_EQ(problems->size(), 1u) << ::testing::PrintToString(*problems);
+  EXPECT_THAT((*problems)[0], HasSubstr("running event count 4 differs from its events' 3"));
+  EXPECT_THAT((*problems)[0], HasSubstr(dataset));
+  {
+    // A state with one event fewer: the bytes differ.
+    privacy::AccountantState fewer(privacy::NeighbouringRelation::kAddRemove);
+    ASSERT_TRUE(fewer.Add(*event).ok());
+    ASSERT_TRUE(fewer.Add(*event).ok());
+    auto db = database_->Lock();
+    auto update = db->Prepare("UPDATE ledger_totals SET state = ?, event_count = 3");
+    ASSERT_TRUE(update.ok());
+    ASSERT_TRUE(update->BindBlob(1, fewer.Serialize()).Run().ok());
+  }
+  problems = ledger_->VerifyTotals();
+  ASSERT_TRUE(problems.ok()) << problems.status();
+  ASSERT_EQ(problems->size(), 1u) << ::testing::PrintToString(*problems);
+  EXPECT_THAT((*problems)[0], HasSubstr("running totals differ from the sum of its events"));
+}
+
+// GetBudget pages: the events, then the caller's sessions, a page at a
+// time under one row and byte budget, every page with the same totals, and
+// every item exactly once.
+TEST_F(LedgerTest, BudgetReportPagesEventsThenSessions) {
+  const std::string dataset = NewDataset(v1::ADD_REMOVE, 1e6);
+  auto event = privacy::PrivacyEvent::Gaussian(20.0);
+  auto step = privacy::PrivacyEvent::PoissonSampledDiscreteGaussian(0.01, 1.1);
+  ASSERT_TRUE(event.ok() && step.ok());
+  for (int i = 0; i < 7; ++i) {
+    const std::string key = absl::StrCat("k", i);
+    ASSERT_TRUE(ledger_->Admit(dataset, kAlice, key, "rff_embedding", key, *event).ok());
+  }
+  v1::SessionParams params;
+  params.set_steps(5);
+  for (const auto& [caller, key] : {std::pair{kAlice, "s1"}, std::pair{kBob, "s2"},
+                                    std::pair{kAlice, "s3"}, std::pair{kAlice, "s4"}}) {
+    clock_.Advance(1);
+    ASSERT_TRUE(ledger_->OpenSession(dataset, caller, key, key, params, *step, 5, 1.1).ok());
+  }
+  auto whole = ledger_->Report(dataset, kAlice, PageRequest{1000, ""});
+  ASSERT_TRUE(whole.ok()) << whole.status();
+  ASSERT_EQ(whole->events_size(), 11);
+  ASSERT_EQ(whole->sessions_size(), 3);  // alice's only
+  EXPECT_TRUE(whole->next_page_token().empty());
+
+  auto walk = [&](const PageRequest& first, int most_per_page) {
+    std::vector<int64_t> events;
+    std::vector<std::string> sessions;
+    std::string token = first.page_token;
+    int pages = 0;
+    do {
+      PageRequest request = first;
+      request.page_token = token;
+      auto page = ledger_->Report(dataset, kAlice, request);
+      EXPECT_TRUE(page.ok()) << page.status();
+      if (!page.ok()) break;
+      EXPECT_GE(page->events_size() + page->sessions_size(), 1);
+      EXPECT_LE(page->events_size() + page->sessions_size(), most_per_page);
+      EXPECT_EQ(page->epsilon_spent(), whole->epsilon_spent());
+      EXPECT_EQ(page->epsilon_remaining(), whole->epsilon_remaining());
+      EXPECT_EQ(page->epsilon_rdp(), whole->epsilon_rdp());
+      for (const auto& e : page->events()) events.push_back(e.id());
+      for (const auto& s : page->sessions()) sessions.push_back(s.id());
+      token = page->next_page_token();
+    } while (!token.empty() && ++pages < 100);
+    std::vector<int64_t> want_events;
+    for (const auto& e : whole->events()) want_events.push_back(e.id());
+    std::vector<std::string> want_sessions;
+    for (const auto& s : whole->sessions()) want_sessions.push_back(s.id());
+    EXPECT_EQ(events, want_events);
+    EXPECT_EQ(sessions, want_sessions);
+    return pages + 1;
+  };
+  EXPECT_EQ(walk(PageRequest{3, ""}, 3), 5);  // 11 events and 3 sessions, 3 a page
+  EXPECT_EQ(walk(PageRequest{11, ""}, 11), 2);
+  // A byte budget below any item still makes progress, one item a page.
+  EXPECT_EQ(walk(PageRequest{0, "", 1}, 1), 14);
+
+  for (const char* bad : {"x", "e", "eabc", "e-1", "s12", "s/abc", "sx/1"}) {
+    EXPECT_EQ(ledger_->Report(dataset, kAlice, PageRequest{0, bad}).status().code(),
+              absl::StatusCode::kInvalidArgument)
+        << bad;
+  }
+  EXPECT_EQ(ledger_->Report(dataset, kAlice, PageRequest{-1, ""}).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+// Issue 36, item 6: the ledger's work on each hot path (an admission, a
+// refund, a session opened, stepped and closed, each followed by the
+// metrics' refresh as the service does, and a GetBudget page) is the same
+// number of SQLite VM steps with 100 and with 2,000 events in the ledger.
+// Before, each refresh rebuilt the whole report (every event and session)
+// and a refund scanned every event for its charge.
+TEST_F(LedgerTest, HotPathWorkDoesNotGrowWithHistory) {
+  auto metrics = Metrics::Builder().Build();
+  ASSERT_TRUE(metrics.ok()) << metrics.status();
+  const std::string dataset = NewDataset(v1::ADD_REMOVE, 1e9);
+  auto event = privacy::PrivacyEvent::Gaussian(1000.0);
+  auto step = privacy::PrivacyEvent::PoissonSampledDiscreteGaussian(0.01, 1.1);
+  ASSERT_TRUE(event.ok() && step.ok());
+  v1::SessionParams params;
+  params.set_steps(3);
+  int64_t made = 0;
+  auto grow_to = [&](int64_t events) {
+    auto report = ledger_->Report(dataset, Caller::Curator(), PageRequest{1, ""});
+    ASSERT_TRUE(report.ok());
+    while (made < events) {
+      const std::string key = absl::StrCat("history-", made++);
+      if (made % 50 == 0) {
+        // Now and then a session, closed: two more events and a session row.
+        auto opened = ledger_->OpenSession(dataset, kAlice, key, key, params, *step, 3, 1.1);
+        ASSERT_TRUE(opened.ok()) << opened.status();
+        ASSERT_TRUE(ledger_->CloseSession(opened->session.id(), kAlice).ok());
+        made += 1;
+        continue;
+      }
+      auto admission = ledger_->Admit(dataset, kAlice, key, "rff_embedding", key, *event);
+      ASSERT_TRUE(admission.ok()) << admission.status();
+      ledger_->EndAttempt(admission->release_id);
+    }
+  };
+  auto work = [&]() { return database_->Lock()->work(); };
+  auto measure = [&](const std::string& tag) {
+    const SqliteWork before = work();
+    const std::string key = absl::StrCat("probe-", tag);
+    auto admission = ledger_->Admit(dataset, kAlice, key, "rff_embedding", key, *event);
+    EXPECT_TRUE(admission.ok()) << admission.status();
+    RefreshBudget(*ledger_, **metrics, dataset);
+    if (admission.ok()) {
+      // Failed before any row was read: the refund.
+      ledger_->EndAttempt(admission->release_id);
+      EXPECT_TRUE(ledger_->Refund(admission->release_id, "probe").ok());
+      RefreshBudget(*ledger_, **metrics, dataset);
+    }
+    auto opened = ledger_->OpenSession(dataset, kAlice, key, key, params, *step, 3, 1.1);
+    EXPECT_TRUE(opened.ok()) << opened.status();
+    RefreshBudget(*ledger_, **metrics, dataset);
+    if (opened.ok()) {
+      EXPECT_TRUE(ledger_->BeginStep(opened->session.id(), kAlice, 0).ok());
+      EXPECT_TRUE(
+          ledger_->RecordStep(opened->session.id(), 0, Ledger::StoredStep{"answer", ""}).ok());
+      EXPECT_TRUE(ledger_->CloseSession(opened->session.id(), kAlice).ok());
+      RefreshBudget(*ledger_, **metrics, dataset);
+    }
+    auto page = ledger_->Report(dataset, kAlice, PageRequest{10, ""});
+    EXPECT_TRUE(page.ok()) << page.status();
+    if (page.ok()) {
+      EXPECT_EQ(page->events_size(), 10);
+      EXPECT_TRUE(ledger_->Report(dataset, kAlice, PageRequest{10, page->next_page_token()}).ok());
+    }
+    const SqliteWork after = work();
+    return SqliteWork{after.vm_steps - before.vm_steps,
+                      after.full_scan_steps - before.full_scan_steps};
+  };
+  grow_to(100);
+  const SqliteWork small = measure("100");
+  grow_to(2000);
+  const SqliteWork large = measure("2000");
+  EXPECT_GT(small.vm_steps, 0);
+  // A small constant bound, not equality: a close's index updates vary by a
+  // step or two between runs. Rebuilding the report, or scanning the
+  // events for a refund, costs thousands more at 2,000 events.
+  EXPECT_LE(large.vm_steps, small.vm_steps + 16) << "100 events: " << small.vm_steps;
+  EXPECT_GE(large.vm_steps, small.vm_steps - 16) << "100 events: " << small.vm_steps;
+  EXPECT_EQ(large.full_scan_steps, small.full_scan_steps);
+}
+
+// Over gRPC: GetBudget honours page_size and page_token, every page has the
+// totals, and the client's GetWholeBudget (what `dpcurator budget` prints)
+// follows next_page_token to the same report a single page held before.
+class BudgetPagesTest : public ServerTest {};
+
+TEST_F(BudgetPagesTest, GetBudgetPagesAndTheClientFollowsThem) {
+  v1::Dataset dataset;
+  ASSERT_TRUE(CreateDataset(100.0, 1e-5, v1::ADD_REMOVE, &dataset).ok());
+  ASSERT_TRUE(UploadDemoRows(dataset.id(), 300, 1).ok());
+  client::Connection analyst = Analyst();
+  constexpr int kSessions = 4;
+  for (int i = 0; i < kSessions; ++i) {
+    v1::OpenSessionRequest request;
+    request.set_dataset_id(dataset.id());
+    request.set_idempotency_key(absl::StrCat("session-", i));
+    request.mutable_params()->set_steps(5);
+    request.mutable_params()->set_sampling_rate(0.1);
+    request.mutable_params()->set_noise_multiplier(2.0);
+    request.mutable_params()->mutable_rff_embedding()->set_num_frequencies(10);
+    v1::Session session;
+    auto context = analyst.NewContext();
+    grpc::Status status = analyst.sessions().OpenSession(context.get(), request, &session);
+    ASSERT_TRUE(status.ok()) << status.error_message();
+    if (i % 2 == 0) {
+      v1::CloseSessionRequest close;
+      close.set_session_id(session.id());
+      v1::Session closed;
+      auto close_context = analyst.NewContext();
+      ASSERT_TRUE(analyst.sessions().CloseSession(close_context.get(), close, &closed).ok());
+    }
+  }
+  // 4 reservations and 2 refunds (closed before any step): 6 events, 4 sessions.
+  v1::BudgetReport whole;
+  {
+    v1::GetBudgetRequest request;
+    request.set_dataset_id(dataset.id());
+    request.set_page_size(1000);
+    auto context = analyst.NewContext();
+    ASSERT_TRUE(analyst.datasets().GetBudget(context.get(), request, &whole).ok());
+  }
+  ASSERT_EQ(whole.events_size(), 6);
+  ASSERT_EQ(whole.sessions_size(), kSessions);
+  EXPECT_TRUE(whole.next_page_token().empty());
+
+  v1::BudgetReport first;
+  {
+    v1::GetBudgetRequest request;
+    request.set_dataset_id(dataset.id());
+    request.set_page_size(4);
+    auto context = analyst.NewContext();
+    ASSERT_TRUE(analyst.datasets().GetBudget(context.get(), request, &first).ok());
+  }
+  EXPECT_EQ(first.events_size(), 4);
+  EXPECT_EQ(first.sessions_size(), 0);
+  EXPECT_FALSE(first.next_page_token().empty());
+  EXPECT_EQ(first.epsilon_spent(), whole.epsilon_spent());
+  EXPECT_EQ(first.epsilon_remaining(), whole.epsilon_remaining());
+
+  auto followed = client::GetWholeBudget(&analyst, dataset.id());
+  ASSERT_TRUE(followed.ok()) << followed.status();
+  EXPECT_EQ(followed->SerializeAsString(), whole.SerializeAsString());
+
+  v1::GetBudgetRequest forged;
+  forged.set_dataset_id(dataset.id());
+  forged.set_page_token("not a token");
+  v1::BudgetReport refused;
+  auto context = analyst.NewContext();
+  EXPECT_EQ(analyst.datasets().GetBudget(context.get(), forged, &refused).error_code(),
+            grpc::StatusCode::INVALID_ARGUMENT);
 }
 
 // The event names added for discrete noise (docs/privacy.md 4.6, 4.7) round
