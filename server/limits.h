@@ -32,10 +32,11 @@ struct ServerLimits {
   // nothing charged. 0: DefaultMemoryBudget(), three quarters of the cgroup
   // v2 limit (or physical memory) after a 1.5 GiB baseline for the row
   // cache and gRPC: 16.9 GiB on a 24 GiB machine, where the heaviest
-  // documented workloads project well under 4 GiB (Adult AIM at the
-  // default 10^7 cells about 0.8 GiB; Fashion-MNIST steps and the 10M-row
-  // demo release about 3.5 GiB with their rows). This also bounds AIM's
-  // max_model_cells: about budget / 73 cells.
+  // documented workloads project under 2 GiB each (Adult AIM at the
+  // default 10^7 cells 0.7 GiB; a Fashion-MNIST step 0.6 GiB with its
+  // rows; the 10M-row demo release 1.8 GiB; memory_budget_test,
+  // HonestWorkloadsTest). This also bounds AIM's max_model_cells: about
+  // budget / 73 cells.
   int64_t memory_budget_bytes = 0;
 
   // ---- The ledger (item 6).
