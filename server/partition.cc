@@ -229,7 +229,8 @@ absl::StatusOr<MarginalsReleasePlan> PlanMarginalsRelease(const v1::ReleaseReque
                     kArtefactOverheadBytes));
   PlanFootprint& footprint = plan.footprint;
   footprint.what = plan.partitioned ? "partitioned marginals release" : "marginals release";
-  footprint.hint = plan.partitioned ? "name fewer parts or smaller cliques" : "name smaller cliques";
+  footprint.hint =
+      plan.partitioned ? "name fewer parts or smaller cliques" : "name smaller cliques";
   footprint.artefact_bytes =
       SaturatingAdd(SaturatingMul(copies, part_bytes), values_bytes + kArtefactOverheadBytes);
   // The engine's tables (counts, then noisy) beside the answer's copies.
