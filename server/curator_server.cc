@@ -104,8 +104,16 @@ absl::StatusOr<std::unique_ptr<CuratorServer>> CuratorServer::Start(const Server
       std::unique_ptr<Metrics> metrics,
       Metrics::Builder().SetListenAddress(options.metrics_listen_address).Build());
 
+  if (options.limits.memory_budget_bytes < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--memory-budget must be positive (0: the default from the machine's "
+                     "memory), got ", options.limits.memory_budget_bytes));
+  }
   std::unique_ptr<CuratorServer> server(new CuratorServer());
   server->metrics_ = std::move(metrics);
+  server->memory_budget_ = std::make_unique<MemoryBudget>(
+      options.limits.memory_budget_bytes > 0 ? options.limits.memory_budget_bytes
+                                             : DefaultMemoryBudget());
   server->clock_ = options.clock;
   // Clamped as the reaper always did: a timeout under a second reaps
   // sessions idle for a second.
@@ -154,15 +162,18 @@ absl::StatusOr<std::unique_ptr<CuratorServer>> CuratorServer::Start(const Server
   server->release_service_ = std::make_unique<ReleaseServiceImpl>(
       server->store_.get(), server->ledger_.get(), server->authorizer_.get(),
       server->metrics_.get(),
-      EngineSeams{options.failpoint, options.noise_source, server->clock_});
+      EngineSeams{options.failpoint, options.noise_source, server->clock_,
+                  server->memory_budget_.get(), options.max_message_bytes});
   server->session_service_ = std::make_unique<SessionServiceImpl>(
       server->store_.get(), server->ledger_.get(), server->authorizer_.get(),
       server->metrics_.get(),
-      EngineSeams{options.failpoint, options.noise_source, server->clock_});
+      EngineSeams{options.failpoint, options.noise_source, server->clock_,
+                  server->memory_budget_.get(), options.max_message_bytes});
   server->runner_service_ = std::make_unique<RunnerServiceImpl>(
       server->store_.get(), server->ledger_.get(), server->authorizer_.get(),
       server->metrics_.get(),
-      EngineSeams{options.failpoint, options.noise_source, server->clock_});
+      EngineSeams{options.failpoint, options.noise_source, server->clock_,
+                  server->memory_budget_.get(), options.max_message_bytes});
   server->collection_service_ = std::make_unique<CollectionServiceImpl>(
       server->store_.get(), server->authorizer_.get(), server->metrics_.get(),
       options.max_reports_per_token);

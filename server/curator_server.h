@@ -18,6 +18,7 @@
 #include "server/collection_service.h"
 #include "server/ledger.h"
 #include "server/limits.h"
+#include "server/memory_budget.h"
 #include "server/metrics.h"
 #include "server/runner_service.h"
 #include "server/service.h"
@@ -110,6 +111,8 @@ class CuratorServer {
   absl::StatusOr<int> ReapIdleSessions();
   // Audit rows that could not be written since start (logged, not fatal).
   int64_t audit_failures() const { return audit_log_->failures(); }
+  // What running releases and steps hold (ServerLimits::memory_budget_bytes).
+  MemoryBudget* memory_budget() { return memory_budget_.get(); }
   // Always present; serving /metrics only with a metrics_listen_address.
   Metrics* metrics() { return metrics_.get(); }
   // Problems found by the start-up integrity check: always empty on a
@@ -129,6 +132,7 @@ class CuratorServer {
   std::unique_ptr<AdminServiceImpl> admin_service_;
   // Before the services and the gRPC server: destroyed after them.
   std::unique_ptr<Metrics> metrics_;
+  std::unique_ptr<MemoryBudget> memory_budget_;
   std::unique_ptr<DatasetServiceImpl> dataset_service_;
   std::unique_ptr<ReleaseServiceImpl> release_service_;
   std::unique_ptr<SessionServiceImpl> session_service_;

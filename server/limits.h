@@ -24,6 +24,21 @@ struct ServerLimits {
 
   // ---- Memory and response size (items 3, 4).
 
+  // Bytes that running releases and session steps may hold together
+  // (--memory-budget; server/memory_budget.h). Every plan projects its peak
+  // from public parameters (AIM's model at 73 bytes a cell, a partitioned
+  // release's K parts, frequency matrices, step buffers, the rows it reads)
+  // and reserves it before admission; past the budget it is refused,
+  // nothing charged. 0: DefaultMemoryBudget(), three quarters of the cgroup
+  // v2 limit (or physical memory) after a 1.5 GiB baseline for the row
+  // cache and gRPC: 16.9 GiB on a 24 GiB machine, where the heaviest
+  // documented workloads project under 2 GiB each (Adult AIM at the
+  // default 10^7 cells 0.7 GiB; a Fashion-MNIST step 0.6 GiB with its
+  // rows; the 10M-row demo release 1.8 GiB; memory_budget_test,
+  // HonestWorkloadsTest). This also bounds AIM's max_model_cells: about
+  // budget / 73 cells.
+  int64_t memory_budget_bytes = 0;
+
   // ---- The ledger (item 6).
   //
   // No flag: the ledger's work per call is bounded by construction, not by

@@ -3,6 +3,8 @@
 #include <pthread.h>
 #include <signal.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -17,6 +19,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "server/curator_server.h"
+#include "server/memory_budget.h"
 #include "server/log.h"
 
 ABSL_FLAG(std::string, db, "", "SQLite database file (created if missing). Required.");
@@ -47,7 +50,14 @@ ABSL_FLAG(bool, check, false,
           "run the start-up integrity check on --db, print every problem, exit 0 (clean) or 1; "
           "serves nothing");
 ABSL_FLAG(std::string, port_file, "", "write the bound port to this file once serving");
-ABSL_FLAG(int, shutdown_grace_ms, 5000, "time in-flight RPCs get to finish on SIGTERM");
+ABSL_FLAG(int, shutdown_grace_ms, 5000,
+          "time in-flight RPCs get to finish on SIGTERM; the process exits at most 2 s after "
+          "it whatever is still running (what was admitted stays charged, as after a crash)");
+ABSL_FLAG(std::string, memory_budget, "",
+          "bytes running releases and session steps may hold together (8G, 512M, or a byte "
+          "count); each projects its peak before admission and is refused past this, nothing "
+          "charged. Empty: 3/4 of the cgroup limit or physical memory after 1.5 GiB "
+          "(docs/limits.md)");
 ABSL_FLAG(int64_t, max_reports_per_token, 10000,
           "reports one device token may store per local-DP collection; a batch that would go "
           "over is refused (RESOURCE_EXHAUSTED) and nothing of it stored. One token's flood "
@@ -58,6 +68,10 @@ ABSL_FLAG(int64_t, session_idle_timeout, 3600,
           "returned");
 
 namespace {
+
+// After SIGTERM's grace period, this long for the drained server to close
+// its database; then the process exits whatever still runs (issue 36).
+constexpr int kShutdownMarginMs = 2000;
 
 // glibc's malloc trims a thread arena's free top back to the kernel
 // (madvise) as soon as it passes 128 KiB, and maps each block above its
@@ -146,6 +160,16 @@ int main(int argc, char** argv) {
   options.max_reports_per_token = absl::GetFlag(FLAGS_max_reports_per_token);
   options.metrics_listen_address = absl::GetFlag(FLAGS_metrics_listen);
   options.metrics_allow_remote = absl::GetFlag(FLAGS_metrics_allow_remote);
+  if (const std::string budget = absl::GetFlag(FLAGS_memory_budget); !budget.empty()) {
+    auto bytes = dpcurator::server::ParseByteSize(budget);
+    if (!bytes.ok() || *bytes <= 0) {
+      std::fprintf(stderr, "dpcurator-server: --memory-budget: %s\n",
+                   bytes.ok() ? "must be positive"
+                              : std::string(bytes.status().message()).c_str());
+      return 2;
+    }
+    options.limits.memory_budget_bytes = *bytes;
+  }
   auto server = dpcurator::server::CuratorServer::Start(options);
   using dpcurator::server::LogEvent;
   using dpcurator::server::LogLevel;
@@ -175,13 +199,30 @@ int main(int argc, char** argv) {
   LogEvent(LogLevel::kInfo, "server_started")
       .Int("port", (*server)->port())
       .Int("metrics_port", (*server)->metrics()->port())
+      .Int("memory_budget", (*server)->memory_budget()->budget())
       .Str("db", options.db_path);
 
   int received = 0;
   sigwait(&signals, &received);
   // Health NOT_SERVING, draining, then the database is closed.
   LogEvent(LogLevel::kInfo, "shutdown").Str("signal", received == SIGTERM ? "SIGTERM" : "SIGINT");
-  (*server)->Shutdown(std::chrono::milliseconds(absl::GetFlag(FLAGS_shutdown_grace_ms)));
+  const int grace_ms = std::max(absl::GetFlag(FLAGS_shutdown_grace_ms), 0);
+  // gRPC's Shutdown cancels calls at the deadline, but a handler still
+  // computing (an AIM fit) keeps Wait() blocked until it returns. So the
+  // stop is bounded here: past the grace and a margin the process exits,
+  // exactly as after a crash. What was admitted stays charged (a PENDING
+  // release keeps its charge; a retry completes or fails it without a
+  // second one: docs/privacy.md "Crashes"), and SQLite's journal makes an
+  // interrupted transaction as if it never began.
+  std::thread([grace_ms] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(grace_ms + kShutdownMarginMs));
+    LogEvent(LogLevel::kError, "shutdown_forced")
+        .Int("after_ms", grace_ms + kShutdownMarginMs)
+        .Str("detail", "work still running past the grace period was cut short; what it was "
+                       "charged stays charged");
+    std::_Exit(0);
+  }).detach();
+  (*server)->Shutdown(std::chrono::milliseconds(grace_ms));
   LogEvent(LogLevel::kInfo, "server_stopped");
   return 0;
 }

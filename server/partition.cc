@@ -211,6 +211,36 @@ absl::StatusOr<MarginalsReleasePlan> PlanMarginalsRelease(const v1::ReleaseReque
   }
   DPC_ASSIGN_OR_RETURN(plan.event, release::MarginalsEvent(plan.params, cells,
                                                            plan.noise_multiplier, relation, parts));
+  // Its answer: each part's artefact carries every clique's table and the
+  // schema, so K parts send K times the per-release cell limit
+  // (release::kMaxMarginalCells): 10 parts of 2^20 cells are 80 MiB, over
+  // the 64 MiB message limit, and are refused here, never charged.
+  const int64_t copies = std::max<int64_t>(parts, 1);
+  const int64_t tables = static_cast<int64_t>(plan.params.cliques.size());
+  int64_t values_bytes = 0;
+  for (const std::string& value : plan.values) {
+    values_bytes += 2 * (static_cast<int64_t>(value.size()) + 8);
+  }
+  const int64_t part_bytes = SaturatingAdd(
+      SaturatingAdd(SaturatingMul(cells, 8), SaturatingMul(tables, kTableOverheadBytes)),
+      SaturatingAdd(static_cast<int64_t>(dataset.schema().ByteSizeLong()) +
+                        16 * int64_t{schema.num_columns()} +
+                        static_cast<int64_t>(plan.column.size()),
+                    kArtefactOverheadBytes));
+  PlanFootprint& footprint = plan.footprint;
+  footprint.what = plan.partitioned ? "partitioned marginals release" : "marginals release";
+  footprint.hint =
+      plan.partitioned ? "name fewer parts or smaller cliques" : "name smaller cliques";
+  footprint.artefact_bytes =
+      SaturatingAdd(SaturatingMul(copies, part_bytes), values_bytes + kArtefactOverheadBytes);
+  // The engine's tables (counts, then noisy) beside the answer's copies.
+  footprint.public_bytes =
+      SaturatingAdd(SaturatingMul(SaturatingMul(copies, cells), 2 * 8),
+                    SaturatingMul(3, footprint.artefact_bytes));
+  const int64_t rows = std::max<int64_t>(dataset.row_count(), 0);
+  footprint.row_bytes =
+      SaturatingAdd(SaturatingMul(RawRowBytes(dataset, schema), 2),
+                    SaturatingMul(SaturatingMul(rows, schema.num_columns()), 4));
   return plan;
 }
 

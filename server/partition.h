@@ -20,6 +20,7 @@
 #include "core/release/marginals.h"
 #include "dpcurator/v1/dpcurator.pb.h"
 #include "server/ledger.h"
+#include "server/memory_budget.h"
 
 namespace dpcurator::server {
 
@@ -93,6 +94,10 @@ struct MarginalsReleasePlan {
   std::vector<std::string> values;  // the parts' values, by level
   std::vector<int32_t> levels;      // ascending
   std::optional<privacy::PrivacyEvent> event;  // release::MarginalsEvent
+  // Issue 36 (item 4): K parts (1 for an ordinary release) of every
+  // clique's table, each part a whole MarginalsArtefact with the schema;
+  // and the rows read (raw, their codes, a part's copy).
+  PlanFootprint footprint;
 };
 
 // Before admission (a refusal charges nothing): the partition (when set)

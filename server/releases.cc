@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <initializer_list>
 #include <utility>
 
 #include "absl/status/status.h"
@@ -14,6 +15,7 @@
 #include "core/release/marginals.h"
 #include "core/release/rff_embedding.h"
 #include "core/release/step_batch.h"
+#include "core/embed/labelled_embedding.h"
 #include "core/util/status_macros.h"
 #include "core/util/validation.h"
 #include "proto/convert.h"
@@ -23,6 +25,25 @@ namespace dpcurator::server {
 namespace {
 
 constexpr int64_t kMaxSessionSteps = int64_t{1} << 30;
+
+// Issue 36's projections, all in saturating arithmetic (SaturatingMul,
+// SaturatingAdd): a hostile parameter gives a number over any limit, never
+// a wrapped one.
+int64_t Mul(int64_t a, int64_t b) { return SaturatingMul(a, b); }
+int64_t Add(std::initializer_list<int64_t> terms) {
+  int64_t sum = 0;
+  for (const int64_t term : terms) sum = SaturatingAdd(sum, term);
+  return sum;
+}
+int64_t StoredRows(const v1::Dataset& dataset) {
+  return dataset.external() ? 0 : std::max<int64_t>(dataset.row_count(), 0);
+}
+int64_t SchemaBytes(const v1::Dataset& dataset) {
+  return static_cast<int64_t>(dataset.schema().ByteSizeLong());
+}
+// An answer is built as a message, serialized for the ledger, and parsed
+// back into the response: three copies at once, at most.
+constexpr int64_t kAnswerCopies = 3;
 
 // The fields of an embedding artefact that describe the dataset and the
 // format rather than the kind.
@@ -190,6 +211,21 @@ absl::StatusOr<ReleasePlan> PlanMstRelease(const v1::ReleaseRequest& request,
   plan.noise_multiplier = budget.one_way_noise_multiplier;
   DPC_ASSIGN_OR_RETURN(plan.event, train::MstEvent(budget));
   plan.mst = budget;
+  // Issue 36: the 1-way tables and n - 1 of the largest pair (the bound
+  // the noise check above used), the pair scores of the tree selection,
+  // and the rows: the raw table, its codes for the selection, and the
+  // marginals' own discretisation.
+  const int64_t cells = Add({one_way_cells, Mul(largest_pair, n - 1)});
+  PlanFootprint& footprint = plan.footprint;
+  footprint.what = "mst release";
+  footprint.hint = "declare fewer bins or levels in the schema file";
+  footprint.artefact_bytes =
+      Add({Mul(cells, 8), Mul(2 * int64_t{n}, kTableOverheadBytes + 16), SchemaBytes(dataset),
+           kArtefactOverheadBytes});
+  footprint.public_bytes = Add({Mul(kAnswerCopies, footprint.artefact_bytes), Mul(cells, 8),
+                                Mul(Mul(n, n), 8)});
+  footprint.row_bytes =
+      Add({RawRowBytes(dataset, schema), Mul(Mul(StoredRows(dataset), n), 2 * 4)});
   return plan;
 }
 
@@ -257,6 +293,34 @@ absl::StatusOr<ReleasePlan> PlanAimRelease(const v1::ReleaseRequest& request,
   }
   plan.noise_multiplier = budget.one_way_noise_multiplier;
   DPC_ASSIGN_OR_RETURN(plan.event, train::AimEvent(budget));
+  // Issue 36 (item 3): the model at its limit while a round re-fits it
+  // (kAimServerBytesPerModelCell), the candidates' exact tables kept for
+  // the run, a round's model answers, and the artefact: the 1-way tables
+  // and at most rounds + 1 measurements (RunAim's cap), each at most the
+  // largest candidate. Rows: the raw table and its codes.
+  int64_t candidate_cells = 0;
+  int64_t largest_candidate = 0;
+  for (const train::AimCandidate& candidate : candidates) {
+    candidate_cells = Add({candidate_cells, candidate.cells});
+    largest_candidate = std::max(largest_candidate, candidate.cells);
+  }
+  int64_t one_way_cells = 0;
+  for (const int size : domain_sizes) one_way_cells += size;
+  PlanFootprint& footprint = plan.footprint;
+  footprint.what = "aim release";
+  footprint.hint = absl::StrCat("lower max_model_cells (each cell of the model takes ",
+                                kAimServerBytesPerModelCell,
+                                " bytes while a round re-fits it) or the rounds");
+  footprint.artefact_bytes =
+      Add({Mul(one_way_cells, 8), Mul(n, kTableOverheadBytes),
+           Mul(int64_t{budget.rounds} + 1, Add({Mul(largest_candidate, 8), kTableOverheadBytes,
+                                               64})),
+           static_cast<int64_t>(resolved.ByteSizeLong()), SchemaBytes(dataset),
+           kArtefactOverheadBytes});
+  footprint.public_bytes =
+      Add({Mul(max_model_cells, kAimServerBytesPerModelCell), Mul(candidate_cells, 8),
+           Mul(largest_candidate, 2 * 8), Mul(kAnswerCopies, footprint.artefact_bytes)});
+  footprint.row_bytes = Add({RawRowBytes(dataset, schema), Mul(Mul(StoredRows(dataset), n), 4)});
   plan.aim = ReleasePlan::Aim{budget, std::move(workload), std::move(candidates),
                               max_model_cells};
   return plan;
@@ -339,6 +403,56 @@ absl::StatusOr<double> ResolveRequestedNoiseMultiplier(
       "release request needs a privacy level: epsilon or noise_multiplier");
 }
 
+int64_t RawRowBytes(const v1::Dataset& dataset, const data::Schema& schema) {
+  const int64_t rows = StoredRows(dataset);
+  return Add({Mul(Mul(rows, schema.num_columns()), 8), Mul(rows, schema.pixels_per_image())});
+}
+
+int64_t EncodedRowBytes(const v1::Dataset& dataset, const data::Schema& schema) {
+  const int64_t rows = StoredRows(dataset);
+  const int64_t dim = data::FeatureLayout::ForFeatures(schema).total_dim();
+  return Add({Mul(Mul(rows, dim), 8), Mul(rows, 4), RawRowBytes(dataset, schema)});
+}
+
+namespace {
+
+// An rff_embedding or charfn_embedding release (or rff_embedding step) of k
+// frequencies: its frequency matrix (k x total_dim), each accumulating
+// thread's block of features (labelled_embedding.h: kFeatureBlockBytes) and
+// per-class sums, the pairwise-distance blocks of a private length-scale,
+// and the artefact: feature_dim x classes sums (feature_dim at most
+// 2k + total_dim) and the class totals.
+PlanFootprint EmbeddingFootprintOf(int64_t frequencies, const v1::Dataset& dataset,
+                                   const data::Schema& schema, const std::string& what) {
+  const int64_t dim = data::FeatureLayout::ForFeatures(schema).total_dim();
+  const int64_t classes = std::max(schema.num_classes(), 1);
+  const int64_t feature_dim = Add({Mul(frequencies, 2), dim});
+  constexpr int64_t kThreads = 2;  // labelled_embedding.h: both cores at most
+  constexpr int64_t kDistanceBlocks = int64_t{16} << 20;
+  PlanFootprint footprint;
+  footprint.what = what;
+  footprint.hint = "use fewer frequencies";
+  footprint.artefact_bytes = Add({Mul(Mul(feature_dim, classes), 8), Mul(classes, 8),
+                                  SchemaBytes(dataset), kArtefactOverheadBytes});
+  footprint.public_bytes =
+      Add({Mul(Mul(frequencies, dim), 8),
+           Mul(kThreads, Add({embed::kFeatureBlockBytes, Mul(Mul(feature_dim, classes), 8)})),
+           kDistanceBlocks, Mul(kAnswerCopies, footprint.artefact_bytes)});
+  footprint.row_bytes = EncodedRowBytes(dataset, schema);
+  return footprint;
+}
+
+PlanFootprint EmbeddingFootprint(const v1::ReleaseRequest& resolved, const v1::Dataset& dataset,
+                                 const data::Schema& schema) {
+  const bool charfn = resolved.kind_case() == v1::ReleaseRequest::kCharfnEmbedding;
+  const int64_t frequencies = charfn ? resolved.charfn_embedding().num_frequencies()
+                                     : resolved.rff_embedding().num_frequencies();
+  return EmbeddingFootprintOf(frequencies, dataset, schema,
+                              charfn ? "charfn_embedding release" : "rff_embedding release");
+}
+
+}  // namespace
+
 absl::StatusOr<ReleasePlan> PlanRelease(const v1::ReleaseRequest& request,
                                         const v1::Dataset& dataset, const data::Schema& schema) {
   // First: an external dataset's refusals come before any other check.
@@ -356,6 +470,7 @@ absl::StatusOr<ReleasePlan> PlanRelease(const v1::ReleaseRequest& request,
                          PlanMarginalsRelease(request, dataset, schema));
     plan.noise_multiplier = marginals.noise_multiplier;
     plan.event = marginals.event;
+    plan.footprint = marginals.footprint;
     plan.marginals = std::move(marginals);
     return plan;
   }
@@ -404,6 +519,7 @@ absl::StatusOr<ReleasePlan> PlanRelease(const v1::ReleaseRequest& request,
   // checks the engine's own record against before anything is released.
   plan.planned = plan.binding->Plan(plan.resolved_request, plan.noise_multiplier);
   DPC_ASSIGN_OR_RETURN(plan.event, release::OneShotEvent(plan.planned));
+  plan.footprint = EmbeddingFootprint(plan.resolved_request, dataset, schema);
   return plan;
 }
 
@@ -807,6 +923,65 @@ absl::StatusOr<SessionPlan> PlanSession(const v1::OpenSessionRequest& request,
                                                      plan.noise_multiplier,
                                                      privacy::SampledNoise::kDiscrete));
   return plan;
+}
+
+PlanFootprint SessionStepFootprint(const v1::SessionParams& params, const v1::Dataset& dataset,
+                                   const data::Schema& schema) {
+  const int64_t rows = StoredRows(dataset);
+  const int64_t dim = data::FeatureLayout::ForFeatures(schema).total_dim();
+  // The batch: q n rows expected, Poisson's far tail bounded by eight
+  // standard deviations (at most n); its size is private under ADD_REMOVE,
+  // so every buffer that grows with it counts as row bytes.
+  const double expected = params.sampling_rate() * static_cast<double>(rows);
+  const int64_t batch =
+      std::min<int64_t>(rows, static_cast<int64_t>(expected + 8.0 * std::sqrt(expected)) + 16);
+  // The cached encoded rows, a part's row indices, and the batch's copy.
+  const int64_t row_bytes = Add({EncodedRowBytes(dataset, schema), Mul(rows, 8),
+                                 Mul(batch, Add({Mul(dim, 8), 4}))});
+  PlanFootprint footprint;
+  switch (params.step_case()) {
+    case v1::SessionParams::kDpSgd: {
+      // The parameters, the clipped sum, one example's gradient, the noise
+      // and the answer (floats), and each layer's activations for the
+      // batch, forward and back.
+      const v1::DpSgdParams& declared = params.dp_sgd();
+      const int64_t parameters = std::max<int64_t>(declared.num_parameters(), 0);
+      int64_t widest = std::max<int64_t>(declared.row_width(), 1);
+      for (const int32_t width : declared.hidden()) widest = std::max<int64_t>(widest, width);
+      const int64_t layers = declared.hidden_size() + 2;
+      footprint.what = "dp_sgd session step";
+      footprint.hint = "declare a smaller network";
+      footprint.artefact_bytes = Add({Mul(parameters, 4), kArtefactOverheadBytes});
+      footprint.public_bytes =
+          Add({Mul(parameters, 6 * 8), Mul(kAnswerCopies, footprint.artefact_bytes)});
+      footprint.row_bytes = Add({row_bytes, Mul(Mul(batch, widest), Mul(layers, 2 * 8))});
+      return footprint;
+    }
+    case v1::SessionParams::kKernelWitness: {
+      // The query points and the gradients (doubles), and per bandwidth
+      // the batch-by-points kernel matrix.
+      const v1::KernelWitnessParams& declared = params.kernel_witness();
+      const int64_t points = std::max<int64_t>(declared.max_points(), 0);
+      const int64_t width = std::max<int64_t>(declared.dimension(), 0);
+      const int64_t bandwidths = std::max<int64_t>(declared.bandwidths_size(), 1);
+      footprint.what = "kernel_witness session step";
+      footprint.hint = "use fewer max_points";
+      footprint.artefact_bytes =
+          Add({Mul(Mul(points, Add({width, 1})), 4), kArtefactOverheadBytes});
+      footprint.public_bytes = Add({Mul(Mul(points, width), 4 * 8),
+                                    Mul(kAnswerCopies, footprint.artefact_bytes)});
+      footprint.row_bytes =
+          Add({row_bytes, Mul(Mul(batch, points), Mul(bandwidths, 2 * 8))});
+      return footprint;
+    }
+    case v1::SessionParams::kRffEmbedding:
+    case v1::SessionParams::STEP_NOT_SET:
+      break;
+  }
+  footprint = EmbeddingFootprintOf(params.rff_embedding().num_frequencies(), dataset, schema,
+                                   "rff_embedding session step");
+  footprint.row_bytes = row_bytes;
+  return footprint;
 }
 
 absl::Status CheckStepQuery(const v1::SessionParams& params,

@@ -20,6 +20,7 @@
 #include "core/train/aim.h"
 #include "core/train/mst.h"
 #include "dpcurator/v1/dpcurator.pb.h"
+#include "server/memory_budget.h"
 #include "server/partition.h"
 #include "server/release_kinds.h"
 
@@ -58,7 +59,31 @@ struct ReleasePlan {
   // partitioned (server/partition.h, PlanMarginalsRelease); `event` is its
   // release::MarginalsEvent.
   std::optional<MarginalsReleasePlan> marginals;
+  // Its projected peak and answer size (issue 36), from the same public
+  // parameters the plan resolved: checked before admission against
+  // --memory-budget and the send limit.
+  PlanFootprint footprint;
 };
+
+// Bytes a cell of AIM's model takes on the server while a round re-fits it:
+// the fit's 7 tables of doubles and the zero rule's byte (57 bytes a cell,
+// core/pgm/graphical_model.h EstimateOptions::max_cells) beside the
+// previous round's model, the warm start, which keeps theta and mu (16).
+// README "Model-size limit": about 730 MB at the default 10^7 cells.
+inline constexpr int64_t kAimServerBytesPerModelCell = 57 + 16;
+// What an artefact carries besides its tables (ids, the relation, doubles,
+// field tags), bounded generously; the schema is counted on its own.
+inline constexpr int64_t kArtefactOverheadBytes = 1024;
+// One noisy table's framing (clique, shape, noise std, tags).
+inline constexpr int64_t kTableOverheadBytes = 64;
+
+// The dataset's rows as the work reads them: the raw table LoadRows builds
+// (8 bytes a cell, the pixels), and the encoded rows LoadEncodedRows keeps
+// (total_dim doubles and a label a row) with the raw table it encodes from.
+// 0 for an external dataset (its rows are never here). Private under
+// ADD_REMOVE: PlanFootprint::row_bytes only.
+int64_t RawRowBytes(const v1::Dataset& dataset, const data::Schema& schema);
+int64_t EncodedRowBytes(const v1::Dataset& dataset, const data::Schema& schema);
 
 // The most columns an mst release takes: its tree selection scores all
 // n (n - 1) / 2 pairs over the rows (604,450 at 1,100 columns, which admits
@@ -182,6 +207,14 @@ absl::StatusOr<SessionPlan> PlanSession(const v1::OpenSessionRequest& request,
 
 // Before any row is read: the step request's query fits the session's step
 // kind (INVALID_ARGUMENT otherwise).
+// One step of a session with these resolved params on `dataset`: what it
+// holds at its peak (the batch, the step kind's buffers: frequencies,
+// network, Gram matrices) and its answer's size. OpenSession checks it
+// (the answer against the send limit, the public part against the whole
+// budget) so no step that could never run is reserved; Step reserves it.
+PlanFootprint SessionStepFootprint(const v1::SessionParams& params, const v1::Dataset& dataset,
+                                   const data::Schema& schema);
+
 absl::Status CheckStepQuery(const v1::SessionParams& params,
                             const v1::SessionStepRequest& request);
 

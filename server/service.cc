@@ -183,6 +183,29 @@ StepRateLimiter& DpSgdRateLimiter() {
   return *limiter;
 }
 
+// Issue 36, before admission (a refusal charges nothing): the answer within
+// the send limit, then the projected peak reserved from the memory budget,
+// held by the caller until the release or step has finished.
+absl::StatusOr<MemoryBudget::Reservation> ReserveFootprint(const PlanFootprint& footprint,
+                                                           MemoryBudget* budget,
+                                                           int64_t max_message_bytes) {
+  if (max_message_bytes > 0) DPC_RETURN_IF_ERROR(CheckSendLimit(footprint, max_message_bytes));
+  if (budget == nullptr) return MemoryBudget::Reservation();
+  return budget->Reserve(footprint);
+}
+
+// A session's open: every step it reserves must be able to run, so its
+// answer must fit the send limit and its public peak the whole budget
+// (each step reserves its footprint when it runs).
+absl::Status CheckStepsCanRun(const v1::SessionParams& params, const v1::Dataset& dataset,
+                              MemoryBudget* budget, int64_t max_message_bytes) {
+  DPC_ASSIGN_OR_RETURN(const data::Schema schema, SchemaFromProto(dataset.schema()));
+  const PlanFootprint step = SessionStepFootprint(params, dataset, schema);
+  if (max_message_bytes > 0) DPC_RETURN_IF_ERROR(CheckSendLimit(step, max_message_bytes));
+  if (budget == nullptr) return absl::OkStatus();
+  return budget->CheckAlone(step.public_bytes, step.what, step.hint);
+}
+
 double MonotonicSeconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
       .count();
@@ -469,6 +492,10 @@ absl::StatusOr<ReleaseServiceImpl::AdmittedRelease> ReleaseServiceImpl::AdmitRel
   DPC_ASSIGN_OR_RETURN(admitted.dataset, store_->GetDataset(request.dataset_id()));
   DPC_ASSIGN_OR_RETURN(admitted.schema, SchemaFromProto(admitted.dataset.schema()));
   DPC_ASSIGN_OR_RETURN(admitted.plan, PlanRelease(request, admitted.dataset, admitted.schema));
+  // Before admission: an answer over the send limit, or a peak over what
+  // the memory budget has left, is refused with nothing charged.
+  DPC_ASSIGN_OR_RETURN(admitted.memory, ReserveFootprint(admitted.plan.footprint,
+                                                         memory_budget_, max_message_bytes_));
   // An external dataset's release is charged with its plan, which the
   // curator's runner computes (docs/scale-out.md "External datasets").
   std::optional<Ledger::JobPlan> job;
@@ -680,6 +707,8 @@ grpc::Status SessionServiceImpl::OpenSession(grpc::ServerContext* context,
   (void)role;
   DPC_GRPC_ASSIGN_OR_RETURN(v1::Dataset dataset, store_->GetDataset(request->dataset_id()));
   DPC_GRPC_ASSIGN_OR_RETURN(SessionPlan plan, PlanSession(*request, dataset));
+  DPC_GRPC_RETURN_IF_ERROR(
+      CheckStepsCanRun(plan.resolved_params, dataset, memory_budget_, max_message_bytes_));
   DPC_GRPC_ASSIGN_OR_RETURN(Caller caller, CallerOf(*authorizer_, context));
   DPC_GRPC_ASSIGN_OR_RETURN(
       Ledger::SessionAdmission admission,
@@ -709,6 +738,10 @@ grpc::Status SessionServiceImpl::OpenPartitionedSessions(
   DPC_GRPC_ASSIGN_OR_RETURN(v1::Dataset dataset, store_->GetDataset(request->dataset_id()));
   // Every refusal is here, before admission: nothing is charged by one.
   DPC_GRPC_ASSIGN_OR_RETURN(PartitionedPlan plan, PlanPartitionedSessions(*request, dataset));
+  for (const Ledger::SessionPart& part : plan.parts) {
+    DPC_GRPC_RETURN_IF_ERROR(
+        CheckStepsCanRun(part.params, dataset, memory_budget_, max_message_bytes_));
+  }
   DPC_GRPC_ASSIGN_OR_RETURN(Caller caller, CallerOf(*authorizer_, context));
   const std::vector<std::string> values = plan.values;  // by level, as the sessions come back
   DPC_GRPC_ASSIGN_OR_RETURN(
@@ -775,6 +808,12 @@ grpc::Status SessionServiceImpl::Step(grpc::ServerContext* context,
     // fixed at open; docs/privacy.md 3.7).
     DPC_GRPC_ASSIGN_OR_RETURN(const std::optional<int32_t> part,
                               ledger_->SessionPartLevel(session.id()));
+    // Before any row is read: the step's peak from the memory budget, held
+    // until it has run; a refusal leaves the step unused.
+    DPC_GRPC_ASSIGN_OR_RETURN(
+        const MemoryBudget::Reservation memory,
+        ReserveFootprint(SessionStepFootprint(session.params(), dataset, schema),
+                         memory_budget_, max_message_bytes_));
     // From the first row read on, a failure is the step's outcome: stored,
     // counted as used (its reservation is never returned), and answered
     // with an incident id only (docs/privacy.md 6.1).

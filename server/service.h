@@ -15,6 +15,7 @@
 #include "server/auth.h"
 #include "server/clock.h"
 #include "server/ledger.h"
+#include "server/memory_budget.h"
 #include "server/metrics.h"
 #include "server/releases.h"
 #include "server/store.h"
@@ -42,6 +43,10 @@ struct EngineSeams {
   Failpoint failpoint;
   NoiseSourceFactory noise_source;  // null: SecureNoiseSourceFactory()
   const Clock* clock = nullptr;     // null: SystemClock (dates artefacts)
+  // Issue 36: the server's memory budget (null: none) and its send limit
+  // (0: none), checked before admission (server/memory_budget.h).
+  MemoryBudget* memory_budget = nullptr;
+  int64_t max_message_bytes = 0;
 };
 
 // What a client is told when a release or session step failed after private
@@ -109,7 +114,9 @@ class EngineServiceBase {
         failpoint_(std::move(seams.failpoint)),
         noise_source_(seams.noise_source ? std::move(seams.noise_source)
                                          : SecureNoiseSourceFactory()),
-        clock_(seams.clock != nullptr ? seams.clock : &SystemClock::Get()) {}
+        clock_(seams.clock != nullptr ? seams.clock : &SystemClock::Get()),
+        memory_budget_(seams.memory_budget),
+        max_message_bytes_(seams.max_message_bytes) {}
 
   Store* store_;
   Ledger* ledger_;
@@ -118,6 +125,8 @@ class EngineServiceBase {
   Failpoint failpoint_;
   NoiseSourceFactory noise_source_;
   const Clock* clock_;
+  MemoryBudget* memory_budget_;
+  int64_t max_message_bytes_;
 };
 
 class ReleaseServiceImpl final : public v1::ReleaseService::Service, private EngineServiceBase {
@@ -140,6 +149,8 @@ class ReleaseServiceImpl final : public v1::ReleaseService::Service, private Eng
     data::Schema schema;
     ReleasePlan plan;
     Ledger::Admission admission;
+    // Its projected peak, taken before admission, held until it returns.
+    MemoryBudget::Reservation memory;
   };
   // The three hops of RequestRelease (server/service.cc says what each does).
   absl::StatusOr<AdmittedRelease> AdmitRelease(Role role, const Caller& caller,

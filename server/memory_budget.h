@@ -1,0 +1,151 @@
+#ifndef DPCURATOR_SERVER_MEMORY_BUDGET_H_
+#define DPCURATOR_SERVER_MEMORY_BUDGET_H_
+
+// The server's memory budget (issue 36, item 3; ../shared/design/limits.md
+// "memory of one request"). Linux overcommits: a large allocation does not
+// fail with bad_alloc, the OOM killer ends the process. So every release and
+// session step states its projected peak from public parameters before
+// admission (server/releases.h, PlanFootprint), takes a Reservation of it
+// here, and is refused (nothing charged) when what it projects plus what
+// running work holds would pass the budget. The reservation is held until
+// the release or step has finished and is returned by its destructor.
+
+#include <cstdint>
+#include <mutex>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+
+namespace dpcurator::server {
+
+// a * b and a + b of non-negative byte counts, saturating at INT64_MAX: a
+// projection from hostile parameters (max_model_cells = 2^62) stays a
+// number that is over any budget, never a wrapped-around small one.
+int64_t SaturatingMul(int64_t a, int64_t b);
+int64_t SaturatingAdd(int64_t a, int64_t b);
+
+// "8G", "512M", "64K", "1T" (powers of 1024, case-insensitive, an optional
+// trailing "B" or "iB") or a plain byte count; INVALID_ARGUMENT otherwise.
+absl::StatusOr<int64_t> ParseByteSize(absl::string_view text);
+
+// Bytes for people: "1.5 GiB", "730 MiB", "12 KiB", "100 bytes".
+std::string FormatBytes(int64_t bytes);
+
+// What the process may hold besides the budget: the store's cache of
+// encoded rows (Store::kMaxCachedRowBytes, 1 GiB), gRPC's threads and
+// message buffers, SQLite's page cache and the code itself. Measured idle
+// RSS is about 25 MB; the rest is the row cache and the buffers of calls
+// in flight (64 MiB messages).
+inline constexpr int64_t kMemoryBaselineBytes = int64_t{3} << 29;  // 1.5 GiB
+// The share of what is left after the baseline that work may reserve: the
+// projections are upper bounds of the large buffers only (Eigen temporaries,
+// protobuf copies of an artefact and allocator slack are not itemised), so a
+// quarter is kept back for them.
+inline constexpr double kMemoryBudgetFraction = 0.75;
+// The smallest default, for tiny machines: enough for the README's quick
+// starts (demo tables, Adult AIM at its default model size).
+inline constexpr int64_t kMinDefaultMemoryBudget = int64_t{1} << 30;
+
+// The default --memory-budget for a machine with `available` bytes:
+// max(kMinDefaultMemoryBudget, (available - baseline) * fraction). On a
+// 24 GiB machine about 16.9 GiB.
+int64_t DefaultMemoryBudgetFor(int64_t available);
+// What this process may use: the cgroup v2 limit
+// (/sys/fs/cgroup/memory.max; "max" means none) when there is one and it
+// is below physical memory, else physical memory (sysconf).
+int64_t AvailableMemory();
+// DefaultMemoryBudgetFor(AvailableMemory()).
+int64_t DefaultMemoryBudget();
+
+// What one release or session step will hold at its peak and send,
+// projected before admission by the code that plans it (PlanRelease,
+// PlanMarginalsRelease, SessionStepFootprint in server/releases.h).
+struct PlanFootprint {
+  // From the request's public parameters and the public schema: the model,
+  // tables, frequency matrices, step buffers and the artefact's copies.
+  int64_t public_bytes = 0;
+  // The dataset's rows as the work holds them (n x d raw, encoded, the
+  // batch): private under ADD_REMOVE, so never named in a reply.
+  int64_t row_bytes = 0;
+  // An upper bound on the serialized answer (the Release or step answer,
+  // stored and sent as one message); public.
+  int64_t artefact_bytes = 0;
+  // For messages: what it is ("aim release") and which parameter lowers it.
+  std::string what;
+  std::string hint;
+};
+
+// RESOURCE_EXHAUSTED when the footprint's artefact could pass the server's
+// send limit (ServerOptions::max_message_bytes, which the client also
+// receives under): such an answer would be charged, stored and never
+// deliverable. Names the bound, the limit and the hint; nothing charged.
+absl::Status CheckSendLimit(const PlanFootprint& footprint, int64_t max_message_bytes);
+
+class MemoryBudget {
+ public:
+  // `budget_bytes` > 0.
+  explicit MemoryBudget(int64_t budget_bytes) : budget_(budget_bytes) {}
+  MemoryBudget(const MemoryBudget&) = delete;
+  MemoryBudget& operator=(const MemoryBudget&) = delete;
+
+  // Bytes held for one release or step; returned to the budget when
+  // destroyed (or Release()d). Move-only; a default one holds nothing.
+  class Reservation {
+   public:
+    Reservation() = default;
+    Reservation(Reservation&& other) noexcept;
+    Reservation& operator=(Reservation&& other) noexcept;
+    Reservation(const Reservation&) = delete;
+    Reservation& operator=(const Reservation&) = delete;
+    ~Reservation() { Release(); }
+    int64_t bytes() const { return bytes_; }
+    void Release();
+
+   private:
+    friend class MemoryBudget;
+    Reservation(MemoryBudget* budget, int64_t bytes) : budget_(budget), bytes_(bytes) {}
+    MemoryBudget* budget_ = nullptr;
+    int64_t bytes_ = 0;
+  };
+
+  // Reserves `public_bytes + row_bytes` for `what` ("aim release", "session
+  // step"). `public_bytes` is the projection from the request's public
+  // parameters (its model, tables, buffers, artefact); `row_bytes` the
+  // dataset's rows as the work reads them, whose size is private under
+  // ADD_REMOVE. RESOURCE_EXHAUSTED when the sum plus what running work
+  // holds would pass the budget: the message names what, its public
+  // projection, how many running releases and steps hold memory, the budget
+  // and the --memory-budget flag; never row_bytes or the bytes others hold
+  // (both grow with datasets' row counts). `hint` (may be empty) ends the
+  // message: which parameter to lower. Thread-safe.
+  absl::StatusOr<Reservation> Reserve(int64_t public_bytes, int64_t row_bytes,
+                                      absl::string_view what, absl::string_view hint = "");
+
+  // Reserve's first check alone: RESOURCE_EXHAUSTED when `public_bytes`
+  // is over the whole budget (it could never run here). For a session's
+  // open, whose steps reserve later.
+  absl::Status CheckAlone(int64_t public_bytes, absl::string_view what,
+                          absl::string_view hint = "") const;
+  // Reserve(footprint.public_bytes, footprint.row_bytes, what, hint).
+  absl::StatusOr<Reservation> Reserve(const PlanFootprint& footprint) {
+    return Reserve(footprint.public_bytes, footprint.row_bytes, footprint.what, footprint.hint);
+  }
+
+  int64_t budget() const { return budget_; }
+  // Bytes reserved now, and by how many reservations.
+  int64_t held() const;
+  int64_t holders() const;
+
+ private:
+  void Return(int64_t bytes);
+  const int64_t budget_;
+  mutable std::mutex mutex_;
+  int64_t held_ = 0;     // guarded by mutex_
+  int64_t holders_ = 0;  // guarded by mutex_
+};
+
+}  // namespace dpcurator::server
+
+#endif  // DPCURATOR_SERVER_MEMORY_BUDGET_H_
