@@ -109,11 +109,18 @@ absl::StatusOr<std::unique_ptr<CuratorServer>> CuratorServer::Start(const Server
         absl::StrCat("--memory-budget must be positive (0: the default from the machine's "
                      "memory), got ", options.limits.memory_budget_bytes));
   }
+  if (options.limits.max_row_readers < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--max-row-readers must be positive (0: the machine's hardware threads), "
+                     "got ", options.limits.max_row_readers));
+  }
   std::unique_ptr<CuratorServer> server(new CuratorServer());
   server->metrics_ = std::move(metrics);
   server->memory_budget_ = std::make_unique<MemoryBudget>(
       options.limits.memory_budget_bytes > 0 ? options.limits.memory_budget_bytes
-                                             : DefaultMemoryBudget());
+                                             : DefaultMemoryBudget(),
+      options.limits.max_row_readers > 0 ? options.limits.max_row_readers
+                                         : DefaultRowReaders());
   server->clock_ = options.clock;
   // Clamped as the reaper always did: a timeout under a second reaps
   // sessions idle for a second.

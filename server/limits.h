@@ -38,6 +38,14 @@ struct ServerLimits {
   // HonestWorkloadsTest). This also bounds AIM's max_model_cells: about
   // budget / 73 cells.
   int64_t memory_budget_bytes = 0;
+  // Releases and session steps that may read a dataset's rows at once
+  // (--max-row-readers; 0: DefaultRowReaders(), the hardware threads, at
+  // least 2). Row bytes never decide a refusal (a row count is private
+  // under ADD_REMOVE; MemoryBudget::Reserve says why): past this many, a
+  // row-reading work waits before admission. Rows in memory are then at
+  // most this many working copies of the largest dataset, a bound the
+  // curator's uploads set and no analyst can move.
+  int max_row_readers = 0;
 
   // ---- The ledger (item 6).
   //

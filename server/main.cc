@@ -58,6 +58,10 @@ ABSL_FLAG(std::string, memory_budget, "",
           "count); each projects its peak before admission and is refused past this, nothing "
           "charged. Empty: 3/4 of the cgroup limit or physical memory after 1.5 GiB "
           "(docs/limits.md)");
+ABSL_FLAG(int, max_row_readers, 0,
+          "releases and session steps that may read a dataset's rows at once; more wait before "
+          "admission (row bytes never decide a refusal: a row count is private). 0: the "
+          "machine's hardware threads, at least 2 (docs/limits.md)");
 ABSL_FLAG(int64_t, max_reports_per_token, 10000,
           "reports one device token may store per local-DP collection; a batch that would go "
           "over is refused (RESOURCE_EXHAUSTED) and nothing of it stored. One token's flood "
@@ -170,6 +174,7 @@ int main(int argc, char** argv) {
     }
     options.limits.memory_budget_bytes = *bytes;
   }
+  options.limits.max_row_readers = absl::GetFlag(FLAGS_max_row_readers);
   auto server = dpcurator::server::CuratorServer::Start(options);
   using dpcurator::server::LogEvent;
   using dpcurator::server::LogLevel;

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cctype>
 #include <cstdio>
 #include <fstream>
@@ -111,22 +112,32 @@ int64_t AvailableMemory() {
 
 int64_t DefaultMemoryBudget() { return DefaultMemoryBudgetFor(AvailableMemory()); }
 
+int DefaultRowReaders() {
+  const long threads = sysconf(_SC_NPROCESSORS_ONLN);
+  return threads > kMinRowReaders ? static_cast<int>(std::min<long>(threads, 1024))
+                                  : kMinRowReaders;
+}
+
 MemoryBudget::Reservation::Reservation(Reservation&& other) noexcept
-    : budget_(std::exchange(other.budget_, nullptr)), bytes_(std::exchange(other.bytes_, 0)) {}
+    : budget_(std::exchange(other.budget_, nullptr)),
+      bytes_(std::exchange(other.bytes_, 0)),
+      reads_rows_(std::exchange(other.reads_rows_, false)) {}
 
 MemoryBudget::Reservation& MemoryBudget::Reservation::operator=(Reservation&& other) noexcept {
   if (this != &other) {
     Release();
     budget_ = std::exchange(other.budget_, nullptr);
     bytes_ = std::exchange(other.bytes_, 0);
+    reads_rows_ = std::exchange(other.reads_rows_, false);
   }
   return *this;
 }
 
 void MemoryBudget::Reservation::Release() {
-  if (budget_ != nullptr) budget_->Return(bytes_);
+  if (budget_ != nullptr) budget_->Return(bytes_, reads_rows_);
   budget_ = nullptr;
   bytes_ = 0;
+  reads_rows_ = false;
 }
 
 namespace {
@@ -155,36 +166,48 @@ absl::Status MemoryBudget::CheckAlone(int64_t public_bytes, absl::string_view wh
       FormatBytes(budget_), ")", Ending(hint)));
 }
 
-absl::StatusOr<MemoryBudget::Reservation> MemoryBudget::Reserve(int64_t public_bytes,
-                                                                int64_t row_bytes,
-                                                                absl::string_view what,
-                                                                absl::string_view hint) {
-  const int64_t bytes = SaturatingAdd(public_bytes, row_bytes);
+absl::StatusOr<MemoryBudget::Reservation> MemoryBudget::Reserve(
+    int64_t public_bytes, int64_t row_bytes, absl::string_view what, absl::string_view hint,
+    const std::function<bool()>& cancelled) {
+  public_bytes = std::max<int64_t>(public_bytes, 0);
   const std::string ending = Ending(hint);
   // Over the budget on its own: refused whatever else runs.
   if (absl::Status alone = CheckAlone(public_bytes, what, hint); !alone.ok()) return alone;
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (bytes > budget_ - held_) {
-    // The numbers named are public: the request's own projection, the
-    // budget, and a count of running work; never bytes that grow with a
-    // dataset's rows (this dataset's or another's).
+  std::unique_lock<std::mutex> lock(mutex_);
+  const bool reads_rows = row_bytes > 0;
+  if (reads_rows) {
+    // Wait for a row-reader slot (how long is the other works' business:
+    // a latency, like the release's own, never a refusal).
+    constexpr auto kPoll = std::chrono::milliseconds(50);
+    while (!reader_freed_.wait_for(lock, kPoll, [this] { return readers_ < row_readers_; })) {
+      if (cancelled != nullptr && cancelled()) {
+        return absl::CancelledError(absl::StrCat(
+            "the call was cancelled while ", what,
+            " waited for one of the server's --max-row-readers slots (", row_readers_,
+            "); nothing was charged"));
+      }
+    }
+  }
+  // Public bytes alone decide (Reserve's comment in memory_budget.h): the
+  // request's own projection and what others' public projections hold.
+  if (public_bytes > budget_ - held_) {
     if (holders_ == 0) {
       return absl::ResourceExhaustedError(absl::StrCat(
           what, " projects a peak of ", FormatBytes(public_bytes),
-          " from its parameters; with the dataset's rows it reads, that is over the server's "
-          "--memory-budget limit (",
+          " from its parameters, over the server's --memory-budget limit (",
           FormatBytes(budget_), ")", ending));
     }
     return absl::ResourceExhaustedError(absl::StrCat(
         what, " projects a peak of ", FormatBytes(public_bytes),
-        " from its parameters, plus the dataset's rows it reads; with what ", holders_,
+        " from its parameters; with what ", holders_,
         " running release(s) and session step(s) hold, that is over the server's "
         "--memory-budget limit (",
         FormatBytes(budget_), "). Retry when they finish", ending));
   }
-  held_ += bytes;
+  held_ += public_bytes;
   ++holders_;
-  return Reservation(this, bytes);
+  if (reads_rows) ++readers_;
+  return Reservation(this, public_bytes, reads_rows);
 }
 
 int64_t MemoryBudget::held() const {
@@ -197,10 +220,19 @@ int64_t MemoryBudget::holders() const {
   return holders_;
 }
 
-void MemoryBudget::Return(int64_t bytes) {
+int MemoryBudget::readers() const {
   std::lock_guard<std::mutex> lock(mutex_);
-  held_ -= bytes;
-  --holders_;
+  return readers_;
+}
+
+void MemoryBudget::Return(int64_t bytes, bool reads_rows) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    held_ -= bytes;
+    --holders_;
+    if (reads_rows) --readers_;
+  }
+  if (reads_rows) reader_freed_.notify_one();
 }
 
 }  // namespace dpcurator::server

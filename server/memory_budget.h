@@ -10,7 +10,9 @@
 // running work holds would pass the budget. The reservation is held until
 // the release or step has finished and is returned by its destructor.
 
+#include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <string>
 
@@ -83,10 +85,23 @@ struct PlanFootprint {
 // deliverable. Names the bound, the limit and the hint; nothing charged.
 absl::Status CheckSendLimit(const PlanFootprint& footprint, int64_t max_message_bytes);
 
+// Releases and session steps that may hold a copy of a dataset's rows at
+// once (--max-row-readers; 0: DefaultRowReaders()). Row bytes are private
+// under ADD_REMOVE, so they never decide a refusal (Reserve says why);
+// instead at most this many row-reading works run, the others wait for a
+// slot before admission. Rows in memory are then at most this many copies
+// of the largest dataset the curator stored, a bound the curator sets and
+// no caller can move.
+inline constexpr int kMinRowReaders = 2;
+// max(kMinRowReaders, the machine's hardware threads): more concurrent
+// readers than cores buy no throughput.
+int DefaultRowReaders();
+
 class MemoryBudget {
  public:
-  // `budget_bytes` > 0.
-  explicit MemoryBudget(int64_t budget_bytes) : budget_(budget_bytes) {}
+  // `budget_bytes` > 0, `row_readers` >= 1.
+  explicit MemoryBudget(int64_t budget_bytes, int row_readers = DefaultRowReaders())
+      : budget_(budget_bytes), row_readers_(row_readers) {}
   MemoryBudget(const MemoryBudget&) = delete;
   MemoryBudget& operator=(const MemoryBudget&) = delete;
 
@@ -100,28 +115,40 @@ class MemoryBudget {
     Reservation(const Reservation&) = delete;
     Reservation& operator=(const Reservation&) = delete;
     ~Reservation() { Release(); }
+    // The public bytes it holds (row bytes are not counted, see Reserve).
     int64_t bytes() const { return bytes_; }
+    // Whether it holds one of the row-reader slots.
+    bool reads_rows() const { return reads_rows_; }
     void Release();
 
    private:
     friend class MemoryBudget;
-    Reservation(MemoryBudget* budget, int64_t bytes) : budget_(budget), bytes_(bytes) {}
+    Reservation(MemoryBudget* budget, int64_t bytes, bool reads_rows)
+        : budget_(budget), bytes_(bytes), reads_rows_(reads_rows) {}
     MemoryBudget* budget_ = nullptr;
     int64_t bytes_ = 0;
+    bool reads_rows_ = false;
   };
 
-  // Reserves `public_bytes + row_bytes` for `what` ("aim release", "session
-  // step"). `public_bytes` is the projection from the request's public
-  // parameters (its model, tables, buffers, artefact); `row_bytes` the
-  // dataset's rows as the work reads them, whose size is private under
-  // ADD_REMOVE. RESOURCE_EXHAUSTED when the sum plus what running work
-  // holds would pass the budget: the message names what, its public
-  // projection, how many running releases and steps hold memory, the budget
-  // and the --memory-budget flag; never row_bytes or the bytes others hold
-  // (both grow with datasets' row counts). `hint` (may be empty) ends the
+  // Reserves `public_bytes` for `what` ("aim release", "session step"):
+  // the projection from the request's public parameters (its model,
+  // tables, buffers, artefact). RESOURCE_EXHAUSTED when it plus what
+  // running work has reserved would pass the budget: the message names
+  // what, its projection, how many running releases and steps hold memory,
+  // the budget and the --memory-budget flag. `hint` (may be empty) ends the
   // message: which parameter to lower. Thread-safe.
+  //
+  // `row_bytes`, the dataset's rows as the work reads them, never decides a
+  // refusal: under ADD_REMOVE the row count is private, and a refusal that
+  // depended on it would be a free oracle (an analyst moves public_bytes
+  // until the answer flips and reads the row count off the threshold,
+  // nothing charged). A work with row_bytes > 0 instead takes one of the
+  // public number of row-reader slots, waiting for one before admission;
+  // `cancelled` (may be null) is polled while it waits, and a cancelled
+  // wait is CANCELLED with nothing charged.
   absl::StatusOr<Reservation> Reserve(int64_t public_bytes, int64_t row_bytes,
-                                      absl::string_view what, absl::string_view hint = "");
+                                      absl::string_view what, absl::string_view hint = "",
+                                      const std::function<bool()>& cancelled = nullptr);
 
   // Reserve's first check alone: RESOURCE_EXHAUSTED when `public_bytes`
   // is over the whole budget (it could never run here). For a session's
@@ -129,21 +156,29 @@ class MemoryBudget {
   absl::Status CheckAlone(int64_t public_bytes, absl::string_view what,
                           absl::string_view hint = "") const;
   // Reserve(footprint.public_bytes, footprint.row_bytes, what, hint).
-  absl::StatusOr<Reservation> Reserve(const PlanFootprint& footprint) {
-    return Reserve(footprint.public_bytes, footprint.row_bytes, footprint.what, footprint.hint);
+  absl::StatusOr<Reservation> Reserve(const PlanFootprint& footprint,
+                                      const std::function<bool()>& cancelled = nullptr) {
+    return Reserve(footprint.public_bytes, footprint.row_bytes, footprint.what, footprint.hint,
+                   cancelled);
   }
 
   int64_t budget() const { return budget_; }
-  // Bytes reserved now, and by how many reservations.
+  int row_readers() const { return row_readers_; }
+  // Public bytes reserved now, by how many reservations, and the row-reader
+  // slots taken.
   int64_t held() const;
   int64_t holders() const;
+  int readers() const;
 
  private:
-  void Return(int64_t bytes);
+  void Return(int64_t bytes, bool reads_rows);
   const int64_t budget_;
+  const int row_readers_;
   mutable std::mutex mutex_;
+  std::condition_variable reader_freed_;
   int64_t held_ = 0;     // guarded by mutex_
   int64_t holders_ = 0;  // guarded by mutex_
+  int readers_ = 0;      // guarded by mutex_
 };
 
 }  // namespace dpcurator::server

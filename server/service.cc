@@ -186,12 +186,14 @@ StepRateLimiter& DpSgdRateLimiter() {
 // Issue 36, before admission (a refusal charges nothing): the answer within
 // the send limit, then the projected peak reserved from the memory budget,
 // held by the caller until the release or step has finished.
-absl::StatusOr<MemoryBudget::Reservation> ReserveFootprint(const PlanFootprint& footprint,
-                                                           MemoryBudget* budget,
-                                                           int64_t max_message_bytes) {
+absl::StatusOr<MemoryBudget::Reservation> ReserveFootprint(
+    const PlanFootprint& footprint, MemoryBudget* budget, int64_t max_message_bytes,
+    const grpc::ServerContextBase* context) {
   if (max_message_bytes > 0) DPC_RETURN_IF_ERROR(CheckSendLimit(footprint, max_message_bytes));
   if (budget == nullptr) return MemoryBudget::Reservation();
-  return budget->Reserve(footprint);
+  // A call whose client went away while it waited for a row-reader slot
+  // stops there, before admission.
+  return budget->Reserve(footprint, [context] { return context->IsCancelled(); });
 }
 
 // A session's open: every step it reserves must be able to run, so its
@@ -435,7 +437,8 @@ grpc::Status ReleaseServiceImpl::RequestRelease(grpc::ServerContext* context,
   DPC_GRPC_ASSIGN_OR_RETURN(Role role, authorizer_->Check(context));
   authorizer_->NoteTarget(context, request->dataset_id());
   DPC_GRPC_ASSIGN_OR_RETURN(Caller caller, CallerOf(*authorizer_, context));
-  DPC_GRPC_ASSIGN_OR_RETURN(AdmittedRelease admitted, AdmitRelease(role, caller, *request));
+  DPC_GRPC_ASSIGN_OR_RETURN(AdmittedRelease admitted,
+                            AdmitRelease(role, caller, *request, context));
   const Ledger::Admission& admission = admitted.admission;
   if (admission.outcome == Ledger::Admission::Outcome::kReplay) {
     if (!response->ParseFromString(admission.artefact)) {
@@ -487,15 +490,17 @@ grpc::Status ReleaseServiceImpl::RequestRelease(grpc::ServerContext* context,
 }
 
 absl::StatusOr<ReleaseServiceImpl::AdmittedRelease> ReleaseServiceImpl::AdmitRelease(
-    Role role, const Caller& caller, const v1::ReleaseRequest& request) {
+    Role role, const Caller& caller, const v1::ReleaseRequest& request,
+    const grpc::ServerContextBase* context) {
   AdmittedRelease admitted;
   DPC_ASSIGN_OR_RETURN(admitted.dataset, store_->GetDataset(request.dataset_id()));
   DPC_ASSIGN_OR_RETURN(admitted.schema, SchemaFromProto(admitted.dataset.schema()));
   DPC_ASSIGN_OR_RETURN(admitted.plan, PlanRelease(request, admitted.dataset, admitted.schema));
   // Before admission: an answer over the send limit, or a peak over what
   // the memory budget has left, is refused with nothing charged.
-  DPC_ASSIGN_OR_RETURN(admitted.memory, ReserveFootprint(admitted.plan.footprint,
-                                                         memory_budget_, max_message_bytes_));
+  DPC_ASSIGN_OR_RETURN(admitted.memory,
+                       ReserveFootprint(admitted.plan.footprint, memory_budget_,
+                                        max_message_bytes_, context));
   // An external dataset's release is charged with its plan, which the
   // curator's runner computes (docs/scale-out.md "External datasets").
   std::optional<Ledger::JobPlan> job;
@@ -813,7 +818,7 @@ grpc::Status SessionServiceImpl::Step(grpc::ServerContext* context,
     DPC_GRPC_ASSIGN_OR_RETURN(
         const MemoryBudget::Reservation memory,
         ReserveFootprint(SessionStepFootprint(session.params(), dataset, schema),
-                         memory_budget_, max_message_bytes_));
+                         memory_budget_, max_message_bytes_, context));
     // From the first row read on, a failure is the step's outcome: stored,
     // counted as used (its reservation is never returned), and answered
     // with an incident id only (docs/privacy.md 6.1).

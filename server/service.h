@@ -153,8 +153,10 @@ class ReleaseServiceImpl final : public v1::ReleaseService::Service, private Eng
     MemoryBudget::Reservation memory;
   };
   // The three hops of RequestRelease (server/service.cc says what each does).
+  // `context` is polled while the release waits for a row-reader slot.
   absl::StatusOr<AdmittedRelease> AdmitRelease(Role role, const Caller& caller,
-                                               const v1::ReleaseRequest& request);
+                                               const v1::ReleaseRequest& request,
+                                               const grpc::ServerContextBase* context);
   // `refunded` is set when a failure before any row was read gave the
   // charge back (the one refundable failure, docs/privacy.md 6.1).
   // `incident` gets the id marked on the release before its rows are

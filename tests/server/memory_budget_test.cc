@@ -207,7 +207,7 @@ TEST_F(MemoryLimitsTest, PartitionedReleaseOverTheSendLimitIsRefusedBeforeAdmiss
 #ifdef DPC_HAVE_MEMORY_BUDGET
 
 TEST(MemoryBudgetTest, TheSecondOfTwoConcurrentReservationsOverTheBudgetIsRefused) {
-  MemoryBudget budget(100);
+  MemoryBudget budget(100, /*row_readers=*/2);
   std::atomic<int> granted{0};
   std::vector<std::optional<MemoryBudget::Reservation>> held(2);
   std::vector<absl::Status> refusals(2);
@@ -215,7 +215,7 @@ TEST(MemoryBudgetTest, TheSecondOfTwoConcurrentReservationsOverTheBudgetIsRefuse
   for (int t = 0; t < 2; ++t) {
     threads.emplace_back([&, t] {
       absl::StatusOr<MemoryBudget::Reservation> reservation =
-          budget.Reserve(40, 20, "test release", "ask for less");
+          budget.Reserve(60, 20, "test release", "ask for less");
       if (reservation.ok()) {
         ++granted;
         held[static_cast<size_t>(t)] = *std::move(reservation);
@@ -228,22 +228,25 @@ TEST(MemoryBudgetTest, TheSecondOfTwoConcurrentReservationsOverTheBudgetIsRefuse
   EXPECT_EQ(granted.load(), 1);
   EXPECT_EQ(budget.held(), 60);
   EXPECT_EQ(budget.holders(), 1);
+  EXPECT_EQ(budget.readers(), 1);
   for (const absl::Status& refusal : refusals) {
     if (refusal.ok()) continue;
     EXPECT_EQ(refusal.code(), absl::StatusCode::kResourceExhausted);
     EXPECT_TRUE(Contains(std::string(refusal.message()), "--memory-budget")) << refusal;
-    EXPECT_TRUE(Contains(std::string(refusal.message()), "40 bytes")) << refusal;
+    EXPECT_TRUE(Contains(std::string(refusal.message()), "60 bytes")) << refusal;
     EXPECT_TRUE(Contains(std::string(refusal.message()), "1 running")) << refusal;
     EXPECT_TRUE(Contains(std::string(refusal.message()), "ask for less")) << refusal;
     // The row bytes (private under ADD_REMOVE) are never named.
-    EXPECT_FALSE(Contains(std::string(refusal.message()), "60")) << refusal;
+    EXPECT_FALSE(Contains(std::string(refusal.message()), "20 bytes")) << refusal;
+    EXPECT_FALSE(Contains(std::string(refusal.message()), "80")) << refusal;
   }
   // A finished one frees its bytes.
   held.clear();
   EXPECT_EQ(budget.held(), 0);
-  absl::StatusOr<MemoryBudget::Reservation> again = budget.Reserve(40, 20, "test release");
+  absl::StatusOr<MemoryBudget::Reservation> again = budget.Reserve(60, 20, "test release");
   ASSERT_TRUE(again.ok()) << again.status();
   EXPECT_EQ(again->bytes(), 60);
+  EXPECT_TRUE(again->reads_rows());
   // Over the budget alone: refused whatever runs, and a moved-from
   // reservation returns nothing twice.
   MemoryBudget::Reservation moved = *std::move(again);
@@ -256,6 +259,62 @@ TEST(MemoryBudgetTest, TheSecondOfTwoConcurrentReservationsOverTheBudgetIsRefuse
   // Saturation: a hostile projection is over any budget, never wrapped.
   EXPECT_EQ(SaturatingMul(int64_t{1} << 62, 73), INT64_MAX);
   EXPECT_FALSE(budget.Reserve(SaturatingMul(int64_t{1} << 62, 73), 1, "huge").ok());
+}
+
+// The rows' bytes are private under ADD_REMOVE: whether a reservation is
+// refused must not depend on them, or an analyst could move a public
+// parameter until the answer flips and read the row count off the
+// threshold, nothing charged. The same public projection gets the same
+// answer whatever the rows weigh, and a held reservation's rows do not
+// crowd out another's.
+TEST(MemoryBudgetTest, RowBytesNeverDecideARefusal) {
+  for (const int64_t rows : {int64_t{0}, int64_t{1}, int64_t{90}, int64_t{1} << 40, INT64_MAX}) {
+    MemoryBudget budget(100, /*row_readers=*/4);
+    absl::StatusOr<MemoryBudget::Reservation> fits = budget.Reserve(100, rows, "fits");
+    ASSERT_TRUE(fits.ok()) << rows << ": " << fits.status();
+    EXPECT_EQ(budget.held(), 100) << rows;
+    EXPECT_EQ(budget.Reserve(1, rows, "over").status().code(),
+              absl::StatusCode::kResourceExhausted)
+        << rows;
+    fits->Release();
+    absl::StatusOr<MemoryBudget::Reservation> first = budget.Reserve(50, rows, "first");
+    absl::StatusOr<MemoryBudget::Reservation> second = budget.Reserve(50, rows, "second");
+    EXPECT_TRUE(first.ok() && second.ok()) << rows;
+  }
+}
+
+// Row-reading works beyond --max-row-readers wait for a slot (before
+// admission) instead of being refused; works that read no rows do not wait,
+// and a cancelled wait charges nothing.
+TEST(MemoryBudgetTest, RowReadersBeyondTheSlotsWaitAndACancelledWaitStops) {
+  MemoryBudget budget(1000, /*row_readers=*/1);
+  absl::StatusOr<MemoryBudget::Reservation> first = budget.Reserve(10, 5, "first");
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_EQ(budget.readers(), 1);
+  // No rows: no slot needed.
+  absl::StatusOr<MemoryBudget::Reservation> no_rows = budget.Reserve(10, 0, "no rows");
+  ASSERT_TRUE(no_rows.ok()) << no_rows.status();
+  EXPECT_FALSE(no_rows->reads_rows());
+  // Cancelled while waiting: CANCELLED, nothing held.
+  const absl::Status cancelled =
+      budget.Reserve(10, 5, "cancelled", "", [] { return true; }).status();
+  EXPECT_EQ(cancelled.code(), absl::StatusCode::kCancelled) << cancelled;
+  EXPECT_TRUE(Contains(std::string(cancelled.message()), "--max-row-readers")) << cancelled;
+  EXPECT_EQ(budget.holders(), 2);
+  // A second reader waits until the first is done, then gets the slot.
+  std::atomic<bool> granted{false};
+  std::thread waiter([&] {
+    absl::StatusOr<MemoryBudget::Reservation> second = budget.Reserve(10, 5, "second");
+    EXPECT_TRUE(second.ok()) << second.status();
+    granted = true;
+    EXPECT_EQ(budget.readers(), 1);
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_FALSE(granted.load());
+  first->Release();
+  waiter.join();
+  EXPECT_TRUE(granted.load());
+  EXPECT_EQ(budget.readers(), 0);
 }
 
 TEST(MemoryBudgetTest, ParsesSizesAndDerivesTheDefault) {
