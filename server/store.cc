@@ -265,11 +265,15 @@ CREATE TRIGGER audit_log_no_update BEFORE UPDATE ON audit_log
     OR NEW.created_unix IS NOT OLD.created_unix OR NEW.principal IS NOT OLD.principal
     OR NEW.role IS NOT OLD.role OR NEW.method IS NOT OLD.method OR NEW.target IS NOT OLD.target
     OR NEW.code IS NOT OLD.code OR NEW.epsilon IS NOT OLD.epsilon OR NEW.detail IS NOT OLD.detail
-  BEGIN SELECT RAISE(ABORT, 'the audit log is append-only (only a refused call''s row counts its repeats)'); END;
+  BEGIN
+    SELECT RAISE(ABORT, 'the audit log is append-only (a refused call''s row counts repeats)');
+  END;
 DROP TRIGGER audit_log_no_delete;
 CREATE TRIGGER audit_log_no_delete BEFORE DELETE ON audit_log
   WHEN OLD.id >= (SELECT below_id FROM audit_retention WHERE id = 1)
-  BEGIN SELECT RAISE(ABORT, 'the audit log is append-only: rows leave only by the retention pass'); END;
+  BEGIN
+    SELECT RAISE(ABORT, 'the audit log is append-only: rows leave only by the retention pass');
+  END;
 )sql",
 };
 
