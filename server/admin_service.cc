@@ -25,10 +25,12 @@ constexpr char kTokenPrefix[] = "dpc_";
 constexpr char kFilePrincipalPrefix[] = "file:";
 
 absl::Status ValidateLabel(const std::string& label) {
-  if (label.size() > AdminServiceImpl::kMaxLabelLength) {
-    return absl::InvalidArgumentError(absl::StrCat("token label must be at most ",
-                                                   AdminServiceImpl::kMaxLabelLength,
-                                                   " characters"));
+  // Bytes, as counted: a character outside ASCII takes 2 to 4 of them in
+  // UTF-8 (issue 36, item 9: the message used to say characters).
+  if (label.size() > AdminServiceImpl::kMaxLabelBytes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "token label must be at most ", AdminServiceImpl::kMaxLabelBytes,
+        " bytes of UTF-8 (got ", label.size(), "; a character outside ASCII takes 2 to 4)"));
   }
   for (unsigned char c : label) {
     if (c < 0x20 || c == 0x7f) {
@@ -187,10 +189,19 @@ grpc::Status AdminServiceImpl::RevokeToken(grpc::ServerContext* context,
       return ToGrpcStatus(absl::NotFoundError(absl::StrCat(
           "no token '", id, "' (list them with `dpcurator admin token list`)")));
     }
-    return ToGrpcStatus(absl::FailedPreconditionError(
-        absl::StrCat("token ", id, " comes from the server's --tokens file: delete line ",
-                     id.substr(sizeof(kFilePrincipalPrefix) - 1),
-                     " of that file and restart the server to revoke it")));
+    // The id is a digest of the token, not a line (FileTokenId): say which
+    // line held it when the server read the file, and how to find it if
+    // the file changed since (issue 36, item 9).
+    auto line = token_file_lines_.find(id);
+    return ToGrpcStatus(absl::FailedPreconditionError(absl::StrCat(
+        "token ", id, " comes from the server's --tokens file",
+        line == token_file_lines_.end()
+            ? std::string()
+            : absl::StrCat(" (line ", line->second, " when the server started)"),
+        ": remove the line holding that token from the file and restart the server to "
+        "revoke it. The id is 'file:' and the first 16 hex digits of the SHA-256 of "
+        "\"dpcurator principal\", a zero byte and the token: printf 'dpcurator "
+        "principal\\0%s' \"$TOKEN\" | sha256sum | cut -c1-16")));
   }
   if (found != valid.end() && found->role == Role::kCurator) {
     const auto curators = std::count_if(valid.begin(), valid.end(), [](const Principal& p) {

@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "dpcurator/v1/dpcurator.grpc.pb.h"
 #include "server/auth.h"
@@ -55,7 +56,14 @@ class AdminServiceImpl final : public v1::AdminService::Service {
                                         const std::vector<std::pair<int, std::string>>& line_ids,
                                         bool adopt);
 
-  static constexpr int kMaxLabelLength = 200;
+  // Token labels: at most this many bytes (UTF-8), no control characters.
+  static constexpr int kMaxLabelBytes = 200;
+
+  // Where each --tokens file token was read (TokenRegistry::FromFile's
+  // line numbers by principal id), so that revoking one can name its line.
+  void SetTokenFileLines(const std::vector<std::pair<int, std::string>>& line_ids) {
+    for (const auto& [line, id] : line_ids) token_file_lines_[id] = line;
+  }
 
  private:
   Store* store_;
@@ -64,6 +72,7 @@ class AdminServiceImpl final : public v1::AdminService::Service {
   // Serialises revocations, so that two curators revoking each other's
   // tokens at once cannot both pass the last-curator check.
   std::mutex revoke_mutex_;
+  absl::flat_hash_map<std::string, int> token_file_lines_;
 };
 
 // A new bearer token: "dpc_" and 48 hex digits (192 bits from RAND_bytes).

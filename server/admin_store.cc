@@ -1,4 +1,4 @@
-// Store methods for bearer tokens and the audit log (migration 4 in
+// Store methods for bearer tokens and the audit log (migrations 4 and 11 in
 // store.cc).
 #include <algorithm>
 
@@ -14,10 +14,14 @@ namespace {
 constexpr const char* kTokenColumns =
     "id, role, digest, label, created_unix, created_by, revoked_unix, revoked_by";
 constexpr const char* kAuditColumns =
-    "id, created_unix, principal, role, method, target, code, epsilon, detail";
+    "id, created_unix, principal, role, method, target, code, epsilon, detail, count";
 // ListAudit's page size when none is asked for, and its ceiling.
 constexpr int kDefaultAuditLimit = 100;
 constexpr int kMaxAuditLimit = 10000;
+// Rows one retention transaction deletes at most: the database lock is
+// released between batches, so a first pass over a large table does not
+// stall the calls waiting for it.
+constexpr int64_t kPruneBatchRows = 20000;
 
 Store::StoredToken TokenFromRow(const Statement& row) {
   Store::StoredToken token;
@@ -94,21 +98,75 @@ absl::StatusOr<v1::TokenInfo> Store::RevokeToken(const std::string& token_id,
   return token.info;
 }
 
-absl::Status Store::AppendAudit(const v1::AuditRecord& record) {
+absl::StatusOr<int64_t> Store::AppendAudit(const v1::AuditRecord& record, int64_t count) {
   auto db = database_->Lock();
   DPC_ASSIGN_OR_RETURN(auto insert,
                        db->Prepare("INSERT INTO audit_log (created_unix, principal, role, "
-                                    "method, target, code, epsilon, detail) VALUES (?, ?, ?, ?, "
-                                    "?, ?, ?, ?)"));
-  return insert.Bind(1, record.created_unix())
-      .Bind(2, record.principal())
-      .Bind(3, RoleProtoName(record.role()))
-      .Bind(4, record.method())
-      .Bind(5, record.target())
-      .Bind(6, int64_t{record.code()})
-      .Bind(7, record.epsilon())
-      .Bind(8, record.detail())
-      .Run();
+                                    "method, target, code, epsilon, detail, count) VALUES (?, ?, "
+                                    "?, ?, ?, ?, ?, ?, ?)"));
+  DPC_RETURN_IF_ERROR(insert.Bind(1, record.created_unix())
+                          .Bind(2, record.principal())
+                          .Bind(3, RoleProtoName(record.role()))
+                          .Bind(4, record.method())
+                          .Bind(5, record.target())
+                          .Bind(6, int64_t{record.code()})
+                          .Bind(7, record.epsilon())
+                          .Bind(8, record.detail())
+                          .Bind(9, count)
+                          .Run());
+  return db->LastInsertRowId();
+}
+
+absl::Status Store::AddAuditRepeats(const std::vector<std::pair<int64_t, int64_t>>& counts) {
+  if (counts.empty()) return absl::OkStatus();
+  auto db = database_->Lock();
+  DPC_ASSIGN_OR_RETURN(auto transaction, Transaction::BeginImmediate(db.get()));
+  DPC_ASSIGN_OR_RETURN(auto update,
+                       db->Prepare("UPDATE audit_log SET count = count + ? WHERE id = ?"));
+  for (const auto& [id, repeats] : counts) {
+    if (repeats <= 0) continue;
+    update.Reset();
+    DPC_RETURN_IF_ERROR(update.Bind(1, repeats).Bind(2, id).Run());
+  }
+  return transaction.Commit();
+}
+
+absl::StatusOr<int64_t> Store::PruneAudit(int64_t created_before_unix, int64_t max_rows) {
+  int64_t deleted = 0;
+  while (true) {
+    auto db = database_->Lock();
+    DPC_ASSIGN_OR_RETURN(auto transaction, Transaction::BeginImmediate(db.get()));
+    DPC_ASSIGN_OR_RETURN(auto bounds,
+                         db->Prepare("SELECT COALESCE(MIN(id), 0), COALESCE(MAX(id), 0) FROM "
+                                     "audit_log"));
+    DPC_ASSIGN_OR_RETURN(bool has_row, bounds.Step());
+    if (!has_row || bounds.ColumnInt(1) == 0) return deleted;
+    const int64_t min_id = bounds.ColumnInt(0);
+    const int64_t max_id = bounds.ColumnInt(1);
+    // Rows below `below` go: ids grow with time, so the rows older than
+    // the cutoff are those up to the newest of them, and the newest
+    // max_rows rows are those from max_id - max_rows + 1 on.
+    int64_t below = 0;
+    if (created_before_unix > 0) {
+      DPC_ASSIGN_OR_RETURN(auto old_rows,
+                           db->Prepare("SELECT COALESCE(MAX(id), 0) FROM audit_log WHERE "
+                                       "created_unix < ?"));
+      old_rows.Bind(1, created_before_unix);
+      DPC_ASSIGN_OR_RETURN(bool row, old_rows.Step());
+      if (row && old_rows.ColumnInt(0) > 0) below = old_rows.ColumnInt(0) + 1;
+    }
+    if (max_rows > 0 && max_id - max_rows + 1 > below) below = max_id - max_rows + 1;
+    if (below <= min_id) return deleted;
+    below = std::min(below, min_id + kPruneBatchRows);
+    DPC_ASSIGN_OR_RETURN(auto mark,
+                         db->Prepare("UPDATE audit_retention SET below_id = max(below_id, ?) "
+                                     "WHERE id = 1"));
+    DPC_RETURN_IF_ERROR(mark.Bind(1, below).Run());
+    DPC_ASSIGN_OR_RETURN(auto prune, db->Prepare("DELETE FROM audit_log WHERE id < ?"));
+    DPC_RETURN_IF_ERROR(prune.Bind(1, below).Run());
+    deleted += db->Changes();
+    DPC_RETURN_IF_ERROR(transaction.Commit());
+  }
 }
 
 absl::StatusOr<v1::ListAuditResponse> Store::ListAudit(int limit, int64_t before_id,
@@ -141,6 +199,11 @@ absl::StatusOr<v1::ListAuditResponse> Store::ListAudit(int limit, int64_t before
     record.set_code(static_cast<int32_t>(query.ColumnInt(6)));
     record.set_epsilon(query.ColumnDouble(7));
     record.set_detail(query.ColumnText(8));
+    // A refused call's row stands for its repeats too (migration 12).
+    if (const int64_t count = query.ColumnInt(9); count > 1) {
+      record.set_detail(absl::StrCat(record.detail(), record.detail().empty() ? "" : " ",
+                                     "calls=", count));
+    }
     const size_t bytes = record.ByteSizeLong();
     if (!budget.Fits(bytes)) {
       response.set_next_before_id(response.records(response.records_size() - 1).id());

@@ -21,6 +21,10 @@ constexpr absl::string_view kFilePrincipalPrefix = "file:";
 // 8 bytes = 16 hex digits of the domain-separated digest (auth.h says why).
 constexpr size_t kFileIdBytes = 8;
 constexpr absl::string_view kBearerPrefix = "Bearer ";
+// The methods of grpc.health.v1.Health (grpc/health/v1/health.proto): the
+// only paths a caller without a token may reach.
+constexpr absl::string_view kHealthCheck = "/grpc.health.v1.Health/Check";
+constexpr absl::string_view kHealthWatch = "/grpc.health.v1.Health/Watch";
 
 struct MethodRule {
   const char* method;
@@ -63,11 +67,13 @@ const std::vector<MethodRule>& Rules() {
   return *rules;
 }
 
-// At most Authorizer::kMaxAuditTextBytes of `text`, cut before a UTF-8
-// continuation byte so that the audit row stays valid proto3 text.
-absl::string_view AuditText(absl::string_view text) {
-  if (text.size() <= Authorizer::kMaxAuditTextBytes) return text;
-  size_t end = Authorizer::kMaxAuditTextBytes;
+// At most `max_bytes` (Authorizer::kMaxAuditTextBytes) of `text`, cut
+// before a UTF-8 continuation byte so that the audit row stays valid proto3
+// text.
+absl::string_view AuditText(absl::string_view text,
+                            size_t max_bytes = Authorizer::kMaxAuditTextBytes) {
+  if (text.size() <= max_bytes) return text;
+  size_t end = max_bytes;
   while (end > 0 && (static_cast<unsigned char>(text[end]) & 0xC0) == 0x80) --end;
   return text.substr(0, end);
 }
@@ -92,7 +98,11 @@ class AuthInterceptor final : public grpc::experimental::Interceptor {
       Authorizer::Decision decision =
           authorizer_->Decide(info_->method(), metadata ? *metadata : kEmpty);
       if (!decision.status.ok()) refused_ = decision.status;
-      authorizer_->Record(info_->server_context(), info_->method(), std::move(decision));
+      authorizer_->Record(info_->server_context(), info_->method(), std::move(decision),
+                          info_->server_context()->peer());
+    }
+    if (methods->QueryInterceptionHookPoint(InterceptionHookPoints::PRE_SEND_MESSAGE)) {
+      authorizer_->CheckSend(info_->server_context(), methods);
     }
     if (methods->QueryInterceptionHookPoint(InterceptionHookPoints::PRE_SEND_STATUS)) {
       // A refusal made after the verdict (Authorizer::Refuse, e.g. an
@@ -266,7 +276,7 @@ std::vector<Principal> TokenRegistry::Principals() const {
 }
 
 bool IsPublicMethod(absl::string_view method) {
-  return absl::StartsWith(method, "/grpc.health.v1.Health/");
+  return method == kHealthCheck || method == kHealthWatch;
 }
 
 std::vector<Role> AllowedRoles(absl::string_view method) {
@@ -283,6 +293,27 @@ const std::vector<std::string>& ProtectedMethods() {
     return list;
   }();
   return *methods;
+}
+
+absl::string_view CanonicalMethod(absl::string_view method) {
+  // One hash lookup: this runs for every call, hostile ones included.
+  static const auto* table = [] {
+    auto* names = new absl::flat_hash_map<std::string, absl::string_view>;
+    for (absl::string_view name : {kHealthCheck, kHealthWatch}) names->emplace(name, name);
+    for (const std::string& name : ProtectedMethods()) names->emplace(name, name);
+    return names;
+  }();
+  auto it = table->find(method);
+  return it == table->end() ? kUnknownMethod : it->second;
+}
+
+std::string PeerHost(absl::string_view peer) {
+  // gRPC writes "ipv4:1.2.3.4:port", "ipv6:[::1]:port" and "unix:path".
+  if (absl::StartsWith(peer, "ipv4:") || absl::StartsWith(peer, "ipv6:")) {
+    const size_t colon = peer.rfind(':');
+    if (colon > 4) peer = peer.substr(0, colon);
+  }
+  return std::string(AuditText(peer, kMaxPeerBytes));
 }
 
 Authorizer::Decision Authorizer::Decide(
@@ -318,18 +349,24 @@ Authorizer::Decision Authorizer::Decide(
   if (std::find(allowed.begin(), allowed.end(), principal->role) == allowed.end()) {
     std::string names;
     for (Role r : allowed) absl::StrAppend(&names, names.empty() ? "" : " or ", RoleName(r));
+    // The method as the server names it: the path a caller sent is not
+    // echoed (CanonicalMethod).
     return {grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
-                         absl::StrCat("role ", RoleName(principal->role), " may not call ", method,
+                         absl::StrCat("role ", RoleName(principal->role), " may not call ",
+                                      CanonicalMethod(method),
                                       names.empty() ? "" : absl::StrCat(" (needs ", names, ")"))),
             *std::move(principal), revocations};
   }
   return {grpc::Status::OK, *std::move(principal), revocations};
 }
 
-void Authorizer::Record(const void* call, absl::string_view method, Decision decision) {
+void Authorizer::Record(const void* call, absl::string_view method, Decision decision,
+                        absl::string_view peer) {
   Verdict verdict;
+  verdict.record.refused_at_admission = !decision.status.ok();
   verdict.status = std::move(decision.status);
-  verdict.record.method = std::string(method);
+  verdict.record.method = std::string(CanonicalMethod(method));
+  verdict.record.peer = PeerHost(peer);
   verdict.revocations_seen = decision.revocations;
   if (decision.principal.has_value()) {
     verdict.record.principal = decision.principal->id;
@@ -373,6 +410,12 @@ std::optional<grpc::Status> Authorizer::Refusal(const void* call) {
   return std::nullopt;
 }
 
+bool Authorizer::RefusedAtAdmission(const void* call) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = verdicts_.find(call);
+  return it != verdicts_.end() && it->second.record.refused_at_admission;
+}
+
 void Authorizer::Finish(const void* call, const grpc::Status& final_status) {
   CallRecord record;
   {
@@ -386,6 +429,24 @@ void Authorizer::Finish(const void* call, const grpc::Status& final_status) {
   if (audit_ == nullptr || IsPublicMethod(record.method)) return;
   record.code = static_cast<int>(final_status.error_code());
   audit_(record);
+}
+
+void Authorizer::CheckSend(const void* call,
+                           grpc::experimental::InterceptorBatchMethods* methods) {
+  if (max_send_message_bytes_ <= 0) return;
+  // Serializes the response now instead of in the call's batch: it happens
+  // once either way, and the serialized form is the only one every method
+  // has (the health service sends byte buffers).
+  grpc::ByteBuffer* buffer = methods->GetSerializedSendMessage();
+  if (buffer == nullptr) return;
+  const int64_t bytes = static_cast<int64_t>(buffer->Length());
+  if (bytes <= max_send_message_bytes_) return;
+  // gRPC itself fails this send with RESOURCE_EXHAUSTED, whatever the
+  // handler returns; this makes the call's recorded code that one.
+  Refuse(call, grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                            absl::StrCat("the response is ", bytes,
+                                         " bytes, over the server's send limit of ",
+                                         max_send_message_bytes_, " bytes")));
 }
 
 absl::StatusOr<Role> Authorizer::Check(const grpc::ServerContextBase* context) {

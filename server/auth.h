@@ -91,16 +91,34 @@ class TokenRegistry {
 
 // Which roles may call which RPC (full method name, e.g.
 // "/dpcurator.v1.DatasetService/CreateDataset"). A method not listed is
-// refused for everyone; the health service needs no token.
+// refused for everyone. Only the two methods the health service has
+// (/grpc.health.v1.Health/Check and /Watch) need no token: any other path,
+// under the health prefix or not, is refused before gRPC answers
+// UNIMPLEMENTED, since the interceptors run first (issue 36, item 1).
 bool IsPublicMethod(absl::string_view method);
 std::vector<Role> AllowedRoles(absl::string_view method);
 const std::vector<std::string>& ProtectedMethods();
+// The server's own name for a method path: the full name from its method
+// table (the health methods and ProtectedMethods()), or "unknown" for any
+// other path. Static storage. What metrics, log lines and audit rows keep
+// instead of the path a caller sent, which is caller text of up to the
+// metadata limit (8 KiB) and unbounded in variety (issue 36, items 1-2).
+absl::string_view CanonicalMethod(absl::string_view method);
+inline constexpr absl::string_view kUnknownMethod = "unknown";
+// "ipv4:127.0.0.1" for "ipv4:127.0.0.1:54321": the peer's host without its
+// port (a new connection has a new port), cut to kMaxPeerBytes.
+std::string PeerHost(absl::string_view peer);
+inline constexpr size_t kMaxPeerBytes = 64;
 
 // What the audit log records about one protected call. The interceptor
 // fills the caller, method and outcome; the handler adds the object it acted
 // on and the epsilon it charged (Authorizer::Note*).
 struct CallRecord {
-  std::string method;
+  std::string method;     // CanonicalMethod: never the path as sent
+  std::string peer;       // PeerHost of the connection
+  // Refused by the authorizer's verdict (no or unknown token, wrong role),
+  // before any handler ran: audited in bounded space (AuditLog).
+  bool refused_at_admission = false;
   std::string principal;  // empty: not authenticated
   std::optional<Role> role;
   std::string target;
@@ -133,7 +151,9 @@ class Authorizer {
   // Called by the interceptor.
   Decision Decide(absl::string_view method,
                   const std::multimap<grpc::string_ref, grpc::string_ref>& metadata) const;
-  void Record(const void* call, absl::string_view method, Decision decision);
+  // `method` is the path as received: only CanonicalMethod(method) is kept.
+  void Record(const void* call, absl::string_view method, Decision decision,
+              absl::string_view peer = "");
   // Ends a call: hands its record, with `final_status`, to the audit sink
   // (protected methods only) and forgets it.
   void Finish(const void* call, const grpc::Status& final_status);
@@ -171,6 +191,22 @@ class Authorizer {
   void Refuse(const void* call, const grpc::Status& status);
   // The call's refusal, if any (the authorizer's or a Refuse()).
   std::optional<grpc::Status> Refusal(const void* call);
+  // Whether the call was refused by the verdict itself (no or unknown
+  // token, wrong role), not by a later Refuse(): such calls are the ones a
+  // stranger can repeat at will, audited and logged in aggregate.
+  bool RefusedAtAdmission(const void* call);
+
+  // The server's send limit (ServerOptions::max_message_bytes; 0: none
+  // known). gRPC fails a response over it with RESOURCE_EXHAUSTED after the
+  // handler returned, so the handler's OK is not what the client gets: the
+  // interceptors check each serialized response against it (CheckSend) and
+  // refuse the call, so that the audit row and the metrics record the code
+  // the client gets (issue 36, item 9).
+  void SetMaxSendMessageBytes(int64_t bytes) { max_send_message_bytes_ = bytes; }
+  int64_t max_send_message_bytes() const { return max_send_message_bytes_; }
+  // Called at PRE_SEND_MESSAGE by the interceptors: refuses the call
+  // (Refuse) when the serialized response is over the send limit.
+  void CheckSend(const void* call, grpc::experimental::InterceptorBatchMethods* methods);
 
   // Token changes by the admin service; effective from the next call.
   absl::Status AddToken(std::string digest, Principal principal);
@@ -193,6 +229,7 @@ class Authorizer {
   // read under it shared (so a lookup and this count are consistent).
   uint64_t revocations_ = 0;
   AuditSink audit_;
+  int64_t max_send_message_bytes_ = 0;
   std::mutex mutex_;
   absl::flat_hash_map<const void*, Verdict> verdicts_;
   // Refuse() calls that came before Record() for their call.

@@ -150,9 +150,11 @@ absl::StatusOr<std::unique_ptr<CuratorServer>> CuratorServer::Start(const Server
       !loaded.ok()) {
     LogEvent(LogLevel::kWarning, "metrics_refresh_failed").Code(loaded.code());
   }
-  server->audit_log_ = std::make_unique<AuditLog>(server->store_.get(), server->clock_);
+  DPC_ASSIGN_OR_RETURN(server->audit_log_,
+                       AuditLog::Create(server->store_.get(), server->clock_, options.limits));
   server->authorizer_ =
       std::make_unique<Authorizer>(std::move(tokens), server->audit_log_->Sink());
+  server->authorizer_->SetMaxSendMessageBytes(options.max_message_bytes);
   // Tokens made by AdminService.CreateToken and not revoked.
   DPC_RETURN_IF_ERROR(AdminServiceImpl::LoadTokens(server->store_.get(), server->authorizer_.get()));
   if (server->authorizer_->Principals().empty()) {
@@ -163,6 +165,7 @@ absl::StatusOr<std::unique_ptr<CuratorServer>> CuratorServer::Start(const Server
   server->admin_service_ =
       std::make_unique<AdminServiceImpl>(server->store_.get(), server->authorizer_.get(),
                                          server->clock_);
+  server->admin_service_->SetTokenFileLines(token_lines);
   server->dataset_service_ = std::make_unique<DatasetServiceImpl>(
       server->store_.get(), server->ledger_.get(), server->authorizer_.get(),
       server->metrics_.get());
@@ -220,6 +223,7 @@ absl::StatusOr<std::unique_ptr<CuratorServer>> CuratorServer::Start(const Server
     std::unique_lock<std::mutex> lock(self->reaper_mutex_);
     while (!self->reaper_wake_.wait_for(lock, period, [self] { return self->stopping_; })) {
       self->ReapIdleSessions().IgnoreError();  // a failed pass is retried next period
+      self->MaintainAuditLog().IgnoreError();  // logged; retried next period
     }
   });
   return server;
@@ -239,6 +243,11 @@ absl::StatusOr<int> CuratorServer::ReapIdleSessions() {
   return closed;
 }
 
+absl::StatusOr<int64_t> CuratorServer::MaintainAuditLog() {
+  if (database_ == nullptr) return absl::FailedPreconditionError("the server is shut down");
+  return audit_log_->Maintain();
+}
+
 void CuratorServer::Shutdown(std::chrono::milliseconds grace) {
   if (shut_down_) return;
   shut_down_ = true;
@@ -256,6 +265,8 @@ void CuratorServer::Shutdown(std::chrono::milliseconds grace) {
   server_->GetHealthCheckService()->SetServingStatus(false);
   server_->Shutdown(std::chrono::system_clock::now() + grace);
   server_->Wait();
+  // The refusals counted since the last pass, before the database closes.
+  audit_log_->Maintain(/*all=*/true).IgnoreError();
   store_.reset();
   database_.reset();  // closes the database after the last RPC
 }

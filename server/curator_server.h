@@ -109,6 +109,11 @@ class CuratorServer {
   // were closed. Public so that tests with a fake clock need not wait for
   // the thread.
   absl::StatusOr<int> ReapIdleSessions();
+  // One pass of the audit log's upkeep, as the reaper thread runs it each
+  // period: repeats of refused calls added to their rows, then the
+  // retention setting applied (AuditLog::Maintain). Returns the rows
+  // deleted. Public so that tests need not wait for the thread.
+  absl::StatusOr<int64_t> MaintainAuditLog();
   // Audit rows that could not be written since start (logged, not fatal).
   int64_t audit_failures() const { return audit_log_->failures(); }
   // What running releases and steps hold (ServerLimits::memory_budget_bytes).

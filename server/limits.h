@@ -19,6 +19,36 @@ namespace dpcurator::server {
 
 struct ServerLimits {
   // ---- Strangers: metric series, log lines, audit rows (items 1, 2, 9).
+  // Metric labels and the audit's method column come from the server's
+  // method table alone (CanonicalMethod), and every caller string is cut
+  // before a metric, log line or audit row sees it: those need no setting.
+  // What a caller without a valid token can still make the server write is
+  // bounded by the four below (server/audit.h, AuditLog).
+
+  // Calls refused for their token or role (no or unknown token, wrong role)
+  // are audited as one row per (peer host, method, code, principal) per
+  // interval of this many seconds: the first such call writes its row at
+  // once (a client that has its answer can read it), repeats add to the
+  // row's count when the interval ends (`calls=N` in its detail). An honest
+  // client is refused rarely and by mistake: one row per minute of mistakes
+  // loses nothing an auditor needs. Flag --audit-refusal-interval.
+  int64_t audit_refusal_interval_seconds = 60;
+  // At most this many distinct keys per interval; calls of further keys
+  // are counted in one overflow row per (method, code) with peer "*". So a
+  // flood from many addresses writes at most this many rows (plus ~60) a
+  // minute. Honest deployments have a handful of peers, never hundreds
+  // refused within one minute. Flag --audit-refusal-max-keys.
+  int64_t audit_refusal_max_keys = 256;
+  // Audit rows older than this many days are deleted by the server's
+  // periodic pass (0: kept forever). A year is the common retention for
+  // access logs; raise it if your policy keeps them longer.
+  // Flag --audit-retention-days.
+  int64_t audit_retention_days = 365;
+  // At most this many audit rows are kept: the periodic pass deletes the
+  // oldest beyond it (0: no cap). A row is at most ~700 bytes (target and
+  // detail cut to 256), typically ~200: 10 million rows are 2 to 7 GB. The
+  // README's and bench/'s workloads write thousands. Flag --audit-max-rows.
+  int64_t audit_max_rows = 10'000'000;
 
   // ---- Per-token quotas: calls, streams, sessions, jobs, bytes (5, 7, 8).
 

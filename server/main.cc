@@ -70,6 +70,18 @@ ABSL_FLAG(int64_t, max_reports_per_token, 10000,
 ABSL_FLAG(int64_t, session_idle_timeout, 3600,
           "seconds without a step after which an open session is closed and its unused budget "
           "returned");
+// Strangers: what calls without a valid token may make the server write
+// (server/limits.h, docs/limits.md).
+ABSL_FLAG(int64_t, audit_refusal_interval, 60,
+          "seconds over which calls refused for their token or role are audited as one row "
+          "per peer, method and code, counting the repeats");
+ABSL_FLAG(int64_t, audit_refusal_max_keys, 256,
+          "distinct (peer, method, code) refusal rows per interval; calls past it share one "
+          "overflow row per method and code (peer '*')");
+ABSL_FLAG(int64_t, audit_retention_days, 365,
+          "audit rows older than this many days are deleted by the server (0: kept forever)");
+ABSL_FLAG(int64_t, audit_max_rows, 10000000,
+          "audit rows kept at most; the server deletes the oldest beyond it (0: no cap)");
 
 namespace {
 
@@ -175,6 +187,10 @@ int main(int argc, char** argv) {
     options.limits.memory_budget_bytes = *bytes;
   }
   options.limits.max_row_readers = absl::GetFlag(FLAGS_max_row_readers);
+  options.limits.audit_refusal_interval_seconds = absl::GetFlag(FLAGS_audit_refusal_interval);
+  options.limits.audit_refusal_max_keys = absl::GetFlag(FLAGS_audit_refusal_max_keys);
+  options.limits.audit_retention_days = absl::GetFlag(FLAGS_audit_retention_days);
+  options.limits.audit_max_rows = absl::GetFlag(FLAGS_audit_max_rows);
   auto server = dpcurator::server::CuratorServer::Start(options);
   using dpcurator::server::LogEvent;
   using dpcurator::server::LogLevel;

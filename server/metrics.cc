@@ -12,7 +12,6 @@
 #include <exception>
 #include <optional>
 
-#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "core/util/status_macros.h"
@@ -28,7 +27,6 @@ constexpr absl::string_view kRequestRelease = "/dpcurator.v1.ReleaseService/Requ
 constexpr absl::string_view kOpenSession = "/dpcurator.v1.SessionService/OpenSession";
 constexpr absl::string_view kOpenPartitioned =
     "/dpcurator.v1.SessionService/OpenPartitionedSessions";
-constexpr absl::string_view kHealthPrefix = "/grpc.health.v1.Health/";
 
 // Handler wall time, 1 ms to 1 min: metadata calls take milliseconds, a
 // release over a large table or a long upload stream takes seconds.
@@ -66,6 +64,14 @@ class MetricsInterceptor final : public grpc::experimental::Interceptor {
 
   void Intercept(grpc::experimental::InterceptorBatchMethods* methods) override {
     if (methods->QueryInterceptionHookPoint(
+            grpc::experimental::InterceptionHookPoints::PRE_SEND_MESSAGE)) {
+      // A response over the send limit: gRPC fails the call with
+      // RESOURCE_EXHAUSTED after the handler returned OK. This hook runs
+      // before the authorizer's, so it checks too (Authorizer::CheckSend;
+      // the first refusal is kept) and the status below is that one.
+      authorizer_->CheckSend(info_->server_context(), methods);
+    }
+    if (methods->QueryInterceptionHookPoint(
             grpc::experimental::InterceptionHookPoints::PRE_SEND_STATUS)) {
       // Runs before the authorizer's interceptor ends the call (send hooks
       // go in list order and this one is first): its verdict is still there.
@@ -87,7 +93,9 @@ class MetricsInterceptor final : public grpc::experimental::Interceptor {
     finished_ = true;
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-    const absl::string_view method = info_->method();
+    // The server's name for the method, never the path as sent: label,
+    // comparisons and log line all see the table's string or "unknown".
+    const absl::string_view method = CanonicalMethod(info_->method());
     // gRPC and Abseil share the canonical code numbering.
     const auto code = static_cast<absl::StatusCode>(status.error_code());
     metrics_->RecordRpc(method, code, seconds);
@@ -96,7 +104,12 @@ class MetricsInterceptor final : public grpc::experimental::Interceptor {
       metrics_->RecordRefusal(code);
     }
     // Health probes every few seconds would drown the log; they are counted.
-    if (absl::StartsWith(method, kHealthPrefix)) return;
+    if (IsPublicMethod(method)) return;
+    // A call refused for its token or role leaves no line of its own: the
+    // audit log aggregates those per peer, method and code and logs each
+    // aggregate (AuditLog), so a stranger's flood writes O(1) lines per
+    // interval, not one per call.
+    if (authorizer_->RefusedAtAdmission(info_->server_context())) return;
     const bool server_fault = code == absl::StatusCode::kInternal ||
                               code == absl::StatusCode::kDataLoss ||
                               code == absl::StatusCode::kUnknown;
@@ -279,10 +292,12 @@ const char* Metrics::RefusalReason(absl::StatusCode code) {
 }
 
 std::string Metrics::MethodLabel(absl::string_view method) {
-  bool known = absl::StartsWith(method, kHealthPrefix);
-  for (const std::string& name : ProtectedMethods()) known = known || method == name;
-  if (!known) return "other";
-  // "/dpcurator.v1.ReleaseService/RequestRelease" -> "ReleaseService/RequestRelease".
+  // Only the server's own method table makes labels (issue 36, item 1):
+  // any other path, under the health prefix or not, is the one "unknown".
+  method = CanonicalMethod(method);
+  if (method == kUnknownMethod) return std::string(kUnknownMethod);
+  // "/dpcurator.v1.ReleaseService/RequestRelease" -> "ReleaseService/RequestRelease",
+  // "/grpc.health.v1.Health/Check" -> "Health/Check".
   const size_t slash = method.rfind('/');
   const size_t dot = method.substr(0, slash).rfind('.');
   return std::string(method.substr(dot == absl::string_view::npos ? 1 : dot + 1));

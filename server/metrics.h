@@ -93,15 +93,17 @@ class Metrics {
                     int64_t open_sessions);
   // One SubmitReports batch as acknowledged.
   void RecordReports(absl::string_view collection_id, const v1::SubmitReportsAck& ack);
-  // A finished RPC (full method name, e.g. "/dpcurator.v1.ReleaseService/RequestRelease").
+  // A finished RPC (full method name, e.g. "/dpcurator.v1.ReleaseService/RequestRelease";
+  // labelled by MethodLabel).
   void RecordRpc(absl::string_view method, absl::StatusCode code, double seconds);
 
   // Refusal reason of a status code: "budget" (RESOURCE_EXHAUSTED), "invalid"
   // (INVALID_ARGUMENT, FAILED_PRECONDITION, OUT_OF_RANGE, ALREADY_EXISTS),
   // "auth" (UNAUTHENTICATED, PERMISSION_DENIED), "not_found", else "error".
   static const char* RefusalReason(absl::StatusCode code);
-  // "ReleaseService/RequestRelease" for a known method, "other" otherwise
-  // (the label set stays bounded whatever a client sends).
+  // "ReleaseService/RequestRelease" or "Health/Check" for a method of the
+  // server's table (CanonicalMethod), "unknown" for any other path: the
+  // label set stays bounded whatever paths a client sends.
   static std::string MethodLabel(absl::string_view method);
 
   // A server interceptor that times every call, records it (RecordRpc, and

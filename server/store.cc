@@ -257,6 +257,41 @@ CREATE INDEX sessions_by_dataset_state ON sessions(dataset_id, state);
 CREATE INDEX sessions_by_dataset_created ON sessions(dataset_id, created_unix, id);
 CREATE INDEX releases_by_dataset_created ON releases(dataset_id, created_unix, id);
 )sql",
+    // 12: the audit log in bounded space (issue 36, item 2; server/audit.h).
+    // A row stands for `count` calls: a refused call's row counts the
+    // repeats of its (peer, method, code) within an interval, and that count
+    // is the only thing an update may change, upwards. Rows leave only by
+    // the retention pass, which first moves audit_retention.below_id past
+    // them in the same transaction; that mark only moves forward.
+    R"sql(
+ALTER TABLE audit_log ADD COLUMN count INTEGER NOT NULL DEFAULT 1 CHECK (count >= 1);
+CREATE INDEX audit_log_by_time ON audit_log(created_unix);
+CREATE TABLE audit_retention (
+  id INTEGER PRIMARY KEY CHECK (id = 1),
+  below_id INTEGER NOT NULL
+);
+INSERT INTO audit_retention VALUES (1, 0);
+CREATE TRIGGER audit_retention_forward BEFORE UPDATE ON audit_retention
+  WHEN NEW.id IS NOT OLD.id OR NEW.below_id < OLD.below_id
+  BEGIN SELECT RAISE(ABORT, 'the audit retention mark only moves forward'); END;
+CREATE TRIGGER audit_retention_no_delete BEFORE DELETE ON audit_retention
+  BEGIN SELECT RAISE(ABORT, 'the audit retention mark only moves forward'); END;
+DROP TRIGGER audit_log_no_update;
+CREATE TRIGGER audit_log_no_update BEFORE UPDATE ON audit_log
+  WHEN OLD.code NOT IN (7, 16) OR NEW.count <= OLD.count OR NEW.id IS NOT OLD.id
+    OR NEW.created_unix IS NOT OLD.created_unix OR NEW.principal IS NOT OLD.principal
+    OR NEW.role IS NOT OLD.role OR NEW.method IS NOT OLD.method OR NEW.target IS NOT OLD.target
+    OR NEW.code IS NOT OLD.code OR NEW.epsilon IS NOT OLD.epsilon OR NEW.detail IS NOT OLD.detail
+  BEGIN
+    SELECT RAISE(ABORT, 'the audit log is append-only (a refused call''s row counts repeats)');
+  END;
+DROP TRIGGER audit_log_no_delete;
+CREATE TRIGGER audit_log_no_delete BEFORE DELETE ON audit_log
+  WHEN OLD.id >= (SELECT below_id FROM audit_retention WHERE id = 1)
+  BEGIN
+    SELECT RAISE(ABORT, 'the audit log is append-only: rows leave only by the retention pass');
+  END;
+)sql",
 };
 
 std::string EncodeCells(const data::Table& rows) {

@@ -128,8 +128,17 @@ class Store {
   // NOT_FOUND for an unknown id, FAILED_PRECONDITION when already revoked.
   absl::StatusOr<v1::TokenInfo> RevokeToken(const std::string& token_id,
                                             const std::string& revoked_by);
-  // One row, in its own (autocommit) transaction.
-  absl::Status AppendAudit(const v1::AuditRecord& record);
+  // One row standing for `count` calls, in its own (autocommit)
+  // transaction; returns its id.
+  absl::StatusOr<int64_t> AppendAudit(const v1::AuditRecord& record, int64_t count = 1);
+  // Adds repeats to refused calls' rows: (row id, calls) pairs, in one
+  // transaction (AuditLog; the audit table allows no other update).
+  absl::Status AddAuditRepeats(const std::vector<std::pair<int64_t, int64_t>>& counts);
+  // The retention pass: deletes the audit rows created before
+  // `created_before_unix` (0: none for age) and the oldest beyond the
+  // newest `max_rows` (0: no cap), in batches of bounded size, each its own
+  // transaction. Returns the rows deleted.
+  absl::StatusOr<int64_t> PruneAudit(int64_t created_before_unix, int64_t max_rows);
   // Newest first: at most `limit` rows with id < before_id (0: no bound),
   // fewer when the page reaches max_bytes (server/paging.h);
   // next_before_id is set when older rows may follow.

@@ -12,6 +12,7 @@
 #include "absl/strings/str_format.h"
 #include "client/commands.h"
 #include "client/connection.h"
+#include "client/printable.h"
 #include "proto/convert.h"
 
 namespace dpcurator::client {
@@ -64,10 +65,10 @@ absl::Status RunTokenCreate(const ParsedArgs& args) {
     return absl::OkStatus();
   }
   std::printf("created %s token %s%s\n", RoleText(response.info().role()).c_str(),
-              response.info().token_id().c_str(),
+              Printable(response.info().token_id()).c_str(),
               response.info().label().empty()
                   ? ""
-                  : absl::StrCat(" (", response.info().label(), ")").c_str());
+                  : absl::StrCat(" (", Printable(response.info().label()), ")").c_str());
   std::printf("\n  %s\n\n", response.token().c_str());
   std::printf(
       "This is the only time the token is shown: the server keeps only its SHA-256 digest.\n"
@@ -88,7 +89,7 @@ absl::Status RunTokenRevoke(const ParsedArgs& args) {
     std::printf("%s\n", TokenJson(info).dump(2).c_str());
   } else {
     std::printf("revoked %s token %s at %s UTC; calls with it are refused from now on\n",
-                RoleText(info.role()).c_str(), info.token_id().c_str(),
+                RoleText(info.role()).c_str(), Printable(info.token_id()).c_str(),
                 TimeText(info.revoked_unix()).c_str());
   }
   return absl::OkStatus();
@@ -112,11 +113,11 @@ absl::Status RunTokenList(const ParsedArgs& args) {
   std::printf("%-38s %-8s %-20s %-20s %-38s %s\n", "token id", "role", "created (UTC)",
               "revoked (UTC)", "created by", "label");
   for (const auto& info : response.tokens()) {
-    std::printf("%-38s %-8s %-20s %-20s %-38s %s\n", info.token_id().c_str(),
+    std::printf("%-38s %-8s %-20s %-20s %-38s %s\n", Printable(info.token_id()).c_str(),
                 RoleText(info.role()).c_str(), TimeText(info.created_unix()).c_str(),
                 TimeText(info.revoked_unix()).c_str(),
-                info.created_by().empty() ? "-" : info.created_by().c_str(),
-                info.label().c_str());
+                info.created_by().empty() ? "-" : Printable(info.created_by()).c_str(),
+                Printable(info.label()).c_str());
   }
   return absl::OkStatus();
 }
@@ -150,8 +151,8 @@ void PrintComposedEpsilon(Connection* connection, const std::vector<v1::AuditRec
         status.ok() ? absl::StrFormat("%.4f", report.epsilon_spent()) : std::string("?");
     bool first = true;
     for (const auto& [principal, sum] : principals) {
-      std::printf("  %-38s  %12s  %-38s  %10.4f\n", first ? dataset.c_str() : "",
-                  first ? composed.c_str() : "", principal.c_str(), sum);
+      std::printf("  %-38s  %12s  %-38s  %10.4f\n", first ? Printable(dataset).c_str() : "",
+                  first ? composed.c_str() : "", Printable(principal).c_str(), sum);
       first = false;
     }
   }
@@ -184,7 +185,10 @@ absl::Status RunAudit(const ParsedArgs& args) {
     std::printf("%s\n", out.dump(2).c_str());
     return absl::OkStatus();
   }
-  // Oldest of the page first, like a log.
+  // Oldest of the page first, like a log. Every text column is caller
+  // text or may hold it (a target is whatever id the caller sent): each is
+  // escaped, so that no row can carry a terminal escape or a newline that
+  // starts a forged row (issue 36, item 9).
   std::printf("%7s  %-19s  %-38s  %-8s  %-40s  %4s  %8s  %s\n", "id", "time (UTC)", "principal",
               "role", "method", "code", "epsilon", "target / detail");
   for (int i = static_cast<int>(records->size()) - 1; i >= 0; --i) {
@@ -194,10 +198,10 @@ absl::Status RunAudit(const ParsedArgs& args) {
     if (method.rfind("dpcurator.v1.", 0) == 0) method = method.substr(13);
     std::printf("%7lld  %-19s  %-38s  %-8s  %-40s  %4d  %8.4f  %s%s%s\n",
                 static_cast<long long>(r.id()), TimeText(r.created_unix()).c_str(),
-                r.principal().empty() ? "(unauthenticated)" : r.principal().c_str(),
+                r.principal().empty() ? "(unauthenticated)" : Printable(r.principal()).c_str(),
                 r.role() == v1::ROLE_UNSPECIFIED ? "-" : RoleText(r.role()).c_str(),
-                method.c_str(), r.code(), r.epsilon(), r.target().c_str(),
-                r.detail().empty() ? "" : "  ", r.detail().c_str());
+                Printable(method).c_str(), r.code(), r.epsilon(), Printable(r.target()).c_str(),
+                r.detail().empty() ? "" : "  ", Printable(r.detail()).c_str());
   }
   PrintComposedEpsilon(&*connection, *records);
   return absl::OkStatus();
@@ -231,7 +235,9 @@ std::vector<Command> AdminCommands() {
       "admin audit", "the audit log: who called what, when, and the epsilon charged (curator)",
       "One row per protected call (one per report stream), refused calls included; the code is\n"
       "the gRPC status (0 OK, 3 invalid, 5 not found, 7 permission denied, 8 budget\n"
-      "exhausted, 16 unauthenticated).",
+      "exhausted or response too large, 16 unauthenticated). Calls refused for their token or\n"
+      "role are one row per peer, method and code a minute, 'calls=N' counting the repeats.\n"
+      "Text a caller sent is printed with control characters escaped (\\xNN, \\u{NNNN}).",
       WithConnection({{"limit", "50", "newest rows to show"}, {"json", "", "print JSON", true}}),
       RunAudit});
   return commands;

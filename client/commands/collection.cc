@@ -19,6 +19,7 @@
 #include "client/model_package.h"
 #include "client/proto_file.h"
 #include "client/schema_file.h"
+#include "client/printable.h"
 #include "core/data/csv.h"
 #include "core/data/idx.h"
 #include "proto/collection.h"
@@ -48,7 +49,8 @@ void PrintCollection(const v1::Collection& c, bool json) {
     std::printf("%s\n", out.dump(2).c_str());
     return;
   }
-  std::printf("collection %s '%s' (%s): %lld reports\n", c.id().c_str(), c.name().c_str(),
+  std::printf("collection %s '%s' (%s): %lld reports\n", Printable(c.id()).c_str(),
+              Printable(c.name()).c_str(),
               StateName(c.state()), static_cast<long long>(c.report_count()));
   std::printf("  mechanism %s, epsilon %g, delta %g, radius %g, dimension %d\n",
               c.params().mechanism().c_str(), c.params().epsilon(), c.params().delta(),

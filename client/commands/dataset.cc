@@ -21,6 +21,7 @@
 #include "client/schema_file.h"
 #include "client/text_upload.h"
 #include "client/upload.h"
+#include "client/printable.h"
 #include "core/data/idx.h"
 #include "core/data/png_folder.h"
 #include "core/privacy/relation.h"
@@ -605,8 +606,8 @@ absl::Status RunList(const ParsedArgs& args) {
               "relation", "eps spent", "eps cap", "delta", "rows");
   for (size_t i = 0; i < datasets.size(); ++i) {
     const auto& d = datasets[i];
-    std::printf("%-38s %-20s %-16s %-12s %10s %10g %10g %10s\n", d.id().c_str(),
-                d.name().c_str(), date(d.created_unix()).c_str(),
+    std::printf("%-38s %-20s %-16s %-12s %10s %10g %10g %10s\n", Printable(d.id()).c_str(),
+                Printable(d.name()).c_str(), date(d.created_unix()).c_str(),
                 d.relation() == v1::REPLACE_ONE ? "replace-one" : "add-remove",
                 spent[i].has_value() ? absl::StrFormat("%.4g", *spent[i]).c_str() : "?",
                 d.budget().epsilon(), d.budget().delta(),
@@ -677,8 +678,8 @@ absl::Status RunBudget(const ParsedArgs& args) {
     std::time_t t = e.created_unix();
     std::strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", std::gmtime(&t));
     std::printf("%5lld  %-20s  %-14s  %10.4f  %s  %s\n", static_cast<long long>(e.id()), when,
-                e.kind().c_str(), e.epsilon_alone(), e.description().c_str(),
-                e.release_id().c_str());
+                Printable(e.kind()).c_str(), e.epsilon_alone(),
+                Printable(e.description()).c_str(), Printable(e.release_id()).c_str());
   }
   if (report.sessions_size() > 0) {
     std::printf("\nsessions (reservations; closing returns the steps not run)\n");

@@ -13,6 +13,7 @@
 #include "client/progress.h"
 #include "client/connection.h"
 #include "client/proto_file.h"
+#include "client/printable.h"
 
 namespace dpcurator::client {
 namespace {
@@ -62,10 +63,11 @@ void PrintPartitionedSessions(const v1::PartitionedSessions& opened, bool json) 
     return;
   }
   std::printf("%d sessions partitioned by %s%s (one charge for all of them):\n",
-              opened.sessions_size(), opened.column().c_str(),
+              opened.sessions_size(), Printable(opened.column()).c_str(),
               opened.replayed() ? ", opened earlier with this key" : "");
   for (int k = 0; k < opened.sessions_size(); ++k) {
-    std::printf("  %-24s %s\n", opened.values(k).c_str(), opened.sessions(k).id().c_str());
+    std::printf("  %-24s %s\n", Printable(opened.values(k)).c_str(),
+                opened.sessions(k).id().c_str());
   }
   if (opened.sessions_size() == 0) return;
   const v1::Session& s = opened.sessions(0);

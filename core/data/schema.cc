@@ -230,6 +230,8 @@ absl::StatusOr<Schema> Schema::Builder::Build() const {
     auto it = names.find(name);
     return it == names.end() ? std::nullopt : std::optional<int>(it->second);
   };
+  // (column, alias) pairs seen: a hash set keeps this linear too.
+  absl::flat_hash_set<std::pair<int, std::string>> alias_tokens;
   for (const auto& [column_name, token, category] : aliases_) {
     auto index = find_column(column_name);
     if (!index.has_value()) {
@@ -250,6 +252,21 @@ absl::StatusOr<Schema> Schema::Builder::Build() const {
       return absl::InvalidArgumentError(absl::StrCat(
           "Alias '", absl::CHexEscape(token), "' of column '", column_name,
           "' has leading or trailing whitespace; cells are trimmed, so remove it"));
+    }
+    // An alias spelled like a declared category would map one declared
+    // category onto another: a cell with that text is the category itself
+    // (ParseCell looks categories up first), so the schema would say two
+    // things about one cell (issue 36, item 9).
+    if (category_sets[*index].contains(token)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "Alias '", absl::CHexEscape(token), "' of column '", column_name,
+          "' is itself a declared category; an alias must be another spelling, not map one "
+          "declared category onto another"));
+    }
+    if (!alias_tokens.emplace(*index, token).second) {
+      return absl::InvalidArgumentError(absl::StrCat("Alias '", absl::CHexEscape(token),
+                                                     "' of column '", column_name,
+                                                     "' is declared twice"));
     }
     column.aliases.emplace_back(token, category);
   }

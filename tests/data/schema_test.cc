@@ -101,6 +101,37 @@ TEST(SchemaBuilderTest, ManyAliasesOfManyCategoriesBuildWithEveryAliasChecked) {
   EXPECT_EQ(BuildError(unknown), "Alias refers to unknown column 'd'");
 }
 
+// Issue 36, item 9: an alias spelled like a declared category maps one
+// declared category onto another (a cell "a" is category a, so the alias
+// a -> b says the opposite of the schema); and one spelling with two
+// targets is ambiguous. Both are refused; other spellings still work.
+TEST(SchemaBuilderTest, RejectsAliasesThatAreDeclaredCategoriesOrRepeated) {
+  Schema::Builder onto;
+  onto.AddCategorical("c", {"a", "b"}).AddAlias("c", "a", "b");
+  EXPECT_EQ(BuildError(onto),
+            "Alias 'a' of column 'c' is itself a declared category; an alias must be another "
+            "spelling, not map one declared category onto another");
+  Schema::Builder self;
+  self.AddCategorical("c", {"a", "b"}).AddAlias("c", "b", "b");
+  EXPECT_NE(BuildError(self).find("is itself a declared category"), std::string::npos);
+  Schema::Builder twice;
+  twice.AddCategorical("c", {"a", "b"}).AddAlias("c", "x", "a").AddAlias("c", "x", "b");
+  EXPECT_EQ(BuildError(twice), "Alias 'x' of column 'c' is declared twice");
+  // The same spelling on two columns is two aliases, and a category of one
+  // column may be an alias on another.
+  Schema::Builder fine;
+  fine.AddCategorical("c", {"a", "b"})
+      .AddCategorical("d", {"x", "y"})
+      .AddAlias("c", "z", "a")
+      .AddAlias("d", "z", "y")
+      .AddAlias("d", "a", "x");
+  auto schema = fine.Build();
+  ASSERT_TRUE(schema.ok()) << schema.status();
+  auto cell = schema->ParseCell(1, "a");
+  ASSERT_TRUE(cell.ok()) << cell.status();
+  EXPECT_EQ(cell->value, 0);
+}
+
 TEST(SchemaBuilderTest, RejectsBadLabels) {
   Schema::Builder numeric;
   numeric.AddNumeric("x", 0, 1).AddNumeric("y", 0, 1).SetLabel("y");

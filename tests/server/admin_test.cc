@@ -169,6 +169,33 @@ TEST_F(AdminTest, CreateValidatesRoleAndLabel) {
   EXPECT_EQ(list.tokens_size(), 3);  // the three file tokens only
 }
 
+// Issue 36, item 9: a file token's id is a digest of the token, not a line
+// number, so "delete line <id>" pointed nowhere. The refusal names the line
+// the token was on when the server read the file, and how to recognise its
+// line from the id if the file changed since.
+TEST_F(AdminTest, RevokingAFileTokenSaysWhichLineAndHowToFindIt) {
+  grpc::Status file = RevokeToken(FileTokenId(kAnalystToken));
+  ASSERT_EQ(file.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  // The fixture's file: a comment, then curator, analyst, device.
+  EXPECT_THAT(file.error_message(), HasSubstr("(line 3 when the server started)"));
+  EXPECT_THAT(file.error_message(), HasSubstr("remove the line holding that token"));
+  EXPECT_THAT(file.error_message(), HasSubstr("sha256sum | cut -c1-16"));
+  EXPECT_THAT(file.error_message(), ::testing::Not(HasSubstr("delete line")));
+  EXPECT_TRUE(ListDatasetsWith(Analyst()).ok());
+}
+
+// Issue 36, item 9: the label limit counts bytes; its message says bytes.
+TEST_F(AdminTest, TheLabelLimitIsInBytesAndSaysSo) {
+  std::string two_byte_letters;
+  for (int i = 0; i < 100; ++i) two_byte_letters += "\xc3\xa9";  // e acute, 2 bytes
+  v1::CreateTokenResponse response;
+  EXPECT_TRUE(CreateToken(v1::ROLE_ANALYST, two_byte_letters, &response).ok());  // 200 bytes
+  grpc::Status status = CreateToken(v1::ROLE_ANALYST, two_byte_letters + "x", &response);
+  ASSERT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(status.error_message(), HasSubstr("at most 200 bytes"));
+  EXPECT_THAT(status.error_message(), ::testing::Not(HasSubstr("characters")));
+}
+
 // With no curator in the tokens file, a database curator token cannot
 // revoke itself while it is the last one; with a second one it can.
 TEST_F(AdminTest, TheLastCuratorTokenCannotBeRevoked) {

@@ -10,6 +10,9 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "client/cli.h"
+#include "client/commands.h"
 #include "tests/server/server_test_util.h"
 
 namespace dpcurator::server::testing {
@@ -20,6 +23,8 @@ using ::testing::HasSubstr;
 constexpr char kRequestRelease[] = "/dpcurator.v1.ReleaseService/RequestRelease";
 constexpr char kOpenSession[] = "/dpcurator.v1.SessionService/OpenSession";
 constexpr char kSubmitReports[] = "/dpcurator.v1.CollectionService/SubmitReports";
+constexpr char kListTokens[] = "/dpcurator.v1.AdminService/ListTokens";
+constexpr char kGetBudget[] = "/dpcurator.v1.DatasetService/GetBudget";
 
 class AuditTest : public ServerTest {
  protected:
@@ -221,6 +226,147 @@ TEST_F(AuditTest, AFailedAuditWriteDoesNotLoseACommittedRelease) {
   EXPECT_EQ(report.events_size(), 1);
   EXPECT_TRUE(Rows(kRequestRelease).empty());
   EXPECT_EQ(server_->audit_failures(), 1);  // later calls are audited again
+}
+
+// Issue 36, item 2: calls refused for their token or role are what a
+// stranger can repeat at will, so they are audited in bounded space: one row
+// per (peer, method, code, principal) per interval, written at the first
+// such call (readable as soon as the client has its answer), its repeats
+// counted into it by the server's periodic pass (and at shutdown).
+TEST_F(AuditTest, RefusedCallsAreOneRowPerPeerMethodAndCodeWithTheirCount) {
+  StopServer();
+  clock_ = &fake_clock_;  // the whole test in one interval, then the next
+  StartServer();
+  v1::Release release;
+  for (int i = 0; i < 5; ++i) {
+    EXPECT_EQ(Release(WithToken(""), RffRequest("ds_x", 0.1, "refused"), &release).error_code(),
+              grpc::StatusCode::UNAUTHENTICATED);
+  }
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(Release(Device(), RffRequest("ds_x", 0.1, "refused"), &release).error_code(),
+              grpc::StatusCode::PERMISSION_DENIED);
+  }
+  std::vector<v1::AuditRecord> rows = Rows(kRequestRelease);
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0].code(), static_cast<int>(grpc::StatusCode::UNAUTHENTICATED));
+  EXPECT_EQ(rows[0].principal(), "");
+  // The peer's host, not its port: a new connection is not a new key.
+  EXPECT_EQ(rows[0].detail(), "peer=ipv4:127.0.0.1");
+  EXPECT_EQ(rows[1].code(), static_cast<int>(grpc::StatusCode::PERMISSION_DENIED));
+  EXPECT_EQ(rows[1].principal(), FileTokenId(kDeviceToken));
+  EXPECT_EQ(rows[1].role(), v1::ROLE_DEVICE);
+  // The next interval: a row of its own.
+  fake_clock_.Advance(3600);
+  EXPECT_EQ(Release(WithToken(""), RffRequest("ds_x", 0.1, "refused"), &release).error_code(),
+            grpc::StatusCode::UNAUTHENTICATED);
+  ASSERT_EQ(Rows(kRequestRelease).size(), 3u);
+  // Authenticated calls keep one row each.
+  v1::BudgetReport report;
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(GetBudget("ds_missing", &report).error_code(), grpc::StatusCode::NOT_FOUND);
+  }
+  EXPECT_EQ(Rows(kGetBudget).size(), 3u);
+  // The counts, as the pass at shutdown wrote them.
+  StopServer();
+  auto opened = OpenDatabase(db_path_);
+  ASSERT_TRUE(opened.ok()) << opened.status();
+  auto page = opened->store->ListAudit(100, 0);
+  ASSERT_TRUE(page.ok()) << page.status();
+  std::vector<std::string> details;
+  for (int i = page->records_size() - 1; i >= 0; --i) {
+    if (page->records(i).method() == kRequestRelease) details.push_back(page->records(i).detail());
+  }
+  EXPECT_EQ(details, (std::vector<std::string>{"peer=ipv4:127.0.0.1 calls=5",
+                                               "peer=ipv4:127.0.0.1 calls=3",
+                                               "peer=ipv4:127.0.0.1"}));
+}
+
+// Issue 36, item 9: a response over the send limit fails with
+// RESOURCE_EXHAUSTED after its handler returned OK. The audit row and the
+// metrics record the code the client got, not the handler's 0.
+TEST_F(AuditTest, AResponseOverTheSendLimitIsRecordedWithTheCodeTheClientGets) {
+  StopServer();
+  ServerOptions options = Options();
+  options.max_message_bytes = 4096;
+  auto started = CuratorServer::Start(options);
+  ASSERT_TRUE(started.ok()) << started.status();
+  server_ = std::move(started).value();
+  for (int i = 0; i < 24; ++i) {
+    v1::CreateTokenResponse token;
+    ASSERT_TRUE(CreateToken(v1::ROLE_ANALYST, std::string(150, 'a'), &token).ok());
+  }
+  auto curator = Curator();
+  auto context = curator.NewContext();
+  v1::ListTokensResponse tokens;
+  grpc::Status status =
+      curator.admin().ListTokens(context.get(), v1::ListTokensRequest(), &tokens);
+  ASSERT_EQ(status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << status.error_message();
+  v1::ListAuditResponse newest;
+  ASSERT_TRUE(ListAudit(1, &newest).ok());
+  ASSERT_EQ(newest.records_size(), 1);
+  EXPECT_EQ(newest.records(0).method(), kListTokens);
+  EXPECT_EQ(newest.records(0).code(), static_cast<int>(grpc::StatusCode::RESOURCE_EXHAUSTED));
+  int counted = 0;
+  for (absl::string_view line : absl::StrSplit(server_->metrics()->Scrape(), '\n')) {
+    if (absl::StartsWith(line, "dpcurator_rpcs_total{") &&
+        absl::StrContains(line, "\"AdminService/ListTokens\"")) {
+      EXPECT_TRUE(absl::StrContains(line, "RESOURCE_EXHAUSTED")) << line;
+      ++counted;
+    }
+  }
+  EXPECT_EQ(counted, 1);
+}
+
+// Issue 36, item 9: an analyst's crafted dataset id (a terminal escape that
+// sets the title and clears the screen, then a newline and a forged curator
+// RevokeToken row) is stored as the audit row's target; `admin audit`
+// prints it escaped, on its own row.
+TEST_F(AuditTest, AdminAuditPrintsCallerTextEscaped) {
+  const std::string forged =
+      "ds_\x1b]0;owned\x07\x1b[2J\n      99  2026-01-01 00:00:00  file:0000000000000000  "
+      "curator   AdminService/RevokeToken  0  0.0000  tok_victim\t\xc2\x9b\xe2\x80\xae";
+  auto analyst = Analyst();
+  auto context = analyst.NewContext();
+  v1::GetBudgetRequest request;
+  request.set_dataset_id(forged);
+  v1::BudgetReport report;
+  ASSERT_EQ(analyst.datasets().GetBudget(context.get(), request, &report).error_code(),
+            grpc::StatusCode::NOT_FOUND);
+  ASSERT_EQ(Rows(kGetBudget).size(), 1u);
+  ASSERT_EQ(Rows(kGetBudget)[0].target(), forged);  // stored as sent (cut to 256 bytes)
+
+  const client::Command* audit = nullptr;
+  const std::vector<client::Command> commands = client::AdminCommands();
+  for (const auto& command : commands) {
+    if (command.name == "admin audit") audit = &command;
+  }
+  ASSERT_NE(audit, nullptr);
+  auto args = client::ParseArgs(audit->options, {"--server", address(), "--token",
+                                                 kCuratorToken, "--insecure", "--limit", "50"});
+  ASSERT_TRUE(args.ok()) << args.status();
+  ::testing::internal::CaptureStdout();
+  const absl::Status ran = audit->run(*args);
+  const std::string out = ::testing::internal::GetCapturedStdout();
+  ASSERT_TRUE(ran.ok()) << ran;
+  for (const char c : out) {
+    EXPECT_TRUE(c == '\n' || static_cast<unsigned char>(c) >= 0x20) << static_cast<int>(c);
+    EXPECT_NE(c, '\x7f');
+  }
+  EXPECT_FALSE(absl::StrContains(out, "\xc2\x9b"));      // C1 CSI
+  EXPECT_FALSE(absl::StrContains(out, "\xe2\x80\xae"));  // right-to-left override
+  // One line per row under the header: the newline did not make a row, and
+  // the forged text sits on the GetBudget row.
+  const std::vector<std::string> lines = absl::StrSplit(out, '\n', absl::SkipEmpty());
+  int revoke_lines = 0;
+  for (const std::string& line : lines) {
+    if (absl::StrContains(line, "RevokeToken")) {
+      ++revoke_lines;
+      EXPECT_TRUE(absl::StrContains(line, "DatasetService/GetBudget")) << line;
+      EXPECT_TRUE(absl::StrContains(line, "ds_\\x1b]0;owned\\x07\\x1b[2J\\x0a")) << line;
+      EXPECT_TRUE(absl::StrContains(line, "tok_victim\\x09\\u{009b}\\u{202e}")) << line;
+    }
+  }
+  EXPECT_EQ(revoke_lines, 1) << out;
 }
 
 }  // namespace

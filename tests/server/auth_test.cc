@@ -22,6 +22,7 @@
 #include "core/data/demo.h"
 #include "proto/convert.h"
 #include "server/auth.h"
+#include "server/metrics.h"
 #include "server/release_kinds.h"
 #include "tests/server/server_test_util.h"
 
@@ -327,6 +328,36 @@ TEST(AuthTable, EveryWireRpcHasARule) {
   }
   EXPECT_TRUE(IsPublicMethod("/grpc.health.v1.Health/Check"));
   EXPECT_TRUE(AllowedRoles("/dpcurator.v1.DatasetService/NoSuchMethod").empty());
+}
+
+// Issue 36, item 1: only the two methods the health service has are public;
+// any other path under its prefix needs a token, like any unknown path, and
+// is named "unknown" wherever the server records it.
+TEST(AuthTable, OnlyTheHealthServicesOwnMethodsArePublic) {
+  EXPECT_TRUE(IsPublicMethod("/grpc.health.v1.Health/Check"));
+  EXPECT_TRUE(IsPublicMethod("/grpc.health.v1.Health/Watch"));
+  for (const char* path : {"/grpc.health.v1.Health/", "/grpc.health.v1.Health/Check2",
+                           "/grpc.health.v1.Health/0123456789abcdef",
+                           "/grpc.health.v1.Health/Check/", "/grpc.health.v1.Health", ""}) {
+    EXPECT_FALSE(IsPublicMethod(path)) << path;
+    EXPECT_EQ(Metrics::MethodLabel(path), "unknown") << path;
+  }
+  EXPECT_EQ(Metrics::MethodLabel("/grpc.health.v1.Health/Watch"), "Health/Watch");
+  EXPECT_EQ(Metrics::MethodLabel("/dpcurator.v1.ReleaseService/RequestRelease"),
+            "ReleaseService/RequestRelease");
+  EXPECT_EQ(Metrics::MethodLabel(std::string(8000, 'x')), "unknown");
+  // A valid token on an unknown path: refused, and the path is not echoed.
+  TokenRegistry tokens;
+  ASSERT_TRUE(tokens.Add(Role::kAnalyst, kAnalystToken).ok());
+  Authorizer authorizer(std::move(tokens));
+  const std::string bearer = absl::StrCat("Bearer ", kAnalystToken);
+  const std::multimap<grpc::string_ref, grpc::string_ref> metadata = {
+      {"authorization", grpc::string_ref(bearer)}};
+  const std::string path = "/dpcurator.v1.ReleaseService/\x1b[2Jxyz";
+  Authorizer::Decision decision = authorizer.Decide(path, metadata);
+  EXPECT_EQ(decision.status.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_EQ(decision.status.error_message().find("xyz"), std::string::npos)
+      << decision.status.error_message();
 }
 
 TEST(AuthTable, RolesMatchTheWireContract) {

@@ -642,7 +642,10 @@ TEST(MetricsBuilderTest, LabelsStayBounded) {
   EXPECT_EQ(Metrics::MethodLabel("/dpcurator.v1.ReleaseService/RequestRelease"),
             "ReleaseService/RequestRelease");
   EXPECT_EQ(Metrics::MethodLabel("/grpc.health.v1.Health/Check"), "Health/Check");
-  EXPECT_EQ(Metrics::MethodLabel("/evil.Service/attacker-chosen-name"), "other");
+  // Issue 36, item 1: one label for every path outside the server's own
+  // method table, the health prefix included.
+  EXPECT_EQ(Metrics::MethodLabel("/evil.Service/attacker-chosen-name"), "unknown");
+  EXPECT_EQ(Metrics::MethodLabel("/grpc.health.v1.Health/attacker-chosen-name"), "unknown");
   EXPECT_STREQ(Metrics::RefusalReason(absl::StatusCode::kResourceExhausted), "budget");
   EXPECT_STREQ(Metrics::RefusalReason(absl::StatusCode::kPermissionDenied), "auth");
   EXPECT_STREQ(Metrics::RefusalReason(absl::StatusCode::kFailedPrecondition), "invalid");
