@@ -16,6 +16,7 @@
 #include "core/privacy/rdp.h"
 #include "core/util/status_macros.h"
 #include "proto/convert.h"
+#include "server/quotas.h"
 
 namespace dpcurator::server {
 namespace {
@@ -312,6 +313,10 @@ absl::StatusOr<Ledger::Admission> Ledger::Admit(const std::string& dataset_id,
     retry_release_id = admission.release_id;  // FAILED and refunded: charge anew
   }
 
+  if (quotas_ != nullptr) {
+    DPC_RETURN_IF_ERROR(quotas_->CheckRelease(db, caller.principal_id, dataset_id, dataset.delta,
+                                              event, job != nullptr));
+  }
   // 2. Release row, then the charge (refused above the cap; nothing is
   // written then, the transaction rolls back).
   const int64_t now = clock_->UnixNow();
@@ -833,6 +838,10 @@ absl::StatusOr<Ledger::SessionAdmission> Ledger::OpenSession(
                        LoadTotals(db, dataset_id, dataset.relation));
   DPC_ASSIGN_OR_RETURN(privacy::PrivacyEvent reserved,
                        privacy::PrivacyEvent::SelfCompose(step_event, steps));
+  if (quotas_ != nullptr) {
+    DPC_RETURN_IF_ERROR(
+        quotas_->CheckSessions(db, caller.principal_id, 1, steps, dataset.delta, reserved));
+  }
   const std::string session_id = NewId("ses");
   DPC_ASSIGN_OR_RETURN(Charge charge, ChargeLocked(db, *clock_, dataset_id, dataset, &state,
                                                    reserved, "session_reserve", session_id));
@@ -926,6 +935,13 @@ absl::StatusOr<Ledger::PartitionedAdmission> Ledger::OpenPartitionedSessions(
   }
   DPC_ASSIGN_OR_RETURN(privacy::PrivacyEvent reserved,
                        privacy::PrivacyEvent::PartitionedAddRemove(std::move(reserved_parts)));
+  if (quotas_ != nullptr) {
+    int64_t steps = 0;
+    for (const SessionPart& part : parts) steps += part.steps;
+    DPC_RETURN_IF_ERROR(quotas_->CheckSessions(db, caller.principal_id,
+                                               static_cast<int64_t>(parts.size()), steps,
+                                               dataset.delta, reserved));
+  }
   DPC_ASSIGN_OR_RETURN(privacy::AccountantState state,
                        LoadTotals(db, dataset_id, dataset.relation));
   const std::string partition_id = NewId("par");
@@ -1013,6 +1029,8 @@ absl::StatusOr<Ledger::StepAdmission> Ledger::BeginStep(const std::string& sessi
                                               loaded.session.steps_reserved(),
                                               " steps this session reserved (0-based)"));
   }
+  // The step's artefact is stored under the session's owner.
+  if (quotas_ != nullptr) DPC_RETURN_IF_ERROR(quotas_->CheckStep(db, loaded.owner));
   return admission;
 }
 
@@ -1182,11 +1200,14 @@ absl::StatusOr<std::vector<Ledger::Job>> Ledger::ListPendingJobs(const std::stri
                                                                  int limit) {
   auto db = database_->Lock();
   DPC_ASSIGN_OR_RETURN(auto query,
+                       // From the pending releases' partial index (migration 11):
+                       // the oldest `limit` pending jobs, never the done ones.
+                       // A job's row is written with its release, same time.
                        db->Prepare(absl::StrCat("SELECT ", kJobColumns,
-                                                " FROM release_jobs j JOIN releases r ON r.id = "
-                                                "j.release_id WHERE j.dataset_id = ? AND "
-                                                "r.status = 'PENDING' ORDER BY j.created_unix, "
-                                                "j.release_id LIMIT ?")));
+                                                " FROM releases r JOIN release_jobs j ON "
+                                                "j.release_id = r.id WHERE r.dataset_id = ? AND "
+                                                "r.status = 'PENDING' ORDER BY r.created_unix, "
+                                                "r.id LIMIT ?")));
   query.Bind(1, dataset_id).Bind(2, int64_t{limit});
   std::vector<Job> jobs;
   while (true) {
