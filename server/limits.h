@@ -52,9 +52,13 @@ struct ServerLimits {
   // the dataset's delta is below this floor is "near-free"
   // (--near-free-epsilon); one token may hold at most
   // max_near_free_objects_per_token of them (--max-near-free-objects-per-token),
-  // so objects that cost almost no budget (noise multiplier 1e5: epsilon
-  // about 5e-8) cannot pile up. Honest releases spend epsilon 0.01 to 10.
-  double near_free_epsilon = 1e-3;
+  // so objects that cost almost no budget cannot pile up. The floor sits
+  // above the accountant's conversion floor: at delta 1e-5 an event of noise
+  // multiplier 1e5 (RDP about 5e-11) still reports epsilon 0.0035, and a
+  // thousand of them compose to about the same, so a floor under it would
+  // count none of them (about 0.007 at delta 1e-12). Honest releases and
+  // sessions (README, bench/, tests/e2e) spend epsilon 0.5 to 100.
+  double near_free_epsilon = 0.01;
   int64_t max_near_free_objects_per_token = 1000;
   // PENDING jobs of one token on one external dataset
   // (--max-pending-jobs-per-token): the runner lists the oldest

@@ -282,9 +282,10 @@ TEST_F(QuotaTest, StepsPastTheStoredBytesQuotaAreRefused) {
   EXPECT_EQ(now.steps_used(), 1);
 }
 
-// Item 5: releases that cost next to nothing (noise multiplier 1e5: epsilon
-// about 5e-8) count against --max-near-free-objects-per-token; releases
-// above the floor do not.
+// Item 5: releases that cost next to nothing (noise multiplier 1e5: the
+// accountant's floor, epsilon 0.0035 at delta 1e-5, however many) count
+// against --max-near-free-objects-per-token; releases above the floor
+// (--near-free-epsilon, 0.01) do not.
 TEST_F(QuotaTest, NearFreeReleasesPastTheCountQuotaAreRefused) {
   ServerLimits limits;
   limits.max_near_free_objects_per_token = 2;
@@ -299,7 +300,7 @@ TEST_F(QuotaTest, NearFreeReleasesPastTheCountQuotaAreRefused) {
   ASSERT_TRUE(Release(Analyst(), near_free("n1"), &cheap).ok());
   ASSERT_TRUE(Release(Analyst(), near_free("n2")).ok());
   const auto before = Charges(dataset.id());
-  ASSERT_LT(before.second, 1e-3);
+  ASSERT_LT(before.second, limits.near_free_epsilon);
   ExpectQuotaRefusal(Release(Analyst(), near_free("n3")), "max-near-free-objects-per-token");
   EXPECT_EQ(Charges(dataset.id()), before);
   // Above the floor: admitted.
