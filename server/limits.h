@@ -33,7 +33,9 @@ struct ServerLimits {
   // Open streams (UploadRows, SubmitReports, DownloadReports) of one token
   // at once (--max-open-streams-per-token). An idle stream pins a server
   // thread until the client ends it (6,000 idle SubmitReports streams held
-  // 6,014 threads and 557 MB). Honest clients hold one stream each.
+  // 6,014 threads and 557 MB). Honest clients hold one stream each; a fleet
+  // of devices sharing one token (rather than a token each, as
+  // --max-reports-per-token assumes) needs it raised.
   int64_t max_open_streams_per_token = 16;
   // OPEN sessions of one token (--max-open-sessions-per-token); each member
   // of a partitioned open counts. Honest peak: DP-kernel parallel's 10.

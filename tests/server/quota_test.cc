@@ -228,6 +228,35 @@ TEST_F(QuotaTest, OpenSessionsAndReservedStepsPastTheQuotaAreRefused) {
   EXPECT_TRUE(Open(Analyst(), SessionRequest(dataset.id(), 90, "d2")).ok());
 }
 
+// Item 5: each member of a partitioned open counts as an open session and
+// its steps as reserved steps (DP-kernel parallel opens one per class).
+TEST_F(QuotaTest, PartitionedMembersCountAgainstTheSessionQuotas) {
+  ServerLimits limits;
+  limits.max_open_sessions_per_token = 3;
+  RestartWith(limits);
+  const v1::Dataset dataset = DemoDataset();
+  auto partitioned = [&](const std::string& key) {
+    v1::OpenPartitionedSessionsRequest request;
+    request.set_dataset_id(dataset.id());
+    request.set_idempotency_key(key);
+    request.mutable_params()->set_steps(10);
+    request.mutable_params()->set_sampling_rate(0.1);
+    request.mutable_params()->set_noise_multiplier(1.5);
+    request.mutable_params()->mutable_rff_embedding()->set_num_frequencies(20);
+    request.mutable_partition()->set_column(DemoSchemaProto().label());
+    client::Connection analyst = Analyst();
+    v1::PartitionedSessions response;
+    auto context = analyst.NewContext();
+    return analyst.sessions().OpenPartitionedSessions(context.get(), request, &response);
+  };
+  ASSERT_TRUE(partitioned("p1").ok());  // the demo label's 2 levels: 2 sessions
+  const auto before = Charges(dataset.id());
+  ExpectQuotaRefusal(partitioned("p2"), "max-open-sessions-per-token");
+  EXPECT_EQ(Charges(dataset.id()), before);
+  EXPECT_TRUE(partitioned("p1").ok());  // the replay
+  EXPECT_TRUE(Open(Analyst(), SessionRequest(dataset.id(), 10, "one-more")).ok());
+}
+
 // Item 5: stored artefact bytes per token (releases), counted by the usage
 // row in the transaction that stores them; the token past its quota is
 // refused before admission, another token is served.
