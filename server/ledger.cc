@@ -1199,10 +1199,10 @@ absl::Status JobNotPendingError(const std::string& release_id, const std::string
 absl::StatusOr<std::vector<Ledger::Job>> Ledger::ListPendingJobs(const std::string& dataset_id,
                                                                  int limit) {
   auto db = database_->Lock();
+  // From the pending releases' partial index (migration 11): the oldest
+  // `limit` pending jobs, never the finished ones, so the work does not grow
+  // with the dataset's history (a job's row has its release's created_unix).
   DPC_ASSIGN_OR_RETURN(auto query,
-                       // From the pending releases' partial index (migration 11):
-                       // the oldest `limit` pending jobs, never the done ones.
-                       // A job's row is written with its release, same time.
                        db->Prepare(absl::StrCat("SELECT ", kJobColumns,
                                                 " FROM releases r JOIN release_jobs j ON "
                                                 "j.release_id = r.id WHERE r.dataset_id = ? AND "
