@@ -1,9 +1,11 @@
 #include "server/curator_server.h"
 
 #include <grpcpp/health_check_service_interface.h>
+#include <grpcpp/resource_quota.h>
 
 #include <algorithm>
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 #include "absl/status/status.h"
@@ -64,6 +66,7 @@ absl::StatusOr<std::unique_ptr<CuratorServer>> CuratorServer::Start(const Server
     return absl::InvalidArgumentError(absl::StrCat("--max_reports_per_token must be >= 1, got ",
                                                    options.max_reports_per_token));
   }
+  DPC_RETURN_IF_ERROR(ValidateQuotaLimits(options.limits));
   if (!options.metrics_listen_address.empty() && !options.metrics_allow_remote &&
       !IsLoopbackListenAddress(options.metrics_listen_address)) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -130,6 +133,9 @@ absl::StatusOr<std::unique_ptr<CuratorServer>> CuratorServer::Start(const Server
   DPC_ASSIGN_OR_RETURN(server->database_, SharedDatabase::Open(options.db_path));
   DPC_ASSIGN_OR_RETURN(server->store_, Store::Open(server->database_.get(), server->clock_));
   server->ledger_ = std::make_unique<Ledger>(server->database_.get(), server->clock_);
+  server->object_quotas_ = std::make_unique<ObjectQuotas>(options.limits);
+  server->call_quotas_ = std::make_unique<CallQuotas>(options.limits);
+  server->ledger_->SetQuotas(server->object_quotas_.get());
   DPC_ASSIGN_OR_RETURN(server->integrity_problems_,
                        IntegrityProblems(server->store_.get(), server->ledger_.get()));
   if (!server->integrity_problems_.empty()) {
@@ -193,6 +199,23 @@ absl::StatusOr<std::unique_ptr<CuratorServer>> CuratorServer::Start(const Server
   builder.AddListeningPort(options.listen_address, credentials, &server->port_);
   builder.SetMaxReceiveMessageSize(options.max_message_bytes);
   builder.SetMaxSendMessageSize(options.max_message_bytes);
+  // Process-wide bounds (docs/limits.md "Per-token quotas"): threads of the
+  // sync server (past them a call is answered RESOURCE_EXHAUSTED instead of
+  // growing the process), calls per connection, idle connections closed,
+  // dead peers found by keepalive.
+  grpc::ResourceQuota resource_quota("dpcurator-server");
+  resource_quota.SetMaxThreads(options.limits.max_server_threads);
+  builder.SetResourceQuota(resource_quota);
+  builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS,
+                             options.limits.max_streams_per_connection);
+  builder.AddChannelArgument(
+      GRPC_ARG_MAX_CONNECTION_IDLE_MS,
+      static_cast<int>(std::min<int64_t>(options.limits.max_connection_idle_seconds * 1000,
+                                         std::numeric_limits<int>::max())));
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS,
+                             static_cast<int>(kKeepaliveSeconds * 1000));
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS,
+                             static_cast<int>(kKeepaliveTimeoutSeconds * 1000));
   builder.RegisterService(server->dataset_service_.get());
   builder.RegisterService(server->release_service_.get());
   builder.RegisterService(server->session_service_.get());
@@ -205,6 +228,10 @@ absl::StatusOr<std::unique_ptr<CuratorServer>> CuratorServer::Start(const Server
   // authorizer whatever order gRPC runs the receive hooks in.
   interceptors.push_back(server->metrics_->MakeInterceptorFactory(server->authorizer_.get()));
   interceptors.push_back(server->authorizer_->MakeInterceptorFactory());
+  // Per-token calls and streams (server/quotas.h): refusals go through the
+  // authorizer too, in whatever order the receive hooks run.
+  interceptors.push_back(
+      MakeCallQuotaInterceptorFactory(server->authorizer_.get(), server->call_quotas_.get()));
   interceptors.push_back(MakeInputLimitsInterceptorFactory(server->authorizer_.get()));
   builder.experimental().SetInterceptorCreators(std::move(interceptors));
   server->server_ = builder.BuildAndStart();

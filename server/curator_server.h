@@ -20,6 +20,7 @@
 #include "server/limits.h"
 #include "server/memory_budget.h"
 #include "server/metrics.h"
+#include "server/quotas.h"
 #include "server/runner_service.h"
 #include "server/service.h"
 #include "server/shared_database.h"
@@ -131,6 +132,10 @@ class CuratorServer {
   // Before store_ and ledger_, which point at it: destroyed after them.
   std::unique_ptr<SharedDatabase> database_;
   std::unique_ptr<Store> store_;
+  // Per-token quotas (server/quotas.h): the ledger and the gRPC server's
+  // interceptor point at them, so they are declared before both.
+  std::unique_ptr<ObjectQuotas> object_quotas_;
+  std::unique_ptr<CallQuotas> call_quotas_;
   std::unique_ptr<Ledger> ledger_;
   std::unique_ptr<AuditLog> audit_log_;
   std::unique_ptr<Authorizer> authorizer_;

@@ -17,6 +17,7 @@
 #include "core/privacy/rdp.h"
 #include "core/util/status_macros.h"
 #include "proto/convert.h"
+#include "server/quotas.h"
 
 namespace dpcurator::server {
 namespace {
@@ -313,6 +314,10 @@ absl::StatusOr<Ledger::Admission> Ledger::Admit(const std::string& dataset_id,
     retry_release_id = admission.release_id;  // FAILED and refunded: charge anew
   }
 
+  if (quotas_ != nullptr) {
+    DPC_RETURN_IF_ERROR(quotas_->CheckRelease(db, caller.principal_id, dataset_id, dataset.delta,
+                                              event, job != nullptr));
+  }
   // 2. Release row, then the charge (refused above the cap; nothing is
   // written then, the transaction rolls back).
   const int64_t now = clock_->UnixNow();
@@ -905,6 +910,10 @@ absl::StatusOr<Ledger::SessionAdmission> Ledger::OpenSession(
                        LoadTotals(db, dataset_id, dataset.relation));
   DPC_ASSIGN_OR_RETURN(privacy::PrivacyEvent reserved,
                        privacy::PrivacyEvent::SelfCompose(step_event, steps));
+  if (quotas_ != nullptr) {
+    DPC_RETURN_IF_ERROR(
+        quotas_->CheckSessions(db, caller.principal_id, 1, steps, dataset.delta, reserved));
+  }
   const std::string session_id = NewId("ses");
   DPC_ASSIGN_OR_RETURN(Charge charge, ChargeLocked(db, *clock_, dataset_id, dataset, &state,
                                                    reserved, "session_reserve", session_id));
@@ -998,6 +1007,13 @@ absl::StatusOr<Ledger::PartitionedAdmission> Ledger::OpenPartitionedSessions(
   }
   DPC_ASSIGN_OR_RETURN(privacy::PrivacyEvent reserved,
                        privacy::PrivacyEvent::PartitionedAddRemove(std::move(reserved_parts)));
+  if (quotas_ != nullptr) {
+    int64_t steps = 0;
+    for (const SessionPart& part : parts) steps += part.steps;
+    DPC_RETURN_IF_ERROR(quotas_->CheckSessions(db, caller.principal_id,
+                                               static_cast<int64_t>(parts.size()), steps,
+                                               dataset.delta, reserved));
+  }
   DPC_ASSIGN_OR_RETURN(privacy::AccountantState state,
                        LoadTotals(db, dataset_id, dataset.relation));
   const std::string partition_id = NewId("par");
@@ -1085,6 +1101,8 @@ absl::StatusOr<Ledger::StepAdmission> Ledger::BeginStep(const std::string& sessi
                                               loaded.session.steps_reserved(),
                                               " steps this session reserved (0-based)"));
   }
+  // The step's artefact is stored under the session's owner.
+  if (quotas_ != nullptr) DPC_RETURN_IF_ERROR(quotas_->CheckStep(db, loaded.owner));
   return admission;
 }
 
@@ -1292,12 +1310,15 @@ absl::Status JobNotPendingError(const std::string& release_id, const std::string
 absl::StatusOr<std::vector<Ledger::Job>> Ledger::ListPendingJobs(const std::string& dataset_id,
                                                                  int limit) {
   auto db = database_->Lock();
+  // From the pending releases' partial index (migration 13): the oldest
+  // `limit` pending jobs, never the finished ones, so the work does not grow
+  // with the dataset's history (a job's row has its release's created_unix).
   DPC_ASSIGN_OR_RETURN(auto query,
                        db->Prepare(absl::StrCat("SELECT ", kJobColumns,
-                                                " FROM release_jobs j JOIN releases r ON r.id = "
-                                                "j.release_id WHERE j.dataset_id = ? AND "
-                                                "r.status = 'PENDING' ORDER BY j.created_unix, "
-                                                "j.release_id LIMIT ?")));
+                                                " FROM releases r JOIN release_jobs j ON "
+                                                "j.release_id = r.id WHERE r.dataset_id = ? AND "
+                                                "r.status = 'PENDING' ORDER BY r.created_unix, "
+                                                "r.id LIMIT ?")));
   query.Bind(1, dataset_id).Bind(2, int64_t{limit});
   std::vector<Job> jobs;
   while (true) {

@@ -19,6 +19,8 @@
 
 namespace dpcurator::server {
 
+class ObjectQuotas;
+
 // Whom an object is looked up for. A release or session belongs to the
 // principal (token id) that created it; an analyst sees only its own (and
 // rows from before ownership existed, owner ''), the curator sees all.
@@ -43,6 +45,12 @@ class Ledger {
  public:
   // `database` (migrated by Store::Open) and `clock` must outlive the ledger.
   Ledger(SharedDatabase* database, const Clock* clock) : database_(database), clock_(clock) {}
+
+  // Per-token quotas (server/quotas.h), checked inside Admit, OpenSession,
+  // OpenPartitionedSessions and BeginStep after an idempotent replay and
+  // before anything is written; null (the default): none. Must outlive the
+  // ledger.
+  void SetQuotas(const ObjectQuotas* quotas) { quotas_ = quotas; }
 
   struct Admission {
     enum class Outcome {
@@ -280,6 +288,7 @@ class Ledger {
  private:
   SharedDatabase* database_;
   const Clock* clock_;
+  const ObjectQuotas* quotas_ = nullptr;
   // Release ids with an attempt running in this process (the attempt
   // lease). Taken inside Admit's transaction, under the database lock.
   std::mutex attempts_mutex_;

@@ -51,6 +51,66 @@ struct ServerLimits {
   int64_t audit_max_rows = 10'000'000;
 
   // ---- Per-token quotas: calls, streams, sessions, jobs, bytes (5, 7, 8).
+  // Counted per principal (token id), every role alike; checked in
+  // server/quotas.h. The process-wide bounds after them are gRPC's own.
+
+  // Calls one token may have in flight at once, unary and streaming
+  // (--max-concurrent-calls-per-token). A sync server holds a thread per
+  // call, so without it one token could hold every thread. Honest peak: 32
+  // concurrent releases (tests/server/concurrency_test.cc); DP-kernel's
+  // parallel variant steps 10 sessions at once.
+  int64_t max_concurrent_calls_per_token = 64;
+  // Open streams (UploadRows, SubmitReports, DownloadReports) of one token
+  // at once (--max-open-streams-per-token). An idle stream pins a server
+  // thread until the client ends it (6,000 idle SubmitReports streams held
+  // 6,014 threads and 557 MB). Honest clients hold one stream each; a fleet
+  // of devices sharing one token (rather than a token each, as
+  // --max-reports-per-token assumes) needs it raised.
+  int64_t max_open_streams_per_token = 16;
+  // OPEN sessions of one token (--max-open-sessions-per-token); each member
+  // of a partitioned open counts. Honest peak: DP-kernel parallel's 10.
+  int64_t max_open_sessions_per_token = 64;
+  // Steps reserved by one token's OPEN sessions together
+  // (--max-reserved-steps-per-token): each reserved step may store an
+  // artefact, and a reservation of 2^30 steps cost epsilon 0.0035. Honest
+  // peak: DP-kernel parallel on Fashion-MNIST, 10 x 4,000 steps.
+  int64_t max_reserved_steps_per_token = 1000000;
+  // Bytes of release and session step artefacts one token has stored
+  // (--max-stored-bytes-per-token); refused once reached, so one artefact
+  // past it at most. Honest peak: a full DP-kernel parallel Fashion-MNIST
+  // run stores about 2 GB (40,000 steps of 16 x 784 gradients).
+  int64_t max_stored_bytes_per_token = int64_t{16} << 30;
+  // A release or session (each partitioned member) whose epsilon alone at
+  // the dataset's delta is below this floor is "near-free"
+  // (--near-free-epsilon); one token may hold at most
+  // max_near_free_objects_per_token of them (--max-near-free-objects-per-token),
+  // so objects that cost almost no budget cannot pile up. The floor sits
+  // above the accountant's conversion floor: at delta 1e-5 an event of noise
+  // multiplier 1e5 (RDP about 5e-11) still reports epsilon 0.0035, and a
+  // thousand of them compose to about the same, so a floor under it would
+  // count none of them (about 0.007 at delta 1e-12). Honest releases and
+  // sessions (README, bench/, tests/e2e) spend epsilon 0.5 to 100.
+  double near_free_epsilon = 0.01;
+  int64_t max_near_free_objects_per_token = 1000;
+  // PENDING jobs of one token on one external dataset
+  // (--max-pending-jobs-per-token): the runner lists the oldest
+  // 100; an analyst queued 300 near-free jobs in 3.8 s. Honest analysts wait
+  // for a job or queue a handful.
+  int64_t max_pending_jobs_per_token = 64;
+
+  // Process-wide (gRPC's knobs, server/curator_server.cc). Threads of the
+  // sync server (--max-server-threads, grpc::ResourceQuota::SetMaxThreads):
+  // past it new calls get RESOURCE_EXHAUSTED instead of a new thread.
+  int max_server_threads = 1024;
+  // Concurrent streams (calls) on one HTTP/2 connection
+  // (--max-streams-per-connection, GRPC_ARG_MAX_CONCURRENT_STREAMS); a
+  // client past it waits for one to finish.
+  int max_streams_per_connection = 256;
+  // A connection with no call for this long is closed
+  // (--max-connection-idle-seconds, GRPC_ARG_MAX_CONNECTION_IDLE_MS); clients
+  // reconnect on their next call. Keepalive pings (every
+  // kKeepaliveSeconds, server/quotas.h) close connections whose peer is gone.
+  int64_t max_connection_idle_seconds = 600;
 
   // ---- Memory and response size (items 3, 4).
 

@@ -82,6 +82,37 @@ ABSL_FLAG(int64_t, audit_retention_days, 365,
           "audit rows older than this many days are deleted by the server (0: kept forever)");
 ABSL_FLAG(int64_t, audit_max_rows, 10000000,
           "audit rows kept at most; the server deletes the oldest beyond it (0: no cap)");
+// Per-token quotas and gRPC's process-wide bounds (server/limits.h,
+// docs/limits.md "Per-token quotas"). The defaults are ServerLimits'.
+namespace {
+const dpcurator::server::ServerLimits kDefaultLimits;
+}  // namespace
+ABSL_FLAG(int64_t, max_concurrent_calls_per_token, kDefaultLimits.max_concurrent_calls_per_token,
+          "calls one token may have in flight at once; more are refused (RESOURCE_EXHAUSTED)");
+ABSL_FLAG(int64_t, max_open_streams_per_token, kDefaultLimits.max_open_streams_per_token,
+          "upload, report and download streams one token may hold open at once");
+ABSL_FLAG(int64_t, max_open_sessions_per_token, kDefaultLimits.max_open_sessions_per_token,
+          "open sessions one token may hold (each member of a partitioned open counts)");
+ABSL_FLAG(int64_t, max_reserved_steps_per_token, kDefaultLimits.max_reserved_steps_per_token,
+          "steps one token's open sessions may reserve together");
+ABSL_FLAG(int64_t, max_stored_bytes_per_token, kDefaultLimits.max_stored_bytes_per_token,
+          "bytes of release and session step artefacts one token may store; once reached, its "
+          "releases, sessions and steps are refused");
+ABSL_FLAG(double, near_free_epsilon, kDefaultLimits.near_free_epsilon,
+          "a release or session whose epsilon alone (at the dataset's delta) is below this is "
+          "near-free and counts against --max-near-free-objects-per-token (0: none is)");
+ABSL_FLAG(int64_t, max_near_free_objects_per_token,
+          kDefaultLimits.max_near_free_objects_per_token,
+          "near-free releases and sessions one token may hold");
+ABSL_FLAG(int64_t, max_pending_jobs_per_token, kDefaultLimits.max_pending_jobs_per_token,
+          "pending jobs one token may have queued on one external dataset");
+ABSL_FLAG(int, max_server_threads, kDefaultLimits.max_server_threads,
+          "threads of the server's call pool; past them calls are refused (RESOURCE_EXHAUSTED) "
+          "instead of growing the process");
+ABSL_FLAG(int, max_streams_per_connection, kDefaultLimits.max_streams_per_connection,
+          "concurrent calls on one client connection (HTTP/2 streams); more wait client-side");
+ABSL_FLAG(int64_t, max_connection_idle_seconds, kDefaultLimits.max_connection_idle_seconds,
+          "a client connection with no call for this long is closed (clients reconnect)");
 
 namespace {
 
@@ -191,6 +222,18 @@ int main(int argc, char** argv) {
   options.limits.audit_refusal_max_keys = absl::GetFlag(FLAGS_audit_refusal_max_keys);
   options.limits.audit_retention_days = absl::GetFlag(FLAGS_audit_retention_days);
   options.limits.audit_max_rows = absl::GetFlag(FLAGS_audit_max_rows);
+  dpcurator::server::ServerLimits& limits = options.limits;
+  limits.max_concurrent_calls_per_token = absl::GetFlag(FLAGS_max_concurrent_calls_per_token);
+  limits.max_open_streams_per_token = absl::GetFlag(FLAGS_max_open_streams_per_token);
+  limits.max_open_sessions_per_token = absl::GetFlag(FLAGS_max_open_sessions_per_token);
+  limits.max_reserved_steps_per_token = absl::GetFlag(FLAGS_max_reserved_steps_per_token);
+  limits.max_stored_bytes_per_token = absl::GetFlag(FLAGS_max_stored_bytes_per_token);
+  limits.near_free_epsilon = absl::GetFlag(FLAGS_near_free_epsilon);
+  limits.max_near_free_objects_per_token = absl::GetFlag(FLAGS_max_near_free_objects_per_token);
+  limits.max_pending_jobs_per_token = absl::GetFlag(FLAGS_max_pending_jobs_per_token);
+  limits.max_server_threads = absl::GetFlag(FLAGS_max_server_threads);
+  limits.max_streams_per_connection = absl::GetFlag(FLAGS_max_streams_per_connection);
+  limits.max_connection_idle_seconds = absl::GetFlag(FLAGS_max_connection_idle_seconds);
   auto server = dpcurator::server::CuratorServer::Start(options);
   using dpcurator::server::LogEvent;
   using dpcurator::server::LogLevel;

@@ -292,6 +292,76 @@ CREATE TRIGGER audit_log_no_delete BEFORE DELETE ON audit_log
     SELECT RAISE(ABORT, 'the audit log is append-only: rows leave only by the retention pass');
   END;
 )sql",
+    // 13: per-token quotas (issue 36 items 5, 7; server/quotas.h). A
+    // token's stored artefact bytes (releases and session steps) are a
+    // usage row kept by triggers, so every write that stores, blanks or
+    // moves an artefact updates it in its own transaction and the check at
+    // admission reads one row. The indexes let the other quotas count one
+    // token's objects up to the quota (near-free releases and sessions,
+    // open sessions, pending jobs) and give the runner its pending jobs,
+    // and each job its charge event, without a scan of the dataset's
+    // history (item 7); each job's charge event is found by migration 11's
+    // ledger_events_by_release.
+    R"sql(
+CREATE TABLE token_usage (
+  principal TEXT PRIMARY KEY,
+  stored_bytes INTEGER NOT NULL DEFAULT 0
+) WITHOUT ROWID;
+INSERT INTO token_usage (principal, stored_bytes)
+  SELECT owner, SUM(bytes) FROM (
+    SELECT owner, COALESCE(length(artefact), 0) AS bytes FROM releases
+    UNION ALL
+    SELECT s.owner, COALESCE(length(t.artefact), 0) FROM session_steps t
+      JOIN sessions s ON s.id = t.session_id)
+  GROUP BY owner;
+CREATE TRIGGER token_usage_release_insert AFTER INSERT ON releases
+  WHEN NEW.artefact IS NOT NULL BEGIN
+  INSERT OR IGNORE INTO token_usage (principal) VALUES (NEW.owner);
+  UPDATE token_usage SET stored_bytes = stored_bytes + length(NEW.artefact)
+    WHERE principal = NEW.owner;
+END;
+CREATE TRIGGER token_usage_release_update AFTER UPDATE OF artefact, owner ON releases BEGIN
+  UPDATE token_usage SET stored_bytes = stored_bytes - COALESCE(length(OLD.artefact), 0)
+    WHERE principal = OLD.owner;
+  INSERT OR IGNORE INTO token_usage (principal) VALUES (NEW.owner);
+  UPDATE token_usage SET stored_bytes = stored_bytes + COALESCE(length(NEW.artefact), 0)
+    WHERE principal = NEW.owner;
+END;
+CREATE TRIGGER token_usage_release_delete AFTER DELETE ON releases BEGIN
+  UPDATE token_usage SET stored_bytes = stored_bytes - COALESCE(length(OLD.artefact), 0)
+    WHERE principal = OLD.owner;
+END;
+CREATE TRIGGER token_usage_step_insert AFTER INSERT ON session_steps BEGIN
+  INSERT OR IGNORE INTO token_usage (principal)
+    VALUES (COALESCE((SELECT owner FROM sessions WHERE id = NEW.session_id), ''));
+  UPDATE token_usage SET stored_bytes = stored_bytes + COALESCE(length(NEW.artefact), 0)
+    WHERE principal = COALESCE((SELECT owner FROM sessions WHERE id = NEW.session_id), '');
+END;
+CREATE TRIGGER token_usage_step_update AFTER UPDATE OF artefact ON session_steps BEGIN
+  UPDATE token_usage SET stored_bytes = stored_bytes + COALESCE(length(NEW.artefact), 0)
+      - COALESCE(length(OLD.artefact), 0)
+    WHERE principal = COALESCE((SELECT owner FROM sessions WHERE id = NEW.session_id), '');
+END;
+CREATE TRIGGER token_usage_step_delete AFTER DELETE ON session_steps BEGIN
+  UPDATE token_usage SET stored_bytes = stored_bytes - COALESCE(length(OLD.artefact), 0)
+    WHERE principal = COALESCE((SELECT owner FROM sessions WHERE id = OLD.session_id), '');
+END;
+-- A session given to another owner (--adopt-line-owners) takes its steps' bytes along.
+CREATE TRIGGER token_usage_session_owner AFTER UPDATE OF owner ON sessions
+  WHEN OLD.owner IS NOT NEW.owner BEGIN
+  UPDATE token_usage SET stored_bytes = stored_bytes - (SELECT COALESCE(SUM(length(artefact)),
+      0) FROM session_steps WHERE session_id = NEW.id) WHERE principal = OLD.owner;
+  INSERT OR IGNORE INTO token_usage (principal) VALUES (NEW.owner);
+  UPDATE token_usage SET stored_bytes = stored_bytes + (SELECT COALESCE(SUM(length(artefact)),
+      0) FROM session_steps WHERE session_id = NEW.id) WHERE principal = NEW.owner;
+END;
+CREATE INDEX releases_by_owner_epsilon ON releases(owner, epsilon);
+CREATE INDEX sessions_by_owner_epsilon ON sessions(owner, epsilon_reserved);
+CREATE INDEX sessions_open_by_owner ON sessions(owner) WHERE state = 'OPEN';
+CREATE INDEX releases_pending_by_owner ON releases(owner, dataset_id) WHERE status = 'PENDING';
+CREATE INDEX releases_pending_by_dataset ON releases(dataset_id, created_unix, id)
+  WHERE status = 'PENDING';
+)sql",
 };
 
 std::string EncodeCells(const data::Table& rows) {
