@@ -47,11 +47,20 @@ class Model:
         """n synthetic rows as a DataFrame: the rows, columns, values and
         types ``dpcurator sample --rows n --seed seed`` writes (categories as
         text, integer columns as int64, others float64 at the CSV's
-        precision)."""
+        precision).
+
+        Raises ValueError for n < 1, and MemoryError, before sampling
+        anything, when the DataFrame could not fit in half of the memory
+        this process may still use (``dpcurator sample --out FILE.csv``
+        streams any number of rows to disk instead)."""
         import pandas as pd
 
+        n = int(n)
+        if n < 1:
+            raise ValueError(f"sample: n must be at least 1, got {n}")
+        _check_sample_fits(self, n)
         data = {}
-        for name, kind, values in self._model.sample_columns(int(n), int(seed)):
+        for name, kind, values in self._model.sample_columns(n, int(seed)):
             if kind == "integer":
                 data[name] = pd.Series(values).astype("int64")
             elif kind == "float":
@@ -59,6 +68,60 @@ class Model:
             else:
                 data[name] = pd.Series(values, dtype=object)
         return pd.DataFrame(data)
+
+    def bytes_per_row(self):
+        """An upper estimate of the memory one sampled row takes while
+        ``sample`` builds its DataFrame: a number is held three times (the
+        sampler's vector, the array, the DataFrame's column) at 8 bytes, a
+        text cell as the sampler's string and a Python str (about 128
+        bytes)."""
+        per_kind = {"integer": 3 * 8, "float": 3 * 8, "text": _TEXT_CELL_BYTES}
+        return sum(per_kind[kind] for _, kind, _ in self._model.sample_columns(1, 0))
+
+
+_TEXT_CELL_BYTES = 128
+
+
+def _available_memory_bytes():
+    """What this process may still allocate: MemAvailable from
+    /proc/meminfo, or less when a cgroup v2 limit leaves less; None when
+    neither can be read."""
+    candidates = []
+    try:
+        with open("/proc/meminfo") as meminfo:
+            for line in meminfo:
+                if line.startswith("MemAvailable:"):
+                    candidates.append(int(line.split()[1]) * 1024)
+    except OSError:
+        pass
+    try:
+        with open("/sys/fs/cgroup/memory.max") as limit_file:
+            limit = limit_file.read().strip()
+        with open("/sys/fs/cgroup/memory.current") as current_file:
+            current = int(current_file.read().strip())
+        if limit != "max":
+            candidates.append(max(int(limit) - current, 0))
+    except (OSError, ValueError):
+        pass
+    return min(candidates) if candidates else None
+
+
+def _check_sample_fits(model, n):
+    """MemoryError when n rows could not fit in half of what is available
+    (the CLI refuses sizes its disk cannot hold the same way, up front)."""
+    available = _available_memory_bytes()
+    if available is None:
+        return
+    per_row = model.bytes_per_row()
+    needed = n * per_row
+    if needed > available / 2:
+        raise MemoryError(
+            f"sample({n}) would need about {needed / 1e9:.3g} GB of memory "
+            f"({per_row} bytes a row) and this machine has {available / 1e9:.3g} GB "
+            f"available; nothing was sampled. Ask for at most {int(available / 2 / per_row)} "
+            f"rows, or stream them to disk: dpcurator sample --model {model.path} "
+            f"--rows {n} --out FILE.csv"
+        )
 
 
 def load_model(path):

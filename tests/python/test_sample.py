@@ -52,6 +52,19 @@ class SampleTest(unittest.TestCase):
         self.assertEqual(list(ours.columns), ["age", "hours", "workclass", "Y"])
         pandas.testing.assert_frame_equal(ours, theirs, check_dtype=True)
 
+    def test_sizes_memory_cannot_hold_are_refused_up_front(self):
+        # Issue 40: Model.sample(10**12) grew to 22 GB until the kernel
+        # killed it; the CLI refuses such sizes up front, and so does this.
+        model = dpcurator.load_model(self.model)
+        with self.assertRaises(MemoryError) as refused:
+            model.sample(10**12)
+        message = str(refused.exception)
+        self.assertIn("nothing was sampled", message)
+        self.assertIn("dpcurator sample --model", message)
+        with self.assertRaises(ValueError):
+            model.sample(0)
+        self.assertEqual(len(model.sample(3)), 3)
+
     def test_seed_matters(self):
         model = dpcurator.load_model(self.model)
         a = model.sample(500, seed=1)
