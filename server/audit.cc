@@ -100,7 +100,7 @@ int64_t AuditLog::WriteRow(const CallRecord& call, int64_t count) {
 }
 
 void AuditLog::Write(const CallRecord& call) {
-  if (call.refused_at_admission) {
+  if (RefusalAggregated(call)) {
     WriteRefusal(call);
     return;
   }

@@ -55,6 +55,7 @@ class AuditLog {
   // With the default limits.
   AuditLog(Store* store, const Clock* clock) : AuditLog(store, clock, ServerLimits()) {}
 
+  // One row of its own, or (RefusalAggregated) a count on its key's row.
   void Write(const CallRecord& call);
   // Adds the repeats counted since the last pass to their rows, forgets
   // the keys of ended intervals (`all`: every key, at shutdown), then

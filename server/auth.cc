@@ -140,6 +140,17 @@ class AuthInterceptorFactory final
 
 }  // namespace
 
+bool RefusalAggregated(const CallRecord& call) {
+  // A handler's RESOURCE_EXHAUSTED with nothing charged is a refusal before
+  // admission: an authenticated caller can repeat it at will, thousands a
+  // second, and one synced audit row and one log line each made such a
+  // flood an fsync storm that slowed every honest call (bench/hostile_load
+  // phases 5 to 8).
+  return call.refused_at_admission ||
+         (call.code == static_cast<int>(grpc::StatusCode::RESOURCE_EXHAUSTED) &&
+          call.epsilon == 0.0);
+}
+
 const char* RoleName(Role role) {
   switch (role) {
     case Role::kCurator:
@@ -378,23 +389,29 @@ void Authorizer::Record(const void* call, absl::string_view method, Decision dec
     if (verdict.status.ok()) {
       verdict.status = std::move(early->second);
       verdict.role.reset();
+      verdict.record.refused_at_admission = true;
     }
     early_refusals_.erase(early);
   }
   verdicts_[call] = std::move(verdict);
 }
 
-void Authorizer::Refuse(const void* call, const grpc::Status& status) {
+void Authorizer::Refuse(const void* call, const grpc::Status& status, bool before_handler) {
   if (status.ok()) return;
   std::lock_guard<std::mutex> lock(mutex_);
   auto it = verdicts_.find(call);
   if (it == verdicts_.end()) {
+    // Before the verdict is before the handler.
     early_refusals_.try_emplace(call, status);
     return;
   }
   if (it->second.status.ok()) {
     it->second.status = status;
     it->second.role.reset();  // Check() fails from now on
+    // Refused before its handler did anything (a per-token quota, an input
+    // limit on the first message): a token holder can repeat it at will, so
+    // it is audited in bounded space like a refused token (AuditLog).
+    it->second.record.refused_at_admission = before_handler;
   }
 }
 
@@ -410,10 +427,15 @@ std::optional<grpc::Status> Authorizer::Refusal(const void* call) {
   return std::nullopt;
 }
 
-bool Authorizer::RefusedAtAdmission(const void* call) {
+bool Authorizer::Aggregated(const void* call, absl::StatusCode code) {
   std::lock_guard<std::mutex> lock(mutex_);
   auto it = verdicts_.find(call);
-  return it != verdicts_.end() && it->second.record.refused_at_admission;
+  if (it == verdicts_.end()) return false;
+  CallRecord record;
+  record.refused_at_admission = it->second.record.refused_at_admission;
+  record.epsilon = it->second.record.epsilon;
+  record.code = static_cast<int>(code);
+  return RefusalAggregated(record);
 }
 
 void Authorizer::Finish(const void* call, const grpc::Status& final_status) {
@@ -446,7 +468,8 @@ void Authorizer::CheckSend(const void* call,
   Refuse(call, grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
                             absl::StrCat("the response is ", bytes,
                                          " bytes, over the server's send limit of ",
-                                         max_send_message_bytes_, " bytes")));
+                                         max_send_message_bytes_, " bytes")),
+         /*before_handler=*/false);
 }
 
 absl::StatusOr<Role> Authorizer::Check(const grpc::ServerContextBase* context) {

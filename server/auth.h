@@ -116,8 +116,12 @@ inline constexpr size_t kMaxPeerBytes = 64;
 struct CallRecord {
   std::string method;     // CanonicalMethod: never the path as sent
   std::string peer;       // PeerHost of the connection
-  // Refused by the authorizer's verdict (no or unknown token, wrong role),
-  // before any handler ran: audited in bounded space (AuditLog).
+  // Refused before any handler ran: by the authorizer's verdict (no or
+  // unknown token, wrong role) or by an interceptor through
+  // Authorizer::Refuse (a per-token call quota, an input limit). Audited in
+  // bounded space (AuditLog), as are calls whose handler refused them with
+  // RESOURCE_EXHAUSTED and charged nothing (a quota, the budget, the memory
+  // budget): AuditLog::Aggregated.
   bool refused_at_admission = false;
   std::string principal;  // empty: not authenticated
   std::optional<Role> role;
@@ -126,6 +130,14 @@ struct CallRecord {
   std::string detail;
   int code = 0;  // grpc::StatusCode of the final status
 };
+// Whether a finished call (its record's code set) is audited in bounded
+// space, one row per key and interval with a count (AuditLog), and logged
+// once per such row rather than once per call: refused before any handler
+// ran (CallRecord::refused_at_admission), or refused by its handler with
+// RESOURCE_EXHAUSTED having charged nothing (a per-token quota, the budget
+// cap, the memory budget). A charged call keeps its own row and line.
+bool RefusalAggregated(const CallRecord& call);
+
 // Called once per protected call, after the handler returned and before the
 // status is sent (so a client that sees the status can read the row).
 using AuditSink = std::function<void(const CallRecord&)>;
@@ -188,13 +200,18 @@ class Authorizer {
   // and the final status of the call is rewritten to it. An earlier
   // refusal (e.g. UNAUTHENTICATED) is kept. Order-independent: a refusal
   // that arrives before the authorizer's verdict is merged into it.
-  void Refuse(const void* call, const grpc::Status& status);
+  // `before_handler`: the call's handler has done nothing yet (a refusal
+  // when the call arrives, or of its first message), so the call is
+  // audited and logged in aggregate (RefusalAggregated).
+  void Refuse(const void* call, const grpc::Status& status, bool before_handler);
   // The call's refusal, if any (the authorizer's or a Refuse()).
   std::optional<grpc::Status> Refusal(const void* call);
-  // Whether the call was refused by the verdict itself (no or unknown
-  // token, wrong role), not by a later Refuse(): such calls are the ones a
-  // stranger can repeat at will, audited and logged in aggregate.
-  bool RefusedAtAdmission(const void* call);
+  // Whether the call, ending with `code`, is audited and logged in
+  // aggregate (RefusalAggregated): refused before any handler ran (the
+  // verdict, or a Refuse() by the call-quota or input-limits interceptor),
+  // or refused by its handler with RESOURCE_EXHAUSTED having charged
+  // nothing. Such calls are the ones a caller can repeat at will.
+  bool Aggregated(const void* call, absl::StatusCode code);
 
   // The server's send limit (ServerOptions::max_message_bytes; 0: none
   // known). gRPC fails a response over it with RESOURCE_EXHAUSTED after the

@@ -105,11 +105,11 @@ class MetricsInterceptor final : public grpc::experimental::Interceptor {
     }
     // Health probes every few seconds would drown the log; they are counted.
     if (IsPublicMethod(method)) return;
-    // A call refused for its token or role leaves no line of its own: the
-    // audit log aggregates those per peer, method and code and logs each
-    // aggregate (AuditLog), so a stranger's flood writes O(1) lines per
-    // interval, not one per call.
-    if (authorizer_->RefusedAtAdmission(info_->server_context())) return;
+    // A refused call that charged nothing (its token or role, a quota, an
+    // input limit) leaves no line of its own: the audit log aggregates
+    // those per peer, method and code and logs each aggregate (AuditLog),
+    // so a flood writes O(1) lines per interval, not one per call.
+    if (authorizer_->Aggregated(info_->server_context(), code)) return;
     const bool server_fault = code == absl::StatusCode::kInternal ||
                               code == absl::StatusCode::kDataLoss ||
                               code == absl::StatusCode::kUnknown;

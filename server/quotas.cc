@@ -40,7 +40,8 @@ class CallQuotaInterceptor final : public grpc::experimental::Interceptor {
         } else {
           // Check() fails from now on, so the handler returns at its first
           // line and gives its thread back; the status is rewritten to this.
-          authorizer_->Refuse(info_->server_context(), ToGrpcStatus(taken));
+          authorizer_->Refuse(info_->server_context(), ToGrpcStatus(taken),
+                              /*before_handler=*/true);
         }
       }
     }

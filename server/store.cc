@@ -278,7 +278,7 @@ CREATE TRIGGER audit_retention_no_delete BEFORE DELETE ON audit_retention
   BEGIN SELECT RAISE(ABORT, 'the audit retention mark only moves forward'); END;
 DROP TRIGGER audit_log_no_update;
 CREATE TRIGGER audit_log_no_update BEFORE UPDATE ON audit_log
-  WHEN OLD.code NOT IN (7, 16) OR NEW.count <= OLD.count OR NEW.id IS NOT OLD.id
+  WHEN OLD.code NOT IN (3, 7, 8, 16) OR NEW.count <= OLD.count OR NEW.id IS NOT OLD.id
     OR NEW.created_unix IS NOT OLD.created_unix OR NEW.principal IS NOT OLD.principal
     OR NEW.role IS NOT OLD.role OR NEW.method IS NOT OLD.method OR NEW.target IS NOT OLD.target
     OR NEW.code IS NOT OLD.code OR NEW.epsilon IS NOT OLD.epsilon OR NEW.detail IS NOT OLD.detail

@@ -676,7 +676,8 @@ TEST(AuthorizerTest, AuditTextIsBoundedAndRefusalsHoldInEitherOrder) {
   authorizer.NoteTarget(&first, target);
   authorizer.NoteDetail(&first, std::string(10000, 'd'));
   ASSERT_TRUE(authorizer.Check(&first).ok());
-  authorizer.Refuse(&first, grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "too big"));
+  authorizer.Refuse(&first, grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "too big"),
+                    /*before_handler=*/false);
   EXPECT_EQ(authorizer.Check(&first).status().code(), absl::StatusCode::kInvalidArgument);
   ASSERT_TRUE(authorizer.Refusal(&first).has_value());
   authorizer.Finish(&first, *authorizer.Refusal(&first));
@@ -687,14 +688,16 @@ TEST(AuthorizerTest, AuditTextIsBoundedAndRefusalsHoldInEitherOrder) {
   EXPECT_EQ(written[0].code, static_cast<int>(grpc::StatusCode::INVALID_ARGUMENT));
   // A refusal that comes before the verdict is merged into it.
   grpc::ServerContext second;
-  authorizer.Refuse(&second, grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "too big"));
+  authorizer.Refuse(&second, grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "too big"),
+                    /*before_handler=*/true);
   authorizer.Record(&second, method, {grpc::Status::OK, analyst});
   EXPECT_EQ(authorizer.Check(&second).status().code(), absl::StatusCode::kInvalidArgument);
   // An authentication refusal is not replaced by a later one.
   grpc::ServerContext third;
   authorizer.Record(&third, method,
                     {grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "no"), std::nullopt});
-  authorizer.Refuse(&third, grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "too big"));
+  authorizer.Refuse(&third, grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "too big"),
+                    /*before_handler=*/true);
   EXPECT_EQ(authorizer.Check(&third).status().code(), absl::StatusCode::kUnauthenticated);
   authorizer.Finish(&second, grpc::Status::OK);
   authorizer.Finish(&third, grpc::Status::OK);

@@ -15,6 +15,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "absl/strings/str_cat.h"
+#include "server/audit.h"
 #include "server/ledger.h"
 #include "server/quotas.h"
 #include "tests/server/server_test_util.h"
@@ -334,6 +336,62 @@ TEST_F(QuotaTest, NearFreeReleasesPastTheCountQuotaAreRefused) {
   EXPECT_EQ(Charges(dataset.id()), before);
   // Above the floor: admitted.
   EXPECT_TRUE(Release(Analyst(), RffRequest(dataset.id(), 0.1, "paid")).ok());
+}
+
+// A quota refusal charges nothing and a token holder can repeat it at
+// will: one synced audit row each made a flood an fsync storm that slowed
+// every honest call (bench/hostile_load). Such refusals share one row per
+// (peer, method, code, principal) and interval, with their count; a
+// charged call keeps its own row.
+TEST_F(QuotaTest, QuotaRefusalsAreAuditedInBoundedSpace) {
+  ServerLimits limits;
+  limits.max_near_free_objects_per_token = 1;
+  RestartWith(limits);
+  const v1::Dataset dataset = DemoDataset();
+  auto near_free = [&](const std::string& key) {
+    v1::ReleaseRequest request = RffRequest(dataset.id(), 1.0, key);
+    request.set_noise_multiplier(1e5);
+    return request;
+  };
+  ASSERT_TRUE(Release(Analyst(), near_free("first")).ok());
+  auto count_rows = [&](int code) {
+    auto page = server_->store()->ListAudit(10000, 0);
+    EXPECT_TRUE(page.ok()) << page.status();
+    std::vector<v1::AuditRecord> rows;
+    for (const v1::AuditRecord& row : page->records()) {
+      if (row.code() == code) rows.push_back(row);
+    }
+    return rows;
+  };
+  constexpr int kRefused = 50;
+  for (int i = 0; i < kRefused; ++i) {
+    ExpectQuotaRefusal(Release(Analyst(), near_free(absl::StrCat("again-", i))),
+                       "max-near-free-objects-per-token");
+  }
+  ASSERT_TRUE(server_->MaintainAuditLog().ok());
+  const std::vector<v1::AuditRecord> refused =
+      count_rows(static_cast<int>(grpc::StatusCode::RESOURCE_EXHAUSTED));
+  ASSERT_EQ(refused.size(), 1u);
+  EXPECT_THAT(refused[0].detail(), ::testing::HasSubstr(absl::StrCat("calls=", kRefused)));
+  // The charged release keeps a row of its own.
+  int released = 0;
+  for (const v1::AuditRecord& row : count_rows(0)) {
+    released += row.method() == "/dpcurator.v1.ReleaseService/RequestRelease";
+  }
+  EXPECT_EQ(released, 1);
+}
+
+TEST(AuditAggregationTest, RefusalsThatChargedNothingAreAggregated) {
+  CallRecord call;
+  call.code = static_cast<int>(grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_TRUE(RefusalAggregated(call));
+  call.epsilon = 0.5;  // charged, then failed to send: its own row
+  EXPECT_FALSE(RefusalAggregated(call));
+  call.epsilon = 0.0;
+  call.code = 0;
+  EXPECT_FALSE(RefusalAggregated(call));
+  call.refused_at_admission = true;  // a token, role, call quota or input limit
+  EXPECT_TRUE(RefusalAggregated(call));
 }
 
 // Item 7: pending jobs per token on one external dataset.
