@@ -3,6 +3,8 @@
 #include <openssl/sha.h>
 
 #include <algorithm>
+#include <chrono>
+#include <thread>
 #include <fstream>
 
 #include "absl/status/status.h"
@@ -109,10 +111,14 @@ class AuthInterceptor final : public grpc::experimental::Interceptor {
       // oversized field) ends the call the same way.
       if (!refused_.has_value()) refused_ = authorizer_->Refusal(info_->server_context());
       if (refused_.has_value()) methods->ModifySendStatus(*refused_);
+      const grpc::Status final_status =
+          refused_.has_value() ? *refused_ : methods->GetSendStatus();
+      // A handler's refusal that charged nothing waits before it is sent
+      // (ServerLimits::refusal_backoff_ms), holding the call's quota slot.
+      authorizer_->BackOffAfterRefusal(info_->server_context(), final_status);
       // Audited before the status leaves: a client that has its answer can
       // already read the call's audit row.
-      authorizer_->Finish(info_->server_context(),
-                          refused_.has_value() ? *refused_ : methods->GetSendStatus());
+      authorizer_->Finish(info_->server_context(), final_status);
       finished_ = true;
     }
     methods->Proceed();
@@ -425,6 +431,23 @@ std::optional<grpc::Status> Authorizer::Refusal(const void* call) {
   auto early = early_refusals_.find(call);
   if (early != early_refusals_.end()) return early->second;
   return std::nullopt;
+}
+
+void Authorizer::BackOffAfterRefusal(const void* call, const grpc::Status& status) {
+  if (refusal_backoff_ms_ <= 0 || status.error_code() != grpc::StatusCode::RESOURCE_EXHAUSTED) {
+    return;
+  }
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = verdicts_.find(call);
+    // Refused before the handler (a call-quota refusal holds no slot, so
+    // sleeping there would let a flood pile up threads), or charged: no wait.
+    if (it == verdicts_.end() || it->second.record.refused_at_admission ||
+        it->second.record.epsilon != 0.0) {
+      return;
+    }
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(refusal_backoff_ms_));
 }
 
 bool Authorizer::Aggregated(const void* call, absl::StatusCode code) {

@@ -220,6 +220,16 @@ class Authorizer {
   // refuse the call, so that the audit row and the metrics record the code
   // the client gets (issue 36, item 9).
   void SetMaxSendMessageBytes(int64_t bytes) { max_send_message_bytes_ = bytes; }
+  // ServerLimits::refusal_backoff_ms (0: none).
+  void SetRefusalBackoffMs(int64_t ms) { refusal_backoff_ms_ = ms; }
+  // Sleeps refusal_backoff_ms when the call's handler refused it with
+  // RESOURCE_EXHAUSTED having charged nothing (a per-token quota, the
+  // budget, the memory budget): a token that loops on refused calls then
+  // makes a few a second per call slot instead of thousands, and leaves the
+  // CPU and the database to honest callers. The call still holds its quota
+  // slot, so at most max_concurrent_calls_per_token such waits per token.
+  // The wait is a constant: it tells nothing the refusal did not.
+  void BackOffAfterRefusal(const void* call, const grpc::Status& status);
   int64_t max_send_message_bytes() const { return max_send_message_bytes_; }
   // Called at PRE_SEND_MESSAGE by the interceptors: refuses the call
   // (Refuse) when the serialized response is over the send limit.
@@ -247,6 +257,7 @@ class Authorizer {
   uint64_t revocations_ = 0;
   AuditSink audit_;
   int64_t max_send_message_bytes_ = 0;
+  int64_t refusal_backoff_ms_ = 0;
   std::mutex mutex_;
   absl::flat_hash_map<const void*, Verdict> verdicts_;
   // Refuse() calls that came before Record() for their call.

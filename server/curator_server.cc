@@ -161,6 +161,7 @@ absl::StatusOr<std::unique_ptr<CuratorServer>> CuratorServer::Start(const Server
   server->authorizer_ =
       std::make_unique<Authorizer>(std::move(tokens), server->audit_log_->Sink());
   server->authorizer_->SetMaxSendMessageBytes(options.max_message_bytes);
+  server->authorizer_->SetRefusalBackoffMs(options.limits.refusal_backoff_ms);
   // Tokens made by AdminService.CreateToken and not revoked.
   DPC_RETURN_IF_ERROR(AdminServiceImpl::LoadTokens(server->store_.get(), server->authorizer_.get()));
   if (server->authorizer_->Principals().empty()) {

@@ -97,6 +97,15 @@ struct ServerLimits {
   // 100; an analyst queued 300 near-free jobs in 3.8 s. Honest analysts wait
   // for a job or queue a handful.
   int64_t max_pending_jobs_per_token = 64;
+  // How long a call refused by its handler with RESOURCE_EXHAUSTED, having
+  // charged nothing (a quota above, the budget, the memory budget), waits
+  // before its answer (--refusal-backoff-ms; 0: none). It holds the call's
+  // slot meanwhile, so a token looping on refusals makes at most
+  // max_concurrent_calls_per_token / 0.1 s of them instead of thousands a
+  // second, and leaves the 2 cores and the database to honest callers
+  // (bench/hostile_load phases 5 and 6). Honest clients are refused rarely
+  // and can wait 0.1 s.
+  int64_t refusal_backoff_ms = 100;
 
   // Process-wide (gRPC's knobs, server/curator_server.cc). Threads of the
   // sync server (--max-server-threads, grpc::ResourceQuota::SetMaxThreads):

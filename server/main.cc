@@ -104,6 +104,9 @@ ABSL_FLAG(double, near_free_epsilon, kDefaultLimits.near_free_epsilon,
 ABSL_FLAG(int64_t, max_near_free_objects_per_token,
           kDefaultLimits.max_near_free_objects_per_token,
           "near-free releases and sessions one token may hold");
+ABSL_FLAG(int64_t, refusal_backoff_ms, kDefaultLimits.refusal_backoff_ms,
+          "milliseconds a call refused for a quota or the budget (nothing charged) waits before "
+          "its answer, holding its call slot (0: none)");
 ABSL_FLAG(int64_t, max_pending_jobs_per_token, kDefaultLimits.max_pending_jobs_per_token,
           "pending jobs one token may have queued on one external dataset");
 ABSL_FLAG(int, max_server_threads, kDefaultLimits.max_server_threads,
@@ -231,6 +234,7 @@ int main(int argc, char** argv) {
   limits.near_free_epsilon = absl::GetFlag(FLAGS_near_free_epsilon);
   limits.max_near_free_objects_per_token = absl::GetFlag(FLAGS_max_near_free_objects_per_token);
   limits.max_pending_jobs_per_token = absl::GetFlag(FLAGS_max_pending_jobs_per_token);
+  limits.refusal_backoff_ms = absl::GetFlag(FLAGS_refusal_backoff_ms);
   limits.max_server_threads = absl::GetFlag(FLAGS_max_server_threads);
   limits.max_streams_per_connection = absl::GetFlag(FLAGS_max_streams_per_connection);
   limits.max_connection_idle_seconds = absl::GetFlag(FLAGS_max_connection_idle_seconds);

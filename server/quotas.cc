@@ -113,6 +113,11 @@ absl::Status ValidateQuotaLimits(const ServerLimits& limits) {
         "--near-free-epsilon must be finite and >= 0 (0: no object is near-free), got ",
         limits.near_free_epsilon));
   }
+  // At most a minute: a longer wait only holds threads.
+  if (limits.refusal_backoff_ms < 0 || limits.refusal_backoff_ms > 60000) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--refusal-backoff-ms must be in [0, 60000] (0: none), got ", limits.refusal_backoff_ms));
+  }
   return absl::OkStatus();
 }
 

@@ -7,6 +7,7 @@
 #include <sqlite3.h>
 
 #include <atomic>
+#include <chrono>
 #include <memory>
 #include <string>
 #include <thread>
@@ -379,6 +380,29 @@ TEST_F(QuotaTest, QuotaRefusalsAreAuditedInBoundedSpace) {
     released += row.method() == "/dpcurator.v1.ReleaseService/RequestRelease";
   }
   EXPECT_EQ(released, 1);
+}
+
+// A handler's refusal that charged nothing waits refusal_backoff_ms before
+// its answer, so a token looping on refusals makes a few a second per call
+// slot; an admitted call does not wait.
+TEST_F(QuotaTest, RefusalsThatChargedNothingBackOff) {
+  ServerLimits limits;
+  limits.max_near_free_objects_per_token = 1;
+  limits.refusal_backoff_ms = 300;
+  RestartWith(limits);
+  const v1::Dataset dataset = DemoDataset();
+  auto near_free = [&](const std::string& key) {
+    v1::ReleaseRequest request = RffRequest(dataset.id(), 1.0, key);
+    request.set_noise_multiplier(1e5);
+    return request;
+  };
+  ASSERT_TRUE(Release(Analyst(), near_free("first")).ok());
+  const auto start = std::chrono::steady_clock::now();
+  ExpectQuotaRefusal(Release(Analyst(), near_free("second")), "max-near-free-objects-per-token");
+  EXPECT_GE(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(300));
+  limits.refusal_backoff_ms = -1;
+  EXPECT_THAT(std::string(ValidateQuotaLimits(limits).message()),
+              ::testing::HasSubstr("--refusal-backoff-ms"));
 }
 
 TEST(AuditAggregationTest, RefusalsThatChargedNothingAreAggregated) {
