@@ -85,6 +85,21 @@ absl::StatusOr<privacy::AccountantState> LoadTotals(Database* db, const std::str
   return privacy::AccountantState::Deserialize(query.ColumnBlob(0));
 }
 
+// A dataset's cap and what its running totals have spent at its delta: how
+// every report of its position (GetBudget's pages, the metrics' gauges)
+// starts, O(grid) whatever its history.
+struct SpentBudget {
+  LoadedDataset dataset;
+  privacy::EpsilonReport spent;
+};
+absl::StatusOr<SpentBudget> LoadSpentBudget(Database* db, const std::string& dataset_id) {
+  DPC_ASSIGN_OR_RETURN(LoadedDataset dataset, LoadDatasetBudget(db, dataset_id));
+  DPC_ASSIGN_OR_RETURN(privacy::AccountantState state,
+                       LoadTotals(db, dataset_id, dataset.relation));
+  DPC_ASSIGN_OR_RETURN(privacy::EpsilonReport spent, state.Epsilon(dataset.delta));
+  return SpentBudget{dataset, std::move(spent)};
+}
+
 absl::Status SaveTotals(Database* db, const std::string& dataset_id,
                         const privacy::AccountantState& state) {
   DPC_ASSIGN_OR_RETURN(auto upsert,
@@ -482,10 +497,9 @@ absl::StatusOr<v1::BudgetReport> Ledger::Report(const std::string& dataset_id,
                        DecodeBudgetPageToken(page.page_token));
   auto locked = database_->Lock();
   Database* db = locked.get();
-  DPC_ASSIGN_OR_RETURN(LoadedDataset dataset, LoadDatasetBudget(db, dataset_id));
-  DPC_ASSIGN_OR_RETURN(privacy::AccountantState state,
-                       LoadTotals(db, dataset_id, dataset.relation));
-  DPC_ASSIGN_OR_RETURN(privacy::EpsilonReport spent, state.Epsilon(dataset.delta));
+  DPC_ASSIGN_OR_RETURN(const SpentBudget loaded, LoadSpentBudget(db, dataset_id));
+  const LoadedDataset& dataset = loaded.dataset;
+  const privacy::EpsilonReport& spent = loaded.spent;
   v1::BudgetReport report;
   report.set_dataset_id(dataset_id);
   report.mutable_budget()->set_epsilon(dataset.epsilon_cap);
@@ -583,10 +597,9 @@ absl::StatusOr<v1::BudgetReport> Ledger::Report(const std::string& dataset_id,
 absl::StatusOr<Ledger::BudgetPosition> Ledger::Position(const std::string& dataset_id) {
   auto locked = database_->Lock();
   Database* db = locked.get();
-  DPC_ASSIGN_OR_RETURN(LoadedDataset dataset, LoadDatasetBudget(db, dataset_id));
-  DPC_ASSIGN_OR_RETURN(privacy::AccountantState state,
-                       LoadTotals(db, dataset_id, dataset.relation));
-  DPC_ASSIGN_OR_RETURN(privacy::EpsilonReport spent, state.Epsilon(dataset.delta));
+  DPC_ASSIGN_OR_RETURN(const SpentBudget loaded, LoadSpentBudget(db, dataset_id));
+  const LoadedDataset& dataset = loaded.dataset;
+  const privacy::EpsilonReport& spent = loaded.spent;
   DPC_ASSIGN_OR_RETURN(auto open, db->Prepare("SELECT COUNT(*) FROM sessions WHERE "
                                               "dataset_id = ? AND state = 'OPEN'"));
   open.Bind(1, dataset_id);
