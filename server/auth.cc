@@ -393,9 +393,9 @@ void Authorizer::Record(const void* call, absl::string_view method, Decision dec
   std::lock_guard<std::mutex> lock(mutex_);
   if (auto early = early_refusals_.find(call); early != early_refusals_.end()) {
     if (verdict.status.ok()) {
-      verdict.status = std::move(early->second);
+      verdict.status = std::move(early->second.status);
       verdict.role.reset();
-      verdict.record.refused_at_admission = true;
+      verdict.record.refused_at_admission = early->second.before_handler;
     }
     early_refusals_.erase(early);
   }
@@ -407,16 +407,15 @@ void Authorizer::Refuse(const void* call, const grpc::Status& status, bool befor
   std::lock_guard<std::mutex> lock(mutex_);
   auto it = verdicts_.find(call);
   if (it == verdicts_.end()) {
-    // Before the verdict is before the handler.
-    early_refusals_.try_emplace(call, status);
+    early_refusals_.try_emplace(call, EarlyRefusal{status, before_handler});
     return;
   }
   if (it->second.status.ok()) {
     it->second.status = status;
     it->second.role.reset();  // Check() fails from now on
-    // Refused before its handler did anything (a per-token quota, an input
-    // limit on the first message): a token holder can repeat it at will, so
-    // it is audited in bounded space like a refused token (AuditLog).
+    // Refused before its handler could do anything (a per-token call
+    // quota): a token holder can repeat it at will, so it is audited in
+    // bounded space like a refused token (AuditLog).
     it->second.record.refused_at_admission = before_handler;
   }
 }
@@ -429,7 +428,7 @@ std::optional<grpc::Status> Authorizer::Refusal(const void* call) {
     return it->second.status;
   }
   auto early = early_refusals_.find(call);
-  if (early != early_refusals_.end()) return early->second;
+  if (early != early_refusals_.end()) return early->second.status;
   return std::nullopt;
 }
 

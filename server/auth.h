@@ -117,8 +117,8 @@ struct CallRecord {
   std::string method;     // CanonicalMethod: never the path as sent
   std::string peer;       // PeerHost of the connection
   // Refused before any handler ran: by the authorizer's verdict (no or
-  // unknown token, wrong role) or by an interceptor through
-  // Authorizer::Refuse (a per-token call quota, an input limit). Audited in
+  // unknown token, wrong role) or by the call-quota interceptor through
+  // Authorizer::Refuse. Audited in
   // bounded space (AuditLog), as are calls whose handler refused them with
   // RESOURCE_EXHAUSTED and charged nothing (a quota, the budget, the memory
   // budget): AuditLog::Aggregated.
@@ -200,15 +200,15 @@ class Authorizer {
   // and the final status of the call is rewritten to it. An earlier
   // refusal (e.g. UNAUTHENTICATED) is kept. Order-independent: a refusal
   // that arrives before the authorizer's verdict is merged into it.
-  // `before_handler`: the call's handler has done nothing yet (a refusal
-  // when the call arrives, or of its first message), so the call is
-  // audited and logged in aggregate (RefusalAggregated).
+  // `before_handler`: refused when the call arrives, before its handler
+  // could do anything (the call-quota interceptor), so the call is audited
+  // and logged in aggregate (RefusalAggregated).
   void Refuse(const void* call, const grpc::Status& status, bool before_handler);
   // The call's refusal, if any (the authorizer's or a Refuse()).
   std::optional<grpc::Status> Refusal(const void* call);
   // Whether the call, ending with `code`, is audited and logged in
   // aggregate (RefusalAggregated): refused before any handler ran (the
-  // verdict, or a Refuse() by the call-quota or input-limits interceptor),
+  // verdict, or a Refuse() by the call-quota interceptor),
   // or refused by its handler with RESOURCE_EXHAUSTED having charged
   // nothing. Such calls are the ones a caller can repeat at will.
   bool Aggregated(const void* call, absl::StatusCode code);
@@ -261,7 +261,11 @@ class Authorizer {
   std::mutex mutex_;
   absl::flat_hash_map<const void*, Verdict> verdicts_;
   // Refuse() calls that came before Record() for their call.
-  absl::flat_hash_map<const void*, grpc::Status> early_refusals_;
+  struct EarlyRefusal {
+    grpc::Status status;
+    bool before_handler = false;  // Refuse()'s argument
+  };
+  absl::flat_hash_map<const void*, EarlyRefusal> early_refusals_;
 };
 
 // gRPC status <-> absl::Status.

@@ -166,14 +166,13 @@ class InputLimitsInterceptor final : public grpc::experimental::Interceptor {
           absl::Status status = CheckInputLimits(*message);
           if (!status.ok()) {
             refused_ = true;
-            // The call's first message: its handler has done nothing yet,
-            // so the refusal is audited in aggregate. A later message of
-            // a stream may follow stored ones: that call keeps its row.
+            // Audited with a row of its own, naming the method and the
+            // code (a later message of a stream may follow stored rows);
+            // the call-quota and refusal back-off bound a token's rate.
             authorizer_->Refuse(info_->server_context(), ToGrpcStatus(status),
-                                /*before_handler=*/messages_ == 0);
+                                /*before_handler=*/false);
           }
         }
-        ++messages_;
         // The offending message and all later ones of the call.
         if (refused_) message->Clear();
       }
@@ -186,7 +185,6 @@ class InputLimitsInterceptor final : public grpc::experimental::Interceptor {
   grpc::experimental::ServerRpcInfo* info_;
   const google::protobuf::Descriptor* request_type_;
   bool refused_ = false;
-  int64_t messages_ = 0;  // received before this one
 };
 
 class InputLimitsInterceptorFactory final

@@ -105,8 +105,8 @@ class MetricsInterceptor final : public grpc::experimental::Interceptor {
     }
     // Health probes every few seconds would drown the log; they are counted.
     if (IsPublicMethod(method)) return;
-    // A refused call that charged nothing (its token or role, a quota, an
-    // input limit) leaves no line of its own: the audit log aggregates
+    // A refused call that charged nothing (its token or role, a quota)
+    // leaves no line of its own: the audit log aggregates
     // those per peer, method and code and logs each aggregate (AuditLog),
     // so a flood writes O(1) lines per interval, not one per call.
     if (authorizer_->Aggregated(info_->server_context(), code)) return;

@@ -41,6 +41,15 @@ class QuotaTest : public ServerTest {
     server_ = std::move(started).value();
   }
 
+  // A release at noise multiplier 1e5: epsilon 0.0035 at delta 1e-5, under
+  // the default --near-free-epsilon (0.01).
+  static v1::ReleaseRequest NearFreeRelease(const std::string& dataset_id,
+                                            const std::string& key) {
+    v1::ReleaseRequest request = RffRequest(dataset_id, 1.0, key);
+    request.set_noise_multiplier(1e5);
+    return request;
+  }
+
   // A RESOURCE_EXHAUSTED status that names `flag`.
   static void ExpectQuotaRefusal(const grpc::Status& status, const std::string& flag) {
     EXPECT_EQ(status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED)
@@ -323,11 +332,7 @@ TEST_F(QuotaTest, NearFreeReleasesPastTheCountQuotaAreRefused) {
   limits.max_near_free_objects_per_token = 2;
   RestartWith(limits);
   const v1::Dataset dataset = DemoDataset();
-  auto near_free = [&](const std::string& key) {
-    v1::ReleaseRequest request = RffRequest(dataset.id(), 1.0, key);
-    request.set_noise_multiplier(1e5);
-    return request;
-  };
+  auto near_free = [&](const std::string& key) { return NearFreeRelease(dataset.id(), key); };
   v1::Release cheap;
   ASSERT_TRUE(Release(Analyst(), near_free("n1"), &cheap).ok());
   ASSERT_TRUE(Release(Analyst(), near_free("n2")).ok());
@@ -349,11 +354,7 @@ TEST_F(QuotaTest, QuotaRefusalsAreAuditedInBoundedSpace) {
   limits.max_near_free_objects_per_token = 1;
   RestartWith(limits);
   const v1::Dataset dataset = DemoDataset();
-  auto near_free = [&](const std::string& key) {
-    v1::ReleaseRequest request = RffRequest(dataset.id(), 1.0, key);
-    request.set_noise_multiplier(1e5);
-    return request;
-  };
+  auto near_free = [&](const std::string& key) { return NearFreeRelease(dataset.id(), key); };
   ASSERT_TRUE(Release(Analyst(), near_free("first")).ok());
   auto count_rows = [&](int code) {
     auto page = server_->store()->ListAudit(10000, 0);
@@ -391,11 +392,7 @@ TEST_F(QuotaTest, RefusalsThatChargedNothingBackOff) {
   limits.refusal_backoff_ms = 300;
   RestartWith(limits);
   const v1::Dataset dataset = DemoDataset();
-  auto near_free = [&](const std::string& key) {
-    v1::ReleaseRequest request = RffRequest(dataset.id(), 1.0, key);
-    request.set_noise_multiplier(1e5);
-    return request;
-  };
+  auto near_free = [&](const std::string& key) { return NearFreeRelease(dataset.id(), key); };
   ASSERT_TRUE(Release(Analyst(), near_free("first")).ok());
   const auto start = std::chrono::steady_clock::now();
   ExpectQuotaRefusal(Release(Analyst(), near_free("second")), "max-near-free-objects-per-token");
