@@ -11,7 +11,7 @@
 // --delta: one delta instead of both 1e-5 and 1e-2; --epsilon: the target
 // (default 1); --runs: runs per side instead of each case's full_runs;
 // --only: cases whose kind contains KIND; --mutants: the planted bugs too
-// (core/audit/mutants.h, linked here and in tests only); --json: one JSON
+// (audit/mutants.h, linked here and in tests only); --json: one JSON
 // array instead of the table. Exits 1 when an unmutated case's bound exceeds
 // its accounted eps or a mutant is missed.
 
@@ -21,9 +21,9 @@
 #include <string>
 #include <vector>
 
-#include "core/audit/mutants.h"
-#include "core/audit/registry.h"
-#include "core/audit/runner.h"
+#include "audit/mutants.h"
+#include "audit/registry.h"
+#include "audit/runner.h"
 
 namespace dpcurator {
 namespace {

@@ -35,7 +35,7 @@
 // rows (issue 16) run the steps of a kernel_witness session in process
 // (train::InProcessKernelWitnessOracle: Poisson sampling at q = batch / n
 // and KernelWitnessKind::Run, ADD_REMOVE), with the parameters and the
-// calibration the server resolves at session open (server/releases.cc):
+// calibration the server resolves at session open (plan/releases.cc):
 // the conditional variant, declared bandwidths (--kernel-bandwidths), the
 // public divisor = the expected batch, and CalibrateSampledDiscreteGaussianNoiseMultiplier over
 // all T steps. The generator is `train kernel`'s (train::
@@ -507,7 +507,7 @@ class TimedKernelOracle final : public train::KernelWitnessOracle {
 };
 
 // DP-kernel's conditional variant as a kernel_witness session resolves it
-// (server/releases.cc, kKernelWitness; `dpcurator train kernel`), its T
+// (plan/releases.cc, kKernelWitness; `dpcurator train kernel`), its T
 // steps run in process on the training rows, and the generator `train
 // kernel` fits for images.
 absl::StatusOr<train::TrainedImageGenerator> TrainKernelRow(
@@ -605,7 +605,7 @@ absl::StatusOr<train::TrainedImageGenerator> TrainKernelRow(
 // "Parallel variant", paper sec. 4.4.1): the rows partitioned by their
 // label (a public function of the row over the declared classes), one
 // unconditional kernel_witness session per class over its part only, as
-// the server's partitioned open resolves it (server/partition.h), and one
+// the server's partitioned open resolves it (plan/partition.h), and one
 // generator per class. Per class:
 //  - Poisson rate q = batch / n, the same rate as kernel-1's (each row of
 //    the part kept with probability q);
@@ -668,7 +668,7 @@ absl::Status TrainKernelParallelRow(const Flags& flags, const std::string& name,
     absl::StatusOr<std::unique_ptr<privacy::SecureNoiseSource>> class_noise =
         privacy::SecureNoiseSource::Create();
     if (!class_noise.ok()) return class_noise.status();
-    // The part: the rows whose label is c (server/partition.h RowsOfPart).
+    // The part: the rows whose label is c (plan/partition.h RowsOfPart).
     std::vector<int64_t> indices;
     for (int64_t i = 0; i < n; ++i) {
       if (rows.labels(i) == c) indices.push_back(i);

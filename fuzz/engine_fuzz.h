@@ -8,7 +8,7 @@
 // The rule they check (docs/privacy.md 6.1, issue 23): once a request is
 // admitted, the mechanism is a TOTAL function of the rows. Each target
 // decodes its input into a small dataset and arbitrary request parameters,
-// runs exactly the server's path (server/releases.h: PlanRelease, or
+// runs exactly the server's path (plan/releases.h: PlanRelease, or
 // PlanSession + CheckStepQuery; the ledger's admission as far as it depends
 // on the event; then ComputeRelease / ComputeMstRelease /
 // ComputeSessionStep with a SeededNoiseSource), and aborts unless an
@@ -54,7 +54,7 @@
 #include "dpcurator/v1/dpcurator.pb.h"
 #include "fuzz/fuzz_check.h"
 #include "proto/convert.h"
-#include "server/releases.h"
+#include "server/plans.h"
 
 namespace dpcurator::fuzz {
 

@@ -1,5 +1,5 @@
 // Totality fuzz target: the marginals release, ordinary or partitioned by
-// the label (issue 27 item 4; server/partition.h).
+// the label (issue 27 item 4; plan/partition.h).
 //
 // Input (fuzz/engine_fuzz.h): dataset header, privacy (any double), then
 //   partition byte   bit 0: partition by the label column "y"; bit 1: name
@@ -18,7 +18,7 @@
 
 #include "core/data/discretize.h"
 #include "fuzz/engine_fuzz.h"
-#include "server/partition.h"
+#include "server/plans.h"
 
 namespace {
 

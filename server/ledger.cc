@@ -780,24 +780,19 @@ absl::StatusOr<std::vector<LoadedSession>> LoadPartition(Database* db,
   return loaded;
 }
 
-// PartitionedAddRemove of each member's step event repeated count(member)
-// times; a part with count 0 is the empty composition (it released nothing).
+// plan::PartitionedSessionsEvent of each member's step event repeated
+// count(member) times.
 template <typename Count>
 absl::StatusOr<privacy::PrivacyEvent> PartitionEvent(const std::vector<LoadedSession>& members,
                                                      Count count) {
-  std::vector<privacy::PrivacyEvent> parts;
+  std::vector<privacy::PrivacyEvent> step_events;
+  std::vector<int64_t> steps;
   for (const LoadedSession& member : members) {
     DPC_ASSIGN_OR_RETURN(privacy::PrivacyEvent step, privacy::DecodeEvent(member.step_event));
-    const int64_t n = count(member);
-    if (n == 0) {
-      DPC_ASSIGN_OR_RETURN(privacy::PrivacyEvent nothing, privacy::PrivacyEvent::Compose({}));
-      parts.push_back(std::move(nothing));
-    } else {
-      DPC_ASSIGN_OR_RETURN(privacy::PrivacyEvent ran, privacy::PrivacyEvent::SelfCompose(step, n));
-      parts.push_back(std::move(ran));
-    }
+    step_events.push_back(std::move(step));
+    steps.push_back(count(member));
   }
-  return privacy::PrivacyEvent::PartitionedAddRemove(std::move(parts));
+  return plan::PartitionedSessionsEvent(step_events, steps);
 }
 
 // A member of a partition closes: its state changes now; the group's charge
@@ -1012,14 +1007,14 @@ absl::StatusOr<Ledger::PartitionedAdmission> Ledger::OpenPartitionedSessions(
     }
     return admission;
   }
-  std::vector<privacy::PrivacyEvent> reserved_parts;
+  std::vector<privacy::PrivacyEvent> step_events;
+  std::vector<int64_t> reserved_steps;
   for (const SessionPart& part : parts) {
-    DPC_ASSIGN_OR_RETURN(privacy::PrivacyEvent reserved,
-                         privacy::PrivacyEvent::SelfCompose(*part.step_event, part.steps));
-    reserved_parts.push_back(std::move(reserved));
+    step_events.push_back(*part.step_event);
+    reserved_steps.push_back(part.steps);
   }
   DPC_ASSIGN_OR_RETURN(privacy::PrivacyEvent reserved,
-                       privacy::PrivacyEvent::PartitionedAddRemove(std::move(reserved_parts)));
+                       plan::PartitionedSessionsEvent(step_events, reserved_steps));
   if (quotas_ != nullptr) {
     int64_t steps = 0;
     for (const SessionPart& part : parts) steps += part.steps;

@@ -12,6 +12,7 @@
 #include "core/privacy/accounting.h"
 #include "core/privacy/events.h"
 #include "dpcurator/v1/dpcurator.pb.h"
+#include "plan/session_part.h"
 #include "server/clock.h"
 #include "server/paging.h"
 #include "server/shared_database.h"
@@ -182,16 +183,8 @@ class Ledger {
 
   // ---- Partitioned sessions (parallel composition; docs/privacy.md 3.7) ----
 
-  // One part of a partitioned open: the level of the label column whose
-  // rows its steps read, its resolved params, step event (ADD_REMOVE:
-  // Poisson-subsampled) and reservation.
-  struct SessionPart {
-    int32_t level = 0;
-    v1::SessionParams params;
-    std::optional<privacy::PrivacyEvent> step_event;
-    int64_t steps = 0;
-    double noise_multiplier = 0.0;
-  };
+  // One part of a partitioned open (plan/partition.h).
+  using SessionPart = plan::SessionPart;
   struct PartitionedAdmission {
     bool replayed = false;
     std::vector<v1::Session> sessions;  // one per part, in level order

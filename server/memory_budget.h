@@ -5,7 +5,7 @@
 // "memory of one request"). Linux overcommits: a large allocation does not
 // fail with bad_alloc, the OOM killer ends the process. So every release and
 // session step states its projected peak from public parameters before
-// admission (server/releases.h, PlanFootprint), takes a Reservation of it
+// admission (plan/releases.h, PlanFootprint), takes a Reservation of it
 // here, and is refused (nothing charged) when what it projects plus what
 // running work holds would pass the budget. The reservation is held until
 // the release or step has finished and is returned by its destructor.
@@ -19,14 +19,13 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "plan/footprint.h"
 
 namespace dpcurator::server {
 
-// a * b and a + b of non-negative byte counts, saturating at INT64_MAX: a
-// projection from hostile parameters (max_model_cells = 2^62) stays a
-// number that is over any budget, never a wrapped-around small one.
-int64_t SaturatingMul(int64_t a, int64_t b);
-int64_t SaturatingAdd(int64_t a, int64_t b);
+using plan::PlanFootprint;
+using plan::SaturatingAdd;
+using plan::SaturatingMul;
 
 // "8G", "512M", "64K", "1T" (powers of 1024, case-insensitive, an optional
 // trailing "B" or "iB") or a plain byte count; INVALID_ARGUMENT otherwise.
@@ -60,24 +59,6 @@ int64_t DefaultMemoryBudgetFor(int64_t available);
 int64_t AvailableMemory();
 // DefaultMemoryBudgetFor(AvailableMemory()).
 int64_t DefaultMemoryBudget();
-
-// What one release or session step will hold at its peak and send,
-// projected before admission by the code that plans it (PlanRelease,
-// PlanMarginalsRelease, SessionStepFootprint in server/releases.h).
-struct PlanFootprint {
-  // From the request's public parameters and the public schema: the model,
-  // tables, frequency matrices, step buffers and the artefact's copies.
-  int64_t public_bytes = 0;
-  // The dataset's rows as the work holds them (n x d raw, encoded, the
-  // batch): private under ADD_REMOVE, so never named in a reply.
-  int64_t row_bytes = 0;
-  // An upper bound on the serialized answer (the Release or step answer,
-  // stored and sent as one message); public.
-  int64_t artefact_bytes = 0;
-  // For messages: what it is ("aim release") and which parameter lowers it.
-  std::string what;
-  std::string hint;
-};
 
 // RESOURCE_EXHAUSTED when the footprint's artefact could pass the server's
 // send limit (ServerOptions::max_message_bytes, which the client also

@@ -13,7 +13,7 @@
 #include "core/util/status_macros.h"
 #include "proto/convert.h"
 #include "server/log.h"
-#include "server/releases.h"
+#include "server/plans.h"
 
 namespace dpcurator::server {
 namespace {

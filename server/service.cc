@@ -15,8 +15,8 @@
 #include "core/util/validation.h"
 #include "proto/convert.h"
 #include "server/log.h"
-#include "server/partition.h"
-#include "server/releases.h"
+#include "server/plans.h"
+#include "server/step_rate.h"
 #include "server/runner_service.h"
 
 namespace dpcurator::server {

@@ -17,7 +17,7 @@
 #include "server/ledger.h"
 #include "server/memory_budget.h"
 #include "server/metrics.h"
-#include "server/releases.h"
+#include "server/plans.h"
 #include "server/store.h"
 
 namespace dpcurator::server {
@@ -185,7 +185,7 @@ class SessionServiceImpl final : public v1::SessionService::Service, private Eng
   grpc::Status OpenSession(grpc::ServerContext* context, const v1::OpenSessionRequest* request,
                            v1::Session* response) override;
   // K sessions over the parts of a public partition, one admission
-  // (server/partition.h PlanPartitionedSessions, Ledger::OpenPartitionedSessions).
+  // (plan/partition.h PlanPartitionedSessions, Ledger::OpenPartitionedSessions).
   grpc::Status OpenPartitionedSessions(grpc::ServerContext* context,
                                        const v1::OpenPartitionedSessionsRequest* request,
                                        v1::PartitionedSessions* response) override;

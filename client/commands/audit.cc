@@ -13,8 +13,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "client/commands.h"
-#include "core/audit/registry.h"
-#include "core/audit/runner.h"
+#include "audit/registry.h"
+#include "audit/runner.h"
 
 namespace dpcurator::client {
 namespace {

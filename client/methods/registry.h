@@ -2,7 +2,7 @@
 #define DPCURATOR_CLIENT_METHODS_REGISTRY_H_
 
 // The client's methods, bound in one place (registry.cc: one exhaustive
-// switch over MethodId, the way server/release_kinds.cc binds release
+// switch over MethodId, the way plan/release_kinds.cc binds release
 // kinds). `train`, `sample`, `eval`, `report`, `demo --method` and `--help`
 // find methods only here, so a new method is its unit plus one line.
 

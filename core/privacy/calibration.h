@@ -70,7 +70,7 @@ absl::StatusOr<double> CalibrateGridGaussianNoiseMultiplier(
 // The same for any one event make_event(s) whose privacy loss does not grow
 // with s, charged on a fresh `relation` state (or options.prior) and judged
 // as the ledger would: for events of no fixed shape above, e.g. a
-// partitioned release's PartitionedEvent (server/partition.h).
+// partitioned release's PartitionedEvent (plan/partition.h).
 absl::StatusOr<double> CalibrateEventNoiseMultiplier(
     const std::function<absl::StatusOr<PrivacyEvent>(double)>& make_event,
     NeighbouringRelation relation, double epsilon, double delta,

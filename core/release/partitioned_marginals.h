@@ -4,8 +4,8 @@
 // The marginals release over a public partition (issue 27 item 4;
 // docs/privacy.md 3.7): the ordinary MarginalsKind release over the rows of
 // each part of a partition by the label's declared values, and the one
-// event the K releases are charged as. The server (server/partition.h) and
-// the empirical audit (core/audit/partition_cases.h) both run this code.
+// event the K releases are charged as. The server (plan/partition.h) and
+// the empirical audit (audit/partition_cases.h) both run this code.
 
 #include <cstdint>
 #include <vector>

@@ -3,7 +3,7 @@
 
 // The subsample of one session step: what the step event's subsampled bound
 // accounts (docs/privacy.md 3.4). One implementation for the server
-// (server/releases.cc) and the empirical audit (core/audit/session_cases.cc),
+// (server/releases.cc) and the empirical audit (audit/session_cases.cc),
 // so the audit samples exactly as the server does.
 
 #include <cstdint>

@@ -1,5 +1,5 @@
 // `dpcurator audit` (client/audit_cmd.cc): the quick audit of one session
-// kind (registered in core/audit/registry.cc) prints one JSON object per
+// kind (registered in audit/registry.cc) prints one JSON object per
 // relation with the table's fields and no violation; an unknown --only is
 // refused, naming the kinds it accepts.
 #include <string>

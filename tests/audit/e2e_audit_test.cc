@@ -2,7 +2,7 @@
 // over a real gRPC channel from an in-process CuratorServer (SQLite ledger,
 // the server's whole release path), N on a dataset D0 and N on its
 // neighbour D1 = D0 plus one canary row, scored with the projection
-// statistic of the in-process rff case (core/audit/session_cases.h, with
+// statistic of the in-process rff case (audit/session_cases.h, with
 // T = 1 and q = 1 a session audit is exactly the one-shot release). The
 // wire audit must agree with the in-process audit run at the same noise
 // multiplier: both fitted mu within 3 standard errors of each other and of
@@ -22,8 +22,8 @@
 #include <gtest/gtest.h>
 
 #include "absl/strings/str_cat.h"
-#include "core/audit/session_cases.h"
-#include "core/audit/statistics.h"
+#include "audit/session_cases.h"
+#include "audit/statistics.h"
 #include "core/privacy/noise_source.h"
 #include "proto/convert.h"
 #include "tests/server/server_test_util.h"

@@ -7,9 +7,9 @@
 
 #include <string>
 
-#include "core/audit/mutants.h"
-#include "core/audit/one_shot_cases.h"
-#include "core/audit/runner.h"
+#include "audit/mutants.h"
+#include "audit/one_shot_cases.h"
+#include "audit/runner.h"
 #include "gtest/gtest.h"
 
 namespace dpcurator::audit {

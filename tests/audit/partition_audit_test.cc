@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "core/audit/mutants.h"
-#include "core/audit/partition_cases.h"
-#include "core/audit/runner.h"
+#include "audit/mutants.h"
+#include "audit/partition_cases.h"
+#include "audit/runner.h"
 #include "gtest/gtest.h"
 
 namespace dpcurator::audit {

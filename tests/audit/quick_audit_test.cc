@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "core/audit/registry.h"
-#include "core/audit/runner.h"
+#include "audit/registry.h"
+#include "audit/runner.h"
 #include "gtest/gtest.h"
 
 namespace dpcurator::audit {

@@ -1,9 +1,9 @@
-// Whole-session audits (core/audit/session_cases.h; issue 23 items 1 and 3):
+// Whole-session audits (audit/session_cases.h; issue 23 items 1 and 3):
 // for every session step kind and both neighbouring relations, 2N sessions
 // of T steps sampled as the server samples, scored by the white-box
 // likelihood ratio; the 95% epsilon lower bound must not exceed the
 // accounted epsilon. Fixed seeds, so not flaky.
-#include "core/audit/session_cases.h"
+#include "audit/session_cases.h"
 
 #include <cmath>
 #include <cstdio>

@@ -15,7 +15,7 @@
 
 #include <gtest/gtest.h>
 
-#include "core/audit/session_cases.h"
+#include "audit/session_cases.h"
 
 namespace dpcurator::audit {
 namespace {

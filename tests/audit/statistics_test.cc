@@ -1,4 +1,4 @@
-#include "core/audit/statistics.h"
+#include "audit/statistics.h"
 
 #include <cmath>
 #include <cstdint>

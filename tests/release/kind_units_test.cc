@@ -33,7 +33,7 @@ static_assert(OneShotReleaseKind<RffEmbeddingKind>);
 static_assert(OneShotReleaseKind<CharfnEmbeddingKind>);
 
 // A type with everything but a planned mechanism is not a kind: the server
-// cannot bind it (server/release_kinds.cc requires the concept).
+// cannot bind it (plan/release_kinds.cc requires the concept).
 struct KindWithoutPlan {
   static constexpr std::string_view kName = "no_plan";
   struct Params {};

@@ -13,8 +13,7 @@
 #include "core/release/rff_embedding.h"
 #include "proto/convert.h"
 #include "proto/release_kinds.h"
-#include "server/release_kinds.h"
-#include "server/releases.h"
+#include "server/plans.h"
 
 namespace dpcurator {
 namespace {
@@ -39,10 +38,10 @@ TEST(ReleaseKindWireTest, EveryKindHasOneNameAndABindingThatPlansAnEvent) {
     ASSERT_NE(field, nullptr) << "ReleaseRequest.kind has no case named " << name;
     ASSERT_EQ(field->containing_oneof(), &KindOneof());
     if (kind == v1::MST || kind == v1::AIM || kind == v1::MARGINALS) {
-      // A recipe of several mechanisms (server/releases.cc PlanMstRelease,
+      // A recipe of several mechanisms (plan/releases.cc PlanMstRelease,
       // event train::MstEvent; tests/server/mst_release_test.cc; and
       // PlanAimRelease, event train::AimEvent, tests/server/aim_release_test.cc),
-      // not a one-shot Gaussian binding; marginals (server/partition.cc
+      // not a one-shot Gaussian binding; marginals (plan/partition.cc
       // PlanMarginalsRelease, tests/server/partition_release_test.cc) reads
       // the stored values, not the encoded rows, as they do.
       EXPECT_EQ(server::BindingFor(

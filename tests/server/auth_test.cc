@@ -23,7 +23,7 @@
 #include "proto/convert.h"
 #include "server/auth.h"
 #include "server/metrics.h"
-#include "server/release_kinds.h"
+#include "server/plans.h"
 #include "tests/server/server_test_util.h"
 
 namespace dpcurator::server::testing {

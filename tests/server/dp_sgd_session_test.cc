@@ -14,7 +14,8 @@
 #include "core/privacy/events.h"
 #include "core/release/dp_sgd.h"
 #include "core/release/encoded_rows.h"
-#include "server/releases.h"
+#include "server/plans.h"
+#include "server/step_rate.h"
 #include "tests/server/server_test_util.h"
 
 namespace dpcurator::server::testing {

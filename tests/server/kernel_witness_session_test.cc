@@ -17,7 +17,7 @@
 #include "core/privacy/events.h"
 #include "core/release/encoded_rows.h"
 #include "core/release/kernel_witness.h"
-#include "server/releases.h"
+#include "server/plans.h"
 #include "tests/server/server_test_util.h"
 
 namespace dpcurator::server::testing {

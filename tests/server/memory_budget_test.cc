@@ -45,7 +45,7 @@
 #define DPC_HAVE_MEMORY_BUDGET 1
 #include "core/data/binary_demo.h"
 #include "server/memory_budget.h"
-#include "server/releases.h"
+#include "server/plans.h"
 #endif
 
 #ifndef DPC_SERVER_BINARY

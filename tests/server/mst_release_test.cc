@@ -14,7 +14,7 @@
 #include "core/privacy/event_codec.h"
 #include "core/train/mst.h"
 #include "proto/convert.h"
-#include "server/releases.h"
+#include "server/plans.h"
 #include "tests/server/server_test_util.h"
 
 namespace dpcurator::server::testing {

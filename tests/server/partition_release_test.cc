@@ -21,7 +21,7 @@
 #include "core/privacy/noise_source.h"
 #include "core/privacy/rdp.h"
 #include "proto/convert.h"
-#include "server/partition.h"
+#include "server/plans.h"
 #include "tests/server/server_test_util.h"
 
 namespace dpcurator::server::testing {

@@ -19,7 +19,7 @@
 #include "core/release/encoded_rows.h"
 #include "core/release/kernel_witness.h"
 #include "core/util/public_rng.h"
-#include "server/partition.h"
+#include "server/plans.h"
 #include "tests/server/server_test_util.h"
 
 namespace dpcurator::server::testing {

@@ -19,8 +19,7 @@
 #include "server/ledger.h"
 #include "core/privacy/noise_source.h"
 #include "proto/convert.h"
-#include "server/partition.h"
-#include "server/releases.h"
+#include "server/plans.h"
 #include "server/store.h"
 #include "tests/server/server_test_util.h"
 

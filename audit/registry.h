@@ -1,5 +1,5 @@
-#ifndef DPCURATOR_CORE_AUDIT_REGISTRY_H_
-#define DPCURATOR_CORE_AUDIT_REGISTRY_H_
+#ifndef DPCURATOR_AUDIT_REGISTRY_H_
+#define DPCURATOR_AUDIT_REGISTRY_H_
 
 // Every audit case the project ships (CI's quick audit, bench/audit,
 // `dpcurator audit`): the one-shot kinds (one_shot_cases.h) and the session
@@ -7,7 +7,7 @@
 
 #include <vector>
 
-#include "core/audit/audit_case.h"
+#include "audit/audit_case.h"
 
 namespace dpcurator::audit {
 
@@ -15,4 +15,4 @@ std::vector<AuditCase> AllCases();
 
 }  // namespace dpcurator::audit
 
-#endif  // DPCURATOR_CORE_AUDIT_REGISTRY_H_
+#endif  // DPCURATOR_AUDIT_REGISTRY_H_

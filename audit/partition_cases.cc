@@ -1,4 +1,4 @@
-#include "core/audit/partition_cases.h"
+#include "audit/partition_cases.h"
 
 #include <algorithm>
 #include <array>

@@ -1,4 +1,4 @@
-#include "core/audit/session_cases.h"
+#include "audit/session_cases.h"
 
 #include <algorithm>
 #include <chrono>

@@ -1,5 +1,5 @@
-#ifndef DPCURATOR_CORE_AUDIT_AUDIT_CASE_H_
-#define DPCURATOR_CORE_AUDIT_AUDIT_CASE_H_
+#ifndef DPCURATOR_AUDIT_AUDIT_CASE_H_
+#define DPCURATOR_AUDIT_AUDIT_CASE_H_
 
 // One case of the empirical audit (issue 23 item 1; docs/privacy.md section
 // 7): a mechanism as the server runs it, a worst-case pair of neighbouring
@@ -66,4 +66,4 @@ struct AuditCase {
 
 }  // namespace dpcurator::audit
 
-#endif  // DPCURATOR_CORE_AUDIT_AUDIT_CASE_H_
+#endif  // DPCURATOR_AUDIT_AUDIT_CASE_H_

@@ -1,5 +1,5 @@
-#ifndef DPCURATOR_CORE_AUDIT_AIM_CASES_H_
-#define DPCURATOR_CORE_AUDIT_AIM_CASES_H_
+#ifndef DPCURATOR_AUDIT_AIM_CASES_H_
+#define DPCURATOR_AUDIT_AIM_CASES_H_
 
 // The aim recipe's audit case (issue 26 item 4; docs/privacy.md 2.12 and
 // 7.1): train::RunAim as the server runs it (the plan's calibration, the
@@ -9,7 +9,7 @@
 
 #include <vector>
 
-#include "core/audit/audit_case.h"
+#include "audit/audit_case.h"
 #include "core/privacy/relation.h"
 
 namespace dpcurator::audit {
@@ -29,4 +29,4 @@ std::vector<AuditCase> AimCases();
 
 }  // namespace dpcurator::audit
 
-#endif  // DPCURATOR_CORE_AUDIT_AIM_CASES_H_
+#endif  // DPCURATOR_AUDIT_AIM_CASES_H_

@@ -1,5 +1,5 @@
-#ifndef DPCURATOR_CORE_AUDIT_PARTITION_CASES_H_
-#define DPCURATOR_CORE_AUDIT_PARTITION_CASES_H_
+#ifndef DPCURATOR_AUDIT_PARTITION_CASES_H_
+#define DPCURATOR_AUDIT_PARTITION_CASES_H_
 
 // The audit of parallel composition over a public partition (issue 27 item
 // 1; docs/privacy.md 3.7 and 7.1). The mechanism: rows (x, y) with x in
@@ -21,7 +21,7 @@
 
 #include <vector>
 
-#include "core/audit/audit_case.h"
+#include "audit/audit_case.h"
 #include "core/privacy/relation.h"
 
 namespace dpcurator::audit {
@@ -47,4 +47,4 @@ std::vector<AuditCase> PartitionCases();
 
 }  // namespace dpcurator::audit
 
-#endif  // DPCURATOR_CORE_AUDIT_PARTITION_CASES_H_
+#endif  // DPCURATOR_AUDIT_PARTITION_CASES_H_

@@ -1,5 +1,5 @@
-#ifndef DPCURATOR_CORE_AUDIT_MUTANTS_H_
-#define DPCURATOR_CORE_AUDIT_MUTANTS_H_
+#ifndef DPCURATOR_AUDIT_MUTANTS_H_
+#define DPCURATOR_AUDIT_MUTANTS_H_
 
 // Planted privacy bugs (issue 23 item 2), for the audit's power tests and
 // bench/audit only: library dpc_audit_mutants, which no shipped binary
@@ -8,7 +8,7 @@
 
 #include <vector>
 
-#include "core/audit/audit_case.h"
+#include "audit/audit_case.h"
 
 namespace dpcurator::audit {
 
@@ -21,4 +21,4 @@ std::vector<AuditCase> MutantCases();
 
 }  // namespace dpcurator::audit
 
-#endif  // DPCURATOR_CORE_AUDIT_MUTANTS_H_
+#endif  // DPCURATOR_AUDIT_MUTANTS_H_

@@ -1,5 +1,5 @@
-#ifndef DPCURATOR_SERVER_PARTITION_H_
-#define DPCURATOR_SERVER_PARTITION_H_
+#ifndef DPCURATOR_PLAN_PARTITION_H_
+#define DPCURATOR_PLAN_PARTITION_H_
 
 // Partitions by a public function of the row (issue 27; docs/privacy.md
 // 3.7): the checks made before admission, the rows one part reads, and the
@@ -19,10 +19,10 @@
 #include "core/release/encoded_rows.h"
 #include "core/release/marginals.h"
 #include "dpcurator/v1/dpcurator.pb.h"
-#include "server/ledger.h"
-#include "server/memory_budget.h"
+#include "plan/footprint.h"
+#include "plan/session_part.h"
 
-namespace dpcurator::server {
+namespace dpcurator::plan {
 
 // Before admission (a refusal charges nothing): the partition is by a
 // public function of one row over declared values, and every part is an
@@ -63,7 +63,7 @@ std::vector<std::string> PartitionValues(const data::Schema& schema,
 // A partitioned open, planned before admission (nothing is charged by a
 // refusal): ResolvePartition on the request's partition (empty values:
 // every declared category of the label, in their declared order), then
-// each part's session planned by PlanSession (server/releases.h) on the
+// each part's session planned by PlanSession (plan/releases.h) on the
 // request's params, exactly as an ordinary open of those params: every
 // part is a Poisson session over its own rows with the same T, q and
 // calibrated noise (an epsilon is calibrated for one part's T steps at
@@ -74,7 +74,7 @@ std::vector<std::string> PartitionValues(const data::Schema& schema,
 struct PartitionedPlan {
   std::string column;
   std::vector<std::string> values;         // the declared categories, by level
-  std::vector<Ledger::SessionPart> parts;  // one per value, in level order
+  std::vector<SessionPart> parts;  // one per value, in level order
 };
 absl::StatusOr<PartitionedPlan> PlanPartitionedSessions(
     const v1::OpenPartitionedSessionsRequest& request, const v1::Dataset& dataset);
@@ -134,6 +134,6 @@ std::vector<int64_t> RowIndicesOfPart(const release::EncodedRows& rows, int32_t 
 // The rows themselves (tests, and one-shot reads of a whole part).
 release::EncodedRows RowsOfPart(const release::EncodedRows& rows, int32_t level);
 
-}  // namespace dpcurator::server
+}  // namespace dpcurator::plan
 
-#endif  // DPCURATOR_SERVER_PARTITION_H_
+#endif  // DPCURATOR_PLAN_PARTITION_H_

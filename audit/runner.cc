@@ -1,4 +1,4 @@
-#include "core/audit/runner.h"
+#include "audit/runner.h"
 
 #include <chrono>
 #include <memory>

@@ -1,5 +1,5 @@
-#ifndef DPCURATOR_CORE_AUDIT_STATISTICS_H_
-#define DPCURATOR_CORE_AUDIT_STATISTICS_H_
+#ifndef DPCURATOR_AUDIT_STATISTICS_H_
+#define DPCURATOR_AUDIT_STATISTICS_H_
 
 // The statistics of an empirical privacy audit (../shared/design/audit.md,
 // docs/privacy.md "Empirical audit"): two samples of a distinguisher's score,
@@ -67,4 +67,4 @@ absl::StatusOr<double> GaussianDpMuFor(double epsilon, double delta);
 
 }  // namespace dpcurator::audit
 
-#endif  // DPCURATOR_CORE_AUDIT_STATISTICS_H_
+#endif  // DPCURATOR_AUDIT_STATISTICS_H_

@@ -1,5 +1,5 @@
-#ifndef DPCURATOR_CORE_AUDIT_RUNNER_H_
-#define DPCURATOR_CORE_AUDIT_RUNNER_H_
+#ifndef DPCURATOR_AUDIT_RUNNER_H_
+#define DPCURATOR_AUDIT_RUNNER_H_
 
 // The audit harness (issue 23 item 1): runs a case N times on D0 and N
 // times on D1 and turns the two score samples into one table row.
@@ -10,8 +10,8 @@
 
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
-#include "core/audit/audit_case.h"
-#include "core/audit/statistics.h"
+#include "audit/audit_case.h"
+#include "audit/statistics.h"
 
 namespace dpcurator::audit {
 
@@ -56,4 +56,4 @@ std::string FormatAuditJson(absl::Span<const AuditRow> rows);
 
 }  // namespace dpcurator::audit
 
-#endif  // DPCURATOR_CORE_AUDIT_RUNNER_H_
+#endif  // DPCURATOR_AUDIT_RUNNER_H_

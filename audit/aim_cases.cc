@@ -1,4 +1,4 @@
-#include "core/audit/aim_cases.h"
+#include "audit/aim_cases.h"
 
 #include <memory>
 #include <utility>

@@ -1,13 +1,11 @@
-#ifndef DPCURATOR_SERVER_RELEASES_H_
-#define DPCURATOR_SERVER_RELEASES_H_
+#ifndef DPCURATOR_PLAN_RELEASES_H_
+#define DPCURATOR_PLAN_RELEASES_H_
 
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 
-#include "absl/container/flat_hash_map.h"
 #include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
@@ -20,11 +18,11 @@
 #include "core/train/aim.h"
 #include "core/train/mst.h"
 #include "dpcurator/v1/dpcurator.pb.h"
-#include "server/memory_budget.h"
-#include "server/partition.h"
-#include "server/release_kinds.h"
+#include "plan/footprint.h"
+#include "plan/partition.h"
+#include "plan/release_kinds.h"
 
-namespace dpcurator::server {
+namespace dpcurator::plan {
 
 // What a release request will cost, decided before any row is read.
 struct ReleasePlan {
@@ -56,7 +54,7 @@ struct ReleasePlan {
   };
   std::optional<Aim> aim;
   // The marginals release (ReleaseRequest.marginals), ordinary or
-  // partitioned (server/partition.h, PlanMarginalsRelease); `event` is its
+  // partitioned (plan/partition.h, PlanMarginalsRelease); `event` is its
   // release::MarginalsEvent.
   std::optional<MarginalsReleasePlan> marginals;
   // Its projected peak and answer size (issue 36), from the same public
@@ -251,34 +249,6 @@ absl::Status CheckStepOrder(const v1::Session& session, int64_t step);
 // Whether the session's kind keeps only its latest step's answer.
 bool KeepsOnlyLatestAnswer(const v1::SessionParams& params);
 
-// Per-session step rate of dp_sgd sessions, so one analyst cannot starve
-// the server (issue 15): a token bucket per session, refilled at
-// kDpSgdStepsPerSecond up to kDpSgdStepBurst. Checked before any row is
-// read; a refused step costs nothing and may be retried.
-inline constexpr double kDpSgdStepsPerSecond = 500.0;
-inline constexpr double kDpSgdStepBurst = 100.0;
-class StepRateLimiter {
- public:
-  StepRateLimiter(double steps_per_second, double burst)
-      : rate_(steps_per_second), burst_(burst) {}
-  // Takes one token of `session_id`'s bucket at `now_seconds` (a monotonic
-  // clock); RESOURCE_EXHAUSTED when the bucket is empty.
-  absl::Status Take(const std::string& session_id, double now_seconds);
+}  // namespace dpcurator::plan
 
- private:
-  struct Bucket {
-    double tokens = 0.0;
-    double updated = 0.0;
-  };
-  // Buckets idle long enough to be full again are dropped past this many,
-  // so the map stays bounded (a full bucket and no bucket are the same).
-  static constexpr size_t kMaxBuckets = 4096;
-  const double rate_;
-  const double burst_;
-  std::mutex mutex_;
-  absl::flat_hash_map<std::string, Bucket> buckets_;  // guarded by mutex_
-};
-
-}  // namespace dpcurator::server
-
-#endif  // DPCURATOR_SERVER_RELEASES_H_
+#endif  // DPCURATOR_PLAN_RELEASES_H_

@@ -1,5 +1,5 @@
-#ifndef DPCURATOR_SERVER_RELEASE_KINDS_H_
-#define DPCURATOR_SERVER_RELEASE_KINDS_H_
+#ifndef DPCURATOR_PLAN_RELEASE_KINDS_H_
+#define DPCURATOR_PLAN_RELEASE_KINDS_H_
 
 #include <cstdint>
 #include <memory>
@@ -14,7 +14,7 @@
 #include "core/release/mechanism_record.h"
 #include "dpcurator/v1/dpcurator.pb.h"
 
-namespace dpcurator::server {
+namespace dpcurator::plan {
 
 // What a kind's engine made: the artefact with the kind's own fields set
 // (the caller adds the dataset's), and the engine's record of its mechanism.
@@ -81,6 +81,6 @@ class ReleaseKindBinding {
 // without a binding is a compile error in CI (-Wswitch -Werror).
 const ReleaseKindBinding* BindingFor(v1::ReleaseRequest::KindCase kind_case);
 
-}  // namespace dpcurator::server
+}  // namespace dpcurator::plan
 
-#endif  // DPCURATOR_SERVER_RELEASE_KINDS_H_
+#endif  // DPCURATOR_PLAN_RELEASE_KINDS_H_

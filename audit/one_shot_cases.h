@@ -1,5 +1,5 @@
-#ifndef DPCURATOR_CORE_AUDIT_ONE_SHOT_CASES_H_
-#define DPCURATOR_CORE_AUDIT_ONE_SHOT_CASES_H_
+#ifndef DPCURATOR_AUDIT_ONE_SHOT_CASES_H_
+#define DPCURATOR_AUDIT_ONE_SHOT_CASES_H_
 
 // The one-shot release kinds' audit cases (issue 23 item 1): rff and charfn
 // embeddings, an image-schema rff release, the marginals MST measures, the
@@ -12,12 +12,12 @@
 
 #include <vector>
 
-#include "core/audit/audit_case.h"
+#include "audit/audit_case.h"
 #include "core/privacy/relation.h"
 
 namespace dpcurator::audit {
 
-// A planted bug, for the audit's power tests only (core/audit/mutants.h;
+// A planted bug, for the audit's power tests only (audit/mutants.h;
 // never reachable from a shipped binary's flags). The default is the
 // shipped code exactly.
 struct Mutation {
@@ -65,4 +65,4 @@ std::vector<AuditCase> OneShotCases();
 
 }  // namespace dpcurator::audit
 
-#endif  // DPCURATOR_CORE_AUDIT_ONE_SHOT_CASES_H_
+#endif  // DPCURATOR_AUDIT_ONE_SHOT_CASES_H_

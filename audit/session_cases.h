@@ -1,5 +1,5 @@
-#ifndef DPCURATOR_CORE_AUDIT_SESSION_CASES_H_
-#define DPCURATOR_CORE_AUDIT_SESSION_CASES_H_
+#ifndef DPCURATOR_AUDIT_SESSION_CASES_H_
+#define DPCURATOR_AUDIT_SESSION_CASES_H_
 
 // The empirical audit of whole sessions (issue 23 item 1, last bullet;
 // docs/privacy.md 7 "Sessions"): T steps of dp_sgd, kernel_witness or the
@@ -43,8 +43,8 @@
 
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
-#include "core/audit/audit_case.h"
-#include "core/audit/statistics.h"
+#include "audit/audit_case.h"
+#include "audit/statistics.h"
 #include "core/data/schema.h"
 #include "core/privacy/noise_source.h"
 #include "core/privacy/relation.h"
@@ -102,7 +102,7 @@ struct SessionAuditResult {
 };
 
 // A session audit prepared for one configuration, in the shape of the
-// harness's PreparedCase (auditA's core/audit/audit_case.h), so the registry
+// harness's PreparedCase (auditA's audit/audit_case.h), so the registry
 // can wrap it as an AuditCase: the charge, and one scored session per call.
 struct PreparedSessionAudit {
   double accounted_epsilon = 0.0;
@@ -173,4 +173,4 @@ double CltGaussianDpMu(double sampling_rate, int64_t steps, double noise_multipl
 
 }  // namespace dpcurator::audit
 
-#endif  // DPCURATOR_CORE_AUDIT_SESSION_CASES_H_
+#endif  // DPCURATOR_AUDIT_SESSION_CASES_H_

@@ -1,10 +1,10 @@
-#include "core/audit/mutants.h"
+#include "audit/mutants.h"
 
 #include <string>
 #include <utility>
 
-#include "core/audit/one_shot_cases.h"
-#include "core/audit/partition_cases.h"
+#include "audit/one_shot_cases.h"
+#include "audit/partition_cases.h"
 
 namespace dpcurator::audit {
 namespace {

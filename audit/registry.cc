@@ -1,9 +1,9 @@
-#include "core/audit/registry.h"
+#include "audit/registry.h"
 
-#include "core/audit/aim_cases.h"
-#include "core/audit/one_shot_cases.h"
-#include "core/audit/partition_cases.h"
-#include "core/audit/session_cases.h"
+#include "audit/aim_cases.h"
+#include "audit/one_shot_cases.h"
+#include "audit/partition_cases.h"
+#include "audit/session_cases.h"
 
 namespace dpcurator::audit {
 

@@ -1,4 +1,4 @@
-#include "core/audit/one_shot_cases.h"
+#include "audit/one_shot_cases.h"
 
 #include <cmath>
 #include <cstdint>

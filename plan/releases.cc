@@ -1,4 +1,4 @@
-#include "server/releases.h"
+#include "plan/releases.h"
 
 #include <algorithm>
 #include <cmath>
@@ -21,7 +21,7 @@
 #include "proto/convert.h"
 #include "proto/release_kinds.h"
 
-namespace dpcurator::server {
+namespace dpcurator::plan {
 namespace {
 
 constexpr int64_t kMaxSessionSteps = int64_t{1} << 30;
@@ -1232,30 +1232,6 @@ absl::Status CheckStepOrder(const v1::Session& session, int64_t step) {
       session.steps_used(), ", not ", step));
 }
 
-absl::Status StepRateLimiter::Take(const std::string& session_id, double now_seconds) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (buckets_.size() >= kMaxBuckets && !buckets_.contains(session_id)) {
-    // Drop every bucket that has refilled: forgetting it changes nothing.
-    absl::erase_if(buckets_, [&](const auto& entry) {
-      return entry.second.tokens + (now_seconds - entry.second.updated) * rate_ >= burst_;
-    });
-  }
-  auto [it, inserted] = buckets_.try_emplace(session_id, Bucket{burst_, now_seconds});
-  Bucket& bucket = it->second;
-  if (!inserted) {
-    bucket.tokens =
-        std::min(burst_, bucket.tokens + std::max(0.0, now_seconds - bucket.updated) * rate_);
-    bucket.updated = std::max(bucket.updated, now_seconds);
-  }
-  if (bucket.tokens < 1.0) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "session '", session_id, "' is over its limit of ", rate_,
-        " steps per second; wait briefly and retry the same step index (nothing was charged)"));
-  }
-  bucket.tokens -= 1.0;
-  return absl::OkStatus();
-}
-
 absl::StatusOr<std::vector<std::vector<int>>> ResolveCliqueColumns(
     const google::protobuf::RepeatedPtrField<v1::AimClique>& cliques, const data::Schema& schema,
     const v1::Dataset& dataset, const std::string& what) {
@@ -1286,4 +1262,4 @@ absl::StatusOr<std::vector<std::vector<int>>> ResolveCliqueColumns(
   return resolved;
 }
 
-}  // namespace dpcurator::server
+}  // namespace dpcurator::plan

@@ -1,4 +1,4 @@
-#include "server/release_kinds.h"
+#include "plan/release_kinds.h"
 
 #include "core/release/charfn_embedding.h"
 #include "core/release/labelled_release.h"
@@ -7,7 +7,7 @@
 #include "core/util/status_macros.h"
 #include "proto/release_kinds.h"
 
-namespace dpcurator::server {
+namespace dpcurator::plan {
 namespace {
 
 // A core unit bound to its case of ReleaseRequest.kind: `Params` reads the
@@ -114,14 +114,14 @@ const ReleaseKindBinding* BindingFor(v1::ReleaseRequest::KindCase kind_case) {
                               &ReleaseRequest::charfn_embedding,
                               &ReleaseRequest::mutable_charfn_embedding>>();
     // A recipe of several mechanisms, not one Gaussian: planned and run by
-    // PlanRelease / ComputeMstRelease (server/releases.cc).
+    // PlanRelease / ComputeMstRelease (plan/releases.cc).
     case ReleaseRequest::kMst:
       return nullptr;
     // Likewise (PlanRelease / ComputeAimRelease).
     case ReleaseRequest::kAim:
       return nullptr;
     // Reads the stored values, not the encoded rows (PlanMarginalsRelease /
-    // ComputeMarginalsRelease, server/partition.h).
+    // ComputeMarginalsRelease, plan/partition.h).
     case ReleaseRequest::kMarginals:
       return nullptr;
     case ReleaseRequest::KIND_NOT_SET:
@@ -130,4 +130,4 @@ const ReleaseKindBinding* BindingFor(v1::ReleaseRequest::KindCase kind_case) {
   return nullptr;
 }
 
-}  // namespace dpcurator::server
+}  // namespace dpcurator::plan

@@ -1,4 +1,4 @@
-#include "server/partition.h"
+#include "plan/partition.h"
 
 #include <algorithm>
 #include <utility>
@@ -12,9 +12,9 @@
 #include "core/util/status_macros.h"
 #include "proto/convert.h"
 #include "proto/release_kinds.h"
-#include "server/releases.h"
+#include "plan/releases.h"
 
-namespace dpcurator::server {
+namespace dpcurator::plan {
 
 absl::StatusOr<std::vector<int32_t>> ResolvePartition(const data::Schema& schema,
                                                       privacy::NeighbouringRelation relation,
@@ -111,7 +111,7 @@ absl::StatusOr<PartitionedPlan> PlanPartitionedSessions(
   std::sort(by_level.begin(), by_level.end());
   for (const auto& [level, value] : by_level) {
     planned.values.push_back(value);
-    Ledger::SessionPart part;
+    SessionPart part;
     part.level = level;
     part.params = plan.resolved_params;
     part.step_event = plan.step_event;
@@ -324,4 +324,4 @@ absl::StatusOr<v1::Release> ComputeMarginalsRelease(const MarginalsReleasePlan& 
   return release;
 }
 
-}  // namespace dpcurator::server
+}  // namespace dpcurator::plan
