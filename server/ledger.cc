@@ -1100,6 +1100,21 @@ absl::StatusOr<Ledger::StepAdmission> Ledger::BeginStep(const std::string& sessi
     return admission;
   }
   if (loaded.session.state() != "OPEN") {
+    if (!loaded.partition_id.empty()) {
+      // A partitioned group is settled as one (docs/privacy.md 3.7): the
+      // reservation is returned when its last member closes, not before.
+      DPC_ASSIGN_OR_RETURN(const std::vector<LoadedSession> members,
+                           LoadPartition(db, loaded.partition_id));
+      int64_t open = 0;
+      for (const LoadedSession& member : members) open += member.session.state() == "OPEN";
+      if (open > 0) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "session '", session_id, "' is ", loaded.session.state(),
+            "; it is one of a partitioned group of ", members.size(), " sessions, ", open,
+            " still open. The group's unused budget is returned when its last session "
+            "closes. Open a new session to continue"));
+      }
+    }
     return absl::FailedPreconditionError(absl::StrCat(
         "session '", session_id, "' is ", loaded.session.state(),
         "; its unused budget was returned. Open a new session to continue"));

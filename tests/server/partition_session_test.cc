@@ -204,9 +204,15 @@ TEST_F(PartitionSessionTest, LastCloseReturnsTheStepsNoPartRan) {
   ASSERT_TRUE(closed0.ok()) << closed0.status();
   EXPECT_EQ(closed0->state(), "CLOSED");
   EXPECT_EQ(Spent(dataset), reserved);
-  // Its steps are over; its sibling's go on.
-  EXPECT_EQ(ledger_->BeginStep(part0, kAlice, 30).status().code(),
-            absl::StatusCode::kFailedPrecondition);
+  // Its steps are over; its sibling's go on. The refusal must not say the
+  // budget came back: the group is settled at its last close (issue 37
+  // item 5).
+  const absl::Status after_close = ledger_->BeginStep(part0, kAlice, 30).status();
+  EXPECT_EQ(after_close.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(after_close.message().find("was returned"), std::string::npos) << after_close;
+  EXPECT_NE(after_close.message().find("returned when its last session closes"),
+            std::string::npos)
+      << after_close;
   ASSERT_TRUE(ledger_->BeginStep(part1, kAlice, 10).ok());
   ASSERT_TRUE(ledger_->RecordStep(part1, 10, Ledger::StoredStep{"answer", ""}).ok());
   // The last close settles: the worst part ran 30 steps, so 30 steps' cost.
@@ -220,6 +226,11 @@ TEST_F(PartitionSessionTest, LastCloseReturnsTheStepsNoPartRan) {
   // Closing again is a no-op.
   ASSERT_TRUE(ledger_->CloseSession(part1, kAlice).ok());
   EXPECT_NEAR(Spent(dataset), thirty, 1e-12);
+  // Now the whole group is settled, and a step says so.
+  const absl::Status settled = ledger_->BeginStep(part0, kAlice, 31).status();
+  EXPECT_EQ(settled.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(settled.message().find("its unused budget was returned"), std::string::npos)
+      << settled;
 }
 
 TEST_F(PartitionSessionTest, UnusedPartitionReturnsEverything) {
