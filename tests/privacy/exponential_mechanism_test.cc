@@ -120,28 +120,29 @@ std::vector<double> NominalLaw(const std::vector<double>& q, double epsilon, dou
 
 TEST(ExponentialMechanismTest, ProbabilitiesByHand) {
   // q = (0, 1), eps = 2, Delta = 1: the grid is g = 2^-20, the scores 0 and
-  // 2^20 grid units, S = 2^20 + 1, eps_num / 2^30 = 2, so the weights are 1
-  // and exp(2 2^20 / (2 (2^20 + 1))).
+  // 2^20 grid units, S = 2^20 + 1, and gamma's denominator 2^31 (S + 1)
+  // (one unit of margin for the sampler, docs/privacy.md 2.11 step 6);
+  // eps_num / 2^30 = 2, so the weights are 1 and exp(2 2^20 / (2 (2^20 + 2))).
   const double unit = 1048576.0;
   const auto p = ExponentialMechanismProbabilities({0.0, 1.0}, 2.0, 1.0).value();
-  const double w = std::exp(unit / (unit + 1.0));
+  const double w = std::exp(unit / (unit + 2.0));
   EXPECT_NEAR(p[1], w / (1.0 + w), 1e-15);
   // ... which is the textbook e / (1 + e) up to the 2^-20 of the grid.
   EXPECT_NEAR(p[1], std::exp(1.0) / (1.0 + std::exp(1.0)), 1e-6);
   // Sensitivity 2 halves the exponent: g = 2^-19, q = 1 is 2^19 units.
   const auto half = ExponentialMechanismProbabilities({0.0, 1.0}, 2.0, 2.0).value();
-  const double wh = std::exp(0.5 * unit / (unit + 1.0));
+  const double wh = std::exp(0.5 * unit / (unit + 2.0));
   EXPECT_NEAR(half[1], wh / (1.0 + wh), 1e-15);
   // Sensitivity 3 (not a power of two): g = 2^-19, Delta / g = 3 2^19, so
   // S = 3 2^19 + 1; q = 3 is 3 2^19 units.
   const auto three = ExponentialMechanismProbabilities({0.0, 3.0}, 2.0, 3.0).value();
-  const double w3 = std::exp(1.5 * unit / (1.5 * unit + 1.0));
+  const double w3 = std::exp(1.5 * unit / (1.5 * unit + 2.0));
   EXPECT_NEAR(three[1], w3 / (1.0 + w3), 1e-15);
   // Epsilon is rounded down to a multiple of 2^-30: 0.1 becomes
   // floor(0.1 2^30) 2^-30.
   const auto tenth = ExponentialMechanismProbabilities({0.0, 1.0}, 0.1, 1.0).value();
   const double eps_down = std::floor(0.1 * 1073741824.0) / 1073741824.0;
-  const double wt = std::exp(eps_down / 2.0 * unit / (unit + 1.0));
+  const double wt = std::exp(eps_down / 2.0 * unit / (unit + 2.0));
   EXPECT_NEAR(tenth[1], wt / (1.0 + wt), 1e-15);
   // The eps-DP ratio: shifting one score by Delta changes no probability by
   // more than e^eps.
