@@ -104,24 +104,32 @@ absl::StatusOr<Plan> MakePlan(absl::Span<const double> qualities, double epsilon
   return MakePlan(static_cast<int>(qualities.size()), epsilon, sensitivity);
 }
 
-// round(clamp(q / g, -kMaxScoreUnits, kMaxScoreUnits)), NaN to the lowest
-// score. q / g = ldexp(q, -e) is exact except on overflow (to +-inf, which
-// the clamp maps where the exact value goes) and below 2^-1022 in
-// magnitude (which rounds to 0 either way), so this is the exact rounding
-// of the exactly clamped score: non-expansive up to the rounding's g / 2.
-int64_t ScoreUnits(double quality, int grid_exponent) {
+// round(clamp(q / g, -kMaxScoreUnits, kMaxScoreUnits)), ties away from zero,
+// NaN to the lowest score. q / g = q 2^-e with 2^-e a normal double (e in
+// [-1020, 1003]) is exact except on overflow (to +-inf, which the clamp maps
+// where the exact value goes) and below 2^-1022 in magnitude (which rounds
+// to 0 either way), so this is the exact rounding of the exactly clamped
+// score: non-expansive up to the rounding's g / 2. No libm call and no
+// branch on the value (ldexp and round take shortcuts for 0 and small
+// values, a timing signal of the scores): adding the largest double below
+// 1/2 with the value's sign and truncating rounds half away from zero for
+// every double (a sum that reaches the next integer does so only from a tie
+// or above; from |v| >= 2^52, already integers, the sum rounds back to v).
+int64_t ScoreUnits(double quality, double inverse_grid) {
   constexpr double kLimit = static_cast<double>(kMaxScoreUnits);
-  if (std::isnan(quality)) return -kMaxScoreUnits;
-  const double scaled = std::clamp(std::ldexp(quality, -grid_exponent), -kLimit, kLimit);
-  return static_cast<int64_t>(std::round(scaled));
+  constexpr double kBelowHalf = 0x1.fffffffffffffp-2;
+  const double raw = quality * inverse_grid;
+  const double scaled = std::isnan(raw) ? -kLimit : std::min(std::max(raw, -kLimit), kLimit);
+  return static_cast<int64_t>(scaled + std::copysign(kBelowHalf, scaled));
 }
 
 // G_i = min(Q* - Q_i, C): the score gap below the best candidate in grid
 // units. Replacing Q_i by max(Q_i, Q* - C) is 1-Lipschitz in the sup norm
 // (docs/privacy.md 2.11), so the sensitivity S is kept.
 std::vector<uint64_t> ScoreGaps(absl::Span<const double> qualities, const Plan& plan) {
+  const double inverse_grid = std::ldexp(1.0, -plan.grid_exponent);
   std::vector<int64_t> units(qualities.size());
-  for (size_t i = 0; i < units.size(); ++i) units[i] = ScoreUnits(qualities[i], plan.grid_exponent);
+  for (size_t i = 0; i < units.size(); ++i) units[i] = ScoreUnits(qualities[i], inverse_grid);
   const int64_t best = *std::max_element(units.begin(), units.end());
   std::vector<uint64_t> gaps(units.size());
   for (size_t i = 0; i < gaps.size(); ++i) {
@@ -147,13 +155,13 @@ struct Interval {
 };
 
 // First pass: one 64-bit word x (the first 64 bits of V). b = x, or ~x when
-// the top bit says V >= 1/2, so that X in [b, b + 1] 2^-64. Every term of the
-// margin is at least 8 times the error it covers: b 2^-64 rounds to double
-// with relative error 2^-53 and [b, b + 1] adds 1 / b (so X within r of the
-// rounded value, r = 1 / b + 2^-52); glibc's log and log1p are within 1 ulp
-// (its manual's table of known maximum errors; we allow 2^3 ulps = 2^-50
-// relative); gamma = G (eps_num / den) is three roundings (2^-51); the sum
-// one more.
+// the top bit says V >= 1/2, so that X in [b, b + 1] 2^-64. b 2^-64 rounds to
+// double with relative error 2^-53 and [b, b + 1] adds 1 / b (X is within r
+// of the rounded value, r = 1 / b + 2^-52); glibc lists log and log1p within
+// 1-2 ulps on x86_64 (its manual, "Known Maximum Errors in Math Functions";
+// its tests refuse any listed error above 9 ulps) and we allow 2^5 ulps
+// (2^-48 relative) each; gamma = G (eps_num / den) is three roundings
+// (2^-51); the sum one more. The margin is at least 3.5 times the error.
 Interval FirstPassKey(uint64_t x, uint64_t gap, double per_unit) {
   constexpr double kInf = std::numeric_limits<double>::infinity();
   const bool upper = (x >> 63) != 0;
@@ -262,7 +270,7 @@ absl::StatusOr<int> ExponentialMechanismSelect(absl::Span<const double> qualitie
   }
   // open holds `least` (lo <= hi), so one element is `least` itself: decided.
   if (open.size() <= 1) return static_cast<int>(least);
-  // Rare (probability about 2^-44 per selection): refine the open
+  // Rare (probability about 2^-40 per selection): refine the open
   // candidates. Those left out have lo > least_hi >= every refined least hi.
   std::vector<QuadInterval> refined(open.size());
   size_t best = 0;
@@ -272,9 +280,9 @@ absl::StatusOr<int> ExponentialMechanismSelect(absl::Span<const double> qualitie
     if (refined[k].hi < refined[best].hi) best = k;
   }
   // Decided when no other open lower bound reaches refined[best].hi: then
-  // open[best] is the race's winner. Otherwise (probability at most 2^-85
-  // per selection, docs/privacy.md 2.11 step 6) it is still returned: the
-  // law's relative deviation that the charge's margin covers.
+  // open[best] is the race's winner. Otherwise (probability below 2^-84 per
+  // selection, docs/privacy.md 2.11 step 5) it is still returned: the law's
+  // relative deviation, which the denominator's extra unit covers (step 6).
   return static_cast<int>(open[best]);
 }
 

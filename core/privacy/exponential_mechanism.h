@@ -25,10 +25,10 @@
 // 64-bit word per candidate, always K words and the same double-precision
 // arithmetic whatever the scores, bounds every key with a certified margin;
 // when the least upper bound is not clear of every other lower bound
-// (probability about 2^-44), the few overlapping candidates are refined in
+// (probability about 2^-40), the few overlapping candidates are refined in
 // __float128 with more bits of the same uniforms. The returned index differs
-// from the race's winner with probability at most 2^-85, and its law is
-// within a relative 2^-85 of the target law for every candidate; the one
+// from the race's winner with probability below 2^-84, and its law is
+// within a relative 2^-84 of the target law for every candidate; the one
 // unit over S in gamma's denominator (a relative 2^-21 of epsilon) covers
 // that deviation, so the sampler's law is eps'-DP and eps'-bounded-range,
 // hence (eps^2 / 8)-zCDP (Cesar & Rogers 2021; MST Sec. 4), as the ledger
@@ -84,7 +84,7 @@ absl::StatusOr<int> ExponentialMechanismSelect(absl::Span<const double> qualitie
 
 // The target law of ExponentialMechanismSelect (softmax of -gamma_i from the
 // clamped integer scores), in double precision, for tests and for people;
-// the sampler's law is within a relative 2^-85 of it.
+// the sampler's law is within a relative 2^-84 of it.
 // Fails exactly when ExponentialMechanismSelect does.
 absl::StatusOr<std::vector<double>> ExponentialMechanismProbabilities(
     absl::Span<const double> qualities, double epsilon, double sensitivity);
