@@ -167,7 +167,9 @@ Interval FirstPassKey(uint64_t x, uint64_t gap, double per_unit) {
   const bool upper = (x >> 63) != 0;
   const uint64_t b = upper ? ~x : x;
   if (b < kMinFirstPassUnits) return {-kInf, kInf};
-  const double v = std::ldexp(static_cast<double>(b), -64);  // in [2^-56, 1/2]
+  // b 2^-64 by a multiplication (exact: a power of two, no underflow), not
+  // ldexp, a library call per candidate.
+  const double v = static_cast<double>(b) * 0x1p-64;  // in [2^-56, 1/2]
   const double e = upper ? -std::log(v) : -std::log1p(-v);
   const double log_e = std::log(e);
   const double gamma = static_cast<double>(gap) * per_unit;
