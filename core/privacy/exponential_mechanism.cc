@@ -26,7 +26,8 @@ static_assert(std::numeric_limits<double>::is_iec559 && std::numeric_limits<doub
 
 // gamma_i is at most kMaxGamma + 1/2 after the gap clamp (MakePlan): a
 // candidate that far below the best has relative weight below e^-2048, and
-// every key then has a magnitude the refinement resolves to 2^-90.
+// every key then has a magnitude (below 13,300) that the refinement
+// resolves to 2^-85 (docs/privacy.md 2.11, step 5).
 constexpr uint64_t kMaxGamma = 2048;
 // The first pass trusts a 64-bit draw only when b >= 2^8 (relative
 // resolution 2^-8 of X); below that (probability 2^-55) its interval is the
