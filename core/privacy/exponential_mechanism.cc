@@ -16,6 +16,8 @@
 namespace dpcurator::privacy {
 namespace {
 
+using Interval = internal::KeyBounds;
+
 // The refinement's arithmetic (docs/privacy.md 2.11, step 5): 113-bit
 // significands, from libquadmath (GCC's runtime, libquadmath0 in
 // deploy/packages/runtime.txt).
@@ -150,10 +152,10 @@ std::vector<uint64_t> ScoreGaps(absl::Span<const double> qualities, const Plan& 
 // slope X / ((1 - X)(-log(1 - X))) increases from 1 to 1 / ln 2, the
 // second's is 1 / |log X|), so a relative error r in X moves log E by at
 // most 1.4427 (-log(1 - r)) <= 1.5 r / (1 - r).
-struct Interval {
-  double lo;
-  double hi;
-};
+
+}  // namespace
+
+namespace internal {
 
 // First pass: one 64-bit word x (the first 64 bits of V). b = x, or ~x when
 // the top bit says V >= 1/2, so that X in [b, b + 1] 2^-64. b 2^-64 rounds to
@@ -163,7 +165,7 @@ struct Interval {
 // its tests refuse any listed error above 9 ulps) and we allow 2^5 ulps
 // (2^-48 relative) each; gamma = G (eps_num / den) is three roundings
 // (2^-51); the sum one more. The margin is at least 3.5 times the error.
-Interval FirstPassKey(uint64_t x, uint64_t gap, double per_unit) {
+KeyBounds FirstPassKey(uint64_t x, uint64_t gap, double per_unit) {
   constexpr double kInf = std::numeric_limits<double>::infinity();
   const bool upper = (x >> 63) != 0;
   const uint64_t b = upper ? ~x : x;
@@ -179,6 +181,12 @@ Interval FirstPassKey(uint64_t x, uint64_t gap, double per_unit) {
   const double margin = 1.5 * r / (1.0 - r) + 0x1p-46 * (1.0 + gamma + std::fabs(log_e));
   return {key - margin, key + margin};
 }
+
+}  // namespace internal
+
+namespace {
+
+using internal::FirstPassKey;
 
 // Refinement in __float128: the words after x until X's leading one, then
 // two more (at least 129 significant bits); M, the 128 bits from the leading

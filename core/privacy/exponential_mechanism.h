@@ -89,6 +89,20 @@ absl::StatusOr<int> ExponentialMechanismSelect(absl::Span<const double> qualitie
 absl::StatusOr<std::vector<double>> ExponentialMechanismProbabilities(
     absl::Span<const double> qualities, double epsilon, double sensitivity);
 
+namespace internal {
+
+// Bounds on one candidate's race key gamma + log E (docs/privacy.md 2.11,
+// step 4), from the first 64 bits of its uniform and its gap G in grid
+// units, gamma = G per_unit: the first pass's certified interval, exposed
+// for tests of its margin. The whole line when the word fixes X to less
+// than 2^-8.
+struct KeyBounds {
+  double lo;
+  double hi;
+};
+KeyBounds FirstPassKey(uint64_t word, uint64_t gap, double per_unit);
+
+}  // namespace internal
 }  // namespace dpcurator::privacy
 
 #endif  // DPCURATOR_CORE_PRIVACY_EXPONENTIAL_MECHANISM_H_
