@@ -90,8 +90,8 @@ absl::StatusOr<Plan> MakePlan(int num_candidates, double epsilon, double sensiti
   plan.sensitivity_units = static_cast<uint64_t>(std::floor(units)) + 1;
   plan.epsilon_units = static_cast<uint64_t>(epsilon_units);
   // C = min(2^62, ceil(2048 den / eps_num)): gamma at the cap is in
-  // [1024, 2048.5) (2^62 eps_num / den >= 2^62 / 2^53; one unit adds
-  // eps_num / den < 1/2). 2048 den < 2^64 + 2^42 fits in 128 bits.
+  // (1023.99, 2048.5) (2^62 eps_num / den >= 2^62 / (2^52 + 2^31); one unit
+  // adds eps_num / den < 1/2). 2048 den <= 2^63 + 2^42 fits in 128 bits.
   const uint128 scaled = uint128{kMaxGamma} * plan.denominator();
   const uint128 cap = (scaled + plan.epsilon_units - 1) / plan.epsilon_units;
   plan.gap_cap = static_cast<uint64_t>(std::min<uint128>(cap, kMaxScoreGap));

@@ -60,7 +60,7 @@ inline constexpr double kMaxExponentialEpsilon = 1e6;
 inline constexpr double kMinExponentialSensitivity = 0x1.0p-1000;
 // Scores are clamped to +-kMaxScoreUnits grid units, and their gaps below
 // the best to at most kMaxScoreGap units (C above): every gap times eps_num
-// (< 2^50) fits in 128 bits, and at the gap cap gamma is in [1024, 2048.5)
+// (< 2^50) fits in 128 bits, and at the gap cap gamma is in (1023.99, 2048.5)
 // for every accepted epsilon.
 inline constexpr int64_t kMaxScoreUnits = int64_t{1} << 62;
 inline constexpr uint64_t kMaxScoreGap = uint64_t{1} << 62;
