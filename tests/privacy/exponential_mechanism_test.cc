@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstdint>
 #include <random>
+#include <utility>
 #include <vector>
 
 #include "core/privacy/conversion.h"
@@ -120,28 +121,29 @@ std::vector<double> NominalLaw(const std::vector<double>& q, double epsilon, dou
 
 TEST(ExponentialMechanismTest, ProbabilitiesByHand) {
   // q = (0, 1), eps = 2, Delta = 1: the grid is g = 2^-20, the scores 0 and
-  // 2^20 grid units, S = 2^20 + 1, eps_num / 2^30 = 2, so the weights are 1
-  // and exp(2 2^20 / (2 (2^20 + 1))).
+  // 2^20 grid units, S = 2^20 + 1, and gamma's denominator 2^31 (S + 1)
+  // (one unit of margin for the sampler, docs/privacy.md 2.11 step 6);
+  // eps_num / 2^30 = 2, so the weights are 1 and exp(2 2^20 / (2 (2^20 + 2))).
   const double unit = 1048576.0;
   const auto p = ExponentialMechanismProbabilities({0.0, 1.0}, 2.0, 1.0).value();
-  const double w = std::exp(unit / (unit + 1.0));
+  const double w = std::exp(unit / (unit + 2.0));
   EXPECT_NEAR(p[1], w / (1.0 + w), 1e-15);
   // ... which is the textbook e / (1 + e) up to the 2^-20 of the grid.
   EXPECT_NEAR(p[1], std::exp(1.0) / (1.0 + std::exp(1.0)), 1e-6);
   // Sensitivity 2 halves the exponent: g = 2^-19, q = 1 is 2^19 units.
   const auto half = ExponentialMechanismProbabilities({0.0, 1.0}, 2.0, 2.0).value();
-  const double wh = std::exp(0.5 * unit / (unit + 1.0));
+  const double wh = std::exp(0.5 * unit / (unit + 2.0));
   EXPECT_NEAR(half[1], wh / (1.0 + wh), 1e-15);
   // Sensitivity 3 (not a power of two): g = 2^-19, Delta / g = 3 2^19, so
   // S = 3 2^19 + 1; q = 3 is 3 2^19 units.
   const auto three = ExponentialMechanismProbabilities({0.0, 3.0}, 2.0, 3.0).value();
-  const double w3 = std::exp(1.5 * unit / (1.5 * unit + 1.0));
+  const double w3 = std::exp(1.5 * unit / (1.5 * unit + 2.0));
   EXPECT_NEAR(three[1], w3 / (1.0 + w3), 1e-15);
   // Epsilon is rounded down to a multiple of 2^-30: 0.1 becomes
   // floor(0.1 2^30) 2^-30.
   const auto tenth = ExponentialMechanismProbabilities({0.0, 1.0}, 0.1, 1.0).value();
   const double eps_down = std::floor(0.1 * 1073741824.0) / 1073741824.0;
-  const double wt = std::exp(eps_down / 2.0 * unit / (unit + 1.0));
+  const double wt = std::exp(eps_down / 2.0 * unit / (unit + 2.0));
   EXPECT_NEAR(tenth[1], wt / (1.0 + wt), 1e-15);
   // The eps-DP ratio: shifting one score by Delta changes no probability by
   // more than e^eps.
@@ -214,6 +216,164 @@ TEST(ExponentialMechanismTest, ChiSquareRejectsAWrongLaw) {
   const ChiSquare chi = ChiSquareAgainst(counts, NominalLaw(q, 1e6, 1.0));
   ASSERT_GE(chi.df, 1);
   EXPECT_GT(chi.statistic, ChiSquareCritical(chi.df, 1e-7));
+}
+
+// The race's law on the three shapes of issue 37: flat scores (K = 500),
+// skewed scores (a linear ramp over 200 candidates, weights from 1 down to
+// e^-6), and one score far ahead (the leader holds 0.9, 99 others share 0.1;
+// and a leader 60 nats ahead of 199 others, who must never be drawn).
+// 10^5 seeded draws each, Pearson's chi-square at level 1e-7 per case. A
+// sampler that ignores gamma (uniform) or halves it fails every case but the
+// flat one; a sampler that favours early indices fails the flat one.
+TEST(ExponentialMechanismTest, RaceDrawsItsLawOnFlatSkewedAndFarAheadScores) {
+  constexpr int kDraws = 100000;
+  constexpr double kLevel = 1e-7;
+  struct Case {
+    std::vector<double> q;
+    double epsilon;
+  };
+  std::vector<Case> cases;
+  cases.push_back({std::vector<double>(500, 5.0), 1.0});
+  std::vector<double> ramp(200);
+  for (int i = 0; i < 200; ++i) ramp[i] = 12.0 * i / 199.0;  // eps / 2 = 1 nat per unit
+  cases.push_back({ramp, 2.0});
+  // Leader at p = 0.9: exp(d) = 9 * 99, d = eps q / 2 with eps = 2.
+  std::vector<double> ahead(100, 0.0);
+  ahead[37] = std::log(9.0 * 99.0);
+  cases.push_back({ahead, 2.0});
+  std::vector<double> far(200, 0.0);
+  far[150] = 60.0;
+  cases.push_back({far, 2.0});
+  uint64_t seed = 3700;
+  for (const Case& c : cases) {
+    const std::vector<int64_t> counts = Draw(c.q, c.epsilon, 1.0, ++seed, kDraws);
+    const std::vector<double> p = ExponentialMechanismProbabilities(c.q, c.epsilon, 1.0).value();
+    for (size_t i = 0; i < p.size(); ++i) {
+      if (p[i] < 1e-20) {
+        EXPECT_EQ(counts[i], 0) << "seed " << seed << " candidate " << i;
+      }
+    }
+    const ChiSquare chi = ChiSquareAgainst(counts, p);
+    if (chi.df == 0) {
+      EXPECT_EQ(counts[150], kDraws);
+      continue;
+    }
+    EXPECT_LT(chi.statistic, ChiSquareCritical(chi.df, kLevel))
+        << "seed " << seed << ": chi-square " << chi.statistic << " with " << chi.df
+        << " degrees of freedom";
+  }
+}
+
+// A source that starts with a script of words, then seeded bits; counts what
+// it hands out.
+class ScriptedNoiseSource final : public NoiseSource {
+ public:
+  ScriptedNoiseSource(std::vector<uint64_t> script, uint64_t seed)
+      : script_(std::move(script)), rest_(seed) {}
+  uint64_t NextU64() override {
+    ++drawn_;
+    if (next_ < script_.size()) return script_[next_++];
+    return rest_.NextU64();
+  }
+  int64_t drawn() const { return drawn_; }
+
+ private:
+  std::vector<uint64_t> script_;
+  size_t next_ = 0;
+  SeededNoiseSource rest_;
+  int64_t drawn_ = 0;
+};
+
+// The refinement (rare in real draws: about 2^-40 a selection) forced: both
+// candidates get the same first word, so their first-pass intervals
+// coincide, and the winner is decided by the following bits. With equal
+// scores each wins half the time (both branches of X, and first words that
+// carry no information: 0 and ~0, whose leading one lies in a later word);
+// with scores one grid unit apart at the smallest epsilon (gamma differs by
+// 2^-51, below the first pass's margin, far above the refinement's) and a
+// first word that fixes X to a relative 2^-56, the better one always wins.
+// A refinement that ignored its new bits or gamma fails.
+TEST(ExponentialMechanismTest, RefinementDecidesEqualFirstWords) {
+  constexpr int kDraws = 4000;
+  const double g = std::ldexp(1.0, -20);  // the grid for Delta = 1
+  const uint64_t words[] = {0x123456789abcdefULL, 0xfedcba9876543210ULL, 0, ~uint64_t{0},
+                           uint64_t{1} << 63};
+  for (uint64_t word : words) {
+    int first = 0;
+    for (int d = 0; d < kDraws; ++d) {
+      ScriptedNoiseSource noise({word, word}, 5000 + d);
+      const int pick = ExponentialMechanismSelect({1.0, 1.0}, 1.0, 1.0, &noise).value();
+      ASSERT_TRUE(pick == 0 || pick == 1);
+      first += pick == 0 ? 1 : 0;
+      // Refined: more than the two first words were read.
+      ASSERT_GT(noise.drawn(), 2) << std::hex << word;
+    }
+    // Binomial(4000, 1/2): sd 31.6; 6 sd is a false alarm below 1e-8.
+    EXPECT_NEAR(first, kDraws / 2, 190) << std::hex << word;
+    // Only a first word that fixes X to a relative 2^-56 or better decides
+    // a gamma difference of 2^-51; 0 and ~0 leave X's scale to later words.
+    if (word == 0 || word == ~uint64_t{0}) continue;
+    for (int d = 0; d < 200; ++d) {
+      ScriptedNoiseSource noise({word, word}, 9000 + d);
+      EXPECT_EQ(ExponentialMechanismSelect({0.0, g}, std::ldexp(1.0, -30), 1.0, &noise).value(),
+                1)
+          << std::hex << word;
+      ScriptedNoiseSource again({word, word}, 9000 + d);
+      EXPECT_EQ(ExponentialMechanismSelect({g, 0.0}, std::ldexp(1.0, -30), 1.0, &again).value(),
+                0)
+          << std::hex << word;
+    }
+  }
+}
+
+// The work does not depend on the scores: every selection reads exactly K
+// words (the first pass) unless a refinement happens, which these seeded
+// draws never need. The rejection sampler this replaced read between a few
+// and thousands of words, by the scores.
+TEST(ExponentialMechanismTest, WordsReadDoNotDependOnTheScores) {
+  constexpr int kCandidates = 4000;
+  std::vector<double> flat(kCandidates, 1.0);
+  std::vector<double> ahead(kCandidates, 0.0);
+  ahead[1234] = 1e6;
+  std::vector<double> random(kCandidates);
+  std::mt19937_64 rng(37);
+  std::uniform_real_distribution<double> score(0.0, 50.0);
+  for (double& v : random) v = score(rng);
+  for (const auto* q : {&flat, &ahead, &random}) {
+    for (double eps : {std::ldexp(1.0, -30), 0.1, 2.0, 1e6}) {
+      ScriptedNoiseSource noise({}, 4242);
+      for (int d = 0; d < 20; ++d) {
+        const int64_t before = noise.drawn();
+        ASSERT_TRUE(ExponentialMechanismSelect(*q, eps, 1.0, &noise).ok());
+        EXPECT_EQ(noise.drawn() - before, kCandidates) << "eps " << eps;
+      }
+    }
+  }
+}
+
+// Totality against a hostile source: constant words (all zeros, all ones,
+// the top bit only) that are not ZeroNoiseSource still give an index, in
+// bounded time (the refinement reads at most 253 words a candidate).
+TEST(ExponentialMechanismTest, ConstantWordsStillGiveAnIndex) {
+  class ConstantSource final : public NoiseSource {
+   public:
+    explicit ConstantSource(uint64_t word) : word_(word) {}
+    uint64_t NextU64() override { return word_; }
+
+   private:
+    uint64_t word_;
+  };
+  for (uint64_t word : {uint64_t{0}, ~uint64_t{0}, uint64_t{1} << 63, uint64_t{12345}}) {
+    ConstantSource noise(word);
+    for (const std::vector<double>& q :
+         {std::vector<double>{1.0}, std::vector<double>{1.0, 1.0, 1.0},
+          std::vector<double>{NAN, INFINITY, -INFINITY, 0.0}}) {
+      const absl::StatusOr<int> pick = ExponentialMechanismSelect(q, 1.0, 1.0, &noise);
+      ASSERT_TRUE(pick.ok());
+      EXPECT_GE(*pick, 0);
+      EXPECT_LT(*pick, static_cast<int>(q.size()));
+    }
+  }
 }
 
 // eps-DP and eps-bounded-range of the exact law (Cesar & Rogers 2021), by
