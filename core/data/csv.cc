@@ -50,6 +50,13 @@ absl::StatusOr<bool> CsvRecordReader::Next(std::vector<std::string>* fields) {
 // doubled quote is one quote and a single one closes the quotes. Every byte
 // read counts towards max_record_bytes, blank lines before the record
 // included, except the second quote of a pair.
+//
+// With drop_malformed_records a record past max_record_bytes is
+// `overflowing`: its remaining bytes follow the same rules but none is
+// kept (so memory stays bounded), and its error is returned at its end.
+// Whether a field is still blank (the quote rule) is then tracked by
+// `overflow_field_nonblank` for the bytes not kept. A blank line resets the
+// count there: blank lines are not records.
 absl::StatusOr<bool> CsvRecordReader::NextViews(std::vector<absl::string_view>* fields) {
   fields->clear();
   record_.clear();
@@ -69,6 +76,13 @@ absl::StatusOr<bool> CsvRecordReader::NextViews(std::vector<absl::string_view>* 
   int64_t record_bytes = 0;
   const int64_t max_bytes = options_.max_record_bytes;
   const char delimiter = options_.delimiter;
+  const bool resync = options_.drop_malformed_records;
+  bool overflowing = false;
+  bool overflow_field_nonblank = false;
+  const auto too_long = [&] {
+    return absl::InvalidArgumentError(
+        absl::StrCat("line ", record_line_, ": record longer than ", max_bytes, " bytes"));
+  };
   record_line_ = line_ + 1;
   while (true) {
     if (pos_ == end_ && !Fill()) {
@@ -77,17 +91,20 @@ absl::StatusOr<bool> CsvRecordReader::NextViews(std::vector<absl::string_view>* 
             absl::StrCat("line ", record_line_, ": unterminated quoted field at end of input"));
       }
       if (!any_char) return false;
+      if (overflowing) return too_long();
       field_ends_.push_back(record_.size());
       ++line_;
       break;
     }
-    if (record_bytes >= max_bytes) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("line ", record_line_, ": record longer than ", max_bytes, " bytes"));
+    if (record_bytes >= max_bytes && !overflowing) {
+      if (!resync) return too_long();
+      overflowing = true;
     }
     // Bytes that may be read before the record is too long.
-    const size_t room = static_cast<size_t>(
-        std::min<int64_t>(static_cast<int64_t>(end_ - pos_), max_bytes - record_bytes));
+    const size_t room =
+        overflowing ? end_ - pos_
+                    : static_cast<size_t>(std::min<int64_t>(static_cast<int64_t>(end_ - pos_),
+                                                            max_bytes - record_bytes));
     const char* const begin = block_.data() + pos_;
     if (in_quotes) {
       // A run up to the next quote: the field's, LFs counted as lines.
@@ -95,7 +112,7 @@ absl::StatusOr<bool> CsvRecordReader::NextViews(std::vector<absl::string_view>* 
       const size_t run =
           quote == nullptr ? room : static_cast<size_t>(static_cast<const char*>(quote) - begin);
       if (run > 0) {
-        record_.append(begin, run);
+        if (!overflowing) record_.append(begin, run);
         line_ += std::count(begin, begin + run, '\n');
         pos_ += run;
         record_bytes += static_cast<int64_t>(run);
@@ -106,7 +123,7 @@ absl::StatusOr<bool> CsvRecordReader::NextViews(std::vector<absl::string_view>* 
       if (pos_ == end_) Fill();
       if (pos_ < end_ && block_[pos_] == '"') {
         ++pos_;  // not counted (the reader has always counted a pair as one byte)
-        record_.push_back('"');
+        if (!overflowing) record_.push_back('"');
       } else {
         in_quotes = false;
       }
@@ -115,7 +132,12 @@ absl::StatusOr<bool> CsvRecordReader::NextViews(std::vector<absl::string_view>* 
     size_t run = 0;
     while (run < room && !is_special_[static_cast<unsigned char>(begin[run])]) ++run;
     if (run > 0) {
-      record_.append(begin, run);
+      if (!overflowing) {
+        record_.append(begin, run);
+      } else if (!overflow_field_nonblank) {
+        overflow_field_nonblank =
+            !absl::StripAsciiWhitespace(absl::string_view(begin, run)).empty();
+      }
       any_char = true;
       pos_ += run;
       record_bytes += static_cast<int64_t>(run);
@@ -129,24 +151,32 @@ absl::StatusOr<bool> CsvRecordReader::NextViews(std::vector<absl::string_view>* 
       ++line_;
       if (!any_char) {  // blank line
         record_line_ = line_ + 1;
+        if (resync) {
+          record_bytes = 0;
+          overflowing = false;
+        }
         continue;
       }
+      if (overflowing) return too_long();
       field_ends_.push_back(record_.size());
       break;
     }
     any_char = true;
     if (c == delimiter) {
-      field_ends_.push_back(record_.size());
+      if (!overflowing) field_ends_.push_back(record_.size());
       field_start = record_.size();
       field_was_quoted = false;
-    } else if (c == '"' && !field_was_quoted &&
+      overflow_field_nonblank = false;
+    } else if (c == '"' && !field_was_quoted && !overflow_field_nonblank &&
                absl::StripAsciiWhitespace(absl::string_view(record_).substr(field_start))
                    .empty()) {
       in_quotes = true;
       field_was_quoted = true;
       record_.resize(field_start);
-    } else {
+    } else if (!overflowing) {
       record_.push_back(c);
+    } else if (!absl::ascii_isspace(static_cast<unsigned char>(c))) {
+      overflow_field_nonblank = true;
     }
   }
   size_t start = 0;
@@ -300,30 +330,62 @@ absl::StatusOr<bool> CsvTableReader::Next(int64_t max_rows, Table* table) {
   if (max_rows <= kReserveRows) values_.reserve(static_cast<size_t>(max_rows * num_columns));
   int64_t rows = 0;
   int64_t clamped_cells = 0;
+  int64_t dropped = 0;
+  const bool drop = options_.drop_malformed_records;
+  // A record that cannot be read: the error, or (drop) counted and skipped.
+  // `detail` is the message after "<source>:<line>: ".
+  const auto malformed = [&](int64_t line, absl::string_view detail) {
+    if (drop) {
+      ++dropped;
+      ++malformed_records_;
+      if (malformed_examples_.size() < kMaxMalformedExamples) {
+        malformed_examples_.push_back(MalformedRecord{line, std::string(detail)});
+      }
+      return absl::OkStatus();
+    }
+    return absl::InvalidArgumentError(absl::StrCat(source_, ":", line, ": ", detail));
+  };
   while (rows < max_rows) {
     auto has = reader_.NextViews(&fields_);
     if (!has.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat(source_, ": ", has.status().message()));
+      if (!drop) {
+        return absl::InvalidArgumentError(absl::StrCat(source_, ": ", has.status().message()));
+      }
+      // The record reader's message starts "line N: "; it has read past
+      // the record (CsvRecordReader::Next), so reading goes on.
+      absl::string_view detail = has.status().message();
+      const size_t colon = detail.find(": ");
+      if (colon != absl::string_view::npos) detail.remove_prefix(colon + 2);
+      DPC_RETURN_IF_ERROR(malformed(reader_.line_number(), detail));
+      continue;
     }
     if (!*has) break;
     if (fields_.size() != expected_fields_) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          source_, ":", reader_.line_number(), ": row has ", fields_.size(), " fields, expected ",
-          expected_fields_,
-          options_.has_header ? " (as many as the header)" : " (one per schema column)",
-          "; quote fields that contain the delimiter"));
+      DPC_RETURN_IF_ERROR(malformed(
+          reader_.line_number(),
+          absl::StrCat("row has ", fields_.size(), " fields, expected ", expected_fields_,
+                       options_.has_header ? " (as many as the header)"
+                                           : " (one per schema column)",
+                       "; quote fields that contain the delimiter")));
+      continue;
     }
+    int64_t row_clamped = 0;
+    bool kept = true;
     for (int c = 0; c < num_columns; ++c) {
       absl::StatusOr<ParsedCell> cell =
           Parse(c, fields_[static_cast<size_t>(mapping_[static_cast<size_t>(c)])]);
       if (!cell.ok()) {
         // The row is not kept (TableBuilder::AddRow adds a row whole).
-        return absl::InvalidArgumentError(
-            absl::StrCat(source_, ":", reader_.line_number(), ": ", cell.status().message()));
+        values_.resize(static_cast<size_t>(rows * num_columns));
+        DPC_RETURN_IF_ERROR(malformed(reader_.line_number(), cell.status().message()));
+        kept = false;
+        break;
       }
       values_.push_back(cell->value);
-      clamped_cells += cell->clamped ? 1 : 0;
+      row_clamped += cell->clamped ? 1 : 0;
     }
+    if (!kept) continue;
+    clamped_cells += row_clamped;
     ++rows;
   }
   table->cells = Eigen::Map<const Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic,
@@ -331,7 +393,7 @@ absl::StatusOr<bool> CsvTableReader::Next(int64_t max_rows, Table* table) {
                                                                   num_columns);
   table->pixels.clear();
   table->clamped_cells = clamped_cells;
-  return rows > 0;
+  return rows > 0 || dropped > 0;
 }
 
 absl::StatusOr<Table> ReadCsv(const Schema& schema, std::istream* input,

@@ -10,6 +10,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/match.h"
 #include "gtest/gtest.h"
 
 namespace dpcurator::data {
@@ -86,6 +87,15 @@ class ReferenceRecordReader {
     bool field_was_quoted = false;
     bool any_char = false;
     int64_t record_bytes = 0;
+    // drop_malformed_records: a record past the limit is read to its end by
+    // the same rules, and its error returned there; blank lines are not
+    // part of a record and do not count towards the limit.
+    const bool resync = options_.drop_malformed_records;
+    bool overflowing = false;
+    const auto too_long = [&] {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "line ", record_line_, ": record longer than ", options_.max_record_bytes, " bytes"));
+    };
     record_line_ = line_ + 1;
     while (true) {
       const int ch = Get();
@@ -95,13 +105,14 @@ class ReferenceRecordReader {
               absl::StrCat("line ", record_line_, ": unterminated quoted field at end of input"));
         }
         if (!any_char) return false;
+        if (overflowing) return too_long();
         fields->push_back(std::move(field));
         ++line_;
         return true;
       }
       if (++record_bytes > options_.max_record_bytes) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "line ", record_line_, ": record longer than ", options_.max_record_bytes, " bytes"));
+        if (!resync) return too_long();
+        overflowing = true;
       }
       const char c = static_cast<char>(ch);
       if (in_quotes) {
@@ -123,8 +134,13 @@ class ReferenceRecordReader {
         ++line_;
         if (!any_char) {
           record_line_ = line_ + 1;
+          if (resync) {
+            record_bytes = 0;
+            overflowing = false;
+          }
           continue;
         }
+        if (overflowing) return too_long();
         fields->push_back(std::move(field));
         return true;
       }
@@ -166,7 +182,8 @@ class ReferenceRecordReader {
   int64_t record_line_ = 0;
 };
 
-// Every record, its line and the final error (or "end"), as text.
+// Every record, its line and the final error (or "end"), as text. With
+// drop_malformed_records an error is written and reading goes on.
 template <typename Reader>
 std::string Transcript(const std::string& text, const CsvOptions& options) {
   std::istringstream input(text);
@@ -175,6 +192,10 @@ std::string Transcript(const std::string& text, const CsvOptions& options) {
   std::vector<std::string> fields;
   for (int records = 0; records < 10000; ++records) {
     auto has = reader.Next(&fields);
+    if (!has.ok() && options.drop_malformed_records) {
+      absl::StrAppend(&out, "error: ", has.status().message(), "\n");
+      continue;
+    }
     if (!has.ok()) return absl::StrCat(out, "error: ", has.status().message());
     if (!*has) return absl::StrCat(out, "end");
     absl::StrAppend(&out, reader.line_number(), ":");
@@ -212,6 +233,38 @@ TEST(CsvRecordReaderTest, BlockReaderSplitsAsTheByteReader) {
     }
   }
   EXPECT_EQ(differences, 0);
+}
+
+// The scale-out partials' mode (issue 37 item 3): a record past the limit
+// is read to its end by the same rules, holding none of its bytes, and the
+// next record is read as if it had been short: the same transcript as the
+// byte reader's, which keeps every byte, under tiny limits and blocks.
+TEST(CsvRecordReaderTest, OverLongRecordsAreSkippedAsTheByteReaderSkipsThem) {
+  std::mt19937_64 random(20261128);
+  const std::string alphabet[] = {"a", "b", " ", ",", "\"", "\"\"", "\r", "\n", "\r\n",
+                                  "\t", "x y", "long field", "\" , \""};
+  int differences = 0;
+  int skipped = 0;
+  for (int trial = 0; trial < 20000; ++trial) {
+    std::string text;
+    const int pieces = static_cast<int>(random() % 40);
+    for (int i = 0; i < pieces; ++i) text += alphabet[random() % std::size(alphabet)];
+    CsvOptions options;
+    options.drop_malformed_records = true;
+    options.max_record_bytes = 1 + static_cast<int64_t>(random() % 12);
+    options.read_block_bytes = random() % 4 == 0 ? kCsvReadBlockBytes : 1 + random() % 9;
+    const std::string expected = Transcript<ReferenceRecordReader>(text, options);
+    const std::string actual = Transcript<CsvRecordReader>(text, options);
+    skipped += absl::StrContains(expected, "longer than") ? 1 : 0;
+    if (expected != actual && ++differences <= 5) {
+      ADD_FAILURE() << "input '" << absl::CEscape(text) << "' block " << options.read_block_bytes
+                    << " limit " << options.max_record_bytes << "\nexpected:\n"
+                    << expected << "\nactual:\n"
+                    << actual;
+    }
+  }
+  EXPECT_EQ(differences, 0);
+  EXPECT_GT(skipped, 1000);  // the case is exercised
 }
 
 // Spreadsheet exports start with a UTF-8 byte order mark; it is not part of
@@ -456,6 +509,79 @@ TEST(CsvTableReaderTest, ChunksAndMemoReadAsTheRowReader) {
     EXPECT_EQ(clamped, expected->clamped_cells) << text;
   }
   EXPECT_GT(tables, 500);  // the comparison of cells ran, not only of errors
+}
+
+// drop_malformed_records (issue 37 item 3; the scale-out partials): a row
+// the upload would refuse is dropped and counted, and the rows around it are
+// read as before. Oracle: each line read alone under the header by the
+// row reader; the kept rows are those it accepts, in order, and the dropped
+// lines those it refuses. A dropped row's clamped cells are not counted.
+TEST(CsvTableReaderTest, DroppedRowsAreTheRowsTheUploadRefuses) {
+  const Schema schema = TestSchema();
+  std::mt19937_64 random(37);
+  const std::vector<std::string> ages = {"30", "100", "-5", "x", "", "1e999", "nan", "inf"};
+  const std::vector<std::string> cities = {"Paris", "\"New York, NY\"", "?", "Lyon"};
+  const std::vector<std::string> scores = {"0.5", "1.5", "abc"};
+  const std::vector<std::string> labels = {"no", "yes.", "maybe"};
+  int dropped_total = 0;
+  for (int trial = 0; trial < 400; ++trial) {
+    const std::string header = "age,city,score,y\n";
+    std::vector<std::string> lines;
+    const int rows = static_cast<int>(random() % 30);
+    for (int r = 0; r < rows; ++r) {
+      const bool wild = random() % 4 == 0;
+      auto pick = [&](const std::vector<std::string>& options, int valid) {
+        return options[random() % (wild ? options.size() : static_cast<size_t>(valid))];
+      };
+      lines.push_back(absl::StrCat(pick(ages, 3), ",", pick(cities, 3), ",", pick(scores, 2),
+                                   ",", pick(labels, 2), random() % 30 == 0 ? ",extra" : ""));
+    }
+    Eigen::MatrixXd expected(0, schema.num_columns());
+    int64_t expected_clamped = 0;
+    std::vector<int64_t> expected_lines;
+    std::string text = header;
+    for (size_t r = 0; r < lines.size(); ++r) {
+      text += lines[r] + "\n";
+      const absl::StatusOr<Table> alone = ReferenceReadCsv(schema, header + lines[r] + "\n");
+      if (!alone.ok()) {
+        expected_lines.push_back(static_cast<int64_t>(r) + 2);  // the header is line 1
+        continue;
+      }
+      Eigen::MatrixXd grown(expected.rows() + 1, expected.cols());
+      grown << expected, alone->cells;
+      expected = grown;
+      expected_clamped += alone->clamped_cells;
+    }
+    CsvOptions options;
+    options.drop_malformed_records = true;
+    std::istringstream input(text);
+    auto reader = CsvTableReader::Open(schema, &input, options, "src").value();
+    const int64_t chunk_rows = 1 + static_cast<int64_t>(random() % 7);
+    Eigen::MatrixXd cells(0, schema.num_columns());
+    int64_t clamped = 0;
+    Table chunk;
+    while (true) {
+      const absl::StatusOr<bool> more = reader->Next(chunk_rows, &chunk);
+      ASSERT_TRUE(more.ok()) << more.status();
+      if (!*more) break;
+      Eigen::MatrixXd grown(cells.rows() + chunk.num_rows(), cells.cols());
+      grown << cells, chunk.cells;
+      cells = grown;
+      clamped += chunk.clamped_cells;
+    }
+    EXPECT_EQ(cells, expected) << text;
+    EXPECT_EQ(clamped, expected_clamped) << text;
+    EXPECT_EQ(reader->malformed_records(), static_cast<int64_t>(expected_lines.size())) << text;
+    std::vector<int64_t> example_lines;
+    for (const MalformedRecord& record : reader->malformed_examples()) {
+      example_lines.push_back(record.line);
+      EXPECT_FALSE(record.detail.empty());
+    }
+    expected_lines.resize(std::min(expected_lines.size(), kMaxMalformedExamples));
+    EXPECT_EQ(example_lines, expected_lines) << text;
+    dropped_total += static_cast<int>(reader->malformed_records());
+  }
+  EXPECT_GT(dropped_total, 500);
 }
 
 // Long files: a column of distinct measurements (the memo gives up on it)
