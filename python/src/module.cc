@@ -64,6 +64,17 @@ PlanPtr PlanOfMarginals(const std::string& schema, std::vector<std::vector<int>>
   return Unwrap(Plan::Marginals(schema, std::move(cliques)));
 }
 
+// (partial, count of null rows, [(line, message), ...] of the first ones):
+// what Plan.read_csv and read_csv_file return. The messages are the
+// curator's (they may quote a cell).
+py::tuple WithMalformed(Partial partial, const MalformedRows& malformed) {
+  py::list examples;
+  for (const data::MalformedRecord& record : malformed.examples) {
+    examples.append(py::make_tuple(record.line, record.detail));
+  }
+  return py::make_tuple(std::move(partial), malformed.count, examples);
+}
+
 Partial ComputeTable(const Plan& plan, data::Table table) {
   absl::StatusOr<Partial> partial;
   {
@@ -179,6 +190,24 @@ PYBIND11_MODULE(_core, m) {
           py::arg("block"),
           "The exact partial of a pandas DataFrame (or a mapping of column -> array).")
       .def(
+          "read_csv",
+          [](const Plan& p, const std::string& text, const std::string& source) {
+            absl::StatusOr<Partial> partial;
+            MalformedRows malformed;
+            {
+              py::gil_scoped_release release;
+              std::istringstream input(text);
+              partial = p.ComputeCsv(&input, source, kCsvChunkRows, &malformed);
+            }
+            return WithMalformed(Unwrap(std::move(partial)), malformed);
+          },
+          py::arg("text"), py::arg("source") = "<block>",
+          "(partial, null rows, [(line, message), ...]) of CSV text with a header, read as "
+          "the server reads an upload, except that a row an upload would refuse is a null "
+          "row: counted in num_rows, adding nothing (docs/privacy.md 6.5). The count and the "
+          "first rows' lines and messages are for the curator only. Only a header error "
+          "raises.")
+      .def(
           "partial_csv",
           [](const Plan& p, const std::string& text, const std::string& source) {
             absl::StatusOr<Partial> partial;
@@ -190,7 +219,21 @@ PYBIND11_MODULE(_core, m) {
             return Unwrap(std::move(partial));
           },
           py::arg("text"), py::arg("source") = "<block>",
-          "The exact partial of CSV text with a header, read as the server reads an upload.")
+          "read_csv's partial alone.")
+      .def(
+          "read_csv_file",
+          [](const Plan& p, const std::string& path, int64_t chunk_rows) {
+            absl::StatusOr<Partial> partial;
+            MalformedRows malformed;
+            {
+              py::gil_scoped_release release;
+              partial = p.ComputeCsvFile(path, chunk_rows, &malformed);
+            }
+            return WithMalformed(Unwrap(std::move(partial)), malformed);
+          },
+          py::arg("path"), py::arg("chunk_rows") = kCsvChunkRows,
+          "read_csv of the CSV file at `path`, streamed in chunks of rows (bounded memory); a "
+          "header error starts with the path.")
       .def(
           "partial_csv_file",
           [](const Plan& p, const std::string& path, int64_t chunk_rows) {
@@ -202,8 +245,7 @@ PYBIND11_MODULE(_core, m) {
             return Unwrap(std::move(partial));
           },
           py::arg("path"), py::arg("chunk_rows") = kCsvChunkRows,
-          "partial_csv of the CSV file at `path`, streamed in chunks of rows (bounded memory); "
-          "errors start with the path and the line.")
+          "read_csv_file's partial alone.")
       .def("empty", &Plan::Empty, "The partial of no rows.")
       .def(
           "engine_statistic",
