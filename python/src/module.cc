@@ -190,6 +190,25 @@ PYBIND11_MODULE(_core, m) {
           py::arg("block"),
           "The exact partial of a pandas DataFrame (or a mapping of column -> array).")
       .def(
+          "read_block",
+          [](const Plan& p, const py::object& block) {
+            BlockMalformed malformed;
+            data::Table table = Unwrap(TableFromColumns(p.schema(), block, &malformed));
+            Partial partial = ComputeTable(p, std::move(table));
+            // A null row is one of the block's rows, adding nothing.
+            partial.num_rows += malformed.count;
+            MalformedRows rows;
+            rows.count = malformed.count;
+            rows.examples = std::move(malformed.examples);
+            return WithMalformed(std::move(partial), rows);
+          },
+          py::arg("block"),
+          "partial's total form, for a reader of another format (docs/privacy.md 6.5): "
+          "(partial, null rows, [(row, message), ...]); a row with a cell an upload would "
+          "refuse is a null row, counted in num_rows and adding nothing (row: its 0-based "
+          "position in the block). Only the block's shape raises (a missing column, columns "
+          "of different lengths).")
+      .def(
           "read_csv",
           [](const Plan& p, const std::string& text, const std::string& source) {
             absl::StatusOr<Partial> partial;
