@@ -51,12 +51,14 @@ absl::StatusOr<bool> CsvRecordReader::Next(std::vector<std::string>* fields) {
 // read counts towards max_record_bytes, blank lines before the record
 // included, except the second quote of a pair.
 //
-// With drop_malformed_records a record past max_record_bytes is
-// `overflowing`: its remaining bytes follow the same rules but none is
-// kept (so memory stays bounded), and its error is returned at its end.
-// Whether a field is still blank (the quote rule) is then tracked by
-// `overflow_field_nonblank` for the bytes not kept. A blank line resets the
-// count there: blank lines are not records.
+// With drop_malformed_records a record is one line (docs/privacy.md 6.5):
+// an LF ends it inside quotes too, and the record is then malformed (its
+// error is returned and the next call starts at the next line), as it is
+// when the input ends inside quotes. A record past max_record_bytes is
+// `overflowing`: the rest of its line is skipped, none of it kept (so
+// memory stays bounded), and its error is returned at the line's end. The
+// records are thus the non-blank lines whatever they hold. A blank line
+// resets the count there: blank lines are not records.
 absl::StatusOr<bool> CsvRecordReader::NextViews(std::vector<absl::string_view>* fields) {
   fields->clear();
   record_.clear();
@@ -76,43 +78,74 @@ absl::StatusOr<bool> CsvRecordReader::NextViews(std::vector<absl::string_view>* 
   int64_t record_bytes = 0;
   const int64_t max_bytes = options_.max_record_bytes;
   const char delimiter = options_.delimiter;
-  const bool resync = options_.drop_malformed_records;
+  const bool by_line = options_.drop_malformed_records;
   bool overflowing = false;
-  bool overflow_field_nonblank = false;
   const auto too_long = [&] {
     return absl::InvalidArgumentError(
         absl::StrCat("line ", record_line_, ": record longer than ", max_bytes, " bytes"));
   };
+  const auto unclosed_on_line = [&] {
+    return absl::InvalidArgumentError(
+        absl::StrCat("line ", record_line_, ": quoted field not closed on its line"));
+  };
   record_line_ = line_ + 1;
   while (true) {
     if (pos_ == end_ && !Fill()) {
+      if (!any_char) return false;
+      if (overflowing) return too_long();
       if (in_quotes) {
+        if (by_line) return unclosed_on_line();
         return absl::InvalidArgumentError(
             absl::StrCat("line ", record_line_, ": unterminated quoted field at end of input"));
       }
-      if (!any_char) return false;
-      if (overflowing) return too_long();
       field_ends_.push_back(record_.size());
       ++line_;
       break;
     }
     if (record_bytes >= max_bytes && !overflowing) {
-      if (!resync) return too_long();
+      if (!by_line) return too_long();
       overflowing = true;
     }
-    // Bytes that may be read before the record is too long.
-    const size_t room =
-        overflowing ? end_ - pos_
-                    : static_cast<size_t>(std::min<int64_t>(static_cast<int64_t>(end_ - pos_),
-                                                            max_bytes - record_bytes));
     const char* const begin = block_.data() + pos_;
+    if (overflowing) {
+      // The rest of the line, kept nowhere. Only CRs so far: a blank line
+      // unless a later byte of it is something else.
+      const void* const newline = std::memchr(begin, '\n', end_ - pos_);
+      const size_t run = newline == nullptr
+                             ? end_ - pos_
+                             : static_cast<size_t>(static_cast<const char*>(newline) - begin);
+      if (!any_char) {
+        any_char = std::any_of(begin, begin + run, [](char c) { return c != '\r'; });
+      }
+      pos_ += run;
+      if (newline == nullptr) continue;
+      ++pos_;
+      ++line_;
+      if (any_char) return too_long();
+      record_line_ = line_ + 1;
+      record_bytes = 0;
+      overflowing = false;
+      continue;
+    }
+    // Bytes that may be read before the record is too long.
+    const size_t room = static_cast<size_t>(
+        std::min<int64_t>(static_cast<int64_t>(end_ - pos_), max_bytes - record_bytes));
     if (in_quotes) {
-      // A run up to the next quote: the field's, LFs counted as lines.
+      // A run up to the next quote: the field's, LFs counted as lines (by
+      // line: up to an LF, which ends the record).
       const void* quote = std::memchr(begin, '"', room);
-      const size_t run =
+      size_t run =
           quote == nullptr ? room : static_cast<size_t>(static_cast<const char*>(quote) - begin);
+      if (by_line) {
+        const void* const newline = std::memchr(begin, '\n', run);
+        if (newline != nullptr) {
+          pos_ += static_cast<size_t>(static_cast<const char*>(newline) - begin) + 1;
+          ++line_;
+          return unclosed_on_line();
+        }
+      }
       if (run > 0) {
-        if (!overflowing) record_.append(begin, run);
+        record_.append(begin, run);
         line_ += std::count(begin, begin + run, '\n');
         pos_ += run;
         record_bytes += static_cast<int64_t>(run);
@@ -123,7 +156,7 @@ absl::StatusOr<bool> CsvRecordReader::NextViews(std::vector<absl::string_view>* 
       if (pos_ == end_) Fill();
       if (pos_ < end_ && block_[pos_] == '"') {
         ++pos_;  // not counted (the reader has always counted a pair as one byte)
-        if (!overflowing) record_.push_back('"');
+        record_.push_back('"');
       } else {
         in_quotes = false;
       }
@@ -132,12 +165,7 @@ absl::StatusOr<bool> CsvRecordReader::NextViews(std::vector<absl::string_view>* 
     size_t run = 0;
     while (run < room && !is_special_[static_cast<unsigned char>(begin[run])]) ++run;
     if (run > 0) {
-      if (!overflowing) {
-        record_.append(begin, run);
-      } else if (!overflow_field_nonblank) {
-        overflow_field_nonblank =
-            !absl::StripAsciiWhitespace(absl::string_view(begin, run)).empty();
-      }
+      record_.append(begin, run);
       any_char = true;
       pos_ += run;
       record_bytes += static_cast<int64_t>(run);
@@ -151,32 +179,25 @@ absl::StatusOr<bool> CsvRecordReader::NextViews(std::vector<absl::string_view>* 
       ++line_;
       if (!any_char) {  // blank line
         record_line_ = line_ + 1;
-        if (resync) {
-          record_bytes = 0;
-          overflowing = false;
-        }
+        if (by_line) record_bytes = 0;
         continue;
       }
-      if (overflowing) return too_long();
       field_ends_.push_back(record_.size());
       break;
     }
     any_char = true;
     if (c == delimiter) {
-      if (!overflowing) field_ends_.push_back(record_.size());
+      field_ends_.push_back(record_.size());
       field_start = record_.size();
       field_was_quoted = false;
-      overflow_field_nonblank = false;
-    } else if (c == '"' && !field_was_quoted && !overflow_field_nonblank &&
+    } else if (c == '"' && !field_was_quoted &&
                absl::StripAsciiWhitespace(absl::string_view(record_).substr(field_start))
                    .empty()) {
       in_quotes = true;
       field_was_quoted = true;
       record_.resize(field_start);
-    } else if (!overflowing) {
+    } else {
       record_.push_back(c);
-    } else if (!absl::ascii_isspace(static_cast<unsigned char>(c))) {
-      overflow_field_nonblank = true;
     }
   }
   size_t start = 0;

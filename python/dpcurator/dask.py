@@ -125,24 +125,55 @@ def shard_partial(plan, path):
     return read_shard(plan, path).partial
 
 
+def _line_records(path):
+    """The number of records read_shard frames in the shard at `path`, header
+    included: its non-blank lines (a blank line holds nothing but CRs), one
+    record each (docs/privacy.md 6.5). None when a CR stands other than
+    before an LF: pandas ends a line there, the upload reader does not (it
+    drops a CR outside quotes). Read in blocks: bounded memory."""
+    records = 0
+    tail = b""
+    with open(path, "rb") as f:
+        while True:
+            block = f.read(1 << 20)
+            if not block:
+                break
+            data = tail + block
+            cut = data.rfind(b"\n") + 1
+            body, tail = data[:cut], data[cut:]
+            if body.count(b"\r") != body.count(b"\r\n"):
+                return None
+            lines = body.replace(b"\r\n", b"\n").split(b"\n")
+            records += len(lines) - lines.count(b"")
+    if b"\r" in tail:
+        return None
+    return records + (1 if tail else 0)
+
+
 def read_shard_pandas(plan, path):
     """read_shard through pandas.read_csv with csv_options(plan) and
     plan.partial(frame) (`--reader pandas`; slower than read_shard, whose
     reader streams the file in C++ with no DataFrame between:
     bench/dask_bench.py), with the upload reader as the arbiter: where
-    pandas or plan.partial fails in any way, or pandas fills in a cell
+    pandas or plan.partial fails in any way, pandas fills in a cell
     (csv_options recognises no missing-value token, so a NaN is a row with
-    fewer fields than the header, which the upload reader refuses), the
-    shard is read again by read_shard, whose Shard is the answer. Blank
-    lines are not skipped here: pandas would also skip a line of spaces,
-    which the upload reader counts as a (malformed) row, and the row count
-    must be read_shard's (under REPLACE_ONE the server checks it against
-    the public n); a blank line reads as a row of NaN and so goes to
+    fewer fields than the header, which the upload reader refuses), or
+    pandas frames the file otherwise than by line, the shard is read again
+    by read_shard, whose Shard is the answer. read_shard's records are the
+    non-blank lines (docs/privacy.md 6.5); pandas lets a quoted field span
+    lines and ends a line at a lone CR, so its frame is taken only when it
+    has one row per non-blank line after the header and the file has no
+    lone CR (a row that spans lines covers at least two non-blank lines, so
+    the counts then differ). Blank lines are not skipped here: pandas would
+    also skip a line of spaces, which the upload reader counts as a
+    (malformed) row; a blank line reads as a row of NaN and so goes to
     read_shard, which skips it. So the result is read_shard's, malformed
     rows included (tests/python/test_shards.py)."""
     try:
         frame = pd.read_csv(path, skip_blank_lines=False, **csv_options(plan))
-        if not frame.isna().any().any():
+        records = _line_records(path)
+        if (records is not None and len(frame) == records - 1
+                and not frame.isna().any().any()):
             return Shard(plan.partial(frame))
     except Exception:  # noqa: BLE001: whatever pandas makes of a row, read_shard decides
         pass

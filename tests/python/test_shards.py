@@ -73,11 +73,10 @@ class ShardReadersTest(unittest.TestCase):
             "missing field": (15, lambda f: f[:3]),
             "one field": (16, lambda f: ["   "]),
             # a record longer than the reader's limit, unquoted and quoted
-            # (delimiters, quotes and line ends inside): the reader skips to
-            # its end by the CSV rules and reads on.
+            # (delimiters and quotes inside): the reader skips to the end of
+            # its line and reads on.
             "too long": (17, lambda f: [f[0], f[1], long_text, f[3]]),
-            "too long, quoted": (18, lambda f: [f[0], f[1], '"a,""b\n' + long_text + '\n,"',
-                                                f[3]]),
+            "too long, quoted": (18, lambda f: [f[0], f[1], '"a,""b' + long_text + ',"', f[3]]),
             "too long in a label": (19, lambda f: f[:3] + [" " * 10 + long_text]),
         }
         for case, (line, edit) in cases.items():
@@ -98,18 +97,97 @@ class ShardReadersTest(unittest.TestCase):
                     self.assertEqual(shard_partial(self.plan, path).num_rows, 40)
                     self.assertTrue(np.isfinite(shard.partial.values).all())
 
-    def test_an_unterminated_quote_at_the_end_is_one_null_row(self):
-        lines = fixtures.random_csv(20, seed=4).splitlines()
-        text = "\n".join(lines) + '\n30,40,"Gov\n31,41,Gov,>50K\n'
-        path = self.shard(text)
+    def check_null_lines(self, bad_lines, null_lines, good_lines, name="shard-q.csv"):
+        # Both readers: one record per non-blank line after the header, the
+        # lines in null_lines null rows (in order) and the partial that of
+        # good_lines (header first) alone.
+        path = self.shard("".join(bad_lines), name)
+        expected = self.plan.partial_csv("\n".join(good_lines) + "\n")
+        self.assertEqual(expected.num_rows, len(good_lines) - 1)
         for name, reader in READERS.items():
             with self.subTest(reader=name):
                 shard = reader(self.plan, path)
-                self.assertEqual((shard.partial.num_rows, shard.malformed_rows), (21, 1))
-                self.assertEqual(shard.malformed_lines[0][0], 22)
+                self.assertEqual((shard.partial.num_rows, shard.malformed_rows),
+                                 (expected.num_rows + len(null_lines), len(null_lines)))
+                self.assertEqual([line for line, _ in shard.malformed_lines], null_lines)
+                self.assertLessEqual(fixtures.relative_difference(shard.partial.values,
+                                                                  expected.values), 1e-12)
+
+    def test_an_unterminated_quote_is_one_null_row_on_its_line(self):
+        # The residue of docs/privacy.md 6.5 before the line rule: a field
+        # that opens a quote and never closes it made the rest of the shard
+        # one record (one null row), so the shard's row count, which the
+        # server checks against the public n under REPLACE_ONE, depended on
+        # a row's contents. A record is now one line: the line is a null
+        # row, and the next line starts a record.
+        lines = fixtures.random_csv(40, seed=4).splitlines()
+        for line in (2, 9, 23, 41):  # the header is line 1; 41 is the last
+            for ending in ("\n", "\r\n"):
+                with self.subTest(line=line, ending=repr(ending)):
+                    bad = [text + ending for text in lines]
+                    fields = lines[line - 1].split(",")
+                    bad[line - 1] = f'{fields[0]},{fields[1]},"{fields[2]},{fields[3]}{ending}'
+                    self.check_null_lines(bad, [line], lines[:line - 1] + lines[line:],
+                                          f"shard-q{line}-{len(ending)}.csv")
+
+    def test_a_quote_closed_on_a_later_line_ends_at_its_line(self):
+        # A quoted field that the RFC would continue onto the next line:
+        # each line is its own record, here both null rows. Pandas reads the
+        # two lines as one good row (hours "80.8\n" parses as a number), so
+        # read_shard_pandas must not take its frame.
+        lines = fixtures.random_csv(40, seed=3).splitlines()
+        for ending in ("\n", "\r\n"):
+            with self.subTest(ending=repr(ending)):
+                bad = [text + ending for text in lines]
+                first, second = lines[9].split(","), lines[10].split(",")
+                bad[9] = f'{first[0]},"{first[1]}{ending}'
+                bad[10] = f'",{second[2]},{second[3]}{ending}'
+                self.check_null_lines(bad, [10, 11], lines[:9] + lines[11:],
+                                      f"shard-span-{len(ending)}.csv")
+        # A quoted field holding line ends and a blank line: the blank line
+        # is not a record, each other line is one.
+        bad = [text + "\n" for text in lines]
+        bad[19:22] = ['1,2,"Gov\n', "\n", 'x",>50K\n']
+        self.check_null_lines(bad, [20, 22], lines[:19] + lines[22:], "shard-span-blank.csv")
+
+    def test_a_lone_carriage_return_does_not_end_a_line(self):
+        # Outside quotes the upload reader drops a CR (CRLF line ends), so a
+        # CR inside a line leaves one record, here of 7 fields: a null row.
+        # Pandas ends a line at a lone CR and read two good rows.
+        lines = fixtures.random_csv(40, seed=3).splitlines()
+        bad = [text + "\n" for text in lines]
+        bad[9:11] = [lines[9] + "\r" + lines[10] + "\n"]
+        self.check_null_lines(bad, [10], lines[:9] + lines[11:], "shard-cr.csv")
+
+    def test_the_row_count_is_the_number_of_lines(self):
+        # N, the partial's rows, is the number of non-blank lines after the
+        # header (a blank line holds nothing but CRs), whatever the lines
+        # hold: the count the curator declares as n under REPLACE_ONE.
+        import random
+
+        rng = random.Random(37)
+        pieces = ['"', '""', ",", "x", "Gov", "40", " ", "\r", '"a\nb"', "\n", "\r\n"]
+        good = fixtures.random_csv(30, seed=6).splitlines()
+        for trial in range(40):
+            body = []
+            for text in good[1:]:
+                body.append(text if rng.random() < 0.6 else
+                            "".join(rng.choice(pieces) for _ in range(rng.randint(0, 12))))
+            text = good[0] + "\n" + "\n".join(body) + rng.choice(["", "\n", "\r\n"])
+            path = self.shard(text, f"shard-n{trial}.csv")
+            with open(path, "rb") as f:
+                physical = f.read().split(b"\n")
+            lines = sum(1 for line in physical[1:] if line.strip(b"\r"))
+            shards = {}
+            for name, reader in READERS.items():
+                with self.subTest(trial=trial, reader=name):
+                    shard = shards[name] = reader(self.plan, path)
+                    self.assertEqual(shard.partial.num_rows, lines)
+                    self.assertTrue(np.isfinite(shard.partial.values).all())
+            with self.subTest(trial=trial):
+                self.assertEqual(shards["pandas"].malformed_rows, shards["upload"].malformed_rows)
                 self.assertLessEqual(fixtures.relative_difference(
-                    shard.partial.values, self.plan.partial_csv("\n".join(lines) + "\n").values),
-                    1e-12)
+                    shards["pandas"].partial.values, shards["upload"].partial.values), 1e-12)
 
     def test_every_row_malformed(self):
         # Every contribution is null: the zero vector, and every row counted.
