@@ -222,10 +222,11 @@ PYBIND11_MODULE(_core, m) {
           },
           py::arg("text"), py::arg("source") = "<block>",
           "(partial, null rows, [(line, message), ...]) of CSV text with a header, read as "
-          "the server reads an upload, except that a row an upload would refuse is a null "
-          "row: counted in num_rows, adding nothing (docs/privacy.md 6.5). The count and the "
-          "first rows' lines and messages are for the curator only. Only a header error "
-          "raises.")
+          "the server reads an upload, except that a record is one line (a quoted field may "
+          "not span lines) and a row an upload would refuse is a null row: counted in "
+          "num_rows, adding nothing (docs/privacy.md 6.5), so num_rows is the number of "
+          "non-blank lines after the header. The count and the first rows' lines and "
+          "messages are for the curator only. Only a header error raises.")
       .def(
           "partial_csv",
           [](const Plan& p, const std::string& text, const std::string& source) {

@@ -107,13 +107,16 @@ class Plan {
   // a time, each chunk's partial added in, so memory stays bounded whatever
   // the file's size. Nothing of a chunk outlives it.
   //
-  // A total function of the records (docs/privacy.md 6.5): a record the
+  // A total function of the records (docs/privacy.md 6.5), which are the
+  // non-blank lines after the header (CsvOptions::drop_malformed_records:
+  // a record ends at its line's end, inside quotes too): a record the
   // upload would refuse (an undeclared category, a cell that is not a
-  // finite number, a field count other than the header's, a record longer
-  // than the reader's limit, an unterminated quote at the end) is a null
-  // row: it adds nothing to the sums or the counts and is counted in
+  // finite number, a field count other than the header's, a line longer
+  // than the reader's limit, a quoted field not closed on its line) is a
+  // null row: it adds nothing to the sums or the counts and is counted in
   // num_rows (under REPLACE_ONE the server checks num_rows against the
-  // public n). `malformed`, when given, gets their count and first lines.
+  // public n, so num_rows is the number of lines whatever they hold).
+  // `malformed`, when given, gets their count and first lines.
   // Only a header the schema cannot map is an error ("<source>: <detail>").
   absl::StatusOr<Partial> ComputeCsv(std::istream* input, const std::string& source,
                                      int64_t chunk_rows = kCsvChunkRows,
