@@ -141,10 +141,15 @@ def _line_records(path):
             data = tail + block
             cut = data.rfind(b"\n") + 1
             body, tail = data[:cut], data[cut:]
-            if body.count(b"\r") != body.count(b"\r\n"):
-                return None
-            lines = body.replace(b"\r\n", b"\n").split(b"\n")
-            records += len(lines) - lines.count(b"")
+            if b"\r" in body:
+                if body.count(b"\r") != body.count(b"\r\n"):
+                    return None
+                body = body.replace(b"\r\n", b"\n")
+            if body.startswith(b"\n") or b"\n\n" in body:  # blank lines
+                lines = body.split(b"\n")
+                records += len(lines) - lines.count(b"")
+            else:
+                records += body.count(b"\n")
     if b"\r" in tail:
         return None
     return records + (1 if tail else 0)
