@@ -50,6 +50,15 @@ absl::StatusOr<bool> CsvRecordReader::Next(std::vector<std::string>* fields) {
 // doubled quote is one quote and a single one closes the quotes. Every byte
 // read counts towards max_record_bytes, blank lines before the record
 // included, except the second quote of a pair.
+//
+// With drop_malformed_records a record is one line (docs/privacy.md 6.5):
+// an LF ends it inside quotes too, and the record is then malformed (its
+// error is returned and the next call starts at the next line), as it is
+// when the input ends inside quotes. A record past max_record_bytes is
+// `overflowing`: the rest of its line is skipped, none of it kept (so
+// memory stays bounded), and its error is returned at the line's end. The
+// records are thus the non-blank lines whatever they hold. A blank line
+// resets the count there: blank lines are not records.
 absl::StatusOr<bool> CsvRecordReader::NextViews(std::vector<absl::string_view>* fields) {
   fields->clear();
   record_.clear();
@@ -69,31 +78,72 @@ absl::StatusOr<bool> CsvRecordReader::NextViews(std::vector<absl::string_view>* 
   int64_t record_bytes = 0;
   const int64_t max_bytes = options_.max_record_bytes;
   const char delimiter = options_.delimiter;
+  const bool by_line = options_.drop_malformed_records;
+  bool overflowing = false;
+  const auto too_long = [&] {
+    return absl::InvalidArgumentError(
+        absl::StrCat("line ", record_line_, ": record longer than ", max_bytes, " bytes"));
+  };
+  const auto unclosed_on_line = [&] {
+    return absl::InvalidArgumentError(
+        absl::StrCat("line ", record_line_, ": quoted field not closed on its line"));
+  };
   record_line_ = line_ + 1;
   while (true) {
     if (pos_ == end_ && !Fill()) {
+      if (!any_char) return false;
+      if (overflowing) return too_long();
       if (in_quotes) {
+        if (by_line) return unclosed_on_line();
         return absl::InvalidArgumentError(
             absl::StrCat("line ", record_line_, ": unterminated quoted field at end of input"));
       }
-      if (!any_char) return false;
       field_ends_.push_back(record_.size());
       ++line_;
       break;
     }
-    if (record_bytes >= max_bytes) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("line ", record_line_, ": record longer than ", max_bytes, " bytes"));
+    if (record_bytes >= max_bytes && !overflowing) {
+      if (!by_line) return too_long();
+      overflowing = true;
+    }
+    const char* const begin = block_.data() + pos_;
+    if (overflowing) {
+      // The rest of the line, kept nowhere. Only CRs so far: a blank line
+      // unless a later byte of it is something else.
+      const void* const newline = std::memchr(begin, '\n', end_ - pos_);
+      const size_t run = newline == nullptr
+                             ? end_ - pos_
+                             : static_cast<size_t>(static_cast<const char*>(newline) - begin);
+      if (!any_char) {
+        any_char = std::any_of(begin, begin + run, [](char c) { return c != '\r'; });
+      }
+      pos_ += run;
+      if (newline == nullptr) continue;
+      ++pos_;
+      ++line_;
+      if (any_char) return too_long();
+      record_line_ = line_ + 1;
+      record_bytes = 0;
+      overflowing = false;
+      continue;
     }
     // Bytes that may be read before the record is too long.
     const size_t room = static_cast<size_t>(
         std::min<int64_t>(static_cast<int64_t>(end_ - pos_), max_bytes - record_bytes));
-    const char* const begin = block_.data() + pos_;
     if (in_quotes) {
-      // A run up to the next quote: the field's, LFs counted as lines.
+      // A run up to the next quote: the field's, LFs counted as lines (by
+      // line: up to an LF, which ends the record).
       const void* quote = std::memchr(begin, '"', room);
-      const size_t run =
+      size_t run =
           quote == nullptr ? room : static_cast<size_t>(static_cast<const char*>(quote) - begin);
+      if (by_line) {
+        const void* const newline = std::memchr(begin, '\n', run);
+        if (newline != nullptr) {
+          pos_ += static_cast<size_t>(static_cast<const char*>(newline) - begin) + 1;
+          ++line_;
+          return unclosed_on_line();
+        }
+      }
       if (run > 0) {
         record_.append(begin, run);
         line_ += std::count(begin, begin + run, '\n');
@@ -129,6 +179,7 @@ absl::StatusOr<bool> CsvRecordReader::NextViews(std::vector<absl::string_view>* 
       ++line_;
       if (!any_char) {  // blank line
         record_line_ = line_ + 1;
+        if (by_line) record_bytes = 0;
         continue;
       }
       field_ends_.push_back(record_.size());
@@ -300,30 +351,62 @@ absl::StatusOr<bool> CsvTableReader::Next(int64_t max_rows, Table* table) {
   if (max_rows <= kReserveRows) values_.reserve(static_cast<size_t>(max_rows * num_columns));
   int64_t rows = 0;
   int64_t clamped_cells = 0;
+  int64_t dropped = 0;
+  const bool drop = options_.drop_malformed_records;
+  // A record that cannot be read: the error, or (drop) counted and skipped.
+  // `detail` is the message after "<source>:<line>: ".
+  const auto malformed = [&](int64_t line, absl::string_view detail) {
+    if (drop) {
+      ++dropped;
+      ++malformed_records_;
+      if (malformed_examples_.size() < kMaxMalformedExamples) {
+        malformed_examples_.push_back(MalformedRecord{line, std::string(detail)});
+      }
+      return absl::OkStatus();
+    }
+    return absl::InvalidArgumentError(absl::StrCat(source_, ":", line, ": ", detail));
+  };
   while (rows < max_rows) {
     auto has = reader_.NextViews(&fields_);
     if (!has.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat(source_, ": ", has.status().message()));
+      if (!drop) {
+        return absl::InvalidArgumentError(absl::StrCat(source_, ": ", has.status().message()));
+      }
+      // The record reader's message starts "line N: "; it has read past
+      // the record (CsvRecordReader::Next), so reading goes on.
+      absl::string_view detail = has.status().message();
+      const size_t colon = detail.find(": ");
+      if (colon != absl::string_view::npos) detail.remove_prefix(colon + 2);
+      DPC_RETURN_IF_ERROR(malformed(reader_.line_number(), detail));
+      continue;
     }
     if (!*has) break;
     if (fields_.size() != expected_fields_) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          source_, ":", reader_.line_number(), ": row has ", fields_.size(), " fields, expected ",
-          expected_fields_,
-          options_.has_header ? " (as many as the header)" : " (one per schema column)",
-          "; quote fields that contain the delimiter"));
+      DPC_RETURN_IF_ERROR(malformed(
+          reader_.line_number(),
+          absl::StrCat("row has ", fields_.size(), " fields, expected ", expected_fields_,
+                       options_.has_header ? " (as many as the header)"
+                                           : " (one per schema column)",
+                       "; quote fields that contain the delimiter")));
+      continue;
     }
+    int64_t row_clamped = 0;
+    bool kept = true;
     for (int c = 0; c < num_columns; ++c) {
       absl::StatusOr<ParsedCell> cell =
           Parse(c, fields_[static_cast<size_t>(mapping_[static_cast<size_t>(c)])]);
       if (!cell.ok()) {
         // The row is not kept (TableBuilder::AddRow adds a row whole).
-        return absl::InvalidArgumentError(
-            absl::StrCat(source_, ":", reader_.line_number(), ": ", cell.status().message()));
+        values_.resize(static_cast<size_t>(rows * num_columns));
+        DPC_RETURN_IF_ERROR(malformed(reader_.line_number(), cell.status().message()));
+        kept = false;
+        break;
       }
       values_.push_back(cell->value);
-      clamped_cells += cell->clamped ? 1 : 0;
+      row_clamped += cell->clamped ? 1 : 0;
     }
+    if (!kept) continue;
+    clamped_cells += row_clamped;
     ++rows;
   }
   table->cells = Eigen::Map<const Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic,
@@ -331,7 +414,7 @@ absl::StatusOr<bool> CsvTableReader::Next(int64_t max_rows, Table* table) {
                                                                   num_columns);
   table->pixels.clear();
   table->clamped_cells = clamped_cells;
-  return rows > 0;
+  return rows > 0 || dropped > 0;
 }
 
 absl::StatusOr<Table> ReadCsv(const Schema& schema, std::istream* input,

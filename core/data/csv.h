@@ -30,11 +30,33 @@ struct CsvOptions {
   // Bytes read from the stream at a time (tests make it tiny, so that
   // records and quote pairs straddle blocks).
   size_t read_block_bytes = kCsvReadBlockBytes;
+  // The scale-out partials' reading (python/src/partials.h; docs/privacy.md
+  // 6.5): a record is one line (a quoted field may not hold a line end),
+  // and a record that cannot be read (a field count other than the
+  // header's, a cell Schema::ParseCell refuses, longer than
+  // max_record_bytes, a quoted field not closed on its line) is dropped and
+  // counted (CsvTableReader::malformed_records) instead of ending the read,
+  // so that the read is a total function of the records and the number of
+  // records, kept or dropped, is the number of non-blank lines whatever
+  // they hold. An upload leaves it false: a stored dataset never holds such
+  // a row, and a quoted field there may span lines (RFC 4180).
+  bool drop_malformed_records = false;
 };
 
+// A record that CsvOptions::drop_malformed_records dropped: its line and
+// the reader's message (which may quote a cell: for the curator only).
+struct MalformedRecord {
+  int64_t line = 0;
+  std::string detail;
+};
+// Dropped records a CsvTableReader keeps the line and message of (it
+// counts them all).
+inline constexpr size_t kMaxMalformedExamples = 8;
+
 // Splits a stream into records (RFC 4180 quoting; surrounding whitespace of
-// unquoted fields is kept and trimmed later by Schema::ParseCell). Blank lines
-// are skipped. A UTF-8 byte order mark (EF BB BF) at the very start of the
+// unquoted fields is kept and trimmed later by Schema::ParseCell; with
+// CsvOptions::drop_malformed_records a record is one line). Blank lines
+// (nothing but CRs) are skipped. A UTF-8 byte order mark (EF BB BF) at the very start of the
 // stream is dropped: spreadsheet exports write one, and it would otherwise
 // become part of the first column's name. Streams: reads the input in blocks
 // of kCsvReadBlockBytes and holds one record's fields at a time (in one
@@ -44,6 +66,11 @@ class CsvRecordReader {
   CsvRecordReader(std::istream* input, CsvOptions options);
 
   // Reads the next record into `fields`; returns false at the end of input.
+  // With options.drop_malformed_records a record ends at the end of its
+  // line, inside quotes too (its error is then returned), and a record
+  // longer than max_record_bytes is skipped to the end of its line (holding
+  // none of its bytes) before its error is returned, so that the next call
+  // starts at the next line.
   absl::StatusOr<bool> Next(std::vector<std::string>* fields);
   // The same record as views into the reader's buffer, valid until the next
   // call (the bulk readers' path: no string per field).
@@ -116,7 +143,15 @@ class CsvTableReader {
 
   // Replaces *table with the next rows, at most `max_rows` (>= 1); false
   // when no row was left (*table then has none). Errors are ReadCsv's.
+  // With options.drop_malformed_records a record that cannot be read is
+  // dropped and counted instead, and only a header error is an error; true
+  // then means that records were read, kept or dropped (a chunk may keep
+  // none).
   absl::StatusOr<bool> Next(int64_t max_rows, Table* table);
+  // Records dropped so far (drop_malformed_records), and the first
+  // kMaxMalformedExamples of them in file order.
+  int64_t malformed_records() const { return malformed_records_; }
+  const std::vector<MalformedRecord>& malformed_examples() const { return malformed_examples_; }
 
  private:
   struct CellMemo;
@@ -134,6 +169,8 @@ class CsvTableReader {
   std::vector<CellMemo> memos_;
   std::vector<absl::string_view> fields_;
   std::vector<double> values_;  // row-major while reading
+  int64_t malformed_records_ = 0;
+  std::vector<MalformedRecord> malformed_examples_;
 };
 
 // Reads CSV text from `input` into a Table under `schema`. Errors start with

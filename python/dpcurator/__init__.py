@@ -178,7 +178,12 @@ class Curator:
 
     def fail(self, job_id, dataset_id, reason):
         """Marks the job failed; the analyst is told only that it failed in
-        the curator's cluster. `reason` must name no cell's value."""
+        the curator's cluster. For infrastructure faults only (shards lost
+        for good, a cluster that cannot run the job): never because of what
+        a row holds, or whether the job fails would tell the analyst about
+        that row (docs/privacy.md 6.5; the runner reads such a row as a
+        null row and never calls this). `reason` must name no cell's
+        value."""
         self._curator.fail(job_id, dataset_id, reason)
 
 

@@ -4,6 +4,8 @@ merges reduces them on the cluster, and only the merged partial (a few MB
 whatever the row count) reaches the caller. Dask schedules, retries and
 moves the data; nothing here is a scheduler or a wire protocol."""
 
+from typing import NamedTuple
+
 import dask
 import pandas as pd
 
@@ -39,10 +41,12 @@ def use_worker_malloc_environ():
 
 
 class ShardError(ValueError):
-    """Rows of a CSV shard that the plan cannot read (the runner fails the
-    job on it). `shard` is the file, `line` its line (1 is the header; 0
-    when unknown) and `detail` the module's message, which is for the
-    curator only: it may quote a categorical cell."""
+    """A CSV shard the plan cannot read at all: its header (a schema column
+    it does not name, a column named twice) or an empty file. Not raised
+    for a row: a row that cannot be read is a null row (Shard,
+    docs/privacy.md 6.5). The runner leaves the job pending on it. `shard`
+    is the file, `line` its line (0 when unknown) and `detail` the module's
+    message, which is for the curator only."""
 
     def __init__(self, shard, line, detail):
         super().__init__(f"{shard}:{line if line else '?'}: {detail}")
@@ -53,6 +57,19 @@ class ShardError(ValueError):
     def __reduce__(self):
         # Raised on a worker, re-raised in the client: pickled by its fields.
         return (ShardError, (self.shard, self.line, self.detail))
+
+
+class Shard(NamedTuple):
+    """A shard's partial and what its reader read as null rows
+    (docs/privacy.md 6.5): `malformed_rows` rows an upload would refuse,
+    each counted in partial.num_rows with no contribution, and
+    `malformed_lines`, (line, message) of the first few (the header is line
+    1). The count and the lines are for the curator only: the runner prints
+    them on its stderr and sends the server the partial alone."""
+
+    partial: object
+    malformed_rows: int = 0
+    malformed_lines: tuple = ()
 
 
 def _partial_series(block, plan):
@@ -80,51 +97,94 @@ def exact_partial(plan, frame, split_every=8):
     return level[0]
 
 
-def _line_of(message, shard):
-    """(line, detail) of the module's CSV reader's message
-    "<shard>:<line>: <detail>" (core/data/csv.cc); line 0 when it names
-    none (a header or encoding error: "<shard>: <detail>")."""
-    prefix = f"{shard}:"
-    if not message.startswith(prefix):
-        return 0, message
-    rest = message[len(prefix):]
-    number, colon, detail = rest.partition(":")
-    if colon and number.isdigit():
-        return int(number), detail.strip()
-    return 0, rest.strip()
-
-
-def shard_partial(plan, path):
-    """The exact partial of one CSV shard with a header (a file path the
-    worker can open), read by the module's upload reader: the server's own
-    CSV rules (plan.partial_csv_file, data::CsvTableReader), so a shard is
-    read exactly as an upload of it would be, streamed in chunks of rows
-    (bounded memory). A malformed row raises ShardError with the shard and
-    line; a shard that cannot be opened raises OSError (the runner leaves
-    the job pending)."""
+def read_shard(plan, path):
+    """The Shard of one CSV shard with a header (a file path the worker can
+    open), read by the module's upload reader: the server's own CSV rules
+    (plan.read_csv_file, data::CsvTableReader), so every row an upload of
+    the shard would accept is read as the upload reads it, streamed in
+    chunks of rows (bounded memory). A total function of the rows: a row an
+    upload would refuse is a null row (counted, no contribution) and never
+    an error. A shard that cannot be opened raises OSError, a header the
+    schema cannot map ShardError (the runner leaves the job pending on
+    either: they depend on the files, not on a row)."""
     with open(path, "rb"):
         pass
     try:
-        return plan.partial_csv_file(path)
+        partial, malformed, lines = plan.read_csv_file(path)
     except ValueError as error:
-        line, detail = _line_of(str(error), path)
-        raise ShardError(path, line, detail) from None
+        message = str(error)
+        prefix = f"{path}: "
+        raise ShardError(path, 0, message[len(prefix):] if message.startswith(prefix)
+                         else message) from None
+    return Shard(partial, malformed, tuple(lines))
+
+
+def shard_partial(plan, path):
+    """read_shard's partial alone: `(plan, path) -> Partial`, the shape of a
+    --reader function."""
+    return read_shard(plan, path).partial
+
+
+def _line_records(path):
+    """The number of records read_shard frames in the shard at `path`, header
+    included: its non-blank lines (a blank line holds nothing but CRs), one
+    record each (docs/privacy.md 6.5). None when a CR stands other than
+    before an LF: pandas ends a line there, the upload reader does not (it
+    drops a CR outside quotes). Read in blocks: bounded memory."""
+    records = 0
+    tail = b""
+    with open(path, "rb") as f:
+        while True:
+            block = f.read(1 << 20)
+            if not block:
+                break
+            data = tail + block
+            cut = data.rfind(b"\n") + 1
+            body, tail = data[:cut], data[cut:]
+            if b"\r" in body:
+                if body.count(b"\r") != body.count(b"\r\n"):
+                    return None
+                body = body.replace(b"\r\n", b"\n")
+            if body.startswith(b"\n") or b"\n\n" in body:  # blank lines
+                lines = body.split(b"\n")
+                records += len(lines) - lines.count(b"")
+            else:
+                records += body.count(b"\n")
+    if b"\r" in tail:
+        return None
+    return records + (1 if tail else 0)
+
+
+def read_shard_pandas(plan, path):
+    """read_shard through pandas.read_csv with csv_options(plan) and
+    plan.partial(frame) (`--reader pandas`; slower than read_shard, whose
+    reader streams the file in C++ with no DataFrame between:
+    bench/dask_bench.py), with the upload reader as the arbiter: where
+    pandas or plan.partial fails in any way, pandas fills in a cell
+    (csv_options recognises no missing-value token, so a NaN is a row with
+    fewer fields than the header, which the upload reader refuses), or
+    pandas frames the file otherwise than by line, the shard is read again
+    by read_shard, whose Shard is the answer. read_shard's records are the
+    non-blank lines (docs/privacy.md 6.5); pandas lets a quoted field span
+    lines and ends a line at a lone CR, so its frame is taken only when it
+    has one row per non-blank line after the header and the file has no
+    lone CR (a row that spans lines covers at least two non-blank lines, so
+    the counts then differ). Blank lines are not skipped here: pandas would
+    also skip a line of spaces, which the upload reader counts as a
+    (malformed) row; a blank line reads as a row of NaN and so goes to
+    read_shard, which skips it. So the result is read_shard's, malformed
+    rows included (tests/python/test_shards.py)."""
+    try:
+        frame = pd.read_csv(path, skip_blank_lines=False, **csv_options(plan))
+        records = _line_records(path)
+        if (records is not None and len(frame) == records - 1
+                and not frame.isna().any().any()):
+            return Shard(plan.partial(frame))
+    except Exception:  # noqa: BLE001: whatever pandas makes of a row, read_shard decides
+        pass
+    return read_shard(plan, path)
 
 
 def shard_partial_pandas(plan, path):
-    """shard_partial through pandas.read_csv with csv_options(plan) and
-    plan.partial(frame) (`--reader pandas`; slower than shard_partial,
-    whose reader streams the file in C++ with no DataFrame between:
-    bench/dask_bench.py), with the
-    upload reader as the arbiter: where pandas fails, or fills in a cell
-    (csv_options recognises no missing-value token, so a NaN is a row with
-    fewer fields than the header, which the upload reader refuses), the
-    shard is read again by shard_partial, whose partial or ShardError (with
-    the line) is the answer."""
-    try:
-        frame = pd.read_csv(path, **csv_options(plan))
-        if not frame.isna().any().any():
-            return plan.partial(frame)
-    except ValueError:
-        pass
-    return shard_partial(plan, path)
+    """read_shard_pandas's partial alone."""
+    return read_shard_pandas(plan, path).partial

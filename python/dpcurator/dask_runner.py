@@ -8,14 +8,20 @@ It takes the external dataset's pending jobs from the server (a curator
 token), builds each job's plan from the schema and request the server
 stored, computes one exact partial per CSV shard on the Dask cluster,
 merges them there in a tree, and submits the merged statistic to the server,
-which checks it against the plan and noises it. Progress goes to stderr. A
-shard with a malformed row fails the job (FailJob): stderr names the shard,
-the line and the module's message; the reason sent to the server names only
-the shard's file name and the line.
+which checks it against the plan and noises it. Progress goes to stderr.
+
+A row that cannot be read (one an upload would refuse: an undeclared
+category, a cell that is not a finite number, a wrong field count) is a
+null row: counted in the partial's rows, adding nothing (docs/privacy.md
+6.5). The job goes on; stderr, the curator's only, gives the count and
+each such row's shard, line and message. Nothing the server or the analyst
+sees depends on it. The runner never fails a job (FailJob is the curator's,
+for an infrastructure fault it cannot fix: docs/scale-out.md).
 
 Exit status: 0 when every job taken was submitted (or there was none), 1
-when one failed or was left pending by an error (a missing shard, a worker
-lost too often, a refused submission), 2 for a usage error.
+when one was left pending by an error (a missing shard, a header the schema
+cannot map, a worker lost too often, a refused submission), 2 for a usage
+error.
 """
 
 import argparse
@@ -25,11 +31,10 @@ import sys
 import time
 
 import dpcurator
-from dpcurator.dask import (ShardError, shard_partial, shard_partial_pandas,
-                             use_worker_malloc_environ)
+from dpcurator.dask import Shard, read_shard, read_shard_pandas, use_worker_malloc_environ
 
 PROG = "python3 -m dpcurator.dask_runner"
-READERS = {"upload": shard_partial, "pandas": shard_partial_pandas}
+READERS = {"upload": read_shard, "pandas": read_shard_pandas}
 
 
 def log(message):
@@ -77,8 +82,10 @@ def parse_args(argv):
                         "bench/dask_bench.py); 'pandas', pandas.read_csv with "
                         "dpcurator.csv_options(plan), the server's reader deciding any row "
                         "pandas fails or fills in; or MODULE:FUNCTION, a function "
-                        "(plan, path) -> dpcurator.Partial that the workers can import (other "
-                        "file formats), raising dpcurator.dask.ShardError for a malformed row")
+                        "(plan, path) -> dpcurator.Partial or dpcurator.dask.Shard that the "
+                        "workers can import (other file formats). A reader must be a total "
+                        "function of the rows: a row it cannot read is a null row, counted "
+                        "in the partial's rows and adding nothing (docs/privacy.md 6.5)")
     args = parser.parse_args(argv)
     try:
         args.reader_function = reader_of(args.reader)
@@ -131,45 +138,72 @@ def _expand(pattern):
     return sorted(glob.glob(pattern))
 
 
-def _merge(partials):
-    return dpcurator.merge_all(partials)
+def _partial_of(result):
+    # A reader returns a Partial or a Shard (a partial and its null rows).
+    return result.partial if isinstance(result, Shard) else result
 
 
-class JobFailed(Exception):
-    """A job the runner failed on the server (a malformed shard)."""
+def _merge(results):
+    return dpcurator.merge_all(_partial_of(r) for r in results)
 
 
-def compute(client, plan, paths, job_id, split_every=8, reader=shard_partial):
+def _malformed_of(result):
+    """(count, lines) of a shard's null rows: a few bytes, fetched by the
+    runner instead of the shard's partial."""
+    if isinstance(result, Shard):
+        return result.malformed_rows, tuple(result.malformed_lines)
+    return 0, ()
+
+
+def compute(client, plan, paths, job_id, split_every=8, reader=read_shard):
     """The merged partial of every shard, computed and reduced on the
-    cluster; only the merged partial comes back. Raises ShardError for a
-    malformed shard (the first one seen); Dask recomputes the partials of a
-    lost worker by itself."""
+    cluster; only the merged partial comes back (and each shard's count of
+    null rows, which is logged). Raises what a shard's reader raised (a
+    shard that cannot be opened, a header the schema cannot map); Dask
+    recomputes the partials of a lost worker by itself."""
     from distributed import as_completed
 
     futures = [client.submit(reader, plan, path, pure=False) for path in paths]
     shard_of = {future.key: path for future, path in zip(futures, paths)}
     done = 0
+    malformed_rows = malformed_shards = 0
     try:
         for future in as_completed(futures):
             if future.status == "error":
                 raise future.exception()
             done += 1
-            log(f"job {job_id}: shard {done}/{len(paths)} done "
-                f"({os.path.basename(shard_of[future.key])})")
+            path = shard_of[future.key]
+            count, lines = client.submit(_malformed_of, future, pure=False).result()
+            note = ""
+            if count:
+                malformed_rows += count
+                malformed_shards += 1
+                note = f"; {count} malformed {'row' if count == 1 else 'rows'} read as null"
+            log(f"job {job_id}: shard {done}/{len(paths)} done ({os.path.basename(path)}{note})")
+            for line, detail in lines:
+                log(f"job {job_id}: {path}, line {line}: malformed row, read as a null row "
+                    f"(counted, adding nothing): {detail}")
+            if count > len(lines):
+                log(f"job {job_id}: {path}: {count - len(lines)} more malformed rows")
+        if malformed_rows:
+            log(f"job {job_id}: {malformed_rows} malformed "
+                f"{'row' if malformed_rows == 1 else 'rows'} in {malformed_shards} "
+                f"{'shard' if malformed_shards == 1 else 'shards'}, each read as a null row "
+                "(docs/privacy.md 6.5); the server and the analyst are not told")
         level = futures
         while len(level) > 1:
             level = [client.submit(_merge, level[i:i + split_every], pure=False)
                      for i in range(0, len(level), split_every)]
-        return level[0].result()
+        return _partial_of(level[0].result())
     finally:
         client.cancel(futures)
 
 
 def run_job(client, curator, dataset_id, job, pattern, split_every=8,
-            reader=shard_partial):
+            reader=read_shard):
     """Computes and submits one job: the merged partial when the server
-    took its statistic, else None. A malformed shard fails the job
-    (raises JobFailed); other errors leave it pending for a later runner."""
+    took its statistic, else None (the job is left pending for a later
+    runner: an error the curator fixes, never a row's contents)."""
     job_id = job["job_id"]
     try:
         plan = dpcurator.Plan.from_request(job["schema"], job["request"])
@@ -188,16 +222,7 @@ def run_job(client, curator, dataset_id, job, pattern, split_every=8,
     started = time.monotonic()
     try:
         merged = compute(client, plan, paths, job_id, split_every, reader)
-    except ShardError as error:
-        where = f"line {error.line}" if error.line else "a line the reader could not tell"
-        log(f"job {job_id}: shard {error.shard}, {where}: {error.detail}")
-        # The server's copy names the file and the line, never a cell's text.
-        curator.fail(job_id, dataset_id,
-                     f"malformed row in shard {os.path.basename(error.shard)}, {where}")
-        log(f"job {job_id}: failed on the server (the analyst is told it failed in the "
-            "curator's cluster)")
-        raise JobFailed(job_id) from None
-    except Exception as error:  # noqa: BLE001: anything else leaves the job pending
+    except Exception as error:  # noqa: BLE001: a shard or the cluster; the job stays pending
         log(f"job {job_id}: not computed, left pending: {type(error).__name__}: {error}")
         return None
     log(f"job {job_id}: {merged.num_rows} rows merged in {time.monotonic() - started:.1f} s; "
@@ -218,12 +243,9 @@ def run_once(client, curator, args):
         log(f"no pending jobs on {args.dataset}")
     ok = True
     for job in jobs:
-        try:
-            merged = run_job(client, curator, args.dataset, job, args.data, args.split_every,
-                             args.reader_function)
-            ok = ok and merged is not None
-        except JobFailed:
-            ok = False
+        merged = run_job(client, curator, args.dataset, job, args.data, args.split_every,
+                         args.reader_function)
+        ok = ok and merged is not None
     return ok
 
 

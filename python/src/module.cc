@@ -64,6 +64,17 @@ PlanPtr PlanOfMarginals(const std::string& schema, std::vector<std::vector<int>>
   return Unwrap(Plan::Marginals(schema, std::move(cliques)));
 }
 
+// (partial, count of null rows, [(line, message), ...] of the first ones):
+// what Plan.read_csv and read_csv_file return. The messages are the
+// curator's (they may quote a cell).
+py::tuple WithMalformed(Partial partial, const MalformedRows& malformed) {
+  py::list examples;
+  for (const data::MalformedRecord& record : malformed.examples) {
+    examples.append(py::make_tuple(record.line, record.detail));
+  }
+  return py::make_tuple(std::move(partial), malformed.count, examples);
+}
+
 Partial ComputeTable(const Plan& plan, data::Table table) {
   absl::StatusOr<Partial> partial;
   {
@@ -179,6 +190,44 @@ PYBIND11_MODULE(_core, m) {
           py::arg("block"),
           "The exact partial of a pandas DataFrame (or a mapping of column -> array).")
       .def(
+          "read_block",
+          [](const Plan& p, const py::object& block) {
+            BlockMalformed malformed;
+            data::Table table = Unwrap(TableFromColumns(p.schema(), block, &malformed));
+            Partial partial = ComputeTable(p, std::move(table));
+            // A null row is one of the block's rows, adding nothing.
+            partial.num_rows += malformed.count;
+            MalformedRows rows;
+            rows.count = malformed.count;
+            rows.examples = std::move(malformed.examples);
+            return WithMalformed(std::move(partial), rows);
+          },
+          py::arg("block"),
+          "partial's total form, for a reader of another format (docs/privacy.md 6.5): "
+          "(partial, null rows, [(row, message), ...]); a row with a cell an upload would "
+          "refuse is a null row, counted in num_rows and adding nothing (row: its 0-based "
+          "position in the block). Only the block's shape raises (a missing column, columns "
+          "of different lengths).")
+      .def(
+          "read_csv",
+          [](const Plan& p, const std::string& text, const std::string& source) {
+            absl::StatusOr<Partial> partial;
+            MalformedRows malformed;
+            {
+              py::gil_scoped_release release;
+              std::istringstream input(text);
+              partial = p.ComputeCsv(&input, source, kCsvChunkRows, &malformed);
+            }
+            return WithMalformed(Unwrap(std::move(partial)), malformed);
+          },
+          py::arg("text"), py::arg("source") = "<block>",
+          "(partial, null rows, [(line, message), ...]) of CSV text with a header, read as "
+          "the server reads an upload, except that a record is one line (a quoted field may "
+          "not span lines) and a row an upload would refuse is a null row: counted in "
+          "num_rows, adding nothing (docs/privacy.md 6.5), so num_rows is the number of "
+          "non-blank lines after the header. The count and the first rows' lines and "
+          "messages are for the curator only. Only a header error raises.")
+      .def(
           "partial_csv",
           [](const Plan& p, const std::string& text, const std::string& source) {
             absl::StatusOr<Partial> partial;
@@ -190,7 +239,21 @@ PYBIND11_MODULE(_core, m) {
             return Unwrap(std::move(partial));
           },
           py::arg("text"), py::arg("source") = "<block>",
-          "The exact partial of CSV text with a header, read as the server reads an upload.")
+          "read_csv's partial alone.")
+      .def(
+          "read_csv_file",
+          [](const Plan& p, const std::string& path, int64_t chunk_rows) {
+            absl::StatusOr<Partial> partial;
+            MalformedRows malformed;
+            {
+              py::gil_scoped_release release;
+              partial = p.ComputeCsvFile(path, chunk_rows, &malformed);
+            }
+            return WithMalformed(Unwrap(std::move(partial)), malformed);
+          },
+          py::arg("path"), py::arg("chunk_rows") = kCsvChunkRows,
+          "read_csv of the CSV file at `path`, streamed in chunks of rows (bounded memory); a "
+          "header error starts with the path.")
       .def(
           "partial_csv_file",
           [](const Plan& p, const std::string& path, int64_t chunk_rows) {
@@ -202,8 +265,7 @@ PYBIND11_MODULE(_core, m) {
             return Unwrap(std::move(partial));
           },
           py::arg("path"), py::arg("chunk_rows") = kCsvChunkRows,
-          "partial_csv of the CSV file at `path`, streamed in chunks of rows (bounded memory); "
-          "errors start with the path and the line.")
+          "read_csv_file's partial alone.")
       .def("empty", &Plan::Empty, "The partial of no rows.")
       .def(
           "engine_statistic",

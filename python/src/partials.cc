@@ -244,28 +244,40 @@ absl::StatusOr<Partial> Plan::Compute(const data::Table& rows) const {
 }
 
 absl::StatusOr<Partial> Plan::ComputeCsv(std::istream* input, const std::string& source,
-                                         int64_t chunk_rows) const {
+                                         int64_t chunk_rows, MalformedRows* malformed) const {
   if (chunk_rows < 1) return absl::InvalidArgumentError("chunk_rows must be at least 1");
+  data::CsvOptions options;
+  // Null rows instead of errors (docs/privacy.md 6.5): after admission the
+  // analyst's view must not depend on whether some row could be read.
+  options.drop_malformed_records = true;
   DPC_ASSIGN_OR_RETURN(std::unique_ptr<data::CsvTableReader> reader,
-                       data::CsvTableReader::Open(schema_, input, data::CsvOptions{}, source));
+                       data::CsvTableReader::Open(schema_, input, options, source));
   Partial total = Empty();
   data::Table chunk;
   while (true) {
     DPC_ASSIGN_OR_RETURN(const bool more, reader->Next(chunk_rows, &chunk));
     if (!more) break;
+    if (chunk.num_rows() == 0) continue;  // every record of the chunk was dropped
     DPC_ASSIGN_OR_RETURN(const Partial part, Compute(chunk));
     total.num_rows += part.num_rows;
     total.values += part.values;
   }
+  // A null row's contribution is the zero vector; it is one of the rows.
+  total.num_rows += reader->malformed_records();
+  if (malformed != nullptr) {
+    malformed->count = reader->malformed_records();
+    malformed->examples = reader->malformed_examples();
+  }
   return total;
 }
 
-absl::StatusOr<Partial> Plan::ComputeCsvFile(const std::string& path, int64_t chunk_rows) const {
+absl::StatusOr<Partial> Plan::ComputeCsvFile(const std::string& path, int64_t chunk_rows,
+                                             MalformedRows* malformed) const {
   std::ifstream input(path, std::ios::binary);
   if (!input) {
     return absl::NotFoundError(absl::StrCat("cannot open '", path, "' for reading"));
   }
-  return ComputeCsv(&input, path, chunk_rows);
+  return ComputeCsv(&input, path, chunk_rows, malformed);
 }
 
 absl::StatusOr<Eigen::VectorXd> Plan::EngineStatistic(const data::Table& rows) const {

@@ -16,6 +16,7 @@
 #include "Eigen/Core"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "core/data/csv.h"
 #include "core/data/schema.h"
 #include "core/data/table.h"
 #include "core/embed/charfn.h"
@@ -49,6 +50,16 @@ struct Partial {
 // encoded features are 9 MB of encoded doubles, and a chunk amortises the
 // embedding's per-call thread start (core/embed/labelled_embedding.cc).
 inline constexpr int64_t kCsvChunkRows = int64_t{1} << 16;
+
+// The records a CSV partial read as null rows (docs/privacy.md 6.5): each
+// is counted in Partial::num_rows and adds nothing to the statistic. For the
+// curator only (the runner's stderr): it is not part of the partial, so it
+// never reaches the server.
+struct MalformedRows {
+  int64_t count = 0;
+  // The first data::kMaxMalformedExamples, in file order.
+  std::vector<data::MalformedRecord> examples;
+};
 
 enum class PlanKind { kRffEmbedding, kCharfnEmbedding, kMarginals };
 
@@ -92,15 +103,28 @@ class Plan {
   // The exact partial of `rows` (read under schema()).
   absl::StatusOr<Partial> Compute(const data::Table& rows) const;
   // The exact partial of CSV text with a header line, read by the upload's
-  // reader (data::CsvTableReader: the server's rules and its
-  // "<source>:<line>: <detail>" errors) kCsvChunkRows rows at a time, each
-  // chunk's partial added in, so memory stays bounded whatever the file's
-  // size. Nothing of a chunk outlives it.
+  // reader (data::CsvTableReader: the server's rules) kCsvChunkRows rows at
+  // a time, each chunk's partial added in, so memory stays bounded whatever
+  // the file's size. Nothing of a chunk outlives it.
+  //
+  // A total function of the records (docs/privacy.md 6.5), which are the
+  // non-blank lines after the header (CsvOptions::drop_malformed_records:
+  // a record ends at its line's end, inside quotes too): a record the
+  // upload would refuse (an undeclared category, a cell that is not a
+  // finite number, a field count other than the header's, a line longer
+  // than the reader's limit, a quoted field not closed on its line) is a
+  // null row: it adds nothing to the sums or the counts and is counted in
+  // num_rows (under REPLACE_ONE the server checks num_rows against the
+  // public n, so num_rows is the number of lines whatever they hold).
+  // `malformed`, when given, gets their count and first lines.
+  // Only a header the schema cannot map is an error ("<source>: <detail>").
   absl::StatusOr<Partial> ComputeCsv(std::istream* input, const std::string& source,
-                                     int64_t chunk_rows = kCsvChunkRows) const;
+                                     int64_t chunk_rows = kCsvChunkRows,
+                                     MalformedRows* malformed = nullptr) const;
   // ComputeCsv of the file at `path` (NOT_FOUND when it cannot be opened).
   absl::StatusOr<Partial> ComputeCsvFile(const std::string& path,
-                                         int64_t chunk_rows = kCsvChunkRows) const;
+                                         int64_t chunk_rows = kCsvChunkRows,
+                                         MalformedRows* malformed = nullptr) const;
   // A partial of no rows (the merge's identity).
   Partial Empty() const;
 

@@ -2,6 +2,8 @@
 
 #include <cmath>
 #include <cstdint>
+#include <iterator>
+#include <map>
 #include <optional>
 #include <sstream>
 #include <vector>
@@ -35,6 +37,58 @@ absl::Status CellError(int64_t row, const absl::Status& status) {
   return absl::InvalidArgumentError(
       absl::StrCat("row ", row, " of the block: ", status.message()));
 }
+
+// TableFromColumns's rows that cannot be read. Strict (drop == nullptr): the
+// first is the error. Dropping: each is marked, and the first
+// kMaxMalformedExamples by row keep their message.
+class BadRows {
+ public:
+  BadRows(BlockMalformed* drop, int64_t num_rows) : drop_(drop) {
+    if (drop_ != nullptr) {
+      bad_.assign(static_cast<size_t>(num_rows), 0);
+      clamped_.assign(static_cast<size_t>(num_rows), 0);
+    }
+  }
+  // OK when dropping (the row is marked), else the error.
+  absl::Status Mark(int64_t row, absl::Status error) {
+    if (drop_ == nullptr) return error;
+    bad_[static_cast<size_t>(row)] = 1;
+    auto [it, inserted] = messages_.emplace(row, std::string(error.message()));
+    if (inserted && messages_.size() > data::kMaxMalformedExamples) {
+      messages_.erase(std::prev(messages_.end()));
+    }
+    return absl::OkStatus();
+  }
+  void Clamped(int64_t row, bool clamped, data::Table* table) {
+    if (drop_ != nullptr) clamped_[static_cast<size_t>(row)] += clamped ? 1 : 0;
+    table->clamped_cells += clamped ? 1 : 0;
+  }
+  // Removes the marked rows from `table` and reports them.
+  void Finish(data::Table* table) {
+    if (drop_ == nullptr) return;
+    int64_t kept = 0;
+    int64_t clamped = 0;
+    for (int64_t r = 0; r < table->num_rows(); ++r) {
+      if (bad_[static_cast<size_t>(r)]) continue;
+      if (kept != r) table->cells.row(kept) = table->cells.row(r);
+      clamped += clamped_[static_cast<size_t>(r)];
+      ++kept;
+    }
+    drop_->count = table->num_rows() - kept;
+    table->cells.conservativeResize(kept, Eigen::NoChange);
+    table->clamped_cells = clamped;
+    drop_->examples.clear();
+    for (const auto& [row, message] : messages_) {
+      drop_->examples.push_back(data::MalformedRecord{row, message});
+    }
+  }
+
+ private:
+  BlockMalformed* drop_;
+  std::vector<uint8_t> bad_;
+  std::vector<int32_t> clamped_;
+  std::map<int64_t, std::string> messages_;
+};
 
 // A pandas Series of the categorical dtype (what csv_options asks
 // read_csv for): its codes index its categories, -1 a missing cell.
@@ -82,7 +136,7 @@ std::optional<Coded> CodesOf(const py::object& column, const py::array* array) {
 // error names the first row (in block order) whose value fails, as the
 // cell-by-cell path does.
 absl::Status FillCoded(const data::Schema& schema, int c, const Coded& coded, int64_t num_rows,
-                       data::Table* table) {
+                       BadRows* bad_rows, data::Table* table) {
   if (!coded.codes || coded.codes.ndim() != 1 || coded.codes.shape(0) != num_rows) {
     return absl::InternalError(
         absl::StrCat("column '", schema.column(c).name, "': codes of the wrong shape"));
@@ -103,9 +157,13 @@ absl::Status FillCoded(const data::Schema& schema, int c, const Coded& coded, in
     }
     const absl::StatusOr<data::ParsedCell>& cell =
         parsed[code < 0 ? num_uniques : static_cast<size_t>(code)];
-    if (!cell.ok()) return CellError(r, cell.status());
+    if (!cell.ok()) {
+      DPC_RETURN_IF_ERROR(bad_rows->Mark(r, CellError(r, cell.status())));
+      table->cells(r, c) = 0.0;
+      continue;
+    }
     table->cells(r, c) = cell->value;
-    table->clamped_cells += cell->clamped ? 1 : 0;
+    bad_rows->Clamped(r, cell->clamped, table);
   }
   return absl::OkStatus();
 }
@@ -113,7 +171,7 @@ absl::Status FillCoded(const data::Schema& schema, int c, const Coded& coded, in
 }  // namespace
 
 absl::StatusOr<data::Table> TableFromColumns(const data::Schema& schema,
-                                             const py::object& block) {
+                                             const py::object& block, BlockMalformed* malformed) {
   const int num_columns = schema.num_columns();
   py::module_ numpy = py::module_::import("numpy");
   int64_t num_rows = -1;
@@ -152,6 +210,7 @@ absl::StatusOr<data::Table> TableFromColumns(const data::Schema& schema,
     raw[static_cast<size_t>(c)] = std::move(column);
   }
   table.cells.resize(num_rows < 0 ? 0 : num_rows, num_columns);
+  BadRows bad_rows(malformed, table.num_rows());
   for (int c = 0; c < num_columns; ++c) {
     const data::Column& column = schema.column(c);
     const std::optional<py::array>& array = arrays[static_cast<size_t>(c)];
@@ -167,13 +226,17 @@ absl::StatusOr<data::Table> TableFromColumns(const data::Schema& schema,
       for (int64_t r = 0; r < num_rows; ++r) {
         const double value = view(r);
         if (!std::isfinite(value)) {
-          return absl::InvalidArgumentError(absl::StrCat(
-              "column '", column.name, "', row ", r,
-              " of the block: not a finite number (a missing value, and the column is numeric)"));
+          DPC_RETURN_IF_ERROR(bad_rows.Mark(
+              r, absl::InvalidArgumentError(absl::StrCat(
+                     "column '", column.name, "', row ", r,
+                     " of the block: not a finite number (a missing value, and the column is "
+                     "numeric)"))));
+          table.cells(r, c) = 0.0;
+          continue;
         }
         const data::ParsedCell cell = data::ClampNumeric(column, value);
         table.cells(r, c) = cell.value;
-        table.clamped_cells += cell.clamped ? 1 : 0;
+        bad_rows.Clamped(r, cell.clamped, &table);
       }
       continue;
     }
@@ -186,17 +249,22 @@ absl::StatusOr<data::Table> TableFromColumns(const data::Schema& schema,
     const std::optional<Coded> coded =
         CodesOf(raw[static_cast<size_t>(c)], array.has_value() ? &*array : nullptr);
     if (coded.has_value()) {
-      DPC_RETURN_IF_ERROR(FillCoded(schema, c, *coded, num_rows, &table));
+      DPC_RETURN_IF_ERROR(FillCoded(schema, c, *coded, num_rows, &bad_rows, &table));
       continue;
     }
     const py::list cells = array->attr("tolist")();
     for (int64_t r = 0; r < num_rows; ++r) {
       auto cell = schema.ParseCell(c, CellText(cells[static_cast<size_t>(r)]));
-      if (!cell.ok()) return CellError(r, cell.status());
+      if (!cell.ok()) {
+        DPC_RETURN_IF_ERROR(bad_rows.Mark(r, CellError(r, cell.status())));
+        table.cells(r, c) = 0.0;
+        continue;
+      }
       table.cells(r, c) = cell->value;
-      table.clamped_cells += cell->clamped ? 1 : 0;
+      bad_rows.Clamped(r, cell->clamped, &table);
     }
   }
+  bad_rows.Finish(&table);
   return table;
 }
 

@@ -10,6 +10,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/match.h"
 #include "gtest/gtest.h"
 
 namespace dpcurator::data {
@@ -86,22 +87,38 @@ class ReferenceRecordReader {
     bool field_was_quoted = false;
     bool any_char = false;
     int64_t record_bytes = 0;
+    // drop_malformed_records: a record is one line. An LF ends it inside
+    // quotes too (a malformed record), and a record past the limit is read
+    // to its line's end by the same rules, its error returned there; blank
+    // lines are not part of a record and do not count towards the limit.
+    const bool resync = options_.drop_malformed_records;
+    bool overflowing = false;
+    const auto too_long = [&] {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "line ", record_line_, ": record longer than ", options_.max_record_bytes, " bytes"));
+    };
+    const auto unclosed = [&] {
+      return absl::InvalidArgumentError(
+          absl::StrCat("line ", record_line_, ": quoted field not closed on its line"));
+    };
     record_line_ = line_ + 1;
     while (true) {
       const int ch = Get();
       if (ch == std::char_traits<char>::eof()) {
+        if (!any_char) return false;
+        if (overflowing) return too_long();
         if (in_quotes) {
+          if (resync) return unclosed();
           return absl::InvalidArgumentError(
               absl::StrCat("line ", record_line_, ": unterminated quoted field at end of input"));
         }
-        if (!any_char) return false;
         fields->push_back(std::move(field));
         ++line_;
         return true;
       }
       if (++record_bytes > options_.max_record_bytes) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "line ", record_line_, ": record longer than ", options_.max_record_bytes, " bytes"));
+        if (!resync) return too_long();
+        overflowing = true;
       }
       const char c = static_cast<char>(ch);
       if (in_quotes) {
@@ -113,7 +130,10 @@ class ReferenceRecordReader {
             in_quotes = false;
           }
         } else {
-          if (c == '\n') ++line_;
+          if (c == '\n') {
+            ++line_;
+            if (resync) return overflowing ? too_long() : unclosed();
+          }
           field.push_back(c);
         }
         continue;
@@ -123,8 +143,13 @@ class ReferenceRecordReader {
         ++line_;
         if (!any_char) {
           record_line_ = line_ + 1;
+          if (resync) {
+            record_bytes = 0;
+            overflowing = false;
+          }
           continue;
         }
+        if (overflowing) return too_long();
         fields->push_back(std::move(field));
         return true;
       }
@@ -166,7 +191,8 @@ class ReferenceRecordReader {
   int64_t record_line_ = 0;
 };
 
-// Every record, its line and the final error (or "end"), as text.
+// Every record, its line and the final error (or "end"), as text. With
+// drop_malformed_records an error is written and reading goes on.
 template <typename Reader>
 std::string Transcript(const std::string& text, const CsvOptions& options) {
   std::istringstream input(text);
@@ -175,6 +201,10 @@ std::string Transcript(const std::string& text, const CsvOptions& options) {
   std::vector<std::string> fields;
   for (int records = 0; records < 10000; ++records) {
     auto has = reader.Next(&fields);
+    if (!has.ok() && options.drop_malformed_records) {
+      absl::StrAppend(&out, "error: ", has.status().message(), "\n");
+      continue;
+    }
     if (!has.ok()) return absl::StrCat(out, "error: ", has.status().message());
     if (!*has) return absl::StrCat(out, "end");
     absl::StrAppend(&out, reader.line_number(), ":");
@@ -212,6 +242,134 @@ TEST(CsvRecordReaderTest, BlockReaderSplitsAsTheByteReader) {
     }
   }
   EXPECT_EQ(differences, 0);
+}
+
+// The scale-out partials' mode (issue 37 item 3): a record is one line, a
+// record past the limit is skipped to its line's end, holding none of its
+// bytes, and the next record is read as if it had been short: the same
+// transcript as the byte reader's, which reads every byte by the rules,
+// under tiny limits and blocks.
+TEST(CsvRecordReaderTest, OverLongRecordsAreSkippedAsTheByteReaderSkipsThem) {
+  std::mt19937_64 random(20261128);
+  const std::string alphabet[] = {"a", "b", " ", ",", "\"", "\"\"", "\r", "\n", "\r\n",
+                                  "\t", "x y", "long field", "\" , \""};
+  int differences = 0;
+  int skipped = 0;
+  int unclosed = 0;
+  for (int trial = 0; trial < 20000; ++trial) {
+    std::string text;
+    const int pieces = static_cast<int>(random() % 40);
+    for (int i = 0; i < pieces; ++i) text += alphabet[random() % std::size(alphabet)];
+    CsvOptions options;
+    options.drop_malformed_records = true;
+    options.max_record_bytes =
+        random() % 3 == 0 ? int64_t{1} << 20 : 1 + static_cast<int64_t>(random() % 12);
+    options.read_block_bytes = random() % 4 == 0 ? kCsvReadBlockBytes : 1 + random() % 9;
+    const std::string expected = Transcript<ReferenceRecordReader>(text, options);
+    const std::string actual = Transcript<CsvRecordReader>(text, options);
+    skipped += absl::StrContains(expected, "longer than") ? 1 : 0;
+    unclosed += absl::StrContains(expected, "not closed on its line") ? 1 : 0;
+    if (expected != actual && ++differences <= 5) {
+      ADD_FAILURE() << "input '" << absl::CEscape(text) << "' block " << options.read_block_bytes
+                    << " limit " << options.max_record_bytes << "\nexpected:\n"
+                    << expected << "\nactual:\n"
+                    << actual;
+    }
+  }
+  EXPECT_EQ(differences, 0);
+  EXPECT_GT(skipped, 1000);  // the cases are exercised
+  EXPECT_GT(unclosed, 1000);
+}
+
+// drop_malformed_records frames by line (docs/privacy.md 6.5): a record
+// ends at the end of its line whatever its quotes, so that the number of
+// records is the number of lines and never depends on what a line holds. A
+// quote left open at the line's end makes that line one malformed record,
+// and the next line starts the next one; an over-long record also ends at
+// its line's end. Uploads keep RFC 4180's quoted line ends.
+TEST(CsvRecordReaderTest, DropModeEndsEveryRecordAtItsLine) {
+  CsvOptions drop;
+  drop.drop_malformed_records = true;
+  const std::string text = "a,b\n1,\"x\n2,y\n\"3\",\"z\"\"\r\n4,\"p\nq\",r\n\n5,6";
+  EXPECT_EQ(Transcript<CsvRecordReader>(text, drop),
+            "1:[a][b]\n"
+            "error: line 2: quoted field not closed on its line\n"
+            "3:[2][y]\n"
+            "error: line 4: quoted field not closed on its line\n"
+            "error: line 5: quoted field not closed on its line\n"
+            "6:[q\\\"][r]\n"
+            "8:[5][6]\n"
+            "end");
+  // The same text as an upload reads it: quoted line ends are the field's.
+  EXPECT_EQ(Transcript<CsvRecordReader>(text, CsvOptions{}),
+            "1:[a][b]\n"
+            "2:[1][x\\n2,y\\n3\\\"][z\\\"\\r\\n4,p]\n"
+            "6:[q\\\"][r]\n"
+            "8:[5][6]\n"
+            "end");
+  // At the end of input too, and past the record limit (the rest of the
+  // line is skipped, quotes or not).
+  drop.max_record_bytes = 8;
+  EXPECT_EQ(Transcript<CsvRecordReader>("h\n\"abc\n\"0123456789\"\",\n7\n\"x", drop),
+            "1:[h]\n"
+            "error: line 2: quoted field not closed on its line\n"
+            "error: line 3: record longer than 8 bytes\n"
+            "4:[7]\n"
+            "error: line 5: quoted field not closed on its line\n"
+            "end");
+  // Blank lines (nothing but CRs) are not records, in either mode.
+  EXPECT_EQ(Transcript<CsvRecordReader>("\r\n\"\n\r\r\n\r\rx\n", drop),
+            "error: line 2: quoted field not closed on its line\n"
+            "4:[x]\n"
+            "end");
+}
+
+// The number of records a drop-mode read gives, good or malformed, is the
+// number of non-blank lines (a blank line holds nothing but CRs), and each
+// starts on the next of them: random texts over the bytes that have rules,
+// under tiny limits and blocks.
+TEST(CsvRecordReaderTest, DropModeRecordsAreTheNonBlankLines) {
+  std::mt19937_64 random(20261129);
+  const std::string alphabet[] = {"a", " ", ",", "\"", "\"\"", "\r", "\n", "\r\n", "x y",
+                                  "\" , \"", "\"\n\"", "\xEF\xBB\xBF"};
+  for (int trial = 0; trial < 5000; ++trial) {
+    std::string text;
+    const int pieces = static_cast<int>(random() % 40);
+    for (int i = 0; i < pieces; ++i) text += alphabet[random() % std::size(alphabet)];
+    CsvOptions options;
+    options.drop_malformed_records = true;
+    options.max_record_bytes =
+        random() % 2 == 0 ? 1 + static_cast<int64_t>(random() % 12) : int64_t{1} << 20;
+    options.read_block_bytes = random() % 4 == 0 ? kCsvReadBlockBytes : 1 + random() % 9;
+    std::vector<int64_t> expected;
+    int64_t line = 1;
+    size_t start = 0;
+    // A leading byte order mark is not part of the first line.
+    if (text.compare(0, 3, "\xEF\xBB\xBF") == 0) start = 3;
+    while (start < text.size()) {
+      size_t end = text.find('\n', start);
+      if (end == std::string::npos) end = text.size();
+      if (text.find_first_not_of('\r', start) < end) expected.push_back(line);
+      ++line;
+      start = end + 1;
+    }
+    std::istringstream input(text);
+    CsvRecordReader reader(&input, options);
+    std::vector<int64_t> actual;
+    std::vector<std::string> fields;
+    while (actual.size() <= expected.size()) {
+      const absl::StatusOr<bool> has = reader.Next(&fields);
+      if (has.ok() && !*has) break;
+      actual.push_back(reader.line_number());
+      if (!has.ok()) {
+        EXPECT_TRUE(absl::StartsWith(has.status().message(),
+                                     absl::StrCat("line ", reader.line_number(), ": ")))
+            << has.status();
+      }
+    }
+    EXPECT_EQ(actual, expected) << absl::CEscape(text);
+    if (actual != expected) break;
+  }
 }
 
 // Spreadsheet exports start with a UTF-8 byte order mark; it is not part of
@@ -456,6 +614,131 @@ TEST(CsvTableReaderTest, ChunksAndMemoReadAsTheRowReader) {
     EXPECT_EQ(clamped, expected->clamped_cells) << text;
   }
   EXPECT_GT(tables, 500);  // the comparison of cells ran, not only of errors
+}
+
+// drop_malformed_records (issue 37 item 3; the scale-out partials): a row
+// the upload would refuse is dropped and counted, and the rows around it are
+// read as before. Oracle: each line read alone under the header by the
+// row reader; the kept rows are those it accepts, in order, and the dropped
+// lines those it refuses. A dropped row's clamped cells are not counted.
+TEST(CsvTableReaderTest, DroppedRowsAreTheRowsTheUploadRefuses) {
+  const Schema schema = TestSchema();
+  std::mt19937_64 random(37);
+  const std::vector<std::string> ages = {"30", "100", "-5", "x", "", "1e999", "nan", "inf"};
+  const std::vector<std::string> cities = {"Paris", "\"New York, NY\"", "?", "Lyon"};
+  const std::vector<std::string> scores = {"0.5", "1.5", "abc"};
+  const std::vector<std::string> labels = {"no", "yes.", "maybe"};
+  int dropped_total = 0;
+  for (int trial = 0; trial < 400; ++trial) {
+    const std::string header = "age,city,score,y\n";
+    std::vector<std::string> lines;
+    const int rows = static_cast<int>(random() % 30);
+    for (int r = 0; r < rows; ++r) {
+      const bool wild = random() % 4 == 0;
+      auto pick = [&](const std::vector<std::string>& options, int valid) {
+        return options[random() % (wild ? options.size() : static_cast<size_t>(valid))];
+      };
+      lines.push_back(absl::StrCat(pick(ages, 3), ",", pick(cities, 3), ",", pick(scores, 2),
+                                   ",", pick(labels, 2), random() % 30 == 0 ? ",extra" : ""));
+    }
+    Eigen::MatrixXd expected(0, schema.num_columns());
+    int64_t expected_clamped = 0;
+    std::vector<int64_t> expected_lines;
+    std::string text = header;
+    for (size_t r = 0; r < lines.size(); ++r) {
+      text += lines[r] + "\n";
+      const absl::StatusOr<Table> alone = ReferenceReadCsv(schema, header + lines[r] + "\n");
+      if (!alone.ok()) {
+        expected_lines.push_back(static_cast<int64_t>(r) + 2);  // the header is line 1
+        continue;
+      }
+      Eigen::MatrixXd grown(expected.rows() + 1, expected.cols());
+      grown << expected, alone->cells;
+      expected = grown;
+      expected_clamped += alone->clamped_cells;
+    }
+    CsvOptions options;
+    options.drop_malformed_records = true;
+    std::istringstream input(text);
+    auto reader = CsvTableReader::Open(schema, &input, options, "src").value();
+    const int64_t chunk_rows = 1 + static_cast<int64_t>(random() % 7);
+    Eigen::MatrixXd cells(0, schema.num_columns());
+    int64_t clamped = 0;
+    Table chunk;
+    while (true) {
+      const absl::StatusOr<bool> more = reader->Next(chunk_rows, &chunk);
+      ASSERT_TRUE(more.ok()) << more.status();
+      if (!*more) break;
+      Eigen::MatrixXd grown(cells.rows() + chunk.num_rows(), cells.cols());
+      grown << cells, chunk.cells;
+      cells = grown;
+      clamped += chunk.clamped_cells;
+    }
+    EXPECT_EQ(cells, expected) << text;
+    EXPECT_EQ(clamped, expected_clamped) << text;
+    EXPECT_EQ(reader->malformed_records(), static_cast<int64_t>(expected_lines.size())) << text;
+    std::vector<int64_t> example_lines;
+    for (const MalformedRecord& record : reader->malformed_examples()) {
+      example_lines.push_back(record.line);
+      EXPECT_FALSE(record.detail.empty());
+    }
+    expected_lines.resize(std::min(expected_lines.size(), kMaxMalformedExamples));
+    EXPECT_EQ(example_lines, expected_lines) << text;
+    dropped_total += static_cast<int>(reader->malformed_records());
+  }
+  EXPECT_GT(dropped_total, 500);
+}
+
+// An unterminated quote on line k of a 40-row shard (issue 37's residue,
+// docs/privacy.md 6.5): exactly one malformed record, line k, and the 39
+// other rows read as without it, whatever chunk the line falls in. Before
+// the line rule the quote took the rest of the shard into one record, so
+// the record count depended on the row.
+TEST(CsvTableReaderTest, UnterminatedQuoteIsOneMalformedLine) {
+  const Schema schema = TestSchema();
+  std::vector<std::string> lines;
+  for (int r = 0; r < 40; ++r) {
+    lines.push_back(absl::StrCat(17 + r, ",", r % 3 == 0 ? "\"New York, NY\"" : "Paris", ",",
+                                 (r % 10) / 10.0, ",", r % 2 == 0 ? "no" : "yes"));
+  }
+  for (const int k : {2, 3, 17, 40, 41}) {  // the header is line 1
+    for (const std::string ending : {"\n", "\r\n"}) {
+      std::string text = "age,city,score,y" + ending;
+      std::string good = "age,city,score,y\n";
+      for (int r = 0; r < 40; ++r) {
+        if (r + 2 == k) {
+          text += absl::StrCat(17 + r, ",\"Paris,0.5,no", ending);
+        } else {
+          text += lines[static_cast<size_t>(r)] + ending;
+          good += lines[static_cast<size_t>(r)] + "\n";
+        }
+      }
+      const Table expected = ReferenceReadCsv(schema, good).value();
+      for (const int64_t chunk_rows : {int64_t{1}, int64_t{7}, int64_t{1} << 16}) {
+        CsvOptions options;
+        options.drop_malformed_records = true;
+        std::istringstream input(text);
+        auto reader = CsvTableReader::Open(schema, &input, options, "src").value();
+        Eigen::MatrixXd cells(0, schema.num_columns());
+        Table chunk;
+        while (true) {
+          const absl::StatusOr<bool> more = reader->Next(chunk_rows, &chunk);
+          ASSERT_TRUE(more.ok()) << more.status();
+          if (!*more) break;
+          Eigen::MatrixXd grown(cells.rows() + chunk.num_rows(), cells.cols());
+          grown << cells, chunk.cells;
+          cells = grown;
+        }
+        SCOPED_TRACE(absl::StrCat("line ", k, ", chunk ", chunk_rows, ", ending ",
+                                  absl::CEscape(ending)));
+        EXPECT_EQ(cells.rows(), 39);
+        EXPECT_EQ(cells, expected.cells);
+        EXPECT_EQ(reader->malformed_records(), 1);
+        ASSERT_EQ(reader->malformed_examples().size(), 1u);
+        EXPECT_EQ(reader->malformed_examples()[0].line, k);
+      }
+    }
+  }
 }
 
 // Long files: a column of distinct measurements (the memo gives up on it)

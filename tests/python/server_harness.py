@@ -95,9 +95,15 @@ class LocalServer:
         return subprocess.run([CLI, *arguments], cwd=self.directory, env=self.env(token),
                               capture_output=True, text=True, stdin=subprocess.DEVNULL)
 
-    def create_external_dataset(self, schema_path, epsilon=10):
-        run = self.cli(["datasets", "create", "--name", "shards", "--schema", schema_path,
-                        "--epsilon", str(epsilon), "--external", "--json"], CURATOR_TOKEN)
+    def create_external_dataset(self, schema_path, epsilon=10, name="shards",
+                                relation="add-remove", public_row_bound=None):
+        """An external dataset; under relation "replace-one", public_row_bound
+        is its declared (public) row count n."""
+        arguments = ["datasets", "create", "--name", name, "--schema", schema_path,
+                     "--epsilon", str(epsilon), "--relation", relation, "--external", "--json"]
+        if public_row_bound is not None:
+            arguments += ["--public-row-bound", str(public_row_bound)]
+        run = self.cli(arguments, CURATOR_TOKEN)
         if run.returncode != 0:
             raise AssertionError(f"datasets create failed: {run.stderr}")
         return json.loads(run.stdout)["dataset_id"]

@@ -1,7 +1,8 @@
 """dpcurator._core partials (issue 28 item 1): the merged partials of row
 blocks equal the in-process engine's exact statistic; bytes and merges keep
 them exact; plans the scale-out path cannot run are refused before any row
-is read; malformed rows name the column and row, never the value."""
+is read; malformed rows name the column and row, never the value, and
+read_block makes them null rows (docs/privacy.md 6.5)."""
 
 import hashlib
 import io
@@ -163,6 +164,41 @@ class PartialsTest(unittest.TestCase):
         self.assertNotIn("nan", str(raised.exception).lower())
         with self.assertRaisesRegex(ValueError, "no column 'Y'"):
             plan.partial(frame.drop(columns=["Y"]))
+
+    def test_read_block_makes_unreadable_rows_null_rows(self):
+        # plan.read_block, the total form for a reader of another format
+        # (docs/privacy.md 6.5): a row with a cell the upload would refuse
+        # adds nothing and is counted; its position is for the curator.
+        for kind, plan in self.plans.items():
+            with self.subTest(kind=kind):
+                frame = frame_of(self.blocks[1], plan).astype({"workclass": object})
+                frame["hours"] = frame["hours"].astype("float64")
+                bad = frame.copy()
+                bad.loc[5, "workclass"] = "Bogus"
+                bad.loc[7, "hours"] = float("nan")
+                bad.loc[9, "hours"] = float("inf")
+                bad.loc[11, "workclass"] = "Bogus"  # a second bad row, same column
+                bad.loc[11, "hours"] = float("-inf")  # and a second bad cell in it
+                dropped = [5, 7, 9, 11]
+                partial, malformed, examples = plan.read_block(bad)
+                self.assertEqual((partial.num_rows, malformed), (len(frame), len(dropped)))
+                self.assertEqual([row for row, _ in examples], dropped)
+                expected = plan.partial(frame.drop(index=dropped))
+                self.assertLessEqual(
+                    fixtures.relative_difference(partial.values, expected.values), 1e-12)
+                # A numeric column of text, read cell by cell.
+                as_text = frame.astype({"hours": object})
+                as_text.loc[3, "hours"] = "lots"
+                partial, malformed, examples = plan.read_block(as_text)
+                self.assertEqual((partial.num_rows, malformed), (len(frame), 1))
+                self.assertEqual(examples[0][0], 3)
+                # A clean block: read_block is partial.
+                partial, malformed, _ = plan.read_block(frame)
+                self.assertEqual(malformed, 0)
+                np.testing.assert_array_equal(partial.values, plan.partial(frame).values)
+                # The block's shape is still an error.
+                with self.assertRaisesRegex(ValueError, "no column 'Y'"):
+                    plan.read_block(frame.drop(columns=["Y"]))
 
 
 if __name__ == "__main__":

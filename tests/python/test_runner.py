@@ -10,15 +10,21 @@ charged, pending), and runs `python3 -m dpcurator.dask_runner`:
       merged statistic equals the in-process engine's over the same rows;
   (c) the runner killed (SIGKILL) before it submits: the job stays pending
       and a second runner completes it, charged once;
-  (d) a shard with a malformed row: the job is FAILED, the runner's stderr
-      names the shard and line, and the analyst's message names no value.
+  (d) issue 37 item 3: two external datasets whose shards differ in one
+      row, which has an undeclared category in one of them, under both
+      relations: everything the analyst can observe (the release's state,
+      every reply but its ids and noised numbers, the artefact's shape, the
+      budget) is identical; only the runner's stderr (the curator's) names
+      the row's shard and line.
 
 (b), (c) and (d) share one LocalCluster of 2 worker processes of one thread
 (--scheduler tcp://...). The slow reader (fixtures.slow_shard_partial,
 `--reader fixtures:slow_shard_partial`) keeps a job running long enough
 to kill something in the middle of it, whatever the machine's load."""
 
+import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -34,6 +40,77 @@ from dpcurator import dask_runner
 from server_harness import ANALYST_TOKEN, CURATOR_TOKEN, PENDING_EXIT, LocalServer
 
 RUNNER = [sys.executable, "-m", "dpcurator.dask_runner"]
+
+# Object ids differ between two datasets whatever their rows: they are not
+# observations about the rows.
+ID_PATTERN = re.compile(r"\b(ds|rel|inc)_[0-9a-f]+\b")
+
+
+def without_ids(text):
+    return ID_PATTERN.sub(lambda m: f"{m.group(1)}_<id>", text)
+
+
+def normalized(text):
+    """A CLI output with ids blanked and, for JSON, creation times dropped."""
+    text = without_ids(text)
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return text
+
+    def walk(node):
+        if isinstance(node, dict):
+            return {k: walk(v) for k, v in node.items() if k != "created_unix"}
+        if isinstance(node, list):
+            return [walk(v) for v in node]
+        return node
+
+    return walk(value)
+
+
+# v1.Release's created_unix: a clock reading, not an observation about rows.
+RELEASE_CREATED_UNIX = 5
+
+
+def wire_shape(data):
+    """The protobuf wire structure of a v1.Release, without its schema: per
+    field in order, its number and wire type, and a varint's value (but
+    created_unix's), a length-delimited field's length (a packed vector of
+    doubles: 8 bytes an entry). A fixed-width field's bits (a noised
+    double) are left out: two artefacts of one plan have the same shape
+    whatever their rows."""
+    shape, i = [], 0
+
+    def varint():
+        nonlocal i
+        value, shift = 0, 0
+        while True:
+            byte = data[i]
+            i += 1
+            value |= (byte & 0x7F) << shift
+            shift += 7
+            if byte < 0x80:
+                return value
+
+    while i < len(data):
+        key = varint()
+        field, wire = key >> 3, key & 7
+        if wire == 0:
+            value = varint()
+            shape.append((field, wire, None if field == RELEASE_CREATED_UNIX else value))
+        elif wire == 1:
+            shape.append((field, wire))
+            i += 8
+        elif wire == 2:
+            length = varint()
+            shape.append((field, wire, length))
+            i += length
+        elif wire == 5:
+            shape.append((field, wire))
+            i += 4
+        else:
+            raise AssertionError(f"wire type {wire} in an artefact")
+    return shape
 
 
 def runner_command(server, dataset_id, pattern, scheduler, *extra):
@@ -193,42 +270,73 @@ class RunnerTest(unittest.TestCase):
         self.assertEqual(get.returncode, 0, get.stderr)
         self.assertAlmostEqual(server.epsilon_spent(dataset), spent, places=12)
 
-    def test_d_a_malformed_shard_fails_the_job(self):
-        server = self.start_server()
-        dataset = server.create_external_dataset(fixtures.SCHEMA_PATH)
-        paths, _ = fixtures.write_shards(self.data.name, 4, 500, seed=34)
-        # Line 7 of shard-02.csv (the header is line 1): a level the schema
-        # does not declare, a value the analyst must never see.
-        with open(paths[2]) as f:
-            lines = f.read().splitlines()
-        fields = lines[6].split(",")
-        fields[2] = "Marsupial-secret"
-        lines[6] = ",".join(fields)
-        with open(paths[2], "w") as f:
-            f.write("\n".join(lines) + "\n")
-        release = server.request_release(dataset, "malformed")
-        spent = server.epsilon_spent(dataset)
-
-        run = subprocess.run(
-            runner_command(server, dataset, os.path.join(self.data.name, "shard-*.csv"),
-                           self.cluster.scheduler_address, "--once"),
-            env=server.env(CURATOR_TOKEN), capture_output=True, text=True, timeout=120)
-        self.assertEqual(run.returncode, 1, run.stderr)
-        self.assertIn(f"shard {paths[2]}, line 7", run.stderr)
-        self.assertNotIn("submitting", run.stderr)
-        self.assertEqual(self.pending(server, dataset)[1], [])
-
-        get = server.cli(["release", "get", "--id", release["release_id"], "--out", "got.pb",
+    def analyst_view(self, server, dataset, requested):
+        """Everything an analyst can observe of a release on `dataset`:
+        the reply to the request, `release get` (exit status, output, the
+        artefact's wire shape), `releases` and `budget`; ids blanked."""
+        artefact = os.path.join(server.directory, "view.pb")
+        if os.path.exists(artefact):
+            os.remove(artefact)
+        get = server.cli(["release", "get", "--id", requested["release_id"], "--out", "view.pb",
                           "--json"], ANALYST_TOKEN)
-        self.assertNotIn(get.returncode, (0, PENDING_EXIT), get.stdout + get.stderr)
-        self.assertIn("curator's cluster", get.stdout + get.stderr)
-        self.assertNotIn("Marsupial", get.stdout + get.stderr)
-        self.assertNotIn("line 7", get.stdout + get.stderr)
-        listed = server.cli(["releases", "--dataset", dataset, "--json"], ANALYST_TOKEN)
-        self.assertIn('"FAILED"', listed.stdout)
-        self.assertNotIn("Marsupial", listed.stdout + listed.stderr)
-        # Charged, never refunded once the curator's cluster read rows.
-        self.assertAlmostEqual(server.epsilon_spent(dataset), spent, places=12)
+        shape = None
+        if os.path.exists(artefact):
+            with open(artefact, "rb") as f:
+                shape = wire_shape(f.read())
+        view = {"requested": normalized(json.dumps(requested)),
+                "get": (get.returncode, normalized(get.stdout), normalized(get.stderr)),
+                "artefact": shape}
+        for name, arguments in (("releases", ["releases", "--dataset", dataset, "--json"]),
+                                ("budget", ["budget", "--dataset", dataset, "--json"])):
+            run = server.cli(arguments, ANALYST_TOKEN)
+            view[name] = (run.returncode, normalized(run.stdout), normalized(run.stderr))
+        return view
+
+    def test_d_one_malformed_row_is_invisible_to_the_analyst(self):
+        # Issue 37 item 3, the audit's reproduction: two clusters whose
+        # shards differ in one row, which in the second has a category the
+        # schema does not declare. The analyst asked for the same release
+        # on each; before the fix the first was DONE and the second FAILED
+        # ("failed in the curator's cluster").
+        rows_per_shard, shards, bad_line = 40, 2, 9
+        for relation in ("add-remove", "replace-one"):
+            views, stderr = {}, {}
+            # Names of one length: the idempotency key is in the artefact.
+            for variant in ("clean", "dirty"):
+                # A server each: the ledger's event ids count every dataset.
+                server = self.start_server()
+                directory = os.path.join(self.data.name, f"{relation}-{variant}")
+                os.makedirs(directory)
+                paths, _ = fixtures.write_shards(directory, shards, rows_per_shard, seed=35)
+                if variant == "dirty":
+                    with open(paths[1]) as f:
+                        lines = f.read().splitlines()
+                    fields = lines[bad_line - 1].split(",")
+                    fields[2] = "Marsupial-secret"
+                    lines[bad_line - 1] = ",".join(fields)
+                    with open(paths[1], "w") as f:
+                        f.write("\n".join(lines) + "\n")
+                dataset = server.create_external_dataset(
+                    fixtures.SCHEMA_PATH, name=f"{relation}-{variant}", relation=relation,
+                    public_row_bound=(shards * rows_per_shard
+                                      if relation == "replace-one" else None))
+                requested = server.request_release(dataset, f"{relation}-{variant}", seed=77)
+                run = subprocess.run(
+                    runner_command(server, dataset, os.path.join(directory, "shard-*.csv"),
+                                   self.cluster.scheduler_address, "--once"),
+                    env=server.env(CURATOR_TOKEN), capture_output=True, text=True, timeout=120)
+                stderr[variant] = run.stderr
+                views[variant] = self.analyst_view(server, dataset, requested)
+            with self.subTest(relation=relation):
+                self.assertEqual(views["clean"], views["dirty"], stderr)
+                self.assertIn('"DONE"', json.dumps(views["dirty"]["releases"]))
+                self.assertIsNotNone(views["dirty"]["artefact"])
+                self.assertNotIn("Marsupial", json.dumps(views["dirty"]))
+                # The curator, and only the curator, learns of the row.
+                self.assertIn("1 malformed row", stderr["dirty"])
+                self.assertIn(f"shard-01.csv, line {bad_line}", stderr["dirty"])
+                self.assertNotIn("malformed", stderr["clean"])
+                self.assertNotIn("Marsupial", server.server_log())
 
     def test_help_answers(self):
         run = subprocess.run([*RUNNER, "--help"], capture_output=True, text=True, timeout=60)
