@@ -131,7 +131,8 @@ absl::StatusOr<Pair> ImagePair(NeighbouringRelation relation, double delta) {
     }
     return t;
   };
-  const std::vector<std::vector<uint8_t>> base = {{10, 200, 30, 40}, {90, 80, 70, 60}, {0, 0, 255, 128}};
+  const std::vector<std::vector<uint8_t>> base = {
+      {10, 200, 30, 40}, {90, 80, 70, 60}, {0, 0, 255, 128}};
   const std::vector<uint8_t> canary = {255, 255, 0, 0};
   std::vector<std::vector<uint8_t>> other = base;
   std::vector<int> labels0 = {0, 0, 0};
