@@ -42,8 +42,8 @@ std::vector<AuditCase> MutantCases() {
   cases.push_back(AsMutant(LdpLaplaceCase(Mutation{.ldp_record_scale = 2.0}),
                            "ldp_radius_not_enforced", 20000));
   // A row that changes parts under REPLACE_ONE, charged as one part only.
-  cases.push_back(AsMutant(PartitionedCountsCase(NeighbouringRelation::kReplaceOne,
-                                                 /*charge_one_part=*/true),
+  cases.push_back(AsMutant(PartitionedMarginalsCase(NeighbouringRelation::kReplaceOne,
+                                                    Mutation{.charge_one_part = true}),
                            "partition_charged_one_part", 40000));
   return cases;
 }

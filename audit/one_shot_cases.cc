@@ -1,9 +1,11 @@
 #include "audit/one_shot_cases.h"
 
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -11,23 +13,25 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "audit/plan_fixture.h"
 #include "core/data/encoder.h"
 #include "core/data/schema.h"
 #include "core/data/table.h"
 #include "core/embed/feature_map.h"
-#include "core/embed/rff.h"
 #include "core/ldp/mechanism.h"
 #include "core/privacy/accounting.h"
-#include "core/privacy/calibration.h"
 #include "core/privacy/events.h"
 #include "core/privacy/exponential_mechanism.h"
 #include "core/release/charfn_embedding.h"
 #include "core/release/encoded_rows.h"
 #include "core/release/labelled_release.h"
-#include "core/release/marginals.h"
 #include "core/release/mechanism_record.h"
 #include "core/release/rff_embedding.h"
 #include "core/util/status_macros.h"
+#include "dpcurator/v1/dpcurator.pb.h"
+#include "plan/partition.h"
+#include "plan/releases.h"
+#include "proto/release_kinds.h"
 
 namespace dpcurator::audit {
 namespace {
@@ -51,7 +55,8 @@ double MstSensitivity(NeighbouringRelation relation) {
   return relation == NeighbouringRelation::kAddRemove ? 1.0 : 2.0;
 }
 
-// A released vector of one side: the mechanism's whole output, flattened.
+// A released vector of one side: the numbers of the artefact the plan's
+// compute function returns (ReleasedValues), as the analyst reads them.
 using VectorRelease =
     std::function<absl::StatusOr<Eigen::VectorXd>(int side, privacy::NoiseSource* noise)>;
 
@@ -81,45 +86,17 @@ absl::StatusOr<PreparedCase> ProjectionGame(VectorRelease release, PreparedCase 
   return prepared;
 }
 
-// What the ledger charges for a one-shot record on a fresh dataset, at delta:
-// the kind's OneShotEvent through the accountant (server/releases.cc
-// PlanRelease -> ledger admission), and the GDP mu of the Gaussians planned.
-absl::Status ChargeOneShot(const release::GaussianMechanismRecord& planned,
-                           NeighbouringRelation relation, double delta, PreparedCase* prepared) {
-  DPC_ASSIGN_OR_RETURN(const privacy::PrivacyEvent event, release::OneShotEvent(planned));
-  privacy::AccountantState state(relation);
-  DPC_RETURN_IF_ERROR(state.Add(event));
-  DPC_ASSIGN_OR_RETURN(const privacy::EpsilonReport report, state.Epsilon(delta));
-  prepared->accounted_epsilon = report.epsilon;
-  prepared->delta = delta;
-  double inverse_variance = 0.0;
-  for (const double s : planned.noise_multipliers) inverse_variance += 1.0 / (s * s);
-  prepared->accounted_mu = std::sqrt(inverse_variance);
-  return absl::OkStatus();
-}
-
-Eigen::VectorXd Flatten(const embed::NoisyLabelledEmbedding& embedding) {
-  Eigen::VectorXd out(embedding.class_values.size() + embedding.class_totals.size());
-  out << Eigen::Map<const Eigen::VectorXd>(embedding.class_values.data(),
-                                           embedding.class_values.size()),
-      embedding.class_totals;
-  return out;
-}
-
 // The worst-case pair of an embedding kind (docs/privacy.md 7.1): D0 holds
 // `base` rows of class 0; under ADD_REMOVE, D1 adds a canary of class 1;
 // under REPLACE_ONE, D1 replaces D0's first row by that canary. Every
 // feature vector has norm 1, so the canary moves [sums ; counts] by
 // sqrt(1 + 1) (ADD_REMOVE), and the released means and proportions by
 // sqrt(4) / n (REPLACE_ONE: its old row leaves class 0, it enters class 1):
-// both the sensitivity bound exactly.
-struct EmbeddingPair {
-  data::Schema schema;
-  release::EncodedRows d0;
-  release::EncodedRows d1;
-};
+// both the sensitivity bound exactly. Held as the server holds a stored
+// dataset (plan_fixture.h).
+using Pair = std::array<PlanDataset, 2>;
 
-absl::StatusOr<EmbeddingPair> NumericPair(NeighbouringRelation relation) {
+absl::StatusOr<Pair> NumericPair(NeighbouringRelation relation, double delta) {
   data::Schema::Builder builder;
   builder.AddNumeric("x0", 0.0, 1.0).AddNumeric("x1", 0.0, 1.0).AddCategorical("y", {"a", "b"});
   builder.SetLabel("y");
@@ -137,11 +114,10 @@ absl::StatusOr<EmbeddingPair> NumericPair(NeighbouringRelation relation) {
     t1.cells = base;
     t1.cells.row(0) = canary;
   }
-  EmbeddingPair pair{schema, release::EncodeRows(schema, t0), release::EncodeRows(schema, t1)};
-  return pair;
+  return InMemoryPair(schema, std::move(t0), std::move(t1), relation, delta);
 }
 
-absl::StatusOr<EmbeddingPair> ImagePair(NeighbouringRelation relation) {
+absl::StatusOr<Pair> ImagePair(NeighbouringRelation relation, double delta) {
   data::Schema::Builder builder;
   builder.AddImage("img", 2, 2).AddCategorical("y", {"a", "b"});
   builder.SetLabel("y");
@@ -155,7 +131,8 @@ absl::StatusOr<EmbeddingPair> ImagePair(NeighbouringRelation relation) {
     }
     return t;
   };
-  const std::vector<std::vector<uint8_t>> base = {{10, 200, 30, 40}, {90, 80, 70, 60}, {0, 0, 255, 128}};
+  const std::vector<std::vector<uint8_t>> base = {
+      {10, 200, 30, 40}, {90, 80, 70, 60}, {0, 0, 255, 128}};
   const std::vector<uint8_t> canary = {255, 255, 0, 0};
   std::vector<std::vector<uint8_t>> other = base;
   std::vector<int> labels0 = {0, 0, 0};
@@ -167,16 +144,37 @@ absl::StatusOr<EmbeddingPair> ImagePair(NeighbouringRelation relation) {
     other[0] = canary;
     labels1[0] = 1;
   }
-  EmbeddingPair pair{schema, release::EncodeRows(schema, table(base, labels0)),
-                     release::EncodeRows(schema, table(other, labels1))};
-  return pair;
+  return InMemoryPair(schema, table(base, labels0), table(other, labels1), relation, delta);
+}
+
+// The analyst's requests: a one-shot embedding at the target epsilon, with
+// public frequencies (the seed fixed so every run uses one map).
+v1::ReleaseRequest RffRequest(const AuditTarget& target) {
+  v1::ReleaseRequest request;
+  request.set_dataset_id("ds_audit");
+  request.set_idempotency_key("audit");
+  request.set_epsilon(target.epsilon);
+  request.mutable_rff_embedding()->set_num_frequencies(kAuditFrequencies);
+  request.mutable_rff_embedding()->set_seed(kAuditFeatureSeed);
+  return request;
+}
+
+v1::ReleaseRequest CharfnRequest(const AuditTarget& target) {
+  v1::ReleaseRequest request;
+  request.set_dataset_id("ds_audit");
+  request.set_idempotency_key("audit");
+  request.set_epsilon(target.epsilon);
+  v1::CharfnEmbeddingParams& params = *request.mutable_charfn_embedding();
+  params.set_num_frequencies(kAuditFrequencies);
+  params.set_length_scale(0.3);  // declared, public
+  params.set_seed(kAuditFeatureSeed);
+  return request;
 }
 
 // The clamp-removed mutant's map: the real map's features times `norm`.
 class ScaledFeatureMap final : public embed::FeatureMap {
  public:
-  ScaledFeatureMap(std::shared_ptr<const embed::FeatureMap> inner, double norm)
-      : inner_(std::move(inner)), norm_(norm) {}
+  ScaledFeatureMap(const embed::FeatureMap* inner, double norm) : inner_(inner), norm_(norm) {}
   int input_dim() const override { return inner_->input_dim(); }
   int output_dim() const override { return inner_->output_dim(); }
   void Features(const Eigen::MatrixXd& encoded, Eigen::MatrixXd* features) const override {
@@ -188,12 +186,108 @@ class ScaledFeatureMap final : public embed::FeatureMap {
                             Eigen::MatrixXd*) const override {}
 
  private:
-  std::shared_ptr<const embed::FeatureMap> inner_;
+  const embed::FeatureMap* inner_;
   double norm_;
 };
 
-NeighbouringRelation RunRelation(NeighbouringRelation relation, const Mutation& mutation) {
-  return mutation.run_as_add_remove ? NeighbouringRelation::kAddRemove : relation;
+// The exact statistic of `rows` as the curator's scale-out partials compute
+// it (release::ExactLabelledEmbedding under the plan's map, flattened in
+// the partials' layout: per-class feature sums, then per-class counts):
+// what RunnerService.SubmitStatistic receives. `feature_norm` != 1 is the
+// clamp-removed mutant, the map's features scaled to that norm.
+absl::StatusOr<Eigen::VectorXd> PartialsStatistic(const plan::ReleasePlan& plan,
+                                                  const data::Schema& schema,
+                                                  const release::EncodedRows& rows,
+                                                  double feature_norm = 1.0) {
+  const data::FeatureLayout layout = data::FeatureLayout::ForFeatures(schema);
+  absl::StatusOr<embed::LabelledEmbeddingAccumulator> exact;
+  if (plan.resolved_request.kind_case() == v1::ReleaseRequest::kCharfnEmbedding) {
+    using Charfn = release::CharfnEmbeddingKind;
+    const Charfn::Params params = ParamsFromProto(plan.resolved_request.charfn_embedding());
+    DPC_ASSIGN_OR_RETURN(Charfn::Prepared map, Charfn::Prepare(params, layout));
+    DPC_RETURN_IF_ERROR(Charfn::ScaleFeatureMap(params, layout,
+                                                Charfn::DeclaredLengthScale(params, layout),
+                                                &map.feature_map)
+                            .status());
+    const ScaledFeatureMap scaled(&map.feature_map, feature_norm);
+    exact = release::ExactLabelledEmbedding(scaled, rows);
+  } else {
+    using Rff = release::RffEmbeddingKind;
+    DPC_ASSIGN_OR_RETURN(
+        const Rff::Prepared map,
+        Rff::Prepare(ParamsFromProto(plan.resolved_request.rff_embedding()), layout));
+    const ScaledFeatureMap scaled(&map.feature_map, feature_norm);
+    exact = release::ExactLabelledEmbedding(scaled, rows);
+  }
+  DPC_RETURN_IF_ERROR(exact.status());
+  return release::FlattenExactEmbedding(*exact);
+}
+
+// A one-shot embedding case through the server's plan (plan/releases.h):
+// PlanRelease of `request` on D0's record at the target epsilon, the
+// ledger's charge of plan.event, and per run PrepareRelease then
+// ComputeRelease on the side's rows, read back from the artefact. A
+// mutation edits the plan after PlanRelease returns and keeps the event it
+// computed: a plan whose mechanism and charge disagree.
+absl::StatusOr<PreparedCase> PlannedEmbedding(const v1::ReleaseRequest& request, Pair pair,
+                                              NeighbouringRelation relation,
+                                              const Mutation& mutation, double delta) {
+  DPC_ASSIGN_OR_RETURN(plan::ReleasePlan plan,
+                       plan::PlanRelease(request, pair[0].dataset, pair[0].schema));
+  if (!plan.event.has_value() || plan.binding == nullptr) {
+    return absl::InternalError("the release plan has no one-shot event");
+  }
+  PreparedCase prepared;
+  DPC_RETURN_IF_ERROR(ChargePlanEvent(*plan.event, relation, delta, &prepared));
+  prepared.accounted_mu = GaussianMu(plan.planned);
+  const double epsilon_alone = prepared.accounted_epsilon;
+  if (mutation.noise_multiplier_factor != 1.0) {
+    // Runs s * factor; the record is re-planned so the engine's guard
+    // (ran == planned) passes, while the event charged stays s's.
+    plan.noise_multiplier *= mutation.noise_multiplier_factor;
+    plan.planned = plan.binding->Plan(plan.resolved_request, plan.noise_multiplier);
+  }
+  if (mutation.run_as_add_remove) {
+    // The engine runs as on an ADD_REMOVE dataset (noisy sums and counts,
+    // sensitivity sqrt 2) while the REPLACE_ONE plan's event is charged.
+    for (PlanDataset& side : pair) side.dataset.set_relation(v1::ADD_REMOVE);
+  }
+  std::array<Eigen::VectorXd, 2> statistics;
+  if (mutation.feature_norm != 1.0) {
+    // The clamp removed: the engine's noise step (ComputeReleaseFromStatistic,
+    // the step Run ends with) over the sums of features of norm feature_norm.
+    for (int side = 0; side < 2; ++side) {
+      DPC_ASSIGN_OR_RETURN(statistics[side], PartialsStatistic(plan, pair[side].schema,
+                                                               pair[side].rows,
+                                                               mutation.feature_norm));
+    }
+  }
+  auto shared = std::make_shared<const std::tuple<plan::ReleasePlan, Pair,
+                                                  std::array<Eigen::VectorXd, 2>>>(
+      std::move(plan), std::move(pair), std::move(statistics));
+  const bool from_statistic = mutation.feature_norm != 1.0;
+  VectorRelease release = [shared, from_statistic, epsilon_alone](
+                              int side, privacy::NoiseSource* noise)
+      -> absl::StatusOr<Eigen::VectorXd> {
+    const auto& [plan, pair, statistics] = *shared;
+    const PlanDataset& data = pair[side];
+    DPC_ASSIGN_OR_RETURN(std::unique_ptr<plan::PreparedEngine> engine,
+                         plan::PrepareRelease(plan, data.schema));
+    absl::StatusOr<v1::Release> released;
+    if (from_statistic) {
+      const Eigen::VectorXd& statistic = statistics[side];
+      released = plan::ComputeReleaseFromStatistic(
+          plan, *engine, data.dataset, data.schema,
+          absl::MakeConstSpan(statistic.data(), statistic.size()), data.rows.num_rows(),
+          "rel_audit", epsilon_alone, noise);
+    } else {
+      released = plan::ComputeRelease(plan, *engine, data.dataset, data.rows, "rel_audit",
+                                      epsilon_alone, noise);
+    }
+    DPC_RETURN_IF_ERROR(released.status());
+    return ReleasedValues(*released);
+  };
+  return ProjectionGame(std::move(release), std::move(prepared));
 }
 
 }  // namespace
@@ -207,50 +301,10 @@ AuditCase RffEmbeddingCase(NeighbouringRelation relation, bool image, const Muta
   c.full_runs = 200000;
   c.prepare = [relation, image, mutation](const AuditTarget& target)
       -> absl::StatusOr<PreparedCase> {
-    DPC_ASSIGN_OR_RETURN(EmbeddingPair pair, image ? ImagePair(relation) : NumericPair(relation));
-    using Kind = release::RffEmbeddingKind;
-    Kind::Params params;
-    params.num_frequencies = kAuditFrequencies;
-    params.seed = kAuditFeatureSeed;
-    DPC_ASSIGN_OR_RETURN(const Kind::Params resolved, Kind::Resolve(params, pair.schema));
-    const int gaussians = static_cast<int>(Kind::Plan(resolved, 1.0).noise_multipliers.size());
-    DPC_ASSIGN_OR_RETURN(const double s, privacy::CalibrateGridGaussianNoiseMultiplier(
-                                             gaussians, target.epsilon, target.delta));
-    const NeighbouringRelation charged = RunRelation(relation, mutation);
-    PreparedCase prepared;
-    DPC_RETURN_IF_ERROR(ChargeOneShot(Kind::Plan(resolved, s), charged, target.delta, &prepared));
-    const double run_s = s * mutation.noise_multiplier_factor;
-    std::shared_ptr<const embed::FeatureMap> scaled;
-    if (mutation.feature_norm != 1.0) {
-      embed::RffOptions options;
-      options.num_frequencies = resolved.num_frequencies;
-      options.length_scale = resolved.length_scale;
-      options.numeric_weight = resolved.numeric_weight.value_or(-1.0);
-      options.seed = resolved.seed;
-      DPC_ASSIGN_OR_RETURN(embed::RandomFourierFeatureMap map,
-                           embed::RandomFourierFeatureMap::Create(pair.d0.layout, options));
-      scaled = std::make_shared<ScaledFeatureMap>(
-          std::make_shared<embed::RandomFourierFeatureMap>(std::move(map)), mutation.feature_norm);
-    }
-    auto shared_pair = std::make_shared<const EmbeddingPair>(std::move(pair));
-    VectorRelease release = [shared_pair, resolved, charged, run_s, scaled](
-                                int side, privacy::NoiseSource* noise)
-        -> absl::StatusOr<Eigen::VectorXd> {
-      const release::EncodedRows& rows = side == 0 ? shared_pair->d0 : shared_pair->d1;
-      if (scaled != nullptr) {
-        // The mutant: the same accumulation and noise as Kind::Run, through
-        // a map without the norm bound.
-        DPC_ASSIGN_OR_RETURN(embed::NoisyLabelledEmbedding embedding,
-                             release::NoisyLabelledEmbeddingOf(*scaled, rows, charged, run_s,
-                                                               rows.num_rows(), noise));
-        return Flatten(embedding);
-      }
-      // As server/releases.cc ComputeRelease: public_n = rows.num_rows().
-      DPC_ASSIGN_OR_RETURN(Kind::Result result,
-                           Kind::Run(resolved, rows, charged, run_s, rows.num_rows(), noise));
-      return Flatten(result.embedding);
-    };
-    return ProjectionGame(std::move(release), std::move(prepared));
+    DPC_ASSIGN_OR_RETURN(Pair pair, image ? ImagePair(relation, target.delta)
+                                          : NumericPair(relation, target.delta));
+    return PlannedEmbedding(RffRequest(target), std::move(pair), relation, mutation,
+                            target.delta);
   };
   return c;
 }
@@ -263,30 +317,9 @@ AuditCase CharfnEmbeddingCase(NeighbouringRelation relation, const Mutation& mut
   c.quick_runs = kGaussianQuickRuns;
   c.full_runs = 200000;
   c.prepare = [relation, mutation](const AuditTarget& target) -> absl::StatusOr<PreparedCase> {
-    DPC_ASSIGN_OR_RETURN(EmbeddingPair pair, NumericPair(relation));
-    using Kind = release::CharfnEmbeddingKind;
-    Kind::Params params;
-    params.num_frequencies = kAuditFrequencies;
-    params.length_scale = 0.3;  // declared, public
-    params.seed = kAuditFeatureSeed;
-    DPC_ASSIGN_OR_RETURN(const Kind::Params resolved, Kind::Resolve(params, pair.schema));
-    const int gaussians = static_cast<int>(Kind::Plan(resolved, 1.0).noise_multipliers.size());
-    DPC_ASSIGN_OR_RETURN(const double s, privacy::CalibrateGridGaussianNoiseMultiplier(
-                                             gaussians, target.epsilon, target.delta));
-    const NeighbouringRelation charged = RunRelation(relation, mutation);
-    PreparedCase prepared;
-    DPC_RETURN_IF_ERROR(ChargeOneShot(Kind::Plan(resolved, s), charged, target.delta, &prepared));
-    const double run_s = s * mutation.noise_multiplier_factor;
-    auto shared_pair = std::make_shared<const EmbeddingPair>(std::move(pair));
-    VectorRelease release = [shared_pair, resolved, charged, run_s](
-                                int side, privacy::NoiseSource* noise)
-        -> absl::StatusOr<Eigen::VectorXd> {
-      const release::EncodedRows& rows = side == 0 ? shared_pair->d0 : shared_pair->d1;
-      DPC_ASSIGN_OR_RETURN(Kind::Result result,
-                           Kind::Run(resolved, rows, charged, run_s, rows.num_rows(), noise));
-      return Flatten(result.embedding);
-    };
-    return ProjectionGame(std::move(release), std::move(prepared));
+    DPC_ASSIGN_OR_RETURN(Pair pair, NumericPair(relation, target.delta));
+    return PlannedEmbedding(CharfnRequest(target), std::move(pair), relation, mutation,
+                            target.delta);
   };
   return c;
 }
@@ -299,95 +332,65 @@ AuditCase ExternalEmbeddingCase(NeighbouringRelation relation, bool charfn) {
   c.quick_runs = kGaussianQuickRuns;
   c.full_runs = 200000;
   c.prepare = [relation, charfn](const AuditTarget& target) -> absl::StatusOr<PreparedCase> {
-    DPC_ASSIGN_OR_RETURN(EmbeddingPair pair, NumericPair(relation));
-    using Rff = release::RffEmbeddingKind;
-    using Charfn = release::CharfnEmbeddingKind;
-    Rff::Params rff_params;
-    rff_params.num_frequencies = kAuditFrequencies;
-    rff_params.seed = kAuditFeatureSeed;
-    Charfn::Params charfn_params;
-    charfn_params.num_frequencies = kAuditFrequencies;
-    charfn_params.length_scale = 0.3;  // declared, public
-    charfn_params.seed = kAuditFeatureSeed;
-    DPC_ASSIGN_OR_RETURN(const Rff::Params rff, Rff::Resolve(rff_params, pair.schema));
-    DPC_ASSIGN_OR_RETURN(const Charfn::Params pearl, Charfn::Resolve(charfn_params, pair.schema));
-    const release::GaussianMechanismRecord unit =
-        charfn ? Charfn::Plan(pearl, 1.0) : Rff::Plan(rff, 1.0);
-    DPC_ASSIGN_OR_RETURN(const double s,
-                         privacy::CalibrateGridGaussianNoiseMultiplier(
-                             static_cast<int>(unit.noise_multipliers.size()), target.epsilon,
-                             target.delta));
+    // The rows live in the curator's cluster: the server holds the external
+    // record only, with the declared public n under REPLACE_ONE (D0's and
+    // D1's row count) and none under ADD_REMOVE (tests/server/
+    // external_dataset_test.cc).
+    DPC_ASSIGN_OR_RETURN(const Pair pair, NumericPair(relation, target.delta));
+    const int64_t public_row_bound =
+        relation == NeighbouringRelation::kReplaceOne ? pair[0].rows.num_rows() : 0;
+    const v1::Dataset external = ExternalDatasetRecord(pair[0].schema, relation, target.delta,
+                                                       public_row_bound);
+    const data::Schema schema = pair[0].schema;
+    DPC_ASSIGN_OR_RETURN(
+        plan::ReleasePlan plan,
+        plan::PlanRelease(charfn ? CharfnRequest(target) : RffRequest(target), external, schema));
+    if (!plan.event.has_value()) return absl::InternalError("the release plan has no event");
     PreparedCase prepared;
-    DPC_RETURN_IF_ERROR(ChargeOneShot(charfn ? Charfn::Plan(pearl, s) : Rff::Plan(rff, s),
-                                      relation, target.delta, &prepared));
-    const data::FeatureLayout layout = pair.d0.layout;
-    const int classes = pair.d0.num_classes;
-    // What the curator's cluster submits for each side: the exact
-    // statistic under the plan's map, flattened, with its row count.
-    std::vector<Eigen::VectorXd> submitted;
-    std::vector<int64_t> rows;
-    int64_t feature_dim = 0;
-    for (const release::EncodedRows* side : {&pair.d0, &pair.d1}) {
-      absl::StatusOr<embed::LabelledEmbeddingAccumulator> exact;
-      if (charfn) {
-        DPC_ASSIGN_OR_RETURN(Charfn::Prepared map, Charfn::Prepare(pearl, layout));
-        DPC_RETURN_IF_ERROR(Charfn::ScaleFeatureMap(pearl, layout,
-                                                    Charfn::DeclaredLengthScale(pearl, layout),
-                                                    &map.feature_map)
-                                .status());
-        feature_dim = map.feature_map.output_dim();
-        exact = release::ExactLabelledEmbedding(map.feature_map, *side);
-      } else {
-        DPC_ASSIGN_OR_RETURN(const Rff::Prepared map, Rff::Prepare(rff, layout));
-        feature_dim = map.feature_map.output_dim();
-        exact = release::ExactLabelledEmbedding(map.feature_map, *side);
-      }
-      DPC_RETURN_IF_ERROR(exact.status());
-      submitted.push_back(release::FlattenExactEmbedding(*exact));
-      rows.push_back(side->num_rows());
+    DPC_RETURN_IF_ERROR(ChargePlanEvent(*plan.event, relation, target.delta, &prepared));
+    prepared.accounted_mu = GaussianMu(plan.planned);
+    // What the cluster submits for each side: the exact statistic and its
+    // row count, computed once (it is a function of the rows alone).
+    std::array<Eigen::VectorXd, 2> statistics;
+    std::array<int64_t, 2> rows{};
+    for (int side = 0; side < 2; ++side) {
+      DPC_ASSIGN_OR_RETURN(statistics[side], PartialsStatistic(plan, schema, pair[side].rows));
+      rows[side] = pair[side].rows.num_rows();
     }
-    // REPLACE_ONE: both sides have the public n, the declared row count.
-    const int64_t public_n = pair.d0.num_rows();
-    VectorRelease release = [submitted, rows, feature_dim, layout, classes, rff, pearl, charfn,
-                             relation, s, public_n](int side, privacy::NoiseSource* noise)
+    const double epsilon_alone = prepared.accounted_epsilon;
+    auto shared = std::make_shared<const plan::ReleasePlan>(std::move(plan));
+    // Per run, as RunnerService.SubmitStatistic: the engine prepared after
+    // admission, then the plan's check of the submission and the engine's
+    // noise step over it.
+    VectorRelease release = [shared, external, schema, statistics, rows, epsilon_alone](
+                                int side, privacy::NoiseSource* noise)
         -> absl::StatusOr<Eigen::VectorXd> {
-      const Eigen::VectorXd& vector = submitted[side];
-      DPC_ASSIGN_OR_RETURN(const embed::LabelledEmbeddingAccumulator exact,
-                           release::ExactEmbeddingFromVector(
-                               absl::MakeConstSpan(vector.data(), vector.size()), feature_dim,
-                               classes, rows[side]));
-      if (charfn) {
-        DPC_ASSIGN_OR_RETURN(Charfn::Prepared map, Charfn::Prepare(pearl, layout));
-        DPC_ASSIGN_OR_RETURN(const Charfn::Result result,
-                             Charfn::ReleaseExact(std::move(map), exact, layout, classes,
-                                                  relation, s, public_n, noise));
-        return Flatten(result.embedding);
-      }
-      DPC_ASSIGN_OR_RETURN(const Rff::Prepared map, Rff::Prepare(rff, layout));
-      DPC_ASSIGN_OR_RETURN(const Rff::Result result,
-                           Rff::ReleaseExact(map, exact, layout, classes, relation, s, public_n,
-                                             noise));
-      return Flatten(result.embedding);
+      DPC_ASSIGN_OR_RETURN(std::unique_ptr<plan::PreparedEngine> engine,
+                           plan::PrepareRelease(*shared, schema));
+      const Eigen::VectorXd& statistic = statistics[side];
+      DPC_ASSIGN_OR_RETURN(const v1::Release released,
+                           plan::ComputeReleaseFromStatistic(
+                               *shared, *engine, external, schema,
+                               absl::MakeConstSpan(statistic.data(), statistic.size()),
+                               rows[side], "rel_audit", epsilon_alone, noise));
+      return ReleasedValues(released);
     };
     return ProjectionGame(std::move(release), std::move(prepared));
   };
   return c;
 }
 
-AuditCase MarginalsCase(NeighbouringRelation relation, const Mutation& mutation) {
+AuditCase MarginalsCase(NeighbouringRelation relation) {
   AuditCase c;
   c.kind = "marginals";
   c.relation = privacy::RelationName(relation);
   c.tightness = Tightness::kGaussianMu;
   c.quick_runs = kGaussianQuickRuns;
   c.full_runs = 200000;
-  c.prepare = [relation, mutation](const AuditTarget& target) -> absl::StatusOr<PreparedCase> {
+  c.prepare = [relation](const AuditTarget& target) -> absl::StatusOr<PreparedCase> {
     data::Schema::Builder builder;
     builder.AddCategorical("c0", {"a", "b", "c"}).AddCategorical("c1", {"u", "v"});
     DPC_ASSIGN_OR_RETURN(const data::Schema schema, builder.Build());
-    using Kind = release::MarginalsKind;
-    DPC_ASSIGN_OR_RETURN(const Kind::Params resolved,
-                         Kind::Resolve(Kind::Params{{{0}, {1}, {0, 1}}}, schema));
     // D0: rows in cells (a, u) and (b, u); the canary (c, v) is alone in its
     // cell of every clique, so it moves k = 3 cells by 1 (ADD_REMOVE: sqrt 3)
     // or, replacing (a, u), 3 cells down and 3 up (REPLACE_ONE: sqrt 6).
@@ -401,29 +404,41 @@ AuditCase MarginalsCase(NeighbouringRelation relation, const Mutation& mutation)
       t1.cells = t0.cells;
       t1.cells.row(0) = Eigen::RowVector2d(2, 1);
     }
-    const int gaussians = static_cast<int>(Kind::Plan(resolved, 1.0).noise_multipliers.size());
-    DPC_ASSIGN_OR_RETURN(const double s, privacy::CalibrateGridGaussianNoiseMultiplier(
-                                             gaussians, target.epsilon, target.delta));
-    const NeighbouringRelation charged = RunRelation(relation, mutation);
+    Pair pair = InMemoryPair(schema, std::move(t0), std::move(t1), relation, target.delta);
+    // The analyst's request: cliques {c0}, {c1}, {c0, c1} (MST's 1-way and
+    // 2-way measurements in one release), planned by PlanRelease
+    // (PlanMarginalsRelease) and run by ComputeMarginalsRelease.
+    v1::ReleaseRequest request;
+    request.set_dataset_id(pair[0].dataset.id());
+    request.set_idempotency_key("audit");
+    request.set_epsilon(target.epsilon);
+    v1::MarginalsParams& params = *request.mutable_marginals();
+    params.add_cliques()->add_columns(std::string("c0"));
+    params.add_cliques()->add_columns(std::string("c1"));
+    v1::AimClique& both = *params.add_cliques();
+    both.add_columns(std::string("c0"));
+    both.add_columns(std::string("c1"));
+    DPC_ASSIGN_OR_RETURN(plan::ReleasePlan plan,
+                         plan::PlanRelease(request, pair[0].dataset, pair[0].schema));
+    if (!plan.marginals.has_value() || !plan.event.has_value()) {
+      return absl::InternalError("the marginals plan has no event");
+    }
     PreparedCase prepared;
-    DPC_RETURN_IF_ERROR(ChargeOneShot(Kind::Plan(resolved, s), charged, target.delta, &prepared));
-    const double run_s = s * mutation.noise_multiplier_factor;
-    auto tables = std::make_shared<const std::pair<data::Table, data::Table>>(t0, t1);
-    VectorRelease release = [schema, resolved, tables, charged, run_s](
-                                int side, privacy::NoiseSource* noise)
+    DPC_RETURN_IF_ERROR(ChargePlanEvent(*plan.event, relation, target.delta, &prepared));
+    // One grid Gaussian of multiplier s over every clique's table: mu 1/s.
+    prepared.accounted_mu =
+        GaussianMu(release::GaussianMechanismRecord{{plan.marginals->noise_multiplier}});
+    const double epsilon_alone = prepared.accounted_epsilon;
+    auto shared = std::make_shared<const std::pair<plan::MarginalsReleasePlan, Pair>>(
+        std::move(*plan.marginals), std::move(pair));
+    VectorRelease release = [shared, epsilon_alone](int side, privacy::NoiseSource* noise)
         -> absl::StatusOr<Eigen::VectorXd> {
-      const data::Table& rows = side == 0 ? tables->first : tables->second;
-      DPC_ASSIGN_OR_RETURN(Kind::Result result,
-                           Kind::Run(resolved, schema, rows, charged, run_s, noise));
-      Eigen::Index total = 0;
-      for (const auto& m : result.marginals) total += m.counts.size();
-      Eigen::VectorXd out(total);
-      Eigen::Index offset = 0;
-      for (const auto& m : result.marginals) {
-        out.segment(offset, m.counts.size()) = m.counts;
-        offset += m.counts.size();
-      }
-      return out;
+      const PlanDataset& data = shared->second[side];
+      DPC_ASSIGN_OR_RETURN(const v1::Release released,
+                           plan::ComputeMarginalsRelease(shared->first, data.dataset,
+                                                         data.schema, data.table, "rel_audit",
+                                                         "audit", epsilon_alone, noise));
+      return ReleasedValues(released);
     };
     return ProjectionGame(std::move(release), std::move(prepared));
   };

@@ -1,14 +1,19 @@
 #ifndef DPCURATOR_AUDIT_ONE_SHOT_CASES_H_
 #define DPCURATOR_AUDIT_ONE_SHOT_CASES_H_
 
-// The one-shot release kinds' audit cases (issue 23 item 1): rff and charfn
-// embeddings, an image-schema rff release, the marginals MST measures, the
-// exponential mechanism MST selects with, and the two local-DP device
-// mechanisms, each under every relation it is defined for. Each case runs
-// the kind's own Resolve, the server's calibration of s at the requested
-// (eps, delta) (CalibrateGridGaussianNoiseMultiplier, as
-// server/releases.cc PlanRelease), and the kind's Run with the noise source
-// it is handed, on a tiny worst-case pair (docs/privacy.md 7.1).
+// The one-shot release kinds' audit cases (issue 23 item 1; issue 37 items
+// 1-2): rff and charfn embeddings, an image-schema rff release, the
+// external path, and the marginals MST measures, each under every relation
+// it is defined for, each built by the server's own plan code on an
+// in-memory dataset (audit/plan_fixture.h): the v1 request at the target
+// epsilon, plan::PlanRelease on the dataset's record, the charge of
+// plan.event through the accountant, and per run the plan's compute
+// function (ComputeRelease, ComputeReleaseFromStatistic,
+// ComputeMarginalsRelease), read back from the artefact, on a tiny
+// worst-case pair (docs/privacy.md 7.1). No case calibrates or builds an
+// event. The exponential mechanism MST selects with and the two local-DP
+// device mechanisms are primitives (no server plan runs them alone) and
+// are audited as such.
 
 #include <vector>
 
@@ -19,15 +24,25 @@ namespace dpcurator::audit {
 
 // A planted bug, for the audit's power tests only (audit/mutants.h;
 // never reachable from a shipped binary's flags). The default is the
-// shipped code exactly.
+// shipped code exactly. A plan-level mutation edits the plan after the plan
+// function returns and keeps the event it computed, so the mutant is "a
+// plan whose mechanism and charge disagree" (issue 37 item 2).
 struct Mutation {
-  // Run with s * factor while charging s (1/2: "sigma halved").
+  // The plan's multiplier times this, the record re-planned for it, the
+  // event of s charged (1/2: "sigma halved").
   double noise_multiplier_factor = 1.0;
-  // Scale every feature vector to this norm, as if the norm clamp were
-  // missing (2: the canary's contribution, and so the sensitivity, doubles).
+  // The engine's noise step (ComputeReleaseFromStatistic) over sums of
+  // features of this norm, as if the norm clamp were missing (2: the
+  // canary's contribution, and so the sensitivity, doubles).
   double feature_norm = 1.0;
-  // REPLACE_ONE pair, mechanism run and charged as ADD_REMOVE.
+  // A REPLACE_ONE plan (and its event charged), run with the dataset's
+  // relation flipped to ADD_REMOVE (noisy sums and counts, sensitivity
+  // sqrt 2, on a pair that differs by a replacement).
   bool run_as_add_remove = false;
+  // A partitioned plan's event replaced by one part's add/remove event
+  // (partition_cases.h; the multiplier kept): a row that changes parts
+  // under REPLACE_ONE charged as one part's neighbour.
+  bool charge_one_part = false;
   // Exponential mechanism: the declared sensitivity times this.
   double sensitivity_factor = 1.0;
   // LDP: the records sit at this multiple of the radius and are not
@@ -35,28 +50,33 @@ struct Mutation {
   double ldp_record_scale = 1.0;
 };
 
-// RFF embedding (release::RffEmbeddingKind) on a numeric schema, or on a
-// 2 x 2 image schema when `image`.
+// rff_embedding (ReleaseRequest.rff_embedding) on a numeric schema, or on a
+// 2 x 2 image schema when `image`: PlanRelease, then PrepareRelease and
+// ComputeRelease per run.
 AuditCase RffEmbeddingCase(privacy::NeighbouringRelation relation, bool image,
                            const Mutation& mutation = {});
-// Characteristic-function embedding with a declared length-scale.
+// charfn_embedding with a declared length-scale, likewise.
 AuditCase CharfnEmbeddingCase(privacy::NeighbouringRelation relation,
                               const Mutation& mutation = {});
-// The external path (issue 28; docs/scale-out.md "External datasets"): the
-// exact statistic of each side computed as the curator's partials compute
-// it (release::ExactLabelledEmbedding, in the partials' layout), carried as
-// the submitted vector (release::ExactEmbeddingFromVector), and noised by
-// the kind's ReleaseExact, the step RunnerService.SubmitStatistic runs
-// (PreparedEngine::RunOnStatistic). rff_embedding, or charfn_embedding with
-// a declared length-scale when `charfn`.
+// The external path (issue 28; docs/scale-out.md "External datasets"): an
+// external dataset's record (public_row_bound the public n under
+// REPLACE_ONE), PlanRelease, and per run PrepareRelease and
+// ComputeReleaseFromStatistic (RunnerService.SubmitStatistic's step) over
+// each side's exact statistic computed as the curator's partials compute
+// it (release::ExactLabelledEmbedding, in the partials' layout).
+// rff_embedding, or charfn_embedding with a declared length-scale when
+// `charfn`.
 AuditCase ExternalEmbeddingCase(privacy::NeighbouringRelation relation, bool charfn);
-// release::MarginalsKind over cliques {0}, {1}, {0, 1} (MST's 1-way and 2-way
-// measurements in one release).
-AuditCase MarginalsCase(privacy::NeighbouringRelation relation, const Mutation& mutation = {});
-// privacy::ExponentialMechanismSelect at MST's quality sensitivity.
+// A marginals release (ReleaseRequest.marginals) of cliques {0}, {1},
+// {0, 1} (MST's 1-way and 2-way measurements in one release): PlanRelease
+// (PlanMarginalsRelease) and ComputeMarginalsRelease.
+AuditCase MarginalsCase(privacy::NeighbouringRelation relation);
+// Primitive: privacy::ExponentialMechanismSelect at MST's quality
+// sensitivity (MST's recipe runs it inside ComputeMstRelease).
 AuditCase ExponentialMechanismCase(privacy::NeighbouringRelation relation,
                                    const Mutation& mutation = {});
-// ldp::LdpMechanism, Laplace l1 and Gaussian l2.
+// Primitive: ldp::LdpMechanism, Laplace l1 and Gaussian l2 (run on the
+// devices, not by a server plan).
 AuditCase LdpLaplaceCase(const Mutation& mutation = {});
 AuditCase LdpGaussianCase(const Mutation& mutation = {});
 

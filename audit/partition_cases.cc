@@ -3,21 +3,25 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <memory>
+#include <string>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include "Eigen/Core"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "audit/plan_fixture.h"
 #include "core/data/schema.h"
 #include "core/data/table.h"
 #include "core/privacy/accounting.h"
-#include "core/privacy/calibration.h"
 #include "core/privacy/discrete_noise.h"
 #include "core/privacy/events.h"
-#include "core/release/marginals.h"
-#include "core/release/partitioned_marginals.h"
 #include "core/util/status_macros.h"
+#include "dpcurator/v1/dpcurator.pb.h"
+#include "plan/partition.h"
+#include "plan/releases.h"
 
 namespace dpcurator::audit {
 namespace {
@@ -75,10 +79,8 @@ absl::StatusOr<Eigen::VectorXd> Release(const std::vector<Row>& rows, double noi
 }
 
 // What the ledger charges for the release at add/remove multiplier s.
-absl::StatusOr<PrivacyEvent> Charge(NeighbouringRelation relation, double s,
-                                    bool charge_one_part) {
+absl::StatusOr<PrivacyEvent> Charge(NeighbouringRelation relation, double s) {
   DPC_ASSIGN_OR_RETURN(const PrivacyEvent part, PrivacyEvent::DiscreteGaussian(s));
-  if (charge_one_part) return part;
   const std::vector<PrivacyEvent> add_remove(kParts, part);
   if (relation == NeighbouringRelation::kAddRemove) {
     return PrivacyEvent::PartitionedAddRemove(add_remove);
@@ -116,24 +118,22 @@ std::array<data::Table, 2> MarginalsPair(NeighbouringRelation relation) {
 
 }  // namespace
 
-AuditCase PartitionedCountsCase(NeighbouringRelation relation, bool charge_one_part) {
+AuditCase PartitionedCountsCase(NeighbouringRelation relation) {
   AuditCase c;
   c.kind = "partitioned_counts";
   c.relation = privacy::RelationName(relation);
   c.tightness = Tightness::kGaussianMu;
   c.quick_runs = kQuickRuns;
   c.full_runs = 400000;
-  c.prepare = [relation, charge_one_part](
-                  const AuditTarget& target) -> absl::StatusOr<PreparedCase> {
+  c.prepare = [relation](const AuditTarget& target) -> absl::StatusOr<PreparedCase> {
     // The noise multiplier the ledger's own charge calls for: the smallest
     // s (to a relative 1e-9) whose charged event costs at most the target,
     // by bisection on the accountant itself, so that a wrong partitioned
     // curve (too small a charge) means too little noise and is caught here,
     // not hidden by a calibration that assumed the right curve. Expected:
-    // ADD_REMOVE one part's s1; REPLACE_ONE s1 sqrt 2 (two parts); the
-    // one-part mutant s1 in both.
+    // ADD_REMOVE one part's s1; REPLACE_ONE s1 sqrt 2 (two parts).
     auto cost = [&](double s) -> absl::StatusOr<double> {
-      DPC_ASSIGN_OR_RETURN(const PrivacyEvent event, Charge(relation, s, charge_one_part));
+      DPC_ASSIGN_OR_RETURN(const PrivacyEvent event, Charge(relation, s));
       privacy::AccountantState state(relation);
       DPC_RETURN_IF_ERROR(state.Add(event));
       DPC_ASSIGN_OR_RETURN(const privacy::EpsilonReport report, state.Epsilon(target.delta));
@@ -148,7 +148,7 @@ AuditCase PartitionedCountsCase(NeighbouringRelation relation, bool charge_one_p
     }
     const double s = hi;
     DPC_ASSIGN_OR_RETURN(const double charged, cost(s));
-    const bool two_parts = relation == NeighbouringRelation::kReplaceOne && !charge_one_part;
+    const bool two_parts = relation == NeighbouringRelation::kReplaceOne;
     PreparedCase prepared;
     prepared.accounted_epsilon = charged;
     prepared.delta = target.delta;
@@ -175,69 +175,77 @@ AuditCase PartitionedCountsCase(NeighbouringRelation relation, bool charge_one_p
   return c;
 }
 
-AuditCase PartitionedMarginalsCase(NeighbouringRelation relation) {
+AuditCase PartitionedMarginalsCase(NeighbouringRelation relation, const Mutation& mutation) {
   AuditCase c;
   c.kind = "partitioned_marginals";
   c.relation = privacy::RelationName(relation);
   c.tightness = Tightness::kGaussianMu;
   c.quick_runs = kQuickRuns;
   c.full_runs = 400000;
-  c.prepare = [relation](const AuditTarget& target) -> absl::StatusOr<PreparedCase> {
+  c.prepare = [relation, mutation](const AuditTarget& target) -> absl::StatusOr<PreparedCase> {
     data::Schema::Builder builder;
     builder.AddCategorical("a", {"a0", "a1"}).AddCategorical("y", {"0", "1", "2"}).SetLabel("y");
     DPC_ASSIGN_OR_RETURN(const data::Schema schema, builder.Build());
-    release::MarginalsKind::Params params;
-    params.cliques = {{0}};
-    DPC_ASSIGN_OR_RETURN(params, release::MarginalsKind::Resolve(params, schema));
-    DPC_ASSIGN_OR_RETURN(const int64_t cells, release::MarginalsCells(params, schema));
-    const std::vector<int32_t> levels = {0, 1, 2};
-    const auto parts = static_cast<int64_t>(levels.size());
-    // The server's calibration of the server's charge (server/partition.cc).
-    DPC_ASSIGN_OR_RETURN(
-        const double s,
-        privacy::CalibrateEventNoiseMultiplier(
-            [&](double m) { return release::MarginalsEvent(params, cells, m, relation, parts); },
-            relation, target.epsilon, target.delta));
-    DPC_ASSIGN_OR_RETURN(const PrivacyEvent event,
-                         release::MarginalsEvent(params, cells, s, relation, parts));
-    privacy::AccountantState state(relation);
-    DPC_RETURN_IF_ERROR(state.Add(event));
-    DPC_ASSIGN_OR_RETURN(const privacy::EpsilonReport report, state.Epsilon(target.delta));
-    DPC_ASSIGN_OR_RETURN(
-        const privacy::GridNoise drawn,
-        privacy::GridGaussianNoise(s, release::MarginalsKind::L2Sensitivity(params, relation),
-                                   cells));
-    const std::array<data::Table, 2> tables = MarginalsPair(relation);
-    auto run = [schema, params, levels, relation, s](
-                   const data::Table& rows,
-                   privacy::NoiseSource* noise) -> absl::StatusOr<Eigen::VectorXd> {
-      DPC_ASSIGN_OR_RETURN(const std::vector<release::MarginalsKind::Result> results,
-                           release::RunMarginalsParts(params, schema, rows, /*label_index=*/1,
-                                                      levels, relation, s, noise));
-      std::vector<double> out;
-      for (const auto& result : results) {
-        for (const auto& m : result.marginals) {
-          out.insert(out.end(), m.counts.data(), m.counts.data() + m.counts.size());
-        }
+    std::array<data::Table, 2> tables = MarginalsPair(relation);
+    auto pair = std::make_shared<const std::array<PlanDataset, 2>>(
+        InMemoryPair(schema, std::move(tables[0]), std::move(tables[1]), relation,
+                     target.delta));
+    // The analyst's request: the 1-way marginal of a, partitioned by the
+    // label (every declared value), at the target epsilon.
+    v1::ReleaseRequest request;
+    request.set_dataset_id((*pair)[0].dataset.id());
+    request.set_idempotency_key("audit");
+    request.set_epsilon(target.epsilon);
+    request.mutable_marginals()->add_cliques()->add_columns(std::string("a"));
+    request.mutable_partition()->set_column("y");
+    DPC_ASSIGN_OR_RETURN(plan::ReleasePlan plan,
+                         plan::PlanRelease(request, (*pair)[0].dataset, (*pair)[0].schema));
+    if (!plan.marginals.has_value() || !plan.marginals->partitioned || !plan.event.has_value()) {
+      return absl::InternalError("the plan is not a partitioned marginals release");
+    }
+    PrivacyEvent charged = *plan.event;
+    // The plan's multiplier s is noise std / sensitivity for every part:
+    // one part's mu, 1/s, is what the partitioned event stands for (one
+    // part's cell under ADD_REMOVE; two parts' cells, each std s sqrt 2,
+    // under REPLACE_ONE).
+    double accounted_mu = 1.0 / plan.marginals->noise_multiplier;
+    if (mutation.charge_one_part) {
+      // The mutant: the plan's event replaced by its first part's add/remove
+      // event (a row moving between parts charged as one part's neighbour).
+      const auto* partitioned = std::get_if<privacy::PartitionedEvent>(&charged.variant());
+      if (partitioned == nullptr || partitioned->add_remove.empty()) {
+        return absl::InternalError("the partitioned plan's event is not partitioned");
       }
-      return Eigen::Map<const Eigen::VectorXd>(out.data(), static_cast<Eigen::Index>(out.size()));
+      charged = partitioned->add_remove.front();
+      if (const auto* grid = std::get_if<privacy::GridGaussianEvent>(&charged.variant())) {
+        accounted_mu = 1.0 / grid->noise_multiplier;
+      }
+    }
+    PreparedCase prepared;
+    DPC_RETURN_IF_ERROR(ChargePlanEvent(charged, relation, target.delta, &prepared));
+    prepared.accounted_mu = accounted_mu;
+    const double epsilon_alone = prepared.accounted_epsilon;
+    auto marginals = std::make_shared<const plan::MarginalsReleasePlan>(*plan.marginals);
+    auto run = [pair, marginals, epsilon_alone](
+                   int side, privacy::NoiseSource* noise) -> absl::StatusOr<Eigen::VectorXd> {
+      const PlanDataset& data = (*pair)[side];
+      DPC_ASSIGN_OR_RETURN(const v1::Release released,
+                           plan::ComputeMarginalsRelease(*marginals, data.dataset, data.schema,
+                                                         data.table, "rel_audit", "audit",
+                                                         epsilon_alone, noise));
+      return ReleasedValues(released);
     };
     privacy::ZeroNoiseSource zero;
-    DPC_ASSIGN_OR_RETURN(const Eigen::VectorXd v0, run(tables[0], &zero));
-    DPC_ASSIGN_OR_RETURN(const Eigen::VectorXd v1, run(tables[1], &zero));
+    DPC_ASSIGN_OR_RETURN(const Eigen::VectorXd v0, run(0, &zero));
+    DPC_ASSIGN_OR_RETURN(const Eigen::VectorXd v1, run(1, &zero));
+    if (v0.size() != v1.size()) return absl::InternalError("audit pair released different shapes");
     Eigen::VectorXd direction = v1 - v0;
     const double gap = direction.norm();
     if (!(gap > 0.0)) return absl::InternalError("audit pair has identical exact statistics");
     direction /= gap;
-    PreparedCase prepared;
-    prepared.accounted_epsilon = report.epsilon;
-    prepared.delta = target.delta;
-    // The shift over the noise std actually drawn: 1 / s (one cell of one
-    // part) under ADD_REMOVE, sqrt 2 / (s sqrt 2) under REPLACE_ONE.
-    prepared.accounted_mu = gap / drawn.scale();
-    prepared.run_and_score = [tables, run, v0, direction](
+    prepared.run_and_score = [run, v0, direction](
                                  int side, privacy::NoiseSource* noise) -> absl::StatusOr<double> {
-      DPC_ASSIGN_OR_RETURN(const Eigen::VectorXd out, run(tables[side], noise));
+      DPC_ASSIGN_OR_RETURN(const Eigen::VectorXd out, run(side, noise));
       return direction.dot(out - v0);
     };
     return prepared;
