@@ -25,6 +25,10 @@ TEST_P(SessionAuditTest, LowerBoundWithinAccountedEpsilon) {
               result->sampling_rate, result->canary_attainment,
               static_cast<long long>(result->sessions), result->seconds);
   EXPECT_LE(result->bound.epsilon, result->accounted_epsilon);
+  // The charge is the ledger's event for the plan, calibrated for the
+  // requested epsilon: at most it (conservative), and close to it.
+  EXPECT_LE(result->accounted_epsilon, config.epsilon * (1.0 + 1e-12));
+  EXPECT_GT(result->accounted_epsilon, 0.95 * config.epsilon);
   // The canary attains the sensitivity bound (up to the kernel's jitter).
   EXPECT_NEAR(result->canary_attainment, 1.0, 1e-3);
   // Power: the audit sees the canary at all.
