@@ -424,8 +424,8 @@ double MixtureLogLikelihoodRatio(absl::Span<const double> z, double q, double mu
 }
 
 double CltGaussianDpMu(double sampling_rate, int64_t steps, double noise_multiplier) {
-  return sampling_rate *
-         std::sqrt(static_cast<double>(steps) * std::expm1(1.0 / (noise_multiplier * noise_multiplier)));
+  const double per_step = std::expm1(1.0 / (noise_multiplier * noise_multiplier));
+  return sampling_rate * std::sqrt(static_cast<double>(steps) * per_step);
 }
 
 namespace {

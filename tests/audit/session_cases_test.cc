@@ -19,7 +19,8 @@ TEST_P(SessionAuditTest, LowerBoundWithinAccountedEpsilon) {
   const SessionAuditConfig config = SessionAuditCases(/*quick=*/true)[GetParam()];
   auto result = RunSessionAudit(config);
   ASSERT_TRUE(result.ok()) << result.status();
-  std::printf("%s %s eps %.3f lb %.3f mu_emp %.3f mu_clt %.3f s %.3f q %.3f attain %.3f N %lld %.2fs\n",
+  std::printf("%s %s eps %.3f lb %.3f mu_emp %.3f mu_clt %.3f s %.3f q %.3f attain %.3f N %lld "
+              "%.2fs\n",
               result->kind.c_str(), result->relation.c_str(), result->accounted_epsilon,
               result->bound.epsilon, result->mu_emp, result->mu_clt, result->noise_multiplier,
               result->sampling_rate, result->canary_attainment,
