@@ -39,7 +39,7 @@ InMemoryDataset MakeInMemoryDataset(const std::string& id, const data::Schema& s
                                     privacy::NeighbouringRelation relation,
                                     const std::vector<FixtureRow>& rows, double delta);
 
-// `count` copies of `row`, then the rest (a dataset of null rows).
+// `count` copies of `row` (a dataset of null rows, or a batch of them).
 std::vector<FixtureRow> Repeated(const FixtureRow& row, int64_t count);
 
 }  // namespace dpcurator::audit
