@@ -9,7 +9,9 @@ namespace dpcurator::audit {
 
 std::vector<AuditCase> AllCases() {
   std::vector<AuditCase> cases = OneShotCases();
-  // Session kinds register here, one line each.
+  // Session kinds register here, one line each: SessionCases() holds the
+  // three step kinds under both relations and the partitioned sessions
+  // ("kernel_witness_partitioned_session", ADD_REMOVE).
   for (AuditCase& c : SessionCases()) cases.push_back(std::move(c));
   for (AuditCase& c : PartitionCases()) cases.push_back(std::move(c));
   // Recipe kinds: aim (issue 26).

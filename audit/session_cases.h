@@ -2,14 +2,23 @@
 #define DPCURATOR_AUDIT_SESSION_CASES_H_
 
 // The empirical audit of whole sessions (issue 23 item 1, last bullet;
-// docs/privacy.md 7 "Sessions"): T steps of dp_sgd, kernel_witness or the
-// minibatch rff_embedding session, each step on a batch drawn exactly as the
-// server draws it (Poisson at rate q under ADD_REMOVE, a fixed-size batch of
-// m = floor(q n) rows without replacement under REPLACE_ONE; the same noise
-// source calls as server/releases.cc SampleStepBatch), the noise multiplier
-// from the calibration PlanSession uses
-// (privacy::CalibrateSampledDiscreteGaussianNoiseMultiplier at the requested
-// (epsilon, delta) for T steps), and the kind's own Run.
+// issue 37 items 1-2; docs/privacy.md 7.6): T steps of dp_sgd,
+// kernel_witness or the minibatch rff_embedding session, and partitioned
+// kernel_witness sessions (DP-kernel's parallel variant), built and run by
+// the server's own plan code on an in-memory dataset held as the server
+// holds one (audit/session_fixture.h): the v1::OpenSessionRequest (or
+// v1::OpenPartitionedSessionsRequest) a client sends goes to
+// plan::PlanSession (plan::PlanPartitionedSessions), which resolves the
+// rate (REPLACE_ONE: m / n with the fixed batch m), the kernel_witness
+// divisor and the noise multiplier; the charge is the ledger's own event
+// for the open (plan::SessionEvent of the step event over T steps, or
+// plan::PartitionedSessionsEvent of the parts'), converted by
+// privacy::AccountantState at delta under the dataset's relation; each
+// step is plan::ComputeSessionStep on a v1::Session built as the ledger
+// stores it (a partitioned member: on plan::RowIndicesOfPart of its level),
+// its answer put in the response by plan::SetStepAnswer and read from
+// there. Nothing here calibrates, resolves a rate or divisor, or composes
+// an event: a change to the plan is a change to the audited mechanism.
 //
 // The neighbouring datasets. ADD_REMOVE: D0 holds n "null" rows whose
 // step output is orthogonal to the canary's contribution (dp_sgd: rows whose
@@ -51,8 +60,17 @@
 
 namespace dpcurator::audit {
 
-enum class SessionStepKind { kRffEmbedding, kDpSgd, kKernelWitness };
-// "rff_embedding_session", "dp_sgd_session", "kernel_witness_session".
+enum class SessionStepKind {
+  kRffEmbedding,
+  kDpSgd,
+  kKernelWitness,
+  // kernel_witness parts of a partitioned open by the label {a, b}, one
+  // session per class (ADD_REMOVE only): every member steps, the canary's
+  // member (part b) is scored.
+  kKernelWitnessPartitioned,
+};
+// "rff_embedding_session", "dp_sgd_session", "kernel_witness_session",
+// "kernel_witness_partitioned_session".
 std::string_view SessionStepKindName(SessionStepKind kind);
 
 // Planted bugs with a known violation, reachable only from tests through
@@ -60,24 +78,31 @@ std::string_view SessionStepKindName(SessionStepKind kind);
 enum class SessionMutant {
   kNone,
   // The mechanism samples at q but sigma is calibrated for q / 2 (issue 23
-  // item 2): the accounted epsilon is below the true one.
+  // item 2): planted in the plan's output, a plan whose mechanism and
+  // charge disagree. The same request is planned again at q / 2 and ITS
+  // step event is charged and ITS noise multiplier run, while the q plan's
+  // sampling draws the batches: the accounted epsilon is below the true
+  // one.
   kSamplingRateChargedAtHalf,
 };
 
 struct SessionAuditConfig {
   SessionStepKind kind = SessionStepKind::kRffEmbedding;
   privacy::NeighbouringRelation relation = privacy::NeighbouringRelation::kAddRemove;
-  double epsilon = 2.0;  // the requested (and accounted) epsilon of the session
+  // The epsilon requested at open for all T steps (PlanSession calibrates
+  // the noise multiplier for it). Not what is reported as accounted: that
+  // is always the charged event's epsilon at delta.
+  double epsilon = 2.0;
   double delta = 1e-5;
   int64_t steps = 10;     // T
-  int64_t rows = 8;       // n: the rows of D0
+  int64_t rows = 8;       // n: the rows of D0 (partitioned: of each part)
   double sampling_rate = 0.5;  // q (REPLACE_ONE: resolved to floor(q n) / n)
   int64_t sessions = 1000;     // N per dataset
   uint64_t seed = 1;
   double alpha = 0.05;  // the lower bound holds with confidence 1 - alpha
-  // > 0: use this noise multiplier instead of calibrating one at epsilon
-  // (the wire audit compares at the server's multiplier). The accounted
-  // epsilon is then `epsilon` as given (the caller's charge).
+  // > 0: open with this noise multiplier instead of an epsilon (the wire
+  // audit compares at the server's multiplier); `epsilon` is then unused,
+  // and the accounted epsilon is still what the charged event converts to.
   double noise_multiplier = 0.0;
   SessionMutant mutant = SessionMutant::kNone;
 };
@@ -85,6 +110,9 @@ struct SessionAuditConfig {
 struct SessionAuditResult {
   std::string kind;
   std::string relation;  // privacy::RelationName: ADD_REMOVE / REPLACE_ONE
+  // The charged event's epsilon at delta on a fresh dataset (what the
+  // ledger reserves at open), whether the session asked for an epsilon or
+  // fixed a noise multiplier.
   double accounted_epsilon = 0.0;
   double delta = 0.0;
   double sampling_rate = 0.0;     // the rate the batches are drawn at
@@ -101,11 +129,21 @@ struct SessionAuditResult {
   double seconds = 0.0;
 };
 
+// The canary's direction in a step's (flattened) output: v = f(D1 batch) -
+// f(D0 batch) and c0 = <f(D0 batch), v>, from the noiseless statistic, and
+// sigma = s Delta, the noise std per coordinate.
+struct CanaryDirection {
+  Eigen::VectorXd v;
+  double offset = 0.0;  // c0
+  double sigma = 0.0;
+  double Norm() const { return v.norm(); }
+};
+
 // A session audit prepared for one configuration, in the shape of the
 // harness's PreparedCase (auditA's audit/audit_case.h), so the registry
 // can wrap it as an AuditCase: the charge, and one scored session per call.
 struct PreparedSessionAudit {
-  double accounted_epsilon = 0.0;
+  double accounted_epsilon = 0.0;  // the charged event at delta
   double delta = 0.0;
   // The CLT mu of the charged (q, s, T) (CltGaussianDpMu): the GDP
   // approximation the accounting implies, beside mu_emp.
@@ -114,6 +152,7 @@ struct PreparedSessionAudit {
   double charged_sampling_rate = 0.0;  // sigma calibrated for
   double noise_multiplier = 0.0;
   double canary_attainment = 0.0;  // ||v|| / Delta
+  CanaryDirection canary;          // the scored member's, from its plan
   // One whole session of T steps on D0 (side 0) or D1 (side 1), batches and
   // noise from `noise`, scored by the mixture likelihood ratio.
   std::function<absl::StatusOr<double>(int side, privacy::NoiseSource* noise)> run_and_score;
@@ -125,14 +164,16 @@ absl::StatusOr<PreparedSessionAudit> PrepareSessionAudit(const SessionAuditConfi
 // a configuration the server would refuse (e.g. floor(q n) < 1).
 absl::StatusOr<SessionAuditResult> RunSessionAudit(const SessionAuditConfig& config);
 
-// The CI set: every session step kind under both relations, fixed seeds,
-// sized to run in a few seconds on one core (quick) or for a tighter bound.
+// The CI set: every session step kind under both relations, and the
+// partitioned kernel_witness sessions under ADD_REMOVE, fixed seeds, sized
+// to run in a few seconds on one core (quick) or for a tighter bound.
 std::vector<SessionAuditConfig> SessionAuditCases(bool quick);
 
 // The session cases as the harness's AuditCases (registry.cc AllCases, so
-// CI's quick audit, bench/audit and `dpcurator audit` run them): each kind
-// under each relation with SessionAuditCases' T, q and n, calibrated at the
-// harness's target (epsilon, delta); accounted_mu is the CLT mu. No
+// CI's quick audit, bench/audit and `dpcurator audit` run them): each of
+// SessionAuditCases with its T, q and n, opened at the harness's target
+// (epsilon, delta) ("kernel_witness_partitioned_session": the partitioned
+// open); accounted_mu is the CLT mu. No
 // tightness demand (Tightness::kNone): docs/privacy.md 7.6 says why
 // sessions cannot meet eps_lb >= 0.5 eps at small delta; mu_emp against
 // the CLT mu is tested in tests/audit/session_cases_test.cc.
@@ -141,15 +182,6 @@ std::vector<AuditCase> SessionCases();
 // The pieces, for the wire audit (tests/audit/e2e_audit_test.cc) and other
 // cases that score outputs they did not produce here.
 //
-// The canary's direction in a step's (flattened) output: v = f(D1 batch) -
-// f(D0 batch) and c0 = <f(D0 batch), v>, from the noiseless statistic, and
-// sigma = s Delta, the noise std per coordinate.
-struct CanaryDirection {
-  Eigen::VectorXd v;
-  double offset = 0.0;  // c0
-  double sigma = 0.0;
-  double Norm() const { return v.norm(); }
-};
 // z = (<output, v> - c0) / (||v|| sigma): N(0, 1) without the canary,
 // N(||v|| / sigma, 1) with it.
 double ProjectionScore(const Eigen::Ref<const Eigen::VectorXd>& output,

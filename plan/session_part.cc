@@ -7,6 +7,11 @@
 
 namespace dpcurator::plan {
 
+absl::StatusOr<privacy::PrivacyEvent> SessionEvent(const privacy::PrivacyEvent& step_event,
+                                                   int64_t steps) {
+  return privacy::PrivacyEvent::SelfCompose(step_event, steps);
+}
+
 absl::StatusOr<privacy::PrivacyEvent> PartitionedSessionsEvent(
     absl::Span<const privacy::PrivacyEvent> step_events, absl::Span<const int64_t> steps) {
   if (step_events.size() != steps.size()) {
@@ -19,8 +24,7 @@ absl::StatusOr<privacy::PrivacyEvent> PartitionedSessionsEvent(
       DPC_ASSIGN_OR_RETURN(privacy::PrivacyEvent nothing, privacy::PrivacyEvent::Compose({}));
       parts.push_back(std::move(nothing));
     } else {
-      DPC_ASSIGN_OR_RETURN(privacy::PrivacyEvent ran,
-                           privacy::PrivacyEvent::SelfCompose(step_events[k], steps[k]));
+      DPC_ASSIGN_OR_RETURN(privacy::PrivacyEvent ran, SessionEvent(step_events[k], steps[k]));
       parts.push_back(std::move(ran));
     }
   }

@@ -24,6 +24,15 @@ struct SessionPart {
   double noise_multiplier = 0.0;
 };
 
+// What one ordinary session is charged (docs/privacy.md 3.4): its step
+// event composed `steps` times (PrivacyEvent::SelfCompose; T steps of a
+// subsampled Gaussian, 4.7). The ledger reserves it at open with the
+// reserved steps, refunds that exact event and charges it again with the
+// steps run at close; the empirical audit charges its session cases with
+// it, so the two cannot drift apart.
+absl::StatusOr<privacy::PrivacyEvent> SessionEvent(const privacy::PrivacyEvent& step_event,
+                                                   int64_t steps);
+
 // What a partitioned group is charged (docs/privacy.md 3.7): parallel
 // composition (PrivacyEvent::PartitionedAddRemove) of each part's step
 // event composed steps[k] times; a part that ran 0 steps is the empty

@@ -857,7 +857,7 @@ absl::StatusOr<v1::Session> CloseSessionLocked(Database* db, const Clock& clock,
   if (used < session.steps_reserved()) {
     DPC_ASSIGN_OR_RETURN(privacy::PrivacyEvent step_event, privacy::DecodeEvent(loaded.step_event));
     DPC_ASSIGN_OR_RETURN(privacy::PrivacyEvent reserved,
-                         privacy::PrivacyEvent::SelfCompose(step_event, session.steps_reserved()));
+                         plan::SessionEvent(step_event, session.steps_reserved()));
     DPC_ASSIGN_OR_RETURN(LoadedDataset dataset, LoadDatasetBudget(db, session.dataset_id()));
     DPC_RETURN_IF_ERROR(RefundLocked(
         db, clock, session.dataset_id(), dataset, session_id, reserved, loaded.reserve_event_id,
@@ -865,7 +865,7 @@ absl::StatusOr<v1::Session> CloseSessionLocked(Database* db, const Clock& clock,
                      used, " of ", session.steps_reserved(), " reserved steps")));
     if (used > 0) {
       DPC_ASSIGN_OR_RETURN(privacy::PrivacyEvent ran,
-                           privacy::PrivacyEvent::SelfCompose(step_event, used));
+                           plan::SessionEvent(step_event, used));
       DPC_ASSIGN_OR_RETURN(privacy::AccountantState state,
                            LoadTotals(db, session.dataset_id(), dataset.relation));
       // Cannot be refused: `used` steps cost no more than the reservation
@@ -917,7 +917,7 @@ absl::StatusOr<Ledger::SessionAdmission> Ledger::OpenSession(
   DPC_ASSIGN_OR_RETURN(privacy::AccountantState state,
                        LoadTotals(db, dataset_id, dataset.relation));
   DPC_ASSIGN_OR_RETURN(privacy::PrivacyEvent reserved,
-                       privacy::PrivacyEvent::SelfCompose(step_event, steps));
+                       plan::SessionEvent(step_event, steps));
   if (quotas_ != nullptr) {
     DPC_RETURN_IF_ERROR(
         quotas_->CheckSessions(db, caller.principal_id, 1, steps, dataset.delta, reserved));
