@@ -1,8 +1,10 @@
 #include "audit/mutants.h"
 
 #include <string>
+#include <tuple>
 #include <utility>
 
+#include "audit/aim_cases.h"
 #include "audit/one_shot_cases.h"
 #include "audit/partition_cases.h"
 
@@ -45,6 +47,28 @@ std::vector<AuditCase> MutantCases() {
   cases.push_back(AsMutant(PartitionedCountsCase(NeighbouringRelation::kReplaceOne,
                                                  /*charge_one_part=*/true),
                            "partition_charged_one_part", 40000));
+  // AIM's three (issue 37 item 1; docs/privacy.md 7.3), planted through
+  // the plan's train::AimMutation after PlanRelease (aim_cases.h), audited
+  // at (2, 1e-2), where a factor r in the measurements' mu is the largest
+  // gap in eps for the runs CI affords (aim_mutants_test.cc): every round's
+  // measurement at half the charged noise (T = 4 d); the 1-way release at
+  // half the noise, where it holds 0.91 of the measurements' rho (rounds =
+  // d, the least the plan admits); every selection at 8x the charged
+  // epsilon, which the transcript's likelihood ratio does NOT catch at
+  // these runs (docs/privacy.md 7.3 says why; bench/audit --mutants shows
+  // it).
+  for (auto [mutation, rounds_per_column, name, runs] :
+       {std::tuple{train::AimMutation{.round_noise_factor = 0.5}, kAimAuditRoundsPerColumn,
+                   "aim_round_noise_halved", 3000},
+        std::tuple{train::AimMutation{.one_way_noise_factor = 0.5}, 1, "aim_one_way_noise_halved",
+                   2000},
+        std::tuple{train::AimMutation{.selection_epsilon_factor = 8.0}, kAimAuditRoundsPerColumn,
+                   "aim_selection_epsilon_8x", 2000}}) {
+    AuditCase c = AsMutant(AimCase(NeighbouringRelation::kAddRemove, rounds_per_column, mutation),
+                           name, runs);
+    c.targets = {{2.0, 1e-2}};
+    cases.push_back(std::move(c));
+  }
   return cases;
 }
 
