@@ -48,6 +48,9 @@ struct AimGame {
   std::map<std::vector<int>, int> candidate_of;
   double marginal_sensitivity = 1.0;
   double score_sensitivity = 1.0;
+  // The statistic's hypothesis on the selections: each is scored by the
+  // exponential mechanism's law at this factor times its released epsilon.
+  double selection_law_factor = 1.0;
 };
 
 data::Schema GameSchema() {
@@ -68,8 +71,8 @@ data::Table TableOf(const std::vector<std::array<int, kColumns>>& rows) {
 
 // log p(transcript | D1) - log p(transcript | D0) under the charged
 // parameters (docs/privacy.md 7.1, "aim"): the Gaussian term of every
-// released table, plus every selection's term
-// from the exponential mechanism's law, replayed against the server's
+// released table, plus every selection's term from the exponential
+// mechanism's law (at selection_law_factor x eps_k), replayed against the server's
 // estimator refitted on the released measurements in the order the run
 // fitted them.
 absl::StatusOr<double> TranscriptLogLikelihoodRatio(const AimGame& game,
@@ -114,10 +117,12 @@ absl::StatusOr<double> TranscriptLogLikelihoodRatio(const AimGame& game,
     }
     DPC_ASSIGN_OR_RETURN(const std::vector<double> p0,
                          privacy::ExponentialMechanismProbabilities(
-                             scores[0], round.selection_epsilon(), game.score_sensitivity));
+                             scores[0], round.selection_epsilon() * game.selection_law_factor,
+                             game.score_sensitivity));
     DPC_ASSIGN_OR_RETURN(const std::vector<double> p1,
                          privacy::ExponentialMechanismProbabilities(
-                             scores[1], round.selection_epsilon(), game.score_sensitivity));
+                             scores[1], round.selection_epsilon() * game.selection_law_factor,
+                             game.score_sensitivity));
     fitted.push_back(NoisyMarginalFromProto(round.measurement()));
     const auto it = game.candidate_of.find(fitted.back().clique);
     if (it == game.candidate_of.end()) {
@@ -134,7 +139,7 @@ absl::StatusOr<double> TranscriptLogLikelihoodRatio(const AimGame& game,
 }  // namespace
 
 AuditCase AimCase(NeighbouringRelation relation, int rounds_per_column,
-                  const train::AimMutation& mutation) {
+                  const train::AimMutation& mutation, double selection_law_factor) {
   AuditCase c;
   c.kind = "aim";
   c.relation = privacy::RelationName(relation);
@@ -142,10 +147,11 @@ AuditCase AimCase(NeighbouringRelation relation, int rounds_per_column,
   c.quick_runs = 1000;
   c.full_runs = 20000;
   c.targets = {{1.0, 1e-5}, {1.0, 1e-2}};
-  c.prepare = [relation, rounds_per_column,
-               mutation](const AuditTarget& target) -> absl::StatusOr<PreparedCase> {
+  c.prepare = [relation, rounds_per_column, mutation,
+               selection_law_factor](const AuditTarget& target) -> absl::StatusOr<PreparedCase> {
     auto game = std::make_shared<AimGame>();
     game->schema = GameSchema();
+    game->selection_law_factor = selection_law_factor;
     std::vector<std::array<int, kColumns>> d0;
     for (int i = 0; i < kRowsPerGroup; ++i) d0.push_back({0, 0, 1});
     for (int i = 0; i < kRowsPerGroup; ++i) d0.push_back({1, 1, 0});

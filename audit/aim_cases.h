@@ -43,10 +43,15 @@ inline constexpr int kAimAuditRoundsPerColumn = 4;
 // `rounds_per_column`: the request's rounds / d (1 puts 0.91 of the
 // measurements' rho in the 1-way release); `mutation`: a planted bug
 // (mutants.cc), written into the plan after PlanRelease returns; identity
-// for the shipped case.
+// for the shipped case. `selection_law_factor`: the statistic's hypothesis
+// on the selections, each scored by the exponential mechanism's law at this
+// factor times its released epsilon: 1 (the shipped case) makes the
+// statistic the transcript's likelihood ratio; an auditor who suspects the
+// selections spend k times their charge sets k, the most powerful test
+// against that alternative (any statistic is sound, docs/privacy.md 7.2).
 AuditCase AimCase(privacy::NeighbouringRelation relation,
                   int rounds_per_column = kAimAuditRoundsPerColumn,
-                  const train::AimMutation& mutation = {});
+                  const train::AimMutation& mutation = {}, double selection_law_factor = 1.0);
 
 std::vector<AuditCase> AimCases();
 

@@ -56,6 +56,15 @@ TEST(AimMutants, EveryRoundAtHalfTheNoiseIsCaught) {
   ExpectCaught(Mutant("aim_round_noise_halved"), AimCase(NeighbouringRelation::kAddRemove));
 }
 
+// Caught by the statistic that scores the selections at the suspected law
+// (8 eps_k); its control, the shipped mechanism under the same statistic,
+// is not flagged.
+TEST(AimMutants, SelectionsAtEightTimesTheEpsilonAreCaught) {
+  ExpectCaught(Mutant("aim_selection_epsilon_8x"),
+               AimCase(NeighbouringRelation::kAddRemove, kAimAuditRoundsPerColumn, {},
+                       /*selection_law_factor=*/8.0));
+}
+
 TEST(AimMutants, OneWayReleaseAtHalfTheNoiseIsCaught) {
   ExpectCaught(Mutant("aim_one_way_noise_halved"),
                AimCase(NeighbouringRelation::kAddRemove, /*rounds_per_column=*/1));
