@@ -67,7 +67,7 @@ std::vector<AuditCase> MutantCases() {
                   "aim_round_noise_halved", 3000},
         AimMutant{{.one_way_noise_factor = 0.5}, 1, 1.0, "aim_one_way_noise_halved", 2000},
         AimMutant{{.selection_epsilon_factor = 8.0}, kAimAuditRoundsPerColumn, 8.0,
-                  "aim_selection_epsilon_8x", 5000}}) {
+                  "aim_selection_epsilon_8x", 4000}}) {
     AuditCase c = AsMutant(AimCase(NeighbouringRelation::kAddRemove, m.rounds_per_column,
                                    m.mutation, m.selection_law_factor),
                            m.name, m.runs);
