@@ -1,83 +1,245 @@
 #include "audit/aim_cases.h"
 
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <map>
 #include <memory>
+#include <string>
 #include <utility>
 
+#include "Eigen/Core"
+#include "core/data/discretize.h"
+#include "core/data/schema.h"
+#include "core/data/table.h"
 #include "core/privacy/accounting.h"
-#include "core/privacy/events.h"
-#include "core/train/aim.h"
+#include "core/privacy/exponential_mechanism.h"
+#include "core/release/marginals.h"
 #include "core/util/status_macros.h"
+#include "plan/releases.h"
+#include "proto/convert.h"
+#include "proto/release_kinds.h"
 
 namespace dpcurator::audit {
+namespace {
 
 using privacy::NeighbouringRelation;
 
-AuditCase AimCase(NeighbouringRelation relation) {
+constexpr int kColumns = 3;
+// Rows in each of D0's two groups, (0, 0, 1) and (1, 1, 0): large beside the
+// noise (a round's std is about 10 to 20 rows at the audited targets), so
+// the 1-way model's errors on the pairs (a quarter of the rows in each cell)
+// dominate the first selections' scores.
+constexpr int kRowsPerGroup = 100;
+// The smallest probability a replayed selection's law is read as (a pick the
+// charged law gives less than this, only a mutant's, scores as if it had it).
+constexpr double kMinPickProbability = 1e-300;
+
+// Everything a run and its score read, built once per target.
+struct AimGame {
+  plan::ReleasePlan plan;
+  v1::Dataset dataset;
+  data::Schema schema;
+  data::Table rows[2];  // D0, D1
+  std::vector<int> domain_sizes;
+  // Each candidate's exact table on D0 and D1 (the plan's candidate order),
+  // and the index of each clique.
+  std::vector<Eigen::VectorXd> truth[2];
+  std::map<std::vector<int>, int> candidate_of;
+  double marginal_sensitivity = 1.0;
+  double score_sensitivity = 1.0;
+  // The statistic's hypothesis on the selections: each is scored by the
+  // exponential mechanism's law at this factor times its released epsilon.
+  double selection_law_factor = 1.0;
+};
+
+data::Schema GameSchema() {
+  data::Schema::Builder builder;
+  for (const char* name : {"a", "b", "c"}) builder.AddCategorical(name, {"0", "1"});
+  return *builder.Build();
+}
+
+// The rows as data::Table stores categoricals (the level's index).
+data::Table TableOf(const std::vector<std::array<int, kColumns>>& rows) {
+  data::Table table;
+  table.cells.resize(static_cast<Eigen::Index>(rows.size()), kColumns);
+  for (size_t r = 0; r < rows.size(); ++r) {
+    for (int c = 0; c < kColumns; ++c) table.cells(static_cast<Eigen::Index>(r), c) = rows[r][c];
+  }
+  return table;
+}
+
+// log p(transcript | D1) - log p(transcript | D0) under the charged
+// parameters (docs/privacy.md 7.1, "aim"): the Gaussian term of every
+// released table, plus every selection's term from the exponential
+// mechanism's law (at selection_law_factor x eps_k), replayed against the server's
+// estimator refitted on the released measurements in the order the run
+// fitted them.
+absl::StatusOr<double> TranscriptLogLikelihoodRatio(const AimGame& game,
+                                                    const v1::AimArtefact& artefact) {
+  double measurements = 0.0;
+  auto add_table = [&](const release::NoisyMarginal& m) -> absl::Status {
+    const auto it = game.candidate_of.find(m.clique);
+    if (it == game.candidate_of.end()) {
+      return absl::InternalError("aim audit: a released table is no candidate");
+    }
+    const double variance = m.noise_std * m.noise_std;
+    if (!(variance > 0.0)) return absl::OkStatus();
+    const Eigen::VectorXd& t0 = game.truth[0][it->second];
+    const Eigen::VectorXd& t1 = game.truth[1][it->second];
+    // Gaussian y ~ N(t, sigma^2 I): log N(y; t1) - log N(y; t0).
+    measurements += (m.counts - 0.5 * (t0 + t1)).dot(t1 - t0) / variance;
+    return absl::OkStatus();
+  };
+  std::vector<release::NoisyMarginal> fitted;
+  for (const v1::NoisyMarginalTable& table : artefact.one_way()) {
+    fitted.push_back(NoisyMarginalFromProto(table));
+    DPC_RETURN_IF_ERROR(add_table(fitted.back()));
+  }
+  const plan::ReleasePlan::Aim& aim = *game.plan.aim;
+  // The server's estimator (plan/releases.cc ComputeAimRelease). Every
+  // candidate is eligible in every round: the model over three binary
+  // columns never exceeds 8 cells, far below the size filter's limit.
+  train::PgmAimModel model(game.domain_sizes, train::kAimRoundFitIterations,
+                           aim.max_model_cells);
+  model.Fit(fitted);
+  double selections = 0.0;
+  std::vector<double> scores[2];
+  for (const v1::AimRoundRecord& round : artefact.rounds()) {
+    const double sigma = round.noise_multiplier() * game.marginal_sensitivity;
+    for (int side = 0; side < 2; ++side) {
+      scores[side].clear();
+      for (size_t k = 0; k < aim.candidates.size(); ++k) {
+        const train::AimCandidate& c = aim.candidates[k];
+        scores[side].push_back(
+            train::AimScore(game.truth[side][k], model.Marginal(c.clique), c.weight, sigma));
+      }
+    }
+    DPC_ASSIGN_OR_RETURN(const std::vector<double> p0,
+                         privacy::ExponentialMechanismProbabilities(
+                             scores[0], round.selection_epsilon() * game.selection_law_factor,
+                             game.score_sensitivity));
+    DPC_ASSIGN_OR_RETURN(const std::vector<double> p1,
+                         privacy::ExponentialMechanismProbabilities(
+                             scores[1], round.selection_epsilon() * game.selection_law_factor,
+                             game.score_sensitivity));
+    fitted.push_back(NoisyMarginalFromProto(round.measurement()));
+    const auto it = game.candidate_of.find(fitted.back().clique);
+    if (it == game.candidate_of.end()) {
+      return absl::InternalError("aim audit: a round measured no candidate");
+    }
+    selections += std::log(std::max(p1[it->second], kMinPickProbability)) -
+                  std::log(std::max(p0[it->second], kMinPickProbability));
+    DPC_RETURN_IF_ERROR(add_table(fitted.back()));
+    model.Fit(fitted);
+  }
+  return measurements + selections;
+}
+
+}  // namespace
+
+AuditCase AimCase(NeighbouringRelation relation, int rounds_per_column,
+                  const train::AimMutation& mutation, double selection_law_factor) {
   AuditCase c;
   c.kind = "aim";
   c.relation = privacy::RelationName(relation);
   c.tightness = Tightness::kNone;
-  c.quick_runs = 20000;
-  c.full_runs = 200000;
-  c.targets = {{1.0, 1e-5}};
-  c.prepare = [relation](const AuditTarget& target) -> absl::StatusOr<PreparedCase> {
-    const std::vector<int> domain = {3, 2};
-    constexpr int kRounds = 2;
-    // The plan's own calls (server/releases.cc PlanAimRelease).
-    DPC_ASSIGN_OR_RETURN(const train::AimBudget budget,
-                         train::CalibrateAimBudget(2, kRounds, target.epsilon, target.delta));
-    DPC_ASSIGN_OR_RETURN(std::vector<train::AimCandidate> candidates,
-                         train::AimCandidates(train::DefaultAimWorkload(2, std::nullopt), domain));
-    DPC_RETURN_IF_ERROR(train::CheckAimRunnable(domain, candidates, budget,
-                                                train::kDefaultAimMaxModelCells, relation));
-    DPC_ASSIGN_OR_RETURN(const privacy::PrivacyEvent event, train::AimEvent(budget));
+  c.quick_runs = 1000;
+  c.full_runs = 20000;
+  c.targets = {{1.0, 1e-5}, {1.0, 1e-2}};
+  c.prepare = [relation, rounds_per_column, mutation,
+               selection_law_factor](const AuditTarget& target) -> absl::StatusOr<PreparedCase> {
+    auto game = std::make_shared<AimGame>();
+    game->schema = GameSchema();
+    game->selection_law_factor = selection_law_factor;
+    std::vector<std::array<int, kColumns>> d0;
+    for (int i = 0; i < kRowsPerGroup; ++i) d0.push_back({0, 0, 1});
+    for (int i = 0; i < kRowsPerGroup; ++i) d0.push_back({1, 1, 0});
+    d0.push_back({0, 0, 0});
+    std::vector<std::array<int, kColumns>> d1 = d0;
+    if (relation == NeighbouringRelation::kAddRemove) {
+      d1.push_back({1, 1, 1});
+    } else {
+      d1.back() = {1, 1, 1};
+    }
+    game->rows[0] = TableOf(d0);
+    game->rows[1] = TableOf(d1);
+
+    // The dataset and request as the server holds them; REPLACE_ONE's public
+    // n is D0's (and D1's) row count.
+    v1::Dataset& dataset = game->dataset;
+    dataset.set_id("audit_aim");
+    dataset.set_row_count(static_cast<int64_t>(d0.size()));
+    dataset.set_relation(RelationToProto(relation));
+    dataset.mutable_budget()->set_epsilon(1e6);
+    dataset.mutable_budget()->set_delta(target.delta);
+    *dataset.mutable_schema() = SchemaToProto(game->schema);
+    v1::ReleaseRequest request;
+    request.set_dataset_id(dataset.id());
+    request.set_idempotency_key("audit_aim");
+    request.set_epsilon(target.epsilon);
+    request.mutable_aim()->set_rounds(rounds_per_column * kColumns);
+    DPC_ASSIGN_OR_RETURN(game->plan, plan::PlanRelease(request, dataset, game->schema));
+    if (!game->plan.aim.has_value() || !game->plan.event.has_value()) {
+      return absl::InternalError("aim audit: the plan is no aim plan");
+    }
+    // A planted bug edits the plan after PlanRelease returned: the event
+    // (the charge) stays the one the plan computed.
+    game->plan.aim->mutation = mutation;
+
+    // The charge: the plan's event through the accountant, as the ledger.
     privacy::AccountantState state(relation);
-    DPC_RETURN_IF_ERROR(state.Add(event));
+    DPC_RETURN_IF_ERROR(state.Add(*game->plan.event));
     DPC_ASSIGN_OR_RETURN(const privacy::EpsilonReport report, state.Epsilon(target.delta));
+
+    DPC_ASSIGN_OR_RETURN(const data::Discretizer domain, data::Discretizer::Create(game->schema));
+    for (int col = 0; col < kColumns; ++col) game->domain_sizes.push_back(domain.domain_size(col));
+    const Eigen::MatrixXi codes[2] = {domain.Encode(game->rows[0]),
+                                      domain.Encode(game->rows[1])};
+    const std::vector<train::AimCandidate>& candidates = game->plan.aim->candidates;
+    for (size_t k = 0; k < candidates.size(); ++k) {
+      std::vector<int> shape;
+      for (int col : candidates[k].clique) shape.push_back(game->domain_sizes[col]);
+      for (int side = 0; side < 2; ++side) {
+        game->truth[side].push_back(
+            release::ExactMarginal(candidates[k].clique, shape, codes[side]));
+      }
+      game->candidate_of[candidates[k].clique] = static_cast<int>(k);
+    }
+    // One marginal's L2 sensitivity (docs/privacy.md 2.11), which the
+    // rounds' noise multipliers are relative to, and the scores'.
+    game->marginal_sensitivity =
+        relation == NeighbouringRelation::kReplaceOne ? std::sqrt(2.0) : 1.0;
+    game->score_sensitivity = train::AimScoreSensitivity(candidates, relation);
+
+    // mu of the measurements, from a dry run's released multipliers: the
+    // canary moves every table by its sensitivity (one cell under
+    // ADD_REMOVE, two under REPLACE_ONE), so each measurement at multiplier
+    // s adds 1 / s^2 to mu^2 (the 1-way release at s1 is one Gaussian over
+    // all d tables at sensitivity sqrt(d) or sqrt(2 d): 1 / s1^2).
+    privacy::ZeroNoiseSource zero;
+    DPC_ASSIGN_OR_RETURN(const v1::Release dry,
+                         plan::ComputeAimRelease(game->plan, dataset, game->schema,
+                                                 game->rows[0], "audit_aim_dry",
+                                                 report.epsilon, &zero));
+    const double s1 = dry.aim().one_way_noise_multiplier();
+    double mu_squared = 1.0 / (s1 * s1);
+    for (const v1::AimRoundRecord& round : dry.aim().rounds()) {
+      mu_squared += 1.0 / (round.noise_multiplier() * round.noise_multiplier());
+    }
+
     PreparedCase prepared;
     prepared.accounted_epsilon = report.epsilon;
     prepared.delta = target.delta;
-    Eigen::MatrixXi d0(3, 2);
-    d0 << 0, 0, 1, 0, 0, 0;
-    Eigen::MatrixXi d1;
-    const Eigen::RowVector2i canary(2, 1);
-    const Eigen::RowVector2i replaced = d0.row(0);
-    if (relation == NeighbouringRelation::kAddRemove) {
-      d1.resize(4, 2);
-      d1 << d0, canary;
-    } else {
-      d1 = d0;
-      d1.row(0) = canary;
-    }
-    auto pair = std::make_shared<const std::pair<Eigen::MatrixXi, Eigen::MatrixXi>>(d0, d1);
-    auto shared = std::make_shared<const std::vector<train::AimCandidate>>(std::move(candidates));
-    const bool replace = relation == NeighbouringRelation::kReplaceOne;
-    prepared.run_and_score = [pair, shared, budget, relation, domain, canary, replaced, replace](
+    prepared.accounted_mu = std::sqrt(mu_squared);
+    const double epsilon_alone = report.epsilon;
+    prepared.run_and_score = [game, epsilon_alone](
                                  int side, privacy::NoiseSource* noise) -> absl::StatusOr<double> {
-      train::MeasuredTablesAimModel model(domain);  // the server's estimator
-      DPC_ASSIGN_OR_RETURN(
-          const train::AimRun run,
-          train::RunAim(side == 0 ? pair->first : pair->second, domain, *shared, budget,
-                        train::kDefaultAimMaxModelCells, relation, &model, noise));
-      // Sum over released tables of y[cell(canary)] / sigma^2 (less the
-      // replaced row's cell): the measurements' likelihood-ratio statistic.
-      double score = 0.0;
-      auto add = [&](const release::NoisyMarginal& m) {
-        const double variance = m.noise_std * m.noise_std;
-        if (!(variance > 0.0)) return;
-        auto cell = [&](const Eigen::RowVector2i& row) {
-          int64_t index = 0;
-          for (size_t k = 0; k < m.clique.size(); ++k) {
-            index = index * m.shape[k] + row[m.clique[k]];
-          }
-          return index;
-        };
-        score += m.counts[cell(canary)] / variance;
-        if (replace) score -= m.counts[cell(replaced)] / variance;
-      };
-      for (const auto& m : run.one_way) add(m);
-      for (const auto& r : run.rounds) add(r.measurement);
-      return score;
+      DPC_ASSIGN_OR_RETURN(const v1::Release release,
+                           plan::ComputeAimRelease(game->plan, game->dataset, game->schema,
+                                                   game->rows[side], "audit_aim", epsilon_alone,
+                                                   noise));
+      return TranscriptLogLikelihoodRatio(*game, release.aim());
     };
     return prepared;
   };

@@ -1,29 +1,57 @@
 #ifndef DPCURATOR_AUDIT_AIM_CASES_H_
 #define DPCURATOR_AUDIT_AIM_CASES_H_
 
-// The aim recipe's audit case (issue 26 item 4; docs/privacy.md 2.12 and
-// 7.1): train::RunAim as the server runs it (the plan's calibration, the
-// candidates, the estimator behind AimModel, the grid Gaussian and the
-// exact exponential mechanism), on a tiny worst-case pair, charged as the
-// ledger charges it: one zcdp(rho) event.
-
+// The aim recipe's audit case (issue 26 item 4, issue 37 item 1;
+// docs/privacy.md 2.12 and 7.1), built through the server's own plan: a
+// v1::ReleaseRequest with `aim` on an in-memory v1::Dataset and schema,
+// plan::PlanRelease at the target epsilon (the budget, the workload, the
+// candidates, the model-size limit, and the one zcdp(rho) event the ledger
+// charges), and for each run plan::ComputeAimRelease on the side's rows (the
+// server's estimator, the grid Gaussian and the exact exponential
+// mechanism), scored from the v1::Release it returns.
+//
+// The game: three binary columns (a, b, c); D0 holds 100 rows (0, 0, 1),
+// 100 rows (1, 1, 0) and one row (0, 0, 0); the canary (1, 1, 1) is added
+// (ADD_REMOVE) or takes the place of (0, 0, 0) (REPLACE_ONE), so every
+// released table moves. The default workload (the three pairs) at T = 4 d
+// rounds. Under the 1-way model every pair is equally wrong, and the canary
+// moves the pairs' scores apart by twice the score sensitivity: (a, b)'s
+// error at the canary's cell grows by one row, (a, c)'s and (b, c)'s shrink
+// by one (the model puts a quarter of the rows in cells the data leaves
+// empty), so the first selections among the pairs see the canary.
+//
+// The statistic is the log-likelihood ratio of the whole transcript under
+// the charged parameters (docs/privacy.md 7.1, "aim"): every released
+// table's Gaussian term <y - (t0 + t1) / 2, t1 - t0> / sigma^2, plus every
+// selection's log p1(pick) / p0(pick) from the exponential mechanism's exact
+// law, its scores recomputed on both sides' true tables against the same
+// model the server fitted, replayed from the released measurements. mu is
+// that of the measurements: sqrt(sum 1 / s^2) over the 1-way release and the
+// rounds, read from a dry run's artefact (the schedule spends 0.9 of every
+// round's rho on the measurement, so it is the same for every run).
 #include <vector>
 
 #include "audit/audit_case.h"
 #include "core/privacy/relation.h"
+#include "core/train/aim.h"
 
 namespace dpcurator::audit {
 
-// Two categorical columns (3 and 2 levels), T = 2 planned rounds (the 1-way
-// release and one last round). D0: rows (a, u), (b, u), (a, u); D1 adds the
-// canary (c, v) (ADD_REMOVE) or puts it in place of the first row
-// (REPLACE_ONE). The canary is alone in its cell of every table, so the
-// white-box statistic is the inverse-variance weighted sum, over every
-// released table, of the noisy count of the canary's cell (less that of the
-// replaced row's cell under REPLACE_ONE): the Gaussian likelihood ratio of
-// the measurements, ignoring the selection. A lower bound, so no tightness
-// is demanded: the selection's share of rho is not probed.
-AuditCase AimCase(privacy::NeighbouringRelation relation);
+// Rounds per column of the audited request (issue 37: T >= 4 d).
+inline constexpr int kAimAuditRoundsPerColumn = 4;
+
+// `rounds_per_column`: the request's rounds / d (1 puts 0.91 of the
+// measurements' rho in the 1-way release); `mutation`: a planted bug
+// (mutants.cc), written into the plan after PlanRelease returns; identity
+// for the shipped case. `selection_law_factor`: the statistic's hypothesis
+// on the selections, each scored by the exponential mechanism's law at this
+// factor times its released epsilon: 1 (the shipped case) makes the
+// statistic the transcript's likelihood ratio; an auditor who suspects the
+// selections spend k times their charge sets k, the most powerful test
+// against that alternative (any statistic is sound, docs/privacy.md 7.2).
+AuditCase AimCase(privacy::NeighbouringRelation relation,
+                  int rounds_per_column = kAimAuditRoundsPerColumn,
+                  const train::AimMutation& mutation = {}, double selection_law_factor = 1.0);
 
 std::vector<AuditCase> AimCases();
 

@@ -322,7 +322,7 @@ absl::StatusOr<ReleasePlan> PlanAimRelease(const v1::ReleaseRequest& request,
            Mul(largest_candidate, 2 * 8), Mul(kAnswerCopies, footprint.artefact_bytes)});
   footprint.row_bytes = Add({RawRowBytes(dataset, schema), Mul(Mul(StoredRows(dataset), n), 4)});
   plan.aim = ReleasePlan::Aim{budget, std::move(workload), std::move(candidates),
-                              max_model_cells};
+                              max_model_cells, train::AimMutation{}};
   return plan;
 }
 
@@ -701,7 +701,8 @@ absl::StatusOr<v1::Release> ComputeAimRelease(const ReleasePlan& plan, const v1:
   DPC_ASSIGN_OR_RETURN(
       const train::AimRun run,
       train::RunAim(domain.Encode(rows), domain_sizes, aim.candidates, aim.budget,
-                    aim.max_model_cells, RelationFromProto(dataset.relation()), &model, noise));
+                    aim.max_model_cells, RelationFromProto(dataset.relation()), &model, noise,
+                    aim.mutation));
   v1::Release release = RecipeRelease(plan, dataset, release_id, v1::AIM);
   v1::AimArtefact& artefact = *release.mutable_aim();
   SetRecipeArtefactHeader(dataset, release_id, epsilon_alone, aim.budget.rho, &artefact);

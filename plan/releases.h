@@ -51,6 +51,9 @@ struct ReleasePlan {
     std::vector<std::vector<int>> workload;
     std::vector<train::AimCandidate> candidates;
     int64_t max_model_cells = 0;
+    // Planted bugs for the audit's power tests (audit/mutants.cc): PlanRelease
+    // always leaves it identity, and no request field sets it.
+    train::AimMutation mutation;
   };
   std::optional<Aim> aim;
   // The marginals release (ReleaseRequest.marginals), ordinary or

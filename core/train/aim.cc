@@ -510,7 +510,7 @@ absl::StatusOr<AimRun> RunAim(const Eigen::MatrixXi& codes, const std::vector<in
                               const std::vector<AimCandidate>& candidates,
                               const AimBudget& budget, int64_t max_model_cells,
                               privacy::NeighbouringRelation relation, AimModel* model,
-                              privacy::NoiseSource* noise) {
+                              privacy::NoiseSource* noise, const AimMutation& mutation) {
   // Public checks only until the rows' codes are counted.
   const int d = static_cast<int>(domain_sizes.size());
   if (model == nullptr || noise == nullptr || codes.cols() != d) {
@@ -560,8 +560,9 @@ absl::StatusOr<AimRun> RunAim(const Eigen::MatrixXi& codes, const std::vector<in
     }
     DPC_ASSIGN_OR_RETURN(
         privacy::GridNoise drawn,
-        privacy::AddGridGaussianNoise(all, budget.one_way_noise_multiplier,
-                                      MarginalSensitivity(relation, d), noise));
+        privacy::AddGridGaussianNoise(
+            all, budget.one_way_noise_multiplier * mutation.one_way_noise_factor,
+            MarginalSensitivity(relation, d), noise));
     offset = 0;
     for (auto& m : run.one_way) {
       m.counts = all.segment(offset, m.counts.size());
@@ -600,8 +601,9 @@ absl::StatusOr<AimRun> RunAim(const Eigen::MatrixXi& codes, const std::vector<in
       scores.push_back(AimScore(truth[k], model->Marginal(c.clique), c.weight, sigma));
     }
     DPC_ASSIGN_OR_RETURN(const int pick,
-                         privacy::ExponentialMechanismSelect(scores, params.selection_epsilon,
-                                                             score_sensitivity, noise));
+                         privacy::ExponentialMechanismSelect(
+                             scores, params.selection_epsilon * mutation.selection_epsilon_factor,
+                             score_sensitivity, noise));
     const AimCandidate& chosen = candidates[eligible[pick]];
     AimRound round;
     round.clique = chosen.clique;
@@ -611,9 +613,10 @@ absl::StatusOr<AimRun> RunAim(const Eigen::MatrixXi& codes, const std::vector<in
     round.measurement.shape = shape_of(chosen.clique);
     round.measurement.counts = truth[eligible[pick]];
     DPC_ASSIGN_OR_RETURN(privacy::GridNoise drawn,
-                         privacy::AddGridGaussianNoise(round.measurement.counts,
-                                                       params.noise_multiplier, sensitivity,
-                                                       noise));
+                         privacy::AddGridGaussianNoise(
+                             round.measurement.counts,
+                             params.noise_multiplier * mutation.round_noise_factor, sensitivity,
+                             noise));
     round.measurement.noise_std = noise->adds_noise() ? drawn.scale() : 0.0;
     // Released from here on: the rest of the round is post-processing.
     const Eigen::VectorXd before = model->Marginal(chosen.clique);

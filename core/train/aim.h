@@ -291,6 +291,20 @@ struct AimRun {
   std::vector<AimRound> rounds;
 };
 
+// Planted bugs for the empirical audit's power tests (issue 37 item 1;
+// audit/mutants.cc, docs/privacy.md 7.3): factors on the selection epsilon,
+// every round's noise multiplier and the 1-way noise multiplier, applied
+// where the mechanisms draw and nowhere else, so that the schedule, the
+// scores' bias term, the annealing test and the released parameters keep
+// the charged values (a run that spends more than the ledger charged, and
+// says it did not). Identity by default; the server never sets it
+// (plan::ReleasePlan::Aim::mutation, which no request field reaches).
+struct AimMutation {
+  double selection_epsilon_factor = 1.0;
+  double round_noise_factor = 1.0;
+  double one_way_noise_factor = 1.0;
+};
+
 // The private loop the server runs (Alg. 2), after admission: codes
 // (num_rows x d, data::Discretizer::Encode, each in its domain),
 // `candidates` from AimCandidates, `max_model_cells` at least the 1-way
@@ -302,11 +316,12 @@ struct AimRun {
 // it with the grid Gaussian, refits. A total function of the rows once the
 // public checks passed: the number of rounds depends on the data only
 // through the released measurements (annealing reads the model).
+// `mutation`: the audit's planted bugs only (identity on every server path).
 absl::StatusOr<AimRun> RunAim(const Eigen::MatrixXi& codes, const std::vector<int>& domain_sizes,
                               const std::vector<AimCandidate>& candidates,
                               const AimBudget& budget, int64_t max_model_cells,
                               privacy::NeighbouringRelation relation, AimModel* model,
-                              privacy::NoiseSource* noise);
+                              privacy::NoiseSource* noise, const AimMutation& mutation = {});
 
 // The public checks RunAim relies on, for the plan: the budget's shapes
 // match the domain, every candidate and both noise multipliers' extreme
