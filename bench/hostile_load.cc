@@ -860,8 +860,11 @@ class HonestClients {
     while (WaitForPhase()) {
       const int slot = slot_;
       const auto start = Clock::now();
-      auto uploaded =
-          client::UploadTable(uploader_, UploadDataset(), data::DemoSchema(), upload_table_);
+      // The same table each time, on purpose: --append (the server refuses
+      // rows already stored otherwise, issue 38).
+      auto uploaded = client::UploadTable(uploader_, UploadDataset(), data::DemoSchema(),
+                                          upload_table_, /*rows_per_message=*/2000,
+                                          /*append=*/true);
       Record(slot, kUpload, MillisSince(start), uploaded.status());
       Pause();
     }

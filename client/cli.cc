@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <limits>
 #include <string>
 
 #include "absl/status/status.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/cord.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -28,13 +30,73 @@ absl::StatusOr<double> ParsedArgs::GetDouble(const std::string& name) const {
   return value;
 }
 
-absl::StatusOr<int64_t> ParsedArgs::GetInt(const std::string& name) const {
+absl::StatusOr<int64_t> ParseWholeNumber(const std::string& flag, absl::string_view text) {
+  const auto not_a_number = [&] {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--", flag, " expects a whole number (e.g. 10000 or 1e4), got '", text, "'"));
+  };
+  const auto out_of_range = [&] {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--", flag, " ", text, " is out of range (at most ",
+        std::numeric_limits<int64_t>::max(), " in magnitude)"));
+  };
+  // sign, digits [. digits] [e|E [sign] digits], read by hand so that the
+  // value is exact: the mantissa's digits shifted by the exponent.
+  size_t i = 0;
+  const bool negative = i < text.size() && text[i] == '-';
+  if (i < text.size() && (text[i] == '-' || text[i] == '+')) ++i;
+  std::string digits;
+  int64_t fraction_digits = 0;
+  bool point = false;
+  for (; i < text.size(); ++i) {
+    const char c = text[i];
+    if (absl::ascii_isdigit(static_cast<unsigned char>(c))) {
+      digits.push_back(c);
+      if (point) ++fraction_digits;
+    } else if (c == '.' && !point) {
+      point = true;
+    } else {
+      break;
+    }
+  }
+  if (digits.empty()) return not_a_number();
+  int64_t exponent = 0;
+  if (i < text.size() && (text[i] == 'e' || text[i] == 'E')) {
+    ++i;
+    const bool negative_exponent = i < text.size() && text[i] == '-';
+    if (i < text.size() && (text[i] == '-' || text[i] == '+')) ++i;
+    const size_t start = i;
+    for (; i < text.size() && absl::ascii_isdigit(static_cast<unsigned char>(text[i])); ++i) {
+      if (exponent < 1'000'000) exponent = exponent * 10 + (text[i] - '0');  // saturates
+    }
+    if (i == start) return not_a_number();
+    if (negative_exponent) exponent = -exponent;
+  }
+  if (i != text.size()) return not_a_number();
+  digits.erase(0, std::min(digits.find_first_not_of('0'), digits.size()));
+  int64_t shift = exponent - fraction_digits;
+  if (shift < 0) {
+    // The digits shifted out must all be zeros, or the value is not whole.
+    const auto cut = static_cast<size_t>(std::min<int64_t>(-shift, digits.size()));
+    if (digits.find_first_not_of('0', digits.size() - cut) != std::string::npos) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--", flag, " ", text, " is not a whole number"));
+    }
+    digits.resize(digits.size() - cut);
+    shift = 0;
+  }
+  if (digits.empty()) return 0;
+  if (static_cast<int64_t>(digits.size()) + shift > 19) return out_of_range();
+  digits.append(static_cast<size_t>(shift), '0');
   int64_t value;
-  if (!absl::SimpleAtoi(Get(name), &value)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--", name, " expects an integer, got '", Get(name), "'"));
+  if (!absl::SimpleAtoi(absl::StrCat(negative ? "-" : "", digits), &value)) {
+    return out_of_range();
   }
   return value;
+}
+
+absl::StatusOr<int64_t> ParsedArgs::GetInt(const std::string& name) const {
+  return ParseWholeNumber(name, Get(name));
 }
 
 bool ParsedArgs::Flag(const std::string& name) const {

@@ -10,6 +10,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 
 namespace dpcurator::client {
 
@@ -30,6 +31,13 @@ struct OptionSpec {
   // refuses others (listing these) and --help shows them.
   std::vector<std::string> choices = {};
 };
+
+// A whole number as a count flag takes it: plain ("10000") or in
+// scientific notation ("1e7", "2.5e3"), exactly (no rounding through a
+// double). INVALID_ARGUMENT names `flag` and says whether the text is not a
+// number, not whole ("1.5", "1e-3") or outside int64 (issue 38: `--rows
+// 1e7` was refused).
+absl::StatusOr<int64_t> ParseWholeNumber(const std::string& flag, absl::string_view text);
 
 class ParsedArgs {
  public:

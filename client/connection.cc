@@ -141,6 +141,34 @@ absl::Status RpcError(const grpc::Status& status, const std::string& what) {
   return FromServer(absl::Status(static_cast<absl::StatusCode>(status.error_code()), message));
 }
 
+bool MayHaveCharged(grpc::StatusCode code) {
+  switch (code) {
+    case grpc::StatusCode::UNAVAILABLE:
+    case grpc::StatusCode::DEADLINE_EXCEEDED:
+    case grpc::StatusCode::CANCELLED:
+    case grpc::StatusCode::ABORTED:
+    case grpc::StatusCode::INTERNAL:
+    case grpc::StatusCode::UNKNOWN:
+    case grpc::StatusCode::DATA_LOSS:
+      return true;
+    default:
+      return false;
+  }
+}
+
+absl::Status ReleaseRpcError(const grpc::Status& status, const std::string& kind,
+                             const std::string& idempotency_key) {
+  if (MayHaveCharged(status.error_code())) {
+    return RpcError(status, absl::StrCat(kind,
+                                         " failed (the request may have been charged: retry "
+                                         "with --key ",
+                                         idempotency_key,
+                                         " to get the stored release instead of a second "
+                                         "charge)"));
+  }
+  return RpcError(status, absl::StrCat(kind, " refused (nothing was charged)"));
+}
+
 absl::StatusOr<v1::Dataset> FindDataset(Connection* connection, const std::string& id) {
   DPC_ASSIGN_OR_RETURN(std::vector<v1::Dataset> datasets, ListAllDatasets(connection));
   for (auto& dataset : datasets) {

@@ -59,6 +59,20 @@ absl::StatusOr<bool> UsePlaintext(const ParsedArgs& args);
 // A gRPC status as an absl::Status whose message names the server.
 absl::Status RpcError(const grpc::Status& status, const std::string& what);
 
+// Whether a failed RequestRelease may have been admitted (and so charged):
+// only when the call may have reached the ledger and its answer was lost or
+// the work failed after admission. A refusal (budget, arguments, key reuse,
+// permission, unknown dataset) charged nothing.
+bool MayHaveCharged(grpc::StatusCode code);
+
+// A failed RequestRelease of `kind` ("release", "mst release", ...) as an
+// error: where it may have been charged, the retry with `idempotency_key`
+// that returns the stored release instead of a second charge; otherwise
+// that nothing was charged (issue 38: a refusal before admission said to
+// retry with the key, as if it had cost something).
+absl::Status ReleaseRpcError(const grpc::Status& status, const std::string& kind,
+                             const std::string& idempotency_key);
+
 // The dataset `id` as the server lists it (public schema, budget, relation,
 // row count where public). `id` may also be a dataset's name when exactly
 // one dataset has it (INVALID_ARGUMENT lists the ids otherwise); NotFound

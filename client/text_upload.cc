@@ -14,6 +14,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "client/progress.h"
 #include "client/upload.h"
 #include "core/data/arff.h"
@@ -164,12 +165,31 @@ absl::StatusOr<TextFileCheck> CheckTextFile(const data::Schema& schema, const st
   auto mapping = MapFileHeader(schema, path, (*file)->header(), options);
   if (!mapping.ok()) return mapping.status();
   TextFileCheck check;
+  {
+    std::vector<bool> used((*file)->header().size(), false);
+    for (int field : *mapping) used[static_cast<size_t>(field)] = true;
+    for (size_t i = 0; i < used.size(); ++i) {
+      if (!used[i]) check.ignored_columns.push_back((*file)->header()[i]);
+    }
+  }
+  // Per schema column: lines whose cell is a missing-value token the column
+  // does not accept (not nullable), counted, the first few kept.
+  std::vector<int64_t> missing_count(static_cast<size_t>(schema.num_columns()), 0);
+  std::vector<std::vector<int64_t>> missing_lines(static_cast<size_t>(schema.num_columns()));
+  auto refuses_missing = [&](int c, absl::string_view field) {
+    const absl::string_view token = absl::StripAsciiWhitespace(field);
+    const auto& tokens = schema.missing_tokens();
+    return std::find(tokens.begin(), tokens.end(), token) != tokens.end() &&
+           !schema.ParseCell(c, token).ok();
+  };
   std::vector<std::string> fields;
   std::vector<std::string> cells;
   std::vector<std::string> bad_lines;
-  int64_t bad = 0;
+  int64_t bad = 0;    // bad lines, summarised ones included
+  int64_t noted = 0;  // bad lines to list one by one
   auto note = [&](std::string text) {
     ++bad;
+    ++noted;
     if (bad_lines.size() < static_cast<size_t>(kMaxReportedBadLines)) {
       bad_lines.push_back(std::move(text));
     }
@@ -186,7 +206,24 @@ absl::StatusOr<TextFileCheck> CheckTextFile(const data::Schema& schema, const st
     auto row = RowCells(schema, *mapping, (*file)->header(), fields, options, &cells,
                         &check.cells_out_of_bounds);
     if (!row.ok()) {
-      note(absl::StrCat(path, ":", line, ": ", row.message()));
+      // A line whose only fault may be missing values goes to the per-column
+      // summary (its other faults, if any, show once the gaps are filled).
+      bool summarised = false;
+      if (fields.size() == (*file)->header().size()) {
+        for (int c = 0; c < schema.num_columns(); ++c) {
+          if (!refuses_missing(c, fields[static_cast<size_t>((*mapping)[c])])) continue;
+          const auto column = static_cast<size_t>(c);
+          if (++missing_count[column] <= kMissingLinesShown) {
+            missing_lines[column].push_back(line);
+          }
+          summarised = true;
+        }
+      }
+      if (summarised) {
+        ++bad;
+      } else {
+        note(absl::StrCat(path, ":", line, ": ", row.message()));
+      }
       continue;
     }
     ++check.rows;
@@ -195,9 +232,19 @@ absl::StatusOr<TextFileCheck> CheckTextFile(const data::Schema& schema, const st
     std::string text = absl::StrCat(bad, bad == 1 ? " bad line" : " bad lines", " in ", path,
                                     "; nothing was uploaded. Fix ",
                                     bad == 1 ? "it" : "them", " and upload the whole file again:");
+    for (int c = 0; c < schema.num_columns(); ++c) {
+      const auto column = static_cast<size_t>(c);
+      const int64_t count = missing_count[column];
+      if (count == 0) continue;
+      absl::StrAppend(&text, "\n  ", path, ": column '", schema.column(c).name, "': ", count,
+                      count == 1 ? " missing value" : " missing values",
+                      " and the column is not nullable (line", count == 1 ? " " : "s ",
+                      absl::StrJoin(missing_lines[column], ", "),
+                      count > kMissingLinesShown ? ", ..." : "", ")");
+    }
     for (const auto& line : bad_lines) absl::StrAppend(&text, "\n  ", line);
-    if (bad > static_cast<int64_t>(bad_lines.size())) {
-      absl::StrAppend(&text, "\n  ... and ", bad - static_cast<int64_t>(bad_lines.size()),
+    if (noted > static_cast<int64_t>(bad_lines.size())) {
+      absl::StrAppend(&text, "\n  ... and ", noted - static_cast<int64_t>(bad_lines.size()),
                       " more");
     }
     return absl::InvalidArgumentError(text);
@@ -397,6 +444,7 @@ absl::StatusOr<v1::UploadRowsResponse> UploadTextFile(Connection& connection,
   auto writer = connection.datasets().UploadRows(context.get(), &response);
   v1::UploadRowsRequest message;
   message.set_dataset_id(dataset_id);
+  message.set_append(options.append);
   std::vector<int64_t> row_lines;
   std::vector<std::string> fields;
   std::vector<std::string> cells;

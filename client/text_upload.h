@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "client/connection.h"
@@ -23,6 +24,8 @@ namespace dpcurator::client {
 
 // Bad lines listed by one check, at most; the rest are counted.
 inline constexpr int kMaxReportedBadLines = 20;
+// Lines named per column in the missing-value summary.
+inline constexpr int kMissingLinesShown = 5;
 
 enum class TextFormat { kCsv, kArff };
 
@@ -34,6 +37,9 @@ struct TextUploadOptions {
   // ';'-separated spreadsheet export. Needs a delimiter other than ','.
   bool decimal_comma = false;
   int rows_per_message = 2000;
+  // `upload --append`: rows equal to rows already stored are meant (the
+  // server refuses them otherwise; UploadRowsRequest.append).
+  bool append = false;
 };
 
 // The value of --delimiter: one character, or "tab" (also "\t").
@@ -44,11 +50,18 @@ struct TextFileCheck {
   int64_t rows = 0;
   // Numeric cells outside the declared bounds (the server clamps them).
   int64_t cells_out_of_bounds = 0;
+  // The file's columns that the schema does not name (not uploaded), in
+  // the file's order.
+  std::vector<std::string> ignored_columns;
 };
 
 // The first pass. INVALID_ARGUMENT lists every bad line found ("FILE:LINE:
 // why", one a line, at most kMaxReportedBadLines, then how many more);
-// NOT_FOUND when the file cannot be opened.
+// NOT_FOUND when the file cannot be opened. Missing values in columns that
+// are not nullable are summarised per column instead (how many, and the
+// first kMissingLinesShown lines), not listed line by line: a column with
+// gaps has them on many lines, and 20 identical lines hid the other
+// columns (issue 38).
 absl::StatusOr<TextFileCheck> CheckTextFile(const data::Schema& schema, const std::string& path,
                                             const TextUploadOptions& options);
 

@@ -35,12 +35,13 @@ absl::StatusOr<v1::UploadRowsResponse> UploadTable(Connection& connection,
                                                    const std::string& dataset_id,
                                                    const data::Schema& schema,
                                                    const data::Table& table,
-                                                   int rows_per_message) {
+                                                   int rows_per_message, bool append) {
   auto context = connection.NewContext();
   v1::UploadRowsResponse response;
   auto writer = connection.datasets().UploadRows(context.get(), &response);
   v1::UploadRowsRequest message;
   message.set_dataset_id(dataset_id);
+  message.set_append(append);
   for (int64_t i = 0; i < table.num_rows(); ++i) {
     auto* row = message.add_rows();
     for (int c = 0; c < schema.num_columns(); ++c) {

@@ -19,12 +19,15 @@
 
 namespace dpcurator::client {
 
-// Uploads a table as text rows in chunks over one client stream.
+// Uploads a table as text rows in chunks over one client stream. With
+// `append`, rows equal to rows already stored are meant (the server refuses
+// them otherwise: UploadRowsRequest.append).
 absl::StatusOr<v1::UploadRowsResponse> UploadTable(Connection& connection,
                                                    const std::string& dataset_id,
                                                    const data::Schema& schema,
                                                    const data::Table& table,
-                                                   int rows_per_message = 2000);
+                                                   int rows_per_message = 2000,
+                                                   bool append = false);
 
 // A server refusal that names "upload message M, row R" rewritten to start
 // with "path:LINE: ", LINE the 1-based line of that row in the file (the

@@ -272,6 +272,8 @@ grpc::Status DatasetServiceImpl::UploadRows(grpc::ServerContext* context,
   std::vector<data::Table> chunks;
   int64_t rows_held = 0;
   int64_t cells_clamped = 0;
+  // Whether rows equal to stored ones are meant (Store::AppendChunks).
+  bool append = false;
   while (reader->Read(&message)) {
     // A token revoked during the stream stops it here (issue 24, item 4);
     // the upload is one transaction, so none of it is stored.
@@ -283,6 +285,7 @@ grpc::Status DatasetServiceImpl::UploadRows(grpc::ServerContext* context,
     }
     if (dataset_id.empty()) {
       dataset_id = message.dataset_id();
+      append = message.append();
       authorizer_->NoteTarget(context, dataset_id);
       if (dataset_id.empty()) {
         return ToGrpcStatus(
@@ -359,7 +362,7 @@ grpc::Status DatasetServiceImpl::UploadRows(grpc::ServerContext* context,
   // Check(), which must then commit nothing either.
   DPC_GRPC_ASSIGN_OR_RETURN(Role still_allowed, authorizer_->Check(context));
   (void)still_allowed;
-  DPC_GRPC_ASSIGN_OR_RETURN(int64_t total, store_->AppendChunks(dataset_id, chunks));
+  DPC_GRPC_ASSIGN_OR_RETURN(int64_t total, store_->AppendChunks(dataset_id, chunks, append));
   response->set_rows_accepted(rows_held);
   response->set_cells_clamped(cells_clamped);
   response->set_total_rows(total);
@@ -368,7 +371,8 @@ grpc::Status DatasetServiceImpl::UploadRows(grpc::ServerContext* context,
       .Str("role", RoleName(role))
       .Str("dataset", dataset_id)
       .Int("rows", response->rows_accepted())
-      .Int("clamped_cells", response->cells_clamped());
+      .Int("clamped_cells", response->cells_clamped())
+      .Bool("append", append);
   return grpc::Status::OK;
 }
 
@@ -401,6 +405,9 @@ grpc::Status DatasetServiceImpl::ListDatasets(grpc::ServerContext* context,
     // noisy counts through releases, never this number.
     if (role != Role::kCurator && dataset.relation() != v1::REPLACE_ONE) {
       dataset.clear_row_count();
+      // Said outright, so that a client does not read the cleared count as
+      // an empty dataset, nor a curator's empty dataset as a hidden count.
+      dataset.set_row_count_hidden(true);
     }
   }));
   return grpc::Status::OK;

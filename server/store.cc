@@ -1,10 +1,12 @@
 #include "server/store.h"
 
+#include <openssl/sha.h>
 #include <sys/mman.h>
 
 #include <cstdint>
 #include <cstring>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -539,12 +541,55 @@ absl::StatusOr<v1::ListDatasetsResponse> Store::ListDatasets(
 }
 
 absl::StatusOr<int64_t> Store::AppendRows(const std::string& dataset_id,
-                                          const data::Table& rows) {
-  return AppendChunks(dataset_id, absl::MakeConstSpan(&rows, 1));
+                                          const data::Table& rows, bool append) {
+  return AppendChunks(dataset_id, absl::MakeConstSpan(&rows, 1), append);
 }
 
+namespace {
+
+// A row's identity for the duplicate-upload check (issue 38): SHA-256 of
+// the row as stored (its cells as row-major little-endian doubles, then its
+// pixels), cut to 128 bits. Two different rows share a digest with
+// probability about m n / 2^128 for m uploaded and n stored rows: never, in
+// practice, so a refusal means a real repeat.
+using RowDigest = std::pair<uint64_t, uint64_t>;
+
+RowDigest DigestRow(absl::string_view cells, absl::string_view pixels, std::string* buffer) {
+  buffer->assign(cells.data(), cells.size());
+  buffer->append(pixels.data(), pixels.size());
+  unsigned char hash[SHA256_DIGEST_LENGTH];
+  SHA256(reinterpret_cast<const unsigned char*>(buffer->data()), buffer->size(), hash);
+  RowDigest digest;
+  std::memcpy(&digest.first, hash, sizeof(uint64_t));
+  std::memcpy(&digest.second, hash + sizeof(uint64_t), sizeof(uint64_t));
+  return digest;
+}
+
+// Calls `visit(digest)` for each row of a chunk as stored: `cells` its
+// EncodeCells bytes, `pixels` num_rows x pixels_per_image levels.
+template <typename Visit>
+void ForEachRowDigest(absl::string_view cells, absl::string_view pixels, int64_t num_rows,
+                      Visit visit) {
+  if (num_rows <= 0) return;
+  const size_t cell_bytes = cells.size() / static_cast<size_t>(num_rows);
+  const size_t pixel_bytes = pixels.size() / static_cast<size_t>(num_rows);
+  std::string buffer;
+  for (int64_t i = 0; i < num_rows; ++i) {
+    const auto row = static_cast<size_t>(i);
+    visit(DigestRow(cells.substr(row * cell_bytes, cell_bytes),
+                    pixels.substr(row * pixel_bytes, pixel_bytes), &buffer));
+  }
+}
+
+absl::string_view PixelBytes(const data::Table& rows) {
+  return absl::string_view(reinterpret_cast<const char*>(rows.pixels.data()), rows.pixels.size());
+}
+
+}  // namespace
+
 absl::StatusOr<int64_t> Store::AppendChunks(const std::string& dataset_id,
-                                            absl::Span<const data::Table> chunks) {
+                                            absl::Span<const data::Table> chunks,
+                                            bool append) {
   auto db = database_->Lock();
   DPC_ASSIGN_OR_RETURN(auto transaction, Transaction::BeginImmediate(db.get()));
   DPC_ASSIGN_OR_RETURN(v1::Dataset dataset, GetDatasetLocked(db, dataset_id));
@@ -561,9 +606,14 @@ absl::StatusOr<int64_t> Store::AppendChunks(const std::string& dataset_id,
   next_chunk.Bind(1, dataset_id);
   DPC_ASSIGN_OR_RETURN(bool has_row, next_chunk.Step());
   int64_t chunk = has_row ? next_chunk.ColumnInt(0) : 0;
-  int64_t added = 0;
+  std::vector<std::string> encoded;
+  encoded.reserve(chunks.size());
+  int64_t uploaded = 0;
   for (const data::Table& rows : chunks) {
-    if (rows.num_rows() == 0) continue;
+    if (rows.num_rows() == 0) {
+      encoded.emplace_back();  // kept in step with `chunks`
+      continue;
+    }
     if (rows.cells.cols() != dataset.schema().columns_size()) {
       return absl::InvalidArgumentError("row chunk does not match the dataset's schema");
     }
@@ -572,16 +622,62 @@ absl::StatusOr<int64_t> Store::AppendChunks(const std::string& dataset_id,
       return absl::InvalidArgumentError(
           "row chunk's pixels do not match the dataset's image shape");
     }
+    encoded.push_back(EncodeCells(rows));
+    uploaded += rows.num_rows();
+  }
+  if (!append && uploaded > 0 && dataset.row_count() > 0) {
+    // Inside the transaction, so two uploads of one file at once cannot
+    // both pass. The upload's digests are held (it is in memory already, at
+    // 8 bytes a cell), the stored rows are streamed past them chunk by chunk.
+    absl::flat_hash_map<RowDigest, int64_t> upload_rows;  // digest -> rows of the upload
+    upload_rows.reserve(static_cast<size_t>(uploaded));
+    for (size_t k = 0; k < chunks.size(); ++k) {
+      ForEachRowDigest(encoded[k], PixelBytes(chunks[k]), chunks[k].num_rows(),
+                       [&](const RowDigest& digest) { ++upload_rows[digest]; });
+    }
+    DPC_ASSIGN_OR_RETURN(auto stored, db->Prepare("SELECT num_rows, cells, pixels FROM "
+                                                  "row_chunks WHERE dataset_id = ?"));
+    stored.Bind(1, dataset_id);
+    int64_t repeated = 0;
+    while (true) {
+      DPC_ASSIGN_OR_RETURN(bool more, stored.Step());
+      if (!more) break;
+      ForEachRowDigest(stored.ColumnBlob(1), stored.ColumnBlob(2), stored.ColumnInt(0),
+                       [&](const RowDigest& digest) {
+                         auto found = upload_rows.find(digest);
+                         if (found == upload_rows.end()) return;
+                         repeated += found->second;
+                         upload_rows.erase(found);  // each upload row counted once
+                       });
+    }
+    if (repeated > 0) {
+      const std::string which =
+          repeated < uploaded ? absl::StrCat(repeated, " of the ", uploaded, " rows")
+          : uploaded == 1     ? std::string("the row")
+                              : absl::StrCat("all ", uploaded, " rows");
+      return absl::FailedPreconditionError(absl::StrCat(
+          which, " of this upload ", repeated == 1 ? "repeats a row" : "repeat rows",
+          " already stored in dataset '", dataset_id, "'",
+          repeated == uploaded ? " (the same file uploaded again?)" : "",
+          "; nothing of this upload was stored. A person whose row is stored twice counts as "
+          "two rows, so the guarantee protects them at half the strength (twice the epsilon). "
+          "If these rows are different people who share the same values, upload again with "
+          "--append"));
+    }
+  }
+  int64_t added = 0;
+  for (size_t k = 0; k < chunks.size(); ++k) {
+    const data::Table& rows = chunks[k];
+    if (rows.num_rows() == 0) continue;
     DPC_ASSIGN_OR_RETURN(auto insert,
                          db->Prepare("INSERT INTO row_chunks (dataset_id, chunk, num_rows, "
                                       "cells, pixels) VALUES (?, ?, ?, ?, ?)"));
     insert.Bind(1, dataset_id)
         .Bind(2, chunk)
         .Bind(3, static_cast<int64_t>(rows.num_rows()))
-        .BindBlob(4, EncodeCells(rows));
+        .BindBlob(4, encoded[k]);
     if (schema.image_index().has_value()) {
-      insert.BindBlob(5, absl::string_view(reinterpret_cast<const char*>(rows.pixels.data()),
-                                           rows.pixels.size()));
+      insert.BindBlob(5, PixelBytes(rows));
     }  // else NULL
     DPC_RETURN_IF_ERROR(insert.Run());
     ++chunk;

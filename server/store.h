@@ -53,13 +53,25 @@ class Store {
   // Appends parsed rows as one chunk, in one transaction. Refused once the
   // dataset is sealed (its first release fixes the data that was released).
   // An image dataset's rows carry their pixels (rows.pixels, num_rows x
-  // pixels_per_image levels); a tabular dataset's carry none.
-  absl::StatusOr<int64_t> AppendRows(const std::string& dataset_id, const data::Table& rows);
+  // pixels_per_image levels); a tabular dataset's carry none. Rows equal to
+  // stored ones are refused as AppendChunks does, unless `append`.
+  absl::StatusOr<int64_t> AppendRows(const std::string& dataset_id, const data::Table& rows,
+                                     bool append = false);
   // Appends the chunks of one upload in ONE transaction: all of them or none
   // (an upload that fails part-way leaves the dataset as it was). Returns the
   // dataset's row count after.
+  //
+  // Unless `append`, an upload any of whose rows equals a row already stored
+  // in the dataset (cells and pixels bit for bit) is FAILED_PRECONDITION and
+  // stores nothing: the usual cause is the same file uploaded twice, and a
+  // person stored twice is protected at half the strength (issue 38). The
+  // message counts the repeated rows (the curator's own rows; UploadRows is
+  // curator-only). Rows repeated within one upload are distinct records and
+  // pass. Cost (docs/limits.md): one read of the stored rows inside the
+  // transaction, and a 16-byte digest per row of the upload held meanwhile.
   absl::StatusOr<int64_t> AppendChunks(const std::string& dataset_id,
-                                       absl::Span<const data::Table> chunks);
+                                       absl::Span<const data::Table> chunks,
+                                       bool append = false);
   // Deletes the dataset's rows, in one transaction, and marks it deleted:
   // it is listed no more and takes no upload, release or session, but its
   // row stays so that the ledger's events, releases and audit records keep

@@ -184,7 +184,7 @@ using ImageSource =
 absl::StatusOr<v1::UploadRowsResponse> SendImages(Connection& connection,
                                                   const std::string& dataset_id,
                                                   const data::Schema& schema, int64_t total,
-                                                  const ImageSource& source) {
+                                                  bool append, const ImageSource& source) {
   const int64_t per_image = schema.pixels_per_image();
   const int64_t batch_images =
       std::max<int64_t>(1, std::min(kMaxImagesPerBatch, kMaxBatchPixelBytes / per_image));
@@ -207,7 +207,10 @@ absl::StatusOr<v1::UploadRowsResponse> SendImages(Connection& connection,
     }
     if (*count == 0) break;
     v1::UploadRowsRequest message;
-    if (sent == 0) message.set_dataset_id(dataset_id);
+    if (sent == 0) {
+      message.set_dataset_id(dataset_id);
+      message.set_append(append);
+    }
     auto* batch = message.mutable_images();
     batch->set_count(static_cast<int>(*count));
     batch->set_pixels(std::move(pixels));
@@ -304,7 +307,7 @@ absl::StatusOr<v1::UploadRowsResponse> UploadIdx(Connection& connection,
                                                  const std::string& dataset_id,
                                                  const data::Schema& schema,
                                                  const std::string& images_path,
-                                                 const std::string& labels_path) {
+                                                 const std::string& labels_path, bool append) {
   // Everything is checked before anything is sent: the labels (count,
   // range) and a full pass over the images (a truncated or overlong file
   // is found here, with the record where it stops).
@@ -342,7 +345,7 @@ absl::StatusOr<v1::UploadRowsResponse> UploadIdx(Connection& connection,
   auto reader = OpenIdxImages(images_path, schema);
   if (!reader.ok()) return reader.status();
   const int64_t total = reader->num_records();
-  return SendImages(connection, dataset_id, schema, total,
+  return SendImages(connection, dataset_id, schema, total, append,
                     [&](int64_t max, std::string* pixels,
                         std::vector<uint32_t>* batch_labels) -> absl::StatusOr<int64_t> {
                       const int64_t first = reader->next_record();
@@ -361,7 +364,7 @@ absl::StatusOr<v1::UploadRowsResponse> UploadIdx(Connection& connection,
 absl::StatusOr<v1::UploadRowsResponse> UploadPngFolder(Connection& connection,
                                                        const std::string& dataset_id,
                                                        const data::Schema& schema,
-                                                       const std::string& root) {
+                                                       const std::string& root, bool append) {
   const data::Column& image = schema.column(*schema.image_index());
   // Every image is judged by the declared size, so a refusal names the
   // files that differ from it (not the ones that differ from the first).
@@ -401,7 +404,7 @@ absl::StatusOr<v1::UploadRowsResponse> UploadPngFolder(Connection& connection,
   const int64_t per_image = set->pixels_per_image();
   const int64_t total = set->size();
   int64_t next = 0;
-  return SendImages(connection, dataset_id, schema, total,
+  return SendImages(connection, dataset_id, schema, total, append,
                     [&](int64_t max, std::string* pixels,
                         std::vector<uint32_t>* labels) -> absl::StatusOr<int64_t> {
                       const int64_t count = std::min(max, total - next);
@@ -459,6 +462,7 @@ absl::Status RunUpload(const ParsedArgs& args) {
   if (!images) {
     text_options = TextOptionsFromArgs(args);
     if (!text_options.ok()) return text_options.status();
+    text_options->append = args.Flag("append");
   }
   auto connection = Connection::FromArgs(args);
   if (!connection.ok()) return connection.status();
@@ -483,22 +487,36 @@ absl::Status RunUpload(const ParsedArgs& args) {
     if (args.Flag("json")) {
       nlohmann::json out = {{"dry_run", true},
                             {"rows", check->rows},
-                            {"cells_out_of_bounds", check->cells_out_of_bounds}};
-      std::printf("%s\n", out.dump(2).c_str());
+                            {"cells_out_of_bounds", check->cells_out_of_bounds},
+                            {"ignored_columns", check->ignored_columns}};
+      // A Latin-1 header is not UTF-8: replaced, not thrown on.
+      std::printf("%s\n",
+                  out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
     } else {
       std::printf("dry run: %s holds %lld good rows for dataset %s (%lld cells outside the "
                   "declared bounds would be clamped); nothing was sent\n",
                   text_path.c_str(), static_cast<long long>(check->rows),
                   dataset->id().c_str(), static_cast<long long>(check->cells_out_of_bounds));
+      // Columns the schema does not name are dropped silently by an upload:
+      // say which, so that a misspelt schema column is seen before it costs.
+      if (!check->ignored_columns.empty()) {
+        std::string names;
+        for (const std::string& name : check->ignored_columns) {
+          absl::StrAppend(&names, names.empty() ? "" : ", ", "'", Printable(name), "'");
+        }
+        std::printf("the schema ignores %zu of the file's columns (not uploaded): %s\n",
+                    check->ignored_columns.size(), names.c_str());
+      }
     }
     return absl::OkStatus();
   }
   absl::StatusOr<v1::UploadRowsResponse> response;
   if (args.Has("idx")) {
     response = UploadIdx(*connection, dataset->id(), *schema, args.Get("idx"),
-                         args.Has("labels") ? args.Get("labels") : "");
+                         args.Has("labels") ? args.Get("labels") : "", args.Flag("append"));
   } else if (args.Has("png-folder")) {
-    response = UploadPngFolder(*connection, dataset->id(), *schema, args.Get("png-folder"));
+    response = UploadPngFolder(*connection, dataset->id(), *schema, args.Get("png-folder"),
+                               args.Flag("append"));
   } else {
     response = UploadTextFile(*connection, dataset->id(), *schema, text_path, *text_options);
   }
@@ -595,7 +613,8 @@ absl::Status RunList(const ParsedArgs& args) {
                               {"created_unix", d.created_unix()},
                               {"sealed", d.sealed()}};
       if (spent[i].has_value()) entry["epsilon_spent"] = *spent[i];
-      if (d.row_count() > 0) entry["rows"] = d.row_count();
+      // 0 is a count too (an empty dataset); a withheld count is left out.
+      if (!d.row_count_hidden() && !d.external()) entry["rows"] = d.row_count();
       if (d.external()) entry["external"] = true;
       out.push_back(std::move(entry));
     }
@@ -611,9 +630,9 @@ absl::Status RunList(const ParsedArgs& args) {
                 d.relation() == v1::REPLACE_ONE ? "replace-one" : "add-remove",
                 spent[i].has_value() ? absl::StrFormat("%.4g", *spent[i]).c_str() : "?",
                 d.budget().epsilon(), d.budget().delta(),
-                d.external()          ? "external"
-                : d.row_count() > 0   ? absl::StrCat(d.row_count()).c_str()
-                                      : "private");
+                d.external()           ? "external"
+                : d.row_count_hidden() ? "private"
+                                       : absl::StrCat(d.row_count()).c_str());
   }
   return absl::OkStatus();
 }
@@ -737,7 +756,8 @@ std::vector<Command> DatasetCommands() {
       RunCreate});
   commands.push_back(Command{
       "datasets list", "list datasets with their spent budget (curator, analyst)",
-      "Row counts are shown to curators, and to analysts under replace-one. The spent epsilon\n"
+      "Row counts are shown to curators (0 for an empty dataset), and to analysts under\n"
+      "replace-one; elsewhere the column says \"private\". The spent epsilon\n"
       "is the ledger's composed figure (as `dpcurator budget` shows it).",
       WithConnection({{"json", "", "print JSON (docs/json.md)", true}}), RunList});
   commands.push_back(Command{
@@ -756,12 +776,17 @@ std::vector<Command> DatasetCommands() {
       "The header (CSV) or the @attribute names (ARFF) are matched to the schema by column\n"
       "name; extra columns are ignored. The whole file is checked before anything is sent:\n"
       "every bad line (the first 20, then a count) is listed as FILE:LINE (1-based, header\n"
-      "counted) with the column and the reason, and nothing is sent. The server stores an\n"
+      "counted) with the column and the reason (missing values in a column that is not\n"
+      "nullable: one line per column, the count and the first lines), and nothing is sent.\n"
+      "--dry-run also names the file's columns the schema ignores. The server stores an\n"
       "upload as one transaction: all its rows, or none. --dry-run checks the file against\n"
       "the dataset's schema and sends nothing. A UTF-8 byte order mark is ignored;\n"
       "--delimiter ';' (or tab) reads other separators, and --decimal-comma reads \"1,5\" as\n"
       "1.5 in numeric columns (with a delimiter other than ','). Uploads are refused once a\n"
       "release has been made; `dpcurator datasets delete` removes a dataset's rows.\n"
+      "An upload any of whose rows equals a row already stored is refused (the same file\n"
+      "uploaded twice would store every person twice, which halves their protection);\n"
+      "--append stores it when the repeats are different people who share values.\n"
       "Image datasets (`datasets create --images`): --idx IMAGES --labels LABELS reads IDX\n"
       "files (MNIST / Fashion-MNIST format, plain or gzipped); --png-folder DIR reads\n"
       "DIR/<class name>/*.png (any PNG, converted to 8-bit grey). The files are checked in\n"
@@ -775,6 +800,10 @@ std::vector<Command> DatasetCommands() {
                        "with --csv: numbers use a decimal comma (1,5); needs --delimiter ';'", true},
                       {"dry-run", "",
                        "check every row against the dataset's schema and send nothing", true},
+                      {"append", "",
+                       "store rows equal to rows already stored (distinct people who share "
+                       "values); without it such an upload is refused",
+                       true},
                       {"arff", "", "ARFF file: its @data section is uploaded"},
                       {"idx", "", "IDX image file (count x height x width bytes) of an image dataset"},
                       {"labels", "", "with --idx: the IDX label file (one byte per image)"},

@@ -51,25 +51,6 @@ absl::Status CheckWritable(const std::string& path) {
   return absl::OkStatus();
 }
 
-// Whether a failed RequestRelease may have been admitted (and so charged):
-// only when the call may have reached the ledger and its answer was lost or
-// the work failed after admission. A refusal (budget, arguments, key reuse,
-// permission, unknown dataset) charged nothing.
-bool MayHaveCharged(grpc::StatusCode code) {
-  switch (code) {
-    case grpc::StatusCode::UNAVAILABLE:
-    case grpc::StatusCode::DEADLINE_EXCEEDED:
-    case grpc::StatusCode::CANCELLED:
-    case grpc::StatusCode::ABORTED:
-    case grpc::StatusCode::INTERNAL:
-    case grpc::StatusCode::UNKNOWN:
-    case grpc::StatusCode::DATA_LOSS:
-      return true;
-    default:
-      return false;
-  }
-}
-
 // A refused `release --json`: one JSON object on stdout, so that a script
 // reads the outcome either way (docs/json.md).
 void PrintJsonError(const absl::Status& status, const std::string& idempotency_key,
@@ -223,13 +204,7 @@ absl::Status RunRelease(const ParsedArgs& args) {
   grpc::Status status = connection->releases().RequestRelease(context.get(), request, &release);
   if (!status.ok()) {
     const bool may_have_charged = MayHaveCharged(status.error_code());
-    absl::Status refused = RpcError(
-        status, may_have_charged
-                    ? absl::StrCat("release failed (the request may have been charged: retry "
-                                   "with --key ",
-                                   request.idempotency_key(),
-                                   " to get the stored release instead of a second charge)")
-                    : std::string("release refused (nothing was charged)"));
+    absl::Status refused = ReleaseRpcError(status, "release", request.idempotency_key());
     if (json) PrintJsonError(refused, request.idempotency_key(), may_have_charged);
     return refused;
   }

@@ -247,8 +247,7 @@ absl::StatusOr<v1::Release> RequestAimRelease(Connection& analyst, const std::st
   auto context = analyst.NewContext();
   const grpc::Status status = analyst.releases().RequestRelease(context.get(), request, &release);
   if (!status.ok()) {
-    return RpcError(status, absl::StrCat("aim release refused (retry with --key ", key,
-                                         " to avoid a second charge)"));
+    return ReleaseRpcError(status, "aim release", key);
   }
   return release;
 }

@@ -168,8 +168,7 @@ absl::StatusOr<v1::Release> RequestMstRelease(Connection& analyst, const std::st
   auto context = analyst.NewContext();
   const grpc::Status status = analyst.releases().RequestRelease(context.get(), request, &release);
   if (!status.ok()) {
-    return RpcError(status, absl::StrCat("mst release refused (retry with --key ", key,
-                                         " to avoid a second charge)"));
+    return ReleaseRpcError(status, "mst release", key);
   }
   return release;
 }

@@ -4,6 +4,7 @@
 // in a scratch folder; none needs a server.
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -11,6 +12,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/match.h"
@@ -470,6 +472,48 @@ TEST_F(FrictionTest, SampleAndEveryTrainCommandTakeJson) {
     bool json = false;
     for (const OptionSpec& option : command.options) json = json || option.name == "json";
     EXPECT_TRUE(json) << command.name << " has no --json";
+  }
+}
+
+// Issue 38: "`--rows 1e7` refused". Count flags take whole numbers in
+// scientific notation, exactly; a fraction or a value past int64 is refused
+// saying which.
+TEST_F(FrictionTest, CountFlagsTakeWholeNumbersInScientificNotation) {
+  const std::vector<Command> sample = SampleCommands();
+  const Command* command = FindCommand(sample, "sample");
+  ASSERT_NE(command, nullptr);
+  auto parsed = ParseArgs(command->options, {"--model", "m.pb", "--rows", "1e7"});
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  auto rows = parsed->GetInt("rows");
+  ASSERT_TRUE(rows.ok()) << rows.status();
+  EXPECT_EQ(*rows, 10'000'000);
+
+  const std::vector<std::pair<std::string, int64_t>> good = {
+      {"10000", 10000},    {"1e4", 10000},         {"1E4", 10000},
+      {"2.5e3", 2500},     {"+3e0", 3},            {"-2e2", -200},
+      {"1200e-2", 12},     {"0.0", 0},             {"0e999999999", 0},
+      {"9.223372036854775807e18", INT64_MAX},      {"9223372036854775807", INT64_MAX}};
+  for (const auto& [text, value] : good) {
+    auto got = ParseWholeNumber("rows", text);
+    ASSERT_TRUE(got.ok()) << text << ": " << got.status();
+    EXPECT_EQ(*got, value) << text;
+  }
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {"1.5", "--rows 1.5 is not a whole number"},
+      {"1e-3", "--rows 1e-3 is not a whole number"},
+      {"1e19", "--rows 1e19 is out of range"},
+      {"9223372036854775808", "is out of range"},
+      {"1e999999999999", "is out of range"},
+      {"ten", "--rows expects a whole number (e.g. 10000 or 1e4), got 'ten'"},
+      {"1e", "expects a whole number"},
+      {"", "expects a whole number"},
+      {"1e7 ", "expects a whole number"},
+      {"0x10", "expects a whole number"}};
+  for (const auto& [text, message] : bad) {
+    auto got = ParseWholeNumber("rows", text);
+    ASSERT_FALSE(got.ok()) << text << " gave " << *got;
+    EXPECT_NE(got.status().message().find(message), std::string::npos)
+        << text << ": " << got.status();
   }
 }
 

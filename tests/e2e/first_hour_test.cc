@@ -296,7 +296,8 @@ TEST_F(FirstHourTest, UploadErrorCitesTheFileLine) {
   EXPECT_NE(upload.err.find("nothing was uploaded"), std::string::npos) << upload.err;
   CliRun listed = Cli("datasets list --json", Env("curator-token-e2e"));
   ASSERT_EQ(listed.exit_code, 0) << listed.err;
-  EXPECT_FALSE(nlohmann::json::parse(listed.out)["datasets"][0].contains("rows"))
+  // An empty dataset lists "rows": 0 to its curator (issue 38).
+  EXPECT_EQ(nlohmann::json::parse(listed.out)["datasets"][0].value("rows", int64_t{-1}), 0)
       << "rows of a refused upload were stored: " << listed.out;
 
   // CSV: the same, counted with the header as line 1.

@@ -135,6 +135,109 @@ TEST_F(FrictionTest, UploadIsAllOrNothingAndListsEveryBadLine) {
   EXPECT_EQ(Rows(id), 40);
 }
 
+// Issue 38: the same file uploaded twice stored every person twice (the
+// guarantee halves for them). An upload that repeats stored rows is refused,
+// counting them and naming --append, unless --append says it is meant; rows
+// repeated within one file are distinct people and pass. An empty dataset
+// lists 0 rows to its curator, not "private".
+TEST_F(FrictionTest, DuplicateUploadsNeedAppendAndAnEmptyDatasetListsZeroRows) {
+  const std::string id = Create("dups");
+  ASSERT_FALSE(id.empty());
+  CliRun empty = Cli("datasets list --json", kCurator);
+  ASSERT_EQ(empty.exit_code, 0) << empty.err;
+  EXPECT_EQ(nlohmann::json::parse(empty.out)["datasets"][0].value("rows", int64_t{-1}), 0)
+      << empty.out;
+  CliRun empty_table = Cli("datasets list", kCurator);
+  EXPECT_EQ(empty_table.out.find("private"), std::string::npos) << empty_table.out;
+  // An analyst under add-remove still sees no count, and no "rows" key.
+  CliRun hidden = Cli("datasets list --json", kAnalyst);
+  ASSERT_EQ(hidden.exit_code, 0) << hidden.err;
+  EXPECT_FALSE(nlohmann::json::parse(hidden.out)["datasets"][0].contains("rows")) << hidden.out;
+  EXPECT_NE(Cli("datasets list", kAnalyst).out.find("private"), std::string::npos);
+
+  WriteGood(dir_ / "good.csv", 40);
+  ASSERT_EQ(Cli("upload --dataset dups --csv good.csv", kCurator).exit_code, 0);
+  CliRun again = Cli("upload --dataset dups --csv good.csv", kCurator);
+  EXPECT_EQ(again.exit_code, 3) << again.err;
+  EXPECT_NE(again.err.find("all 40 rows of this upload repeat rows already stored"),
+            std::string::npos)
+      << again.err;
+  EXPECT_NE(again.err.find("half the strength"), std::string::npos) << again.err;
+  EXPECT_NE(again.err.find("--append"), std::string::npos) << again.err;
+  EXPECT_EQ(Rows(id), 40);
+
+  // 3 stored rows among 10 new ones (ages above the stored 20..59).
+  {
+    std::ofstream out(dir_ / "more.csv");
+    out << "Patient Age,ward,outcome\n";
+    for (int i = 0; i < 10; ++i) out << (80 + i) << ",a,no\n";
+    out << "20,a,no\n21,b,yes\n22,c,no\n";  // rows 0..2 of good.csv
+  }
+  CliRun overlap = Cli("upload --dataset dups --csv more.csv", kCurator);
+  EXPECT_EQ(overlap.exit_code, 3) << overlap.err;
+  EXPECT_NE(overlap.err.find("3 of the 13 rows of this upload repeat rows already stored"),
+            std::string::npos)
+      << overlap.err;
+  EXPECT_EQ(Rows(id), 40);
+  CliRun appended = Cli("upload --dataset dups --csv more.csv --append --json", kCurator);
+  ASSERT_EQ(appended.exit_code, 0) << appended.err;
+  EXPECT_EQ(nlohmann::json::parse(appended.out)["total_rows"], 53);
+
+  // Twins in one file, into an empty dataset: stored.
+  ASSERT_FALSE(Create("twins").empty());
+  std::ofstream(dir_ / "twins.csv") << "Patient Age,ward,outcome\n30,a,no\n30,a,no\n";
+  CliRun twins = Cli("upload --dataset twins --csv twins.csv --json", kCurator);
+  ASSERT_EQ(twins.exit_code, 0) << twins.err;
+  EXPECT_EQ(nlohmann::json::parse(twins.out)["total_rows"], 2);
+}
+
+// Issue 38: `upload --dry-run` names the file's columns the schema ignores;
+// missing values in a column that is not nullable are summarised per
+// column (count and first lines), not listed as 20 identical lines that
+// hide every other fault.
+TEST_F(FrictionTest, DryRunNamesIgnoredColumnsAndMissingValuesAreSummarised) {
+  ASSERT_FALSE(Create("gaps").empty());
+  {
+    std::ofstream out(dir_ / "extra.csv");
+    out << "Patient Age,ward,notes,outcome,site id\n";
+    for (int i = 0; i < 5; ++i) out << (30 + i) << ",a,x," << (i % 2 ? "yes" : "no") << ",7\n";
+  }
+  CliRun dry = Cli("upload --dataset gaps --csv extra.csv --dry-run", kCurator);
+  ASSERT_EQ(dry.exit_code, 0) << dry.err;
+  EXPECT_NE(dry.out.find("the schema ignores 2 of the file's columns (not uploaded): 'notes', "
+                         "'site id'"),
+            std::string::npos)
+      << dry.out;
+  CliRun dry_json = Cli("upload --dataset gaps --csv extra.csv --dry-run --json", kCurator);
+  ASSERT_EQ(dry_json.exit_code, 0) << dry_json.err;
+  EXPECT_EQ(nlohmann::json::parse(dry_json.out)["ignored_columns"],
+            nlohmann::json::array({"notes", "site id"}))
+      << dry_json.out;
+
+  {
+    std::ofstream out(dir_ / "gaps.csv");
+    out << "Patient Age,ward,outcome\n";
+    for (int i = 0; i < 25; ++i) out << ",a,no\n";  // lines 2..26: no age
+    out << "40,,yes\n";                              // 27: no ward
+    out << "forty,b,yes\n";                          // 28: another fault
+  }
+  CliRun gaps = Cli("upload --dataset gaps --csv gaps.csv", kCurator);
+  EXPECT_EQ(gaps.exit_code, 2) << gaps.err;
+  EXPECT_NE(gaps.err.find("27 bad lines"), std::string::npos) << gaps.err;
+  EXPECT_NE(gaps.err.find("column 'Patient Age': 25 missing values and the column is not "
+                          "nullable (lines 2, 3, 4, 5, 6, ...)"),
+            std::string::npos)
+      << gaps.err;
+  EXPECT_NE(gaps.err.find("column 'ward': 1 missing value and the column is not nullable "
+                          "(line 27)"),
+            std::string::npos)
+      << gaps.err;
+  EXPECT_NE(gaps.err.find("gaps.csv:28: "), std::string::npos) << gaps.err;
+  EXPECT_EQ(gaps.err.find("gaps.csv:7: "), std::string::npos) << "listed line by line:\n"
+                                                               << gaps.err;
+  EXPECT_EQ(gaps.err.find("... and"), std::string::npos) << gaps.err;
+}
+
 // A ';'-separated export with decimal commas: refused with the header as
 // read and the option to use; read with --delimiter ';' --decimal-comma.
 TEST_F(FrictionTest, DelimiterAndDecimalComma) {
@@ -246,6 +349,19 @@ TEST_F(FrictionTest, ReleaseOutRetryHintsAndJsonErrors) {
   EXPECT_EQ(error["may_have_charged"], false);
   EXPECT_EQ(error["code"], "RESOURCE_EXHAUSTED");
   EXPECT_FALSE(error["error"].get<std::string>().empty());
+
+  // The same for `train mst` and `train aim` (issue 38): a refusal before
+  // admission charged nothing and says so, without the retry hint.
+  for (const char* method : {"mst", "aim"}) {
+    CliRun train = Cli(std::string("train ") + method + " --dataset rel --epsilon 1.9 --out m.pb",
+                       kAnalyst);
+    EXPECT_EQ(train.exit_code, 3) << method << ": " << train.err;
+    EXPECT_EQ(train.err.find("--key"), std::string::npos) << method << ": " << train.err;
+    EXPECT_EQ(train.err.find("second charge"), std::string::npos) << method << ": " << train.err;
+    EXPECT_NE(train.err.find(std::string(method) + " release refused (nothing was charged)"),
+              std::string::npos)
+        << method << ": " << train.err;
+  }
 
   // The key reused for another request: not suggested again.
   CliRun reuse =

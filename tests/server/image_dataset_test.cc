@@ -145,6 +145,24 @@ TEST_F(ImageDatasetTest, BatchesAreStoredAsPixelLevels) {
   EXPECT_TRUE(integrity->empty());
 }
 
+// Issue 38: images already stored (pixels and label alike) are refused as
+// repeated rows are, unless the upload says `append`.
+TEST_F(ImageDatasetTest, ImagesAlreadyStoredAreRefusedUnlessAppend) {
+  const Images images = MakeImages(30, 3);
+  v1::UploadRowsResponse response;
+  ASSERT_TRUE(UploadMessages({Batch(images, 0, 20)}, &response).ok());
+  grpc::Status status = UploadMessages({Batch(images, 10, 20)}, &response);
+  ASSERT_EQ(status.error_code(), grpc::StatusCode::FAILED_PRECONDITION) << status.error_message();
+  EXPECT_THAT(status.error_message(),
+              HasSubstr("10 of the 20 rows of this upload repeat rows"));
+  EXPECT_EQ(StoredRows(), 20);
+  v1::UploadRowsRequest again = Batch(images, 10, 20);
+  again.set_append(true);
+  status = UploadMessages({again}, &response);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(StoredRows(), 40);
+}
+
 TEST_F(ImageDatasetTest, BatchOfTheWrongLengthStoresNothingAndNamesTheMessage) {
   const Images images = MakeImages(30, 2);
   v1::UploadRowsRequest short_batch = Batch(images, 10, 20);

@@ -137,6 +137,58 @@ TEST_F(UploadTest, AnUploadIsStoredWholeOrNotAtAll) {
   EXPECT_EQ(StoredRows(), 22);
 }
 
+// Issue 38: the same file uploaded twice stored every person twice, which
+// halves the guarantee for them. Rows equal to stored ones are refused,
+// counted, with nothing stored, unless the first message says `append`;
+// rows repeated within one upload are distinct people and pass.
+TEST_F(UploadTest, RowsAlreadyStoredAreRefusedUnlessAppend) {
+  ASSERT_TRUE(UploadDemoRows(dataset_.id(), 50, 31).ok());
+  v1::UploadRowsResponse response;
+  grpc::Status status = UploadDemoRows(dataset_.id(), 50, 31, &response);
+  ASSERT_EQ(status.error_code(), grpc::StatusCode::FAILED_PRECONDITION) << status.error_message();
+  EXPECT_THAT(status.error_message(),
+              HasSubstr("all 50 rows of this upload repeat rows already stored"));
+  EXPECT_THAT(status.error_message(), HasSubstr("half the strength"));
+  EXPECT_THAT(status.error_message(), HasSubstr("--append"));
+  EXPECT_THAT(status.error_message(), HasSubstr("nothing of this upload was stored"));
+  EXPECT_EQ(StoredRows(), 50);
+
+  // Two stored rows among ten new ones, in the second message of a stream.
+  v1::UploadRowsRequest fresh = Message(10, 32);
+  v1::UploadRowsRequest repeats = Message(50, 31, /*with_id=*/false);
+  repeats.mutable_rows()->DeleteSubrange(2, 48);
+  status = UploadMessages({fresh, repeats}, &response);
+  ASSERT_EQ(status.error_code(), grpc::StatusCode::FAILED_PRECONDITION) << status.error_message();
+  EXPECT_THAT(status.error_message(),
+              HasSubstr("2 of the 12 rows of this upload repeat rows already stored"));
+  EXPECT_EQ(StoredRows(), 50);
+
+  fresh.set_append(true);
+  status = UploadMessages({fresh, repeats}, &response);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(response.total_rows(), 62);
+
+  // Twins within one upload, nothing like them stored: stored.
+  v1::UploadRowsRequest twins = Message(1, 33);
+  *twins.add_rows() = twins.rows(0);
+  status = UploadMessages({twins}, &response);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(StoredRows(), 64);
+}
+
+// Issue 38: `datasets list` said "private" for an empty dataset, as the
+// count withheld from an analyst and a stored 0 looked the same. The server
+// now says when it withholds the count.
+TEST_F(UploadTest, AWithheldRowCountIsMarkedAndAnEmptyOneIsNot) {
+  v1::Dataset listed;
+  ASSERT_TRUE(FindDataset(Curator(), dataset_.id(), &listed).ok());
+  EXPECT_EQ(listed.row_count(), 0);
+  EXPECT_FALSE(listed.row_count_hidden());
+  ASSERT_TRUE(FindDataset(Analyst(), dataset_.id(), &listed).ok());
+  EXPECT_EQ(listed.row_count(), 0);
+  EXPECT_TRUE(listed.row_count_hidden()) << "an analyst's withheld count reads as empty";
+}
+
 TEST_F(UploadTest, UploadsToAnotherDatasetOrUnknownDatasetAreRefused) {
   v1::UploadRowsRequest message = Message(3, 9);
   message.set_dataset_id("ds_does_not_exist");
