@@ -8,6 +8,7 @@
 #include <string>
 #include <utility>
 
+#include "audit/plan_fixture.h"
 #include "Eigen/Core"
 #include "core/data/discretize.h"
 #include "core/data/schema.h"
@@ -167,13 +168,9 @@ AuditCase AimCase(NeighbouringRelation relation, int rounds_per_column,
 
     // The dataset and request as the server holds them; REPLACE_ONE's public
     // n is D0's (and D1's) row count.
-    v1::Dataset& dataset = game->dataset;
-    dataset.set_id("audit_aim");
-    dataset.set_row_count(static_cast<int64_t>(d0.size()));
-    dataset.set_relation(RelationToProto(relation));
-    dataset.mutable_budget()->set_epsilon(1e6);
-    dataset.mutable_budget()->set_delta(target.delta);
-    *dataset.mutable_schema() = SchemaToProto(game->schema);
+    game->dataset = DatasetRecord(game->schema, relation, target.delta,
+                                  static_cast<int64_t>(d0.size()), "audit_aim");
+    const v1::Dataset& dataset = game->dataset;
     v1::ReleaseRequest request;
     request.set_dataset_id(dataset.id());
     request.set_idempotency_key("audit_aim");
@@ -188,9 +185,8 @@ AuditCase AimCase(NeighbouringRelation relation, int rounds_per_column,
     game->plan.aim->mutation = mutation;
 
     // The charge: the plan's event through the accountant, as the ledger.
-    privacy::AccountantState state(relation);
-    DPC_RETURN_IF_ERROR(state.Add(*game->plan.event));
-    DPC_ASSIGN_OR_RETURN(const privacy::EpsilonReport report, state.Epsilon(target.delta));
+    PreparedCase prepared;
+    DPC_RETURN_IF_ERROR(ChargePlanEvent(*game->plan.event, relation, target.delta, &prepared));
 
     DPC_ASSIGN_OR_RETURN(const data::Discretizer domain, data::Discretizer::Create(game->schema));
     for (int col = 0; col < kColumns; ++col) game->domain_sizes.push_back(domain.domain_size(col));
@@ -221,18 +217,15 @@ AuditCase AimCase(NeighbouringRelation relation, int rounds_per_column,
     DPC_ASSIGN_OR_RETURN(const v1::Release dry,
                          plan::ComputeAimRelease(game->plan, dataset, game->schema,
                                                  game->rows[0], "audit_aim_dry",
-                                                 report.epsilon, &zero));
+                                                 prepared.accounted_epsilon, &zero));
     const double s1 = dry.aim().one_way_noise_multiplier();
     double mu_squared = 1.0 / (s1 * s1);
     for (const v1::AimRoundRecord& round : dry.aim().rounds()) {
       mu_squared += 1.0 / (round.noise_multiplier() * round.noise_multiplier());
     }
 
-    PreparedCase prepared;
-    prepared.accounted_epsilon = report.epsilon;
-    prepared.delta = target.delta;
     prepared.accounted_mu = std::sqrt(mu_squared);
-    const double epsilon_alone = report.epsilon;
+    const double epsilon_alone = prepared.accounted_epsilon;
     prepared.run_and_score = [game, epsilon_alone](
                                  int side, privacy::NoiseSource* noise) -> absl::StatusOr<double> {
       DPC_ASSIGN_OR_RETURN(const v1::Release release,

@@ -49,7 +49,7 @@ std::vector<AuditCase> MutantCases() {
   // AIM's three (issue 37 item 1; docs/privacy.md 7.3), planted through
   // the plan's train::AimMutation after PlanRelease (aim_cases.h), audited
   // at (1, 0.1), where a factor r in the measurements' mu is the largest
-  // gap in eps for the runs CI affords (aim_mutants_test.cc): every round's
+  // gap in eps for the runs CI affords (aim_mutants.cc): every round's
   // measurement at half the charged noise (T = 4 d); the 1-way release at
   // half the noise, where it holds 0.91 of the measurements' rho (rounds =
   // d, the least the plan admits); every selection at 8x the charged
@@ -67,7 +67,7 @@ std::vector<AuditCase> MutantCases() {
                   "aim_round_noise_halved", 3000},
         AimMutant{{.one_way_noise_factor = 0.5}, 1, 1.0, "aim_one_way_noise_halved", 2000},
         AimMutant{{.selection_epsilon_factor = 8.0}, kAimAuditRoundsPerColumn, 8.0,
-                  "aim_selection_epsilon_8x", 4000}}) {
+                  "aim_selection_epsilon_8x", 8000}}) {
     AuditCase c = AsMutant(AimCase(NeighbouringRelation::kAddRemove, m.rounds_per_column,
                                    m.mutation, m.selection_law_factor),
                            m.name, m.runs);

@@ -103,4 +103,20 @@ absl::StatusOr<Eigen::VectorXd> ReleasedValues(const v1::Release& release) {
       Eigen::Map<const Eigen::VectorXd>(out.data(), static_cast<Eigen::Index>(out.size())));
 }
 
+data::Table TableOfRows(const data::Schema& schema, const std::vector<FixtureRow>& rows) {
+  data::Table table;
+  table.cells.resize(static_cast<Eigen::Index>(rows.size()),
+                     static_cast<Eigen::Index>(schema.num_columns()));
+  for (size_t i = 0; i < rows.size(); ++i) {
+    for (size_t j = 0; j < rows[i].size(); ++j) {
+      table.cells(static_cast<Eigen::Index>(i), static_cast<Eigen::Index>(j)) = rows[i][j];
+    }
+  }
+  return table;
+}
+
+std::vector<FixtureRow> Repeated(const FixtureRow& row, int64_t count) {
+  return std::vector<FixtureRow>(static_cast<size_t>(count), row);
+}
+
 }  // namespace dpcurator::audit

@@ -17,6 +17,8 @@
 #include <cstdint>
 #include <string>
 
+#include <vector>
+
 #include "Eigen/Core"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -58,6 +60,14 @@ struct PlanDataset {
   data::Table table;
   release::EncodedRows rows;
 };
+
+// One row's cells in schema column order: numeric values as they are,
+// categorical cells as their level (data::Table's representation).
+using FixtureRow = std::vector<double>;
+// The table of `rows` (each of the schema's width), in the given order.
+data::Table TableOfRows(const data::Schema& schema, const std::vector<FixtureRow>& rows);
+// `count` copies of `row` (a dataset of null rows, or a batch of them).
+std::vector<FixtureRow> Repeated(const FixtureRow& row, int64_t count);
 
 // A stored dataset of `table`'s rows under `schema` (row_count the table's).
 PlanDataset InMemoryDataset(const data::Schema& schema, data::Table table,

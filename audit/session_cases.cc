@@ -13,7 +13,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "audit/session_fixture.h"
+#include "audit/plan_fixture.h"
 #include "core/data/schema.h"
 #include "core/nn/mlp.h"
 #include "core/privacy/accounting.h"
@@ -290,7 +290,7 @@ v1::Session SessionOf(const std::string& id, const v1::SessionParams& resolved,
 // plan::ComputeSessionStep on the dataset's encoded rows (a member of a
 // partitioned open: its part's row indices), then the stored answer put in
 // the response by plan::SetStepAnswer, then read.
-absl::StatusOr<Eigen::VectorXd> RunStep(const v1::Session& session, const InMemoryDataset& data,
+absl::StatusOr<Eigen::VectorXd> RunStep(const v1::Session& session, const PlanDataset& data,
                                         const v1::SessionStepRequest& request,
                                         const std::vector<int64_t>* part_rows,
                                         const AnswerReader& read, privacy::NoiseSource* noise,
@@ -324,8 +324,8 @@ absl::StatusOr<CanaryDirection> CanaryDirectionOf(const KindGame& game,
   privacy::ZeroNoiseSource zero;
   v1::SessionStepResponse response;
   auto noiseless = [&](const std::vector<FixtureRow>& batch) -> absl::StatusOr<Eigen::VectorXd> {
-    const InMemoryDataset data =
-        MakeInMemoryDataset(kDatasetId, game.schema, relation, batch, 0.5);
+    const PlanDataset data =
+        InMemoryDataset(game.schema, TableOfRows(game.schema, batch), relation, 0.5, kDatasetId);
     return RunStep(reference, data, reading.request, nullptr, reading.read, &zero, &response);
   };
   CanaryDirection canary;
@@ -552,9 +552,11 @@ absl::StatusOr<PreparedSessionAudit> PrepareSessionAudit(const SessionAuditConfi
     rows1 = rows0;
     rows1.push_back(game.canary);
   }
-  auto data = std::make_shared<std::array<InMemoryDataset, 2>>();
-  (*data)[0] = MakeInMemoryDataset(kDatasetId, game.schema, relation, rows0, config.delta);
-  (*data)[1] = MakeInMemoryDataset(kDatasetId, game.schema, relation, rows1, config.delta);
+  auto data = std::make_shared<std::array<PlanDataset, 2>>();
+  (*data)[0] = InMemoryDataset(game.schema, TableOfRows(game.schema, rows0), relation,
+                               config.delta, kDatasetId);
+  (*data)[1] = InMemoryDataset(game.schema, TableOfRows(game.schema, rows1), relation,
+                               config.delta, kDatasetId);
 
   // The server's plan, before any row is read. Planned on each side's
   // record: the plan may not depend on the rows (under ADD_REMOVE the two
@@ -629,7 +631,7 @@ absl::StatusOr<PreparedSessionAudit> PrepareSessionAudit(const SessionAuditConfi
   prepared.run_and_score = [data, members, reading, canary, mu_step, q, steps](
                                int side,
                                privacy::NoiseSource* noise) -> absl::StatusOr<double> {
-    const InMemoryDataset& held = (*data)[side == 0 ? 0 : 1];
+    const PlanDataset& held = (*data)[side == 0 ? 0 : 1];
     std::vector<double> z;
     z.reserve(static_cast<size_t>(steps));
     v1::SessionStepRequest request = reading->request;

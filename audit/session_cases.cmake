@@ -1,5 +1,4 @@
 # Whole-session cases (session_cases.cc): the server's plan code (dpc_plan,
 # linked by dpc_audit), its in-memory dataset fixture, and the dp_sgd
 # query's network.
-target_sources(dpc_audit PRIVATE ${CMAKE_CURRENT_LIST_DIR}/session_fixture.cc)
 target_link_libraries(dpc_audit PUBLIC dpc_nn Eigen3::Eigen)

@@ -6,7 +6,7 @@
 // kernel_witness or the minibatch rff_embedding session, and partitioned
 // kernel_witness sessions (DP-kernel's parallel variant), built and run by
 // the server's own plan code on an in-memory dataset held as the server
-// holds one (audit/session_fixture.h): the v1::OpenSessionRequest (or
+// holds one (audit/plan_fixture.h): the v1::OpenSessionRequest (or
 // v1::OpenPartitionedSessionsRequest) a client sends goes to
 // plan::PlanSession (plan::PlanPartitionedSessions), which resolves the
 // rate (REPLACE_ONE: m / n with the fixed batch m), the kernel_witness

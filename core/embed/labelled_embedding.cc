@@ -16,6 +16,15 @@
 namespace dpcurator::embed {
 namespace {
 
+// std::thread::hardware_concurrency() reads /sys/devices/system/cpu/online
+// on every call (glibc); the accumulation is called per release and per
+// session step, so the machine's thread count is read once.
+int64_t HardwareThreads() {
+  static const int64_t threads = std::max(1u, std::thread::hardware_concurrency());
+  return threads;
+}
+
+
 // The release path uses at most this many threads (the machines we size
 // for have two cores; more would oversubscribe concurrent releases).
 constexpr int64_t kMaxAccumulateThreads = 2;
@@ -105,7 +114,7 @@ absl::StatusOr<LabelledEmbeddingAccumulator> AccumulateEmbedding(
       max_threads > 0 ? std::min<int64_t>(max_threads, kMaxAccumulateThreads)
                       : kMaxAccumulateThreads;
   const int threads = static_cast<int>(std::clamp<int64_t>(
-      std::min<int64_t>(std::thread::hardware_concurrency(), thread_cap), 1,
+      std::min<int64_t>(HardwareThreads(), thread_cap), 1,
       std::max<int64_t>(blocks, 1)));
   std::vector<LabelledEmbeddingAccumulator> shards(
       threads, LabelledEmbeddingAccumulator(feature_map.output_dim(), num_classes));

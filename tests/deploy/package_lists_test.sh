@@ -126,6 +126,17 @@ for binary in "$@"; do
     dev_link="/usr/lib/x86_64-linux-gnu/${soname%%.so*}.so"
     owner "$dev_link"
     dev_package=$package
+    # GCC's own libraries (libquadmath, for the exponential mechanism's
+    # __float128 refinement) keep their development link in GCC's directory,
+    # owned by libgcc-<version>-dev, which the compiler brings.
+    if [[ -z $dev_package ]]; then
+      for gcc_link in /usr/lib/gcc/x86_64-linux-gnu/*/"${soname%%.so*}.so"; do
+        [[ -e $gcc_link ]] || continue
+        # Not in the chains dpkg was asked about above: one query, rare.
+        package=$(dpkg-query -S "$gcc_link" 2>/dev/null | head -n 1 | cut -d: -f1 || true)
+        [[ -n $package ]] && dev_link=$gcc_link && dev_package=$package && break
+      done
+    fi
     # libstdc++ and libgcc_s keep their links in GCC's own directory: the
     # compiler (build-essential) brings them.
     if [[ -z $dev_package && -n ${base[$runtime_package]:-} ]]; then continue; fi
