@@ -82,7 +82,7 @@ int64_t DefaultMemoryBudgetFor(int64_t available) {
 int64_t AvailableMemory() {
   const long pages = sysconf(_SC_PHYS_PAGES);
   const long page_size = sysconf(_SC_PAGE_SIZE);
-  int64_t physical = pages > 0 && page_size > 0 ? SaturatingMul(pages, page_size) : 0;
+  int64_t physical = pages > 0 && page_size > 0 ? plan::SaturatingMul(pages, page_size) : 0;
   // cgroup v2: the container's limit, "max" when none.
   std::ifstream limit_file("/sys/fs/cgroup/memory.max");
   std::string limit;
@@ -135,7 +135,7 @@ std::string Ending(absl::string_view hint) {
 }
 }  // namespace
 
-absl::Status CheckSendLimit(const PlanFootprint& footprint, int64_t max_message_bytes) {
+absl::Status CheckSendLimit(const plan::PlanFootprint& footprint, int64_t max_message_bytes) {
   if (footprint.artefact_bytes <= max_message_bytes) return absl::OkStatus();
   return absl::ResourceExhaustedError(absl::StrCat(
       footprint.what, "'s answer could reach ", FormatBytes(footprint.artefact_bytes),

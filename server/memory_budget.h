@@ -23,9 +23,6 @@
 
 namespace dpcurator::server {
 
-using plan::PlanFootprint;
-using plan::SaturatingAdd;
-using plan::SaturatingMul;
 
 // "8G", "512M", "64K", "1T" (powers of 1024, case-insensitive, an optional
 // trailing "B" or "iB") or a plain byte count; INVALID_ARGUMENT otherwise.
@@ -64,7 +61,7 @@ int64_t DefaultMemoryBudget();
 // send limit (ServerOptions::max_message_bytes, which the client also
 // receives under): such an answer would be charged, stored and never
 // deliverable. Names the bound, the limit and the hint; nothing charged.
-absl::Status CheckSendLimit(const PlanFootprint& footprint, int64_t max_message_bytes);
+absl::Status CheckSendLimit(const plan::PlanFootprint& footprint, int64_t max_message_bytes);
 
 // Releases and session steps that may hold a copy of a dataset's rows at
 // once (--max-row-readers; 0: DefaultRowReaders()). Row bytes are private
@@ -137,7 +134,7 @@ class MemoryBudget {
   absl::Status CheckAlone(int64_t public_bytes, absl::string_view what,
                           absl::string_view hint = "") const;
   // Reserve(footprint.public_bytes, footprint.row_bytes, what, hint).
-  absl::StatusOr<Reservation> Reserve(const PlanFootprint& footprint,
+  absl::StatusOr<Reservation> Reserve(const plan::PlanFootprint& footprint,
                                       const std::function<bool()>& cancelled = nullptr) {
     return Reserve(footprint.public_bytes, footprint.row_bytes, footprint.what, footprint.hint,
                    cancelled);
