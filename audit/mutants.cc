@@ -49,7 +49,7 @@ std::vector<AuditCase> MutantCases() {
   // AIM's three (issue 37 item 1; docs/privacy.md 7.3), planted through
   // the plan's train::AimMutation after PlanRelease (aim_cases.h), audited
   // at (1, 0.1), where a factor r in the measurements' mu is the largest
-  // gap in eps for the runs CI affords (aim_mutants.cc): every round's
+  // gap in eps for the runs CI affords (tests/audit/mutants_test.cc): every round's
   // measurement at half the charged noise (T = 4 d); the 1-way release at
   // half the noise, where it holds 0.91 of the measurements' rho (rounds =
   // d, the least the plan admits); every selection at 8x the charged

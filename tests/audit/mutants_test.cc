@@ -5,12 +5,19 @@
 // unmutated at the same target and runs, which must not be flagged, so a
 // pass means the harness told the bug from the shipped code.
 
+#include <iostream>
 #include <string>
+#include <vector>
 
+#include "audit/aim_cases.h"
 #include "audit/mutants.h"
 #include "audit/one_shot_cases.h"
+#include "audit/plan_fixture.h"
 #include "audit/runner.h"
+#include "core/data/schema.h"
+#include "core/privacy/noise_source.h"
 #include "gtest/gtest.h"
+#include "plan/releases.h"
 
 namespace dpcurator::audit {
 namespace {
@@ -27,7 +34,10 @@ const AuditCase& Mutant(const std::string& name) {
 }
 
 // Audits `mutant` and its unmutated original with the same target and runs.
-void ExpectCaught(const AuditCase& mutant, AuditCase original) {
+// `same_mu`: the mutant's plan keeps the charged Gaussians' mu too (AIM's
+// seam changes draws only; a one-shot mutant re-plans its record).
+constexpr bool kSameMu = true;
+void ExpectCaught(const AuditCase& mutant, AuditCase original, bool same_mu = false) {
   ASSERT_TRUE(mutant.mutant);
   ASSERT_EQ(mutant.targets.size(), 1u);
   const AuditTarget target = mutant.targets.front();
@@ -42,6 +52,9 @@ void ExpectCaught(const AuditCase& mutant, AuditCase original) {
   EXPECT_GT(caught->bound.epsilon, caught->accounted_epsilon) << mutant.kind;
   EXPECT_LE(control->bound.epsilon, control->accounted_epsilon) << original.kind;
   EXPECT_DOUBLE_EQ(caught->accounted_epsilon, control->accounted_epsilon);
+  if (same_mu) {
+    EXPECT_DOUBLE_EQ(caught->accounted_mu, control->accounted_mu);
+  }
 }
 
 TEST(AuditMutants, SigmaHalvedIsCaught) {
@@ -65,6 +78,90 @@ TEST(AuditMutants, ExponentialMechanismSensitivityHalvedIsCaught) {
 
 TEST(AuditMutants, LdpRadiusNotEnforcedIsCaught) {
   ExpectCaught(Mutant("ldp_radius_not_enforced"), LdpLaplaceCase());
+}
+
+// AIM's planted bugs (issue 37 item 1; docs/privacy.md 7.3), planted
+// through the plan's train::AimMutation after PlanRelease returned.
+TEST(AimMutants, EveryRoundAtHalfTheNoiseIsCaught) {
+  ExpectCaught(Mutant("aim_round_noise_halved"), AimCase(NeighbouringRelation::kAddRemove),
+               kSameMu);
+}
+
+// Caught by the statistic that scores the selections at the suspected law
+// (8 eps_k); its control, the shipped mechanism under the same statistic,
+// is not flagged.
+TEST(AimMutants, SelectionsAtEightTimesTheEpsilonAreCaught) {
+  ExpectCaught(Mutant("aim_selection_epsilon_8x"),
+               AimCase(NeighbouringRelation::kAddRemove, kAimAuditRoundsPerColumn, {},
+                       /*selection_law_factor=*/8.0),
+               kSameMu);
+}
+
+TEST(AimMutants, OneWayReleaseAtHalfTheNoiseIsCaught) {
+  ExpectCaught(Mutant("aim_one_way_noise_halved"),
+               AimCase(NeighbouringRelation::kAddRemove, /*rounds_per_column=*/1), kSameMu);
+}
+
+// The seam: PlanRelease leaves the mutation identity, and a planted factor
+// changes the drawn noise (or selection) while the released schedule - each
+// round's multiplier, selection epsilon and rho used - stays the charged one.
+TEST(AimMutants, TheSeamChangesTheDrawsNotTheSchedule) {
+  data::Schema::Builder builder;
+  for (const char* name : {"a", "b", "c"}) builder.AddCategorical(name, {"0", "1"});
+  const data::Schema schema = *builder.Build();
+  data::Table rows;
+  rows.cells.resize(40, 3);
+  for (int r = 0; r < 40; ++r) {
+    rows.cells(r, 0) = r % 2;
+    rows.cells(r, 1) = r % 2;
+    rows.cells(r, 2) = (r / 2) % 2;
+  }
+  const v1::Dataset dataset =
+      DatasetRecord(schema, NeighbouringRelation::kAddRemove, 1e-5, 40, "seam");
+  v1::ReleaseRequest request;
+  request.set_dataset_id("seam");
+  request.set_epsilon(1.0);
+  request.mutable_aim()->set_rounds(12);
+  const absl::StatusOr<plan::ReleasePlan> planned = plan::PlanRelease(request, dataset, schema);
+  ASSERT_TRUE(planned.ok()) << planned.status();
+  ASSERT_TRUE(planned->aim.has_value());
+  EXPECT_EQ(planned->aim->mutation.selection_epsilon_factor, 1.0);
+  EXPECT_EQ(planned->aim->mutation.round_noise_factor, 1.0);
+  EXPECT_EQ(planned->aim->mutation.one_way_noise_factor, 1.0);
+
+  auto run = [&](const train::AimMutation& mutation) {
+    plan::ReleasePlan mutated = *planned;
+    mutated.aim->mutation = mutation;
+    privacy::SeededNoiseSource noise(7);
+    const absl::StatusOr<v1::Release> release =
+        plan::ComputeAimRelease(mutated, dataset, schema, rows, "seam", 1.0, &noise);
+    EXPECT_TRUE(release.ok()) << release.status();
+    return release.ok() ? release->aim() : v1::AimArtefact();
+  };
+  const v1::AimArtefact shipped = run({});
+  ASSERT_GE(shipped.rounds_size(), 1);
+  const double one_way_std = shipped.one_way(0).noise_std();
+  const double round_std = shipped.rounds(0).measurement().noise_std();
+
+  // The 1-way release drawn at half the noise; the schedule as charged.
+  const v1::AimArtefact one_way = run({.one_way_noise_factor = 0.5});
+  EXPECT_NEAR(one_way.one_way(0).noise_std(), 0.5 * one_way_std, 1e-3 * one_way_std);
+  EXPECT_EQ(one_way.one_way_noise_multiplier(), shipped.one_way_noise_multiplier());
+  // The rounds' measurements at half the noise, the multipliers as charged.
+  const v1::AimArtefact rounds = run({.round_noise_factor = 0.5});
+  EXPECT_EQ(rounds.one_way(0).noise_std(), one_way_std);
+  ASSERT_GE(rounds.rounds_size(), 1);
+  EXPECT_NEAR(rounds.rounds(0).measurement().noise_std(), 0.5 * round_std, 1e-3 * round_std);
+  EXPECT_EQ(rounds.rounds(0).noise_multiplier(), shipped.rounds(0).noise_multiplier());
+  // The selections sharper; the released selection epsilon the charged one.
+  const v1::AimArtefact selections = run({.selection_epsilon_factor = 8.0});
+  ASSERT_GE(selections.rounds_size(), 1);
+  EXPECT_EQ(selections.rounds(0).selection_epsilon(), shipped.rounds(0).selection_epsilon());
+  EXPECT_EQ(selections.rounds(0).noise_multiplier(), shipped.rounds(0).noise_multiplier());
+  for (const v1::AimArtefact* a : {&one_way, &rounds, &selections}) {
+    EXPECT_EQ(a->rho(), shipped.rho());
+    EXPECT_LE(a->rounds(a->rounds_size() - 1).rho_used(), a->rho());
+  }
 }
 
 }  // namespace
