@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""The scale-out benchmark (issue 28, "Done when"; README "Scale-out on Dask").
+"""The scale-out benchmark (issue 28, "Done when"; docs/benchmarks.md "Scale-out on Dask").
 
 Demo-table rows (core/data/demo.h, 8 columns: 4 categorical, 4 numeric) in
 CSV shards outside the repository, one rff_embedding plan (the server's

@@ -40,7 +40,7 @@ absl::Status CiteUploadLine(const absl::Status& status, const std::string& path,
 // Every one-shot release's noise, relative to the statistic it hides,
 // shrinks as 1 / (rows x epsilon): the image benchmark's smallest working
 // point is Fashion-MNIST's 60,000 images at epsilon 0.2 (rows x epsilon =
-// 12,000; README, Fashion-MNIST benchmark), and 200 images at epsilon 1
+// 12,000; docs/benchmarks.md, Fashion-MNIST benchmark), and 200 images at epsilon 1
 // (200) gave pure noise in a trial (issue 25). Below kImageRowsTimesEpsilon
 // the upload says so, with the numbers.
 inline constexpr double kImageRowsTimesEpsilon = 10000.0;

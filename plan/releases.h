@@ -70,7 +70,7 @@ struct ReleasePlan {
 // the fit's 7 tables of doubles and the zero rule's byte (57 bytes a cell,
 // core/pgm/graphical_model.h EstimateOptions::max_cells) beside the
 // previous round's model, the warm start, which keeps theta and mu (16).
-// README "Model-size limit": about 730 MB at the default 10^7 cells.
+// docs/benchmarks.md "Model-size limit": about 730 MB at the default 10^7 cells.
 inline constexpr int64_t kAimServerBytesPerModelCell = 57 + 16;
 // What an artefact carries besides its tables (ids, the relation, doubles,
 // field tags), bounded generously; the schema is counted on its own.

@@ -273,7 +273,7 @@ std::vector<double> KernelWitnessKind::DefaultBandwidths(const data::FeatureLayo
     // distances (about 5-10), where the kernel carries almost no signal but
     // the released gradient most of its noise: bench/fmnist's DP-kernel row
     // at epsilon 1 reached 22% with them and 68-77% with these or the
-    // neighbouring {3.5, 7, 14} and {4, 8, 16} (README, bench/fmnist.cc).
+    // neighbouring {3.5, 7, 14} and {4, 8, 16} (docs/benchmarks.md, bench/fmnist.cc).
     return {diameter * 3.0 / 28.0, diameter * 3.0 / 14.0, diameter * 3.0 / 7.0};
   }
   return {diameter / 64.0, diameter / 32.0, diameter / 16.0, diameter / 8.0, diameter / 4.0};

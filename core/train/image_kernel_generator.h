@@ -15,7 +15,7 @@
 namespace dpcurator::train {
 
 // DP-kernel's defaults for images, tuned with bench/fmnist at epsilon 1
-// (README, "Fashion-MNIST"; the runs behind each are listed in
+// (docs/benchmarks.md, "Fashion-MNIST"; the runs behind each are listed in
 // bench/fmnist.cc): `dpcurator train kernel` on image datasets and the
 // bench's kernel rows both start from them.
 inline constexpr int kImageKernelSteps = 4000;             // T
