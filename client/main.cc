@@ -7,26 +7,12 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "client/cli.h"
-#include "client/commands.h"
+#include "client/command_table.h"
 
 namespace {
 
 using dpcurator::client::Command;
-
-std::vector<Command> AllCommands() {
-  std::vector<Command> all;
-  for (auto group : {dpcurator::client::DemoCommands(), dpcurator::client::SchemaCommands(),
-                     dpcurator::client::SplitCommands(), dpcurator::client::DatasetCommands(),
-                     dpcurator::client::ReleaseCommands(), dpcurator::client::SessionCommands(),
-                     dpcurator::client::CollectionCommands(), dpcurator::client::AdminCommands(),
-                     dpcurator::client::TrainCommands(), dpcurator::client::SampleCommands(),
-                     dpcurator::client::EvalCommands(), dpcurator::client::ReportCommands(),
-                     dpcurator::client::AuditCommands(),
-                     dpcurator::client::PrivacyCommands()}) {
-    for (auto& command : group) all.push_back(std::move(command));
-  }
-  return all;
-}
+using dpcurator::client::AllCommands;
 
 void PrintUsage(const std::vector<Command>& commands) {
   std::printf(
