@@ -89,6 +89,7 @@ Partial ComputeTable(const Plan& plan, data::Table table) {
 
 void BindModels(pybind11::module_& m);   // models_module.cc
 void BindCurator(pybind11::module_& m);  // curator.cc
+void BindCli(pybind11::module_& m);      // cli_module.cc
 
 PYBIND11_MODULE(_core, m) {
   using namespace dpcurator;          // NOLINT: the bindings name most of it
@@ -311,4 +312,5 @@ PYBIND11_MODULE(_core, m) {
 
   BindModels(m);
   BindCurator(m);
+  BindCli(m);
 }
