@@ -13,14 +13,39 @@ Two audiences, one module built from the same C++ as the server and client:
 * Analysts: ``load_model(path).sample(n, seed)`` draws synthetic rows from a
   model file into a pandas DataFrame, the same rows ``dpcurator sample``
   writes for that model and seed.
+* Analysts and curators (docs/python.md): ``connect(...)`` returns a Client
+  whose calls (datasets, budget, release, train, sessions) run the CLI's own
+  commands in this process, raising ``Error`` subclasses with the CLI's
+  messages; ``evaluate`` and ``report`` judge synthetic rows locally.
+* Stewards: ``synthesize(df, schema=..., method="aim", epsilon=1)`` runs a
+  local server with its own ledger and returns synthetic rows.
 """
 
 from dpcurator import _core
 from dpcurator._core import Partial, Plan, merge, request_from_text, schema_from_json
+from dpcurator.client import (BudgetExceededError, Client, Error, PermissionDeniedError,
+                              RefusedError, Release, ServerError, UsageError, command_help,
+                              connect, evaluate, report, run)
+from dpcurator.steward import find_server_binary, synthesize
 
 __all__ = [
+    "BudgetExceededError",
+    "Client",
     "Curator",
+    "Error",
     "Model",
+    "PermissionDeniedError",
+    "RefusedError",
+    "Release",
+    "ServerError",
+    "UsageError",
+    "command_help",
+    "connect",
+    "evaluate",
+    "find_server_binary",
+    "report",
+    "run",
+    "synthesize",
     "Partial",
     "Plan",
     "csv_options",
@@ -38,6 +63,8 @@ class Model:
     def __init__(self, path):
         self.path = str(path)
         self._model = _core.load_model(self.path)
+        # What `train --json` said of it, when Client.train wrote it.
+        self.info = None
 
     @property
     def method(self):
@@ -48,6 +75,9 @@ class Model:
         types ``dpcurator sample --rows n --seed seed`` writes (categories as
         text, integer columns as int64, others float64 at the CSV's
         precision).
+
+        Free: sampling is post-processing of the model, no server and no
+        epsilon.
 
         Raises ValueError for n < 1, and MemoryError, before sampling
         anything, when the DataFrame could not fit in half of the memory
@@ -68,6 +98,19 @@ class Model:
             else:
                 data[name] = pd.Series(values, dtype=object)
         return pd.DataFrame(data)
+
+    def sample_to_csv(self, path, n, seed=7):
+        """``dpcurator sample --model ... --rows n --seed seed --out path``
+        in this process: any number of rows streamed to a CSV, refused
+        before writing when its disk cannot hold them (UsageError). Returns
+        ``sample --json``'s dict. Free: no server, no epsilon."""
+        from dpcurator.client import run
+
+        return run("sample", ["--model", self.path, "--rows", int(n), "--seed", int(seed),
+                              "--out", str(path), "--json"])[1]
+
+    def __fspath__(self):
+        return self.path
 
     def bytes_per_row(self):
         """An upper estimate of the memory one sampled row takes while
@@ -125,7 +168,8 @@ def _check_sample_fits(model, n):
 
 
 def load_model(path):
-    """Reads a tabular model file; image models are refused."""
+    """Reads a tabular model file; image models are refused. Free: no
+    server, no epsilon."""
     return Model(path)
 
 
