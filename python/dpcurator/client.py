@@ -9,6 +9,7 @@ call here speaks the protocol itself, so the CLI and Python cannot drift.
 
 import json
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -80,10 +81,24 @@ class ServerError(Error):
     sent (exit status 1): see may_have_charged."""
 
 
-# Commands whose request is charged to a ledger: only their failures may
-# have charged (the CLI's MayHaveCharged rule, on the status code).
-_CHARGING = {"release", "session open", "train aim", "train mst", "train autogan",
-             "train kernel"}
+# Commands that charge a ledger without printing a JSON outcome on failure:
+# a failure of theirs that is no refusal may have charged (the CLI's
+# MayHaveCharged rule on the status code), unless the CLI's message says
+# otherwise. `release` prints its outcome as JSON once the request was sent
+# (may_have_charged), and nothing was requested when it printed none.
+_CHARGING = {"session open", "train aim", "train mst", "train autogan", "train kernel"}
+
+
+def _may_have_charged(command, exit_status, message, details, result):
+    if "may_have_charged" in details:
+        return bool(details["may_have_charged"])
+    if exit_status in (_EXIT_USAGE, _EXIT_REFUSED):
+        return False  # refused before admission (docs/json.md, "Exit status")
+    if "nothing was charged" in message or "nothing was requested" in message:
+        return False
+    if "may have been charged" in message:  # client::ReleaseRpcError's words
+        return True
+    return command in _CHARGING and result["may_have_charged"]
 
 
 def _error_class(exit_status, code):
@@ -151,11 +166,11 @@ def run(command, arguments=(), *, allow=(0,)):
     details = document if isinstance(document, dict) else {}
     message = details.get("error") or result["message"] or (
         f"dpcurator {command} exited with status {exit_status}")
-    if "may_have_charged" in details:
-        may_have_charged = bool(details["may_have_charged"])
-    else:
-        may_have_charged = (command in _CHARGING and exit_status not in
-                            (_EXIT_USAGE, _EXIT_REFUSED) and result["may_have_charged"])
+    may_have_charged = _may_have_charged(command, exit_status, message, details, result)
+    if details.get("idempotency_key") is None and may_have_charged:
+        found = re.search(r"retry with --key (\S+)", message)
+        if found:
+            details = dict(details, idempotency_key=found.group(1))
     raise _error_class(exit_status, result["code"])(
         message, code=details.get("code", result["code"]), exit_status=exit_status,
         command=command, may_have_charged=may_have_charged,
