@@ -325,8 +325,13 @@ class Client:
           * sinkhorn: ``reports=`` a collection's reports: free.
         Errors as for release()."""
         out = out or self._workspace.file(str(method), ".model")
-        if release is not None:
-            release = release.path if isinstance(release, Release) else os.fspath(release)
+        if isinstance(release, Release):
+            if release.pending:
+                raise ValueError(f"release {release.id} is still pending in the curator's "
+                                 "cluster: fetch it with release_get once it is computed")
+            release = release.path
+        elif release is not None:
+            release = os.fspath(release)
         arguments = ["--out", out] + _option_arguments(
             {"dataset": dataset, "epsilon": epsilon, "release": release, **options})
         _, document, log = self._run(f"train {method}", arguments)
@@ -349,7 +354,7 @@ class Client:
         return self._run("session open", arguments)[1]
 
     def show_session(self, session_id):
-        """A session's state and reservation (a dict). Free."""
+        """A session's state and reservation (a dict). Free: no epsilon."""
         return self._run("session show", ["--session", session_id])[1]
 
     def close_session(self, session_id):
@@ -377,7 +382,7 @@ def connect(server=None, token=None, tls_ca=None, insecure=None, *, tls_cert=Non
     DPCURATOR_TLS_CERT, DPCURATOR_TLS_KEY, DPCURATOR_DEADLINE), then to the
     CLI's default, exactly as ``dpcurator`` reads them: nothing is sent
     until a call. ``insecure=True`` for a server started with
-    ``--insecure-dev``. Free."""
+    ``--insecure-dev``. Free: connecting spends no epsilon."""
     return Client(server, token, tls_ca=tls_ca, insecure=insecure, tls_cert=tls_cert,
                   tls_key=tls_key, deadline=deadline)
 
@@ -424,3 +429,19 @@ def report(model, synthetic, real, *, out="report.html", **options):
         arguments += ["--model", _model_path(model)]
     arguments += _option_arguments(options)
     return run("report", arguments)[1]
+
+
+def _append_cli_options(function, command, note):
+    """The CLI's own option list under a call's help (each option a keyword
+    argument), so help() shows every option the command takes."""
+    text = _core.command_help(command)
+    options = text.split("options:\n", 1)[-1]
+    function.__doc__ = (function.__doc__ or "") + (
+        f"\n\n        {note} (`dpcurator {command} --help`; write - as _):\n\n" +
+        "\n".join("        " + line for line in options.splitlines()))
+
+
+_append_cli_options(Client.release, "release", "Options")
+_append_cli_options(Client.open_session, "session open", "Options")
+_append_cli_options(evaluate, "eval", "Options")
+_append_cli_options(report, "report", "Options")

@@ -128,5 +128,26 @@ sys.stdout.flush()
         self.assertEqual(result.stdout.strip(), "stdout is ours again")
 
 
+class HelpTest(unittest.TestCase):
+    def test_every_call_says_what_it_costs(self):
+        """help() on every public call names its cost in epsilon ("Free"
+        or what is charged), and the calls that take the CLI's options list
+        them."""
+        import dpcurator
+
+        calls = [dpcurator.connect, dpcurator.evaluate, dpcurator.report,
+                 dpcurator.synthesize, dpcurator.load_model, dpcurator.Model.sample,
+                 dpcurator.Model.sample_to_csv]
+        calls += [getattr(dpcurator.Client, name) for name in dir(dpcurator.Client)
+                  if not name.startswith("_")]
+        self.assertGreaterEqual(len(calls), 17)
+        for call in calls:
+            doc = call.__doc__ or ""
+            self.assertIn("epsilon", doc, f"help({call.__qualname__}) says nothing of epsilon")
+            self.assertTrue("Free" in doc or "Cost" in doc or "charged" in doc,
+                            f"help({call.__qualname__}) does not say what it costs")
+        self.assertIn("--max-model-cells", dpcurator.Client.release.__doc__)
+
+
 if __name__ == "__main__":
     unittest.main()
