@@ -133,7 +133,7 @@ def _schema_path(schema, directory):
 
 
 def synthesize(df, schema, method="aim", epsilon=1.0, db=None, *, n=None, seed=7, budget=None,
-               delta=1e-5, name="frame", **options):
+               delta=1e-5, name="frame", accept_data_derived=False, **options):
     """Synthetic rows of ``df`` (a pandas DataFrame) under ``epsilon``-DP:
     a DataFrame of ``n`` rows with the schema's columns.
 
@@ -141,7 +141,8 @@ def synthesize(df, schema, method="aim", epsilon=1.0, db=None, *, n=None, seed=7
     Its bounds and categories must be public: a schema still carrying
     ``"data_derived": true`` markers (``dpcurator schema draft``'s, read from
     the rows) is refused with the CLI's message (UsageError), because bounds
-    read from the rows leak them.
+    read from the rows leak them; ``accept_data_derived=True`` publishes
+    them as they are (``datasets create --accept-data-derived``).
 
     ``method``: aim (default), mst, merf, pearl, autogan or kernel (the
     last two need ``rows=``, a public guess of the row count); other
@@ -184,7 +185,8 @@ def synthesize(df, schema, method="aim", epsilon=1.0, db=None, *, n=None, seed=7
                 _client.run("datasets create", curator + [
                     "--name", name, "--schema", _schema_path(schema, directory),
                     "--epsilon", repr(float(budget if budget is not None else epsilon)),
-                    "--delta", repr(float(delta)), "--json"])
+                    "--delta", repr(float(delta)), "--json"]
+                    + (["--accept-data-derived"] if accept_data_derived else []))
                 rows = os.path.join(directory, "rows.csv")
                 df.to_csv(rows, index=False)
                 _client.run("upload", curator + ["--dataset", name, "--csv", rows, "--json"])
