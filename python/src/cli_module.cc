@@ -60,7 +60,7 @@ std::string ReadAll(int fd) {
 
 // stdout and stderr sent to two memory files while it lives, restored when
 // it goes (also when the command throws). Process-wide, like the streams
-// themselves: run_command holds kRunMutex, so one command runs at a time.
+// themselves: run_command holds RunMutex(), so one command runs at a time.
 class CapturedOutput {
  public:
   CapturedOutput() {
@@ -120,7 +120,11 @@ class CapturedOutput {
   bool restored_ = false;
 };
 
-std::mutex kRunMutex;
+// One command at a time: the captured streams are the process's.
+std::mutex& RunMutex() {
+  static std::mutex* const mutex = new std::mutex;
+  return *mutex;
+}
 
 // What run_command returns: the CLI's exit status, what the command wrote,
 // and its status (code name, message, and whether a failed request of that
@@ -133,7 +137,7 @@ py::dict RunCommand(const std::string& name, const std::vector<std::string>& arg
   std::pair<std::string, std::string> written;
   {
     py::gil_scoped_release release;
-    std::lock_guard<std::mutex> lock(kRunMutex);
+    std::lock_guard<std::mutex> lock(RunMutex());
     CapturedOutput captured;
     absl::StatusOr<client::ParsedArgs> parsed = client::ParseArgs(command.options, arguments);
     if (!parsed.ok()) {
