@@ -22,6 +22,10 @@ import warnings
 
 from dpcurator import client as _client
 
+# Rows synthesize() samples unless told: `dpcurator sample --rows`'s default.
+# Never len(df), the private row count.
+DEFAULT_SAMPLE_ROWS = 10000
+
 # Where the server binary may be named explicitly (docs/python.md).
 SERVER_BINARY_VARIABLE = "DPCURATOR_SERVER_BINARY"
 
@@ -132,8 +136,8 @@ def _schema_path(schema, directory):
     return os.fspath(schema)
 
 
-def synthesize(df, schema, method="aim", epsilon=1.0, db=None, *, n=None, seed=7, budget=None,
-               delta=1e-5, name="frame", accept_data_derived=False, **options):
+def synthesize(df, schema, method="aim", epsilon=1.0, db=None, *, n=DEFAULT_SAMPLE_ROWS, seed=7,
+               budget=None, delta=1e-5, name="frame", accept_data_derived=False, **options):
     """Synthetic rows of ``df`` (a pandas DataFrame) under ``epsilon``-DP:
     a DataFrame of ``n`` rows with the schema's columns.
 
@@ -156,9 +160,9 @@ def synthesize(df, schema, method="aim", epsilon=1.0, db=None, *, n=None, seed=7
     ``db`` first creates it; default ``epsilon``). A call the budget cannot
     pay for raises BudgetExceededError and charges nothing.
 
-    ``n``: rows to sample; default as many as ``df`` has. That count is the
-    true row count, which the epsilon does not protect: give a public ``n``
-    before sharing the rows.
+    ``n``: rows to sample; default 10,000, as ``dpcurator sample``. Not
+    ``len(df)``: that is the true row count, which the epsilon does not
+    protect, and rows of that count would publish it.
 
     The server binary: $DPCURATOR_SERVER_BINARY, the one built beside this
     module, or dpcurator-server on PATH (find_server_binary)."""
@@ -203,7 +207,7 @@ def synthesize(df, schema, method="aim", epsilon=1.0, db=None, *, n=None, seed=7
                 arguments += ["--release", release_path]
             _client.run(f"train {method}", arguments)
             model = Model(model_path)
-            return model.sample(len(df) if n is None else n, seed=seed)
+            return model.sample(n, seed=seed)
     finally:
         if server is not None:
             server.close()
