@@ -315,6 +315,9 @@ std::string DraftToSchemaJson(const data::SchemaDraft& draft) {
       }
       if (column.integer) c["integer"] = true;
       if (!column.atoms.empty()) c["atoms"] = column.atoms;
+      // Drafted bins (issue 38) are data-derived with the bounds: the same
+      // column marker covers them.
+      if (!column.bins.empty()) c["bins"] = column.bins;
     } else {
       c["type"] = "CATEGORICAL";
       c["categories"] = column.categories;

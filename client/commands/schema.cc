@@ -90,7 +90,7 @@ absl::StatusOr<data::SchemaDraft> DraftFromArff(const std::string& path,
     auto more = reader.Next(&fields);
     if (!more.ok()) return more.status();
     if (!*more) break;
-    if (auto status = drafter.AddRow(fields); !status.ok()) {
+    if (auto status = drafter.AddRow(fields, reader.line_number()); !status.ok()) {
       return Located(path, reader.line_number(), status);
     }
   }
@@ -143,7 +143,7 @@ absl::StatusOr<data::SchemaDraft> DraftFromCsv(const std::string& path,
         if (absl::SimpleAtod(absl::StripAsciiWhitespace(point), &value)) field = point;
       }
     }
-    if (auto status = drafter.AddRow(fields); !status.ok()) {
+    if (auto status = drafter.AddRow(fields, reader.line_number()); !status.ok()) {
       return Located(path, reader.line_number(), status);
     }
   }
@@ -170,9 +170,12 @@ std::string RarestCategories(const data::DraftColumn& column) {
 
 std::string Domain(const data::DraftColumn& column) {
   if (column.type == data::ColumnType::kNumeric) {
-    return absl::StrFormat("[%g, %g]%s%s", column.lower, column.upper,
+    return absl::StrFormat("[%g, %g]%s%s%s", column.lower, column.upper,
                            column.integer ? " integer" : "",
-                           column.atoms.empty() ? "" : " atom 0");
+                           column.atoms.empty() ? "" : " atom 0",
+                           column.bins.empty()
+                               ? ""
+                               : absl::StrCat(" ", column.bins.size() + 1, " bins").c_str());
   }
   std::string list = absl::StrJoin(column.categories, ",");
   if (list.size() > 28) list = absl::StrCat(list.substr(0, 25), "...");
@@ -249,6 +252,17 @@ absl::Status RunDraft(const ParsedArgs& args) {
     std::fprintf(report,
                  "no label column (name one with --label for DP-MERF and PEARL releases)\n");
   }
+  if (!draft->left_out.empty()) {
+    // Issue 38: every bad column at once, the others drafted; `upload`
+    // ignores the file's columns the schema does not name.
+    std::fprintf(report,
+                 "\n%zu column(s) left out of the draft (fix them and draft again, or upload "
+                 "without them: columns the schema does not name are ignored):\n",
+                 draft->left_out.size());
+    for (const data::DraftProblem& problem : draft->left_out) {
+      std::fprintf(report, "  %s: %s\n", problem.column.c_str(), problem.message.c_str());
+    }
+  }
   if (!flagged.empty()) {
     std::fprintf(report, "\n%zu column(s) carry \"data_derived\": true: %s.\n%s", flagged.size(),
                  absl::StrJoin(flagged, ", ").c_str(), kDataDerivedAdvice);
@@ -292,7 +306,11 @@ std::vector<Command> SchemaCommands() {
       "read from the rows carries \"data_derived\": true; `datasets create` refuses those\n"
       "until you replace them with public values (and delete the marker) or pass\n"
       "--accept-data-derived. A numeric column with at least 20% exact zeros gets the atom 0\n"
-      "suggested (data-derived too). The report shows each category's count, rarest first,\n"
+      "suggested (data-derived too). A numeric column whose values the default 16\n"
+      "equal-width bins would crowd (over 40% in one bin) gets bins suggested: a round 1-2-5\n"
+      "log scale, or quantile-like edges rounded to 2 significant digits (data-derived too).\n"
+      "Columns that cannot be drafted (a bad value, no values, an identifier) are left out\n"
+      "and listed with what to do; the others are drafted. The report shows each category's count, rarest first,\n"
       "so that stray spellings show; the counts are never written into the schema.\n"
       "A UTF-8 byte order mark is ignored; --delimiter reads ';'- or tab-separated files.\n"
       "--decimal-comma reads \"1,5\" as 1.5 (with --delimiter ';'), as `upload` does.",
