@@ -1,6 +1,7 @@
 // The marginals release (core/release/marginals.h): limits, brute-force
 // sensitivity on random neighbours under both relations, the noise's law,
-// and Plan == Run's record.
+// and Plan == Run's record; the bin-fit grid and its post-processing
+// (core/release/bin_fit.h).
 
 #include "core/release/marginals.h"
 
@@ -9,6 +10,7 @@
 #include <random>
 
 #include "core/privacy/noise_source.h"
+#include "core/release/bin_fit.h"
 #include "gtest/gtest.h"
 
 namespace dpcurator::release {
