@@ -25,10 +25,11 @@ namespace dpcurator::client {
 namespace {
 
 constexpr char kDataDerivedAdvice[] =
-    "Their bounds or categories were read from your rows. Registering a schema publishes it,\n"
-    "and a minimum, a maximum or a rare category can be one person's value. For each marked\n"
-    "column, replace the values with public ones (a codebook, a regulation, the instrument's\n"
-    "range, domain knowledge) and delete the \"data_derived\" line, or pass\n"
+    "Their bounds or categories (and suggested atoms and bins) were read from your rows.\n"
+    "Registering a schema publishes it, and a minimum, a maximum or a rare category can be\n"
+    "one person's value. For each marked column, replace the values with public ones (a\n"
+    "codebook, a regulation, the instrument's range, domain knowledge), bins and atoms\n"
+    "included, and delete the \"data_derived\" line, or pass\n"
     "--accept-data-derived to `datasets create` to publish them as they are.\n"
     "Numeric bounds trade utility for nothing when too wide: values are scaled by the declared\n"
     "width, so a range ten times wider than the data squeezes it into a tenth of the encoding\n"
