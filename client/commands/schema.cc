@@ -311,8 +311,9 @@ std::vector<Command> SchemaCommands() {
       "equal-width bins would crowd (over 40% in one bin) gets bins suggested: a round 1-2-5\n"
       "log scale, or quantile-like edges rounded to 2 significant digits (data-derived too).\n"
       "Columns that cannot be drafted (a bad value, no values, an identifier) are left out\n"
-      "and listed with what to do; the others are drafted. The report shows each category's count, rarest first,\n"
-      "so that stray spellings show; the counts are never written into the schema.\n"
+      "and listed with what to do; the others are drafted. The report shows each category's\n"
+      "count, rarest first, so that stray spellings show; the counts are never written into\n"
+      "the schema.\n"
       "A UTF-8 byte order mark is ignored; --delimiter reads ';'- or tab-separated files.\n"
       "--decimal-comma reads \"1,5\" as 1.5 (with --delimiter ';'), as `upload` does.",
       {{"csv", "", "CSV file with a header line (a .arff name is read as ARFF)"},

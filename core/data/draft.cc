@@ -312,8 +312,8 @@ absl::StatusOr<SchemaDraft> SchemaDrafter::Finish(const std::optional<std::strin
         }
       }
       if (column.categories.empty()) {
-        draft.left_out.push_back(
-            DraftProblem{column.name, "no values at all (every cell missing); drop it from the file"});
+        draft.left_out.push_back(DraftProblem{
+            column.name, "no values at all (every cell missing); drop it from the file"});
         continue;
       }
       for (const std::string& category : column.categories) {

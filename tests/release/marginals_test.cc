@@ -182,6 +182,8 @@ data::Schema MoneySchema() {
       .AddNumeric("age", 18, 100, /*integer=*/true)
       .AddNumeric("pnl", -1e6, 1e6)
       .AddCategorical("y", {"n", "p"})
+      .AddAlias("y", "p.", "p")
+      .SetMissingTokens({"", "NA"})
       .SetLabel("y");
   return b.Build().value();
 }
@@ -229,6 +231,8 @@ TEST(FitBinsTest, GridIsFixedByTheBoundsAndFineOnBothScales) {
   EXPECT_EQ(grid->column(0).bins, money);
   EXPECT_EQ(grid->column(0).atoms, std::vector<double>{0.0});
   EXPECT_EQ(grid->label_index(), schema.label_index());
+  EXPECT_EQ(grid->column(3).aliases, schema.column(3).aliases);
+  EXPECT_EQ(grid->missing_tokens(), schema.missing_tokens());
   EXPECT_FALSE(FitGridSchema(schema, {3}).ok());  // categorical
   EXPECT_FALSE(FitGridSchema(schema, {4}).ok());  // no such column
 }
