@@ -22,6 +22,7 @@
 #include "core/privacy/accounting.h"
 #include "core/privacy/events.h"
 #include "core/privacy/exponential_mechanism.h"
+#include "core/release/bin_fit.h"
 #include "core/release/charfn_embedding.h"
 #include "core/release/encoded_rows.h"
 #include "core/release/labelled_release.h"
@@ -380,17 +381,33 @@ AuditCase ExternalEmbeddingCase(NeighbouringRelation relation, bool charfn) {
   return c;
 }
 
-AuditCase MarginalsCase(NeighbouringRelation relation) {
+AuditCase MarginalsCase(NeighbouringRelation relation, bool fit_grid) {
   AuditCase c;
-  c.kind = "marginals";
+  c.kind = fit_grid ? "marginals_bin_fit" : "marginals";
+  // A grid table of 257 cells makes a run ~10x slower than the categorical
+  // case's 11 cells (a noise draw per cell): one column and one target keep
+  // the quick audit within ~10 s.
+  if (fit_grid) c.targets = {{1.0, 1e-2}};
   c.relation = privacy::RelationName(relation);
   c.tightness = Tightness::kGaussianMu;
   c.quick_runs = kGaussianQuickRuns;
   c.full_runs = 200000;
-  c.prepare = [relation](const AuditTarget& target) -> absl::StatusOr<PreparedCase> {
+  c.prepare = [relation, fit_grid](const AuditTarget& target) -> absl::StatusOr<PreparedCase> {
     data::Schema::Builder builder;
     builder.AddCategorical("c0", {"a", "b", "c"}).AddCategorical("c1", {"u", "v"});
-    DPC_ASSIGN_OR_RETURN(const data::Schema schema, builder.Build());
+    if (fit_grid) {
+      // Issue 38's bin fit: the same release over the fine grid of a
+      // numeric column (release::FitGridSchema, bounds only), as the server
+      // would plan it. Codes 0, 1, 2 of c0 stand for 10, 2,000 and 5e8
+      // (three different grid cells: 10 and 2,000 on the log part, 5e8 on
+      // the equal-width part); c1 is not measured.
+      builder = data::Schema::Builder();
+      builder.AddNumeric("c0", 0, 1e9).AddCategorical("c1", {"u", "v"});
+    }
+    DPC_ASSIGN_OR_RETURN(const data::Schema declared, builder.Build());
+    DPC_ASSIGN_OR_RETURN(const data::Schema schema,
+                         fit_grid ? release::FitGridSchema(declared, {0})
+                                  : absl::StatusOr<data::Schema>(declared));
     // D0: rows in cells (a, u) and (b, u); the canary (c, v) is alone in its
     // cell of every clique, so it moves k = 3 cells by 1 (ADD_REMOVE: sqrt 3)
     // or, replacing (a, u), 3 cells down and 3 up (REPLACE_ONE: sqrt 6).
@@ -404,6 +421,14 @@ AuditCase MarginalsCase(NeighbouringRelation relation) {
       t1.cells = t0.cells;
       t1.cells.row(0) = Eigen::RowVector2d(2, 1);
     }
+    if (fit_grid) {
+      for (data::Table* t : {&t0, &t1}) {
+        for (Eigen::Index r = 0; r < t->cells.rows(); ++r) {
+          const double c0 = t->cells(r, 0);
+          t->cells(r, 0) = c0 == 0 ? 10.0 : c0 == 1 ? 2000.0 : 5e8;
+        }
+      }
+    }
     Pair pair = InMemoryPair(schema, std::move(t0), std::move(t1), relation, target.delta);
     // The analyst's request: cliques {c0}, {c1}, {c0, c1} (MST's 1-way and
     // 2-way measurements in one release), planned by PlanRelease
@@ -414,10 +439,12 @@ AuditCase MarginalsCase(NeighbouringRelation relation) {
     request.set_epsilon(target.epsilon);
     v1::MarginalsParams& params = *request.mutable_marginals();
     params.add_cliques()->add_columns(std::string("c0"));
-    params.add_cliques()->add_columns(std::string("c1"));
-    v1::AimClique& both = *params.add_cliques();
-    both.add_columns(std::string("c0"));
-    both.add_columns(std::string("c1"));
+    if (!fit_grid) {  // the fit measures c0's 1-way table only: k = 1
+      params.add_cliques()->add_columns(std::string("c1"));
+      v1::AimClique& both = *params.add_cliques();
+      both.add_columns(std::string("c0"));
+      both.add_columns(std::string("c1"));
+    }
     DPC_ASSIGN_OR_RETURN(plan::ReleasePlan plan,
                          plan::PlanRelease(request, pair[0].dataset, pair[0].schema));
     if (!plan.marginals.has_value() || !plan.event.has_value()) {
@@ -582,6 +609,9 @@ std::vector<AuditCase> OneShotCases() {
     cases.push_back(ExternalEmbeddingCase(relation, /*charfn=*/true));
     cases.push_back(RffEmbeddingCase(relation, /*image=*/true));
     cases.push_back(MarginalsCase(relation));
+    if (relation == NeighbouringRelation::kAddRemove) {
+      cases.push_back(MarginalsCase(relation, /*fit_grid=*/true));
+    }
     cases.push_back(ExponentialMechanismCase(relation));
   }
   cases.push_back(LdpLaplaceCase());

@@ -70,7 +70,9 @@ AuditCase ExternalEmbeddingCase(privacy::NeighbouringRelation relation, bool cha
 // A marginals release (ReleaseRequest.marginals) of cliques {0}, {1},
 // {0, 1} (MST's 1-way and 2-way measurements in one release): PlanRelease
 // (PlanMarginalsRelease) and ComputeMarginalsRelease.
-AuditCase MarginalsCase(privacy::NeighbouringRelation relation);
+// fit_grid (issue 38): the bin-fit release, i.e. the same release of one
+// numeric column's 1-way table over release::FitGridSchema.
+AuditCase MarginalsCase(privacy::NeighbouringRelation relation, bool fit_grid = false);
 // Primitive: privacy::ExponentialMechanismSelect at MST's quality
 // sensitivity (MST's recipe runs it inside ComputeMstRelease).
 AuditCase ExponentialMechanismCase(privacy::NeighbouringRelation relation,

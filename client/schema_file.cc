@@ -315,6 +315,19 @@ std::string DraftToSchemaJson(const data::SchemaDraft& draft) {
       }
       if (column.integer) c["integer"] = true;
       if (!column.atoms.empty()) c["atoms"] = column.atoms;
+      // Drafted bins (issue 38) are data-derived with the bounds: the same
+      // column marker covers them.
+      if (!column.bins.empty()) {
+        nlohmann::ordered_json bins = nlohmann::ordered_json::array();
+        for (double edge : column.bins) {  // 500, not 500.0, as the bounds
+          if (edge == std::floor(edge) && std::fabs(edge) < 1e15) {
+            bins.push_back(static_cast<int64_t>(edge));
+          } else {
+            bins.push_back(edge);
+          }
+        }
+        c["bins"] = std::move(bins);
+      }
     } else {
       c["type"] = "CATEGORICAL";
       c["categories"] = column.categories;

@@ -4,7 +4,9 @@
 // Input (fuzz/engine_fuzz.h): dataset header, privacy (any double), then
 //   partition byte   bit 0: partition by the label column "y"; bit 1: name
 //                    the values of the next byte's mask (y0, y1, y2; an
-//                    empty mask: every one); bit 2: by column "c0" instead
+//                    empty mask: every one); bit 2: by column "c0" instead;
+//                    bit 3: over release::FitGridSchema of every numeric
+//                    column (issue 38's bin fit: the fine grid as bins)
 //   cliques          a count 0..3 (0: the default, every 1-way but the
 //                    label), each a size 1..3 and that many column bytes
 //   noise seed byte, then the rows.
@@ -17,6 +19,7 @@
 #include <vector>
 
 #include "core/data/discretize.h"
+#include "core/release/bin_fit.h"
 #include "fuzz/engine_fuzz.h"
 #include "server/plans.h"
 
@@ -82,8 +85,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
   }
   const uint64_t noise_seed = in.Byte();
-  const std::optional<fuzz::FuzzDataset> ds = fuzz::BuildRows(*header, &in);
+  std::optional<fuzz::FuzzDataset> ds = fuzz::BuildRows(*header, &in);
   if (!ds.has_value()) return 0;
+  if (partition & 8) {
+    std::vector<int> numeric;
+    for (int c = 0; c < ds->schema.num_columns(); ++c) {
+      if (ds->schema.column(c).type == data::ColumnType::kNumeric) numeric.push_back(c);
+    }
+    absl::StatusOr<data::Schema> grid = release::FitGridSchema(ds->schema, numeric);
+    DPC_FUZZ_CHECK(grid.ok(), "no fine grid for a valid schema: %s",
+                   grid.status().ToString().c_str());
+    ds->schema = *std::move(grid);
+  }
   const std::string description =
       request.ShortDebugString() + "\n  " + fuzz::DescribeDataset(*ds);
   std::optional<v1::Release> release = fuzz::AdmitAndRun(

@@ -25,10 +25,11 @@ namespace dpcurator::client {
 namespace {
 
 constexpr char kDataDerivedAdvice[] =
-    "Their bounds or categories were read from your rows. Registering a schema publishes it,\n"
-    "and a minimum, a maximum or a rare category can be one person's value. For each marked\n"
-    "column, replace the values with public ones (a codebook, a regulation, the instrument's\n"
-    "range, domain knowledge) and delete the \"data_derived\" line, or pass\n"
+    "Their bounds or categories (and suggested atoms and bins) were read from your rows.\n"
+    "Registering a schema publishes it, and a minimum, a maximum or a rare category can be\n"
+    "one person's value. For each marked column, replace the values with public ones (a\n"
+    "codebook, a regulation, the instrument's range, domain knowledge), bins and atoms\n"
+    "included, and delete the \"data_derived\" line, or pass\n"
     "--accept-data-derived to `datasets create` to publish them as they are.\n"
     "Numeric bounds trade utility for nothing when too wide: values are scaled by the declared\n"
     "width, so a range ten times wider than the data squeezes it into a tenth of the encoding\n"
@@ -90,7 +91,7 @@ absl::StatusOr<data::SchemaDraft> DraftFromArff(const std::string& path,
     auto more = reader.Next(&fields);
     if (!more.ok()) return more.status();
     if (!*more) break;
-    if (auto status = drafter.AddRow(fields); !status.ok()) {
+    if (auto status = drafter.AddRow(fields, reader.line_number()); !status.ok()) {
       return Located(path, reader.line_number(), status);
     }
   }
@@ -143,7 +144,7 @@ absl::StatusOr<data::SchemaDraft> DraftFromCsv(const std::string& path,
         if (absl::SimpleAtod(absl::StripAsciiWhitespace(point), &value)) field = point;
       }
     }
-    if (auto status = drafter.AddRow(fields); !status.ok()) {
+    if (auto status = drafter.AddRow(fields, reader.line_number()); !status.ok()) {
       return Located(path, reader.line_number(), status);
     }
   }
@@ -170,9 +171,12 @@ std::string RarestCategories(const data::DraftColumn& column) {
 
 std::string Domain(const data::DraftColumn& column) {
   if (column.type == data::ColumnType::kNumeric) {
-    return absl::StrFormat("[%g, %g]%s%s", column.lower, column.upper,
+    return absl::StrFormat("[%g, %g]%s%s%s", column.lower, column.upper,
                            column.integer ? " integer" : "",
-                           column.atoms.empty() ? "" : " atom 0");
+                           column.atoms.empty() ? "" : " atom 0",
+                           column.bins.empty()
+                               ? ""
+                               : absl::StrCat(" ", column.bins.size() + 1, " bins").c_str());
   }
   std::string list = absl::StrJoin(column.categories, ",");
   if (list.size() > 28) list = absl::StrCat(list.substr(0, 25), "...");
@@ -249,6 +253,17 @@ absl::Status RunDraft(const ParsedArgs& args) {
     std::fprintf(report,
                  "no label column (name one with --label for DP-MERF and PEARL releases)\n");
   }
+  if (!draft->left_out.empty()) {
+    // Issue 38: every bad column at once, the others drafted; `upload`
+    // ignores the file's columns the schema does not name.
+    std::fprintf(report,
+                 "\n%zu column(s) left out of the draft (fix them and draft again, or upload "
+                 "without them: columns the schema does not name are ignored):\n",
+                 draft->left_out.size());
+    for (const data::DraftProblem& problem : draft->left_out) {
+      std::fprintf(report, "  %s: %s\n", problem.column.c_str(), problem.message.c_str());
+    }
+  }
   if (!flagged.empty()) {
     std::fprintf(report, "\n%zu column(s) carry \"data_derived\": true: %s.\n%s", flagged.size(),
                  absl::StrJoin(flagged, ", ").c_str(), kDataDerivedAdvice);
@@ -292,8 +307,13 @@ std::vector<Command> SchemaCommands() {
       "read from the rows carries \"data_derived\": true; `datasets create` refuses those\n"
       "until you replace them with public values (and delete the marker) or pass\n"
       "--accept-data-derived. A numeric column with at least 20% exact zeros gets the atom 0\n"
-      "suggested (data-derived too). The report shows each category's count, rarest first,\n"
-      "so that stray spellings show; the counts are never written into the schema.\n"
+      "suggested (data-derived too). A numeric column whose values the default 16\n"
+      "equal-width bins would crowd (over 40% in one bin) gets bins suggested: a round 1-2-5\n"
+      "log scale, or quantile-like edges rounded to 2 significant digits (data-derived too).\n"
+      "Columns that cannot be drafted (a bad value, no values, an identifier) are left out\n"
+      "and listed with what to do; the others are drafted. The report shows each category's\n"
+      "count, rarest first, so that stray spellings show; the counts are never written into\n"
+      "the schema.\n"
       "A UTF-8 byte order mark is ignored; --delimiter reads ';'- or tab-separated files.\n"
       "--decimal-comma reads \"1,5\" as 1.5 (with --delimiter ';'), as `upload` does.",
       {{"csv", "", "CSV file with a header line (a .arff name is read as ARFF)"},

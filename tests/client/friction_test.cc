@@ -5,9 +5,11 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <random>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -461,6 +463,42 @@ TEST_F(FrictionTest, SplitHoldsOutATestFraction) {
   EXPECT_NE(lines("test2.csv"), test);    // another seed, another split
   // A fraction that leaves one side empty is refused.
   EXPECT_FALSE(RunCommand(commands[0], {"--in", in, "--test-fraction", "0.001"}).ok());
+}
+
+// Issue 38: `schema draft` proposed no bins for a heavy-tailed money column
+// (the default 16 equal-width bins put 95% of rows in one) and stopped at the
+// first bad column. It now writes suggested bins into the schema (marked
+// data-derived with the bounds) and drafts the good columns while listing
+// every bad one with what to do.
+TEST_F(FrictionTest, SchemaDraftSuggestsBinsAndListsEveryBadColumn) {
+  std::mt19937_64 rng(38);
+  std::normal_distribution<double> normal(0.0, 1.0);
+  std::string csv = "income,code,blank,age,y\n";
+  for (int i = 0; i < 2000; ++i) {
+    const long long income = std::llround(std::exp(10.0 + 1.5 * normal(rng)));
+    csv += std::to_string(income) + ",K" + std::to_string(i) + ",," +
+           std::to_string(20 + i % 50) + "," + (i % 3 == 0 ? "a" : "b") + "\n";
+  }
+  const std::string in = Write("money.csv", csv);
+  const std::string out = (dir_ / "s.json").string();
+  const std::vector<Command> commands = SchemaCommands();
+  const Command* draft = FindCommand(commands, "schema draft");
+  ASSERT_NE(draft, nullptr);
+  ::testing::internal::CaptureStdout();
+  const absl::Status status = RunCommand(*draft, {"--csv", in, "--out", out, "--label", "y"});
+  const std::string report = ::testing::internal::GetCapturedStdout();
+  ASSERT_TRUE(status.ok()) << status;
+  EXPECT_NE(report.find("2 column(s) left out of the draft"), std::string::npos) << report;
+  EXPECT_NE(report.find("  code: more than 1000 distinct values"), std::string::npos) << report;
+  EXPECT_NE(report.find("  blank: no values at all"), std::string::npos) << report;
+  EXPECT_NE(report.find("bins suggested (a 1-2-5 log scale)"), std::string::npos) << report;
+  auto file = ReadSchemaFileWithMarkers(out);
+  ASSERT_TRUE(file.ok()) << file.status();
+  ASSERT_EQ(file->schema.columns_size(), 3);  // income, age, y
+  EXPECT_EQ(file->schema.columns(0).name(), "income");
+  EXPECT_GE(file->schema.columns(0).bins_size(), 5);
+  EXPECT_EQ(file->schema.columns(1).bins_size(), 0);  // age: 50 integers, one cell each
+  EXPECT_EQ(file->data_derived, (std::vector<std::string>{"income", "age", "y"}));
 }
 
 // "`sample` and `train merf|mst` have no --json".
