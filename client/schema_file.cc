@@ -315,6 +315,7 @@ std::string DraftToSchemaJson(const data::SchemaDraft& draft) {
       }
       if (column.integer) c["integer"] = true;
       if (!column.atoms.empty()) c["atoms"] = column.atoms;
+      if (column.nullable) c["nullable"] = true;
     } else {
       c["type"] = "CATEGORICAL";
       c["categories"] = column.categories;

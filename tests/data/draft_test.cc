@@ -77,7 +77,7 @@ TEST(DraftTest, DeclaredNominalValuesAreNotDataDerived) {
   EXPECT_FALSE(drafter.AddRow({"three", "good"}).ok());
 }
 
-TEST(DraftTest, MissingNumericsAreNotedAndLabelsChecked) {
+TEST(DraftTest, MissingNumericsAreNullableAndLabelsChecked) {
   SchemaDrafter drafter({"x", "y"}, {});
   ASSERT_TRUE(drafter.AddRow({"1", "a"}).ok());
   ASSERT_TRUE(drafter.AddRow({"?", "b"}).ok());
@@ -85,7 +85,11 @@ TEST(DraftTest, MissingNumericsAreNotedAndLabelsChecked) {
   ASSERT_TRUE(draft.ok());
   EXPECT_EQ(draft->columns[0].type, ColumnType::kNumeric);
   EXPECT_EQ(draft->columns[0].missing, 1);
-  ASSERT_EQ(draft->columns[0].notes.size(), 1u);
+  // Issue 38: a numeric column with missing cells is drafted nullable (no
+  // imputation outside the tool); one without stays not nullable.
+  EXPECT_TRUE(draft->columns[0].nullable);
+  EXPECT_TRUE(draft->columns[0].notes.empty());
+  EXPECT_FALSE(draft->columns[1].nullable);
   EXPECT_FALSE(draft->label.has_value());
   EXPECT_FALSE(drafter.Finish(std::string("x")).ok());               // numeric label
   EXPECT_FALSE(drafter.Finish(std::string("nope")).ok());            // unknown column
