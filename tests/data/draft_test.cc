@@ -90,6 +90,18 @@ TEST(DraftTest, MissingNumericsAreNullableAndLabelsChecked) {
   EXPECT_TRUE(draft->columns[0].nullable);
   EXPECT_TRUE(draft->columns[0].notes.empty());
   EXPECT_FALSE(draft->columns[1].nullable);
+  // An ARFF numeric attribute with '?' cells: the same (the header's type
+  // decides numeric, the gaps decide nullable).
+  DraftHint numeric;
+  numeric.kind = DraftHint::Kind::kNumeric;
+  numeric.integer = true;
+  SchemaDrafter arff({"n"}, {numeric});
+  ASSERT_TRUE(arff.AddRow({"?"}).ok());
+  ASSERT_TRUE(arff.AddRow({"4"}).ok());
+  auto arff_draft = arff.Finish(std::nullopt);
+  ASSERT_TRUE(arff_draft.ok()) << arff_draft.status();
+  EXPECT_EQ(arff_draft->columns[0].type, ColumnType::kNumeric);
+  EXPECT_TRUE(arff_draft->columns[0].nullable);
   EXPECT_FALSE(draft->label.has_value());
   EXPECT_FALSE(drafter.Finish(std::string("x")).ok());               // numeric label
   EXPECT_FALSE(drafter.Finish(std::string("nope")).ok());            // unknown column
