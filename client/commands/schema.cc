@@ -170,9 +170,10 @@ std::string RarestCategories(const data::DraftColumn& column) {
 
 std::string Domain(const data::DraftColumn& column) {
   if (column.type == data::ColumnType::kNumeric) {
-    return absl::StrFormat("[%g, %g]%s%s", column.lower, column.upper,
+    return absl::StrFormat("[%g, %g]%s%s%s", column.lower, column.upper,
                            column.integer ? " integer" : "",
-                           column.atoms.empty() ? "" : " atom 0");
+                           column.atoms.empty() ? "" : " atom 0",
+                           column.nullable ? " +missing" : "");
   }
   std::string list = absl::StrJoin(column.categories, ",");
   if (list.size() > 28) list = absl::StrCat(list.substr(0, 25), "...");
