@@ -15,8 +15,9 @@ namespace dpcurator::data {
 // non-nullable column, and every reader of `cells` (the discretizer's
 // missing cell, the encoder's missing indicator, the evaluators' missing
 // bin) tests for it before any arithmetic, so it never reaches a
-// mechanism. A nullable categorical's missing value is its last level. Kept dense and column-major so that encoders
-// and evaluators stream over columns with Eigen.
+// mechanism. A nullable categorical's missing value is its last level.
+// Kept dense and column-major so that encoders and evaluators stream over
+// columns with Eigen.
 //
 // A schema with an image column keeps its pixels apart, compactly: the image
 // column's cell is a 0 placeholder and `pixels` holds num_rows x
