@@ -328,6 +328,7 @@ std::string DraftToSchemaJson(const data::SchemaDraft& draft) {
         }
         c["bins"] = std::move(bins);
       }
+      if (column.nullable) c["nullable"] = true;
     } else {
       c["type"] = "CATEGORICAL";
       c["categories"] = column.categories;

@@ -261,7 +261,7 @@ TextFormat TextFormatOfPath(const std::string& path) {
 
 absl::StatusOr<LocalTable> ReadLocalTable(const data::Schema& schema, const std::string& path,
                                           const TextUploadOptions& options,
-                                          bool skip_undeclared) {
+                                          bool skip_unreadable) {
   if (auto status = CheckOptions(options); !status.ok()) return status;
   auto file = RecordFile::Open(path, options);
   if (!file.ok()) return file.status();
@@ -269,41 +269,67 @@ absl::StatusOr<LocalTable> ReadLocalTable(const data::Schema& schema, const std:
   if (!mapping.ok()) return mapping.status();
   data::TableBuilder builder(schema);
   LocalTable out;
-  // (column, value) -> rows, in first-seen order for the message.
+  // (column, value) -> rows, in first-seen order for the message; column -1
+  // for a line that is not a row of the header's width.
   std::vector<std::pair<std::pair<int, std::string>, int64_t>> skipped;
+  auto skip = [&](std::pair<int, std::string> key) {
+    ++out.rows_skipped;
+    auto seen = std::find_if(skipped.begin(), skipped.end(),
+                             [&](const auto& entry) { return entry.first == key; });
+    if (seen == skipped.end()) {
+      skipped.push_back({std::move(key), 1});
+    } else {
+      ++seen->second;
+    }
+  };
   std::vector<std::string> fields;
   std::vector<std::string> cells;
   int64_t out_of_bounds = 0;
   while (true) {
     int64_t line = 0;
     auto more = (*file)->Next(&fields, &line);
-    if (!more.ok()) return more.status();
-    if (!*more) break;
-    if (skip_undeclared && fields.size() == (*file)->header().size()) {
-      int undeclared = -1;
-      for (int c = 0; c < schema.num_columns() && undeclared < 0; ++c) {
-        if (schema.column(c).type != data::ColumnType::kCategorical) continue;
-        if (!schema.ParseCell(c, fields[(*mapping)[c]]).ok()) undeclared = c;
-      }
-      if (undeclared >= 0) {
-        ++out.rows_skipped;
-        const std::pair<int, std::string> key = {
-            undeclared, std::string(absl::StripAsciiWhitespace(fields[(*mapping)[undeclared]]))};
-        auto seen = std::find_if(skipped.begin(), skipped.end(),
-                                 [&](const auto& entry) { return entry.first == key; });
-        if (seen == skipped.end()) {
-          skipped.push_back({key, 1});
-        } else {
-          ++seen->second;
-        }
+    if (!more.ok()) {
+      // A malformed line of a held-out file (an unclosed quote) is one
+      // unreadable row when the reader can go on past it.
+      if (skip_unreadable && (*file)->recoverable()) {
+        skip({-1, "a malformed line"});
         continue;
       }
+      return more.status();
     }
+    if (!*more) break;
     auto row = RowCells(schema, *mapping, (*file)->header(), fields, options, &cells,
                         &out_of_bounds);
     if (row.ok()) row = builder.AddRow(cells);
-    if (!row.ok()) return absl::InvalidArgumentError(absl::StrCat(path, ":", line, ": ",
-                                                                  row.message()));
+    if (row.ok()) continue;
+    if (!skip_unreadable) {
+      return absl::InvalidArgumentError(absl::StrCat(path, ":", line, ": ", row.message()));
+    }
+    // Which cell, for the summary: the first the schema cannot read (an
+    // undeclared category, a missing value in a column that is not
+    // nullable, a numeric cell that is no number).
+    if (fields.size() != (*file)->header().size()) {
+      skip({-1, "a wrong number of fields"});
+      continue;
+    }
+    int bad = -1;
+    for (int c = 0; c < schema.num_columns() && bad < 0; ++c) {
+      std::string cell = fields[static_cast<size_t>((*mapping)[c])];
+      if (options.decimal_comma && schema.column(c).type == data::ColumnType::kNumeric) {
+        std::replace(cell.begin(), cell.end(), ',', '.');
+      }
+      if (!schema.ParseCell(c, cell).ok()) bad = c;
+    }
+    if (bad < 0) {
+      skip({-1, std::string(row.message())});
+      continue;
+    }
+    const std::string token(
+        absl::StripAsciiWhitespace(fields[static_cast<size_t>((*mapping)[bad])]));
+    const auto& missing = schema.missing_tokens();
+    skip({bad, std::find(missing.begin(), missing.end(), token) != missing.end()
+                   ? std::string("a missing value")
+                   : absl::StrCat("'", token, "'")});
   }
   if (builder.num_rows() == 0) {
     return absl::InvalidArgumentError(
@@ -313,9 +339,11 @@ absl::StatusOr<LocalTable> ReadLocalTable(const data::Schema& schema, const std:
   constexpr size_t kShownValues = 5;
   for (size_t i = 0; i < skipped.size() && i < kShownValues; ++i) {
     const auto& [key, rows] = skipped[i];
-    absl::StrAppend(&out.skipped_detail, i == 0 ? "" : ", ", "column '",
-                    schema.column(key.first).name, "': '", key.second, "' (", rows,
-                    rows == 1 ? " row)" : " rows)");
+    absl::StrAppend(&out.skipped_detail, i == 0 ? "" : ", ",
+                    key.first < 0 ? std::string()
+                                  : absl::StrCat("column '", schema.column(key.first).name,
+                                                 "': "),
+                    key.second, " (", rows, rows == 1 ? " row)" : " rows)");
   }
   if (skipped.size() > kShownValues) {
     absl::StrAppend(&out.skipped_detail, ", and ", skipped.size() - kShownValues,

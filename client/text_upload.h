@@ -81,22 +81,22 @@ TextFormat TextFormatOfPath(const std::string& path);
 // with the reader `upload` uses), for files that are not sent anywhere.
 struct LocalTable {
   data::Table table;
-  // Rows left out because a categorical cell holds a value the schema does
-  // not declare (a stray category in a held-out file).
+  // Rows left out because the schema cannot read them (a stray category in a
+  // held-out file, a missing value in a column that is not nullable, a cell
+  // that is no number, a line of the wrong width).
   int64_t rows_skipped = 0;
-  // Which values, for people: "column 'purpose': 'vacation' (2 rows),
-  // ..." (the first few).
+  // Why, for people: "column 'purpose': 'vacation' (2 rows), column 'age':
+  // a missing value (1 row), ..." (the first few).
   std::string skipped_detail;
 };
 
-// Reads every row of `path` under `schema`. With `skip_undeclared`, a row
-// whose categorical cell is not a declared category (nor an alias or, in a
-// nullable column, a missing token) is counted and left out; any other bad
-// line is an error naming FILE:LINE, as is an undeclared category without
-// it.
+// Reads every row of `path` under `schema`. With `skip_unreadable` (a real,
+// held-out file: `eval`, `report`), a row the schema cannot read is counted
+// and left out, by reason; without it (a synthetic file, the sampler's own),
+// any bad line is an error naming FILE:LINE.
 absl::StatusOr<LocalTable> ReadLocalTable(const data::Schema& schema, const std::string& path,
                                           const TextUploadOptions& options,
-                                          bool skip_undeclared);
+                                          bool skip_unreadable);
 
 // `dpcurator split`: a test split held out on this machine before anything
 // is uploaded. Exactly round(test_fraction * rows) records, drawn without

@@ -15,7 +15,8 @@ absl::StatusOr<data::Schema> SchemaFromProto(const v1::TableSchema& proto) {
   for (const auto& column : proto.columns()) {
     switch (column.type()) {
       case v1::ColumnSchema::NUMERIC:
-        builder.AddNumeric(column.name(), column.lower(), column.upper(), column.integer());
+        builder.AddNumeric(column.name(), column.lower(), column.upper(), column.integer(),
+                           column.nullable());
         if (!column.atoms().empty()) {
           builder.SetAtoms(column.name(),
                            std::vector<double>(column.atoms().begin(), column.atoms().end()));
@@ -23,11 +24,6 @@ absl::StatusOr<data::Schema> SchemaFromProto(const v1::TableSchema& proto) {
         if (!column.bins().empty()) {
           builder.SetBins(column.name(),
                           std::vector<double>(column.bins().begin(), column.bins().end()));
-        }
-        if (column.nullable()) {
-          return absl::UnimplementedError(absl::StrCat(
-              "Numeric column '", column.name(),
-              "' is declared nullable; only categorical columns may be nullable"));
         }
         break;
       case v1::ColumnSchema::CATEGORICAL: {
@@ -73,6 +69,7 @@ v1::TableSchema SchemaToProto(const data::Schema& schema) {
       out->set_integer(column.integer);
       for (double atom : column.atoms) out->add_atoms(atom);
       for (double edge : column.bins) out->add_bins(edge);
+      out->set_nullable(column.nullable);
     } else {
       out->set_type(v1::ColumnSchema::CATEGORICAL);
       for (const auto& category : column.categories) out->add_categories(category);

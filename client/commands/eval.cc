@@ -221,8 +221,10 @@ absl::Status RunEval(const ParsedArgs& args) {
   }
   auto schema = SchemaFromProto(schema_proto);
   if (!schema.ok()) return schema.status();
-  // CSV or ARFF (by name); undeclared categories in the real files are
-  // counted and left out, not the end of the run (issue 25 item 2).
+  // CSV or ARFF (by name); rows of the real files the schema cannot read
+  // (undeclared categories, missing values in columns that are not
+  // nullable) are counted and left out, not the end of the run (issue 25
+  // item 2, issue 38).
   auto synthetic = ReadEvalFile(*schema, args.Get("synthetic"), /*real=*/false, nullptr);
   if (!synthetic.ok()) return synthetic.status();
   int64_t real_skipped = 0;
@@ -287,7 +289,7 @@ absl::StatusOr<data::Table> ReadEvalFile(const data::Schema& schema, const std::
                                          bool real, int64_t* skipped) {
   TextUploadOptions options;
   options.format = TextFormatOfPath(path);
-  auto read = ReadLocalTable(schema, path, options, /*skip_undeclared=*/real);
+  auto read = ReadLocalTable(schema, path, options, /*skip_unreadable=*/real);
   if (!read.ok()) {
     // A model or a release given where rows belong is named, not read as a
     // header with no such column (issue 25 item 2).
@@ -299,8 +301,8 @@ absl::StatusOr<data::Table> ReadEvalFile(const data::Schema& schema, const std::
   }
   if (read->rows_skipped > 0) {
     std::fprintf(stderr,
-                 "%s: left out %lld of %lld rows whose category the schema does not declare "
-                 "(%s); judged on the other %lld\n",
+                 "%s: left out %lld of %lld rows the schema cannot read (%s); judged on the "
+                 "other %lld\n",
                  path.c_str(), static_cast<long long>(read->rows_skipped),
                  static_cast<long long>(read->rows_skipped + read->table.num_rows()),
                  read->skipped_detail.c_str(), static_cast<long long>(read->table.num_rows()));

@@ -175,7 +175,8 @@ absl::Status RunReport(const ParsedArgs& args) {
   if (!real.ok()) return real.status();
   if (real_skipped > 0) {
     input.notes.push_back(absl::StrFormat(
-        "%lld rows of %s hold a category the schema does not declare and were left out.",
+        "%lld rows of %s cannot be read under the schema (an undeclared category, a missing "
+        "value in a column that is not nullable, a bad cell) and were left out.",
         static_cast<long long>(real_skipped), args.Get("real")));
   }
 

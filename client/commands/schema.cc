@@ -171,9 +171,10 @@ std::string RarestCategories(const data::DraftColumn& column) {
 
 std::string Domain(const data::DraftColumn& column) {
   if (column.type == data::ColumnType::kNumeric) {
-    return absl::StrFormat("[%g, %g]%s%s%s", column.lower, column.upper,
+    return absl::StrFormat("[%g, %g]%s%s%s%s", column.lower, column.upper,
                            column.integer ? " integer" : "",
                            column.atoms.empty() ? "" : " atom 0",
+                           column.nullable ? " +missing" : "",
                            column.bins.empty()
                                ? ""
                                : absl::StrCat(" ", column.bins.size() + 1, " bins").c_str());

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -50,7 +51,9 @@ absl::StatusOr<Discretizer> Discretizer::Create(const Schema& schema) {
         }
       }
       domain.edges.push_back(column.upper);
-      domain.size = static_cast<int>(domain.atoms.size() + domain.edges.size() - 1);
+      domain.nullable = column.nullable;
+      domain.size = static_cast<int>(domain.atoms.size() + domain.edges.size() - 1) +
+                    (column.nullable ? 1 : 0);
     }
     discretizer.columns_.push_back(std::move(domain));
   }
@@ -64,6 +67,10 @@ int Discretizer::Code(int column, double value) const {
     if (value >= 0 && value < domain.size) return static_cast<int>(value);
     return domain.size - 1;
   }
+  // Missing first: NaN must reach no comparison below. A non-nullable
+  // column never stores NaN (Schema::ParseCell); a hand-built table's NaN
+  // there goes to the last bin, as before.
+  if (std::isnan(value) && domain.nullable) return domain.size - 1;
   // An atom's own cell, by the encoder's rule (exact equality).
   const int atom = AtomLevel(domain.atoms, value);
   if (atom < static_cast<int>(domain.atoms.size())) return atom;
@@ -83,6 +90,9 @@ Eigen::MatrixXi Discretizer::Encode(const Table& table) const {
 }
 
 double Discretizer::DecodeNumeric(const ColumnDomain& domain, int code, PublicRng* rng) {
+  if (domain.nullable && code == domain.size - 1) {
+    return std::numeric_limits<double>::quiet_NaN();
+  }
   const int num_atoms = static_cast<int>(domain.atoms.size());
   if (code < num_atoms) return domain.atoms[code];
   const int bin = code - num_atoms;
@@ -127,6 +137,7 @@ Table Discretizer::Decode(const Eigen::MatrixXi& codes, uint64_t seed) const {
 std::string Discretizer::CellName(int column, int code) const {
   const ColumnDomain& domain = columns_[column];
   if (!domain.numeric) return domain.levels[code];
+  if (domain.nullable && code == domain.size - 1) return "missing";
   const int num_atoms = static_cast<int>(domain.atoms.size());
   if (code < num_atoms) return Number(domain.atoms[code]);
   const int bin = code - num_atoms;

@@ -22,6 +22,9 @@ namespace dpcurator::data {
 //     an integer column with at most kMaxDefaultIntegerCells integers gets
 //     one bin per integer, any other column kDefaultNumericBins equal-width
 //     bins (data-independent defaults: nothing is learned from rows).
+//   * a nullable numeric column has one more cell, last, for "missing" (as a
+//     nullable categorical's missing level): a NaN cell (core/data/table.h)
+//     codes to it and decodes to NaN.
 // Decoding a code gives the atom exactly, or a uniform draw inside its bin
 // that avoids the atoms (an integer column draws among the bin's integers
 // that are not atoms), from a public seeded generator.
@@ -45,13 +48,16 @@ class Discretizer {
   // Table: categorical levels, numeric atoms exactly, other bins drawn
   // uniformly from PublicRng(seed).
   Table Decode(const Eigen::MatrixXi& codes, uint64_t seed) const;
-  // For people: "40", "[20, 25)", "Husband".
+  // For people: "40", "[20, 25)", "Husband", "missing" (a nullable numeric's
+  // last cell).
   std::string CellName(int column, int code) const;
 
  private:
   struct ColumnDomain {
     bool numeric = false;
     bool integer = false;
+    // Numeric: the last cell holds missing (NaN) values.
+    bool nullable = false;
     int size = 0;
     std::vector<double> atoms;
     // edges.size() == number of bins + 1: [edges[b], edges[b+1]), the last

@@ -283,12 +283,9 @@ absl::StatusOr<SchemaDraft> SchemaDrafter::Finish(const std::optional<std::strin
             "public, meaningful value"));
       }
       AddDraftBins(stats.sample, &column);
-      if (stats.missing > 0) {
-        column.notes.push_back(
-            absl::StrCat(stats.missing,
-                         " missing value(s): numeric columns cannot be nullable; impute them "
-                         "or drop the column before upload"));
-      }
+      // A missing cell is its own level in every method (docs/schema.md
+      // "Missing values"): no imputation outside the tool (issue 38).
+      column.nullable = stats.missing > 0;
     } else {
       column.type = ColumnType::kCategorical;
       if (hint.kind == DraftHint::Kind::kCategorical && !hint.categories.empty()) {

@@ -2,12 +2,15 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 namespace dpcurator::data {
 
 int AtomLevel(const std::vector<double>& atoms, double value) {
   // Exact equality (Discretizer::Code uses this too): atoms and cells are
   // parsed by the same strtod, and a value near an atom is not at it.
+  // A missing (NaN) value is no atom, decided before any comparison.
+  if (std::isnan(value)) return static_cast<int>(atoms.size());
   const auto atom = std::lower_bound(atoms.begin(), atoms.end(), value);
   if (atom != atoms.end() && *atom == value) return static_cast<int>(atom - atoms.begin());
   return static_cast<int>(atoms.size());
@@ -49,6 +52,15 @@ FeatureLayout FeatureLayout::ForFeatures(const Schema& schema) {
     offset += levels;
     layout.categorical_dim += levels;
   }
+  // Last, so that schemas without nullable numerics keep their layouts, and
+  // DecodeFeatures applies a missing block after the column's atom block.
+  for (const auto& slot : layout.numeric) {
+    if (!schema.column(slot.column).nullable) continue;
+    layout.categorical.push_back({slot.column, offset, kMissingIndicatorLevels,
+                                  /*atom_indicator=*/false, /*missing_indicator=*/true});
+    offset += kMissingIndicatorLevels;
+    layout.categorical_dim += kMissingIndicatorLevels;
+  }
   return layout;
 }
 
@@ -88,12 +100,25 @@ Eigen::MatrixXd EncodeFeatures(const Schema& schema, const FeatureLayout& layout
     const double scale = 1.0 / (c.upper - c.lower);
     encoded.col(slot.offset) =
         ((table.cells.col(slot.column).array() - c.lower) * scale).cwiseMax(0.0).cwiseMin(1.0);
+    if (c.nullable) {
+      // A missing cell's value slot is 0 (its indicator says missing): no
+      // NaN reaches a feature map. cwiseMax/Min need not map NaN to a bound.
+      for (Eigen::Index i = 0; i < n; ++i) {
+        if (std::isnan(table.cells(i, slot.column))) encoded(i, slot.offset) = 0.0;
+      }
+    }
   }
   if (layout.image.has_value() &&
       static_cast<int64_t>(table.pixels.size()) == n * layout.image->pixels) {
     EncodePixels(layout, table.pixels.data(), 0, n, &encoded);
   }
   for (const auto& slot : layout.categorical) {
+    if (slot.missing_indicator) {
+      for (Eigen::Index i = 0; i < n; ++i) {
+        encoded(i, slot.offset + (std::isnan(table.cells(i, slot.column)) ? 1 : 0)) = 1.0;
+      }
+      continue;
+    }
     if (slot.atom_indicator) {
       const std::vector<double>& atoms = schema.column(slot.column).atoms;
       for (Eigen::Index i = 0; i < n; ++i) {
@@ -153,7 +178,9 @@ Table DecodeFeatures(const Schema& schema, const FeatureLayout& layout,
           }
         }
       }
-      if (!slot.atom_indicator) {
+      if (slot.missing_indicator) {
+        if (chosen == 1) table.cells(i, slot.column) = std::numeric_limits<double>::quiet_NaN();
+      } else if (!slot.atom_indicator) {
         table.cells(i, slot.column) = chosen;
       } else if (chosen + 1 < slot.levels) {
         table.cells(i, slot.column) = schema.column(slot.column).atoms[chosen];

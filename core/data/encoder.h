@@ -14,7 +14,8 @@ namespace dpcurator::data {
 // Layout of the encoded feature vector of a row (label excluded):
 //   [ numeric columns scaled to [0,1] by the declared bounds | image pixels |
 //     one-hot blocks of the categorical columns |
-//     one-hot atom indicators of the numeric columns with declared atoms ]
+//     one-hot atom indicators of the numeric columns with declared atoms |
+//     one-hot missing indicators of the nullable numeric columns ]
 // Generators emit exactly this layout (sigmoid numerics and pixels, softmax
 // blocks), so real and synthetic rows meet in the same space. A numeric
 // column with atoms (Column::atoms, public point masses such as 0 for a
@@ -23,11 +24,19 @@ namespace dpcurator::data {
 // exactly when one is chosen. An indicator block is one more one-hot block
 // with exactly one 1 per row, so every norm bound that counts one-hot
 // blocks (docs/privacy.md 2.1, 2.7) covers it through
-// num_categorical_columns(). An image's
+// num_categorical_columns(). A nullable numeric column (issue 38) adds a
+// two-level block, (present, missing), the same way: a missing cell (NaN,
+// core/data/table.h) encodes as 0 in its value slot, "none" in its atom
+// block and "missing" in this block, so no NaN enters any feature map; the
+// decoder writes NaN where this block chooses "missing" (it comes after the
+// atom blocks, so missing wins over an atom). An image's
 // pixels (level / 255, in the declared range [0, 1]) count as numeric
 // dimensions: numeric_dim includes them, so every feature map treats them
 // as it treats numerics, but `numeric` holds one slot per numeric column
 // only and the pixels are described by `image`.
+// Levels of a nullable numeric column's missing indicator: present, missing.
+inline constexpr int kMissingIndicatorLevels = 2;
+
 struct FeatureLayout {
   struct NumericSlot {
     int column;  // schema column index
@@ -35,12 +44,14 @@ struct FeatureLayout {
   };
   // A one-hot block: a categorical column's levels, or (atom_indicator) a
   // numeric column's atoms: level a < atoms.size() when the value equals
-  // atom a, the last level when it equals none.
+  // atom a, the last level when it equals none, or (missing_indicator) a
+  // nullable numeric column's 2 levels: 0 present, 1 missing.
   struct CategoricalSlot {
     int column;
     int offset;
     int levels;
     bool atom_indicator = false;
+    bool missing_indicator = false;
   };
   struct ImageSlot {
     int column;
@@ -56,7 +67,8 @@ struct FeatureLayout {
   int numeric_dim = 0;
   int categorical_dim = 0;
   int total_dim() const { return numeric_dim + categorical_dim; }
-  // The number of one-hot blocks (categorical columns and atom indicators).
+  // The number of one-hot blocks (categorical columns, atom and missing
+  // indicators).
   int num_categorical_columns() const { return static_cast<int>(categorical.size()); }
 
   static FeatureLayout ForFeatures(const Schema& schema);
@@ -84,7 +96,8 @@ Eigen::VectorXi ExtractLabels(const Schema& schema, const Table& table);
 
 // Inverse of EncodeFeatures for generator output: numeric values mapped back
 // to the declared bounds (rounded for integer columns), then replaced by the
-// atom where the column's indicator block chooses one; each one-hot
+// atom where the column's indicator block chooses one, and by NaN where its
+// missing block chooses "missing"; each one-hot
 // block is sampled from its (non-negative) weights with `uniforms` (one
 // uniform in [0,1) per row and block, n x num_categorical_columns) or, when
 // `uniforms` is empty, decoded by argmax. The label column is set from

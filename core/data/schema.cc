@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <set>
 #include <tuple>
 
@@ -44,13 +45,14 @@ absl::StatusOr<ColumnTypeName> ParseColumnTypeName(absl::string_view name) {
 }
 
 Schema::Builder& Schema::Builder::AddNumeric(std::string name, double lower,
-                                             double upper, bool integer) {
+                                             double upper, bool integer, bool nullable) {
   Column column;
   column.name = std::move(name);
   column.type = ColumnType::kNumeric;
   column.lower = lower;
   column.upper = upper;
   column.integer = integer;
+  column.nullable = nullable;
   columns_.push_back(std::move(column));
   return *this;
 }
@@ -192,11 +194,6 @@ absl::StatusOr<Schema> Schema::Builder::Build() const {
         return absl::InvalidArgumentError(absl::StrCat(
             "Integer column '", column.name, "' has no integer within its bounds [",
             column.lower, ", ", column.upper, "]"));
-      }
-      if (column.nullable) {
-        return absl::UnimplementedError(absl::StrCat(
-            "Numeric column '", column.name,
-            "' is declared nullable; only categorical columns may be nullable"));
       }
     } else {
       if (column.categories.empty()) {
@@ -409,8 +406,13 @@ absl::StatusOr<ParsedCell> Schema::ParseCell(int column, absl::string_view token
   ParsedCell cell;
   if (c.type == ColumnType::kNumeric) {
     if (missing) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("Column '", c.name, "': missing value, and the column is not nullable"));
+      if (!c.nullable) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "Column '", c.name, "': missing value, and the column is not nullable"));
+      }
+      // Table's convention for a missing numeric cell; never clamped.
+      cell.value = std::numeric_limits<double>::quiet_NaN();
+      return cell;
     }
     double value;
     if (!absl::SimpleAtod(token, &value) || !std::isfinite(value)) {
@@ -464,6 +466,10 @@ std::string Schema::FormatCell(int column, double value) const {
     // not as "?" (issue 25 item 2); and it always parses back as missing.
     return missing_tokens_.empty() ? std::string() : missing_tokens_[0];
   }
+  if (std::isnan(value)) {
+    // A missing numeric cell, written as a categorical's missing level is.
+    return missing_tokens_.empty() ? std::string() : missing_tokens_[0];
+  }
   if (c.integer) {
     // Not llround: declared bounds may exceed the range of long long.
     double rounded = std::round(value);
@@ -495,6 +501,8 @@ uint64_t Schema::Fingerprint() const {
       };
       append_list("atoms", c.atoms);
       append_list("bins", c.bins);
+      // Likewise only when set: non-nullable numerics keep their prints.
+      if (c.nullable) absl::StrAppend(&canonical, "|nullable");
     } else {
       absl::StrAppend(&canonical, absl::StrJoin(c.categories, "\x1f"), "|",
                       c.nullable ? 1 : 0);

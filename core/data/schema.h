@@ -39,7 +39,9 @@ struct Column {
   // Categorical: extra spellings mapped to a declared category (for example
   // Adult's test file writes ">50K." for ">50K").
   std::vector<std::pair<std::string, std::string>> aliases;
-  // Categorical: a missing value is its own level, after the declared ones.
+  // A missing value is allowed. Categorical: it is its own level, after the
+  // declared ones. Numeric: it is stored as NaN (core/data/table.h), and
+  // every method gives it its own cell or indicator (docs/schema.md).
   bool nullable = false;
   // Image: the declared shape. Pixels lie in the declared range [0, 1] and
   // are stored as 8-bit levels (value = level / 255); grey only for now
@@ -85,7 +87,7 @@ class Schema {
   class Builder {
    public:
     Builder& AddNumeric(std::string name, double lower, double upper,
-                        bool integer = false);
+                        bool integer = false, bool nullable = false);
     Builder& AddCategorical(std::string name,
                             std::vector<std::string> categories,
                             bool nullable = false);
@@ -145,8 +147,13 @@ class Schema {
 
   // Parses one cell (surrounding whitespace trimmed). Errors name the column
   // and the offending token; numeric values outside the bounds are clamped.
+  // A missing token of a nullable numeric column gives NaN (Table's
+  // convention), of a nullable categorical its missing level.
   absl::StatusOr<ParsedCell> ParseCell(int column, absl::string_view token) const;
-  // Formats a stored value for CSV output (level names, integers rounded).
+  // Formats a stored value for CSV output (level names, integers rounded);
+  // a missing value (NaN of a numeric column, the missing level of a
+  // categorical) as the first missing token, so that it parses back as
+  // missing.
   std::string FormatCell(int column, double value) const;
 
   // Stable 64-bit fingerprint of the canonical schema text (FNV-1a), so an

@@ -10,8 +10,14 @@ namespace dpcurator::data {
 
 // Rows of a dataset under a Schema, one row per matrix row and one column per
 // schema column: numeric columns hold the (clamped) value, categorical columns
-// the level index as a double. Kept dense and column-major so that encoders
-// and evaluators stream over columns with Eigen.
+// the level index as a double. A missing cell of a nullable numeric column is
+// NaN (quiet), and NaN means nothing else: ParseCell never stores it for a
+// non-nullable column, and every reader of `cells` (the discretizer's
+// missing cell, the encoder's missing indicator, the evaluators' missing
+// bin) tests for it before any arithmetic, so it never reaches a
+// mechanism. A nullable categorical's missing value is its last level.
+// Kept dense and column-major so that encoders and evaluators stream over
+// columns with Eigen.
 //
 // A schema with an image column keeps its pixels apart, compactly: the image
 // column's cell is a 0 placeholder and `pixels` holds num_rows x

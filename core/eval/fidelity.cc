@@ -34,6 +34,8 @@ absl::Status ValidateTableForSchema(const data::Schema& schema, const data::Tabl
     const int levels = categorical ? schema.NumLevels(c) : 0;
     for (Eigen::Index i = 0; i < table.num_rows(); ++i) {
       const double v = table.cells(i, c);
+      // A nullable numeric's missing cell (core/data/table.h).
+      if (!categorical && column.nullable && std::isnan(v)) continue;
       if (!std::isfinite(v)) {
         return absl::InvalidArgumentError(absl::StrCat(
             "The ", what, " has a non-finite value in row ", i, ", column '", column.name, "'"));
@@ -58,16 +60,22 @@ Eigen::VectorXd ColumnHistogram(const data::Schema& schema, const data::Table& t
                                 int numeric_bins) {
   const data::Column& spec = schema.column(column);
   const bool categorical = spec.type == data::ColumnType::kCategorical;
-  const int bins = categorical ? schema.NumLevels(column) : numeric_bins;
+  // A nullable numeric's missing values get their own bin, last (as a
+  // nullable categorical's missing level).
+  const bool missing_bin = !categorical && spec.nullable;
+  const int bins = categorical ? schema.NumLevels(column) : numeric_bins + (missing_bin ? 1 : 0);
   Eigen::VectorXd histogram = Eigen::VectorXd::Zero(bins);
   const double width = (spec.upper - spec.lower) / numeric_bins;
   for (Eigen::Index i = 0; i < table.num_rows(); ++i) {
     const double v = table.cells(i, column);
     int bin = 0;
-    if (categorical) {
+    if (missing_bin && std::isnan(v)) {
+      bin = bins - 1;
+    } else if (categorical) {
       bin = static_cast<int>(v);
     } else {
-      bin = static_cast<int>(std::floor((v - spec.lower) / width));
+      bin = std::clamp(static_cast<int>(std::floor((v - spec.lower) / width)), 0,
+                       numeric_bins - 1);
     }
     histogram(std::clamp(bin, 0, bins - 1)) += 1.0;
   }

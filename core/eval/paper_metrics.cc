@@ -56,7 +56,10 @@ Encoding MakeEncoding(const data::Schema& schema) {
   e.columns = TabularColumns(schema);
   for (int c : e.columns) {
     e.offset.push_back(e.dim);
-    const int w = IsCategorical(schema, c) ? schema.NumLevels(c) : 1;
+    // A nullable numeric (issue 38): its value (0 when missing) and a
+    // missing flag, as the encoder's indicator block says it.
+    const int w = IsCategorical(schema, c) ? schema.NumLevels(c)
+                                           : (schema.column(c).nullable ? 2 : 1);
     e.width.push_back(w);
     e.dim += w;
   }
@@ -73,6 +76,8 @@ Eigen::MatrixXd Encode(const data::Schema& schema, const Encoding& e, const data
       const double v = table.cells(rows[i], c);
       if (IsCategorical(schema, c)) {
         x(static_cast<Eigen::Index>(i), e.offset[j] + static_cast<int>(v)) = 1.0;
+      } else if (std::isnan(v)) {
+        x(static_cast<Eigen::Index>(i), e.offset[j] + 1) = 1.0;  // missing; value slot 0
       } else {
         x(static_cast<Eigen::Index>(i), e.offset[j]) =
             (v - column.lower) / (column.upper - column.lower);
@@ -113,9 +118,11 @@ Eigen::VectorXd RidgePredict(const Eigen::MatrixXd& train_x, const Eigen::Vector
 // Bin of a value of column c for the 3-way histograms: the level for a
 // categorical column, else floor((v - lower) / (upper - lower) * bins) with
 // the upper bound in the last bin (papers/dp-auto-gan.md §3.2, with the
-// declared bounds in place of the real data's range, as issue 15 asks).
+// declared bounds in place of the real data's range, as issue 15 asks); a
+// nullable numeric's missing value (NaN) is one more bin, `bins`.
 int BinOf(const data::Column& column, bool categorical, double v, int bins) {
   if (categorical) return static_cast<int>(v);
+  if (std::isnan(v)) return bins;
   const int b =
       static_cast<int>(std::floor((v - column.lower) / (column.upper - column.lower) * bins));
   return std::clamp(b, 0, bins - 1);
@@ -266,11 +273,31 @@ absl::StatusOr<DimensionWisePrediction> DimensionWise(const data::Schema& schema
     const Eigen::MatrixXd test_x = DropBlock(test_all, e.offset[j], e.width[j]);
     if (!IsCategorical(schema, c)) {
       out.metric = "r2";
-      Eigen::VectorXd train_y(static_cast<Eigen::Index>(train_rows.size()));
-      Eigen::VectorXd test_y(static_cast<Eigen::Index>(test_rows.size()));
-      for (size_t i = 0; i < train_rows.size(); ++i) train_y(i) = train.cells(train_rows[i], c);
-      for (size_t i = 0; i < test_rows.size(); ++i) test_y(i) = test.cells(test_rows[i], c);
-      out.score = RSquared(RidgePredict(train_x, train_y, test_x, options.ridge_l2), test_y);
+      // Predicted where it is present: a nullable numeric's missing rows
+      // (NaN) are left out of both sides (issue 38).
+      auto present = [&](const data::Table& t, const std::vector<int64_t>& rows,
+                         const Eigen::MatrixXd& x, Eigen::MatrixXd* x_out, Eigen::VectorXd* y) {
+        std::vector<Eigen::Index> kept;
+        for (size_t i = 0; i < rows.size(); ++i) {
+          if (!std::isnan(t.cells(rows[i], c))) kept.push_back(static_cast<Eigen::Index>(i));
+        }
+        x_out->resize(static_cast<Eigen::Index>(kept.size()), x.cols());
+        y->resize(static_cast<Eigen::Index>(kept.size()));
+        for (size_t k = 0; k < kept.size(); ++k) {
+          x_out->row(static_cast<Eigen::Index>(k)) = x.row(kept[k]);
+          (*y)(static_cast<Eigen::Index>(k)) = t.cells(rows[static_cast<size_t>(kept[k])], c);
+        }
+      };
+      Eigen::MatrixXd train_present, test_present;
+      Eigen::VectorXd train_y, test_y;
+      present(train, train_rows, train_x, &train_present, &train_y);
+      present(test, test_rows, test_x, &test_present, &test_y);
+      if (train_y.size() < 2 || test_y.size() < 1) {
+        out.score = 0.0;  // too few present values to fit or to judge
+        return;
+      }
+      out.score =
+          RSquared(RidgePredict(train_present, train_y, test_present, options.ridge_l2), test_y);
       return;
     }
     const int levels = schema.NumLevels(c);
@@ -339,7 +366,8 @@ absl::StatusOr<ThreeWayMarginals> ThreeWayMarginalDistance(const data::Schema& s
   for (int j = 0; j < m; ++j) {
     const int c = columns[static_cast<size_t>(j)];
     const bool categorical = IsCategorical(schema, c);
-    sizes[j] = categorical ? schema.NumLevels(c) : options.marginal_bins;
+    sizes[j] = categorical ? schema.NumLevels(c)
+                           : options.marginal_bins + (schema.column(c).nullable ? 1 : 0);
     auto bin = [&](const data::Table& t, Eigen::VectorXi* out) {
       out->resize(t.num_rows());
       for (Eigen::Index i = 0; i < t.num_rows(); ++i) {
@@ -420,9 +448,16 @@ absl::StatusOr<PcaWasserstein> PcaWassersteinScore(const data::Schema& schema,
   const Eigen::MatrixXd rp = rc * axes;
   const Eigen::MatrixXd sp = (s.rowwise() - mean) * axes;
   // Each one-hot block contributes at most sqrt(2) (two levels differ), each
-  // numeric coordinate at most 1.
+  // numeric coordinate at most 1 (a nullable numeric has two: its value and
+  // its missing flag).
   int numerics = 0, categoricals = 0;
-  for (int c : e.columns) (IsCategorical(schema, c) ? categoricals : numerics) += 1;
+  for (int c : e.columns) {
+    if (IsCategorical(schema, c)) {
+      ++categoricals;
+    } else {
+      numerics += schema.column(c).nullable ? 2 : 1;
+    }
+  }
   result.diameter = std::sqrt(static_cast<double>(numerics + 2 * categoricals));
   // W1 with the Euclidean ground cost: the paper writes W2 but its code
   // calls transport::wasserstein with the default p = 1 (notes, pitfall 11),
@@ -473,8 +508,13 @@ ShapeChecks ComputeShapeChecks(const data::Schema& schema, const data::Table& ca
   // smallest value).
   for (int c : columns) {
     if (IsCategorical(schema, c)) continue;
-    std::vector<double> values(reference.cells.col(c).data(),
-                               reference.cells.col(c).data() + reference.num_rows());
+    // Present values only: a missing value (NaN) is no point mass, and sort
+    // must not see it.
+    std::vector<double> values;
+    for (Eigen::Index i = 0; i < reference.num_rows(); ++i) {
+      if (!std::isnan(reference.cells(i, c))) values.push_back(reference.cells(i, c));
+    }
+    if (values.empty()) continue;
     std::sort(values.begin(), values.end());
     double best = values[0];
     int64_t best_count = 0;
@@ -500,7 +540,8 @@ ShapeChecks ComputeShapeChecks(const data::Schema& schema, const data::Table& ca
       discrete.push_back(c);
       continue;
     }
-    if (!schema.column(c).integer) continue;
+    // A nullable numeric's NaN has no integer value to pair: left out.
+    if (!schema.column(c).integer || schema.column(c).nullable) continue;
     std::unordered_set<int64_t> distinct;
     for (Eigen::Index i = 0; i < reference.num_rows(); ++i) {
       distinct.insert(std::llround(reference.cells(i, c)));

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <string>
 
 #include "absl/strings/str_format.h"
@@ -36,9 +37,13 @@ ColumnCodes CodesOf(const data::Schema& schema, const data::Table& table, int co
       out.codes[r] = static_cast<int>(table.cells(r, column));
     }
   } else {
-    out.cells = numeric_bins;
+    // A nullable numeric's missing values (NaN) are one more cell, last.
+    out.cells = numeric_bins + (c.nullable ? 1 : 0);
     for (int64_t r = 0; r < table.num_rows(); ++r) {
-      out.codes[r] = NumericBin(table.cells(r, column), c.lower, c.upper, numeric_bins);
+      const double value = table.cells(r, column);
+      out.codes[r] = c.nullable && std::isnan(value)
+                         ? numeric_bins
+                         : NumericBin(value, c.lower, c.upper, numeric_bins);
     }
   }
   return out;
@@ -60,9 +65,17 @@ double Pearson(const Eigen::VectorXd& x, const Eigen::VectorXd& y) {
   return std::clamp((dx * dy).sum() / std::sqrt(sxx * syy), -1.0, 1.0);
 }
 
+// A column's values for the KS statistic. A missing value (NaN) becomes
+// +infinity: the KS distance on the real line extended by one point "missing"
+// above every value, so a wrong missing share shows as the CDFs' gap just
+// below it (and std::sort never sees a NaN).
 std::vector<double> ColumnValues(const data::Table& table, int column) {
   const Eigen::VectorXd values = table.cells.col(column);
-  return std::vector<double>(values.data(), values.data() + values.size());
+  std::vector<double> out(values.data(), values.data() + values.size());
+  for (double& v : out) {
+    if (std::isnan(v)) v = std::numeric_limits<double>::infinity();
+  }
+  return out;
 }
 
 // The report's histogram bins of a numeric column. An integer column gets
@@ -75,6 +88,8 @@ struct NumericBinning {
   int bins = 1;
   bool integer = false;
   double last_value = 0.0;  // an integer column's largest value
+  // A nullable column: one more bin, after the others, for missing values.
+  bool missing_bin = false;
 };
 
 NumericBinning BinningOf(const data::Column& column, int bins) {
@@ -84,16 +99,20 @@ NumericBinning BinningOf(const data::Column& column, int bins) {
     if (values >= 1.0 && values <= 1e15) {
       const double per_bin = std::ceil(values / bins);
       return {lower, per_bin, static_cast<int>(std::ceil(values / per_bin)), true,
-              std::floor(column.upper)};
+              std::floor(column.upper), column.nullable};
     }
   }
-  return {column.lower, (column.upper - column.lower) / bins, bins, false, 0.0};
+  return {column.lower, (column.upper - column.lower) / bins, bins, false, 0.0, column.nullable};
 }
 
 Eigen::VectorXd BinnedHistogram(const data::Table& table, int column,
                                 const NumericBinning& binning) {
-  Eigen::VectorXd histogram = Eigen::VectorXd::Zero(binning.bins);
+  Eigen::VectorXd histogram = Eigen::VectorXd::Zero(binning.bins + (binning.missing_bin ? 1 : 0));
   for (Eigen::Index i = 0; i < table.num_rows(); ++i) {
+    if (binning.missing_bin && std::isnan(table.cells(i, column))) {
+      histogram(binning.bins) += 1.0;  // the "missing" bar
+      continue;
+    }
     const double position = (table.cells(i, column) - binning.lower) / binning.width;
     // NaN and out-of-range values land in the end bins, as ColumnHistogram.
     const int bin = std::isnan(position) ? 0
@@ -203,6 +222,7 @@ absl::StatusOr<QualityReport> ComputeQualityReport(const data::Schema& schema,
       shape.real = BinnedHistogram(real, c, binning);
       shape.synthetic = BinnedHistogram(synthetic, c, binning);
       for (int b = 0; b < binning.bins; ++b) shape.cell_labels.push_back(BinLabel(binning, b));
+      if (binning.missing_bin) shape.cell_labels.push_back("missing");
     }
     if (shape.categorical) {
       shape.metric = "TVComplement";
@@ -233,8 +253,11 @@ absl::StatusOr<QualityReport> ComputeQualityReport(const data::Schema& schema,
       PairTrend pair;
       pair.column_a = a;
       pair.column_b = b;
+      // Pearson needs a value in every row: a pair with a nullable numeric
+      // is compared by its contingency table, missing as its own cell.
       const bool both_numeric = schema.column(a).type == ColumnType::kNumeric &&
-                                schema.column(b).type == ColumnType::kNumeric;
+                                schema.column(b).type == ColumnType::kNumeric &&
+                                !schema.column(a).nullable && !schema.column(b).nullable;
       if (both_numeric) {
         pair.metric = "CorrelationSimilarity";
         pair.real_association = Pearson(real.cells.col(a), real.cells.col(b));

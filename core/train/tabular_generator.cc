@@ -76,7 +76,8 @@ bool SameLayout(const data::FeatureLayout& a, const data::FeatureLayout& b) {
     if (a.categorical[i].column != b.categorical[i].column ||
         a.categorical[i].offset != b.categorical[i].offset ||
         a.categorical[i].levels != b.categorical[i].levels ||
-        a.categorical[i].atom_indicator != b.categorical[i].atom_indicator) {
+        a.categorical[i].atom_indicator != b.categorical[i].atom_indicator ||
+        a.categorical[i].missing_indicator != b.categorical[i].missing_indicator) {
       return false;
     }
   }

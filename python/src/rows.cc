@@ -225,6 +225,11 @@ absl::StatusOr<data::Table> TableFromColumns(const data::Schema& schema,
       const auto view = values.unchecked<1>();
       for (int64_t r = 0; r < num_rows; ++r) {
         const double value = view(r);
+        if (std::isnan(value) && column.nullable) {
+          // A nullable numeric's missing cell: NaN, as ParseCell stores it.
+          table.cells(r, c) = value;
+          continue;
+        }
         if (!std::isfinite(value)) {
           DPC_RETURN_IF_ERROR(bad_rows.Mark(
               r, absl::InvalidArgumentError(absl::StrCat(

@@ -151,6 +151,36 @@ TEST_F(FrictionTest, EvalReadsArffAndCountsUndeclaredCategories) {
       << synthetic.status();
 }
 
+// Issue 38: "`eval` stops at a real row with a missing non-nullable value":
+// such a row, a cell that is no number and a line of the wrong width are
+// each left out and counted, by reason, like a stray category; a synthetic
+// file is still read strictly.
+TEST_F(FrictionTest, EvalLeavesOutRealRowsItCannotRead) {
+  const data::Schema schema = PatientSchema();
+  const std::string csv = Write("real.csv",
+                                "Patient Age,smoker,outcome\n"
+                                "31,yes,good\n"
+                                ",no,bad\n"
+                                "?,no,bad\n"
+                                "forty,yes,good\n"
+                                "50,no\n"
+                                "52,,bad\n");
+  int64_t skipped = -1;
+  auto real = ReadEvalFile(schema, csv, /*real=*/true, &skipped);
+  ASSERT_TRUE(real.ok()) << real.status();
+  EXPECT_EQ(real->num_rows(), 2);
+  EXPECT_EQ(skipped, 4);
+  auto local = ReadLocalTable(schema, csv, {}, /*skip_unreadable=*/true);
+  ASSERT_TRUE(local.ok()) << local.status();
+  EXPECT_EQ(local->skipped_detail,
+            "column 'Patient Age': a missing value (2 rows), column 'Patient Age': 'forty' "
+            "(1 row), a wrong number of fields (1 row)");
+  auto synthetic = ReadEvalFile(schema, csv, /*real=*/false, nullptr);
+  ASSERT_FALSE(synthetic.ok());
+  EXPECT_TRUE(absl::StrContains(synthetic.status().message(), "real.csv:3:"))
+      << synthetic.status();
+}
+
 // The hand-made CSV of the trial: BOM, CRLF, quoted commas, empty cells.
 TEST_F(FrictionTest, EvalReadsTheHandMadeCsv) {
   const data::Schema schema = PatientSchema();

@@ -3,6 +3,8 @@
 
 #include "core/data/discretize.h"
 
+#include <cmath>
+#include <limits>
 #include <set>
 #include <string>
 
@@ -137,6 +139,47 @@ TEST(DiscretizerTest, DecodeLandsInTheCellAndAvoidsAtoms) {
   // Same seed, same table; another seed, another one.
   EXPECT_EQ(d.Decode(codes, 7).cells, table.cells);
   EXPECT_NE(d.Decode(codes, 8).cells, table.cells);
+}
+
+// Issue 38: a nullable numeric column has one more cell, last, for
+// missing (NaN); it decodes to NaN and is named "missing".
+TEST(DiscretizerTest, NullableNumericHasAMissingCellLast) {
+  Schema::Builder builder;
+  builder.AddNumeric("gain", 0, 100, /*integer=*/true, /*nullable=*/true)
+      .AddNumeric("rate", 0, 1, /*integer=*/false, /*nullable=*/true)
+      .SetAtoms("gain", {0})
+      .SetBins("gain", {50})
+      .AddNumeric("plain", 0, 1);
+  const Schema schema = builder.Build().value();
+  const Discretizer d = Discretizer::Create(schema).value();
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  // gain: atom 0, [0, 50), [50, 100], missing.
+  EXPECT_EQ(d.domain_size(0), 4);
+  EXPECT_EQ(d.Code(0, 0), 0);
+  EXPECT_EQ(d.Code(0, 7), 1);
+  EXPECT_EQ(d.Code(0, 100), 2);
+  EXPECT_EQ(d.Code(0, nan), 3);
+  EXPECT_EQ(d.CellName(0, 3), "missing");
+  EXPECT_EQ(d.CellName(0, 2), "[50, 100]");
+  // rate: the default bins, then missing.
+  EXPECT_EQ(d.domain_size(1), kDefaultNumericBins + 1);
+  EXPECT_EQ(d.Code(1, 1.0), kDefaultNumericBins - 1);
+  EXPECT_EQ(d.Code(1, nan), kDefaultNumericBins);
+  EXPECT_EQ(d.domain_size(2), kDefaultNumericBins);  // not nullable: unchanged
+  Table table;
+  table.cells.resize(3, 3);
+  table.cells << nan, 0.5, 0.5,  //
+      0, nan, 0.5,               //
+      60, 0.2, 0.5;
+  const Eigen::MatrixXi codes = d.Encode(table);
+  EXPECT_EQ(codes(0, 0), 3);
+  EXPECT_EQ(codes(1, 1), kDefaultNumericBins);
+  const Table decoded = d.Decode(codes, 3);
+  EXPECT_TRUE(std::isnan(decoded.cells(0, 0)));
+  EXPECT_TRUE(std::isnan(decoded.cells(1, 1)));
+  EXPECT_EQ(decoded.cells(1, 0), 0);
+  EXPECT_GE(decoded.cells(2, 0), 50);
+  EXPECT_EQ(d.Encode(decoded), codes);
 }
 
 TEST(DiscretizerTest, AdultSchemaDeclaresAtomsAndBins) {

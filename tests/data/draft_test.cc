@@ -93,7 +93,7 @@ TEST(DraftTest, DeclaredNominalValuesAreNotDataDerived) {
   EXPECT_FALSE(drafter.AddRow({"3"}).ok());  // wrong number of fields: still an error
 }
 
-TEST(DraftTest, MissingNumericsAreNotedAndLabelsChecked) {
+TEST(DraftTest, MissingNumericsAreNullableAndLabelsChecked) {
   SchemaDrafter drafter({"x", "y"}, {});
   ASSERT_TRUE(drafter.AddRow({"1", "a"}).ok());
   ASSERT_TRUE(drafter.AddRow({"?", "b"}).ok());
@@ -101,7 +101,23 @@ TEST(DraftTest, MissingNumericsAreNotedAndLabelsChecked) {
   ASSERT_TRUE(draft.ok());
   EXPECT_EQ(draft->columns[0].type, ColumnType::kNumeric);
   EXPECT_EQ(draft->columns[0].missing, 1);
-  ASSERT_EQ(draft->columns[0].notes.size(), 1u);
+  // Issue 38: a numeric column with missing cells is drafted nullable (no
+  // imputation outside the tool); one without stays not nullable.
+  EXPECT_TRUE(draft->columns[0].nullable);
+  EXPECT_TRUE(draft->columns[0].notes.empty());
+  EXPECT_FALSE(draft->columns[1].nullable);
+  // An ARFF numeric attribute with '?' cells: the same (the header's type
+  // decides numeric, the gaps decide nullable).
+  DraftHint numeric;
+  numeric.kind = DraftHint::Kind::kNumeric;
+  numeric.integer = true;
+  SchemaDrafter arff({"n"}, {numeric});
+  ASSERT_TRUE(arff.AddRow({"?"}).ok());
+  ASSERT_TRUE(arff.AddRow({"4"}).ok());
+  auto arff_draft = arff.Finish(std::nullopt);
+  ASSERT_TRUE(arff_draft.ok()) << arff_draft.status();
+  EXPECT_EQ(arff_draft->columns[0].type, ColumnType::kNumeric);
+  EXPECT_TRUE(arff_draft->columns[0].nullable);
   EXPECT_FALSE(draft->label.has_value());
   EXPECT_FALSE(drafter.Finish(std::string("x")).ok());               // numeric label
   EXPECT_FALSE(drafter.Finish(std::string("nope")).ok());            // unknown column

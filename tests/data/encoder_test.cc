@@ -1,6 +1,7 @@
 #include "core/data/encoder.h"
 
 #include <cmath>
+#include <limits>
 
 #include "core/data/demo.h"
 #include "core/util/public_rng.h"
@@ -220,6 +221,91 @@ TEST(AtomDecoderTest, ChosenAtomIsExactNoneKeepsTheContinuousValue) {
   EXPECT_EQ(again(1, 8), 1.0);
   EXPECT_EQ(again(0, 9), 1.0);
   EXPECT_EQ(again(2, 6), 1.0);
+}
+
+// Issue 38: a nullable numeric column keeps its value slot (0 when
+// missing) and adds a (present, missing) block after every atom block.
+Schema NullableSchema() {
+  Schema::Builder builder;
+  builder.AddNumeric("gain", 0, 100, /*integer=*/true, /*nullable=*/true)
+      .AddCategorical("c", {"a", "b"})
+      .AddNumeric("rate", 0, 1, /*integer=*/false, /*nullable=*/true)
+      .AddNumeric("plain", 0, 10)
+      .SetAtoms("gain", {0});
+  return builder.Build().value();
+}
+
+TEST(NullableEncoderTest, LayoutAddsAMissingBlockPerNullableNumeric) {
+  const Schema schema = NullableSchema();
+  const FeatureLayout layout = FeatureLayout::ForFeatures(schema);
+  EXPECT_EQ(layout.numeric_dim, 3);
+  ASSERT_EQ(layout.categorical.size(), 4u);
+  EXPECT_EQ(layout.categorical[0].column, 1);  // c
+  EXPECT_TRUE(layout.categorical[1].atom_indicator);
+  EXPECT_EQ(layout.categorical[1].offset, 5);
+  for (int b : {2, 3}) {
+    EXPECT_TRUE(layout.categorical[b].missing_indicator) << b;
+    EXPECT_FALSE(layout.categorical[b].atom_indicator) << b;
+    EXPECT_EQ(layout.categorical[b].levels, kMissingIndicatorLevels) << b;
+  }
+  EXPECT_EQ(layout.categorical[2].column, 0);
+  EXPECT_EQ(layout.categorical[2].offset, 7);
+  EXPECT_EQ(layout.categorical[3].column, 2);
+  EXPECT_EQ(layout.categorical[3].offset, 9);
+  EXPECT_EQ(layout.num_categorical_columns(), 4);
+  EXPECT_EQ(layout.total_dim(), 11);
+}
+
+TEST(NullableEncoderTest, MissingIsZeroValueAndOneIndicatorNoNaN) {
+  const Schema schema = NullableSchema();
+  const FeatureLayout layout = FeatureLayout::ForFeatures(schema);
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  Table table;
+  table.cells.resize(3, 4);
+  table.cells << nan, 0, 0.5, 5,  //
+      0, 1, nan, 10,              //
+      50, 0, 1, 0;
+  const Eigen::MatrixXd encoded = EncodeFeatures(schema, layout, table);
+  EXPECT_TRUE(encoded.allFinite());
+  Eigen::MatrixXd expected(3, 11);
+  //           gain rate plain | a  b | 0 none | gain p m | rate p m
+  expected << 0.0, 0.5, 0.5, 1, 0, 0, 1, 0, 1, 1, 0,  //
+      0.0, 0.0, 1.0, 0, 1, 1, 0, 1, 0, 0, 1,          //
+      0.5, 1.0, 0.0, 1, 0, 0, 1, 1, 0, 1, 0;
+  EXPECT_EQ(encoded, expected);
+  // Exactly one 1 per one-hot block and row, missing or not.
+  for (const auto& slot : layout.categorical) {
+    for (int i = 0; i < 3; ++i) {
+      EXPECT_EQ(encoded.row(i).segment(slot.offset, slot.levels).sum(), 1.0);
+    }
+  }
+}
+
+TEST(NullableDecoderTest, MissingBlockWritesNaNAndWinsOverAnAtom) {
+  const Schema schema = NullableSchema();
+  const FeatureLayout layout = FeatureLayout::ForFeatures(schema);
+  Eigen::MatrixXd encoded = Eigen::MatrixXd::Zero(3, layout.total_dim());
+  // Row 0: gain's atom block picks 0 but its missing block says missing.
+  encoded.row(0) << 0.3, 0.4, 0.5, 1, 0, 0.9, 0.1, 0.2, 0.8, 0.9, 0.1;
+  // Row 1: gain present (0.3 -> 30, "none"), rate missing.
+  encoded.row(1) << 0.3, 0.4, 0.5, 0, 1, 0.1, 0.9, 0.7, 0.3, 0.4, 0.6;
+  // Row 2: both present; gain picks the atom 0.
+  encoded.row(2) << 0.3, 0.4, 0.5, 0, 1, 0.9, 0.1, 0.7, 0.3, 0.6, 0.4;
+  const Table table =
+      DecodeFeatures(schema, layout, encoded, Eigen::Vector3i::Zero(), Eigen::MatrixXd());
+  EXPECT_TRUE(std::isnan(table.cells(0, 0)));
+  EXPECT_DOUBLE_EQ(table.cells(0, 2), 0.4);
+  EXPECT_EQ(table.cells(1, 0), 30);
+  EXPECT_TRUE(std::isnan(table.cells(1, 2)));
+  EXPECT_EQ(table.cells(2, 0), 0);
+  EXPECT_DOUBLE_EQ(table.cells(2, 2), 0.4);
+  EXPECT_EQ(table.cells(2, 3), 5);
+  // Encoding the decoded rows sets each missing block to what was chosen.
+  const Eigen::MatrixXd again = EncodeFeatures(schema, layout, table);
+  EXPECT_EQ(again(0, 8), 1.0);
+  EXPECT_EQ(again(1, 10), 1.0);
+  EXPECT_EQ(again(2, 7), 1.0);
+  EXPECT_EQ(again(2, 9), 1.0);
 }
 
 // ---------------------------------------------------------------- images ---

@@ -261,6 +261,46 @@ TEST(FormatCellTest, LevelsIntegersAndMissing) {
   EXPECT_EQ(schema.FormatCell(3, 1), ">50K");
 }
 
+// Issue 38: a numeric column may be nullable. Its missing cell is NaN
+// (core/data/table.h), written back as an empty cell that parses as
+// missing again; a numeric column that is not nullable still refuses it.
+TEST(ParseCellTest, NullableNumericMissingIsNaNAndRoundTrips) {
+  Schema::Builder builder;
+  builder.AddNumeric("income", 0, 1e6, /*integer=*/false, /*nullable=*/true)
+      .AddNumeric("age", 0, 120, /*integer=*/true, /*nullable=*/true)
+      .AddNumeric("hours", 0, 99);
+  auto built = builder.Build();
+  ASSERT_TRUE(built.ok()) << built.status();
+  const Schema& schema = *built;
+  EXPECT_TRUE(schema.column(0).nullable);
+  for (const char* token : {"", "?", "  ", " ? "}) {
+    auto cell = schema.ParseCell(0, token);
+    ASSERT_TRUE(cell.ok()) << cell.status();
+    EXPECT_TRUE(std::isnan(cell->value)) << token;
+    EXPECT_FALSE(cell->clamped);
+  }
+  EXPECT_EQ(schema.ParseCell(0, "2e6").value().value, 1e6);  // still clamped
+  EXPECT_FALSE(schema.ParseCell(0, "nan").ok());  // "nan" is text, not missing
+  EXPECT_EQ(schema.ParseCell(2, "").status().message(),
+            "Column 'hours': missing value, and the column is not nullable");
+  // Written as an empty cell (the first missing token), read back as NaN.
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  for (int c : {0, 1}) {
+    const std::string text = schema.FormatCell(c, nan);
+    EXPECT_EQ(text, "") << c;
+    EXPECT_TRUE(std::isnan(schema.ParseCell(c, text).value().value)) << c;
+  }
+  EXPECT_EQ(schema.FormatCell(1, 41.4), "41");
+  // Declared: the fingerprint says so; undeclared, prints are unchanged.
+  Schema::Builder plain;
+  plain.AddNumeric("income", 0, 1e6).AddNumeric("age", 0, 120, true).AddNumeric("hours", 0, 99);
+  EXPECT_NE(plain.Build().value().Fingerprint(), schema.Fingerprint());
+  // The label must still be categorical and not nullable.
+  Schema::Builder label;
+  label.AddNumeric("x", 0, 1, false, true).AddCategorical("y", {"a", "b"}).SetLabel("y");
+  EXPECT_TRUE(label.Build().ok());
+}
+
 TEST(FingerprintTest, StableAndSensitiveToEveryDeclaredProperty) {
   const Schema a = AdultLike();
   const Schema b = AdultLike();

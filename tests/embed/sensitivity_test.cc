@@ -88,6 +88,9 @@ struct Case {
   int classes;
   int rows;
   bool atoms = false;  // numeric columns declare atoms (one-hot indicators)
+  // Numeric columns may be nullable and rows miss their values (issue 38):
+  // missing indicator blocks, and NaN cells that must reach no feature map.
+  bool nullable = false;
 };
 
 class SensitivityTest : public ::testing::TestWithParam<Case> {};
@@ -96,7 +99,7 @@ TEST_P(SensitivityTest, AddRemoveNeighbours) {
   const Case c = GetParam();
   PublicRng rng(1000 + 17 * c.numeric + 5 * c.categorical + c.classes);
   const data::Schema schema =
-      RandomSchema(SchemaSpec{c.numeric, c.categorical, c.classes, c.atoms}, &rng);
+      RandomSchema(SchemaSpec{c.numeric, c.categorical, c.classes, c.atoms, c.nullable}, &rng);
   const Releaser releaser(schema, rng.NextU64());
   const data::Table table = RandomTable(schema, c.rows, &rng);
   const double bound = LabelledEmbeddingSensitivity(NeighbouringRelation::kAddRemove, 0).value();
@@ -126,7 +129,7 @@ TEST_P(SensitivityTest, ReplaceOneNeighbours) {
   const Case c = GetParam();
   PublicRng rng(2000 + 17 * c.numeric + 5 * c.categorical + c.classes);
   const data::Schema schema =
-      RandomSchema(SchemaSpec{c.numeric, c.categorical, c.classes, c.atoms}, &rng);
+      RandomSchema(SchemaSpec{c.numeric, c.categorical, c.classes, c.atoms, c.nullable}, &rng);
   const Releaser releaser(schema, rng.NextU64());
   const data::Table table = RandomTable(schema, c.rows, &rng);
   const int64_t n = table.num_rows();
@@ -176,7 +179,9 @@ INSTANTIATE_TEST_SUITE_P(Schemas, SensitivityTest,
                          ::testing::Values(Case{3, 2, 2, 300}, Case{1, 4, 3, 250},
                                            Case{5, 0, 2, 200}, Case{0, 3, 3, 320},
                                            Case{2, 1, 3, 401}, Case{3, 1, 2, 300, true},
-                                           Case{4, 0, 3, 250, true}));
+                                           Case{4, 0, 3, 250, true},
+                                           Case{4, 1, 2, 300, false, true},
+                                           Case{3, 0, 3, 250, true, true}));
 
 // The same-class REPLACE_ONE bound ||h - h'|| <= 2 is attained in the limit
 // h' -> -h: an adversarial numeric-only pair whose first phase differs by pi.

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
 #include <string>
 #include <vector>
@@ -26,6 +27,10 @@ struct SchemaSpec {
   // Numeric columns declare one to three public atoms (Column::atoms), which
   // RandomRow then hits often: each becomes a one-hot indicator block.
   bool atoms = false;
+  // Numeric columns are nullable with probability 1/2 (issue 38), and
+  // RandomRow then leaves their cells missing (NaN) often: each nullable
+  // numeric adds a (present, missing) indicator block.
+  bool nullable = false;
 };
 
 // A schema with the requested column counts, random bounds (widths from 1e-2
@@ -50,7 +55,9 @@ inline data::Schema RandomSchema(const SchemaSpec& spec, PublicRng* rng) {
       // schema refuses it otherwise).
       const bool integer = rng->Uniform() < 0.3 && std::ceil(lower) <= std::floor(lower + width);
       const std::string name = absl::StrCat("num", p.index);
-      builder.AddNumeric(name, lower, lower + width, integer);
+      // Drawn only when asked for, so that the other schemas stay the same.
+      const bool nullable = spec.nullable && rng->Uniform() < 0.5;
+      builder.AddNumeric(name, lower, lower + width, integer, nullable);
       if (spec.atoms) {
         // Distinct values inside the bounds (integers for an integer
         // column), the lower bound itself among them at times.
@@ -83,7 +90,8 @@ inline data::Schema RandomSchema(const SchemaSpec& spec, PublicRng* rng) {
 // [lower - w, upper + w] (so about a third fall outside the declared bounds
 // and must be clamped by the encoder); with probability `extreme` a numeric
 // cell is instead a bound itself or far outside (+-1e6 w); a column with
-// atoms takes one of them with probability 0.3. Categorical cells
+// atoms takes one of them with probability 0.3; a nullable column's cell is
+// missing (NaN) with probability 0.3. Categorical cells
 // are any level, the missing level of a nullable column included.
 inline Eigen::RowVectorXd RandomRow(const data::Schema& schema, PublicRng* rng,
                                     double extreme = 0.1) {
@@ -92,7 +100,9 @@ inline Eigen::RowVectorXd RandomRow(const data::Schema& schema, PublicRng* rng,
     const data::Column& column = schema.column(c);
     if (column.type == data::ColumnType::kNumeric) {
       const double w = column.upper - column.lower;
-      if (!column.atoms.empty() && rng->Uniform() < 0.3) {
+      if (column.nullable && rng->Uniform() < 0.3) {
+        row(c) = std::numeric_limits<double>::quiet_NaN();
+      } else if (!column.atoms.empty() && rng->Uniform() < 0.3) {
         row(c) = column.atoms[rng->UniformInt(column.atoms.size())];
       } else if (rng->Uniform() < extreme) {
         const double choices[] = {column.lower, column.upper, column.lower - 1e6 * w,

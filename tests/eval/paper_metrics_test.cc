@@ -1,6 +1,7 @@
 #include "core/eval/paper_metrics.h"
 
 #include <cmath>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -383,6 +384,53 @@ TEST(PaperMetricsTest, EvaluatorReportsSyntheticAndRealRows) {
   EXPECT_THAT(text, HasSubstr("dimension-wise prediction"));
   EXPECT_THAT(text, HasSubstr("3-way marginals"));
   EXPECT_THAT(text, HasSubstr("2-way PCA Wasserstein score"));
+}
+
+// Issue 38: a nullable numeric's missing cells (NaN) reach every metric of
+// the evaluator as "missing", never as arithmetic: the scores are finite and
+// identical tables still match exactly.
+TEST(PaperMetricsTest, EvaluatorTakesNullableNumericsWithMissingCells) {
+  const data::Schema schema = Build(data::Schema::Builder()
+                                        .AddNumeric("x", 0, 10, false, /*nullable=*/true)
+                                        .AddNumeric("z", 0, 20, true, /*nullable=*/true)
+                                        .AddCategorical("c", {"u", "v"})
+                                        .AddCategorical("y", {"no", "yes"})
+                                        .SetLabel("y"));
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  auto table = [&](int rows, int missing_every) {
+    data::Table t;
+    t.cells.resize(rows, 4);
+    for (int r = 0; r < rows; ++r) {
+      const double x = (r * 7) % 11 * 0.9;
+      t.cells(r, 0) = r % missing_every == 0 ? nan : x;
+      t.cells(r, 1) = r % (missing_every + 1) == 1 ? nan : static_cast<double>(r % 21);
+      t.cells(r, 2) = r % 2;
+      t.cells(r, 3) = x > 4.5 ? 1 : 0;
+    }
+    return t;
+  };
+  const data::Table real = table(300, 3);
+  const data::Table synthetic = table(300, 5);
+  EvalOptions options;
+  options.classifiers = {ClassifierKind::kLogisticRegression};
+  const auto report = Evaluate(schema, synthetic, real, options, &real);
+  ASSERT_TRUE(report.ok()) << report.status();
+  ASSERT_TRUE(report->paper_metrics.has_value());
+  ASSERT_TRUE(report->real_train_paper_metrics.has_value());
+  const PaperMetrics& same = *report->real_train_paper_metrics;
+  EXPECT_EQ(same.three_way.mean_l1, 0.0);
+  EXPECT_NEAR(same.pca_wasserstein.score, 1.0, 1e-9);
+  const PaperMetrics& other = *report->paper_metrics;
+  EXPECT_TRUE(std::isfinite(other.three_way.mean_l1));
+  EXPECT_GT(other.three_way.mean_l1, 0.0);  // the missing shares differ
+  EXPECT_TRUE(std::isfinite(other.pca_wasserstein.score));
+  ASSERT_TRUE(other.dimension_wise.has_value());
+  for (const auto& column : other.dimension_wise->columns) {
+    EXPECT_TRUE(std::isfinite(column.score)) << column.column;
+  }
+  for (const auto& row : report->utility) {
+    EXPECT_TRUE(std::isfinite(row.roc_auc)) << row.classifier;
+  }
 }
 
 TEST(PaperMetricsTest, OptionsAreValidated) {

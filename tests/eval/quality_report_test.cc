@@ -5,6 +5,7 @@
 #include "core/eval/quality_report.h"
 
 #include <cmath>
+#include <limits>
 #include <map>
 #include <random>
 #include <set>
@@ -229,6 +230,50 @@ ParsedHtml ParseHtml(const std::string& html) {
     parsed.error = "unclosed <" + stack.back() + ">";
   }
   return parsed;
+}
+
+// Issue 38: a nullable numeric column's missing values are a "missing" bar
+// of its histogram, part of its KS score (missing sorts above every value)
+// and a cell of its contingency tables; Pearson is not used with it.
+TEST(QualityReportTest, NullableNumericHasAMissingBar) {
+  data::Schema::Builder builder;
+  builder.AddNumeric("x", 0.0, 10.0, /*integer=*/false, /*nullable=*/true);
+  builder.AddNumeric("y", 0.0, 10.0);
+  builder.AddCategorical("label", {"no", "yes"});
+  builder.SetLabel("label");
+  const data::Schema schema = builder.Build().value();
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  auto table = [&](int missing_per_ten) {
+    data::Table t;
+    t.cells.resize(100, 3);
+    for (int r = 0; r < 100; ++r) {
+      t.cells(r, 0) = r % 10 < missing_per_ten ? nan : (r % 10) + 0.5;
+      t.cells(r, 1) = (r % 10) + 0.5;
+      t.cells(r, 2) = r % 2;
+    }
+    return t;
+  };
+  const data::Table real = table(3);       // 30% missing
+  const data::Table synthetic = table(1);  // 10% missing
+  const auto report = ComputeQualityReport(schema, real, synthetic, QualityOptions{});
+  ASSERT_TRUE(report.ok()) << report.status();
+  const ColumnShape& x = report->shapes[0];
+  ASSERT_EQ(x.cell_labels.size(), x.real.size());
+  ASSERT_EQ(x.synthetic.size(), x.real.size());
+  EXPECT_EQ(x.cell_labels.back(), "missing");
+  EXPECT_DOUBLE_EQ(x.real(x.real.size() - 1), 0.3);
+  EXPECT_DOUBLE_EQ(x.synthetic(x.synthetic.size() - 1), 0.1);
+  // The synthetic rows hold 1.5 and 2.5 where the real ones are missing:
+  // the CDFs differ by 0.2 from 2.5 up to the "missing" point.
+  EXPECT_NEAR(x.score, 0.8, 1e-12);
+  EXPECT_NE(report->shapes[1].cell_labels.back(), "missing");  // y is not nullable
+  for (const PairTrend& pair : report->pairs) {
+    EXPECT_TRUE(std::isfinite(pair.score));
+    if (pair.column_a == 0 || pair.column_b == 0) {
+      EXPECT_EQ(pair.metric, "ContingencySimilarity");
+    }
+  }
+  EXPECT_TRUE(std::isfinite(report->overall));
 }
 
 TEST(HtmlReportTest, SelfContainedBalancedAndEscaped) {
