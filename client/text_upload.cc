@@ -432,6 +432,13 @@ absl::StatusOr<v1::UploadRowsResponse> UploadTextFile(Connection& connection,
                                                       const data::Schema& schema,
                                                       const std::string& path,
                                                       const TextUploadOptions& options) {
+  // The options' and the file's own cheap faults (missing, unreadable, a
+  // header that does not match the schema) first: they need no server.
+  if (auto status = CheckOptions(options); !status.ok()) return status;
+  auto file = RecordFile::Open(path, options);
+  if (!file.ok()) return file.status();
+  auto mapping = MapFileHeader(schema, path, (*file)->header(), options);
+  if (!mapping.ok()) return mapping.status();
   // The stream opens with a message that names the dataset and holds no
   // rows, and the server answers it (kUploadReadyMetadata) once everything
   // that needs no row has passed: the token's role, the dataset, its seal.
@@ -464,10 +471,6 @@ absl::StatusOr<v1::UploadRowsResponse> UploadTextFile(Connection& connection,
   };
   auto check = CheckTextFile(schema, path, options);
   if (!check.ok()) return abandon(check.status());
-  auto file = RecordFile::Open(path, options);
-  if (!file.ok()) return abandon(file.status());
-  auto mapping = MapFileHeader(schema, path, (*file)->header(), options);
-  if (!mapping.ok()) return abandon(mapping.status());
   std::vector<int64_t> row_lines;
   std::vector<std::string> fields;
   std::vector<std::string> cells;
