@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <limits>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/ascii.h"
@@ -104,6 +105,48 @@ bool ParsedArgs::Flag(const std::string& name) const {
   return value == "true" || value == "1" || value == "yes";
 }
 
+namespace {
+
+// Optimal-string-alignment distance (Damerau-Levenshtein without repeated
+// edits of one substring): the classic dynamic programme over prefixes, with
+// a swap of two neighbours costing one edit, as typing slips do.
+int EditDistance(absl::string_view a, absl::string_view b) {
+  std::vector<std::vector<int>> d(a.size() + 1, std::vector<int>(b.size() + 1, 0));
+  for (size_t i = 0; i <= a.size(); ++i) d[i][0] = static_cast<int>(i);
+  for (size_t j = 0; j <= b.size(); ++j) d[0][j] = static_cast<int>(j);
+  for (size_t i = 1; i <= a.size(); ++i) {
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const int cost = absl::ascii_tolower(static_cast<unsigned char>(a[i - 1])) ==
+                               absl::ascii_tolower(static_cast<unsigned char>(b[j - 1]))
+                           ? 0
+                           : 1;
+      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) {
+        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+      }
+    }
+  }
+  return d[a.size()][b.size()];
+}
+
+}  // namespace
+
+std::string NearestName(absl::string_view word, const std::vector<std::string>& candidates) {
+  // A third of the word's length, so "datset" finds "datasets" (2 edits) but
+  // "x" finds nothing far from it; capped so long words do not match anything.
+  const int allowed = std::min(3, std::max(1, static_cast<int>(word.size()) / 3));
+  std::string best;
+  int best_distance = allowed + 1;
+  for (const std::string& candidate : candidates) {
+    const int distance = EditDistance(word, candidate);
+    if (distance < best_distance) {
+      best_distance = distance;
+      best = candidate;
+    }
+  }
+  return best;
+}
+
 absl::StatusOr<ParsedArgs> ParseArgs(const std::vector<OptionSpec>& specs,
                                      const std::vector<std::string>& args) {
   ParsedArgs parsed;
@@ -127,9 +170,16 @@ absl::StatusOr<ParsedArgs> ParseArgs(const std::vector<OptionSpec>& specs,
     const OptionSpec* spec = find(name);
     if (spec == nullptr) {
       std::string known;
-      for (const auto& s : specs) absl::StrAppend(&known, known.empty() ? "" : ", ", "--", s.name);
-      return absl::InvalidArgumentError(
-          absl::StrCat("unknown option --", name, " (accepted: ", known, "; see --help)"));
+      std::vector<std::string> names;
+      for (const auto& s : specs) {
+        absl::StrAppend(&known, known.empty() ? "" : ", ", "--", s.name);
+        names.push_back(s.name);
+      }
+      const std::string nearest = NearestName(name, names);
+      return absl::InvalidArgumentError(absl::StrCat(
+          "unknown option --", name,
+          nearest.empty() ? "" : absl::StrCat("; did you mean --", nearest, "?"),
+          " (accepted: ", known, "; see --help)"));
     }
     if (spec->is_flag) {
       parsed.values_[name] = value.value_or("true");

@@ -64,8 +64,15 @@ class ParsedArgs {
   std::vector<std::string> positional_;
 };
 
+// The candidate nearest to `word` by edit distance (insertions, deletions,
+// substitutions and swaps of neighbours, each 1), when it is near enough to
+// be a typo: at most max(1, size / 3) edits, capped at 3. "" when none is
+// (issue 38: no "did you mean" for commands and options).
+std::string NearestName(absl::string_view word, const std::vector<std::string>& candidates);
+
 // Parses "--name value", "--name=value" and "--flag", then fills options
-// left out from their `env` variable, then from their default.
+// left out from their `env` variable, then from their default. An unknown
+// option is refused with its nearest accepted name (NearestName).
 absl::StatusOr<ParsedArgs> ParseArgs(const std::vector<OptionSpec>& specs,
                                      const std::vector<std::string>& args);
 std::string FormatHelp(const std::string& usage, const std::string& description,

@@ -132,6 +132,13 @@ std::unique_ptr<grpc::ClientContext> Connection::NewContext() const {
 
 absl::Status RpcError(const grpc::Status& status, const std::string& what) {
   std::string message = absl::StrCat(what, ": ", status.error_message());
+  if (status.error_code() == grpc::StatusCode::UNAUTHENTICATED) {
+    // The token, not the call, is the problem, whatever call met it first:
+    // the name lookup before most commands made a bad token read as a
+    // dataset problem ("list datasets: unknown or revoked token", issue 38).
+    message = absl::StrCat("the token was refused: ", status.error_message(),
+                           " (check --token or DPCURATOR_TOKEN; refused at: ", what, ")");
+  }
   if (status.error_code() == grpc::StatusCode::UNAVAILABLE) {
     absl::StrAppend(&message, " (is the server running and reachable? --server, --insecure)");
   }

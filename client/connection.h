@@ -56,8 +56,16 @@ class Connection {
 // variables, is an error.
 absl::StatusOr<bool> UsePlaintext(const ParsedArgs& args);
 
-// A gRPC status as an absl::Status whose message names the server.
+// A gRPC status as an absl::Status whose message names the server. An
+// UNAUTHENTICATED one says that the token was refused, naming `what` only
+// as where (issue 38: a bad token read as a failed dataset name lookup).
 absl::Status RpcError(const grpc::Status& status, const std::string& what);
+
+// Initial metadata key the server's UploadRows sends once the stream's
+// first message has passed every check that needs no row (the caller's
+// role, the dataset, its seal): a client waits for it before reading its
+// file. The server spells it in server/service.cc.
+inline constexpr char kUploadReadyMetadata[] = "dpc-upload-ready";
 
 // Whether a failed RequestRelease may have been admitted (and so charged):
 // only when the call may have reached the ledger and its answer was lost or

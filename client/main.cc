@@ -29,6 +29,27 @@ void PrintUsage(const std::vector<Command>& commands) {
       "--json outputs: docs/json.md.\n");
 }
 
+// The next word of every command under `prefix` ("" for the top level), for
+// a "did you mean" on an unknown one (issue 38).
+std::vector<std::string> NextWords(const std::vector<Command>& commands,
+                                   const std::string& prefix) {
+  std::vector<std::string> words;
+  for (const auto& c : commands) {
+    if (!prefix.empty() && !absl::StartsWith(c.name, prefix + " ")) continue;
+    const std::string rest = prefix.empty() ? c.name : c.name.substr(prefix.size() + 1);
+    std::string word = rest.substr(0, rest.find(' '));
+    if (std::find(words.begin(), words.end(), word) == words.end()) words.push_back(word);
+  }
+  return words;
+}
+
+std::string DidYouMean(const std::vector<Command>& commands, const std::string& prefix,
+                       const std::string& word) {
+  const std::string nearest = dpcurator::client::NearestName(word, NextWords(commands, prefix));
+  if (nearest.empty()) return "";
+  return absl::StrCat("; did you mean '", prefix.empty() ? "" : prefix + " ", nearest, "'?");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -79,8 +100,9 @@ int main(int argc, char** argv) {
       bool help = false;
       for (const auto& a : args) help = help || a == "--help" || a == "-h";
       if (unknown) {
-        std::fprintf(stderr, "dpcurator: unknown command '%s %s'\n\n", prefix.c_str(),
-                     args[prefix_words].c_str());
+        std::fprintf(stderr, "dpcurator: unknown command '%s %s'%s\n\n", prefix.c_str(),
+                     args[prefix_words].c_str(),
+                     DidYouMean(commands, prefix, args[prefix_words]).c_str());
         help = false;
       }
       FILE* out = help ? stdout : stderr;
@@ -98,7 +120,8 @@ int main(int argc, char** argv) {
       }
       return help ? 0 : 2;
     }
-    std::fprintf(stderr, "dpcurator: unknown command '%s'\n\n", args[0].c_str());
+    std::fprintf(stderr, "dpcurator: unknown command '%s'%s\n\n", args[0].c_str(),
+                 DidYouMean(commands, "", args[0]).c_str());
     PrintUsage(commands);
     return 2;
   }

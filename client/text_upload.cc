@@ -460,19 +460,45 @@ absl::StatusOr<v1::UploadRowsResponse> UploadTextFile(Connection& connection,
                                                       const data::Schema& schema,
                                                       const std::string& path,
                                                       const TextUploadOptions& options) {
-  auto check = CheckTextFile(schema, path, options);
-  if (!check.ok()) return check.status();
+  // The options' and the file's own cheap faults (missing, unreadable, a
+  // header that does not match the schema) first: they need no server.
+  if (auto status = CheckOptions(options); !status.ok()) return status;
   auto file = RecordFile::Open(path, options);
   if (!file.ok()) return file.status();
   auto mapping = MapFileHeader(schema, path, (*file)->header(), options);
   if (!mapping.ok()) return mapping.status();
-
+  // The stream opens with a message that names the dataset and holds no
+  // rows, and the server answers it (kUploadReadyMetadata) once everything
+  // that needs no row has passed: the token's role, the dataset, its seal.
+  // So a refusal comes before the file is read, not after a whole pass over
+  // it (issue 38: an analyst's upload read and streamed the whole file
+  // before "role analyst may not call UploadRows").
   auto context = connection.NewContext();
   v1::UploadRowsResponse response;
   auto writer = connection.datasets().UploadRows(context.get(), &response);
   v1::UploadRowsRequest message;
   message.set_dataset_id(dataset_id);
   message.set_append(options.append);
+  const bool opened = writer->Write(message);
+  message.Clear();  // the dataset and --append are said once, in the opening message
+  if (opened) writer->WaitForInitialMetadata();
+  if (!opened || context->GetServerInitialMetadata().count(kUploadReadyMetadata) == 0) {
+    writer->WritesDone();
+    grpc::Status status = writer->Finish();
+    if (status.ok()) {
+      return absl::InternalError("the server ended the upload before any row was sent");
+    }
+    return RpcError(status, "upload refused");
+  }
+  // Ends the stream unstored when the file cannot be sent: a cancelled
+  // upload commits nothing (DatasetServiceImpl::UploadRows).
+  const auto abandon = [&](absl::Status status) {
+    context->TryCancel();
+    (void)writer->Finish();
+    return status;
+  };
+  auto check = CheckTextFile(schema, path, options);
+  if (!check.ok()) return abandon(check.status());
   std::vector<int64_t> row_lines;
   std::vector<std::string> fields;
   std::vector<std::string> cells;
@@ -516,7 +542,7 @@ absl::StatusOr<v1::UploadRowsResponse> UploadTextFile(Connection& connection,
   grpc::Status status = writer->Finish();
   if (!status.ok()) {
     return CiteUploadLine(RpcError(status, "upload refused"), path, row_lines,
-                    options.rows_per_message);
+                          options.rows_per_message, /*first_rows_message=*/1);
   }
   progress.Finish(absl::StrFormat("upload: %lld rows stored", static_cast<long long>(sent)));
   // A message the server cannot decode ends its stream like a normal end

@@ -56,7 +56,8 @@ absl::StatusOr<v1::UploadRowsResponse> UploadTable(Connection& connection,
 }
 
 absl::Status CiteUploadLine(const absl::Status& status, const std::string& path,
-                            const std::vector<int64_t>& row_lines, int rows_per_message) {
+                            const std::vector<int64_t>& row_lines, int rows_per_message,
+                            int first_rows_message) {
   const absl::string_view text = status.message();
   constexpr absl::string_view kMarker = "upload message ";
   const size_t at = text.find(kMarker);
@@ -65,10 +66,10 @@ absl::Status CiteUploadLine(const absl::Status& status, const std::string& path,
   long long row_index = -1;
   const std::string tail(text.substr(at + kMarker.size()));
   if (std::sscanf(tail.c_str(), "%lld, row %lld", &message_index, &row_index) != 2 ||
-      message_index < 0 || row_index < 0 || row_index >= rows_per_message) {
+      message_index < first_rows_message || row_index < 0 || row_index >= rows_per_message) {
     return status;
   }
-  const long long global = message_index * rows_per_message + row_index;
+  const long long global = (message_index - first_rows_message) * rows_per_message + row_index;
   if (global >= static_cast<long long>(row_lines.size())) return status;
   return absl::Status(status.code(),
                       absl::StrCat(path, ":", row_lines[global], ": ", status.message()));

@@ -32,9 +32,12 @@ absl::StatusOr<v1::UploadRowsResponse> UploadTable(Connection& connection,
 // A server refusal that names "upload message M, row R" rewritten to start
 // with "path:LINE: ", LINE the 1-based line of that row in the file (the
 // header counted), from `row_lines` (the line of each row sent, in order).
-// Other statuses come back unchanged.
+// Other statuses come back unchanged. `first_rows_message` is the index of
+// the stream's first message with rows (1 when an empty message opened it,
+// as UploadTextFile's early refusal check does).
 absl::Status CiteUploadLine(const absl::Status& status, const std::string& path,
-                            const std::vector<int64_t>& row_lines, int rows_per_message);
+                            const std::vector<int64_t>& row_lines, int rows_per_message,
+                            int first_rows_message = 0);
 
 // A warning for an image dataset too small for its budget, or nothing.
 // Every one-shot release's noise, relative to the statistic it hides,

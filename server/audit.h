@@ -22,7 +22,11 @@ namespace dpcurator::server {
 
 // The audit log: one append-only row per protected RPC call (who, role,
 // method, target, outcome, epsilon charged), written by the auth
-// interceptor through Authorizer's AuditSink.
+// interceptor through Authorizer's AuditSink. It is the curator's answer to
+// "who did what to the data and its budget, and who was refused": so
+// successful read-only name lookups (ListDatasets) are left out
+// (UnauditedLookup), and refusals a stranger can repeat are counted, not
+// written one by one (below).
 //
 // The row is written AFTER the call's own transaction, in a transaction of
 // its own, not inside it: the calls that charge budget commit in the ledger

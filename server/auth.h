@@ -138,6 +138,15 @@ struct CallRecord {
 // cap, the memory budget). A charged call keeps its own row and line.
 bool RefusalAggregated(const CallRecord& call);
 
+// Calls that get no audit row: a successful ListDatasets, the read-only
+// listing that the client's dataset name lookup makes. The audit log is the
+// curator's record of who acted on the data and its budget (uploads,
+// releases, sessions, deletions, tokens) and of every refusal; listing the
+// public metadata (schemas, budget totals) that any token holder may read
+// changes nothing and costs no epsilon, and a row per lookup buried the rows
+// that matter (issue 38).
+bool UnauditedLookup(const CallRecord& call);
+
 // Called once per protected call, after the handler returned and before the
 // status is sent (so a client that sees the status can read the row).
 using AuditSink = std::function<void(const CallRecord&)>;

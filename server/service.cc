@@ -300,6 +300,13 @@ grpc::Status DatasetServiceImpl::UploadRows(grpc::ServerContext* context,
             "data")));
       }
       DPC_GRPC_ASSIGN_OR_RETURN(schema, SchemaFromProto(dataset.schema()));
+      // Everything that needs no row has passed (the role in Check above,
+      // the dataset, its seal): said at once, so that a client waits for
+      // this before reading its file, and a refusal costs it no pass over
+      // the file (issue 38). The key is client/connection.h's
+      // kUploadReadyMetadata.
+      context->AddInitialMetadata("dpc-upload-ready", "1");
+      reader->SendInitialMetadata();
     } else if (!message.dataset_id().empty() && message.dataset_id() != dataset_id) {
       return ToGrpcStatus(
           absl::InvalidArgumentError("an upload stream carries rows of one dataset only"));

@@ -23,6 +23,7 @@
 #include "core/data/idx.h"
 #include "core/eval/cnn_classifier.h"
 #include "core/eval/evaluator.h"
+#include "core/eval/html_report.h"
 #include "core/eval/image_judge.h"
 #include "proto/convert.h"
 
@@ -127,6 +128,11 @@ nlohmann::json EvalJson(const eval::EvalReport& report) {
     }
   }
   out["warnings"] = report.warnings;
+  // TSTR at or below chance, or far below train-on-real (issue 38), as
+  // eval::UtilityFlags words them; empty when none.
+  out["tstr_flags"] = eval::UtilityFlags(report.utility);
+  // How roc_auc and pr_auc average over the label's classes.
+  out["auc_averaging"] = report.num_classes > 2 ? "macro_one_vs_rest" : "binary";
   return out;
 }
 
@@ -318,9 +324,18 @@ std::string FormatEvalReport(const eval::EvalReport& report) {
                                         "fit s"));
   for (const auto& row : report.utility) {
     absl::StrAppend(&out, absl::StrFormat("%-22s %-10s %8d %8.4f %9.4f %9.4f %8.2f%s\n",
-                                          row.classifier, row.train_source, row.train_rows,
+                                          eval::HumanClassifierName(row.classifier),
+                                          row.train_source, row.train_rows,
                                           row.roc_auc, row.pr_auc, row.accuracy, row.fit_seconds,
                                           row.single_class_training ? "  (single class!)" : ""));
+  }
+  if (!report.utility.empty() && report.num_classes > 2) {
+    absl::StrAppend(&out, absl::StrFormat("ROC-AUC and PR-AUC: macro one-vs-rest means over the "
+                                          "%d classes (chance: ROC-AUC 0.5)\n",
+                                          report.num_classes));
+  }
+  for (const std::string& flag : eval::UtilityFlags(report.utility)) {
+    absl::StrAppend(&out, "FLAG: ", flag, "\n");
   }
   if (report.fidelity.has_value()) {
     const auto& f = *report.fidelity;

@@ -16,6 +16,7 @@
 #include "absl/strings/str_split.h"
 #include "client/commands.h"
 #include "client/commands/eval_report.h"
+#include "client/connection.h"
 #include "client/methods/registry.h"
 #include "client/proto_file.h"
 #include "client/schema_file.h"
@@ -54,6 +55,104 @@ std::string TodayUtc() {
   return buffer;
 }
 
+// The relation a release artefact was made under, in words for the privacy
+// officer who reads the page; an artefact that predates the field
+// (RELATION_UNSPECIFIED) was made under add/remove. INVALID_ARGUMENT for a
+// file that is no release.
+absl::StatusOr<std::string> ReleaseRelation(const std::string& path, const v1::Release& release) {
+  v1::NeighbouringRelation relation = v1::RELATION_UNSPECIFIED;
+  switch (release.artefact_case()) {
+    case v1::Release::kEmbedding:
+      relation = release.embedding().relation();
+      break;
+    case v1::Release::kMst:
+      relation = release.mst().relation();
+      break;
+    case v1::Release::kAim:
+      relation = release.aim().relation();
+      break;
+    case v1::Release::kMarginals:
+      relation = release.marginals().relation();
+      break;
+    case v1::Release::kPartitioned:
+      if (release.partitioned().marginals_size() > 0) {
+        relation = release.partitioned().marginals(0).relation();
+      }
+      break;
+    case v1::Release::ARTEFACT_NOT_SET: {
+      const std::string kind = DescribeFileKind(path);
+      return absl::InvalidArgumentError(absl::StrCat(
+          "'", path, "' is ", kind.empty() ? "not a release artefact" : kind,
+          ". --release takes the file `dpcurator release --out` wrote"));
+    }
+  }
+  return std::string(relation == v1::REPLACE_ONE ? "replace one row (REPLACE_ONE)"
+                                                 : "add or remove one row (ADD_REMOVE)");
+}
+
+// The dataset's composed total from the server's ledger when the command
+// has a server to ask (--server or --token, or their variables), else why
+// not. Never fails the report: the page says what is unknown.
+eval::DatasetTotal AskDatasetTotal(const ParsedArgs& args,
+                                   const std::vector<eval::PrivacySpent>& releases) {
+  eval::DatasetTotal total;
+  std::vector<std::string> datasets;
+  for (const eval::PrivacySpent& r : releases) {
+    if (!r.dataset_id.empty() &&
+        std::find(datasets.begin(), datasets.end(), r.dataset_id) == datasets.end()) {
+      datasets.push_back(r.dataset_id);
+    }
+  }
+  if (datasets.empty()) {
+    total.unknown_reason = "no model names its dataset";
+    return total;
+  }
+  if (datasets.size() > 1) {
+    total.unknown_reason = absl::StrCat("the files come from ", datasets.size(),
+                                        " datasets; each has its own total");
+    return total;
+  }
+  if (!args.Has("server") && !args.Has("token")) {
+    total.unknown_reason =
+        "made offline; give --server and --token (or DPCURATOR_SERVER, DPCURATOR_TOKEN) to "
+        "ask the server";
+    return total;
+  }
+  auto connection = Connection::FromArgs(args);
+  if (!connection.ok()) {
+    total.unknown_reason = std::string(connection.status().message());
+    return total;
+  }
+  v1::GetBudgetRequest request;
+  request.set_dataset_id(datasets.front());
+  request.set_page_size(1);  // the totals are on every page
+  v1::BudgetReport budget;
+  auto context = connection->NewContext();
+  const grpc::Status status = connection->datasets().GetBudget(context.get(), request, &budget);
+  if (!status.ok()) {
+    const absl::Status error = RpcError(status, "budget");
+    std::fprintf(stderr, "dpcurator: warning: the dataset's total is left unknown: %s\n",
+                 std::string(error.message()).c_str());
+    total.unknown_reason = absl::StrCat("the server did not answer: ", error.message());
+    return total;
+  }
+  total.known = true;
+  total.epsilon_spent = budget.epsilon_spent();
+  total.epsilon_cap = budget.budget().epsilon();
+  total.delta = budget.budget().delta();
+  return total;
+}
+
+// Whether two models' schemas name the same columns in the same order: the
+// rows of every compared file are read with the first model's schema.
+bool SameColumnNames(const v1::TableSchema& a, const v1::TableSchema& b) {
+  if (a.columns_size() != b.columns_size()) return false;
+  for (int c = 0; c < a.columns_size(); ++c) {
+    if (a.columns(c).name() != b.columns(c).name()) return false;
+  }
+  return true;
+}
+
 absl::Status RunReport(const ParsedArgs& args) {
   if (args.Has("model") == args.Has("schema")) {
     return absl::InvalidArgumentError(
@@ -62,87 +161,6 @@ absl::Status RunReport(const ParsedArgs& args) {
   }
   eval::HtmlReportInput input;
   v1::TableSchema schema_proto;
-  if (args.Has("model")) {
-    v1::GeneratorModel model;
-    // The method that wrote the model (its file checked by the registry; a
-    // file of another kind is named with the command that takes it).
-    auto method = ReadModelFile(args.Get("model"), &model);
-    if (!method.ok()) return method.status();
-    schema_proto = model.schema();
-    input.privacy.method = std::string((*method)->name());
-    input.privacy.dataset_id = model.dataset_id();
-    input.privacy.epsilon = model.epsilon();
-    input.privacy.delta = model.delta();
-    // Session-trained models name their dataset where a release id would be:
-    // the page lists releases only (issue 25 item 2).
-    if (!model.release_id().empty() && model.release_id() != model.dataset_id()) {
-      input.privacy.release_ids.push_back(model.release_id());
-    }
-  } else {
-    auto read = ReadEvalSchemaFile(args.Get("schema"));
-    if (!read.ok()) return read.status();
-    schema_proto = *read;
-  }
-  if (args.Has("release")) {
-    // The artefacts the model was fitted to: they carry the relation (and,
-    // for a multi-release model, every release id). The file is the one
-    // `release --out` and `release get --out` write, a Release envelope;
-    // read as a bare artefact it gave the dataset id as the release id and
-    // lost the relation.
-    for (absl::string_view part : absl::StrSplit(args.Get("release"), ',', absl::SkipEmpty())) {
-      const std::string path(part);
-      v1::Release release;
-      const absl::Status read = ReadProtoFile(path, &release);
-      if (read.code() == absl::StatusCode::kNotFound) return read;
-      if (!read.ok()) {
-        // A model does not parse as a release: name it before the reader's
-        // "truncated or damaged?".
-        const std::string kind = DescribeFileKind(path);
-        if (kind.empty()) return read;
-        return absl::InvalidArgumentError(
-            absl::StrCat("'", path, "' is ", kind,
-                         ". --release takes the file `dpcurator release --out` wrote"));
-      }
-      v1::NeighbouringRelation relation = v1::RELATION_UNSPECIFIED;
-      switch (release.artefact_case()) {
-        case v1::Release::kEmbedding:
-          relation = release.embedding().relation();
-          break;
-        case v1::Release::kMst:
-          relation = release.mst().relation();
-          break;
-        case v1::Release::kAim:
-          relation = release.aim().relation();
-          break;
-        case v1::Release::kMarginals:
-          relation = release.marginals().relation();
-          break;
-        case v1::Release::kPartitioned:
-          if (release.partitioned().marginals_size() > 0) {
-            relation = release.partitioned().marginals(0).relation();
-          }
-          break;
-        case v1::Release::ARTEFACT_NOT_SET: {
-          const std::string kind = DescribeFileKind(path);
-          return absl::InvalidArgumentError(absl::StrCat(
-              "'", path, "' is ", kind.empty() ? "not a release artefact" : kind,
-              ". --release takes the file `dpcurator release --out` wrote"));
-        }
-      }
-      // Words for the privacy officer who reads the page; an artefact that
-      // predates the field (RELATION_UNSPECIFIED) was made under add/remove.
-      input.privacy.relation = relation == v1::REPLACE_ONE ? "replace one row (REPLACE_ONE)"
-                                                           : "add or remove one row (ADD_REMOVE)";
-      const std::string& id = release.id();
-      if (!id.empty() && std::find(input.privacy.release_ids.begin(),
-                                   input.privacy.release_ids.end(),
-                                   id) == input.privacy.release_ids.end()) {
-        input.privacy.release_ids.push_back(id);
-      }
-    }
-  }
-  auto schema = SchemaFromProto(schema_proto);
-  if (!schema.ok()) return schema.status();
   // One synthetic file, or several compared on one page (issue 26 item 4),
   // each labelled by --labels or its file name.
   const std::vector<std::string> synthetic_paths =
@@ -161,6 +179,99 @@ absl::Status RunReport(const ParsedArgs& args) {
       labels.push_back(std::filesystem::path(path).stem().string());
     }
   }
+  // One row of the privacy section per file (issue 38: one release's epsilon
+  // was shown for several files).
+  for (size_t k = 0; k < synthetic_paths.size(); ++k) {
+    eval::PrivacySpent row;
+    row.label = labels[k];
+    row.file = synthetic_paths[k];
+    input.releases.push_back(std::move(row));
+  }
+  if (args.Has("model")) {
+    // A model per --synthetic file, in order, or one for the first file.
+    const std::vector<std::string> model_paths =
+        absl::StrSplit(args.Get("model"), ',', absl::SkipEmpty());
+    if (model_paths.size() > synthetic_paths.size()) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "--model names %d model(s) for %d --synthetic file(s); give at most one each, in "
+          "order",
+          model_paths.size(), synthetic_paths.size()));
+    }
+    for (size_t k = 0; k < model_paths.size(); ++k) {
+      v1::GeneratorModel model;
+      // The method that wrote the model (its file checked by the registry; a
+      // file of another kind is named with the command that takes it).
+      auto method = ReadModelFile(model_paths[k], &model);
+      if (!method.ok()) return method.status();
+      if (k == 0) {
+        schema_proto = model.schema();
+      } else if (!SameColumnNames(model.schema(), schema_proto)) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "--model '", model_paths[k], "' names other columns than '", model_paths[0],
+            "': one report compares tables of one schema"));
+      }
+      eval::PrivacySpent& row = input.releases[k];
+      row.method = std::string((*method)->name());
+      row.dataset_id = model.dataset_id();
+      row.epsilon = model.epsilon();
+      row.delta = model.delta();
+      // Session-trained models name their dataset where a release id would
+      // be: the page lists releases only (issue 25 item 2).
+      if (!model.release_id().empty() && model.release_id() != model.dataset_id()) {
+        row.release_ids.push_back(model.release_id());
+      }
+    }
+  } else {
+    auto read = ReadEvalSchemaFile(args.Get("schema"));
+    if (!read.ok()) return read.status();
+    schema_proto = *read;
+  }
+  if (args.Has("release")) {
+    // The artefacts the models were fitted to: they carry the relation (and,
+    // for a multi-release model, every release id). The file is the one
+    // `release --out` and `release get --out` write, a Release envelope;
+    // read as a bare artefact it gave the dataset id as the release id and
+    // lost the relation. Each goes to the file whose model names its id;
+    // one that no model names goes to the first file.
+    for (absl::string_view part : absl::StrSplit(args.Get("release"), ',', absl::SkipEmpty())) {
+      const std::string path(part);
+      v1::Release release;
+      const absl::Status read = ReadProtoFile(path, &release);
+      if (read.code() == absl::StatusCode::kNotFound) return read;
+      if (!read.ok()) {
+        // A model does not parse as a release: name it before the reader's
+        // "truncated or damaged?".
+        const std::string kind = DescribeFileKind(path);
+        if (kind.empty()) return read;
+        return absl::InvalidArgumentError(
+            absl::StrCat("'", path, "' is ", kind,
+                         ". --release takes the file `dpcurator release --out` wrote"));
+      }
+      auto relation = ReleaseRelation(path, release);
+      if (!relation.ok()) return relation.status();
+      const std::string& id = release.id();
+      eval::PrivacySpent* row = &input.releases.front();
+      for (eval::PrivacySpent& candidate : input.releases) {
+        if (std::find(candidate.release_ids.begin(), candidate.release_ids.end(), id) !=
+            candidate.release_ids.end()) {
+          row = &candidate;
+          break;
+        }
+      }
+      row->relation = *relation;
+      if (!id.empty() &&
+          std::find(row->release_ids.begin(), row->release_ids.end(), id) ==
+              row->release_ids.end()) {
+        row->release_ids.push_back(id);
+      }
+    }
+  }
+  input.privacy = input.releases.front();
+  bool any_release = false;
+  for (const eval::PrivacySpent& r : input.releases) any_release |= r.epsilon > 0.0;
+  if (any_release) input.dataset_total = AskDatasetTotal(args, input.releases);
+  auto schema = SchemaFromProto(schema_proto);
+  if (!schema.ok()) return schema.status();
   // CSV or ARFF by name, as `eval` reads them (issue 25 item 2); every file
   // is read before anything is scored, so a bad one fails fast.
   std::vector<data::Table> tables;
@@ -254,6 +365,27 @@ absl::Status RunReport(const ParsedArgs& args) {
     if (input.binary_auroc.has_value()) {
       json["binary_auroc_mean_gap"] = input.binary_auroc->scatter.mean_abs_gap;
     }
+    json["tstr_flags"] = eval::UtilityFlags(input.utility);
+    json["privacy"] = nlohmann::json::array();
+    for (const eval::PrivacySpent& r : input.releases) {
+      nlohmann::json row = {{"label", r.label}, {"file", r.file}};
+      if (r.epsilon > 0.0) {
+        row.update({{"method", r.method},
+                    {"dataset_id", r.dataset_id},
+                    {"epsilon", r.epsilon},
+                    {"delta", r.delta},
+                    {"release_ids", r.release_ids}});
+        if (!r.relation.empty()) row["relation"] = r.relation;
+      }
+      json["privacy"].push_back(row);
+    }
+    if (input.dataset_total.known) {
+      json["dataset_total"] = {{"epsilon_spent", input.dataset_total.epsilon_spent},
+                               {"epsilon_cap", input.dataset_total.epsilon_cap},
+                               {"delta", input.dataset_total.delta}};
+    } else if (!input.dataset_total.unknown_reason.empty()) {
+      json["dataset_total"] = {{"unknown", input.dataset_total.unknown_reason}};
+    }
     if (!input.compared.empty()) {
       json["compared"] = nlohmann::json::array();
       for (const eval::ComparedTable& t : input.compared) {
@@ -261,7 +393,12 @@ absl::Status RunReport(const ParsedArgs& args) {
         for (const auto& r : t.utility) {
           if (r.train_source == "synthetic") roc_auc[r.classifier] = r.roc_auc;
         }
+        std::vector<eval::ClassifierResult> judged = t.utility;
+        for (const auto& r : input.utility) {
+          if (r.train_source == "real") judged.push_back(r);
+        }
         json["compared"].push_back({{"label", t.label},
+                                    {"tstr_flags", eval::UtilityFlags(judged)},
                                     {"file", t.file},
                                     {"rows", t.rows},
                                     {"column_shapes", t.column_shapes},
@@ -273,14 +410,24 @@ absl::Status RunReport(const ParsedArgs& args) {
     std::printf("%s\n", json.dump(2).c_str());
   } else if (!input.compared.empty()) {
     for (const eval::ComparedTable& t : input.compared) {
-      std::printf("%-12s Column Shapes %.1f%%, Column Pair Trends %.1f%%, overall %.1f%%\n",
+      std::vector<eval::ClassifierResult> judged = t.utility;
+      for (const auto& r : input.utility) {
+        if (r.train_source == "real") judged.push_back(r);
+      }
+      const std::vector<std::string> flags = eval::UtilityFlags(judged);
+      std::printf("%-12s Column Shapes %.1f%%, Column Pair Trends %.1f%%, overall %.1f%%%s\n",
                   t.label.c_str(), 100 * t.column_shapes, 100 * t.column_pair_trends,
-                  100 * t.overall);
+                  100 * t.overall, flags.empty() ? "" : "  (TSTR FLAG, below)");
+      for (const std::string& flag : flags) std::printf("  FLAG: %s\n", flag.c_str());
     }
     std::printf("wrote %s\n", out.c_str());
   } else {
-    std::printf("Column Shapes %.1f%%, Column Pair Trends %.1f%%, overall %.1f%%\nwrote %s\n",
-                100 * q.column_shapes, 100 * q.column_pair_trends, 100 * q.overall, out.c_str());
+    const std::vector<std::string> flags = eval::UtilityFlags(input.utility);
+    std::printf("Column Shapes %.1f%%, Column Pair Trends %.1f%%, overall %.1f%%%s\n",
+                100 * q.column_shapes, 100 * q.column_pair_trends, 100 * q.overall,
+                flags.empty() ? "" : "  (TSTR FLAG, below)");
+    for (const std::string& flag : flags) std::printf("FLAG: %s\n", flag.c_str());
+    std::printf("wrote %s\n", out.c_str());
   }
   return absl::OkStatus();
 }
@@ -297,21 +444,27 @@ std::vector<Command> ReportCommands() {
       "a pair-trend heatmap, the train-on-synthetic-test-on-real table, and the privacy\n"
       "spent (epsilon, delta, relation, release ids) from --model and --release.\n"
       "Several --synthetic files (e.g. one per method) add a table comparing them all;\n"
-      "the other sections, and --model, describe the first.\n\n"
-      "  dpcurator report --schema adult.schema.json --real adult.test \\\n"
+      "the other sections describe the first. Give a --model per file to list each\n"
+      "file's release; with --server and --token the page also shows the dataset's\n"
+      "composed total from the server's ledger (offline it says the total is unknown).\n"
+      "A TSTR ROC-AUC at or near chance, or far below train-on-real, is flagged beside\n"
+      "the scores.\n\n"
+      "  dpcurator report --model aim.pb,mst.pb,merf.pb --real adult.test \\\n"
       "    --synthetic aim.csv,mst.csv,merf.csv --labels AIM,MST,DP-MERF",
-      {{"synthetic", "synthetic.csv",
+      WithConnection({{"synthetic", "synthetic.csv",
         "synthetic CSV (`dpcurator sample`), or several, comma-separated, to compare"},
        {"labels", "", "a name per --synthetic file, comma-separated (default: the file names)"},
        {"real", "", "real held-out CSV or ARFF (by its name)", false, true},
-       {"model", "", "the model the synthetic rows came from (schema, epsilon, delta, release)"},
+       {"model", "",
+        "the model each synthetic file came from (schema, epsilon, delta, release), "
+        "comma-separated in --synthetic order (or one, for the first file)"},
        {"schema", "", "schema file instead of --model (no privacy section)"},
        {"release", "", "the release artefact(s) the model was fitted to, comma-separated: "
                        "adds the neighbouring relation"},
        {"real-train", "", "optional real training CSV: adds train-on-real baseline rows"},
        {"no-tstr", "", "leave out the classifiers (faster)", true},
        {"out", "report.html", "HTML file to write"},
-       {"json", "", "print the scores as JSON", true}},
+       {"json", "", "print the scores as JSON", true}}),
       RunReport}};
 }
 

@@ -38,6 +38,23 @@ constexpr ImageTrainDefaults kImageMerfSteps{"fc", 0, 2000};
 
 }  // namespace
 
+absl::StatusOr<double> MerfLossScale(const v1::Release& release) {
+  DPC_ASSIGN_OR_RETURN(data::Schema schema, SchemaFromProto(release.embedding().schema()));
+  const data::FeatureLayout layout = data::FeatureLayout::ForFeatures(schema);
+  DPC_ASSIGN_OR_RETURN(auto feature_map, release::RffEmbeddingKind::FeatureMap(
+                                              layout, RffOptionsFromProto(release.embedding())));
+  DPC_ASSIGN_OR_RETURN(LoadedArtefact loaded,
+                       LoadArtefact(release, v1::RFF_EMBEDDING, feature_map.output_dim()));
+  // The loss L = sum_c ||target_c - m_c||^2 (EmbeddingMeanLoss, DP-MERF
+  // eq. 6 per class) of generated class means m_c = 0.
+  return loaded.target.class_means.squaredNorm();
+}
+
+std::string MerfLossShare(double loss, double scale) {
+  if (!(scale > 0.0)) return "";
+  return absl::StrFormat("= %.2f%% of the released embedding's squared norm", 100.0 * loss / scale);
+}
+
 absl::StatusOr<v1::GeneratorModel> TrainMerfModel(const v1::Release& release,
                                                   const train::EmbeddingTrainerOptions& options) {
   DPC_ASSIGN_OR_RETURN(data::Schema schema, SchemaFromProto(release.embedding().schema()));
@@ -253,7 +270,16 @@ class MerfUnit final : public Method {
     }
     DPC_ASSIGN_OR_RETURN(train::EmbeddingTrainerOptions options, TrainerOptionsFromArgs(args));
     StepProgress progress(absl::StrCat("train ", kMerfName), options.steps, args.Flag("quiet"));
-    options.progress = progress.Callback();
+    // The loss alone has no scale (issue 38): each line also gives it as a
+    // share of the all-zero embedding's loss (MerfLossScale), so 0% is a
+    // generator whose mean embedding matches the release and 100% one that
+    // matches nothing; the noise in the release keeps it above 0.
+    DPC_ASSIGN_OR_RETURN(const double scale, MerfLossScale(release));
+    const auto step_line = progress.Callback();
+    options.progress = [&progress, step_line, scale](int step, double loss) {
+      progress.set_note(MerfLossShare(loss, scale));
+      step_line(step, loss);
+    };
     TrainResult result;
     DPC_ASSIGN_OR_RETURN(result.model, TrainMerfModel(release, options));
     result.message = ReleaseModelWritten(result.model, args.Get("out"), /*images=*/false);

@@ -20,6 +20,14 @@ namespace dpcurator::client {
 // The unit (registry.cc).
 const Method& MerfMethod();
 
+// The scale of DP-MERF's loss for `release` (an rff_embedding over a
+// table): sum_c ||target_c||^2, the loss of generated class means that are
+// all zero, so that loss / scale reads as a share (issue 38: the loss had
+// no scale). MerfLossShare words it for the progress line ("= 4.12% of the
+// released embedding's squared norm"; "" for a zero scale).
+absl::StatusOr<double> MerfLossScale(const v1::Release& release);
+std::string MerfLossShare(double loss, double scale);
+
 // Fits a generator to an rff_embedding release and packages it as a model.
 absl::StatusOr<v1::GeneratorModel> TrainMerfModel(const v1::Release& release,
                                                   const train::EmbeddingTrainerOptions& options);

@@ -17,6 +17,10 @@ namespace dpcurator::eval {
 
 // What the synthetic rows cost, as the model and its releases record it.
 struct PrivacySpent {
+  // The synthetic file these rows are (its --labels name and path); empty
+  // for a single-file report made before per-file rows existed.
+  std::string label;
+  std::string file;
   std::string method;      // "merf", "pearl", ... ("" when unknown)
   std::string dataset_id;
   std::vector<std::string> release_ids;
@@ -38,11 +42,42 @@ struct ComparedTable {
   std::vector<ClassifierResult> utility;
 };
 
+// The dataset's composed total as the server's ledger has it (every
+// release and session of the dataset, not only the files on the page), or
+// why it is not known (a report made offline).
+struct DatasetTotal {
+  bool known = false;
+  double epsilon_spent = 0.0;
+  double epsilon_cap = 0.0;
+  double delta = 0.0;
+  std::string unknown_reason;  // shown when !known
+};
+
+// Train-on-synthetic rows that an "Overall" score must not hide (issue 38:
+// "Overall 83%" beside a TSTR ROC-AUC below chance, with no flag): a
+// classifier trained on the synthetic rows at or below chance on the real
+// rows (ROC-AUC <= 0.5 + kChanceRocAucMargin; 0.5 is chance for the binary
+// AUC and for the macro one-vs-rest mean alike), or at least
+// kFarBelowRealRocAuc below the same classifier trained on real rows.
+// One sentence per flagged classifier, in `utility` order.
+inline constexpr double kChanceRocAucMargin = 0.05;
+inline constexpr double kFarBelowRealRocAuc = 0.15;
+std::vector<std::string> UtilityFlags(const std::vector<ClassifierResult>& utility);
+
+// Words a reader knows for the metric and classifier ids
+// ("TVComplement" -> "category shares: 1 - total variation distance").
+std::string HumanMetricName(absl::string_view metric);
+std::string HumanClassifierName(absl::string_view classifier);
+
 struct HtmlReportInput {
   std::string title = "dpcurator quality report";
   // Free text shown under the title (file names, row counts, date).
   std::vector<std::string> notes;
   PrivacySpent privacy;
+  // One per compared file, in --synthetic order (file and label set; the
+  // rest empty where no model was given for it). Empty: `privacy` alone.
+  std::vector<PrivacySpent> releases;
+  DatasetTotal dataset_total;
   QualityReport quality;
   // Train-on-synthetic, test-on-real rows (EvalReport::utility); may be empty.
   std::vector<ClassifierResult> utility;

@@ -5,6 +5,7 @@
 #include <limits>
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "core/eval/fidelity.h"
 
@@ -125,15 +126,71 @@ Eigen::VectorXd BinnedHistogram(const data::Table& table, int column,
                               : histogram;
 }
 
+std::string GroupThousands(const std::string& digits);
+
+// An integer bin's edge: exact, grouped, below a million (neighbouring
+// one-value bins must not read alike); rounded above (FormatAxisNumber).
+std::string IntegerLabel(double value) {
+  if (std::abs(value) >= 1e6) return FormatAxisNumber(value);
+  const std::string digits = absl::StrFormat("%.0f", std::abs(value));
+  return absl::StrCat(value < 0 ? "-" : "", GroupThousands(digits));
+}
+
 std::string BinLabel(const NumericBinning& binning, int b) {
   const double from = binning.lower + b * binning.width;
-  if (!binning.integer) return absl::StrFormat("%.6g", from);
-  if (binning.width == 1.0) return absl::StrFormat("%.0f", from);
+  if (!binning.integer) return FormatAxisNumber(from);
+  if (binning.width == 1.0) return IntegerLabel(from);
   const double to = std::min(from + binning.width - 1.0, binning.last_value);
-  return to == from ? absl::StrFormat("%.0f", from) : absl::StrFormat("%.0f-%.0f", from, to);
+  return to == from ? IntegerLabel(from)
+                    : absl::StrCat(IntegerLabel(from), "-", IntegerLabel(to));
+}
+
+// Digits of a whole number in groups of three ("1234567" -> "1,234,567").
+std::string GroupThousands(const std::string& digits) {
+  std::string out;
+  const size_t n = digits.size();
+  for (size_t i = 0; i < n; ++i) {
+    if (i > 0 && (n - i) % 3 == 0) out.push_back(',');
+    out.push_back(digits[i]);
+  }
+  return out;
+}
+
+// `value` with at most 3 significant digits in fixed notation, trailing
+// zeros after the point removed ("0.125", "2.5", "12").
+std::string ThreeSignificant(double value) {
+  if (value == 0.0) return "0";
+  const int magnitude = static_cast<int>(std::floor(std::log10(std::abs(value))));
+  const int decimals = std::clamp(2 - magnitude, 0, 12);
+  std::string text = absl::StrFormat("%.*f", decimals, value);
+  if (text.find('.') != std::string::npos) {
+    while (text.back() == '0') text.pop_back();
+    if (text.back() == '.') text.pop_back();
+  }
+  return text == "-0" ? "0" : text;
 }
 
 }  // namespace
+
+std::string FormatAxisNumber(double value) {
+  if (!std::isfinite(value)) return absl::StrFormat("%g", value);
+  const double magnitude = std::abs(value);
+  const std::string sign = value < 0 ? "-" : "";
+  if (magnitude >= 1e9) return absl::StrCat(sign, ThreeSignificant(magnitude / 1e9), "B");
+  if (magnitude >= 1e6) {
+    // 999,999,999 rounds to "1000M": say "1B" instead.
+    const std::string millions = ThreeSignificant(magnitude / 1e6);
+    return absl::StrCat(sign, millions == "1000" ? "1B" : absl::StrCat(millions, "M"));
+  }
+  if (magnitude >= 1e3) {
+    // Rounded to 3 significant digits, then grouped: 12,345 -> "12,300".
+    const double scale = std::pow(10.0, std::floor(std::log10(magnitude)) - 2);
+    const double rounded = std::round(magnitude / scale) * scale;
+    if (rounded >= 1e6) return absl::StrCat(sign, "1M");
+    return absl::StrCat(sign, GroupThousands(absl::StrFormat("%.0f", rounded)));
+  }
+  return ThreeSignificant(value);
+}
 
 absl::Status QualityOptions::Validate() const {
   if (histogram_bins < 2 || histogram_bins > 1000) {

@@ -73,6 +73,12 @@ struct QualityReport {
   double overall = 0.0;
 };
 
+// A number as a chart label shows it (issue 38: numeric bin labels printed
+// up to 17 digits): rounded to 3 significant digits, thousands separated by
+// commas below a million ("12,300"), "1.25M" and "3B" from a million up,
+// no trailing zeros after a decimal point ("0.125", "2.5").
+std::string FormatAxisNumber(double value);
+
 // Two-sample Kolmogorov-Smirnov statistic sup_x |F_a(x) - F_b(x)| of the
 // empirical distribution functions (exact, ties handled; both non-empty).
 double KolmogorovSmirnovStatistic(std::vector<double> a, std::vector<double> b);

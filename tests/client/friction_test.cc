@@ -585,6 +585,27 @@ TEST_F(FrictionTest, CountFlagsTakeWholeNumbersInScientificNotation) {
   }
 }
 
+// Issue 38: no "did you mean" for commands and options. NearestName finds
+// a typo's word (a swap, a missing or extra letter) and nothing for a word
+// far from every candidate; ParseArgs names it for an unknown option.
+TEST_F(FrictionTest, UnknownOptionsNameTheNearestOne) {
+  const std::vector<std::string> names = {"dataset", "datasets", "train", "epsilon", "json"};
+  EXPECT_EQ(NearestName("trian", names), "train");
+  EXPECT_EQ(NearestName("datset", names), "dataset");
+  EXPECT_EQ(NearestName("epsilonn", names), "epsilon");
+  EXPECT_EQ(NearestName("JSON", names), "json");
+  EXPECT_EQ(NearestName("zzz", names), "");
+  EXPECT_EQ(NearestName("upload", names), "");
+  const std::vector<Command> sample = SampleCommands();
+  const Command* command = FindCommand(sample, "sample");
+  ASSERT_NE(command, nullptr);
+  auto parsed = ParseArgs(command->options, {"--modle", "m.pb"});
+  ASSERT_FALSE(parsed.ok());
+  EXPECT_NE(parsed.status().message().find("unknown option --modle; did you mean --model?"),
+            std::string::npos)
+      << parsed.status();
+}
+
 // "list commands ... and `release get` have no --json": every listing
 // command (a name ending in "list", `releases`, `admin audit`) and `release
 // get` takes it.

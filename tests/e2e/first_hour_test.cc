@@ -221,6 +221,9 @@ TEST_F(FirstHourTest, ArffFromSchemaDraftToReleaseModelAndSamples) {
   ASSERT_EQ(train.exit_code, 0) << train.err;
   EXPECT_EQ(train.err.find('\r'), std::string::npos);
   EXPECT_NE(train.err.find("step    150 / 150"), std::string::npos) << train.err;
+  // The loss with a scale (issue 38): a share of the all-zero embedding's.
+  EXPECT_NE(train.err.find("% of the released embedding's squared norm"), std::string::npos)
+      << train.err;
   CliRun sample = Cli("sample --model german.model --rows 300 --out synthetic.csv");
   ASSERT_EQ(sample.exit_code, 0) << sample.err;
   std::ifstream synthetic(dir_ / "synthetic.csv");

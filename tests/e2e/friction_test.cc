@@ -475,6 +475,50 @@ TEST_F(FrictionTest, TrainJsonIsTheDocumentAloneAndNamesAreAccepted) {
   EXPECT_EQ(nlohmann::json::parse(opened.out)["dataset_id"], dataset);
 }
 
+// Issue 38's minors: a mistyped command or option names the nearest one; a
+// bad token is said to be the token's fault, not the name lookup's that met
+// it first; an analyst's upload is refused before the file is read (before:
+// every bad line of the file listed, then the role refusal after a whole
+// pass).
+TEST_F(FrictionTest, TyposAreSuggestedAndRefusalsNameTheirCause) {
+  CliRun command = Cli("trian mst");
+  EXPECT_EQ(command.exit_code, 2);
+  EXPECT_NE(command.err.find("unknown command 'trian'; did you mean 'train'?"), std::string::npos)
+      << command.err;
+  CliRun subcommand = Cli("datasets lsit");
+  EXPECT_EQ(subcommand.exit_code, 2);
+  EXPECT_NE(subcommand.err.find("did you mean 'datasets list'?"), std::string::npos)
+      << subcommand.err;
+  CliRun option = Cli("datasets list --jsno", kCurator);
+  EXPECT_EQ(option.exit_code, 2);
+  EXPECT_NE(option.err.find("unknown option --jsno; did you mean --json?"), std::string::npos)
+      << option.err;
+
+  const std::string id = Create("patients");
+  ASSERT_FALSE(id.empty());
+  WriteGood(dir_ / "good.csv", 20);
+  CliRun token = Cli("upload --dataset patients --csv good.csv", "not-a-token");
+  EXPECT_EQ(token.exit_code, 3);
+  EXPECT_NE(token.err.find("dpcurator: the token was refused: "), std::string::npos) << token.err;
+  EXPECT_EQ(token.err.find("dpcurator: list datasets"), std::string::npos) << token.err;
+
+  {
+    std::ofstream out(dir_ / "bad.csv", std::ios::binary);
+    out << "Patient Age,ward,outcome\n30,a,no\nforty,b,yes\n";
+  }
+  CliRun analyst = Cli("upload --dataset patients --csv bad.csv", kAnalyst);
+  EXPECT_EQ(analyst.exit_code, 3) << analyst.err;
+  EXPECT_NE(analyst.err.find("role analyst may not call"), std::string::npos) << analyst.err;
+  EXPECT_EQ(analyst.err.find("bad.csv:3"), std::string::npos) << analyst.err;
+  // The curator's upload of the same file still lists its bad line, and the
+  // good file is stored whole after the opening message.
+  CliRun curator = Cli("upload --dataset patients --csv bad.csv", kCurator);
+  EXPECT_EQ(curator.exit_code, 2);
+  EXPECT_NE(curator.err.find("bad.csv:3: "), std::string::npos) << curator.err;
+  ASSERT_EQ(Cli("upload --dataset patients --csv good.csv", kCurator).exit_code, 0);
+  EXPECT_EQ(Rows(id), 20);
+}
+
 // dpcurator-server --help lists its flags.
 TEST_F(FrictionTest, ServerHelpListsItsFlags) {
   const fs::path out = dir_ / "help.txt";

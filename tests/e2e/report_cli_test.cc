@@ -165,6 +165,60 @@ TEST_F(ReportCliTest, NeedsExactlyOneOfModelAndSchema) {
   EXPECT_NE(run.output.find("--model"), std::string::npos) << run.output;
 }
 
+// Issue 38: several compared files each list their own release (before: the
+// first model's epsilon stood for every file), and the dataset's composed
+// total is said to be unknown when the report is made offline.
+TEST_F(ReportCliTest, EachComparedFileListsItsOwnRelease) {
+  namespace v1 = dpcurator::v1;
+  v1::TableSchema schema;
+  for (const char* name : {"a", "b"}) {
+    v1::ColumnSchema* column = schema.add_columns();
+    column->set_name(name);
+    column->set_type(v1::ColumnSchema::CATEGORICAL);
+    column->add_categories("x");
+    column->add_categories("y");
+  }
+  const auto write_model = [&](const std::string& path, const std::string& release_id,
+                               double epsilon) {
+    v1::GeneratorModel model;
+    model.set_format_version(1);
+    model.set_method("merf");
+    model.set_dataset_id("ds_0123456789abcdef0123456789abcdef");
+    model.set_release_id(release_id);
+    *model.mutable_schema() = schema;
+    model.set_epsilon(epsilon);
+    model.set_delta(1e-5);
+    std::ofstream out(path, std::ios::binary);
+    ASSERT_TRUE(model.SerializeToOstream(&out));
+  };
+  write_model(Path("one.model"), "rel_one", 0.75);
+  write_model(Path("two.model"), "rel_two", 0.25);
+  {
+    std::ofstream rows(Path("rows.csv"));
+    rows << "a,b\n";
+    for (int i = 0; i < 50; ++i) rows << (i % 2 ? "x" : "y") << "," << (i % 3 ? "x" : "y") << "\n";
+  }
+  const CliRun run =
+      RunCli("report --model " + Path("one.model") + "," + Path("two.model") + " --synthetic " +
+                 Path("rows.csv") + "," + Path("rows.csv") + " --labels one,two --real " +
+                 Path("rows.csv") + " --out " + Path("p.html") + " --json",
+             /*with_stderr=*/false);
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  const auto json = nlohmann::json::parse(run.output);
+  ASSERT_EQ(json["privacy"].size(), 2u);
+  EXPECT_EQ(json["privacy"][0]["label"], "one");
+  EXPECT_DOUBLE_EQ(json["privacy"][0]["epsilon"].get<double>(), 0.75);
+  EXPECT_EQ(json["privacy"][1]["release_ids"][0], "rel_two");
+  EXPECT_DOUBLE_EQ(json["privacy"][1]["epsilon"].get<double>(), 0.25);
+  EXPECT_NE(json["dataset_total"]["unknown"].get<std::string>().find("offline"),
+            std::string::npos);
+  std::ifstream file(Path("p.html"));
+  std::stringstream html;
+  html << file.rdbuf();
+  EXPECT_NE(html.str().find("<td>0.25</td>"), std::string::npos);
+  EXPECT_NE(html.str().find("composed total: unknown (made offline"), std::string::npos);
+}
+
 }  // namespace
 
 // Binary columns get DP-auto-GAN's two plots (issue 25 item 4): the JSON's

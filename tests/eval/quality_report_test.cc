@@ -362,3 +362,155 @@ TEST(HtmlReportTest, BinarySectionShowsBothPlotsWhenGiven) {
 
 }  // namespace
 }  // namespace dpcurator::eval
+
+namespace dpcurator::eval {
+namespace {
+
+// Issue 38: a TSTR ROC-AUC at chance, or far below train-on-real, is
+// flagged beside the "Overall" score (before: "Overall 83%" beside an AUC
+// of 0.47 and no word); a fair one is not.
+TEST(HtmlReportTest, TstrAtChanceOrFarBelowRealIsFlaggedBesideOverall) {
+  const auto row = [](const std::string& classifier, const std::string& source, double auc) {
+    ClassifierResult r;
+    r.classifier = classifier;
+    r.train_source = source;
+    r.roc_auc = auc;
+    return r;
+  };
+  EXPECT_TRUE(UtilityFlags({row("logistic_regression", "synthetic", 0.56),
+                            row("logistic_regression", "real", 0.70)})
+                  .empty());
+  const std::vector<std::string> chance =
+      UtilityFlags({row("logistic_regression", "synthetic", 0.47)});
+  ASSERT_EQ(chance.size(), 1u);
+  EXPECT_NE(chance[0].find("logistic regression trained on the synthetic rows scores ROC-AUC "
+                           "0.470"),
+            std::string::npos)
+      << chance[0];
+  EXPECT_NE(chance[0].find("chance"), std::string::npos);
+  const std::vector<std::string> far =
+      UtilityFlags({row("gradient_boosted_trees", "synthetic", 0.66),
+                    row("gradient_boosted_trees", "real", 0.82)});
+  ASSERT_EQ(far.size(), 1u);
+  EXPECT_NE(far[0].find("0.160 below the same classifier trained on real rows (0.820)"),
+            std::string::npos)
+      << far[0];
+
+  const data::Schema schema = MixedSchema();
+  const data::Table real = RandomTable(300, 6);
+  auto quality = ComputeQualityReport(schema, real, real);
+  ASSERT_TRUE(quality.ok()) << quality.status();
+  HtmlReportInput input;
+  input.quality = *quality;
+  input.utility = {row("logistic_regression", "synthetic", 0.88)};
+  EXPECT_EQ(RenderHtmlReport(schema, input).find("class=\"flag\""), std::string::npos);
+  input.utility = {row("logistic_regression", "synthetic", 0.47)};
+  const std::string html = RenderHtmlReport(schema, input);
+  const size_t overall = html.find("<td>Overall</td>");
+  ASSERT_NE(overall, std::string::npos);
+  const size_t row_end = html.find("</tr>", overall);
+  EXPECT_NE(html.substr(overall, row_end - overall).find("class=\"flag\""), std::string::npos)
+      << html.substr(overall, row_end - overall);
+  EXPECT_NE(html.find("at or below chance (0.5)"), std::string::npos);
+  // Human names, not the metric and classifier ids.
+  EXPECT_EQ(html.find("TVComplement"), std::string::npos);
+  EXPECT_EQ(html.find("KSComplement"), std::string::npos);
+  EXPECT_EQ(html.find("<td>logistic_regression</td>"), std::string::npos);
+  EXPECT_NE(html.find("<td>logistic regression</td>"), std::string::npos);
+}
+
+// Issue 38: the privacy section lists each compared file's release (before:
+// the first model's epsilon for every file) and the dataset's composed
+// total, or says that it is unknown offline.
+TEST(HtmlReportTest, PrivacyListsEachFilesReleaseAndTheDatasetTotal) {
+  const data::Schema schema = MixedSchema();
+  const data::Table real = RandomTable(300, 6);
+  auto quality = ComputeQualityReport(schema, real, real);
+  ASSERT_TRUE(quality.ok()) << quality.status();
+  HtmlReportInput input;
+  input.quality = *quality;
+  PrivacySpent aim{"AIM", "aim.csv", "aim", "ds_1", {"rel_aim"}, 0.75, 1e-6, ""};
+  PrivacySpent mst{"MST", "mst.csv", "mst", "ds_1", {"rel_mst"}, 0.25, 1e-6, ""};
+  PrivacySpent merf{"DP-MERF", "merf.csv", "", "", {}, 0.0, 0.0, ""};
+  input.releases = {aim, mst, merf};
+  input.dataset_total.unknown_reason = "made offline";
+  std::string html = RenderHtmlReport(schema, input);
+  ASSERT_TRUE(ParseHtml(html).balanced) << ParseHtml(html).error;
+  const size_t privacy = html.find("<table id=\"privacy\">");
+  ASSERT_NE(privacy, std::string::npos);
+  const std::string section = html.substr(privacy, html.find("</table>", privacy) - privacy);
+  for (const char* needle :
+       {"AIM (aim.csv)</td><td>aim</td><td>ds_1</td><td>0.75</td>",
+        "MST (mst.csv)</td><td>mst</td><td>ds_1</td><td>0.25</td>", "rel_aim", "rel_mst",
+        "DP-MERF (merf.csv)</td><td colspan=\"6\">no model given for this file"}) {
+    EXPECT_NE(section.find(needle), std::string::npos) << needle << "\n" << section;
+  }
+  EXPECT_NE(html.find("composed total: unknown (made offline)"), std::string::npos);
+  input.dataset_total = {true, 1.5, 4.0, 1e-5, ""};
+  html = RenderHtmlReport(schema, input);
+  EXPECT_NE(html.find("&epsilon; = 1.5 of its cap 4 (&delta; = 1e-05)"), std::string::npos);
+}
+
+// Issue 38's chart frictions: a 40-level column shows its top levels and
+// "other"; numeric bin labels are rounded (no "1.23457e+08", no 17 digits);
+// the y axis is in percent; a legend names both colours in every chart; a
+// multiclass label's AUC is called macro one-vs-rest.
+TEST(HtmlReportTest, ChartsAreReadableForWideColumnsAndLargeNumbers) {
+  EXPECT_EQ(FormatAxisNumber(0.125), "0.125");
+  EXPECT_EQ(FormatAxisNumber(2.5), "2.5");
+  EXPECT_EQ(FormatAxisNumber(12345), "12,300");
+  EXPECT_EQ(FormatAxisNumber(100000), "100,000");
+  EXPECT_EQ(FormatAxisNumber(123456789.123), "123M");
+  EXPECT_EQ(FormatAxisNumber(1250000), "1.25M");
+  EXPECT_EQ(FormatAxisNumber(999999999), "1B");
+  EXPECT_EQ(FormatAxisNumber(-3e9), "-3B");
+
+  data::Schema::Builder builder;
+  builder.AddNumeric("income", 0.0, 1e9);
+  std::vector<std::string> countries;
+  for (int i = 0; i < 40; ++i) countries.push_back("country-" + std::to_string(i));
+  builder.AddCategorical("country", countries);
+  builder.AddCategorical("label", {"a", "b", "c"});
+  builder.SetLabel("label");
+  auto schema = builder.Build();
+  ASSERT_TRUE(schema.ok()) << schema.status();
+  data::Table table;
+  table.cells.resize(400, 3);
+  for (int r = 0; r < 400; ++r) {
+    table.cells.row(r) << 3.3e8 * (r % 3) + 12345.678, (r * r) % 40, r % 3;
+  }
+  auto quality = ComputeQualityReport(*schema, table, table);
+  ASSERT_TRUE(quality.ok()) << quality.status();
+  for (const std::string& label : quality->shapes[0].cell_labels) {
+    EXPECT_LE(label.size(), 8u) << label;
+    EXPECT_EQ(label.find('e'), std::string::npos) << label;
+  }
+  HtmlReportInput input;
+  input.quality = *quality;
+  ClassifierResult r;
+  r.classifier = "logistic_regression";
+  r.train_source = "synthetic";
+  r.roc_auc = 0.8;
+  input.utility = {r};
+  const std::string html = RenderHtmlReport(*schema, input);
+  ASSERT_TRUE(ParseHtml(html).balanced) << ParseHtml(html).error;
+  EXPECT_NE(html.find("other (29 levels)"), std::string::npos);
+  // 12 bars of each colour in the country chart, not 40.
+  const size_t country = html.find("<h3>country</h3>");
+  ASSERT_NE(country, std::string::npos);
+  const std::string chart = html.substr(country, html.find("</svg>", country) - country);
+  size_t bars = 0;
+  for (size_t at = chart.find(": real "); at != std::string::npos;
+       at = chart.find(": real ", at + 1)) {
+    ++bars;
+  }
+  EXPECT_EQ(bars, 12u);
+  EXPECT_NE(chart.find("% of rows"), std::string::npos);
+  EXPECT_NE(chart.find(">synthetic</text>"), std::string::npos);
+  EXPECT_NE(chart.find(">real</text>"), std::string::npos);
+  EXPECT_NE(html.find("ROC-AUC (macro one-vs-rest)"), std::string::npos);
+  EXPECT_EQ(html.find("max-width:1200px"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace dpcurator::eval

@@ -25,6 +25,7 @@ constexpr char kOpenSession[] = "/dpcurator.v1.SessionService/OpenSession";
 constexpr char kSubmitReports[] = "/dpcurator.v1.CollectionService/SubmitReports";
 constexpr char kListTokens[] = "/dpcurator.v1.AdminService/ListTokens";
 constexpr char kGetBudget[] = "/dpcurator.v1.DatasetService/GetBudget";
+constexpr char kListDatasets[] = "/dpcurator.v1.DatasetService/ListDatasets";
 
 class AuditTest : public ServerTest {
  protected:
@@ -279,6 +280,31 @@ TEST_F(AuditTest, RefusedCallsAreOneRowPerPeerMethodAndCodeWithTheirCount) {
   EXPECT_EQ(details, (std::vector<std::string>{"peer=ipv4:127.0.0.1 calls=5",
                                                "peer=ipv4:127.0.0.1 calls=3",
                                                "peer=ipv4:127.0.0.1"}));
+}
+
+// Issue 38: the client lists datasets to resolve a dataset's name before
+// most commands, and each lookup wrote an audit row. A successful listing
+// (public metadata, nothing charged or changed) is not audited; a refused
+// one still is.
+TEST_F(AuditTest, NameLookupsAreNotAuditedButTheirRefusalsAre) {
+  for (client::Connection connection : {Analyst(), Curator(), Analyst()}) {
+    auto context = connection.NewContext();
+    v1::ListDatasetsResponse response;
+    ASSERT_TRUE(
+        connection.datasets().ListDatasets(context.get(), v1::ListDatasetsRequest(), &response)
+            .ok());
+  }
+  EXPECT_TRUE(Rows(kListDatasets).empty());
+  client::Connection stranger = WithToken("not-a-token");
+  auto context = stranger.NewContext();
+  v1::ListDatasetsResponse response;
+  EXPECT_EQ(stranger.datasets()
+                .ListDatasets(context.get(), v1::ListDatasetsRequest(), &response)
+                .error_code(),
+            grpc::StatusCode::UNAUTHENTICATED);
+  std::vector<v1::AuditRecord> rows = Rows(kListDatasets);
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].code(), static_cast<int>(grpc::StatusCode::UNAUTHENTICATED));
 }
 
 // Issue 36, item 9: a response over the send limit fails with

@@ -6,6 +6,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "client/connection.h"
 #include "core/data/demo.h"
 #include "server/sqlite.h"
 #include "tests/server/server_test_util.h"
@@ -206,6 +207,40 @@ TEST_F(UploadTest, UploadsToAnotherDatasetOrUnknownDatasetAreRefused) {
   v1::Dataset listed_other;
   ASSERT_TRUE(FindDataset(Curator(), other.id(), &listed_other).ok());
   EXPECT_EQ(listed_other.row_count(), 0);
+}
+
+// Issue 38: an analyst's upload was refused only after the client had read
+// and streamed its whole file. The server now answers the stream's opening
+// message (the dataset, no rows) with client::kUploadReadyMetadata once the
+// role and the dataset have passed, and a refusal ends the call instead, so
+// the client knows before it reads a row.
+TEST_F(UploadTest, TheOpeningMessageIsAnsweredBeforeAnyRowIsSent) {
+  const auto open = [&](client::Connection connection, const std::string& dataset_id,
+                        grpc::Status* finished) {
+    auto context = connection.NewContext();
+    v1::UploadRowsResponse response;
+    auto writer = connection.datasets().UploadRows(context.get(), &response);
+    v1::UploadRowsRequest opening;
+    opening.set_dataset_id(dataset_id);
+    if (writer->Write(opening)) writer->WaitForInitialMetadata();
+    const bool ready =
+        context->GetServerInitialMetadata().count(client::kUploadReadyMetadata) > 0;
+    if (ready) {
+      EXPECT_TRUE(writer->Write(Message(4, 13, /*with_id=*/false)));
+    }
+    writer->WritesDone();
+    *finished = writer->Finish();
+    return ready;
+  };
+  grpc::Status finished;
+  EXPECT_TRUE(open(Curator(), dataset_.id(), &finished));
+  EXPECT_TRUE(finished.ok()) << finished.error_message();
+  EXPECT_EQ(StoredRows(), 4);
+  EXPECT_FALSE(open(Analyst(), dataset_.id(), &finished));
+  EXPECT_EQ(finished.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_FALSE(open(Curator(), "ds_does_not_exist", &finished));
+  EXPECT_EQ(finished.error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_EQ(StoredRows(), 4);
 }
 
 TEST_F(UploadTest, SealedAfterFirstRelease) {
