@@ -16,6 +16,8 @@
 #include "core/eval/gradient_boosted_trees.h"
 #include "core/eval/logistic_regression.h"
 #include "core/eval/metrics.h"
+#include "core/eval/naive_bayes.h"
+#include "core/eval/random_forest.h"
 #include "core/util/public_rng.h"
 
 namespace {
@@ -99,6 +101,17 @@ int main(int argc, char** argv) {
     run("gradient_boosted_trees",
         [&] { return eval::GradientBoostedTrees::Fit(x_train, y_train, 2, options); },
         "200 rounds, depth 5, 64 bins, " + std::to_string(threads) + " thread(s)");
+  }
+
+  run("naive_bayes", [&] { return eval::NaiveBayes::Fit(x_train, y_train, 2); },
+      "Gaussian, var_smoothing 1e-9");
+  for (int threads : {1, static_cast<int>(cores)}) {
+    eval::RandomForestOptions options;
+    options.num_threads = threads;
+    run("random_forest",
+        [&] { return eval::RandomForest::Fit(x_train, y_train, 2, options); },
+        "50 trees, depth 10, 32 bins, sqrt(p) features, " + std::to_string(threads) +
+            " thread(s)");
   }
 
   std::printf("eval_bench: %d train x %d features, %d test rows, %u hardware threads\n\n", n,

@@ -110,8 +110,9 @@ std::vector<OptionSpec> FitOptionSpecs() {
            absl::StrCat("mirror-descent iterations of the fit (default ",
                         train::kAimFinalFitIterations, ")")},
           {"zero-below", "",
-           absl::StrCat("fix at 0 the cells of the measured tables' column pairs fitted below "
-                        "this many times the smallest noise std, 0 for none (default ",
+           absl::StrCat("fix at 0 the cells of the measured tables' column pairs (not the "
+                        "label's) fitted below this many times the smallest noise std, 0 for "
+                        "none (default ",
                         train::kAimFinalFitZeroBelowSigmas, ")")}};
 }
 
@@ -310,6 +311,11 @@ absl::StatusOr<v1::GeneratorModel> TrainAimModel(const v1::Release& release,
   pgm::EstimateOptions options;
   options.iterations = fit.iterations;
   options.zero_below_sigmas = fit.zero_below_sigmas;
+  // The zero rule leaves the label's pairs alone (train::kAimFinalFitZeroBelowSigmas).
+  DPC_ASSIGN_OR_RETURN(const data::Schema fit_schema, SchemaFromProto(artefact.schema()));
+  if (fit_schema.label_index().has_value()) {
+    options.zero_exempt_attribute = *fit_schema.label_index();
+  }
   // The limit the server's size filter kept the measured cliques' junction
   // tree within (the request's, recorded in the artefact).
   options.max_cells = artefact.max_model_cells() > 0 ? artefact.max_model_cells()

@@ -29,6 +29,15 @@ absl::StatusOr<std::unique_ptr<Classifier>> FitClassifier(ClassifierKind kind,
                                                                  options.gradient_boosted_trees));
       return std::unique_ptr<Classifier>(std::move(model));
     }
+    case ClassifierKind::kNaiveBayes: {
+      DPC_ASSIGN_OR_RETURN(auto model, NaiveBayes::Fit(x, y, num_classes, options.naive_bayes));
+      return std::unique_ptr<Classifier>(std::move(model));
+    }
+    case ClassifierKind::kRandomForest: {
+      DPC_ASSIGN_OR_RETURN(auto model,
+                           RandomForest::Fit(x, y, num_classes, options.random_forest));
+      return std::unique_ptr<Classifier>(std::move(model));
+    }
   }
   return absl::InvalidArgumentError("Unknown classifier kind");
 }
@@ -75,6 +84,10 @@ std::string ClassifierKindName(ClassifierKind kind) {
       return "logistic_regression";
     case ClassifierKind::kGradientBoostedTrees:
       return "gradient_boosted_trees";
+    case ClassifierKind::kNaiveBayes:
+      return "naive_bayes";
+    case ClassifierKind::kRandomForest:
+      return "random_forest";
   }
   return "unknown";
 }
@@ -82,6 +95,8 @@ std::string ClassifierKindName(ClassifierKind kind) {
 absl::Status EvalOptions::Validate() const {
   DPC_RETURN_IF_ERROR(logistic_regression.Validate());
   DPC_RETURN_IF_ERROR(gradient_boosted_trees.Validate());
+  DPC_RETURN_IF_ERROR(naive_bayes.Validate());
+  DPC_RETURN_IF_ERROR(random_forest.Validate());
   DPC_RETURN_IF_ERROR(fidelity.Validate());
   DPC_RETURN_IF_ERROR(paper_metrics.Validate());
   if (compute_utility && classifiers.empty()) {

@@ -13,21 +13,36 @@
 #include "core/eval/fidelity.h"
 #include "core/eval/gradient_boosted_trees.h"
 #include "core/eval/logistic_regression.h"
+#include "core/eval/naive_bayes.h"
 #include "core/eval/paper_metrics.h"
+#include "core/eval/random_forest.h"
 
 namespace dpcurator::eval {
 
-enum class ClassifierKind { kLogisticRegression, kGradientBoostedTrees };
+enum class ClassifierKind {
+  kLogisticRegression,
+  kGradientBoostedTrees,
+  kNaiveBayes,
+  kRandomForest,
+};
 
-// "logistic_regression", "gradient_boosted_trees".
+// "logistic_regression", "gradient_boosted_trees", "naive_bayes",
+// "random_forest".
 std::string ClassifierKindName(ClassifierKind kind);
 
 struct EvalOptions {
-  // Classifiers trained for the utility block, in report order.
-  std::vector<ClassifierKind> classifiers = {ClassifierKind::kLogisticRegression,
-                                             ClassifierKind::kGradientBoostedTrees};
+  // Classifiers trained for the utility block, in report order. Naive Bayes
+  // and the random forest joined in issue 38: Gaussian naive Bayes is the
+  // judge that sees hard zeros (a (level, class) pair real rows hold and the
+  // synthetic rows never do), which logistic regression and boosting hardly
+  // feel; the forest is the bagged, unboosted tree family users reach for.
+  std::vector<ClassifierKind> classifiers = {
+      ClassifierKind::kLogisticRegression, ClassifierKind::kGradientBoostedTrees,
+      ClassifierKind::kNaiveBayes, ClassifierKind::kRandomForest};
   LogisticRegressionOptions logistic_regression;
   GradientBoostedTreesOptions gradient_boosted_trees;
+  NaiveBayesOptions naive_bayes;
+  RandomForestOptions random_forest;
 
   bool compute_utility = true;
   bool compute_fidelity = true;

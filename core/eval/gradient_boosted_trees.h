@@ -9,6 +9,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "core/eval/classifier.h"
+#include "core/eval/internal/histogram_tree.h"
 
 namespace dpcurator::eval {
 
@@ -63,15 +64,9 @@ class GradientBoostedTrees : public Classifier {
   // Total number of leaves over all trees.
   int num_leaves() const;
 
-  // A node of a fitted tree; a leaf has feature == -1. Rows with
-  // x[feature] < threshold go left.
-  struct Node {
-    int feature = -1;
-    double threshold = 0.0;
-    int left = -1;
-    int right = -1;
-    double value = 0.0;  // Leaf value, shrinkage included.
-  };
+  // A node of a fitted tree (core/eval/internal/histogram_tree.h); leaf
+  // values include the shrinkage.
+  using Node = internal::TreeNode;
 
  private:
   GradientBoostedTrees() = default;

@@ -490,7 +490,9 @@ class Estimator {
   // (zero_below_sigmas times the smallest sigma), unless that would mark the
   // whole pair table. Fit then keeps the marked cells at 0. Reads the model
   // only (post-processing).
-  void ZeroPairCellsBelow(double threshold) {
+  // Pairs holding attribute `exempt` (-1: none) are left alone
+  // (EstimateOptions::zero_exempt_attribute).
+  void ZeroPairCellsBelow(double threshold, int exempt) {
     const int m = static_cast<int>(model_.cliques_.size());
     zeroed_.assign(m, {});
     const std::vector<Eigen::VectorXd>& mu = model_.mu_;
@@ -500,6 +502,7 @@ class Estimator {
       const std::vector<int>& host = model_.cliques_[g.host];
       for (size_t a = 0; a < g.vars.size(); ++a) {
         for (size_t b = a + 1; b < g.vars.size(); ++b) {
+          if (g.vars[a] == exempt || g.vars[b] == exempt) continue;
           const std::vector<int> pair = {g.vars[a], g.vars[b]};
           const std::vector<int64_t> to_pair = SubStrides(host, pair, ds);
           Eigen::VectorXd fitted = Eigen::VectorXd::Zero(TableCells(pair, ds));
@@ -695,7 +698,8 @@ absl::StatusOr<GraphicalModel> GraphicalModel::Estimate(
   Estimator estimator(&model, std::move(groups));
   estimator.Fit(std::max(options.iterations, 0));
   if (options.zero_below_sigmas > 0.0 && std::isfinite(options.zero_below_sigmas)) {
-    estimator.ZeroPairCellsBelow(options.zero_below_sigmas * sigma_min);
+    estimator.ZeroPairCellsBelow(options.zero_below_sigmas * sigma_min,
+                                 options.zero_exempt_attribute);
     estimator.Fit(std::max(options.zero_refit_iterations, 0));
   }
   return model;

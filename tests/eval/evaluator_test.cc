@@ -66,11 +66,15 @@ TEST(EvaluateTest, EndToEndOnSimilarSynthetic) {
   EXPECT_EQ(report->real_test_rows, 2000);
   EXPECT_EQ(report->real_train_rows, 3000);
   EXPECT_TRUE(report->warnings.empty());
-  ASSERT_EQ(report->utility.size(), 4u);
+  // The default family (issue 38): four classifiers per source.
+  ASSERT_EQ(report->utility.size(), 8u);
   EXPECT_EQ(report->utility[0].classifier, "logistic_regression");
   EXPECT_EQ(report->utility[0].train_source, "synthetic");
   EXPECT_EQ(report->utility[1].classifier, "gradient_boosted_trees");
-  EXPECT_EQ(report->utility[2].train_source, "real");
+  EXPECT_EQ(report->utility[2].classifier, "naive_bayes");
+  EXPECT_EQ(report->utility[3].classifier, "random_forest");
+  EXPECT_EQ(report->utility[3].train_source, "synthetic");
+  EXPECT_EQ(report->utility[4].train_source, "real");
   for (const ClassifierResult& r : report->utility) {
     EXPECT_GT(r.roc_auc, 0.7) << r.classifier << " " << r.train_source;
     EXPECT_GT(r.pr_auc, 0.5) << r.classifier;
@@ -123,7 +127,7 @@ TEST(EvaluateTest, SingleClassSyntheticIsFlaggedAsChance) {
   const double positives = real_test.cells.col(3).sum();
   const auto report = Evaluate(schema, synthetic, real_test, EvalOptions());
   ASSERT_TRUE(report.ok()) << report.status();
-  ASSERT_EQ(report->utility.size(), 2u);
+  ASSERT_EQ(report->utility.size(), 4u);
   for (const ClassifierResult& r : report->utility) {
     EXPECT_TRUE(r.single_class_training);
     EXPECT_EQ(r.training_classes, 1);
@@ -132,7 +136,7 @@ TEST(EvaluateTest, SingleClassSyntheticIsFlaggedAsChance) {
     EXPECT_DOUBLE_EQ(r.accuracy, 1 - positives / 1000);
     EXPECT_EQ(r.fit_seconds, 0.0);
   }
-  ASSERT_EQ(report->warnings.size(), 2u);
+  ASSERT_EQ(report->warnings.size(), 4u);
   EXPECT_THAT(report->warnings[0], HasSubstr("single class of label 'income'"));
   EXPECT_TRUE(report->fidelity.has_value());
 

@@ -469,6 +469,43 @@ TEST(GraphicalModelTest, ZeroBelowSigmasEmptiesTheCellsNoiseFilled) {
   EXPECT_LT(static_cast<double>(off) / rows.rows(), 0.002);
 }
 
+// Issue 38: a feature (8 levels) and a binary label, where levels 0..3 hold
+// the label's level 1 in 4 real rows each, below 2 sigma (20 rows). The zero
+// rule empties those real cells, so rows sampled from the model never pair
+// those levels with label 1 and a classifier trained on them (naive Bayes)
+// is certain real rows that do cannot exist; exempting the label's pairs
+// (zero_exempt_attribute, what AIM's fit passes) keeps them.
+TEST(GraphicalModelTest, ZeroExemptAttributeKeepsTheLabelsRareCells) {
+  constexpr int kLevels = 8;
+  const std::vector<int> ds = {kLevels, 2};
+  Eigen::VectorXd truth(kLevels * 2);
+  for (int a = 0; a < kLevels; ++a) {
+    truth[a * 2] = 300.0 + 50.0 * a;
+    truth[a * 2 + 1] = a < 4 ? 4.0 : 200.0;
+  }
+  PublicRng rng(38);
+  std::vector<NoisyMarginal> ms;
+  for (const std::vector<int>& c : std::vector<std::vector<int>>{{0}, {1}, {0, 1}}) {
+    ms.push_back(Measure(c, truth, ds, 10.0, &rng));
+  }
+  auto rare_mass = [&](const GraphicalModel& model) {
+    const Eigen::VectorXd pair = model.Marginal({0, 1});
+    double mass = 0.0;
+    for (int a = 0; a < 4; ++a) mass += pair[a * 2 + 1];
+    return mass;
+  };
+  EstimateOptions options;
+  options.iterations = 500;
+  options.zero_below_sigmas = 2.0;
+  const GraphicalModel zeroed = GraphicalModel::Estimate(ds, ms, options).value();
+  EXPECT_LT(rare_mass(zeroed), 0.5);  // The rule empties the real rare cells.
+  options.zero_exempt_attribute = 1;
+  const GraphicalModel kept = GraphicalModel::Estimate(ds, ms, options).value();
+  EXPECT_GT(rare_mass(kept), 1.0);  // 2.8 here (truth 16, noise std 10 a cell).
+  options.zero_exempt_attribute = 0;  // Either end of the pair exempts it.
+  EXPECT_GT(rare_mass(GraphicalModel::Estimate(ds, ms, options).value()), 1.0);
+}
+
 // AIM on Adult in small: a one-to-one pair (0, 1) measured only inside a
 // triple with a binary attribute 2 (education, education-num, salary), at
 // the release's smallest sigma, and an independent pair (3, 4) measured at
