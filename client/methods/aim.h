@@ -68,10 +68,10 @@ absl::StatusOr<data::Table> SampleAimModel(const v1::GeneratorModel& model, int6
 // noise whose std grows as 1 / epsilon, so what a label pair's table can say
 // about the label shrinks as 1 / (rows x epsilon). bench/steward_aim on the
 // generated steward table (7-class label, docs/benchmarks.md "AIM on a small
-// table"): with 2,000 rows, TSTR ROC-AUC stays at 0.69-0.83 on every seed at
-// epsilon 1 and 0.3 (rows x epsilon 2,000 and 600) and falls to 0.5-0.67 at
-// epsilon 0.1 (200); below kLabelRowsTimesEpsilon the rows may carry no
-// label at all. `estimated_rows` comes from the release's own noisy counts.
+// table"): with 2,000 rows, TSTR ROC-AUC is 0.65-0.83 on every seed at
+// epsilon 1 and 0.3 (rows x epsilon 2,000 and 600) and 0.48-0.51 on 4 seeds
+// of 5 at epsilon 0.1 (200; 0.61 on the fifth); below kLabelRowsTimesEpsilon
+// the rows may carry no label at all. `estimated_rows` comes from the release's own noisy counts.
 inline constexpr double kLabelRowsTimesEpsilon = 500.0;
 std::optional<std::string> LabelRowsWarning(absl::string_view method, double estimated_rows,
                                             double epsilon);

@@ -114,7 +114,7 @@ TEST(LabelRowsWarningTest, WarnsWhenRowsTimesEpsilonCannotCarryALabelPair) {
       << *tiny;
   EXPECT_NE(tiny->find("rows x epsilon is 100"), std::string::npos) << *tiny;
   EXPECT_TRUE(LabelRowsWarning("aim", 2000, 0.1).has_value());    // 200: chance in the bench
-  EXPECT_FALSE(LabelRowsWarning("aim", 2000, 0.3).has_value());   // 600: 0.69-0.80
+  EXPECT_FALSE(LabelRowsWarning("aim", 2000, 0.3).has_value());   // 600: 0.65-0.79
   EXPECT_FALSE(LabelRowsWarning("merf", 32561, 1.0).has_value());  // Adult
 }
 
