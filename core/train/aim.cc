@@ -488,6 +488,11 @@ AimSchedule::Round AimSchedule::Next() {
   return round;
 }
 
+void AimSchedule::UseRegularLabelRounds() {
+  label_noise_multiplier_ = noise_multiplier_;
+  label_selection_epsilon_ = selection_epsilon_;
+}
+
 void AimSchedule::Anneal() {
   // Alg. 2, line 14: sigma / 2, eps * 2 (exact in binary floating point).
   noise_multiplier_ /= 2.0;
@@ -549,11 +554,18 @@ absl::Status CheckAimRunnable(const std::vector<int>& domain_sizes,
     if (budget.label < 0 || budget.label >= d) {
       return absl::InvalidArgumentError("aim: the label rounds name no column of the schema");
     }
+    // Either parameter pair a label round can run at (the budget's, or the
+    // first regular round's: UseRegularLabelRounds).
     absl::Status label_grid =
         privacy::GridGaussianNoise(budget.label_noise_multiplier, sensitivity, largest).status();
     absl::Status label_selection = privacy::ValidateExponentialMechanism(
         static_cast<int>(candidates.size()), budget.label_selection_epsilon,
         LabelScoreSensitivity(relation));
+    if (label_selection.ok()) {
+      label_selection = privacy::ValidateExponentialMechanism(
+          static_cast<int>(candidates.size()), budget.selection_epsilon,
+          LabelScoreSensitivity(relation));
+    }
     if (!label_grid.ok() || !label_selection.ok()) {
       return absl::InvalidArgumentError(absl::StrCat(
           "aim: the label round's parameters cannot be drawn: ",
@@ -649,6 +661,17 @@ absl::StatusOr<AimRun> RunAim(const Eigen::MatrixXi& codes, const std::vector<in
   const double sensitivity = MarginalSensitivity(relation, 1.0);
   const double score_sensitivity = AimScoreSensitivity(candidates, relation);
   AimSchedule schedule(budget);
+  if (budget.label_rounds > 0) {
+    // Post-processing of the 1-way release: the rows it estimates (each
+    // table's sum is an unbiased estimate; their mean) against the first
+    // round's noise std per cell.
+    double rows = 0.0;
+    for (const release::NoisyMarginal& m : run.one_way) rows += m.counts.sum();
+    rows /= static_cast<double>(run.one_way.size());
+    if (rows >= kAimLabelRoundRowsPerSigma * budget.noise_multiplier * sensitivity) {
+      schedule.UseRegularLabelRounds();
+    }
+  }
   while (!schedule.done()) {
     const AimSchedule::Round params = schedule.Next();
     const double sigma = params.noise_multiplier * sensitivity;

@@ -67,6 +67,16 @@ inline constexpr double kAimMeasurementShare = 0.9;
 // epsilon 1: see docs/benchmarks.md ("AIM on a small table").
 inline constexpr int kAimLabelRounds = 1;
 inline constexpr double kAimLabelRoundShare = 0.2;
+// A large table does not need the label round's extra budget: when the row
+// count estimated from the released 1-way tables (the mean of their sums,
+// post-processing) is at least this many times the first round's noise std
+// per cell, the label round runs at the first round's parameters (cost
+// rho / T) instead of kAimLabelRoundShare. A pair's L1 error is at most
+// 2 n and must exceed its bias sqrt(2 / pi) sigma cells to win a round; at
+// n / sigma = 100 a 50-cell pair wins once its error is about 30% of 2 n.
+// Adult at epsilon 1: n / sigma = 32,561 / 66 = 493 (the cheap label
+// round); the steward table: 2,000 / 59 = 34 (the full one).
+inline constexpr double kAimLabelRoundRowsPerSigma = 100.0;
 
 // What the recipe needs of an estimator. Every method is a TOTAL function of
 // its arguments (released values only): it returns finite values of the
@@ -286,6 +296,9 @@ class AimSchedule {
   Round Next();
   // Halves s and doubles eps for the rounds after this one.
   void Anneal();
+  // Runs the label rounds at the current regular parameters instead of the
+  // budget's label ones (kAimLabelRoundRowsPerSigma); before the first Next.
+  void UseRegularLabelRounds();
   bool done() const { return done_; }
   // The running sum of charges (1-way included), at most rho.
   double used() const { return used_; }
@@ -350,7 +363,9 @@ struct AimMutation {
 // it with the grid Gaussian, refits. The budget's label rounds come first:
 // their candidates are the label's 2-way candidates not yet measured that
 // pass the size filter (every eligible candidate if none does), scored with
-// weight 1 (sensitivity 1, or 2 under REPLACE_ONE). A total function of the rows once the
+// weight 1 (sensitivity 1, or 2 under REPLACE_ONE), at the budget's label
+// parameters, or at the first round's when the rows estimated from the 1-way
+// release are at least kAimLabelRoundRowsPerSigma times its noise. A total function of the rows once the
 // public checks passed: the number of rounds depends on the data only
 // through the released measurements (annealing reads the model).
 // `mutation`: the audit's planted bugs only (identity on every server path).

@@ -375,8 +375,11 @@ TEST(AimRunTest, LabelRoundMeasuresTheLabelsStrongestPairFirst) {
   ASSERT_GE(run.rounds.size(), 2u);
   EXPECT_TRUE(run.rounds[0].label);
   EXPECT_EQ(run.rounds[0].clique, (std::vector<int>{2, 3}));
-  EXPECT_EQ(run.rounds[0].noise_multiplier, b.label_noise_multiplier);
-  EXPECT_EQ(run.rounds[0].selection_epsilon, b.label_selection_epsilon);
+  // 2,000 rows against a first-round noise of 8.4 rows per cell (over
+  // kAimLabelRoundRowsPerSigma): the label round runs at the first round's
+  // parameters, not at the label share.
+  EXPECT_EQ(run.rounds[0].noise_multiplier, b.noise_multiplier);
+  EXPECT_EQ(run.rounds[0].selection_epsilon, b.selection_epsilon);
   EXPECT_FALSE(run.rounds[1].label);
   const long double total = RunCost(b, run);
   EXPECT_LE(total, static_cast<long double>(b.rho));
@@ -423,6 +426,9 @@ TEST(AimRunTest, SmallTableRunsAlwaysMeasureTheLabelWithAFeature) {
                              .value();
       if (label_round) {
         EXPECT_TRUE(measures_label(run)) << "seed " << seed;
+        // 300 rows against 41 rows of first-round noise: the label share.
+        EXPECT_EQ(run.rounds[0].noise_multiplier, b.label_noise_multiplier);
+        EXPECT_EQ(run.rounds[0].selection_epsilon, b.label_selection_epsilon);
       } else {
         paper_misses += measures_label(run) ? 0 : 1;
       }
