@@ -279,7 +279,8 @@ absl::StatusOr<ReleasePlan> PlanAimRelease(const v1::ReleaseRequest& request,
   DPC_RETURN_IF_ERROR(ValidateFinitePositive(request.epsilon(), "Epsilon"));
   DPC_ASSIGN_OR_RETURN(
       const train::AimBudget budget,
-      train::CalibrateAimBudget(n, rounds, request.epsilon(), dataset.budget().delta()));
+      train::CalibrateAimBudget(n, rounds, request.epsilon(), dataset.budget().delta(),
+                                train::AimLabelForRounds(candidates, schema.label_index())));
   DPC_RETURN_IF_ERROR(train::CheckAimRunnable(domain_sizes, candidates, budget, max_model_cells,
                                               RelationFromProto(dataset.relation())));
   // Stored with the release: the defaults as resolved, so a replay is exact.

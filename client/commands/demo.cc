@@ -14,6 +14,7 @@
 #include <fstream>
 #include <thread>
 
+#include <google/protobuf/util/json_util.h>
 #include <grpcpp/grpcpp.h>
 #include <nlohmann/json.hpp>
 
@@ -30,6 +31,7 @@
 #include "client/upload.h"
 #include "core/data/csv.h"
 #include "core/data/demo.h"
+#include "core/data/steward.h"
 #include "core/eval/evaluator.h"
 #include "core/privacy/noise_source.h"
 #include "proto/convert.h"
@@ -205,16 +207,29 @@ absl::StatusOr<DemoData> LoadData(const ParsedArgs& args) {
     demo.train_csv = args.Get("train-csv");
     return demo;
   }
+  const std::string table = args.Get("table");
+  if (table != "churn" && table != "steward") {
+    return absl::InvalidArgumentError("--table must be churn or steward (docs/demo-data.md)");
+  }
   auto rows = args.GetInt("rows");
   if (!rows.ok()) return rows.status();
+  // The steward table is small by design (issue 38): 2,000 rows unless --rows.
+  if (table == "steward" && args.IsDefault("rows")) *rows = data::kStewardDefaultRows;
   if (*rows < 100) return absl::InvalidArgumentError("--rows must be at least 100");
-  const data::Schema schema = data::DemoSchema();
+  const data::Schema schema = table == "steward" ? data::StewardSchema() : data::DemoSchema();
   demo.schema_proto = SchemaToProto(schema);
   // Train and held-out test rows come from the same generative model with
   // different seeds.
-  demo.train = data::GenerateDemoTable(*rows, 20261122);
-  demo.test = data::GenerateDemoTable(std::max<int64_t>(*rows / 4, 1000), 424242);
-  demo.name = "demo-churn";
+  const int64_t test_rows = std::max<int64_t>(*rows / 4, 1000);
+  if (table == "steward") {
+    demo.train = data::GenerateStewardTable(*rows, 20261122);
+    demo.test = data::GenerateStewardTable(test_rows, 424242);
+    demo.name = "demo-steward";
+  } else {
+    demo.train = data::GenerateDemoTable(*rows, 20261122);
+    demo.test = data::GenerateDemoTable(test_rows, 424242);
+    demo.name = "demo-churn";
+  }
   return demo;
 }
 
@@ -265,6 +280,33 @@ absl::Status RunDemo(const ParsedArgs& args) {
   if (!demo.ok()) return demo.status();
   auto schema = SchemaFromProto(demo->schema_proto);
   if (!schema.ok()) return schema.status();
+  if (args.Has("write-data")) {
+    // The generated table as files, for `datasets create` and `upload` (no
+    // server, nothing released): schema.json, train.csv, test.csv.
+    const fs::path dir = args.Get("write-data");
+    std::error_code error;
+    fs::create_directories(dir, error);
+    std::string json;
+    google::protobuf::util::JsonPrintOptions print;
+    print.add_whitespace = true;
+    print.preserve_proto_field_names = true;
+    if (error || !google::protobuf::util::MessageToJsonString(demo->schema_proto, &json, print)
+                      .ok()) {
+      return absl::UnavailableError(absl::StrCat("cannot write the demo table to ", dir.string()));
+    }
+    std::ofstream(dir / "schema.json") << json << "\n";
+    std::ofstream train_out(dir / "train.csv");
+    data::WriteCsv(*schema, demo->train, &train_out);
+    std::ofstream test_out(dir / "test.csv");
+    data::WriteCsv(*schema, demo->test, &test_out);
+    if (!train_out || !test_out) {
+      return absl::UnavailableError(absl::StrCat("cannot write the demo table to ", dir.string()));
+    }
+    std::printf("wrote %s: schema.json, train.csv (%lld rows), test.csv (%lld rows)\n",
+                dir.string().c_str(), static_cast<long long>(demo->train.num_rows()),
+                static_cast<long long>(demo->test.num_rows()));
+    return absl::OkStatus();
+  }
   say(absl::StrFormat("data: %s, %d training rows, %d held-out rows, %d columns",
                       demo->name, demo->train.num_rows(), demo->test.num_rows(),
                       schema->num_columns()));
@@ -471,7 +513,13 @@ std::vector<Command> DemoCommands() {
       {"epsilon", "1", "epsilon of the release"},
       {"delta", "1e-5", "delta of the dataset budget"},
       {"budget", "3", "epsilon cap of the dataset"},
-      {"rows", "20000", "demo table: training rows (held-out: a quarter, at least 1000)"},
+      {"table", "churn",
+       "generated table: churn (20,000 rows) or steward (2,000 rows, a 124-level column, a "
+       "heavy-tailed money column, a 7-class label; docs/demo-data.md)"},
+      {"rows", "20000",
+       "demo table: training rows (held-out: a quarter, at least 1000; steward: 2000)"},
+      {"write-data", "",
+       "write the generated table to this directory (schema.json, train.csv, test.csv) and stop"},
       {"method", std::string(MethodFor(MethodId::kMerf)->name()), method_help, false, false, "",
        choices},
       {"schema", "", "your own table: schema JSON (with --train-csv, --test-csv)"},

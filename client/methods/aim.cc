@@ -4,6 +4,7 @@
 // model file.
 #include "client/methods/aim.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -155,10 +156,13 @@ absl::StatusOr<TrainResult> RunTrainAim(const ParsedArgs& args) {
   TrainResult result;
   DPC_ASSIGN_OR_RETURN(const AimFitOptions fit, FitOptionsFromArgs(args));
   DPC_ASSIGN_OR_RETURN(result.model, TrainAimModel(release, fit));
-  result.message = absl::StrFormat(
-      "aim model (%d columns, %d of %d rounds' pairs in its tree) written to %s\n",
-      result.model.mst_domain_sizes_size(), result.model.mst_edges_size(),
-      release.aim().rounds_size(), args.Get("out"));
+  // What AIM measured, not an MST edge count (issue 38: "0 of 8 rounds'
+  // pairs in its tree" was always 0 for AIM).
+  result.message = absl::StrCat(
+      absl::StrFormat("aim model (%d columns, %d junction-tree cliques) written to %s\n",
+                      result.model.mst_domain_sizes_size(), result.model.pgm_cliques_size(),
+                      args.Get("out")),
+      AimMeasuredSummary(release.aim()));
   return result;
 }
 
@@ -219,6 +223,10 @@ class AimUnit final : public Method {
       DPC_ASSIGN_OR_RETURN(fit, FitOptionsFromArgs(*input.args));
     }
     DPC_ASSIGN_OR_RETURN(out.model, TrainAimModel(out.release, fit));
+    for (absl::string_view line :
+         absl::StrSplit(AimMeasuredSummary(out.release.aim()), '\n', absl::SkipEmpty())) {
+      input.say(std::string(line));
+    }
     return out;
   }
 
@@ -234,6 +242,75 @@ class AimUnit final : public Method {
 const Method& AimMethod() {
   static const AimUnit* const unit = new AimUnit();
   return *unit;
+}
+
+std::optional<std::string> LabelRowsWarning(absl::string_view method, double estimated_rows,
+                                            double epsilon) {
+  const double product = estimated_rows * epsilon;
+  if (!(product < kLabelRowsTimesEpsilon)) return std::nullopt;
+  return absl::StrFormat(
+      "warning: %s release of about %.0f rows at epsilon %.4g: rows x epsilon is %.0f, below "
+      "about %.0f a label pair's noise can hide the label's relation to every feature, and "
+      "synthetic rows may predict it no better than chance (docs/benchmarks.md, \"AIM on a "
+      "small table\"). Judge the model with `dpcurator eval` before relying on it, or release "
+      "at a larger epsilon",
+      method, std::max(estimated_rows, 0.0), epsilon, std::max(product, 0.0),
+      kLabelRowsTimesEpsilon);
+}
+
+double EstimatedRows(const google::protobuf::RepeatedPtrField<v1::NoisyMarginalTable>& one_way) {
+  if (one_way.empty()) return 0.0;
+  double sum = 0.0;
+  for (const v1::NoisyMarginalTable& table : one_way) {
+    for (double count : table.counts()) sum += count;
+  }
+  return sum / one_way.size();
+}
+
+std::string AimMeasuredSummary(const v1::AimArtefact& artefact) {
+  const int n = artefact.schema().columns_size();
+  int label = -1;
+  for (int c = 0; c < n; ++c) {
+    if (!artefact.schema().label().empty() &&
+        artefact.schema().columns(c).name() == artefact.schema().label()) {
+      label = c;
+    }
+  }
+  int by_size[4] = {0, 0, 0, 0};
+  int with_label = 0;
+  for (const v1::AimRoundRecord& round : artefact.rounds()) {
+    const auto& clique = round.measurement().clique();
+    ++by_size[std::clamp(clique.size(), 0, 3)];
+    if (clique.size() > 1 && label >= 0 &&
+        std::find(clique.begin(), clique.end(), label) != clique.end()) {
+      ++with_label;
+    }
+  }
+  std::string text = absl::StrFormat(
+      "aim measured: %d 1-way tables, then %d rounds: %d on 1-way, %d on 2-way, %d on 3-way "
+      "tables",
+      artefact.one_way_size(), artefact.rounds_size(), by_size[1], by_size[2], by_size[3]);
+  if (label >= 0) {
+    absl::StrAppendFormat(&text, "; %d with the label (%s)", with_label,
+                          artefact.schema().label());
+  }
+  absl::StrAppend(&text, "\n");
+  if (label >= 0 && with_label == 0) {
+    absl::StrAppendFormat(
+        &text,
+        "warning: no round measured the label (%s) with a feature, so the model's rows carry "
+        "no relation between the label and any other column; a classifier trained on them "
+        "predicts no better than chance. Release again at a larger epsilon, or name label "
+        "pairs with --workload\n",
+        artefact.schema().label());
+  }
+  if (label >= 0) {
+    if (auto warning = LabelRowsWarning("aim", EstimatedRows(artefact.one_way()),
+                                        artefact.epsilon())) {
+      absl::StrAppend(&text, *warning, "\n");
+    }
+  }
+  return text;
 }
 
 absl::StatusOr<v1::Release> RequestAimRelease(Connection& analyst, const std::string& dataset_id,

@@ -10,6 +10,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "client/methods/aim.h"
 #include "client/model_package.h"
 #include "client/proto_file.h"
 #include "core/data/discretize.h"
@@ -60,6 +61,15 @@ absl::Status CheckArtefact(const v1::MstArtefact& artefact) {
 
 constexpr absl::string_view kMstName = "mst";
 
+// Issue 38: rows x epsilon too small for a label pair (LabelRowsWarning),
+// the rows estimated from the release's noisy 1-way tables; only when the
+// schema declares a label.
+std::optional<std::string> MstLabelWarning(const v1::Release& release) {
+  if (!release.has_mst() || release.mst().schema().label().empty()) return std::nullopt;
+  return LabelRowsWarning(kMstName, EstimatedRows(release.mst().one_way()),
+                          release.mst().epsilon());
+}
+
 absl::StatusOr<TrainResult> RunTrainMst(const ParsedArgs& args) {
   v1::Release release;
   if (args.Has("release")) {
@@ -93,6 +103,7 @@ absl::StatusOr<TrainResult> RunTrainMst(const ParsedArgs& args) {
   result.message = absl::StrFormat("mst model (%d columns, tree of %d edges) written to %s\n",
                                    result.model.mst_domain_sizes_size(),
                                    result.model.mst_edges_size(), args.Get("out"));
+  if (auto warning = MstLabelWarning(release)) absl::StrAppend(&result.message, *warning, "\n");
   return result;
 }
 
@@ -141,6 +152,7 @@ class MstUnit final : public Method {
         out.release.id(), out.release.mst().domain_sizes_size(), out.release.mst().edges_size(),
         out.release.mst().epsilon(), out.release_seconds));
     DPC_ASSIGN_OR_RETURN(out.model, TrainMstModel(out.release));
+    if (auto warning = MstLabelWarning(out.release)) input.say(*warning);
     return out;
   }
 

@@ -58,11 +58,27 @@ Eigen::VectorXd MarginOf(const Eigen::VectorXd& counts, const std::vector<int>& 
   return margin;
 }
 
+// The label rounds' rho in all (0 without them).
+double LabelRoundsRho(const AimBudget& budget) {
+  if (budget.label_rounds <= 0) return 0.0;
+  const double one_way = budget.rho * kAimMeasurementShare * budget.num_columns / budget.rounds;
+  return std::min(kAimLabelRoundShare * budget.rho, 0.5 * (budget.rho - one_way));
+}
+
 // The remaining budget a last round can be left with, at least (see
-// AimMinSelectionEpsilon).
+// AimMinSelectionEpsilon): the label rounds' charges are rounded up by a
+// relative 2^-45, well inside the 1e-9 margin.
 double MinLastRoundRho(const AimBudget& budget) {
   const double one_way = budget.rho * kAimMeasurementShare * budget.num_columns / budget.rounds;
-  return std::min(budget.rho / budget.rounds, budget.rho - one_way) * (1.0 - 1e-9);
+  return std::min(budget.rho / budget.rounds, budget.rho - one_way - LabelRoundsRho(budget)) *
+         (1.0 - 1e-9);
+}
+
+// The label rounds' score sensitivity: their scores have weight 1, so one
+// row moves a score by at most 1 (ADD_REMOVE) or 2 (REPLACE_ONE), as
+// AimScoreSensitivity with every weight 1.
+double LabelScoreSensitivity(privacy::NeighbouringRelation relation) {
+  return relation == privacy::NeighbouringRelation::kReplaceOne ? 2.0 : 1.0;
 }
 
 }  // namespace
@@ -341,7 +357,8 @@ double AimScore(const Eigen::VectorXd& truth, const Eigen::VectorXd& estimate, d
 
 // ----------------------------------------------------------------- budget ---
 
-absl::StatusOr<AimBudget> AimBudgetForRho(int num_columns, int rounds, double rho) {
+absl::StatusOr<AimBudget> AimBudgetForRho(int num_columns, int rounds, double rho,
+                                          int label) {
   if (num_columns < 1 || num_columns > kMaxAimColumns) {
     return absl::InvalidArgumentError(absl::StrCat("aim takes schemas of 1 to ", kMaxAimColumns,
                                                    " columns, got ", num_columns));
@@ -363,7 +380,29 @@ absl::StatusOr<AimBudget> AimBudgetForRho(int num_columns, int rounds, double rh
   // One release of d tables at L2 sensitivity sqrt(d): s1 = s0 / sqrt(d)
   // puts each table's noise std at s0 (per unit sensitivity).
   budget.one_way_noise_multiplier = budget.noise_multiplier / std::sqrt(num_columns);
+  if (label >= num_columns) {
+    return absl::InvalidArgumentError(absl::StrCat("aim's label column index ", label,
+                                                   " is outside the schema's ", num_columns,
+                                                   " columns"));
+  }
+  if (label >= 0 && num_columns >= 2) {
+    budget.label = label;
+    budget.label_rounds = kAimLabelRounds;
+    // Issue 38 (beyond Alg. 2): each label round gets rho_L, 0.9 of it to the
+    // measurement and 0.1 to the selection, as a last round splits its rest.
+    const double rho_each = LabelRoundsRho(budget) / kAimLabelRounds;
+    budget.label_noise_multiplier = std::sqrt(1.0 / (2.0 * kAimMeasurementShare * rho_each));
+    budget.label_selection_epsilon = std::sqrt(8.0 * (1.0 - kAimMeasurementShare) * rho_each);
+  }
   return budget;
+}
+
+int AimLabelForRounds(const std::vector<AimCandidate>& candidates, std::optional<int> label) {
+  if (!label.has_value()) return -1;
+  for (const AimCandidate& c : candidates) {
+    if (c.clique.size() == 2 && (c.clique[0] == *label || c.clique[1] == *label)) return *label;
+  }
+  return -1;
 }
 
 absl::StatusOr<privacy::PrivacyEvent> AimEvent(const AimBudget& budget) {
@@ -371,7 +410,7 @@ absl::StatusOr<privacy::PrivacyEvent> AimEvent(const AimBudget& budget) {
 }
 
 absl::StatusOr<AimBudget> CalibrateAimBudget(int num_columns, int rounds, double epsilon,
-                                             double delta) {
+                                             double delta, int label) {
   DPC_RETURN_IF_ERROR(ValidateFinitePositive(epsilon, "Epsilon"));
   DPC_RETURN_IF_ERROR(ValidateInOpenUnitInterval(delta, "Delta"));
   // Shapes first, at any rho.
@@ -386,7 +425,7 @@ absl::StatusOr<AimBudget> CalibrateAimBudget(int num_columns, int rounds, double
   };
   DPC_ASSIGN_OR_RETURN(const double rho,
                        privacy::LargestRhoWithin(epsilon, delta, epsilon_of, "aim"));
-  return AimBudgetForRho(num_columns, rounds, rho);
+  return AimBudgetForRho(num_columns, rounds, rho, label);
 }
 
 double AimMinSelectionEpsilon(const AimBudget& budget) {
@@ -397,10 +436,13 @@ double AimMinSelectionEpsilon(const AimBudget& budget) {
 
 AimSchedule::AimSchedule(const AimBudget& budget)
     : rho_(budget.rho),
-      cap_(budget.rounds + 1),
+      cap_(budget.rounds + 1 + std::max(budget.label_rounds, 0)),
       noise_multiplier_(budget.noise_multiplier),
       selection_epsilon_(budget.selection_epsilon),
-      used_(ChargeFor(budget.one_way_noise_multiplier, 0.0)) {}
+      used_(ChargeFor(budget.one_way_noise_multiplier, 0.0)),
+      label_rounds_left_(std::max(budget.label_rounds, 0)),
+      label_noise_multiplier_(budget.label_noise_multiplier),
+      label_selection_epsilon_(budget.label_selection_epsilon) {}
 
 double AimSchedule::ChargeFor(double noise_multiplier, double selection_epsilon) {
   return (1.0 / (2.0 * noise_multiplier * noise_multiplier) +
@@ -410,6 +452,17 @@ double AimSchedule::ChargeFor(double noise_multiplier, double selection_epsilon)
 
 AimSchedule::Round AimSchedule::Next() {
   Round round;
+  if (label_rounds_left_ > 0 && !done_) {
+    // A label round (issue 38): fixed parameters, at most half of what the
+    // 1-way release left in all, so the rounds after it always have budget.
+    --label_rounds_left_;
+    round.noise_multiplier = label_noise_multiplier_;
+    round.selection_epsilon = label_selection_epsilon_;
+    round.label = true;
+    used_ += ChargeFor(round.noise_multiplier, round.selection_epsilon);
+    ++rounds_run_;
+    return round;
+  }
   const double remaining = rho_ * (1.0 - kScheduleMargin) - used_;
   const double charge = ChargeFor(noise_multiplier_, selection_epsilon_);
   // AIM Alg. 2, line 8: the last round when less than two rounds' worth is
@@ -433,6 +486,11 @@ AimSchedule::Round AimSchedule::Next() {
   }
   ++rounds_run_;
   return round;
+}
+
+void AimSchedule::UseRegularLabelRounds() {
+  label_noise_multiplier_ = noise_multiplier_;
+  label_selection_epsilon_ = selection_epsilon_;
 }
 
 void AimSchedule::Anneal() {
@@ -491,6 +549,28 @@ absl::Status CheckAimRunnable(const std::vector<int>& domain_sizes,
   if (!grid.ok()) {
     return absl::InvalidArgumentError(
         absl::StrCat("aim: the 1-way noise multiplier cannot be drawn: ", grid.message()));
+  }
+  if (budget.label_rounds > 0) {
+    if (budget.label < 0 || budget.label >= d) {
+      return absl::InvalidArgumentError("aim: the label rounds name no column of the schema");
+    }
+    // Either parameter pair a label round can run at (the budget's, or the
+    // first regular round's: UseRegularLabelRounds).
+    absl::Status label_grid =
+        privacy::GridGaussianNoise(budget.label_noise_multiplier, sensitivity, largest).status();
+    absl::Status label_selection = privacy::ValidateExponentialMechanism(
+        static_cast<int>(candidates.size()), budget.label_selection_epsilon,
+        LabelScoreSensitivity(relation));
+    if (label_selection.ok()) {
+      label_selection = privacy::ValidateExponentialMechanism(
+          static_cast<int>(candidates.size()), budget.selection_epsilon,
+          LabelScoreSensitivity(relation));
+    }
+    if (!label_grid.ok() || !label_selection.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "aim: the label round's parameters cannot be drawn: ",
+          !label_grid.ok() ? label_grid.message() : label_selection.message()));
+    }
   }
   const double score_sensitivity = AimScoreSensitivity(candidates, relation);
   for (double eps : {AimMinSelectionEpsilon(budget), std::sqrt(8.0 * budget.rho)}) {
@@ -581,6 +661,17 @@ absl::StatusOr<AimRun> RunAim(const Eigen::MatrixXi& codes, const std::vector<in
   const double sensitivity = MarginalSensitivity(relation, 1.0);
   const double score_sensitivity = AimScoreSensitivity(candidates, relation);
   AimSchedule schedule(budget);
+  if (budget.label_rounds > 0) {
+    // Post-processing of the 1-way release: the rows it estimates (each
+    // table's sum is an unbiased estimate; their mean) against the first
+    // round's noise std per cell.
+    double rows = 0.0;
+    for (const release::NoisyMarginal& m : run.one_way) rows += m.counts.sum();
+    rows /= static_cast<double>(run.one_way.size());
+    if (rows >= kAimLabelRoundRowsPerSigma * budget.noise_multiplier * sensitivity) {
+      schedule.UseRegularLabelRounds();
+    }
+  }
   while (!schedule.done()) {
     const AimSchedule::Round params = schedule.Next();
     const double sigma = params.noise_multiplier * sensitivity;
@@ -588,24 +679,48 @@ absl::StatusOr<AimRun> RunAim(const Eigen::MatrixXi& codes, const std::vector<in
     const double size_limit =
         std::max(static_cast<double>(one_way_cells),
                  static_cast<double>(max_model_cells) * schedule.used() / schedule.rho());
+    auto fits = [&](const AimCandidate& c) {
+      if (c.clique.size() <= 1) return true;
+      std::vector<std::vector<int>> with = measured;
+      with.push_back(c.clique);
+      return static_cast<double>(model->CellsWith(with)) <= size_limit;
+    };
     std::vector<int> eligible;
     std::vector<double> scores;
-    for (size_t k = 0; k < candidates.size(); ++k) {
-      const AimCandidate& c = candidates[k];
-      if (c.clique.size() > 1) {
-        std::vector<std::vector<int>> with = measured;
-        with.push_back(c.clique);
-        if (!(static_cast<double>(model->CellsWith(with)) <= size_limit)) continue;
+    double round_sensitivity = score_sensitivity;
+    if (params.label) {
+      // Issue 38: a label round selects among the label's pairs not yet
+      // measured (public: the schema's label, the candidates, the released
+      // cliques, the size filter), each scored with weight 1.
+      for (size_t k = 0; k < candidates.size(); ++k) {
+        const AimCandidate& c = candidates[k];
+        if (c.clique.size() != 2 || (c.clique[0] != budget.label && c.clique[1] != budget.label) ||
+            std::find(measured.begin(), measured.end(), c.clique) != measured.end() || !fits(c)) {
+          continue;
+        }
+        eligible.push_back(static_cast<int>(k));
+        scores.push_back(AimScore(truth[k], model->Marginal(c.clique), 1.0, sigma));
       }
-      eligible.push_back(static_cast<int>(k));
-      scores.push_back(AimScore(truth[k], model->Marginal(c.clique), c.weight, sigma));
+      round_sensitivity = LabelScoreSensitivity(relation);
+    }
+    if (eligible.empty()) {
+      // A regular round (Alg. 2), or a label round with no label pair left:
+      // every candidate that passes the size filter, at its weight.
+      round_sensitivity = score_sensitivity;
+      for (size_t k = 0; k < candidates.size(); ++k) {
+        const AimCandidate& c = candidates[k];
+        if (!fits(c)) continue;
+        eligible.push_back(static_cast<int>(k));
+        scores.push_back(AimScore(truth[k], model->Marginal(c.clique), c.weight, sigma));
+      }
     }
     DPC_ASSIGN_OR_RETURN(const int pick,
                          privacy::ExponentialMechanismSelect(
                              scores, params.selection_epsilon * mutation.selection_epsilon_factor,
-                             score_sensitivity, noise));
+                             round_sensitivity, noise));
     const AimCandidate& chosen = candidates[eligible[pick]];
     AimRound round;
+    round.label = params.label;
     round.clique = chosen.clique;
     round.noise_multiplier = params.noise_multiplier;
     round.selection_epsilon = params.selection_epsilon;
@@ -627,7 +742,8 @@ absl::StatusOr<AimRun> RunAim(const Eigen::MatrixXi& codes, const std::vector<in
     // Alg. 2, line 13: anneal when the model moved by at most the
     // measurement's expected noise.
     const double moved = before.size() == after.size() ? (after - before).cwiseAbs().sum() : 0.0;
-    if (!params.last &&
+    // Not after a label round: its parameters are not the schedule's.
+    if (!params.last && !params.label &&
         moved <= kExpectedAbsNormal * sigma * static_cast<double>(chosen.cells)) {
       schedule.Anneal();
       round.annealed = true;

@@ -54,6 +54,29 @@ inline constexpr double kMaxAimOneWayNoiseStd = 1e4;
 // Share of each round's budget given to the measurement (Alg. 2: 0.9); the
 // rest goes to the selection.
 inline constexpr double kAimMeasurementShare = 0.9;
+// The label rounds (issue 38, beyond the paper; docs/privacy.md 2.12): when
+// the schema declares a label and the workload has pairs with it, the first
+// kAimLabelRounds rounds after the 1-way tables select among the label's
+// pairs only (a public restriction) and measure the pick at a budget of
+// kAimLabelRoundShare of rho in all (at most half of what the 1-way tables
+// leave). Why: at the paper's first-round sigma sqrt(T / (1.8 rho)) (about
+// 59 rows per cell at epsilon 1 with 12 columns) no pair of a 2,000-row
+// table scores above its expected noise, so AIM re-measured 1-way tables
+// until annealing and often finished without the label ever measured with a
+// feature (rows then carry no label signal). bench/steward_aim, 5 seeds at
+// epsilon 1: see docs/benchmarks.md ("AIM on a small table").
+inline constexpr int kAimLabelRounds = 1;
+inline constexpr double kAimLabelRoundShare = 0.2;
+// A large table does not need the label round's extra budget: when the row
+// count estimated from the released 1-way tables (the mean of their sums,
+// post-processing) is at least this many times the first round's noise std
+// per cell, the label round runs at the first round's parameters (cost
+// rho / T) instead of kAimLabelRoundShare. A pair's L1 error is at most
+// 2 n and must exceed its bias sqrt(2 / pi) sigma cells to win a round; at
+// n / sigma = 100 a 50-cell pair wins once its error is about 30% of 2 n.
+// Adult at epsilon 1: n / sigma = 32,561 / 66 = 493 (the cheap label
+// round); the steward table: 2,000 / 59 = 34 (the full one).
+inline constexpr double kAimLabelRoundRowsPerSigma = 100.0;
 
 // What the recipe needs of an estimator. Every method is a TOTAL function of
 // its arguments (released values only): it returns finite values of the
@@ -225,12 +248,23 @@ struct AimBudget {
   // eps = sqrt(8 * 0.1 rho / T): each round costs rho / T before annealing.
   double noise_multiplier = 0.0;
   double selection_epsilon = 0.0;
+  // The label rounds (kAimLabelRounds above): the label's column index, or
+  // -1 for none (no label, or no workload pair with it: the plan decides
+  // from public facts), and each label round's parameters: its rho_L =
+  // min(kAimLabelRoundShare rho, (rho - the 1-way cost) / 2) / label_rounds,
+  // 0.9 of it to the measurement (s_L = sqrt(1 / (2 · 0.9 rho_L))) and 0.1
+  // to the selection (eps_L = sqrt(8 · 0.1 rho_L)).
+  int label = -1;
+  int label_rounds = 0;
+  double label_noise_multiplier = 0.0;
+  double label_selection_epsilon = 0.0;
 };
 
 // num_columns in [1, kMaxAimColumns]; rounds in [num_columns,
 // kMaxAimRounds] (so the 1-way marginals take at most 0.9 of rho); rho
-// finite and > 0.
-absl::StatusOr<AimBudget> AimBudgetForRho(int num_columns, int rounds, double rho);
+// finite and > 0; `label` a column index (label rounds) or -1 (none).
+absl::StatusOr<AimBudget> AimBudgetForRho(int num_columns, int rounds, double rho,
+                                          int label = -1);
 
 // The ledger's event of a whole AIM run: zcdp(rho) (docs/privacy.md 2.12).
 absl::StatusOr<privacy::PrivacyEvent> AimEvent(const AimBudget& budget);
@@ -240,7 +274,11 @@ absl::StatusOr<privacy::PrivacyEvent> AimEvent(const AimBudget& budget);
 // `delta` (a rho-zCDP curve alpha rho, so the one-event conversion).
 // epsilon > 0, delta in (0, 1); the shapes as AimBudgetForRho.
 absl::StatusOr<AimBudget> CalibrateAimBudget(int num_columns, int rounds, double epsilon,
-                                             double delta);
+                                             double delta, int label = -1);
+
+// The column whose pairs the label rounds select among, from public facts:
+// the schema's label when some 2-way candidate contains it, else -1.
+int AimLabelForRounds(const std::vector<AimCandidate>& candidates, std::optional<int> label);
 
 // The smallest selection epsilon any round can be given: the last round
 // gets everything left, which is at least min(rho / T, rho - the 1-way
@@ -262,13 +300,18 @@ class AimSchedule {
     double noise_multiplier = 0.0;
     double selection_epsilon = 0.0;
     bool last = false;
+    bool label = false;  // a label round (the budget's label_rounds come first)
   };
-  // The next round's parameters, charged to the running sum. Alg. 2: the
+  // The next round's parameters, charged to the running sum: first the
+  // budget's label rounds at their fixed parameters, then Alg. 2's: the
   // last round when what is left is below twice the round's cost, or at the
-  // cap of rounds + 1 rounds (never reached in exact arithmetic).
+  // cap of rounds + label rounds + 1 (never reached in exact arithmetic).
   Round Next();
   // Halves s and doubles eps for the rounds after this one.
   void Anneal();
+  // Runs the label rounds at the current regular parameters instead of the
+  // budget's label ones (kAimLabelRoundRowsPerSigma); before the first Next.
+  void UseRegularLabelRounds();
   bool done() const { return done_; }
   // The running sum of charges (1-way included), at most rho.
   double used() const { return used_; }
@@ -285,6 +328,9 @@ class AimSchedule {
   double noise_multiplier_;
   double selection_epsilon_;
   double used_;
+  int label_rounds_left_;
+  double label_noise_multiplier_;
+  double label_selection_epsilon_;
   int rounds_run_ = 0;
   bool done_ = false;
 };
@@ -297,6 +343,7 @@ struct AimRound {
   double selection_epsilon = 0.0;
   double rho_used = 0.0;  // the schedule's sum after this round
   bool annealed = false;  // whether the rounds after this one were annealed
+  bool label = false;     // a label round
 };
 
 struct AimRun {
@@ -326,7 +373,12 @@ struct AimMutation {
 // max(1-way cells, max_model_cells * used / rho) (the model may grow as the
 // budget is spent; 1-way candidates always pass), scores them against the
 // model's marginals, selects one by the exponential mechanism, measures
-// it with the grid Gaussian, refits. A total function of the rows once the
+// it with the grid Gaussian, refits. The budget's label rounds come first:
+// their candidates are the label's 2-way candidates not yet measured that
+// pass the size filter (every eligible candidate if none does), scored with
+// weight 1 (sensitivity 1, or 2 under REPLACE_ONE), at the budget's label
+// parameters, or at the first round's when the rows estimated from the 1-way
+// release are at least kAimLabelRoundRowsPerSigma times its noise. A total function of the rows once the
 // public checks passed: the number of rounds depends on the data only
 // through the released measurements (annealing reads the model).
 // `mutation`: the audit's planted bugs only (identity on every server path).

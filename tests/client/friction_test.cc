@@ -21,6 +21,7 @@
 #include "client/cli.h"
 #include "client/commands.h"
 #include "client/commands/eval_report.h"
+#include "client/methods/aim.h"
 #include "client/methods/registry.h"
 #include "client/model_package.h"
 #include "client/proto_file.h"
@@ -104,6 +105,72 @@ TEST(ImageDataSizeWarningTest, WarnsBelowTheBenchmarksSmallestWorkingPoint) {
   EXPECT_TRUE(ImageDataSizeWarning(50000, 0.1).has_value());  // 5,000
   EXPECT_FALSE(ImageDataSizeWarning(60000, 0.2).has_value());  // 12,000: the benchmark
   EXPECT_FALSE(ImageDataSizeWarning(10000, 1.0).has_value());
+}
+
+// Issue 38: a 1,930-row table at epsilon 1 gave AIM and MST rows at chance
+// with no warning; rows x epsilon below kLabelRowsTimesEpsilon now says so.
+TEST(LabelRowsWarningTest, WarnsWhenRowsTimesEpsilonCannotCarryALabelPair) {
+  const auto tiny = LabelRowsWarning("mst", 2000.4, 0.05);
+  ASSERT_TRUE(tiny.has_value());
+  EXPECT_NE(tiny->find("mst release of about 2000 rows at epsilon 0.05"), std::string::npos)
+      << *tiny;
+  EXPECT_NE(tiny->find("rows x epsilon is 100"), std::string::npos) << *tiny;
+  EXPECT_TRUE(LabelRowsWarning("aim", 2000, 0.1).has_value());    // 200: chance in the bench
+  EXPECT_FALSE(LabelRowsWarning("aim", 2000, 0.3).has_value());   // 600: 0.65-0.79
+  EXPECT_FALSE(LabelRowsWarning("merf", 32561, 1.0).has_value());  // Adult
+}
+
+// An aim artefact with a labelled schema of three columns (y the label),
+// 1-way tables summing to `rows`, and one round per clique.
+v1::AimArtefact LabelledAimArtefact(const std::vector<std::vector<int>>& cliques, double rows,
+                                    double epsilon) {
+  v1::AimArtefact artefact;
+  for (const char* name : {"a", "b", "y"}) {
+    v1::ColumnSchema& column = *artefact.mutable_schema()->add_columns();
+    column.set_name(name);
+    column.set_type(v1::ColumnSchema::CATEGORICAL);
+    column.add_categories("0");
+    column.add_categories("1");
+  }
+  artefact.mutable_schema()->set_label("y");
+  artefact.set_epsilon(epsilon);
+  for (int c = 0; c < 3; ++c) {
+    v1::NoisyMarginalTable& table = *artefact.add_one_way();
+    table.add_clique(c);
+    table.add_shape(2);
+    table.add_counts(rows / 2);
+    table.add_counts(rows / 2);
+  }
+  for (const auto& clique : cliques) {
+    v1::NoisyMarginalTable& table = *artefact.add_rounds()->mutable_measurement();
+    for (int c : clique) table.add_clique(c);
+  }
+  return artefact;
+}
+
+// Issue 38: `train aim` said "0 of 8 rounds' pairs in its tree" (an MST
+// edge count, always 0 for AIM); it now says what AIM measured, and warns
+// when no round measured the label with a feature.
+TEST(AimMeasuredSummaryTest, SaysWhatAimMeasuredAndWarnsWithoutALabelPair) {
+  const std::string with_label =
+      AimMeasuredSummary(LabelledAimArtefact({{0}, {1, 2}, {0, 1}, {0, 1, 2}}, 2000, 1.0));
+  EXPECT_NE(with_label.find("aim measured: 3 1-way tables, then 4 rounds: 1 on 1-way, 2 on "
+                            "2-way, 1 on 3-way tables; 2 with the label (y)"),
+            std::string::npos)
+      << with_label;
+  EXPECT_EQ(with_label.find("warning"), std::string::npos) << with_label;
+  const std::string without =
+      AimMeasuredSummary(LabelledAimArtefact({{0}, {2}, {0, 1}}, 2000, 1.0));
+  EXPECT_NE(without.find("0 with the label (y)"), std::string::npos) << without;
+  EXPECT_NE(without.find("warning: no round measured the label (y) with a feature"),
+            std::string::npos)
+      << without;
+  // Rows x epsilon, the rows estimated from the noisy 1-way tables.
+  const std::string small =
+      AimMeasuredSummary(LabelledAimArtefact({{1, 2}}, 2000, 0.05));
+  EXPECT_NE(small.find("warning: aim release of about 2000 rows at epsilon 0.05"),
+            std::string::npos)
+      << small;
 }
 
 TEST_F(FrictionTest, MissingSyntheticValuesAreEmptyCells) {

@@ -183,7 +183,10 @@ TEST(AimScheduleTest, StopsExactlyAtRho) {
     const int d = 1 + static_cast<int>(rng.UniformInt(30));
     const int rounds = d + static_cast<int>(rng.UniformInt(16 * d));
     const double rho = std::exp(-12.0 + 14.0 * rng.Uniform());
-    const AimBudget b = AimBudgetForRho(d, rounds, rho).value();
+    // Half the trials with label rounds (issue 38), on a random column.
+    const int label = d >= 2 && trial % 2 ? static_cast<int>(rng.UniformInt(d)) : -1;
+    const AimBudget b = AimBudgetForRho(d, rounds, rho, label).value();
+    EXPECT_EQ(b.label_rounds, label >= 0 ? kAimLabelRounds : 0);
     const double anneal = rng.Uniform();
     AimSchedule schedule(b);
     AimRun run;
@@ -199,7 +202,7 @@ TEST(AimScheduleTest, StopsExactlyAtRho) {
     EXPECT_LE(total, static_cast<long double>(rho)) << trial;
     EXPECT_GE(total, static_cast<long double>(rho) * (1 - 1e-9L)) << trial;
     EXPECT_LE(schedule.used(), rho);
-    EXPECT_LE(static_cast<int>(run.rounds.size()), rounds + 1);
+    EXPECT_LE(static_cast<int>(run.rounds.size()), rounds + 1 + b.label_rounds);
     EXPECT_GE(static_cast<int>(run.rounds.size()), 1);
     // Every round's selection epsilon is at least the plan's lower bound.
     for (const AimRound& r : run.rounds) EXPECT_GE(r.selection_epsilon, AimMinSelectionEpsilon(b));
@@ -347,6 +350,96 @@ TEST(AimRunTest, RefusesUselessOneWayNoise) {
   EXPECT_NE(refused.message().find("1-way"), std::string::npos);
 }
 
+constexpr int kSmallRows = 300;
+constexpr int kSmallRounds = 6;
+constexpr double kSmallRho = 0.002;
+
+// Issue 38: with a label, the first round measures one of the label's pairs
+// (the mode of the label round's law, noiseless: the label's strongest
+// partner), whatever the paper's schedule would have picked, and the budget
+// is still spent exactly.
+TEST(AimRunTest, LabelRoundMeasuresTheLabelsStrongestPairFirst) {
+  const std::vector<int> domain = {3, 3, 3, 3};
+  // Column 3 (the label) copies column 2 w.p. 0.8 (ChainCodes).
+  const Eigen::MatrixXi codes = ChainCodes(2000, 4, 5);
+  const auto candidates = AimCandidates(DefaultAimWorkload(4, 3), domain).value();
+  const AimBudget b =
+      AimBudgetForRho(4, 64, 0.5, AimLabelForRounds(candidates, 3)).value();
+  ASSERT_EQ(b.label, 3);
+  ASSERT_EQ(b.label_rounds, kAimLabelRounds);
+  IndependentAimModel model(domain);
+  privacy::ZeroNoiseSource zero;
+  const AimRun run = RunAim(codes, domain, candidates, b, kDefaultAimMaxModelCells,
+                            NeighbouringRelation::kAddRemove, &model, &zero)
+                         .value();
+  ASSERT_GE(run.rounds.size(), 2u);
+  EXPECT_TRUE(run.rounds[0].label);
+  EXPECT_EQ(run.rounds[0].clique, (std::vector<int>{2, 3}));
+  // 2,000 rows against a first-round noise of 8.4 rows per cell (over
+  // kAimLabelRoundRowsPerSigma): the label round runs at the first round's
+  // parameters, not at the label share.
+  EXPECT_EQ(run.rounds[0].noise_multiplier, b.noise_multiplier);
+  EXPECT_EQ(run.rounds[0].selection_epsilon, b.selection_epsilon);
+  EXPECT_FALSE(run.rounds[1].label);
+  const long double total = RunCost(b, run);
+  EXPECT_LE(total, static_cast<long double>(b.rho));
+  EXPECT_GE(total, static_cast<long double>(b.rho) * (1 - 1e-9L));
+  // Public facts only: no label, or a workload without the label's pairs,
+  // means no label round.
+  EXPECT_EQ(AimLabelForRounds(candidates, std::nullopt), -1);
+  EXPECT_EQ(AimLabelForRounds(AimCandidates({{0, 1}, {2, 3}}, domain).value(), 3), 3);
+  EXPECT_EQ(AimLabelForRounds(AimCandidates({{0, 1}, {1, 2}}, domain).value(), 3), -1);
+}
+
+// Issue 38: at a budget where the paper's schedule (no label round) misses
+// the label on some runs (a small table, a small rho, a label only weakly
+// tied to the other columns), every run with the label round measures the
+// label with a feature, and spends its budget exactly.
+TEST(AimRunTest, SmallTableRunsAlwaysMeasureTheLabelWithAFeature) {
+  const std::vector<int> domain = {3, 3, 3, 3, 3, 3};
+  Eigen::MatrixXi codes = ChainCodes(kSmallRows, 6, 9);
+  PublicRng rng(21);
+  // The label (column 5) copies column 4 w.p. 0.3, else uniform.
+  for (int r = 0; r < codes.rows(); ++r) {
+    codes(r, 5) = rng.Uniform() < 0.3 ? codes(r, 4) : static_cast<int>(rng.UniformInt(3));
+  }
+  const int label = 5;
+  const auto candidates = AimCandidates(DefaultAimWorkload(6, label), domain).value();
+  auto measures_label = [&](const AimRun& run) {
+    for (const AimRound& r : run.rounds) {
+      if (r.clique.size() > 1 &&
+          std::find(r.clique.begin(), r.clique.end(), label) != r.clique.end()) {
+        return true;
+      }
+    }
+    return false;
+  };
+  int paper_misses = 0;
+  for (int seed = 1; seed <= 5; ++seed) {
+    for (const bool label_round : {false, true}) {
+      const int label_for_rounds = label_round ? AimLabelForRounds(candidates, label) : -1;
+      const AimBudget b = AimBudgetForRho(6, kSmallRounds, kSmallRho, label_for_rounds).value();
+      IndependentAimModel model(domain);
+      privacy::SeededNoiseSource noise(seed);
+      const AimRun run = RunAim(codes, domain, candidates, b, kDefaultAimMaxModelCells,
+                                NeighbouringRelation::kAddRemove, &model, &noise)
+                             .value();
+      if (label_round) {
+        EXPECT_TRUE(measures_label(run)) << "seed " << seed;
+        // 300 rows against 41 rows of first-round noise: the label share.
+        EXPECT_EQ(run.rounds[0].noise_multiplier, b.label_noise_multiplier);
+        EXPECT_EQ(run.rounds[0].selection_epsilon, b.label_selection_epsilon);
+      } else {
+        paper_misses += measures_label(run) ? 0 : 1;
+      }
+      EXPECT_LE(RunCost(b, run), static_cast<long double>(b.rho));
+      EXPECT_GE(RunCost(b, run), static_cast<long double>(b.rho) * (1 - 1e-9L));
+    }
+  }
+  // The case is one the label round is for: without it some runs miss.
+  EXPECT_GE(paper_misses, 1);
+}
+
 TEST(AimRunTest, TotalOnRandomAndEmptyData) {
   const std::vector<int> domain = {2, 5, 3, 4, 2};
   const auto candidates = AimCandidates(DefaultAimWorkload(5, 4), domain).value();
@@ -354,7 +447,9 @@ TEST(AimRunTest, TotalOnRandomAndEmptyData) {
   for (int trial = 0; trial < 6; ++trial) {
     const int rows = trial == 0 ? 0 : static_cast<int>(rng.UniformInt(300));
     const Eigen::MatrixXi codes = RandomCodes(rows, domain, rng);
-    const AimBudget b = AimBudgetForRho(5, 80, 0.01 + rng.Uniform()).value();
+    // Label rounds on every other trial (issue 38).
+    const AimBudget b =
+        AimBudgetForRho(5, 80, 0.01 + rng.Uniform(), trial % 2 ? 4 : -1).value();
     IndependentAimModel model(domain);
     privacy::SeededNoiseSource noise(trial);
     const auto run = RunAim(codes, domain, candidates, b, kDefaultAimMaxModelCells,
@@ -363,7 +458,7 @@ TEST(AimRunTest, TotalOnRandomAndEmptyData) {
                             &model, &noise);
     ASSERT_TRUE(run.ok()) << run.status();
     EXPECT_EQ(run->one_way.size(), 5u);
-    EXPECT_LE(run->rounds.size(), 81u);
+    EXPECT_LE(run->rounds.size(), 81u + b.label_rounds);
     for (const AimRound& r : run->rounds) {
       EXPECT_TRUE(r.measurement.counts.allFinite());
       EXPECT_EQ(r.measurement.counts.size(), CliqueCells(r.clique, domain));
