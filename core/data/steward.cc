@@ -75,13 +75,13 @@ Schema StewardSchema() {
       .AddNumeric("age", 18, 90, /*integer=*/true)
       .AddNumeric("household", 1, 10, /*integer=*/true)
       .AddNumeric("income", 100, 10'000'000)
-      .AddNumeric("tenure", 0, 40)
-      .AddNumeric("visits", 0, 50, /*integer=*/true)
-      .AddNumeric("score", 0, 100)
+      .AddNumeric("tenure", 0, 40, /*integer=*/false, /*nullable=*/true)
+      .AddNumeric("visits", 0, 50, /*integer=*/true, /*nullable=*/true)
+      .AddNumeric("score", 0, 100, /*integer=*/false, /*nullable=*/true)
       .AddCategorical("sector", {"agri", "retail", "public", "health", "tech", "finance",
                                  "transport", "other"})
       .AddCategorical("channel", {"branch", "phone", "web", "agent"})
-      .AddNumeric("debt_ratio", 0, 3)
+      .AddNumeric("debt_ratio", 0, 3, /*integer=*/false, /*nullable=*/true)
       .AddCategorical("outcome", {"A", "B", "C", "D", "E", "F", "G"})
       // Public round log-scale edges (a steward's choice, not the data's):
       // half-decades from 300 to 3,000,000.

@@ -21,9 +21,9 @@ namespace dpcurator::data {
 // held-out split is drawn with another seed).
 inline constexpr int64_t kStewardDefaultRows = 2000;
 
-// The declared schema: every column non-nullable, label "outcome". The
-// columns StewardMissingColumns() names are the ones to declare nullable
-// once numeric columns may be (issue 38's nullable numerics).
+// The declared schema, label "outcome": the columns StewardMissingColumns()
+// names are nullable numerics (a missing cell is its own level in every
+// method: no imputation), the others are not.
 Schema StewardSchema();
 
 // The numeric columns that GenerateStewardTable(..., missing = true) leaves
@@ -33,8 +33,8 @@ std::vector<std::pair<std::string, double>> StewardMissingColumns();
 // n rows from the model, reproducible from `seed`. With `missing`, the
 // columns of StewardMissingColumns() hold NaN (a missing cell) in their
 // share of rows, independently of everything else (missing completely at
-// random); without it every cell is drawn, so the table fits StewardSchema().
-Table GenerateStewardTable(int64_t num_rows, uint64_t seed, bool missing = false);
+// random); without it every cell is drawn. Both fit StewardSchema().
+Table GenerateStewardTable(int64_t num_rows, uint64_t seed, bool missing = true);
 
 }  // namespace dpcurator::data
 

@@ -6,9 +6,16 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <fstream>
 #include <string>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 
 #include "tests/e2e/local_server.h"
 
@@ -123,6 +130,51 @@ TEST_F(AimCliTest, AdultTrainSampleEval) {
 // feature (the label round) and its rows carry the label (TSTR ROC-AUC at
 // least 0.65; real rows reach 0.8, bench/steward_aim.sh has the 5 seeds); at
 // epsilon 0.05 (rows x epsilon 100) it warns that they may not.
+// The cells of one column of a CSV file with a header line, as written by
+// `sample` and `demo --write-data` (no quoted commas in these files): the
+// numbers, and the count of empty (missing) cells.
+struct CsvColumn {
+  std::vector<double> values;
+  int missing = 0;
+  int rows = 0;
+};
+CsvColumn ReadCsvColumn(const std::filesystem::path& path, const std::string& name) {
+  std::ifstream input(path);
+  std::string line;
+  std::getline(input, line);
+  const std::vector<std::string> header = absl::StrSplit(line, ',');
+  const auto at = std::find(header.begin(), header.end(), name);
+  CsvColumn column;
+  if (at == header.end()) return column;
+  const size_t index = at - header.begin();
+  while (std::getline(input, line)) {
+    const std::vector<std::string> cells = absl::StrSplit(line, ',');
+    if (cells.size() != header.size()) continue;
+    ++column.rows;
+    double value = 0.0;
+    if (cells[index].empty()) {
+      ++column.missing;
+    } else if (absl::SimpleAtod(cells[index], &value)) {
+      column.values.push_back(value);
+    }
+  }
+  return column;
+}
+double Quantile(std::vector<double> values, double share) {
+  if (values.empty()) return std::nan("");
+  std::sort(values.begin(), values.end());
+  return values[static_cast<size_t>(share * (values.size() - 1))];
+}
+
+// Issue 38's "done when": the steward table (2,000 rows, nullable numerics
+// with 12-28% missing cells, a money column over five decades, a 124-level
+// district, a 7-class label; docs/demo-data.md) goes through create, upload,
+// `train aim`, `sample` and `eval` with no imputation; on each of 5 runs at
+// epsilon 1 (the server's noise is fresh each time) AIM's TSTR ROC-AUC is at
+// least 0.65 (the family's average, and logistic regression's) where real
+// rows reach 0.8, the money column's 50th and 90th percentiles are within a
+// factor 2 of real, and the missing shares are kept; and a method whose
+// rows x epsilon cannot carry the label says so (aim and mst at 0.05).
 TEST_F(AimCliTest, StewardTableCarriesTheLabelAndWarnsWhenItCannot) {
   const std::string curator = Env("curator-token-aim");
   const std::string analyst = Env("analyst-token-aim");
@@ -130,48 +182,86 @@ TEST_F(AimCliTest, StewardTableCarriesTheLabelAndWarnsWhenItCannot) {
   ASSERT_EQ(wrote.exit_code, 0) << wrote.err;
   EXPECT_NE(wrote.out.find("train.csv (2000 rows)"), std::string::npos) << wrote.out;
   CliRun created = RunCli(
-      "datasets create --name steward --schema steward/schema.json --epsilon 3 --json", curator);
+      "datasets create --name steward --schema steward/schema.json --epsilon 6 --json", curator);
   ASSERT_EQ(created.exit_code, 0) << created.err;
   const std::string dataset = nlohmann::json::parse(created.out)["dataset_id"];
   CliRun uploaded =
       RunCli("upload --dataset " + dataset + " --csv steward/train.csv --json", curator);
   ASSERT_EQ(uploaded.exit_code, 0) << uploaded.err;
 
-  CliRun trained =
-      RunCli("train aim --dataset " + dataset + " --epsilon 1 --out m.pb", analyst);
-  ASSERT_EQ(trained.exit_code, 0) << trained.err;
-  // What AIM measured, not an MST edge count; a label pair; no warning.
-  EXPECT_EQ(trained.out.find("in its tree"), std::string::npos) << trained.out;
-  EXPECT_NE(trained.out.find("aim measured: 12 1-way tables"), std::string::npos)
-      << trained.out;
-  EXPECT_EQ(trained.out.find(" 0 with the label (outcome)"), std::string::npos) << trained.out;
-  EXPECT_NE(trained.out.find("with the label (outcome)"), std::string::npos) << trained.out;
-  EXPECT_EQ(trained.out.find("warning"), std::string::npos) << trained.out;
-  CliRun sampled = RunCli("sample --model m.pb --rows 2000 --out syn.csv", "");
-  ASSERT_EQ(sampled.exit_code, 0) << sampled.err;
-  CliRun evaluated =
-      RunCli("eval --model m.pb --synthetic syn.csv --real steward/test.csv --json", "");
-  ASSERT_EQ(evaluated.exit_code, 0) << evaluated.err;
-  int checked = 0;
-  const auto steward_report = nlohmann::json::parse(evaluated.out);
-  for (const auto& row : steward_report["utility"]) {
-    if (row["train_source"] != "synthetic") continue;
-    std::printf("steward aim TSTR %s ROC-AUC %.4f\n",
-                row["classifier"].get<std::string>().c_str(), row["roc_auc"].get<double>());
-    EXPECT_GE(row["roc_auc"].get<double>(), 0.65) << row["classifier"];
-    ++checked;
+  const CsvColumn real_income = ReadCsvColumn(dir_ / "steward/test.csv", "income");
+  const CsvColumn real_score = ReadCsvColumn(dir_ / "steward/test.csv", "score");
+  ASSERT_GT(real_income.values.size(), 900u);
+  ASSERT_GT(real_score.missing, 0) << "the table has missing numerics";
+  for (int run = 1; run <= 5; ++run) {
+    SCOPED_TRACE(absl::StrCat("run ", run));
+    const std::string model = absl::StrCat("m", run, ".pb");
+    const std::string rows = absl::StrCat("syn", run, ".csv");
+    CliRun trained =
+        RunCli("train aim --dataset " + dataset + " --epsilon 1 --out " + model, analyst);
+    ASSERT_EQ(trained.exit_code, 0) << trained.err;
+    // What AIM measured, not an MST edge count; a label pair; no warning.
+    EXPECT_EQ(trained.out.find("in its tree"), std::string::npos) << trained.out;
+    EXPECT_NE(trained.out.find("aim measured: 12 1-way tables"), std::string::npos)
+        << trained.out;
+    EXPECT_EQ(trained.out.find(" 0 with the label (outcome)"), std::string::npos)
+        << trained.out;
+    EXPECT_NE(trained.out.find("with the label (outcome)"), std::string::npos) << trained.out;
+    EXPECT_EQ(trained.out.find("warning"), std::string::npos) << trained.out;
+    CliRun sampled = RunCli(
+        absl::StrCat("sample --model ", model, " --rows 2000 --seed ", run, " --out ", rows), "");
+    ASSERT_EQ(sampled.exit_code, 0) << sampled.err;
+    CliRun evaluated =
+        RunCli("eval --model " + model + " --synthetic " + rows + " --real steward/test.csv --json",
+               "");
+    ASSERT_EQ(evaluated.exit_code, 0) << evaluated.err;
+    const auto report = nlohmann::json::parse(evaluated.out);
+    double sum = 0.0, real_sum = 0.0;
+    int count = 0, real_count = 0;
+    for (const auto& row : report["utility"]) {
+      const double auc = row["roc_auc"].get<double>();
+      const std::string classifier = row["classifier"].get<std::string>();
+      if (row["train_source"] == "real") {
+        real_sum += auc;
+        ++real_count;
+        continue;
+      }
+      std::printf("steward run %d aim TSTR %s ROC-AUC %.4f\n", run, classifier.c_str(), auc);
+      if (classifier == "logistic_regression") EXPECT_GE(auc, 0.65);
+      sum += auc;
+      ++count;
+    }
+    ASSERT_GE(count, 2) << evaluated.out;
+    EXPECT_GE(sum / count, 0.65) << evaluated.out;
+    if (real_count > 0) EXPECT_GE(real_sum / real_count, 0.8) << evaluated.out;
+
+    const CsvColumn income = ReadCsvColumn(dir_ / rows, "income");
+    for (double share : {0.5, 0.9}) {
+      const double ratio = Quantile(income.values, share) / Quantile(real_income.values, share);
+      std::printf("steward run %d income p%.0f synthetic / real %.3f\n", run, 100 * share, ratio);
+      EXPECT_GT(ratio, 0.5) << share;
+      EXPECT_LT(ratio, 2.0) << share;
+    }
+    const CsvColumn score = ReadCsvColumn(dir_ / rows, "score");
+    const double real_share = static_cast<double>(real_score.missing) / real_score.rows;
+    const double synthetic_share = static_cast<double>(score.missing) / score.rows;
+    EXPECT_NEAR(synthetic_share, real_share, 0.1) << "score's missing share";
   }
-  EXPECT_GE(checked, 2) << evaluated.out;
 
   // Rows x epsilon = 100: the label round still measures a label pair, but
   // the noise can hide the label; the output says so (rows estimated from
-  // the release's noisy 1-way tables).
+  // the release's noisy 1-way tables). MST says so too.
   CliRun tiny = RunCli(
       "train aim --dataset " + dataset + " --epsilon 0.05 --fit-iterations 100 --out tiny.pb",
       analyst);
   ASSERT_EQ(tiny.exit_code, 0) << tiny.err;
   EXPECT_NE(tiny.out.find("warning: aim release of about"), std::string::npos) << tiny.out;
   EXPECT_NE(tiny.out.find("at epsilon 0.05: rows x epsilon is"), std::string::npos) << tiny.out;
+  CliRun tiny_mst =
+      RunCli("train mst --dataset " + dataset + " --epsilon 0.05 --out tiny_mst.pb", analyst);
+  ASSERT_EQ(tiny_mst.exit_code, 0) << tiny_mst.err;
+  EXPECT_NE((tiny_mst.out + tiny_mst.err).find("rows x epsilon is"), std::string::npos)
+      << tiny_mst.out << tiny_mst.err;
 }
 
 }  // namespace
