@@ -728,6 +728,15 @@ absl::Status Store::DeleteDataset(const std::string& dataset_id) {
 
 absl::StatusOr<v1::Dataset> Store::SetBins(const std::string& dataset_id,
                                            const v1::TableSchema& requested) {
+  // Checked on the request as sent: the canonical form drops bins that a
+  // column of another type cannot have, and a change asked for must not be
+  // dropped in silence.
+  for (const v1::ColumnSchema& column : requested.columns()) {
+    if (column.type() != v1::ColumnSchema::NUMERIC && column.bins_size() > 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("column '", column.name(), "' is not numeric and takes no bins"));
+    }
+  }
   DPC_ASSIGN_OR_RETURN(data::Schema schema, SchemaFromProto(requested));
   auto db = database_->Lock();
   DPC_ASSIGN_OR_RETURN(auto transaction, Transaction::BeginImmediate(db.get()));
@@ -749,10 +758,6 @@ absl::StatusOr<v1::Dataset> Store::SetBins(const std::string& dataset_id,
   for (int c = 0; c < before.columns_size(); ++c) {
     v1::ColumnSchema old_column = before.columns(c);
     v1::ColumnSchema new_column = after.columns(c);
-    if (old_column.type() != v1::ColumnSchema::NUMERIC && new_column.bins_size() > 0) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("column '", new_column.name(), "' is not numeric and takes no bins"));
-    }
     old_column.clear_bins();
     new_column.clear_bins();
     if (!google::protobuf::util::MessageDifferencer::Equals(old_column, new_column)) {

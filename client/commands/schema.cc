@@ -429,17 +429,22 @@ absl::Status RunFit(const ParsedArgs& args) {
     const release::FittedBins fit = release::FitBinsFromNoisyCounts(
         grid->column(c), counts, noise_std, static_cast<int>(*bins));
     v1::ColumnSchema& column = *fitted.mutable_columns(c);
+    // The fitted edges cover the bulk only (cells under the noise threshold
+    // count as empty): geometric edges beyond them give the tails bins of
+    // their own instead of one stretched to the declared bound
+    // (release::WithTailEdges). Post-processing still.
+    const std::vector<double> edges = release::WithTailEdges(grid->column(c), fit.edges);
     column.clear_bins();
-    for (double edge : fit.edges) column.add_bins(edge);
+    for (double edge : edges) column.add_bins(edge);
     // The bounds are fixed once rows are stored (values were clamped to
     // them): a suggestion for a new dataset, never applied here.
-    notes[c] = absl::StrCat(fit.edges.size() + 1, " bins fitted from DP release ", release.id(),
+    notes[c] = absl::StrCat(edges.size() + 1, " bins fitted from DP release ", release.id(),
                             "; suggested bounds [", absl::StrFormat("%g", fit.lower), ", ",
                             absl::StrFormat("%g", fit.upper),
                             "] (not applied: the stored rows were clamped to the declared ones)");
     std::printf("  %-24s %zu edges%s; suggested bounds [%g, %g] (declared [%g, %g])\n",
-                column.name().c_str(), fit.edges.size(),
-                fit.edges.empty() ? " (nothing above the noise: the default bins)" : "",
+                column.name().c_str(), edges.size(),
+                edges.empty() ? " (nothing above the noise: the default bins)" : "",
                 fit.lower, fit.upper, column.lower(), column.upper());
   }
   nlohmann::ordered_json provenance = {{"release_id", release.id()},

@@ -548,14 +548,14 @@ TEST_F(FrictionTest, SchemaFitAndSetBinsFitAHeavyTail) {
   ASSERT_EQ(fit.exit_code, 0) << fit.err;
   EXPECT_NE(fit.out.find("epsilon 0.1 for this release"), std::string::npos) << fit.out;
   nlohmann::json fitted = nlohmann::json::parse(ReadAll(dir_ / "fit.json"));
-  EXPECT_EQ(fitted["dp_release"]["epsilon"], 0.1);
+  EXPECT_NEAR(fitted["dp_release"]["epsilon"].get<double>(), 0.1, 1e-6);
   EXPECT_FALSE(fitted["dp_release"]["release_id"].get<std::string>().empty());
   EXPECT_GE(fitted["columns"][0]["bins"].size(), 8u) << fitted.dump();
   EXPECT_NE(fitted["columns"][0]["note"].get<std::string>().find("suggested bounds"),
             std::string::npos);
-  // Only bins may change: a narrower bound is refused.
+  // Only bins may change: another bound is refused.
   nlohmann::json narrowed = fitted;
-  narrowed["columns"][0]["upper"] = 1000000;
+  narrowed["columns"][0]["upper"] = 2000000000;
   std::ofstream(dir_ / "narrowed.json") << narrowed.dump();
   CliRun refused = Cli("datasets set-bins --dataset wide --schema narrowed.json", kCurator);
   EXPECT_NE(refused.exit_code, 0);
@@ -571,7 +571,8 @@ TEST_F(FrictionTest, SchemaFitAndSetBinsFitAHeavyTail) {
   EXPECT_TRUE(within_factor_2(percentile(with_fit, 0.5), real50))
       << percentile(with_fit, 0.5) << " vs " << real50;
   EXPECT_TRUE(within_factor_2(percentile(with_fit, 0.9), real90))
-      << percentile(with_fit, 0.9) << " vs " << real90;
+      << percentile(with_fit, 0.9) << " vs " << real90 << "\n" << fitted.dump() << "\n"
+      << fit.out;
   // One ledger: aim, the fit, aim.
   CliRun budget = Cli("budget --dataset wide --json", kCurator);
   ASSERT_EQ(budget.exit_code, 0) << budget.err;

@@ -494,7 +494,10 @@ TEST_F(PartitionReleaseTest, SetBinsChangesOnlyNumericBins) {
       << status.error_message();
   bad = dataset.schema();
   bad.mutable_columns(0)->add_bins(1.0);  // region is categorical
-  EXPECT_EQ(set_bins(bad, &updated, curator).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  status = set_bins(bad, &updated, curator);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(status.error_message().find("'region' is not numeric"), std::string::npos)
+      << status.error_message();
   bad = dataset.schema();
   bad.clear_label();
   EXPECT_EQ(set_bins(bad, &updated, curator).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
@@ -507,7 +510,7 @@ TEST_F(PartitionReleaseTest, SetBinsChangesOnlyNumericBins) {
   ASSERT_TRUE(status.ok()) << status.error_message();
   EXPECT_NE(updated.schema_fingerprint(), dataset.schema_fingerprint());
   EXPECT_EQ(updated.schema().columns(3).bins_size(), 4);
-  EXPECT_EQ(updated.row_count(), dataset.row_count());
+  EXPECT_EQ(updated.row_count(), kRows);
   EXPECT_EQ(EventCount(dataset.id()), 1);  // the ledger continues, nothing added
   v1::Release replayed;
   ASSERT_TRUE(
