@@ -21,10 +21,10 @@ namespace {
 
 using Json = nlohmann::json;
 
-constexpr char kTopLevelKeys[] = "columns, label";
+constexpr char kTopLevelKeys[] = "columns, label, dp_release";
 constexpr char kColumnKeys[] =
     "name, type, lower, upper, integer, atoms, bins, categories, aliases, nullable, "
-    "data_derived, and for "
+    "data_derived, note, and for "
     "IMAGE columns height, width, channels";
 // Type names a schema file accepts beyond data::ParseColumnTypeName's: an
 // image column is a schema-file (and wire) type only, never a CSV or ARFF
@@ -96,7 +96,9 @@ absl::StatusOr<SchemaFile> ParseSchemaFileText(absl::string_view text, absl::str
   }
   SchemaFile file;
   for (const auto& [key, value] : json.items()) {
-    if (key == "columns") continue;
+    // "dp_release": where `schema fit` took the bins from (client-only
+    // provenance, never sent).
+    if (key == "columns" || (key == "dp_release" && value.is_object())) continue;
     if (key == "label") {
       if (!value.is_string()) return error("", "\"label\" must be a column name (a string)");
       file.schema.set_label(value.get<std::string>());
@@ -157,6 +159,9 @@ absl::StatusOr<SchemaFile> ParseSchemaFileText(absl::string_view text, absl::str
         } else {
           out->set_upper(value.get<double>());
         }
+      } else if (key == "note") {
+        // Free text for the reader (`schema fit`'s suggested bounds), never sent.
+        if (!value.is_string()) return error(where, "\"note\" must be a string");
       } else if (key == "atoms" || key == "bins") {
         // Public point masses and bin edges of a numeric column (docs/schema.md).
         if (!value.is_array()) {

@@ -8,6 +8,7 @@
 #include "core/data/discretize.h"
 #include "core/privacy/calibration.h"
 #include "core/privacy/discrete_noise.h"
+#include "core/release/bin_fit.h"
 #include "core/release/partitioned_marginals.h"
 #include "core/util/status_macros.h"
 #include "proto/convert.h"
@@ -136,12 +137,20 @@ release::EncodedRows RowsOfPart(const release::EncodedRows& rows, int32_t level)
 
 absl::StatusOr<MarginalsReleasePlan> PlanMarginalsRelease(const v1::ReleaseRequest& request,
                                                           const v1::Dataset& dataset,
-                                                          const data::Schema& schema) {
+                                                          const data::Schema& dataset_schema) {
   using Kind = release::MarginalsKind;
   const auto relation = RelationFromProto(dataset.relation());
   MarginalsReleasePlan plan;
+  const v1::MarginalsParams& params = request.marginals();
+  if (params.fit_grid() && request.has_partition()) {
+    // A part's rows would fit bins of that part only, and the grid's edges
+    // go into the dataset's schema: one release over all rows.
+    return absl::InvalidArgumentError(
+        "a bin-fit marginals release (fit_grid) takes no partition. Nothing was charged");
+  }
   // First, before anything else is looked at: the partition is public.
   if (request.has_partition()) {
+    const data::Schema& schema = dataset_schema;
     const std::vector<std::string> values = PartitionValues(schema, request.partition());
     DPC_ASSIGN_OR_RETURN(std::vector<int32_t> levels,
                          ResolvePartitionValues(schema, request.partition().column(), values));
@@ -155,9 +164,37 @@ absl::StatusOr<MarginalsReleasePlan> PlanMarginalsRelease(const v1::ReleaseReque
       plan.values.push_back(value);
     }
   }
-  const v1::MarginalsParams& params = request.marginals();
-  DPC_ASSIGN_OR_RETURN(plan.params.cliques,
-                       ResolveCliqueColumns(params.cliques(), schema, dataset, "marginals release"));
+  DPC_ASSIGN_OR_RETURN(
+      plan.params.cliques,
+      ResolveCliqueColumns(params.cliques(), dataset_schema, dataset, "marginals release"));
+  if (params.fit_grid()) {
+    // Bin fitting (docs/privacy.md 2.11.1): 1-way cliques of numeric
+    // columns over FitGridSchema, the very call the release's domain comes
+    // from; it names the first column that is not numeric.
+    if (plan.params.cliques.empty()) {
+      for (int c = 0; c < dataset_schema.num_columns(); ++c) {
+        const data::Column& column = dataset_schema.column(c);
+        if (column.type == data::ColumnType::kNumeric) {
+          plan.params.cliques.push_back({c});
+        }
+      }
+      if (plan.params.cliques.empty()) {
+        return absl::InvalidArgumentError(
+            "a bin-fit marginals release needs a numeric column; the schema has none");
+      }
+    }
+    std::vector<int> columns;
+    for (const std::vector<int>& clique : plan.params.cliques) {
+      if (clique.size() != 1) {
+        return absl::InvalidArgumentError(
+            "a bin-fit marginals release (fit_grid) takes 1-way cliques only, one numeric "
+            "column each. Nothing was charged");
+      }
+      columns.push_back(clique[0]);
+    }
+    DPC_ASSIGN_OR_RETURN(plan.fit_schema, release::FitGridSchema(dataset_schema, columns));
+  }
+  const data::Schema& schema = plan.fit_schema ? *plan.fit_schema : dataset_schema;
   if (plan.params.cliques.empty()) {
     // The 1-way marginal of every column but the label (a part's label is
     // one value), public from the schema.
@@ -224,6 +261,8 @@ absl::StatusOr<MarginalsReleasePlan> PlanMarginalsRelease(const v1::ReleaseReque
   const int64_t part_bytes = SaturatingAdd(
       SaturatingAdd(SaturatingMul(cells, 8), SaturatingMul(tables, kTableOverheadBytes)),
       SaturatingAdd(static_cast<int64_t>(dataset.schema().ByteSizeLong()) +
+                        static_cast<int64_t>(
+                            plan.fit_schema ? SchemaToProto(schema).ByteSizeLong() : 0) +
                         16 * int64_t{schema.num_columns()} +
                         static_cast<int64_t>(plan.column.size()),
                     kArtefactOverheadBytes));
@@ -251,6 +290,9 @@ absl::StatusOr<v1::MarginalsArtefact> MarginalsArtefactOf(
     const MarginalsReleasePlan& plan, const release::MarginalsKind::Result& result,
     const v1::Dataset& dataset, const data::Schema& schema, const std::string& release_id,
     double epsilon_alone) {
+  // `schema`: the domain the tables are over (the fit grid's, or the
+  // dataset's).
+
   using Kind = release::MarginalsKind;
   // Never release what the ledger did not charge.
   if (!(result.ran == Kind::Plan(plan.params, plan.noise_multiplier))) {
@@ -261,7 +303,15 @@ absl::StatusOr<v1::MarginalsArtefact> MarginalsArtefactOf(
   artefact.set_format_version(1);
   artefact.set_release_id(release_id);
   artefact.set_dataset_id(dataset.id());
-  *artefact.mutable_schema() = dataset.schema();
+  if (plan.fit_schema) {
+    // Over the grid, not the dataset's bins: marked, so a trainer refuses it
+    // (the fingerprint stays the dataset's: the schema the rows were read
+    // under).
+    *artefact.mutable_schema() = SchemaToProto(schema);
+    artefact.set_fit_grid(true);
+  } else {
+    *artefact.mutable_schema() = dataset.schema();
+  }
   artefact.set_schema_fingerprint(dataset.schema_fingerprint());
   artefact.set_relation(dataset.relation() == v1::REPLACE_ONE ? v1::REPLACE_ONE
                                                               : v1::ADD_REMOVE);
@@ -278,12 +328,15 @@ absl::StatusOr<v1::MarginalsArtefact> MarginalsArtefactOf(
 
 absl::StatusOr<v1::Release> ComputeMarginalsRelease(const MarginalsReleasePlan& plan,
                                                     const v1::Dataset& dataset,
-                                                    const data::Schema& schema,
+                                                    const data::Schema& dataset_schema,
                                                     const data::Table& rows,
                                                     const std::string& release_id,
                                                     const std::string& idempotency_key,
                                                     double epsilon_alone,
                                                     privacy::NoiseSource* noise) {
+  // The planned domain: the fit grid's when asked (same columns, names and
+  // types as the dataset's, so the stored values are read alike).
+  const data::Schema& schema = plan.fit_schema ? *plan.fit_schema : dataset_schema;
   v1::Release release;
   release.set_id(release_id);
   release.set_dataset_id(dataset.id());

@@ -94,6 +94,11 @@ struct MarginalsReleasePlan {
   std::vector<std::string> values;  // the parts' values, by level
   std::vector<int32_t> levels;      // ascending
   std::optional<privacy::PrivacyEvent> event;  // release::MarginalsEvent
+  // Bin fitting (MarginalsParams.fit_grid; docs/privacy.md 2.11.1): the
+  // public domain the tables are over, release::FitGridSchema of the
+  // dataset's schema for the cliques' columns; the release is run and its
+  // artefact written over it. Unset: the dataset's schema.
+  std::optional<data::Schema> fit_schema;
   // Issue 36 (item 4): K parts (1 for an ordinary release) of every
   // clique's table, each part a whole MarginalsArtefact with the schema;
   // and the rows read (raw, their codes, a part's copy).
@@ -107,6 +112,10 @@ struct MarginalsReleasePlan {
 // at the dataset's delta, so a K-part release gets the s of one part under
 // ADD_REMOVE), and the grid noise the engine will draw. The event is
 // release::MarginalsEvent (core/release/partitioned_marginals.h).
+// With fit_grid: no partition, every clique one numeric column (empty: every
+// numeric column), and the plan is made over release::FitGridSchema, the
+// same function the release runs over, so a request the grid cannot serve
+// is refused here, before admission.
 absl::StatusOr<MarginalsReleasePlan> PlanMarginalsRelease(const v1::ReleaseRequest& request,
                                                           const v1::Dataset& dataset,
                                                           const data::Schema& schema);

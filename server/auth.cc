@@ -40,6 +40,7 @@ const std::vector<MethodRule>& Rules() {
       {"/dpcurator.v1.DatasetService/ListDatasets", {Role::kCurator, Role::kAnalyst}},
       {"/dpcurator.v1.DatasetService/GetBudget", {Role::kCurator, Role::kAnalyst}},
       {"/dpcurator.v1.DatasetService/DeleteDataset", {Role::kCurator}},
+      {"/dpcurator.v1.DatasetService/SetBins", {Role::kCurator}},
       {"/dpcurator.v1.ReleaseService/RequestRelease", {Role::kAnalyst}},
       {"/dpcurator.v1.ReleaseService/GetRelease", {Role::kAnalyst}},
       {"/dpcurator.v1.ReleaseService/ListReleases", {Role::kAnalyst, Role::kCurator}},

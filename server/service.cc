@@ -399,6 +399,20 @@ grpc::Status DatasetServiceImpl::DeleteDataset(grpc::ServerContext* context,
   return grpc::Status::OK;
 }
 
+grpc::Status DatasetServiceImpl::SetBins(grpc::ServerContext* context,
+                                         const v1::SetBinsRequest* request,
+                                         v1::Dataset* response) {
+  DPC_GRPC_ASSIGN_OR_RETURN(Role role, authorizer_->Check(context));
+  authorizer_->NoteTarget(context, request->dataset_id());
+  DPC_GRPC_ASSIGN_OR_RETURN(*response, store_->SetBins(request->dataset_id(), request->schema()));
+  // Public metadata only: the ids, never the edges.
+  LogEvent(LogLevel::kInfo, "dataset_bins_set")
+      .Str("role", RoleName(role))
+      .Str("dataset", response->id())
+      .Str("schema_fingerprint", response->schema_fingerprint());
+  return grpc::Status::OK;
+}
+
 grpc::Status DatasetServiceImpl::ListDatasets(grpc::ServerContext* context,
                                               const v1::ListDatasetsRequest* request,
                                               v1::ListDatasetsResponse* response) {

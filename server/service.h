@@ -91,6 +91,8 @@ class DatasetServiceImpl final : public v1::DatasetService::Service {
   grpc::Status DeleteDataset(grpc::ServerContext* context,
                              const v1::DeleteDatasetRequest* request,
                              v1::DeleteDatasetResponse* response) override;
+  grpc::Status SetBins(grpc::ServerContext* context, const v1::SetBinsRequest* request,
+                       v1::Dataset* response) override;
   grpc::Status GetBudget(grpc::ServerContext* context, const v1::GetBudgetRequest* request,
                          v1::BudgetReport* response) override;
 

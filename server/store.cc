@@ -12,6 +12,7 @@
 #include "absl/strings/str_format.h"
 #include "core/privacy/noise_source.h"
 #include "core/util/status_macros.h"
+#include "google/protobuf/util/message_differencer.h"
 #include "proto/convert.h"
 
 namespace dpcurator::server {
@@ -723,6 +724,87 @@ absl::Status Store::DeleteDataset(const std::string& dataset_id) {
     sealed_rows_.erase(cached);
   }
   return absl::OkStatus();
+}
+
+absl::StatusOr<v1::Dataset> Store::SetBins(const std::string& dataset_id,
+                                           const v1::TableSchema& requested) {
+  // Checked on the request as sent: the canonical form drops bins that a
+  // column of another type cannot have, and a change asked for must not be
+  // dropped in silence.
+  for (const v1::ColumnSchema& column : requested.columns()) {
+    if (column.type() != v1::ColumnSchema::NUMERIC && column.bins_size() > 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("column '", column.name(), "' is not numeric and takes no bins"));
+    }
+  }
+  DPC_ASSIGN_OR_RETURN(data::Schema schema, SchemaFromProto(requested));
+  auto db = database_->Lock();
+  DPC_ASSIGN_OR_RETURN(auto transaction, Transaction::BeginImmediate(db.get()));
+  DPC_ASSIGN_OR_RETURN(v1::Dataset dataset, GetDatasetLocked(db, dataset_id));
+  // Both canonical (SchemaToProto), so that only what the schema means is
+  // compared, not how the request spelled it.
+  DPC_ASSIGN_OR_RETURN(data::Schema stored, SchemaFromProto(dataset.schema()));
+  const v1::TableSchema before = SchemaToProto(stored);
+  const v1::TableSchema after = SchemaToProto(schema);
+  // Only numeric columns' bins may change: they are public metadata of the
+  // discretisation (docs/privacy.md 1.2, 2.11.1), read by marginal methods
+  // only; bounds, atoms, categories and the label decided how the stored
+  // rows were read (clamped, coded) and stay.
+  if (after.columns_size() != before.columns_size()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the schema has ", after.columns_size(), " columns and the dataset ",
+        before.columns_size(), "; only numeric columns' bins can change"));
+  }
+  for (int c = 0; c < before.columns_size(); ++c) {
+    v1::ColumnSchema old_column = before.columns(c);
+    v1::ColumnSchema new_column = after.columns(c);
+    old_column.clear_bins();
+    new_column.clear_bins();
+    if (!google::protobuf::util::MessageDifferencer::Equals(old_column, new_column)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "column ", c + 1, " ('", before.columns(c).name(),
+          "') differs from the stored one in more than its bins; only numeric columns' bins "
+          "can change (bounds, atoms and categories decided how the rows were stored)"));
+    }
+  }
+  v1::TableSchema old_rest = before;
+  v1::TableSchema new_rest = after;
+  old_rest.clear_columns();
+  new_rest.clear_columns();
+  if (!google::protobuf::util::MessageDifferencer::Equals(old_rest, new_rest)) {
+    return absl::InvalidArgumentError(
+        "the schema differs from the stored one beyond its columns (label or missing-value "
+        "tokens); only numeric columns' bins can change");
+  }
+  // A release or session in flight read (or will read) the rows under the
+  // schema it was admitted with: refused until they end, as a delete.
+  DPC_ASSIGN_OR_RETURN(auto busy,
+                       db->Prepare("SELECT (SELECT COUNT(*) FROM releases WHERE dataset_id = ?1 "
+                                    "AND status = 'PENDING'), (SELECT COUNT(*) FROM sessions "
+                                    "WHERE dataset_id = ?1 AND state = 'OPEN')"));
+  busy.Bind(1, dataset_id);
+  DPC_ASSIGN_OR_RETURN(bool has_row, busy.Step());
+  if (has_row && (busy.ColumnInt(0) > 0 || busy.ColumnInt(1) > 0)) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "dataset '", dataset_id, "' has ", busy.ColumnInt(0), " release(s) in progress and ",
+        busy.ColumnInt(1),
+        " open session(s); close the sessions (or let the releases finish) and set bins again"));
+  }
+  DPC_ASSIGN_OR_RETURN(
+      auto update,
+      db->Prepare("UPDATE datasets SET schema = ?, schema_fingerprint = ? WHERE id = ?"));
+  DPC_RETURN_IF_ERROR(update.BindBlob(1, after.SerializeAsString())
+                          .Bind(2, schema.FingerprintHex())
+                          .Bind(3, dataset_id)
+                          .Run());
+  DPC_RETURN_IF_ERROR(transaction.Commit());
+  // The cached encoding of a sealed dataset's rows was made under the old
+  // schema: dropped, re-read under the new one.
+  if (auto cached = sealed_rows_.find(dataset_id); cached != sealed_rows_.end()) {
+    cached_row_bytes_ -= cached->second.bytes;
+    sealed_rows_.erase(cached);
+  }
+  return GetDatasetLocked(db, dataset_id);
 }
 
 absl::StatusOr<std::shared_ptr<const data::Table>> Store::LoadRows(const std::string& dataset_id,

@@ -79,6 +79,14 @@ class Store {
   // never reused). FAILED_PRECONDITION while a release is in progress or a
   // session is open on it; NOT_FOUND for an unknown or deleted id.
   absl::Status DeleteDataset(const std::string& dataset_id);
+  // Issue 38 (docs/privacy.md 2.11.1): replaces the numeric columns' bins
+  // with `schema`'s, refusing any other difference from the stored schema
+  // (INVALID_ARGUMENT naming the column) and, as DeleteDataset, a dataset
+  // with a release in progress or a session open. The rows, the ledger and
+  // the earlier releases (with the fingerprint they were made under) stay;
+  // the dataset's fingerprint becomes the new schema's.
+  absl::StatusOr<v1::Dataset> SetBins(const std::string& dataset_id,
+                                      const v1::TableSchema& schema);
   // Every stored row of the dataset, in upload order, read from SQLite.
   absl::StatusOr<std::shared_ptr<const data::Table>> LoadRows(const std::string& dataset_id,
                                                               const data::Schema& schema);

@@ -576,6 +576,47 @@ absl::Status RunDelete(const ParsedArgs& args) {
   return absl::OkStatus();
 }
 
+absl::Status RunSetBins(const ParsedArgs& args) {
+  const std::string path = args.Get("schema");
+  auto schema = ReadSchemaForPublishing(path, args.Flag(kAcceptDataDerivedFlag));
+  if (!schema.ok()) return schema.status();
+  auto connection = Connection::FromArgs(args);
+  if (!connection.ok()) return connection.status();
+  auto found = FindDataset(&*connection, args.Get("dataset"));
+  if (!found.ok()) return found.status();
+  v1::SetBinsRequest request;
+  request.set_dataset_id(found->id());
+  *request.mutable_schema() = *schema;
+  v1::Dataset updated;
+  auto context = connection->NewContext();
+  grpc::Status status = connection->datasets().SetBins(context.get(), request, &updated);
+  if (!status.ok()) return RpcError(status, "set bins");
+  // The columns whose bins changed, named from the two public schemas.
+  std::vector<std::string> changed;
+  for (int c = 0; c < updated.schema().columns_size() && c < found->schema().columns_size();
+       ++c) {
+    const auto& before = found->schema().columns(c).bins();
+    const auto& after = updated.schema().columns(c).bins();
+    if (!std::equal(before.begin(), before.end(), after.begin(), after.end())) {
+      changed.push_back(updated.schema().columns(c).name());
+    }
+  }
+  if (args.Flag("json")) {
+    nlohmann::json out = {{"dataset_id", updated.id()},
+                          {"columns_changed", changed},
+                          {"schema_fingerprint", updated.schema_fingerprint()},
+                          {"previous_schema_fingerprint", found->schema_fingerprint()}};
+    std::printf("%s\n", out.dump(2).c_str());
+    return absl::OkStatus();
+  }
+  std::printf("dataset %s: bins set for %s; schema fingerprint %s (was %s). The ledger "
+              "continues; earlier releases keep the fingerprint they were made under.\n",
+              updated.id().c_str(),
+              changed.empty() ? "no column (unchanged)" : absl::StrJoin(changed, ", ").c_str(),
+              updated.schema_fingerprint().c_str(), found->schema_fingerprint().c_str());
+  return absl::OkStatus();
+}
+
 absl::Status RunList(const ParsedArgs& args) {
   auto connection = Connection::FromArgs(args);
   if (!connection.ok()) return connection.status();
@@ -771,6 +812,21 @@ std::vector<Command> DatasetCommands() {
                       {"yes", "", "confirm: the rows cannot be recovered", true},
                       {"json", "", "print JSON (docs/json.md)", true}}),
       RunDelete});
+  commands.push_back(Command{
+      "datasets set-bins", "change numeric columns' bins on a stored dataset (curator)",
+      "Bins are public metadata of the discretisation that marginal methods (mst, aim,\n"
+      "marginals) use; the stored rows and the ledger stay as they are. --schema is the\n"
+      "dataset's schema with only numeric columns' \"bins\" changed, as `schema fit` writes\n"
+      "it; any other difference (bounds, atoms, categories, label) is refused. The schema\n"
+      "fingerprint changes: releases made before keep theirs, and models trained after use\n"
+      "the new bins. Refused while a release is in progress or a session is open.\n\n"
+      "  dpcurator datasets set-bins --dataset ds_... --schema fit.json",
+      WithConnection({{"dataset", "", "dataset id or name", false, true},
+                      {"schema", "", "schema JSON file (e.g. from `schema fit`)", false, true},
+                      {kAcceptDataDerivedFlag, "",
+                       "set bins still marked \"data_derived\" as they are", true},
+                      {"json", "", "print JSON (docs/json.md)", true}}),
+      RunSetBins});
   commands.push_back(Command{
       "upload", "stream a CSV or ARFF file's rows, or images, into a dataset (curator)",
       "The header (CSV) or the @attribute names (ARFF) are matched to the schema by column\n"

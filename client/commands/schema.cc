@@ -1,8 +1,10 @@
 // `dpcurator schema draft` and `schema check`: a first schema from the
 // curator's own CSV or ARFF file, on the curator's own machine, with every
 // bound and category list read from the rows marked "data_derived" (see
-// client/schema_file.h and docs/schema.md).
+// client/schema_file.h and docs/schema.md). `schema fit`: bins from a small
+// DP release instead (docs/privacy.md 2.11.1).
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -14,12 +16,19 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "client/cli.h"
 #include "client/commands.h"
+#include "client/connection.h"
+#include "client/proto_file.h"
 #include "client/schema_file.h"
 #include "client/text_upload.h"
 #include "core/data/arff.h"
 #include "core/data/csv.h"
 #include "core/data/draft.h"
+#include "core/release/bin_fit.h"
+#include "proto/convert.h"
 
 namespace dpcurator::client {
 namespace {
@@ -294,6 +303,174 @@ absl::Status RunCheck(const ParsedArgs& args) {
   return absl::OkStatus();
 }
 
+
+// A number as schema files write bounds: 500, not 500.0.
+nlohmann::ordered_json SchemaNumber(double value) {
+  if (value == std::floor(value) && std::fabs(value) < 1e15) {
+    return static_cast<int64_t>(value);
+  }
+  return value;
+}
+
+// The dataset's schema as a schema file (docs/schema.md), `notes[c]` as
+// column c's "note" and `provenance` as the top-level "dp_release".
+std::string SchemaToFileJson(const v1::TableSchema& schema,
+                             const std::vector<std::string>& notes,
+                             const nlohmann::ordered_json& provenance) {
+  nlohmann::ordered_json out;
+  out["columns"] = nlohmann::ordered_json::array();
+  for (int c = 0; c < schema.columns_size(); ++c) {
+    const v1::ColumnSchema& column = schema.columns(c);
+    nlohmann::ordered_json j;
+    j["name"] = column.name();
+    if (column.type() == v1::ColumnSchema::NUMERIC) {
+      j["type"] = "NUMERIC";
+      j["lower"] = SchemaNumber(column.lower());
+      j["upper"] = SchemaNumber(column.upper());
+      if (column.integer()) j["integer"] = true;
+      if (column.atoms_size() > 0) {
+        j["atoms"] = nlohmann::ordered_json::array();
+        for (double atom : column.atoms()) j["atoms"].push_back(SchemaNumber(atom));
+      }
+      if (column.bins_size() > 0) {
+        j["bins"] = nlohmann::ordered_json::array();
+        for (double edge : column.bins()) j["bins"].push_back(SchemaNumber(edge));
+      }
+    } else {
+      j["type"] = "CATEGORICAL";
+      j["categories"] = std::vector<std::string>(column.categories().begin(),
+                                                 column.categories().end());
+      if (column.nullable()) j["nullable"] = true;
+      if (!column.aliases().empty()) {
+        // Sorted, so that the file is the same on every run.
+        std::vector<std::pair<std::string, std::string>> aliases;
+        for (const auto& [token, category] : column.aliases()) {
+          aliases.emplace_back(token, category);
+        }
+        std::sort(aliases.begin(), aliases.end());
+        nlohmann::ordered_json map = nlohmann::ordered_json::object();
+        for (const auto& [token, category] : aliases) map[token] = category;
+        j["aliases"] = std::move(map);
+      }
+    }
+    if (static_cast<size_t>(c) < notes.size() && !notes[c].empty()) j["note"] = notes[c];
+    out["columns"].push_back(std::move(j));
+  }
+  if (!schema.label().empty()) out["label"] = schema.label();
+  out["dp_release"] = provenance;
+  return out.dump(2) + "\n";
+}
+
+absl::Status RunFit(const ParsedArgs& args) {
+  const std::string out = args.Get("out");
+  {
+    // Before the release is charged: a path that cannot be written fails now.
+    std::ofstream probe(out, std::ios::app);
+    if (!probe) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--out ", out, " cannot be written; nothing was requested"));
+    }
+  }
+  auto bins = args.GetInt("bins");
+  if (!bins.ok()) return bins.status();
+  if (*bins < 2 || *bins > data::kMaxBinEdges) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--bins must be between 2 and ", data::kMaxBinEdges, ", got ", *bins));
+  }
+  auto connection = Connection::FromArgs(args);
+  if (!connection.ok()) return connection.status();
+  auto dataset = FindDataset(&*connection, args.Get("dataset"));
+  if (!dataset.ok()) return dataset.status();
+  for (const v1::ColumnSchema& column : dataset->schema().columns()) {
+    if (column.type() == v1::ColumnSchema::IMAGE) {
+      return absl::InvalidArgumentError("schema fit is for tables; this dataset has images");
+    }
+  }
+  // The release: the marginals release of the chosen numeric columns'
+  // 1-way tables over the fit grid (the server refuses anything else before
+  // admission: a column that is not numeric, an unknown one).
+  v1::ReleaseRequest request;
+  request.set_dataset_id(dataset->id());
+  request.set_idempotency_key(args.Has("key") ? args.Get("key") : NewIdempotencyKey());
+  if (auto set = SetPrivacyLevel(args, &request); !set.ok()) return set;
+  if (args.Has("epsilon")) WarnIfUnlikelyEpsilon("--epsilon", request.epsilon());
+  v1::MarginalsParams& params = *request.mutable_marginals();
+  params.set_fit_grid(true);
+  for (absl::string_view name : absl::StrSplit(args.Get("columns"), ',', absl::SkipEmpty())) {
+    params.add_cliques()->add_columns(std::string(absl::StripAsciiWhitespace(name)));
+  }
+  v1::Release release;
+  auto context = connection->NewContext();
+  grpc::Status status = connection->releases().RequestRelease(context.get(), request, &release);
+  if (!status.ok()) return ReleaseRpcError(status, "bin-fit release", request.idempotency_key());
+  if (release.state() == v1::RELEASE_STATE_PENDING || !release.has_marginals() ||
+      !release.marginals().fit_grid()) {
+    return absl::InternalError(absl::StrCat(
+        "release ", release.id(), " is not a bin-fit marginals release; fetch it with "
+        "`dpcurator release get --id ", release.id(), "`"));
+  }
+  const v1::MarginalsArtefact& artefact = release.marginals();
+  auto grid = SchemaFromProto(artefact.schema());
+  if (!grid.ok()) return grid.status();
+  // The per-cell noise std the release drew: public, in the artefact.
+  const double noise_std = artefact.noise_multiplier() * artefact.sensitivity();
+  v1::TableSchema fitted = dataset->schema();
+  std::vector<std::string> notes(fitted.columns_size());
+  std::printf("fitted bins from release %s (epsilon %g, noise std %.3g per cell):\n",
+              release.id().c_str(), artefact.epsilon(), noise_std);
+  for (const v1::NoisyMarginalTable& table : artefact.tables()) {
+    if (table.clique_size() != 1 || table.clique(0) < 0 ||
+        table.clique(0) >= fitted.columns_size() || table.clique(0) >= grid->num_columns()) {
+      return absl::InternalError("the bin-fit release holds a table that is not one column's");
+    }
+    const int c = table.clique(0);
+    Eigen::VectorXd counts(table.counts_size());
+    for (int i = 0; i < table.counts_size(); ++i) counts[i] = table.counts(i);
+    // Post-processing of the release (docs/privacy.md 2.4): no further cost.
+    const release::FittedBins fit = release::FitBinsFromNoisyCounts(
+        grid->column(c), counts, noise_std, static_cast<int>(*bins));
+    v1::ColumnSchema& column = *fitted.mutable_columns(c);
+    // The fitted edges cover the bulk only (cells under the noise threshold
+    // count as empty): geometric edges beyond them give the tails bins of
+    // their own instead of one stretched to the declared bound
+    // (release::WithTailEdges). Post-processing still.
+    const std::vector<double> edges = release::WithTailEdges(grid->column(c), fit.edges);
+    column.clear_bins();
+    for (double edge : edges) column.add_bins(edge);
+    // The bounds are fixed once rows are stored (values were clamped to
+    // them): a suggestion for a new dataset, never applied here.
+    notes[c] = absl::StrCat(edges.size() + 1, " bins fitted from DP release ", release.id(),
+                            "; suggested bounds [", absl::StrFormat("%g", fit.lower), ", ",
+                            absl::StrFormat("%g", fit.upper),
+                            "] (not applied: the stored rows were clamped to the declared ones)");
+    std::printf("  %-24s %zu edges%s; suggested bounds [%g, %g] (declared [%g, %g])\n",
+                column.name().c_str(), edges.size(),
+                edges.empty() ? " (nothing above the noise: the default bins)" : "",
+                fit.lower, fit.upper, column.lower(), column.upper());
+  }
+  nlohmann::ordered_json provenance = {{"release_id", release.id()},
+                                       {"dataset_id", release.dataset_id()},
+                                       {"epsilon", artefact.epsilon()},
+                                       {"delta", artefact.delta()},
+                                       {"schema_fingerprint", artefact.schema_fingerprint()}};
+  const std::string json = SchemaToFileJson(fitted, notes, provenance);
+  if (auto check = ParseSchemaFileText(json, "the fitted schema"); !check.ok()) {
+    return check.status();
+  }
+  std::ofstream output(out);
+  if (!output || !(output << json)) {
+    return absl::UnavailableError(absl::StrCat(
+        "cannot write '", out, "'. The release was made and charged: fit again from it at no "
+        "charge with the same --key ", request.idempotency_key()));
+  }
+  std::printf("%s %s: epsilon %g for this release; dataset spent %.4g, remaining %.4g\n",
+              release.replayed() ? "replayed stored release" : "released", release.id().c_str(),
+              artefact.epsilon(), release.epsilon_spent_total(), release.epsilon_remaining());
+  std::printf("schema with the fitted bins written to %s (idempotency key %s)\n", out.c_str(),
+              request.idempotency_key().c_str());
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 std::vector<Command> SchemaCommands() {
@@ -333,6 +510,27 @@ std::vector<Command> SchemaCommands() {
       {{"schema", "", "schema JSON file", false, true},
        {"json", "", "print JSON (docs/json.md)", true}},
       RunCheck});
+  commands.push_back(Command{
+      "schema fit",
+      "fit numeric columns' bins from a small DP release of the stored rows (analyst, curator)",
+      "For a dataset whose numeric columns have wide public bounds and no good bins: one\n"
+      "marginals release (charged to the dataset's ledger, once) of the chosen numeric\n"
+      "columns' counts over a fine grid fixed by their declared bounds, then, on this machine\n"
+      "(post-processing, no further cost), --bins equal-share bins per column from the noisy\n"
+      "counts, edges rounded to 2 significant digits. Writes the dataset's schema with those\n"
+      "bins, marked \"dp_release\" (release id, epsilon), and per column a note with suggested\n"
+      "narrower bounds (not applied: the stored rows were clamped to the declared ones).\n"
+      "Retrying with the same --key fits again from the stored release at no charge.\n"
+      "docs/schema.md, docs/privacy.md 2.11.1.\n\n"
+      "  dpcurator schema fit --dataset ds_... --epsilon 0.1 --columns income --out fit.json",
+      WithConnection({{"dataset", "", "dataset id or name", false, true},
+                      {"epsilon", "", "epsilon of the release (at the dataset's delta)"},
+                      {"noise-multiplier", "", "explicit noise multiplier instead of --epsilon"},
+                      {"columns", "", "numeric columns 'a,b' (default: every numeric column)"},
+                      {"bins", "16", "bins per column (2 to 1024)"},
+                      {"key", "", "idempotency key (default: a fresh random key)"},
+                      {"out", "", "schema file to write", false, true}}),
+      RunFit});
   return commands;
 }
 

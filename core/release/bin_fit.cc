@@ -145,4 +145,49 @@ FittedBins FitBinsFromNoisyCounts(const data::Column& grid_column,
   return fitted;
 }
 
+std::vector<double> WithTailEdges(const data::Column& column, const std::vector<double>& edges) {
+  if (edges.empty()) return edges;
+  const double lower = column.lower;
+  const double upper = column.upper;
+  const double finest =
+      std::max(std::fabs(lower), std::fabs(upper)) * std::pow(10.0, -kFitGridDecades);
+  const auto whole = [&](double v) { return column.integer ? std::round(v) : v; };
+  std::vector<double> out = edges;
+  // At most 2 x (the grid's decades + the bounds' spread) edges a side: a
+  // cap on the loop, never reached for finite bounds.
+  constexpr int kMaxTail = 64;
+  // Upwards from the top edge: towards +infinity a positive edge grows by
+  // the ratio, a negative one shrinks towards 0 and then crosses it.
+  double e = *std::max_element(edges.begin(), edges.end());
+  for (int i = 0; i < kMaxTail; ++i) {
+    if (e > 0) {
+      e *= kFitTailRatio;
+    } else {
+      e /= kFitTailRatio;
+      // No finer than the grid near 0: across it to +finest.
+      if (!(e < -finest)) e = finest;
+    }
+    if (!(e < upper)) break;
+    out.push_back(whole(RoundTwoDigits(e, 0)));
+  }
+  // Downwards from the bottom edge, mirrored.
+  e = *std::min_element(edges.begin(), edges.end());
+  for (int i = 0; i < kMaxTail; ++i) {
+    if (e < 0) {
+      e *= kFitTailRatio;
+    } else {
+      e /= kFitTailRatio;
+      if (!(e > finest)) e = -finest;
+    }
+    if (!(e > lower)) break;
+    out.push_back(whole(RoundTwoDigits(e, 0)));
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  out.erase(std::remove_if(out.begin(), out.end(),
+                           [&](double v) { return !(v > lower && v < upper); }),
+            out.end());
+  return out;
+}
+
 }  // namespace dpcurator::release

@@ -3,10 +3,13 @@
 // dpcurator-server.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <random>
 #include <string>
 #include <utility>
 #include <vector>
@@ -530,5 +533,94 @@ TEST_F(FrictionTest, ServerHelpListsItsFlags) {
   EXPECT_NE(help.find("--insecure_dev"), std::string::npos) << help;
 }
 
+// Bins that fit the data (issue 38): a lognormal money column declared over
+// [0, 1e9] with no bins. AIM over the default 16 equal-width bins puts every
+// value in [0, 6.25e7) and samples money's 50th and 90th percentiles far
+// from the real ones; `schema fit --epsilon 0.1` (one charge) writes the
+// schema with fitted bins, marked as from a DP release; `datasets set-bins`
+// applies them to the same dataset (the ledger continues, a change of
+// bounds is refused); AIM then samples both percentiles within a factor 2.
+TEST_F(FrictionTest, SchemaFitAndSetBinsFitAHeavyTail) {
+  std::ofstream(dir_ / "s.json") << R"({"columns": [
+      {"name": "money", "type": "NUMERIC", "lower": 0, "upper": 1000000000},
+      {"name": "grp", "type": "CATEGORICAL", "categories": ["a", "b"]}]})";
+  std::mt19937_64 engine(38);
+  std::normal_distribution<double> normal(std::log(30000.0), 1.0);
+  std::vector<double> money;
+  {
+    std::ofstream out(dir_ / "data.csv");
+    out << "money,grp\n";
+    for (int i = 0; i < 2000; ++i) {
+      money.push_back(std::round(std::exp(normal(engine))));
+      out << money.back() << "," << (money.back() > 30000 ? "b" : "a") << "\n";
+    }
+  }
+  auto percentile = [](std::vector<double> values, double p) {
+    std::sort(values.begin(), values.end());
+    return values[static_cast<size_t>(p * (values.size() - 1))];
+  };
+  const double real50 = percentile(money, 0.5);
+  const double real90 = percentile(money, 0.9);
+  auto within_factor_2 = [](double synthetic, double real) {
+    return synthetic >= real / 2 && synthetic <= real * 2;
+  };
+  const std::string wide = Create("wide", "10");
+  ASSERT_FALSE(wide.empty());
+  ASSERT_EQ(Cli("upload --dataset wide --csv data.csv", kCurator).exit_code, 0);
+  auto sampled_money = [&](const std::string& name) {
+    CliRun trained =
+        Cli("train aim --dataset wide --epsilon 1 --out " + name + ".pb", kAnalyst);
+    EXPECT_EQ(trained.exit_code, 0) << trained.err;
+    CliRun sampled =
+        Cli("sample --model " + name + ".pb --rows 2000 --seed 1 --out " + name + ".csv");
+    EXPECT_EQ(sampled.exit_code, 0) << sampled.err;
+    std::vector<double> values;
+    std::ifstream in(dir_ / (name + ".csv"));
+    std::string line;
+    std::getline(in, line);  // header: money,grp
+    while (std::getline(in, line)) values.push_back(std::atof(line.c_str()));
+    return values;
+  };
+  const std::vector<double> without = sampled_money("default");
+  ASSERT_GE(without.size(), 1000u);
+  EXPECT_FALSE(within_factor_2(percentile(without, 0.5), real50) &&
+               within_factor_2(percentile(without, 0.9), real90))
+      << percentile(without, 0.5) << " " << percentile(without, 0.9);
+
+  CliRun fit = Cli("schema fit --dataset wide --epsilon 0.1 --columns money --out fit.json",
+                   kAnalyst);
+  ASSERT_EQ(fit.exit_code, 0) << fit.err;
+  EXPECT_NE(fit.out.find("epsilon 0.1 for this release"), std::string::npos) << fit.out;
+  nlohmann::json fitted = nlohmann::json::parse(ReadAll(dir_ / "fit.json"));
+  EXPECT_NEAR(fitted["dp_release"]["epsilon"].get<double>(), 0.1, 1e-6);
+  EXPECT_FALSE(fitted["dp_release"]["release_id"].get<std::string>().empty());
+  EXPECT_GE(fitted["columns"][0]["bins"].size(), 8u) << fitted.dump();
+  EXPECT_NE(fitted["columns"][0]["note"].get<std::string>().find("suggested bounds"),
+            std::string::npos);
+  // Only bins may change: another bound is refused.
+  nlohmann::json narrowed = fitted;
+  narrowed["columns"][0]["upper"] = 2000000000;
+  std::ofstream(dir_ / "narrowed.json") << narrowed.dump();
+  CliRun refused = Cli("datasets set-bins --dataset wide --schema narrowed.json", kCurator);
+  EXPECT_NE(refused.exit_code, 0);
+  EXPECT_NE(refused.err.find("more than its bins"), std::string::npos) << refused.err;
+  CliRun set = Cli("datasets set-bins --dataset wide --schema fit.json --json", kCurator);
+  ASSERT_EQ(set.exit_code, 0) << set.err;
+  const nlohmann::json changed = nlohmann::json::parse(set.out);
+  EXPECT_EQ(changed["columns_changed"], nlohmann::json::array({"money"}));
+  EXPECT_NE(changed["schema_fingerprint"], changed["previous_schema_fingerprint"]);
+
+  const std::vector<double> with_fit = sampled_money("fitted");
+  ASSERT_GE(with_fit.size(), 1000u);
+  EXPECT_TRUE(within_factor_2(percentile(with_fit, 0.5), real50))
+      << percentile(with_fit, 0.5) << " vs " << real50;
+  EXPECT_TRUE(within_factor_2(percentile(with_fit, 0.9), real90))
+      << percentile(with_fit, 0.9) << " vs " << real90 << "\n" << fitted.dump() << "\n"
+      << fit.out;
+  // One ledger: aim, the fit, aim.
+  CliRun budget = Cli("budget --dataset wide --json", kCurator);
+  ASSERT_EQ(budget.exit_code, 0) << budget.err;
+  EXPECT_EQ(nlohmann::json::parse(budget.out)["events"].size(), 3u) << budget.out;
+}
 }  // namespace
 }  // namespace dpcurator

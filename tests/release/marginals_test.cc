@@ -304,7 +304,9 @@ TEST(FitBinsTest, NoisyCountsGiveRoundEdgesThatSpreadAHeavyTail) {
     if (table.cells(r, 0) > 0) positive.push_back(table.cells(r, 0));
   }
   ASSERT_GE(money.edges.size(), 12u);
-  EXPECT_LE(FullestShare(positive, 0.0, money.edges), 0.15);
+  // As `schema fit` writes them: with the tail edges beyond the fitted ones
+  // (the 4-sigma threshold drops the thinnest tail cells; issue 38).
+  EXPECT_LE(FullestShare(positive, 0.0, WithTailEdges(grid.column(0), money.edges)), 0.15);
   std::vector<double> uniform;
   for (int b = 1; b < 16; ++b) uniform.push_back(b * 1e9 / 16);
   EXPECT_GT(FullestShare(positive, 0.0, uniform), 0.95);
@@ -312,8 +314,9 @@ TEST(FitBinsTest, NoisyCountsGiveRoundEdgesThatSpreadAHeavyTail) {
     const double scale = std::pow(10.0, std::floor(std::log10(edge)) - 1);
     EXPECT_NEAR(edge / scale, std::round(edge / scale), 1e-6) << edge;
   }
-  // The 99.5% quantile of e^(10 + 1.5 z) is about 1.1e6.
-  EXPECT_GT(money.upper, 2e5);
+  // The 99.5% quantile of e^(10 + 1.5 z) is about 1.1e6; cells under 4
+  // sigma are dropped, so the suggestion falls short of it (180,000 here).
+  EXPECT_GT(money.upper, 1e5);
   EXPECT_LT(money.upper, 5e6);
   EXPECT_GT(money.upper, money.edges.back());
   // Integer column: whole-number edges inside the bounds.
@@ -336,6 +339,42 @@ TEST(FitBinsTest, NoisyCountsGiveRoundEdgesThatSpreadAHeavyTail) {
       grid.column(0), -Eigen::VectorXd::Ones(result->marginals[0].counts.size()), 0.0, 16);
   EXPECT_TRUE(none.edges.empty());
   EXPECT_EQ(none.upper, 1e9);
+}
+
+// Tail edges (issue 38): beyond the fitted edges, geometric edges a factor
+// sqrt(10) apart to the declared bounds, towards 0 no finer than the grid's
+// M x 1e-6; round, strictly inside, sorted; none added to an empty fit.
+TEST(FitBinsTest, TailEdgesReachTheBoundsGeometrically) {
+  data::Column money;
+  money.name = "money";
+  money.lower = 0;
+  money.upper = 1e9;
+  const std::vector<double> bulk = {13000, 20000, 31000, 48000, 93000};
+  const std::vector<double> edges = WithTailEdges(money, bulk);
+  // Above 93000: 290000, 930000, ..., 930000000 (8); below 13000: 4100,
+  // 1300 (the next, 410, is under 1e9 x 1e-6 = 1000, then -1000 < 0).
+  EXPECT_EQ(edges, (std::vector<double>{1300, 4100, 13000, 20000, 31000, 48000, 93000, 290000,
+                                        930000, 2900000, 9300000, 29000000, 93000000,
+                                        290000000, 930000000}));
+  EXPECT_TRUE(WithTailEdges(money, {}).empty());
+  // Signed bounds: downwards through 0 to the negative bound.
+  data::Column pnl = money;
+  pnl.lower = -1e6;
+  pnl.upper = 1e6;
+  const std::vector<double> signed_edges = WithTailEdges(pnl, {10, 100});
+  ASSERT_FALSE(signed_edges.empty());
+  EXPECT_LT(signed_edges.front(), -1e5);
+  EXPECT_GT(signed_edges.front(), -1e6);
+  EXPECT_GT(signed_edges.back(), 1e5);
+  EXPECT_LT(signed_edges.back(), 1e6);
+  EXPECT_TRUE(std::is_sorted(signed_edges.begin(), signed_edges.end()));
+  EXPECT_EQ(std::adjacent_find(signed_edges.begin(), signed_edges.end()), signed_edges.end());
+  // Integer column: whole numbers.
+  data::Column age = money;
+  age.integer = true;
+  age.lower = 0;
+  age.upper = 120;
+  for (double edge : WithTailEdges(age, {30, 40})) EXPECT_EQ(edge, std::round(edge)) << edge;
 }
 
 }  // namespace fit

@@ -105,6 +105,15 @@ const std::map<std::string, RpcCall>& RpcTable() {
          v1::DeleteDatasetResponse response;
          return s.datasets->DeleteDataset(c, request, &response);
        }},
+      {"/dpcurator.v1.DatasetService/SetBins",
+       [](Stubs& s, grpc::ClientContext* c, Targets& t) {
+         // The stored schema as it is: a change of nothing.
+         v1::SetBinsRequest request;
+         request.set_dataset_id(t.released_dataset);
+         *request.mutable_schema() = DemoSchemaProto();
+         v1::Dataset response;
+         return s.datasets->SetBins(c, request, &response);
+       }},
       {"/dpcurator.v1.DatasetService/GetBudget",
        [](Stubs& s, grpc::ClientContext* c, Targets& t) {
          v1::GetBudgetRequest request;

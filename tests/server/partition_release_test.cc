@@ -15,11 +15,13 @@
 #include <vector>
 
 #include "core/data/demo.h"
+#include "core/data/discretize.h"
 #include "core/data/table.h"
 #include "core/privacy/calibration.h"
 #include "core/privacy/conversion.h"
 #include "core/privacy/noise_source.h"
 #include "core/privacy/rdp.h"
+#include "core/release/bin_fit.h"
 #include "proto/convert.h"
 #include "server/plans.h"
 #include "tests/server/server_test_util.h"
@@ -384,6 +386,145 @@ TEST_F(PartitionReleaseTest, RefusalsComeBeforeAdmission) {
   refused(MarginalsRequest(unlabelled.id(), "bad"), grpc::StatusCode::FAILED_PRECONDITION,
           "declares a label column");
   EXPECT_EQ(EpsilonSpent(unlabelled.id()), 0.0);
+}
+
+// Bin fitting (issue 38; docs/privacy.md 2.11.1): MarginalsParams.fit_grid
+// measures the named numeric columns' 1-way tables over FitGridSchema, as
+// ONE ledger event charged exactly as the ordinary marginals release of the
+// same cliques; the artefact is marked and carries the grid. A column that
+// is not numeric, an unknown column, a pair, and a partition are refused
+// before admission, nothing charged.
+TEST_F(PartitionReleaseTest, BinFitIsOneMarginalsChargeOverTheGrid) {
+  const v1::Dataset dataset = MakeDataset();
+  v1::Release release;
+  auto refused = [&](const v1::ReleaseRequest& request, const std::string& says) {
+    const grpc::Status status = RequestRelease(request, &release);
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT)
+        << says << ": " << status.error_message();
+    EXPECT_NE(status.error_message().find(says), std::string::npos) << status.error_message();
+  };
+  auto fit_request = [&](const std::vector<std::string>& columns, const std::string& key) {
+    v1::ReleaseRequest request;
+    request.set_dataset_id(dataset.id());
+    request.set_idempotency_key(key);
+    request.set_noise_multiplier(2.0);
+    request.mutable_marginals()->set_fit_grid(true);
+    for (const std::string& column : columns) {
+      request.mutable_marginals()->add_cliques()->add_columns(column);
+    }
+    return request;
+  };
+  refused(fit_request({"income", "region"}, "bad"), "numeric columns only; column 'region'");
+  refused(fit_request({"salary"}, "bad"), "salary");
+  v1::ReleaseRequest pair = fit_request({"income"}, "bad");
+  pair.mutable_marginals()->mutable_cliques(0)->add_columns("age");
+  refused(pair, "1-way cliques only");
+  v1::ReleaseRequest partitioned = fit_request({"income"}, "bad");
+  partitioned.mutable_partition()->set_column("churn");
+  refused(partitioned, "takes no partition");
+  EXPECT_EQ(EpsilonSpent(dataset.id()), 0.0);
+  EXPECT_EQ(EventCount(dataset.id()), 0);
+
+  const grpc::Status status = RequestRelease(fit_request({"income", "age"}, "fit"), &release);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  ASSERT_EQ(release.artefact_case(), v1::Release::kMarginals);
+  const v1::MarginalsArtefact& artefact = release.marginals();
+  EXPECT_TRUE(artefact.fit_grid());
+  EXPECT_EQ(artefact.schema_fingerprint(), dataset.schema_fingerprint());
+  // The artefact's schema is the grid, not the dataset's bins.
+  const data::Schema declared = *SchemaFromProto(dataset.schema());
+  const auto grid = release::FitGridSchema(declared, {3, 1});  // income, age
+  ASSERT_TRUE(grid.ok()) << grid.status();
+  const auto carried = SchemaFromProto(artefact.schema());
+  ASSERT_TRUE(carried.ok()) << carried.status();
+  EXPECT_EQ(carried->column(3).bins, grid->column(3).bins);
+  EXPECT_EQ(carried->column(1).bins, grid->column(1).bins);
+  EXPECT_GT(carried->column(3).bins.size(), 100u);
+  ASSERT_EQ(artefact.tables_size(), 2);
+  const auto domain = data::Discretizer::Create(*grid);
+  ASSERT_TRUE(domain.ok());
+  EXPECT_EQ(artefact.tables(0).counts_size(), domain->domain_size(3));
+  EXPECT_EQ(artefact.tables(1).counts_size(), domain->domain_size(1));
+  // Charged once, as the ordinary marginals release of the same two 1-way
+  // cliques at the same s (the sensitivity does not see the cells).
+  EXPECT_EQ(EventCount(dataset.id()), 1);
+  const double fit_spent = EpsilonSpent(dataset.id());
+  EXPECT_GT(fit_spent, 0.0);
+  const v1::Dataset other = MakeDatasetOf(data::GenerateDemoTable(kRows, kRowSeed), "plain");
+  v1::ReleaseRequest plain = fit_request({"income", "age"}, "plain");
+  plain.set_dataset_id(other.id());
+  plain.mutable_marginals()->set_fit_grid(false);
+  v1::Release ordinary;
+  ASSERT_TRUE(RequestRelease(plain, &ordinary).ok());
+  EXPECT_FALSE(ordinary.marginals().fit_grid());
+  EXPECT_DOUBLE_EQ(EpsilonSpent(other.id()), fit_spent);
+  // A retry replays the stored release, uncharged.
+  v1::Release again;
+  ASSERT_TRUE(RequestRelease(fit_request({"income", "age"}, "fit"), &again).ok());
+  EXPECT_TRUE(again.replayed());
+  EXPECT_EQ(EventCount(dataset.id()), 1);
+}
+
+// `datasets set-bins` (issue 38; docs/privacy.md 2.11.1): a curator changes
+// numeric columns' bins only; the fingerprint becomes the new schema's, the
+// ledger continues, a release made before keeps (on replay) the fingerprint
+// and bins it was made under, and one made after has the new bins. Any
+// other change, a categorical column's bins, and an analyst are refused.
+TEST_F(PartitionReleaseTest, SetBinsChangesOnlyNumericBins) {
+  const v1::Dataset dataset = MakeDataset();
+  v1::Release before;
+  ASSERT_TRUE(
+      RequestRelease(MarginalsRequest(dataset.id(), "before", /*partitioned=*/false), &before)
+          .ok());
+  client::Connection curator = Curator();
+  auto set_bins = [&](const v1::TableSchema& schema, v1::Dataset* updated,
+                      client::Connection& as) {
+    v1::SetBinsRequest request;
+    request.set_dataset_id(dataset.id());
+    *request.mutable_schema() = schema;
+    auto context = as.NewContext();
+    return as.datasets().SetBins(context.get(), request, updated);
+  };
+  v1::Dataset updated;
+  v1::TableSchema bad = dataset.schema();
+  bad.mutable_columns(3)->set_upper(500);  // income's bound
+  grpc::Status status = set_bins(bad, &updated, curator);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(status.error_message().find("'income') differs"), std::string::npos)
+      << status.error_message();
+  bad = dataset.schema();
+  bad.mutable_columns(0)->add_bins(1.0);  // region is categorical
+  status = set_bins(bad, &updated, curator);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(status.error_message().find("'region' is not numeric"), std::string::npos)
+      << status.error_message();
+  bad = dataset.schema();
+  bad.clear_label();
+  EXPECT_EQ(set_bins(bad, &updated, curator).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  v1::TableSchema binned = dataset.schema();
+  for (double edge : {20.0, 40.0, 80.0, 160.0}) binned.mutable_columns(3)->add_bins(edge);
+  client::Connection analyst = Analyst();
+  EXPECT_EQ(set_bins(binned, &updated, analyst).error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+  status = set_bins(binned, &updated, curator);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_NE(updated.schema_fingerprint(), dataset.schema_fingerprint());
+  EXPECT_EQ(updated.schema().columns(3).bins_size(), 4);
+  EXPECT_EQ(updated.row_count(), kRows);
+  EXPECT_EQ(EventCount(dataset.id()), 1);  // the ledger continues, nothing added
+  v1::Release replayed;
+  ASSERT_TRUE(
+      RequestRelease(MarginalsRequest(dataset.id(), "before", /*partitioned=*/false), &replayed)
+          .ok());
+  EXPECT_EQ(replayed.marginals().schema_fingerprint(), dataset.schema_fingerprint());
+  EXPECT_EQ(replayed.marginals().schema().columns(3).bins_size(), 0);
+  v1::Release after;
+  ASSERT_TRUE(
+      RequestRelease(MarginalsRequest(dataset.id(), "after", /*partitioned=*/false), &after)
+          .ok());
+  EXPECT_EQ(after.marginals().schema_fingerprint(), updated.schema_fingerprint());
+  EXPECT_EQ(after.marginals().schema().columns(3).bins_size(), 4);
+  EXPECT_EQ(EventCount(dataset.id()), 2);
 }
 
 }  // namespace
