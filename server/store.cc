@@ -691,14 +691,14 @@ absl::StatusOr<int64_t> Store::AppendChunks(const std::string& dataset_id,
   return dataset.row_count() + added;
 }
 
-absl::Status Store::DeleteDataset(const std::string& dataset_id) {
-  auto db = database_->Lock();
-  DPC_ASSIGN_OR_RETURN(auto transaction, Transaction::BeginImmediate(db.get()));
-  DPC_ASSIGN_OR_RETURN(v1::Dataset dataset, GetDatasetLocked(db, dataset_id));
-  (void)dataset;
-  // A release or session step in flight reads the rows; deleting them under
-  // it would make its output depend on the timing of the delete. Refused
-  // until they end (a session is closed with `dpcurator session close`).
+namespace {
+
+// Refused while a release is pending or a session is open on the dataset:
+// they read (or will read) its rows as they were admitted, so a change
+// under them would make their output depend on its timing. `action` ends
+// the message ("delete", "set bins").
+absl::Status RefuseWhileRowsAreInUse(const SharedDatabase::Locked& db,
+                                     const std::string& dataset_id, absl::string_view action) {
   DPC_ASSIGN_OR_RETURN(auto busy,
                        db->Prepare("SELECT (SELECT COUNT(*) FROM releases WHERE dataset_id = ?1 "
                                     "AND status = 'PENDING'), (SELECT COUNT(*) FROM sessions "
@@ -708,9 +708,23 @@ absl::Status Store::DeleteDataset(const std::string& dataset_id) {
   if (has_row && (busy.ColumnInt(0) > 0 || busy.ColumnInt(1) > 0)) {
     return absl::FailedPreconditionError(absl::StrCat(
         "dataset '", dataset_id, "' has ", busy.ColumnInt(0), " release(s) in progress and ",
-        busy.ColumnInt(1),
-        " open session(s); close the sessions (or let the releases finish) and delete again"));
+        busy.ColumnInt(1), " open session(s); close the sessions (or let the releases finish) and ",
+        action, " again"));
   }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status Store::DeleteDataset(const std::string& dataset_id) {
+  auto db = database_->Lock();
+  DPC_ASSIGN_OR_RETURN(auto transaction, Transaction::BeginImmediate(db.get()));
+  DPC_ASSIGN_OR_RETURN(v1::Dataset dataset, GetDatasetLocked(db, dataset_id));
+  (void)dataset;
+  // A release or session step in flight reads the rows; deleting them under
+  // it would make its output depend on the timing of the delete. Refused
+  // until they end (a session is closed with `dpcurator session close`).
+  DPC_RETURN_IF_ERROR(RefuseWhileRowsAreInUse(db, dataset_id, "delete"));
   DPC_ASSIGN_OR_RETURN(auto rows, db->Prepare("DELETE FROM row_chunks WHERE dataset_id = ?"));
   DPC_RETURN_IF_ERROR(rows.Bind(1, dataset_id).Run());
   DPC_ASSIGN_OR_RETURN(auto mark, db->Prepare("UPDATE datasets SET deleted_unix = ?, row_count "
@@ -778,18 +792,7 @@ absl::StatusOr<v1::Dataset> Store::SetBins(const std::string& dataset_id,
   }
   // A release or session in flight read (or will read) the rows under the
   // schema it was admitted with: refused until they end, as a delete.
-  DPC_ASSIGN_OR_RETURN(auto busy,
-                       db->Prepare("SELECT (SELECT COUNT(*) FROM releases WHERE dataset_id = ?1 "
-                                    "AND status = 'PENDING'), (SELECT COUNT(*) FROM sessions "
-                                    "WHERE dataset_id = ?1 AND state = 'OPEN')"));
-  busy.Bind(1, dataset_id);
-  DPC_ASSIGN_OR_RETURN(bool has_row, busy.Step());
-  if (has_row && (busy.ColumnInt(0) > 0 || busy.ColumnInt(1) > 0)) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "dataset '", dataset_id, "' has ", busy.ColumnInt(0), " release(s) in progress and ",
-        busy.ColumnInt(1),
-        " open session(s); close the sessions (or let the releases finish) and set bins again"));
-  }
+  DPC_RETURN_IF_ERROR(RefuseWhileRowsAreInUse(db, dataset_id, "set bins"));
   DPC_ASSIGN_OR_RETURN(
       auto update,
       db->Prepare("UPDATE datasets SET schema = ?, schema_fingerprint = ? WHERE id = ?"));

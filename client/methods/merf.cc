@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -39,16 +40,32 @@ constexpr ImageTrainDefaults kImageMerfSteps{"fc", 0, 2000};
 
 }  // namespace
 
-absl::StatusOr<double> MerfLossScale(const v1::Release& release) {
+namespace {
+
+// An rff_embedding release's feature map (rebuilt from its public options)
+// and its checked artefact.
+struct MerfRelease {
+  embed::RandomFourierFeatureMap feature_map;
+  LoadedArtefact loaded;
+};
+
+absl::StatusOr<MerfRelease> LoadMerfRelease(const v1::Release& release) {
   DPC_ASSIGN_OR_RETURN(data::Schema schema, SchemaFromProto(release.embedding().schema()));
   const data::FeatureLayout layout = data::FeatureLayout::ForFeatures(schema);
   DPC_ASSIGN_OR_RETURN(auto feature_map, release::RffEmbeddingKind::FeatureMap(
                                               layout, RffOptionsFromProto(release.embedding())));
   DPC_ASSIGN_OR_RETURN(LoadedArtefact loaded,
                        LoadArtefact(release, v1::RFF_EMBEDDING, feature_map.output_dim()));
+  return MerfRelease{std::move(feature_map), std::move(loaded)};
+}
+
+}  // namespace
+
+absl::StatusOr<double> MerfLossScale(const v1::Release& release) {
+  DPC_ASSIGN_OR_RETURN(MerfRelease merf, LoadMerfRelease(release));
   // The loss L = sum_c ||target_c - m_c||^2 (EmbeddingMeanLoss, DP-MERF
   // eq. 6 per class) of generated class means m_c = 0.
-  return loaded.target.class_means.squaredNorm();
+  return merf.loaded.target.class_means.squaredNorm();
 }
 
 std::string MerfLossShare(double loss, double scale) {
@@ -58,15 +75,10 @@ std::string MerfLossShare(double loss, double scale) {
 
 absl::StatusOr<v1::GeneratorModel> TrainMerfModel(const v1::Release& release,
                                                   const train::EmbeddingTrainerOptions& options) {
-  DPC_ASSIGN_OR_RETURN(data::Schema schema, SchemaFromProto(release.embedding().schema()));
-  const data::FeatureLayout layout = data::FeatureLayout::ForFeatures(schema);
-  DPC_ASSIGN_OR_RETURN(auto feature_map, release::RffEmbeddingKind::FeatureMap(
-                                              layout, RffOptionsFromProto(release.embedding())));
-  DPC_ASSIGN_OR_RETURN(LoadedArtefact loaded,
-                       LoadArtefact(release, v1::RFF_EMBEDDING, feature_map.output_dim()));
+  DPC_ASSIGN_OR_RETURN(MerfRelease merf, LoadMerfRelease(release));
   DPC_ASSIGN_OR_RETURN(train::TrainedGenerator trained,
-                       train::TrainEmbeddingGenerator(loaded.layout, feature_map, loaded.target,
-                                                      options));
+                       train::TrainEmbeddingGenerator(merf.loaded.layout, merf.feature_map,
+                                                      merf.loaded.target, options));
   return PackageReleaseModel(release, kMerfName, trained);
 }
 

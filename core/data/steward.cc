@@ -84,9 +84,14 @@ Schema StewardSchema() {
       .AddNumeric("debt_ratio", 0, 3, /*integer=*/false, /*nullable=*/true)
       .AddCategorical("outcome", {"A", "B", "C", "D", "E", "F", "G"})
       // Public round log-scale edges (a steward's choice, not the data's):
-      // half-decades from 300 to 3,000,000.
-      .SetBins("income", {300, 1'000, 3'000, 10'000, 30'000, 100'000, 300'000, 1'000'000,
-                          3'000'000})
+      // the 1-2-5 series from 200 to 500,000, as `schema draft` suggests for
+      // a money column, and one bin above (fewer than 1% of rows). Each
+      // empty bin collects positive noise mass in the fit, so edges past
+      // where rows are pull the synthetic 90th percentile up: with the
+      // series to 5,000,000 it came within 1.81 of real on 1 run of 5, with
+      // half-decades to 3,000,000 within 1.84 (issue 38's bar: 2).
+      .SetBins("income", {200, 500, 1'000, 2'000, 5'000, 10'000, 20'000, 50'000, 100'000,
+                          200'000, 500'000})
       // Public edges for the integer columns with more than 64 values, which
       // would otherwise get one cell per value (51 for visits: a district x
       // visits x outcome table of 44,268 cells, and an AIM artefact bound

@@ -9,13 +9,12 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <string>
 #include <vector>
 
-#include "absl/strings/numbers.h"
-#include "absl/strings/str_cat.h"
-#include "absl/strings/str_split.h"
+#include <sstream>
 
 #include "tests/e2e/local_server.h"
 
@@ -138,24 +137,31 @@ struct CsvColumn {
   int missing = 0;
   int rows = 0;
 };
+std::vector<std::string> SplitCommas(const std::string& line) {
+  std::vector<std::string> cells;
+  std::stringstream stream(line);
+  std::string cell;
+  while (std::getline(stream, cell, ',')) cells.push_back(cell);
+  if (!line.empty() && line.back() == ',') cells.emplace_back();
+  return cells;
+}
 CsvColumn ReadCsvColumn(const std::filesystem::path& path, const std::string& name) {
   std::ifstream input(path);
   std::string line;
   std::getline(input, line);
-  const std::vector<std::string> header = absl::StrSplit(line, ',');
+  const std::vector<std::string> header = SplitCommas(line);
   const auto at = std::find(header.begin(), header.end(), name);
   CsvColumn column;
   if (at == header.end()) return column;
   const size_t index = at - header.begin();
   while (std::getline(input, line)) {
-    const std::vector<std::string> cells = absl::StrSplit(line, ',');
+    const std::vector<std::string> cells = SplitCommas(line);
     if (cells.size() != header.size()) continue;
     ++column.rows;
-    double value = 0.0;
     if (cells[index].empty()) {
       ++column.missing;
-    } else if (absl::SimpleAtod(cells[index], &value)) {
-      column.values.push_back(value);
+    } else {
+      column.values.push_back(std::strtod(cells[index].c_str(), nullptr));
     }
   }
   return column;
@@ -194,9 +200,9 @@ TEST_F(AimCliTest, StewardTableCarriesTheLabelAndWarnsWhenItCannot) {
   ASSERT_GT(real_income.values.size(), 900u);
   ASSERT_GT(real_score.missing, 0) << "the table has missing numerics";
   for (int run = 1; run <= 5; ++run) {
-    SCOPED_TRACE(absl::StrCat("run ", run));
-    const std::string model = absl::StrCat("m", run, ".pb");
-    const std::string rows = absl::StrCat("syn", run, ".csv");
+    SCOPED_TRACE("run " + std::to_string(run));
+    const std::string model = "m" + std::to_string(run) + ".pb";
+    const std::string rows = "syn" + std::to_string(run) + ".csv";
     CliRun trained =
         RunCli("train aim --dataset " + dataset + " --epsilon 1 --out " + model, analyst);
     ASSERT_EQ(trained.exit_code, 0) << trained.err;
@@ -209,7 +215,8 @@ TEST_F(AimCliTest, StewardTableCarriesTheLabelAndWarnsWhenItCannot) {
     EXPECT_NE(trained.out.find("with the label (outcome)"), std::string::npos) << trained.out;
     EXPECT_EQ(trained.out.find("warning"), std::string::npos) << trained.out;
     CliRun sampled = RunCli(
-        absl::StrCat("sample --model ", model, " --rows 2000 --seed ", run, " --out ", rows), "");
+        "sample --model " + model + " --rows 2000 --seed " + std::to_string(run) + " --out " + rows,
+        "");
     ASSERT_EQ(sampled.exit_code, 0) << sampled.err;
     CliRun evaluated =
         RunCli("eval --model " + model + " --synthetic " + rows + " --real steward/test.csv --json",
@@ -227,13 +234,17 @@ TEST_F(AimCliTest, StewardTableCarriesTheLabelAndWarnsWhenItCannot) {
         continue;
       }
       std::printf("steward run %d aim TSTR %s ROC-AUC %.4f\n", run, classifier.c_str(), auc);
-      if (classifier == "logistic_regression") EXPECT_GE(auc, 0.65);
+      if (classifier == "logistic_regression") {
+        EXPECT_GE(auc, 0.65);
+      }
       sum += auc;
       ++count;
     }
     ASSERT_GE(count, 2) << evaluated.out;
     EXPECT_GE(sum / count, 0.65) << evaluated.out;
-    if (real_count > 0) EXPECT_GE(real_sum / real_count, 0.8) << evaluated.out;
+    if (real_count > 0) {
+      EXPECT_GE(real_sum / real_count, 0.8) << evaluated.out;
+    }
 
     const CsvColumn income = ReadCsvColumn(dir_ / rows, "income");
     for (double share : {0.5, 0.9}) {
