@@ -16,6 +16,7 @@
 
 #include "absl/status/statusor.h"
 #include "client/connection.h"
+#include "client/methods/label_warning.h"
 #include "client/methods/method.h"
 #include "core/data/table.h"
 #include "core/train/aim.h"
@@ -59,26 +60,6 @@ absl::StatusOr<v1::GeneratorModel> TrainAimModel(const v1::Release& release,
 // naming the retrain command when the file's model does not rebuild.
 absl::StatusOr<data::Table> SampleAimModel(const v1::GeneratorModel& model, int64_t num_rows,
                                            uint64_t seed);
-
-// Warnings when a release's rows cannot carry the label (issue 38), as
-// image uploads warn (ImageDataSizeWarning). Both read released values only
-// (post-processing) and print numbers of the release, never of rows.
-//
-// Rows x epsilon: a marginal or embedding release hides each count behind
-// noise whose std grows as 1 / epsilon, so what a label pair's table can say
-// about the label shrinks as 1 / (rows x epsilon). bench/steward_aim on the
-// generated steward table (7-class label, docs/benchmarks.md "AIM on a small
-// table"): with 2,000 rows, TSTR ROC-AUC is 0.65-0.83 on every seed at
-// epsilon 1 and 0.3 (rows x epsilon 2,000 and 600) and 0.48-0.51 on 4 seeds
-// of 5 at epsilon 0.1 (200; 0.61 on the fifth); below kLabelRowsTimesEpsilon
-// the rows may carry no label at all. `estimated_rows` comes from the release's own noisy counts.
-inline constexpr double kLabelRowsTimesEpsilon = 500.0;
-std::optional<std::string> LabelRowsWarning(absl::string_view method, double estimated_rows,
-                                            double epsilon);
-
-// The rows of an aim or mst release, estimated from its noisy 1-way tables
-// (the mean of their sums; each is an unbiased estimate of the row count).
-double EstimatedRows(const google::protobuf::RepeatedPtrField<v1::NoisyMarginalTable>& one_way);
 
 // AIM's summary of what it measured (rounds on 1-, 2- and 3-way tables, how
 // many with the label) and, when the schema declares a label that no round

@@ -12,7 +12,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "client/methods/aim.h"
+#include "client/methods/label_warning.h"
 #include "client/methods/embedding_release.h"
 #include "client/methods/generator_model.h"
 #include "client/proto_file.h"

@@ -10,7 +10,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "client/methods/aim.h"
+#include "client/methods/label_warning.h"
 #include "client/model_package.h"
 #include "client/proto_file.h"
 #include "core/data/discretize.h"
