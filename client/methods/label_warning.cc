@@ -29,4 +29,18 @@ double EstimatedRows(const google::protobuf::RepeatedPtrField<v1::NoisyMarginalT
   return sum / one_way.size();
 }
 
+std::optional<std::string> EmbeddingLabelWarning(absl::string_view method,
+                                                 const v1::Release& release) {
+  if (!release.has_embedding() || release.embedding().schema().label().empty()) {
+    return std::nullopt;
+  }
+  const v1::EmbeddingArtefact& artefact = release.embedding();
+  double rows = static_cast<double>(artefact.public_n());
+  if (artefact.relation() != v1::REPLACE_ONE) {
+    rows = 0.0;
+    for (double total : artefact.class_totals()) rows += total;
+  }
+  return LabelRowsWarning(method, rows, artefact.epsilon());
+}
+
 }  // namespace dpcurator::client

@@ -33,6 +33,13 @@ std::optional<std::string> LabelRowsWarning(absl::string_view method, double est
 // (the mean of their sums; each is an unbiased estimate of the row count).
 double EstimatedRows(const google::protobuf::RepeatedPtrField<v1::NoisyMarginalTable>& one_way);
 
+// LabelRowsWarning for a one-shot embedding release (DP-MERF's rff, PEARL's
+// charfn) of a labelled schema: the rows are the sum of the released noisy
+// class counts under ADD_REMOVE, the public n under REPLACE_ONE (where the
+// class totals are proportions). nullopt for an unlabelled schema.
+std::optional<std::string> EmbeddingLabelWarning(absl::string_view method,
+                                                 const v1::Release& release);
+
 }  // namespace dpcurator::client
 
 #endif  // DPCURATOR_CLIENT_METHODS_LABEL_WARNING_H_

@@ -237,21 +237,6 @@ absl::StatusOr<TrainResult> TrainImages(const ParsedArgs& args, const v1::Releas
   return result;
 }
 
-// Issue 38: rows x epsilon too small for the label (LabelRowsWarning). The
-// rows: the sum of the released noisy class counts under ADD_REMOVE, the
-// public n under REPLACE_ONE (where the class totals are proportions).
-std::optional<std::string> MerfLabelWarning(const v1::Release& release) {
-  if (!release.has_embedding() || release.embedding().schema().label().empty()) {
-    return std::nullopt;
-  }
-  const v1::EmbeddingArtefact& artefact = release.embedding();
-  double rows = static_cast<double>(artefact.public_n());
-  if (artefact.relation() != v1::REPLACE_ONE) {
-    rows = 0.0;
-    for (double total : artefact.class_totals()) rows += total;
-  }
-  return LabelRowsWarning(kMerfName, rows, artefact.epsilon());
-}
 
 class MerfUnit final : public Method {
  public:
@@ -312,7 +297,7 @@ class MerfUnit final : public Method {
     TrainResult result;
     DPC_ASSIGN_OR_RETURN(result.model, TrainMerfModel(release, options));
     result.message = ReleaseModelWritten(result.model, args.Get("out"), /*images=*/false);
-    if (auto warning = MerfLabelWarning(release)) absl::StrAppend(&result.message, *warning, "\n");
+    if (auto warning = EmbeddingLabelWarning(kMerfName, release)) absl::StrAppend(&result.message, *warning, "\n");
     return result;
   }
 
@@ -338,7 +323,7 @@ class MerfUnit final : public Method {
                          RequestDemoRelease(input, kMerfName, request, &out.release_seconds));
     DPC_ASSIGN_OR_RETURN(options, DemoTrainerOptions(input, kMerfName));
     DPC_ASSIGN_OR_RETURN(out.model, TrainMerfModel(out.release, options));
-    if (auto warning = MerfLabelWarning(out.release)) input.say(*warning);
+    if (auto warning = EmbeddingLabelWarning(kMerfName, out.release)) input.say(*warning);
     return out;
   }
 

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "client/methods/embedding_release.h"
+#include "client/methods/label_warning.h"
 #include "client/methods/generator_model.h"
 #include "client/proto_file.h"
 #include "client/progress.h"
@@ -138,6 +139,9 @@ class PearlUnit final : public Method {
     TrainResult result;
     DPC_ASSIGN_OR_RETURN(result.model, TrainPearlModel(release, options, pearl));
     result.message = ReleaseModelWritten(result.model, args.Get("out"), /*images=*/false);
+    if (auto warning = EmbeddingLabelWarning(kPearlName, release)) {
+      absl::StrAppend(&result.message, *warning, "\n");
+    }
     return result;
   }
 
@@ -172,6 +176,7 @@ class PearlUnit final : public Method {
     DPC_ASSIGN_OR_RETURN(out.model,
                          TrainPearlModel(out.release, options,
                                          PearlOptions{.use_critic = !args.Flag("pearl-no-critic")}));
+    if (auto warning = EmbeddingLabelWarning(kPearlName, out.release)) input.say(*warning);
     return out;
   }
 

@@ -120,6 +120,29 @@ TEST(LabelRowsWarningTest, WarnsWhenRowsTimesEpsilonCannotCarryALabelPair) {
   EXPECT_FALSE(LabelRowsWarning("merf", 32561, 1.0).has_value());  // Adult
 }
 
+// The embedding methods (DP-MERF's rff, PEARL's charfn) read their rows from
+// the release: the noisy class totals under add/remove, the public n under
+// replace-one; an unlabelled schema gets no warning.
+TEST(LabelRowsWarningTest, EmbeddingReleasesWarnFromTheirOwnCounts) {
+  v1::Release release;
+  v1::EmbeddingArtefact* artefact = release.mutable_embedding();
+  artefact->mutable_schema()->set_label("y");
+  artefact->set_epsilon(0.1);
+  artefact->add_class_totals(1200.0);
+  artefact->add_class_totals(800.0);  // 2,000 rows x 0.1 = 200
+  const auto warning = EmbeddingLabelWarning("pearl", release);
+  ASSERT_TRUE(warning.has_value());
+  EXPECT_NE(warning->find("pearl release of about 2000 rows at epsilon 0.1"), std::string::npos)
+      << *warning;
+  artefact->set_epsilon(1.0);
+  EXPECT_FALSE(EmbeddingLabelWarning("pearl", release).has_value());
+  artefact->set_relation(v1::REPLACE_ONE);  // class totals are shares: the public n counts
+  artefact->set_public_n(300);
+  EXPECT_TRUE(EmbeddingLabelWarning("merf", release).has_value());
+  artefact->mutable_schema()->clear_label();
+  EXPECT_FALSE(EmbeddingLabelWarning("merf", release).has_value());
+}
+
 // An aim artefact with a labelled schema of three columns (y the label),
 // 1-way tables summing to `rows`, and one round per clique.
 v1::AimArtefact LabelledAimArtefact(const std::vector<std::vector<int>>& cliques, double rows,
