@@ -17,6 +17,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "client/cli.h"
+#include "client/methods/label_warning.h"
 #include "client/oracles/dp_sgd_oracle.h"
 #include "client/model_package.h"
 #include "client/proto_file.h"
@@ -179,6 +180,15 @@ absl::StatusOr<TrainResult> RunTrainAutogan(const ParsedArgs& args) {
   TrainResult result;
   result.message = absl::StrFormat("model written to %s (%s, epsilon %g, delta %g)\n",
                                    args.Get("out"), kAutoganName, model->epsilon(), model->delta());
+  // Issue 38: rows x epsilon too small for the label. A session's steps
+  // carry no count, so the rows are the public guess (--rows) or the public
+  // row count that set the sampling rate.
+  if (!run.schema.label().empty()) {
+    if (auto warning = LabelRowsWarning(kAutoganName, static_cast<double>(run.rows_guess),
+                                        run.epsilon)) {
+      absl::StrAppend(&result.message, *warning, "\n");
+    }
+  }
   result.model = *std::move(model);
   return result;
 }

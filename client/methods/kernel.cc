@@ -24,6 +24,7 @@
 #include "absl/strings/str_format.h"
 #include "client/cli.h"
 #include "client/methods/generator_model.h"
+#include "client/methods/label_warning.h"
 #include "client/oracles/kernel_oracle.h"
 #include "client/model_package.h"
 #include "client/proto_file.h"
@@ -384,6 +385,15 @@ absl::StatusOr<TrainResult> RunTrainKernel(const ParsedArgs& args) {
                                    args.Get("out"), kKernelName,
                                    model->image_architecture().empty() ? "" : ", images",
                                    model->epsilon(), model->delta());
+  // Issue 38: rows x epsilon too small for the label. A session's steps
+  // carry no count, so the rows are the public guess (--rows) or the public
+  // row count that set the sampling rate.
+  if (!run.schema.label().empty()) {
+    if (auto warning = LabelRowsWarning(kKernelName, static_cast<double>(run.rows_guess),
+                                        run.epsilon)) {
+      absl::StrAppend(&result.message, *warning, "\n");
+    }
+  }
   result.model = *std::move(model);
   return result;
 }

@@ -43,6 +43,8 @@ TEST_F(AutoganCliTest, TrainSampleEvalAndCharges) {
       " --out m.pb";
   CliRun train = RunCli(train_args, Env("analyst-token-ag"));
   ASSERT_EQ(train.exit_code, 0) << train.err;
+  // 600 rows x epsilon 1 can carry the label (issue 38's warning: below 500).
+  EXPECT_EQ((train.out + train.err).find("rows x epsilon is"), std::string::npos) << train.out;
   // One progress line per phase, and the charge of each session.
   EXPECT_NE(train.err.find("train autogan: autoencoder"), std::string::npos) << train.err;
   EXPECT_NE(train.err.find("train autogan: critic"), std::string::npos) << train.err;
