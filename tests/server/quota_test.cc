@@ -352,6 +352,10 @@ TEST_F(QuotaTest, NearFreeReleasesPastTheCountQuotaAreRefused) {
 TEST_F(QuotaTest, QuotaRefusalsAreAuditedInBoundedSpace) {
   ServerLimits limits;
   limits.max_near_free_objects_per_token = 1;
+  // The refusals' rows are per interval of the wall clock (unix time / its
+  // length): at the default 60 s, the 50 refusals (a few seconds, longer on
+  // a loaded machine) straddled a boundary now and then and made two rows.
+  limits.audit_refusal_interval_seconds = int64_t{1} << 40;
   RestartWith(limits);
   const v1::Dataset dataset = DemoDataset();
   auto near_free = [&](const std::string& key) { return NearFreeRelease(dataset.id(), key); };
