@@ -150,10 +150,10 @@ absl::StatusOr<MarginalsReleasePlan> PlanMarginalsRelease(const v1::ReleaseReque
   }
   // First, before anything else is looked at: the partition is public.
   if (request.has_partition()) {
-    const data::Schema& schema = dataset_schema;
-    const std::vector<std::string> values = PartitionValues(schema, request.partition());
-    DPC_ASSIGN_OR_RETURN(std::vector<int32_t> levels,
-                         ResolvePartitionValues(schema, request.partition().column(), values));
+    const std::vector<std::string> values = PartitionValues(dataset_schema, request.partition());
+    DPC_ASSIGN_OR_RETURN(
+        std::vector<int32_t> levels,
+        ResolvePartitionValues(dataset_schema, request.partition().column(), values));
     plan.partitioned = true;
     plan.column = request.partition().column();
     std::vector<std::pair<int32_t, std::string>> by_level;
@@ -180,7 +180,8 @@ absl::StatusOr<MarginalsReleasePlan> PlanMarginalsRelease(const v1::ReleaseReque
       }
       if (plan.params.cliques.empty()) {
         return absl::InvalidArgumentError(
-            "a bin-fit marginals release needs a numeric column; the schema has none");
+            "a bin-fit marginals release needs a numeric column; the schema has none. Nothing was "
+            "charged");
       }
     }
     std::vector<int> columns;
@@ -292,7 +293,6 @@ absl::StatusOr<v1::MarginalsArtefact> MarginalsArtefactOf(
     double epsilon_alone) {
   // `schema`: the domain the tables are over (the fit grid's, or the
   // dataset's).
-
   using Kind = release::MarginalsKind;
   // Never release what the ledger did not charge.
   if (!(result.ran == Kind::Plan(plan.params, plan.noise_multiplier))) {
