@@ -302,6 +302,11 @@ absl::StatusOr<v1::TableSchema> ReadSchemaForLocalUse(const std::string& path) {
   return std::move(file->schema);
 }
 
+nlohmann::ordered_json SchemaNumberJson(double value) {
+  if (value == std::floor(value) && std::fabs(value) < 1e15) return static_cast<int64_t>(value);
+  return value;
+}
+
 std::string DraftToSchemaJson(const data::SchemaDraft& draft) {
   nlohmann::ordered_json out;
   out["columns"] = nlohmann::ordered_json::array();
@@ -310,27 +315,15 @@ std::string DraftToSchemaJson(const data::SchemaDraft& draft) {
     c["name"] = column.name;
     if (column.type == data::ColumnType::kNumeric) {
       c["type"] = "NUMERIC";
-      // Whole numbers as JSON integers ("lower": 4, not 4.0).
-      for (const auto& [key, value] : {std::pair{"lower", column.lower}, {"upper", column.upper}}) {
-        if (value == std::floor(value) && std::fabs(value) < 1e15) {
-          c[key] = static_cast<int64_t>(value);
-        } else {
-          c[key] = value;
-        }
-      }
+      c["lower"] = SchemaNumberJson(column.lower);
+      c["upper"] = SchemaNumberJson(column.upper);
       if (column.integer) c["integer"] = true;
       if (!column.atoms.empty()) c["atoms"] = column.atoms;
       // Drafted bins (issue 38) are data-derived with the bounds: the same
       // column marker covers them.
       if (!column.bins.empty()) {
         nlohmann::ordered_json bins = nlohmann::ordered_json::array();
-        for (double edge : column.bins) {  // 500, not 500.0, as the bounds
-          if (edge == std::floor(edge) && std::fabs(edge) < 1e15) {
-            bins.push_back(static_cast<int64_t>(edge));
-          } else {
-            bins.push_back(edge);
-          }
-        }
+        for (double edge : column.bins) bins.push_back(SchemaNumberJson(edge));
         c["bins"] = std::move(bins);
       }
       if (column.nullable) c["nullable"] = true;

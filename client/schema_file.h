@@ -9,6 +9,8 @@
 // commands that publish a schema refuse one that still carries markers
 // unless the curator passes --accept-data-derived.
 
+#include <nlohmann/json.hpp>
+
 #include <string>
 #include <vector>
 
@@ -43,6 +45,10 @@ absl::Status CheckDataDerived(const SchemaFile& file, const std::string& path, b
 absl::StatusOr<v1::TableSchema> ReadSchemaForPublishing(const std::string& path, bool accepted);
 // Reads a schema for local use only (demo, eval): markers are ignored.
 absl::StatusOr<v1::TableSchema> ReadSchemaForLocalUse(const std::string& path);
+
+// A number as schema files write bounds, atoms and bin edges: a whole number
+// as a JSON integer (500, not 500.0), any other as a double.
+nlohmann::ordered_json SchemaNumberJson(double value);
 
 // The draft as schema JSON (two-space indent), data-derived columns marked.
 std::string DraftToSchemaJson(const data::SchemaDraft& draft);

@@ -304,14 +304,6 @@ absl::Status RunCheck(const ParsedArgs& args) {
 }
 
 
-// A number as schema files write bounds: 500, not 500.0.
-nlohmann::ordered_json SchemaNumber(double value) {
-  if (value == std::floor(value) && std::fabs(value) < 1e15) {
-    return static_cast<int64_t>(value);
-  }
-  return value;
-}
-
 // The dataset's schema as a schema file (docs/schema.md), `notes[c]` as
 // column c's "note" and `provenance` as the top-level "dp_release".
 std::string SchemaToFileJson(const v1::TableSchema& schema,
@@ -325,17 +317,20 @@ std::string SchemaToFileJson(const v1::TableSchema& schema,
     j["name"] = column.name();
     if (column.type() == v1::ColumnSchema::NUMERIC) {
       j["type"] = "NUMERIC";
-      j["lower"] = SchemaNumber(column.lower());
-      j["upper"] = SchemaNumber(column.upper());
+      j["lower"] = SchemaNumberJson(column.lower());
+      j["upper"] = SchemaNumberJson(column.upper());
       if (column.integer()) j["integer"] = true;
       if (column.atoms_size() > 0) {
         j["atoms"] = nlohmann::ordered_json::array();
-        for (double atom : column.atoms()) j["atoms"].push_back(SchemaNumber(atom));
+        for (double atom : column.atoms()) j["atoms"].push_back(SchemaNumberJson(atom));
       }
       if (column.bins_size() > 0) {
         j["bins"] = nlohmann::ordered_json::array();
-        for (double edge : column.bins()) j["bins"].push_back(SchemaNumber(edge));
+        for (double edge : column.bins()) j["bins"].push_back(SchemaNumberJson(edge));
       }
+      // Kept, or `datasets set-bins` would refuse the file as changing more
+      // than bins.
+      if (column.nullable()) j["nullable"] = true;
     } else {
       j["type"] = "CATEGORICAL";
       j["categories"] = std::vector<std::string>(column.categories().begin(),

@@ -543,16 +543,21 @@ TEST_F(FrictionTest, ServerHelpListsItsFlags) {
 TEST_F(FrictionTest, SchemaFitAndSetBinsFitAHeavyTail) {
   std::ofstream(dir_ / "s.json") << R"({"columns": [
       {"name": "money", "type": "NUMERIC", "lower": 0, "upper": 1000000000},
-      {"name": "grp", "type": "CATEGORICAL", "categories": ["a", "b"]}]})";
+      {"name": "grp", "type": "CATEGORICAL", "categories": ["a", "b"]},
+      {"name": "visits", "type": "NUMERIC", "lower": 0, "upper": 50, "nullable": true}]})";
+  // `visits` is a nullable numeric with gaps: the fitted schema file must
+  // keep its `nullable`, or set-bins refuses it as changing more than bins.
   std::mt19937_64 engine(38);
   std::normal_distribution<double> normal(std::log(30000.0), 1.0);
   std::vector<double> money;
   {
     std::ofstream out(dir_ / "data.csv");
-    out << "money,grp\n";
+    out << "money,grp,visits\n";
     for (int i = 0; i < 2000; ++i) {
       money.push_back(std::round(std::exp(normal(engine))));
-      out << money.back() << "," << (money.back() > 30000 ? "b" : "a") << "\n";
+      out << money.back() << "," << (money.back() > 30000 ? "b" : "a") << ",";
+      if (i % 10 != 0) out << i % 7;
+      out << "\n";
     }
   }
   auto percentile = [](std::vector<double> values, double p) {
@@ -577,7 +582,7 @@ TEST_F(FrictionTest, SchemaFitAndSetBinsFitAHeavyTail) {
     std::vector<double> values;
     std::ifstream in(dir_ / (name + ".csv"));
     std::string line;
-    std::getline(in, line);  // header: money,grp
+    std::getline(in, line);  // header: money,grp,visits
     while (std::getline(in, line)) values.push_back(std::atof(line.c_str()));
     return values;
   };
