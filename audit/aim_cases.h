@@ -75,10 +75,11 @@ AuditCase AimCase(privacy::NeighbouringRelation relation,
 //    rounds (the 1-way tables, then each label round's pick and table)
 //    against what that prefix is charged, zcdp of the schedule's released
 //    running sum after the label rounds (the prefix is a composition of
-//    mechanisms whose parameters the plan fixes). A planted bug in the
-//    label round alone, at most 0.2 rho of the run, is invisible against
-//    the whole charge at (1, 0.1) to any statistic (docs/privacy.md 7.3),
-//    but not against the prefix's.
+//    mechanisms whose parameters the plan fixes). A label round at half its
+//    noise adds 0.54 rho to a run charged rho, less than the slack of the
+//    whole charge's conversion at (1, 0.1): a perfect distinguisher of the
+//    whole run would reach about 0.93 to 0.98 of that charge
+//    (docs/privacy.md 7.3); against the prefix's, it spends 3.5 times it.
 enum class AimAuditScope { kTranscript, kThroughLabelRound };
 
 // Rounds per column of the label round's mutant and its control
