@@ -53,6 +53,49 @@ AuditCase AimCase(privacy::NeighbouringRelation relation,
                   int rounds_per_column = kAimAuditRoundsPerColumn,
                   const train::AimMutation& mutation = {}, double selection_law_factor = 1.0);
 
+// The label round (issue 38; docs/privacy.md 2.12 and 7.1, "aim(label)"):
+// the same game with column a declared the schema's label, so the plan gives
+// the run one label round (core/train/aim.h kAimLabelRounds) and the
+// default workload adds the triple (a, b, c). After the 1-way release the
+// label round chooses between a's two pairs, (a, b) and (a, c), equally
+// wrong under the 1-way model (L1 error about n each), and the canary
+// (1, 1, 1) tips that near tie: under ADD_REMOVE it adds a row to (a, b)'s
+// cell (1, 1), where the model is below the data (the error grows by one),
+// and to (a, c)'s cell (1, 1), where the model is above the data's 0 (the
+// error falls by one), so the two weight-1 scores move apart by twice the
+// label round's sensitivity; then its measurement, a table the canary
+// moves by its full sensitivity, at the label round's share of rho (0.18 of
+// it to the Gaussian, 20% of the measurements' mu^2). The statistic replays
+// the label round's law (its candidates, weight 1, its sensitivity).
+//
+// `scope`: what the distinguisher reads and what it is held to.
+//  * kTranscript: the whole transcript against the plan's event (the
+//    registered case).
+//  * kThroughLabelRound: the prefix of the transcript up to the label
+//    rounds (the 1-way tables, then each label round's pick and table)
+//    against what that prefix is charged, zcdp of the schedule's released
+//    running sum after the label rounds (the prefix is a composition of
+//    mechanisms whose parameters the plan fixes). A label round at half its
+//    noise adds 0.54 rho to a run charged rho, less than the slack of the
+//    whole charge's conversion at (1, 0.1): a perfect distinguisher of the
+//    whole run would reach about 0.93 to 0.98 of that charge
+//    (docs/privacy.md 7.3); against the prefix's, it spends 3.5 times it.
+enum class AimAuditScope { kTranscript, kThroughLabelRound };
+
+// Rounds per column of the label round's mutant and its control
+// (kThroughLabelRound): at T = 64 d the 1-way release holds 0.9 d / T =
+// 0.014 of rho, so the prefix is almost all label round (0.2 rho), and a
+// label round at half its noise spends 3.5 times the prefix's charge.
+inline constexpr int kAimLabelPrefixRoundsPerColumn = 64;
+
+// `rounds_per_column` 0 leaves the request's rounds unset (the server's
+// default, T = 16 d).
+AuditCase AimLabelCase(privacy::NeighbouringRelation relation,
+                       AimAuditScope scope = AimAuditScope::kTranscript,
+                       int rounds_per_column = kAimAuditRoundsPerColumn,
+                       const train::AimMutation& mutation = {});
+
+// aim and aim(label), each under ADD_REMOVE and REPLACE_ONE.
 std::vector<AuditCase> AimCases();
 
 }  // namespace dpcurator::audit

@@ -14,7 +14,7 @@ std::vector<AuditCase> AllCases() {
   // ("kernel_witness_partitioned_session", ADD_REMOVE).
   for (AuditCase& c : SessionCases()) cases.push_back(std::move(c));
   for (AuditCase& c : PartitionCases()) cases.push_back(std::move(c));
-  // Recipe kinds: aim (issue 26).
+  // Recipe kinds: aim (issue 26) and aim(label), its label round (issue 38).
   for (AuditCase& c : AimCases()) cases.push_back(std::move(c));
   return cases;
 }

@@ -727,11 +727,12 @@ absl::StatusOr<AimRun> RunAim(const Eigen::MatrixXi& codes, const std::vector<in
     round.measurement.clique = chosen.clique;
     round.measurement.shape = shape_of(chosen.clique);
     round.measurement.counts = truth[eligible[pick]];
+    const double noise_factor = mutation.round_noise_factor *
+                                (params.label ? mutation.label_round_noise_factor : 1.0);
     DPC_ASSIGN_OR_RETURN(privacy::GridNoise drawn,
-                         privacy::AddGridGaussianNoise(
-                             round.measurement.counts,
-                             params.noise_multiplier * mutation.round_noise_factor, sensitivity,
-                             noise));
+                         privacy::AddGridGaussianNoise(round.measurement.counts,
+                                                       params.noise_multiplier * noise_factor,
+                                                       sensitivity, noise));
     round.measurement.noise_std = noise->adds_noise() ? drawn.scale() : 0.0;
     // Released from here on: the rest of the round is post-processing.
     const Eigen::VectorXd before = model->Marginal(chosen.clique);

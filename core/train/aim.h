@@ -353,16 +353,18 @@ struct AimRun {
 
 // Planted bugs for the empirical audit's power tests (issue 37 item 1;
 // audit/mutants.cc, docs/privacy.md 7.3): factors on the selection epsilon,
-// every round's noise multiplier and the 1-way noise multiplier, applied
-// where the mechanisms draw and nowhere else, so that the schedule, the
-// scores' bias term, the annealing test and the released parameters keep
-// the charged values (a run that spends more than the ledger charged, and
-// says it did not). Identity by default; the server never sets it
+// every round's noise multiplier, the label rounds' noise multiplier (on
+// top of round_noise_factor; issue 38) and the 1-way noise multiplier,
+// applied where the mechanisms draw and nowhere else, so that the schedule,
+// the scores' bias term, the annealing test and the released parameters
+// keep the charged values (a run that spends more than the ledger charged,
+// and says it did not). Identity by default; the server never sets it
 // (plan::ReleasePlan::Aim::mutation, which no request field reaches).
 struct AimMutation {
   double selection_epsilon_factor = 1.0;
   double round_noise_factor = 1.0;
   double one_way_noise_factor = 1.0;
+  double label_round_noise_factor = 1.0;
 };
 
 // The private loop the server runs (Alg. 2), after admission: codes

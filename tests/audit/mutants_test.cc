@@ -102,6 +102,17 @@ TEST(AimMutants, OneWayReleaseAtHalfTheNoiseIsCaught) {
                AimCase(NeighbouringRelation::kAddRemove, /*rounds_per_column=*/1), kSameMu);
 }
 
+// The label round (issue 38) at half its charged noise, caught on the
+// label game's prefix through the label round against the prefix's charge
+// (aim_cases.h AimAuditScope; docs/privacy.md 7.3); the control, the
+// shipped label round under the same scope, statistic and runs.
+TEST(AimMutants, TheLabelRoundAtHalfTheNoiseIsCaught) {
+  ExpectCaught(Mutant("aim_label_round_noise_halved"),
+               AimLabelCase(NeighbouringRelation::kAddRemove, AimAuditScope::kThroughLabelRound,
+                            kAimLabelPrefixRoundsPerColumn),
+               kSameMu);
+}
+
 // The seam: PlanRelease leaves the mutation identity, and a planted factor
 // changes the drawn noise (or selection) while the released schedule - each
 // round's multiplier, selection epsilon and rho used - stays the charged one.
@@ -161,6 +172,62 @@ TEST(AimMutants, TheSeamChangesTheDrawsNotTheSchedule) {
   for (const v1::AimArtefact* a : {&one_way, &rounds, &selections}) {
     EXPECT_EQ(a->rho(), shipped.rho());
     EXPECT_LE(a->rounds(a->rounds_size() - 1).rho_used(), a->rho());
+  }
+}
+
+// The label round's seam (issue 38): on a schema with a label the plan
+// gives the run one label round, and label_round_noise_factor draws that
+// round's table, and no other, at the factor times the charged noise; the
+// released multipliers, selection epsilons and running sums stay the plan's.
+TEST(AimMutants, TheLabelSeamHalvesTheLabelRoundOnly) {
+  data::Schema::Builder builder;
+  for (const char* name : {"a", "b", "c"}) builder.AddCategorical(name, {"0", "1"});
+  builder.SetLabel("a");
+  const data::Schema schema = *builder.Build();
+  data::Table rows;
+  rows.cells.resize(40, 3);
+  for (int r = 0; r < 40; ++r) {
+    rows.cells(r, 0) = r % 2;
+    rows.cells(r, 1) = r % 2;
+    rows.cells(r, 2) = (r / 2) % 2;
+  }
+  const v1::Dataset dataset =
+      DatasetRecord(schema, NeighbouringRelation::kAddRemove, 0.1, 40, "label_seam");
+  v1::ReleaseRequest request;
+  request.set_dataset_id("label_seam");
+  request.set_epsilon(1.0);
+  request.mutable_aim()->set_rounds(12);
+  const absl::StatusOr<plan::ReleasePlan> planned = plan::PlanRelease(request, dataset, schema);
+  ASSERT_TRUE(planned.ok()) << planned.status();
+  ASSERT_TRUE(planned->aim.has_value());
+  ASSERT_EQ(planned->aim->budget.label_rounds, 1);
+  EXPECT_EQ(planned->aim->mutation.label_round_noise_factor, 1.0);
+
+  auto run = [&](const train::AimMutation& mutation) {
+    plan::ReleasePlan mutated = *planned;
+    mutated.aim->mutation = mutation;
+    privacy::SeededNoiseSource noise(11);
+    const absl::StatusOr<v1::Release> release =
+        plan::ComputeAimRelease(mutated, dataset, schema, rows, "label_seam", 1.0, &noise);
+    EXPECT_TRUE(release.ok()) << release.status();
+    return release.ok() ? release->aim() : v1::AimArtefact();
+  };
+  const v1::AimArtefact shipped = run({});
+  const v1::AimArtefact halved = run({.label_round_noise_factor = 0.5});
+  ASSERT_GE(shipped.rounds_size(), 2);
+  ASSERT_EQ(halved.rounds_size(), shipped.rounds_size());
+  EXPECT_EQ(halved.one_way(0).noise_std(), shipped.one_way(0).noise_std());
+  const double label_std = shipped.rounds(0).measurement().noise_std();
+  EXPECT_NEAR(halved.rounds(0).measurement().noise_std(), 0.5 * label_std, 1e-3 * label_std);
+  for (int r = 0; r < shipped.rounds_size(); ++r) {
+    if (r > 0) {
+      EXPECT_EQ(halved.rounds(r).measurement().noise_std(),
+                shipped.rounds(r).measurement().noise_std())
+          << "round " << r;
+    }
+    EXPECT_EQ(halved.rounds(r).noise_multiplier(), shipped.rounds(r).noise_multiplier());
+    EXPECT_EQ(halved.rounds(r).selection_epsilon(), shipped.rounds(r).selection_epsilon());
+    EXPECT_EQ(halved.rounds(r).rho_used(), shipped.rounds(r).rho_used());
   }
 }
 
