@@ -232,25 +232,25 @@ absl::StatusOr<std::vector<std::pair<int, int>>> SelectMstTree(
                            tables.Table({i, j}, {one_way[i].shape[0], one_way[j].shape[0]}));
       quality[k] = pair_l1(i, j, table);
     }
-  }
-  const Eigen::MatrixXi empty_codes;
-  const Eigen::MatrixXi& codes = codes_or_null != nullptr ? *codes_or_null : empty_codes;
-  const Eigen::Index rows = codes.rows();
-  ShardPool pool(0);
-  pool.Run(codes_or_null != nullptr ? n - 1 : 0, [&](int i) {
-    const int size_i = one_way[i].shape[0];
-    const int* column_i = codes.col(i).data();
-    std::vector<int64_t> table;
-    for (int j = i + 1; j < n; ++j) {
-      const int size_j = one_way[j].shape[0];
-      const int* column_j = codes.col(j).data();
-      table.assign(static_cast<size_t>(size_i) * size_j, 0);
-      for (Eigen::Index r = 0; r < rows; ++r) {
-        ++table[static_cast<size_t>(column_i[r]) * size_j + column_j[r]];
+  } else {
+    const Eigen::MatrixXi& codes = *codes_or_null;
+    const Eigen::Index rows = codes.rows();
+    ShardPool pool(0);
+    pool.Run(n - 1, [&](int i) {
+      const int size_i = one_way[i].shape[0];
+      const int* column_i = codes.col(i).data();
+      std::vector<int64_t> table;
+      for (int j = i + 1; j < n; ++j) {
+        const int size_j = one_way[j].shape[0];
+        const int* column_j = codes.col(j).data();
+        table.assign(static_cast<size_t>(size_i) * size_j, 0);
+        for (Eigen::Index r = 0; r < rows; ++r) {
+          ++table[static_cast<size_t>(column_i[r]) * size_j + column_j[r]];
+        }
+        quality[pair_offset[i] + (j - i - 1)] = pair_l1(i, j, table);
       }
-      quality[pair_offset[i] + (j - i - 1)] = pair_l1(i, j, table);
-    }
-  });
+    });
+  }
   const double sensitivity = MstQualitySensitivity(relation);
   UnionFind components(n);
   std::vector<std::pair<int, int>> chosen;
