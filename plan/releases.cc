@@ -249,7 +249,9 @@ absl::StatusOr<ReleasePlan> PlanMstRelease(const v1::ReleaseRequest& request,
   if (dataset.external()) {
     std::vector<int> domain_sizes;
     for (int c = 0; c < n; ++c) domain_sizes.push_back(domain->domain_size(c));
-    PlanExternalTables(train::MstTableCliques(n), domain_sizes, &plan);
+    DPC_ASSIGN_OR_RETURN(std::vector<std::vector<int>> tables,
+                         ExternalRecipeTables(plan.resolved_request, schema));
+    PlanExternalTables(std::move(tables), domain_sizes, &plan);
   }
   return plan;
 }
@@ -349,7 +351,10 @@ absl::StatusOr<ReleasePlan> PlanAimRelease(const v1::ReleaseRequest& request,
            Mul(largest_candidate, 2 * 8), Mul(kAnswerCopies, footprint.artefact_bytes)});
   footprint.row_bytes = Add({RawRowBytes(dataset, schema), Mul(Mul(StoredRows(dataset), n), 4)});
   if (dataset.external()) {
-    PlanExternalTables(train::AimTableCliques(candidates), domain_sizes, &plan);
+    // From the resolved request (its workload listed), as the module does.
+    DPC_ASSIGN_OR_RETURN(std::vector<std::vector<int>> tables,
+                         ExternalRecipeTables(plan.resolved_request, schema));
+    PlanExternalTables(std::move(tables), domain_sizes, &plan);
   }
   plan.aim = ReleasePlan::Aim{budget, std::move(workload), std::move(candidates),
                               max_model_cells, train::AimMutation{}};
@@ -817,6 +822,31 @@ absl::StatusOr<v1::Release> ComputeAimRelease(const ReleasePlan& plan, const v1:
   DPC_ASSIGN_OR_RETURN(const Eigen::MatrixXi codes, RecipeCodes(schema, rows));
   const release::RowsTableSource tables(&codes);
   return RunAimRecipe(plan, dataset, schema, tables, release_id, epsilon_alone, noise);
+}
+
+absl::StatusOr<std::vector<std::vector<int>>> ExternalRecipeTables(
+    const v1::ReleaseRequest& resolved, const data::Schema& schema) {
+  absl::StatusOr<data::Discretizer> domain = data::Discretizer::Create(schema);
+  if (!domain.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "mst and aim need a discrete domain for every column (numeric columns need bins in the "
+        "schema file): ", domain.status().message()));
+  }
+  const int n = schema.num_columns();
+  if (resolved.kind_case() == v1::ReleaseRequest::kMst) return train::MstTableCliques(n);
+  if (resolved.kind_case() != v1::ReleaseRequest::kAim) {
+    return absl::InvalidArgumentError("only the mst and aim recipes read count tables");
+  }
+  std::vector<int> domain_sizes;
+  for (int c = 0; c < n; ++c) domain_sizes.push_back(domain->domain_size(c));
+  v1::Dataset unnamed;
+  DPC_ASSIGN_OR_RETURN(
+      std::vector<std::vector<int>> workload,
+      ResolveCliqueColumns(resolved.aim().workload(), schema, unnamed, "aim workload"));
+  if (workload.empty()) workload = train::DefaultAimWorkload(n, schema.label_index());
+  DPC_ASSIGN_OR_RETURN(const std::vector<train::AimCandidate> candidates,
+                       train::AimCandidates(workload, domain_sizes));
+  return train::AimTableCliques(candidates);
 }
 
 absl::Status CheckSubmittedTablesShape(const ReleasePlan& plan, const v1::Dataset& dataset,

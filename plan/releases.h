@@ -174,6 +174,16 @@ absl::StatusOr<v1::Release> ComputeReleaseFromStatistic(
     const data::Schema& schema, absl::Span<const double> statistic, int64_t rows,
     const std::string& release_id, double epsilon_alone, privacy::NoiseSource* noise);
 
+// The cliques whose exact tables an external mst or aim job submits, in
+// the order the statistic concatenates them, from the public schema and the
+// resolved request alone: train::MstTableCliques, or train::AimTableCliques
+// of the candidates of the request's workload (the default one when it
+// names none). PlanRelease stores them in external_tables; the scale-out
+// module (python/src/partials.cc) calls this same function to build the
+// job's partial, so the two lists cannot drift apart.
+absl::StatusOr<std::vector<std::vector<int>>> ExternalRecipeTables(
+    const v1::ReleaseRequest& resolved, const data::Schema& schema);
+
 // The external path of an mst or aim plan (RunnerService.SubmitStatistic,
 // issue 41): `statistic` is the exact count tables of plan.external_tables,
 // concatenated in that order (the marginals partial's layout). Checks its

@@ -14,8 +14,7 @@
 #include "core/privacy/relation.h"
 #include "core/release/encoded_rows.h"
 #include "core/release/labelled_release.h"
-#include "core/train/aim.h"
-#include "core/train/mst.h"
+#include "plan/releases.h"
 #include "core/util/status_macros.h"
 #include "proto/convert.h"
 #include "proto/release_kinds.h"
@@ -174,44 +173,23 @@ absl::StatusOr<std::unique_ptr<Plan>> Plan::FromRequest(const std::string& schem
     case v1::ReleaseRequest::kMst:
     case v1::ReleaseRequest::kAim: {
       // Issue 41: the tables of every clique the recipe may read, from the
-      // public schema and the resolved request, as the server's plan fixes
-      // them (plan/releases.cc PlanExternalTables).
-      absl::StatusOr<data::Discretizer> domain = data::Discretizer::Create(plan->schema_);
-      if (!domain.ok()) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "mst and aim need a discrete domain for every column (numeric columns need bins "
-            "in the schema file): ", domain.status().message()));
+      // public schema and the resolved request, by the server's own function
+      // (plan::ExternalRecipeTables), whose list its plan stores and runs the
+      // recipe over.
+      if (proto.kind_case() == v1::ReleaseRequest::kAim && proto.aim().workload().empty()) {
+        return absl::FailedPreconditionError(
+            "the aim request names no workload: give the request as the server resolved and "
+            "stored it (its workload listed)");
       }
-      const int n = plan->schema_.num_columns();
+      plan->kind_ =
+          proto.kind_case() == v1::ReleaseRequest::kMst ? PlanKind::kMst : PlanKind::kAim;
+      DPC_ASSIGN_OR_RETURN(plan->marginals_.cliques,
+                           ::dpcurator::plan::ExternalRecipeTables(proto, plan->schema_));
+      DPC_ASSIGN_OR_RETURN(const data::Discretizer domain,
+                           data::Discretizer::Create(plan->schema_));
       std::vector<int> sizes;
-      for (int c = 0; c < n; ++c) sizes.push_back(domain->domain_size(c));
-      if (proto.kind_case() == v1::ReleaseRequest::kMst) {
-        plan->kind_ = PlanKind::kMst;
-        plan->marginals_.cliques = train::MstTableCliques(n);
-      } else {
-        plan->kind_ = PlanKind::kAim;
-        // The server stores the workload it resolved (the default one
-        // named in full), so the request's list is the workload.
-        if (proto.aim().workload().empty()) {
-          return absl::FailedPreconditionError(
-              "the aim request names no workload: give the request as the server resolved and "
-              "stored it (its workload listed)");
-        }
-        std::vector<std::vector<int>> workload;
-        for (const v1::AimClique& clique : proto.aim().workload()) {
-          std::vector<int>& columns = workload.emplace_back();
-          for (const std::string& name : clique.columns()) {
-            const std::optional<int> column = plan->schema_.FindColumn(name);
-            if (!column.has_value()) {
-              return absl::InvalidArgumentError(
-                  absl::StrCat("the aim workload names column '", name, "', not in the schema"));
-            }
-            columns.push_back(*column);
-          }
-        }
-        DPC_ASSIGN_OR_RETURN(const std::vector<train::AimCandidate> candidates,
-                             train::AimCandidates(workload, sizes));
-        plan->marginals_.cliques = train::AimTableCliques(candidates);
+      for (int c = 0; c < plan->schema_.num_columns(); ++c) {
+        sizes.push_back(domain.domain_size(c));
       }
       plan->dimension_ = release::TotalCells(plan->marginals_.cliques, sizes);
       for (const std::vector<int>& clique : plan->marginals_.cliques) {
