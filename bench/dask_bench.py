@@ -32,6 +32,26 @@ parse, the module's row conversion and the embedding. Each measurement runs
 
 It checks that the merged partial equals the in-process statistic
 (relative difference <= 1e-12) before printing any speed.
+
+Then (issue 41, --recipes mst,aim; --recipes '' skips them) each recipe on
+the same shards, both ways under the same seeded noise source:
+
+  in-process  the recipe as the server runs it on a stored dataset
+              (dask_bench_engine recipe: plan::ComputeMstRelease /
+              ComputeAimRelease over the rows read by the upload's reader);
+              rows/s is rows / the recipe's seconds (cold adds the read).
+  external    the runner's path for the job (dpcurator.dask_runner.compute:
+              the exact tables of every clique the plan fixed, one pass over
+              the shards, merged on the cluster), then the submission's path
+              on the server (dask_bench_engine recipe-tables: plan::
+              ComputeRecipeReleaseFromTables over the merged tables); rows/s
+              is rows / (the Dask wall seconds + the server's recipe seconds).
+
+The two artefacts must be the same bytes (the release is the same for the
+same seed) before a speed is printed.
+
+  /usr/bin/python3 bench/dask_bench.py --build build --sizes 1000000 --recipes mst,aim
+      [--aim-rounds 0] [--skip-rff]
 """
 
 import argparse
@@ -184,6 +204,67 @@ def measure_dask(client, files, plan, schema, request):
                     "frame_wall_s": frame_wall, "frame_busy_s": busy, "one_shard": breakdown}
 
 
+def measure_recipe(client, build, directory, files, schema, kind, rounds):
+    """The recipe in-process and on the external path (the module docstring);
+    exits when the two artefacts differ."""
+    import dpcurator
+    import dpcurator.dask
+
+    paths = {name: os.path.join(directory, f"{kind}-{name}")
+             for name in ("in-process.pb", "request.pb", "tables.f64", "external.pb")}
+    engine = json.loads(subprocess.run(
+        [engine_binary(build), "recipe", directory, kind, str(rounds), str(SEED),
+         paths["in-process.pb"], paths["request.pb"]],
+        check=True, capture_output=True, text=True).stdout.strip().splitlines()[-1])
+    with open(paths["request.pb"], "rb") as f:
+        request = f.read()
+    # The job's plan: the request as an external dataset's plan stores it.
+    plan = dpcurator.Plan.from_request(schema, request)
+    merged, dask_wall, dask_cpu = timed_runner(client, plan, files, dpcurator.dask.shard_partial)
+    if merged.values.size != engine["table_cells"]:
+        sys.exit(f"{kind}: the module's tables have {merged.values.size} cells, the server's "
+                 f"plan {engine['table_cells']}")
+    merged.values.astype("<f8").tofile(paths["tables.f64"])
+    server = json.loads(subprocess.run(
+        [engine_binary(build), "recipe-tables", kind, str(rounds), str(SEED),
+         paths["tables.f64"], paths["external.pb"]],
+        check=True, capture_output=True, text=True).stdout.strip().splitlines()[-1])
+    with open(paths["in-process.pb"], "rb") as a, open(paths["external.pb"], "rb") as b:
+        in_process, external = a.read(), b.read()
+    if not in_process or in_process != external:
+        sys.exit(f"{kind}: the external release differs from the in-process one "
+                 f"({len(external)} and {len(in_process)} bytes)")
+    return {"engine": engine, "dask_wall_s": dask_wall, "dask_cpu_s": dask_cpu,
+            "server_s": server["run_s"], "server_cpu_s": server["run_cpu_s"],
+            "rows_merged": merged.num_rows, "artefact_bytes": len(external),
+            "equal": True}
+
+
+def print_recipes(recipes):
+    if not recipes:
+        return
+    load = os.getloadavg()
+    print(f"\nmst and aim (issue 41), demo table, epsilon 1, seeded noise; load average "
+          f"{load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} at the end\n")
+    print(f"{'kind':>4} {'rows':>10} {'try':>3} {'tables':>6} {'cells':>7} {'in-process':>11} "
+          f"{'(cold)':>9} {'external':>10} {'ratio':>6} {'Dask s':>7} {'server s':>8} "
+          f"{'recipe s':>8} {'same':>5}")
+    for r in recipes:
+        engine = r["engine"]
+        warm = r["rows"] / engine["run_s"]
+        cold = r["rows"] / (engine["read_s"] + engine["run_s"])
+        external = r["rows"] / (r["dask_wall_s"] + r["server_s"])
+        print(f"{r['kind']:>4} {r['rows']:>10} {r['attempt']:>3} {engine['tables']:>6} "
+              f"{engine['table_cells']:>7} {warm:>11,.0f} {cold:>9,.0f} {external:>10,.0f} "
+              f"{100 * external / warm:>5.0f}% {r['dask_wall_s']:>7.2f} {r['server_s']:>8.2f} "
+              f"{engine['run_s']:>8.2f} {'yes' if r['equal'] else 'NO':>5}")
+    print("\nrows/s. in-process = rows / the recipe's seconds on the stored rows (cold adds "
+          "the upload reader's read); external = rows / (the runner's Dask compute of every "
+          "table the plan fixed + the server's recipe over the submitted tables); Dask s, "
+          "server s: those two; recipe s: the in-process recipe; same: the two artefacts "
+          "are the same bytes.")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--build", default="build", help="the CMake build directory")
@@ -196,6 +277,12 @@ def main():
                         help="leave the workers' malloc settings at Dask's (MALLOC_TRIM_THRESHOLD_"
                         "=65536) instead of dpcurator.dask.WORKER_MALLOC_ENVIRON, as the runner's "
                         "--scheduler local sets them")
+    parser.add_argument("--recipes", default="mst,aim",
+                        help="issue 41: the recipes to run both ways ('' for none)")
+    parser.add_argument("--aim-rounds", type=int, default=0,
+                        help="aim's rounds (0: the server's default, 16 a column)")
+    parser.add_argument("--skip-rff", action="store_true",
+                        help="only the recipes (not the rff_embedding rows)")
     parser.add_argument("--module-dir",
                         help="where the dpcurator package is (default: BUILD/python)")
     args = parser.parse_args()
@@ -211,6 +298,8 @@ def main():
         dpcurator.dask.use_worker_malloc_environ()
 
     results = []
+    recipes = []
+    kinds = [kind for kind in args.recipes.split(",") if kind]
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                       dashboard_address=None) as cluster, Client(cluster) as client:
         for rows in [int(size) for size in args.sizes.split(",")]:
@@ -222,6 +311,14 @@ def main():
                 f"rff_embedding {{ num_frequencies: {FREQUENCIES} seed: {SEED} }}")
             statistic_path = os.path.join(directory, "engine_statistic.f64")
             for attempt in range(args.repeat):
+                for kind in kinds:
+                    record = measure_recipe(client, args.build, directory, files, schema, kind,
+                                            args.aim_rounds if kind == "aim" else 0)
+                    record.update(kind=kind, rows=rows, attempt=attempt + 1)
+                    recipes.append(record)
+                    print(json.dumps(record), file=sys.stderr)
+                if args.skip_rff:
+                    continue
                 engine = run_engine(args.build, directory, statistic_path)
                 exact = np.fromfile(statistic_path, dtype="<f8")
                 merged, dask_times = measure_dask(client, files, plan, schema, request)
@@ -235,6 +332,9 @@ def main():
                 results.append(record)
                 print(json.dumps(record), file=sys.stderr)
 
+    print_recipes(recipes)
+    if args.skip_rff:
+        return
     load = os.getloadavg()
     print(f"\nrff_embedding, {FREQUENCIES} frequencies, demo table; "
           f"{os.cpu_count()} cores (shared machine: load average "

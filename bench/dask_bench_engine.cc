@@ -17,6 +17,19 @@
 //     with a zero noise source, which is the exact statistic. Prints one
 //     JSON line of timings and writes the statistic (raw little-endian f64,
 //     the module's Partial layout) for the Python side to compare.
+//   dask_bench_engine recipe DIR KIND ROUNDS SEED ARTEFACT_OUT REQUEST_OUT
+//     issue 41: the mst or aim recipe (KIND) as the server runs it on a
+//     stored dataset of the same rows: read the shards with the upload's
+//     reader, plan (plan::PlanRelease, epsilon 1, aim with ROUNDS rounds or
+//     the default at 0), then ComputeMstRelease / ComputeAimRelease over the
+//     rows under a SeededNoiseSource(SEED). Writes the artefact's bytes, and
+//     the request as an external dataset's plan resolves and stores it (the
+//     job's request, which dpcurator.Plan.from_request takes).
+//   dask_bench_engine recipe-tables KIND ROUNDS SEED TABLES_F64 ARTEFACT_OUT
+//     the same recipe on an external dataset of the same id: the runner's
+//     merged partial (raw f64, the plan's tables) through
+//     plan::ComputeRecipeReleaseFromTables, the submission's path, under
+//     the same seeded noise. The artefacts must be the same bytes.
 
 #include <algorithm>
 #include <chrono>
@@ -36,6 +49,8 @@
 #include "core/privacy/noise_source.h"
 #include "core/release/encoded_rows.h"
 #include "core/release/rff_embedding.h"
+#include "plan/releases.h"
+#include "proto/convert.h"
 
 namespace dpcurator::bench {
 namespace {
@@ -147,6 +162,127 @@ int Engine(const fs::path& dir, int frequencies, uint64_t seed, const std::strin
   return 0;
 }
 
+// The bench's dataset: the demo schema, epsilon 10, ADD_REMOVE; stored
+// (its row count) or external, under one id so that the artefacts compare.
+v1::Dataset BenchDataset(bool external, int64_t rows) {
+  v1::Dataset dataset;
+  dataset.set_id("ds_bench");
+  *dataset.mutable_schema() = SchemaToProto(data::DemoSchema());
+  dataset.mutable_budget()->set_epsilon(10.0);
+  dataset.mutable_budget()->set_delta(1e-5);
+  dataset.set_relation(v1::ADD_REMOVE);
+  dataset.set_external(external);
+  if (!external) dataset.set_row_count(rows);
+  return dataset;
+}
+
+v1::ReleaseRequest RecipeRequest(const std::string& kind, int rounds) {
+  v1::ReleaseRequest request;
+  request.set_dataset_id("ds_bench");
+  request.set_idempotency_key("bench");
+  request.set_epsilon(1.0);
+  if (kind == "aim") {
+    request.mutable_aim()->set_rounds(rounds);
+  } else {
+    request.mutable_mst();
+  }
+  return request;
+}
+
+std::string ArtefactBytes(const v1::Release& release) {
+  return release.has_aim() ? release.aim().SerializeAsString()
+                           : release.mst().SerializeAsString();
+}
+
+bool WriteFile(const std::string& path, const std::string& bytes) {
+  std::ofstream out(path, std::ios::binary);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  return static_cast<bool>(out);
+}
+
+int Recipe(const fs::path& dir, const std::string& kind, int rounds, uint64_t seed,
+           const std::string& artefact_out, const std::string& request_out) {
+  const data::Schema schema = data::DemoSchema();
+  std::vector<fs::path> shards;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    if (entry.path().extension() == ".csv") shards.push_back(entry.path());
+  }
+  std::sort(shards.begin(), shards.end());
+  Clock::time_point start = Clock::now();
+  std::vector<data::Table> parts;
+  int64_t total = 0;
+  for (const fs::path& path : shards) {
+    absl::StatusOr<data::Table> part = data::ReadCsvFile(schema, path.string());
+    if (!part.ok()) return Fail(std::string(part.status().message()));
+    total += part->num_rows();
+    parts.push_back(*std::move(part));
+  }
+  data::Table table;
+  table.cells.resize(total, schema.num_columns());
+  int64_t offset = 0;
+  for (data::Table& part : parts) {
+    table.cells.middleRows(offset, part.num_rows()) = part.cells;
+    offset += part.num_rows();
+    part = data::Table();
+  }
+  const double read_s = SecondsSince(start);
+  const v1::Dataset stored = BenchDataset(false, total);
+  absl::StatusOr<plan::ReleasePlan> planned =
+      plan::PlanRelease(RecipeRequest(kind, rounds), stored, schema);
+  if (!planned.ok()) return Fail(std::string(planned.status().message()));
+  absl::StatusOr<plan::ReleasePlan> external =
+      plan::PlanRelease(RecipeRequest(kind, rounds), BenchDataset(true, 0), schema);
+  if (!external.ok()) return Fail(std::string(external.status().message()));
+  privacy::SeededNoiseSource noise(seed);
+  start = Clock::now();
+  const double cpu_start = CpuSeconds();
+  absl::StatusOr<v1::Release> release =
+      kind == "aim" ? plan::ComputeAimRelease(*planned, stored, schema, table, "rel_bench", 1.0,
+                                              &noise)
+                    : plan::ComputeMstRelease(*planned, stored, schema, table, "rel_bench", 1.0,
+                                              &noise);
+  const double run_s = SecondsSince(start);
+  const double run_cpu_s = CpuSeconds() - cpu_start;
+  if (!release.ok()) return Fail(std::string(release.status().message()));
+  if (!WriteFile(artefact_out, ArtefactBytes(*release)) ||
+      !WriteFile(request_out, external->resolved_request.SerializeAsString())) {
+    return Fail("cannot write " + artefact_out + " or " + request_out);
+  }
+  std::printf(
+      "{\"rows\": %lld, \"read_s\": %.4f, \"run_s\": %.4f, \"run_cpu_s\": %.4f, "
+      "\"tables\": %zu, \"table_cells\": %lld}\n",
+      static_cast<long long>(total), read_s, run_s, run_cpu_s, external->external_tables.size(),
+      static_cast<long long>(external->external_table_cells));
+  return 0;
+}
+
+int RecipeFromTables(const std::string& kind, int rounds, uint64_t seed,
+                     const std::string& tables_path, const std::string& artefact_out) {
+  const data::Schema schema = data::DemoSchema();
+  std::ifstream in(tables_path, std::ios::binary | std::ios::ate);
+  if (!in) return Fail("cannot read " + tables_path);
+  const std::streamsize bytes = in.tellg();
+  in.seekg(0);
+  std::vector<double> tables(static_cast<size_t>(bytes) / sizeof(double));
+  in.read(reinterpret_cast<char*>(tables.data()), bytes);
+  const v1::Dataset external = BenchDataset(true, 0);
+  absl::StatusOr<plan::ReleasePlan> planned =
+      plan::PlanRelease(RecipeRequest(kind, rounds), external, schema);
+  if (!planned.ok()) return Fail(std::string(planned.status().message()));
+  privacy::SeededNoiseSource noise(seed);
+  const Clock::time_point start = Clock::now();
+  const double cpu_start = CpuSeconds();
+  // The rows' count is not used by the recipe (ADD_REMOVE): 0 here.
+  absl::StatusOr<v1::Release> release = plan::ComputeRecipeReleaseFromTables(
+      *planned, external, schema, tables, 0, "rel_bench", 1.0, &noise);
+  const double run_s = SecondsSince(start);
+  const double run_cpu_s = CpuSeconds() - cpu_start;
+  if (!release.ok()) return Fail(std::string(release.status().message()));
+  if (!WriteFile(artefact_out, ArtefactBytes(*release))) return Fail("cannot write " + artefact_out);
+  std::printf("{\"run_s\": %.4f, \"run_cpu_s\": %.4f}\n", run_s, run_cpu_s);
+  return 0;
+}
+
 }  // namespace
 }  // namespace dpcurator::bench
 
@@ -161,6 +297,16 @@ int main(int argc, char** argv) {
   if (args.size() == 5 && args[0] == "engine") {
     return Engine(args[1], std::stoi(args[2]), std::stoull(args[3]), args[4]);
   }
+  if (args.size() == 7 && args[0] == "recipe") {
+    return dpcurator::bench::Recipe(args[1], args[2], std::stoi(args[3]), std::stoull(args[4]),
+                                    args[5], args[6]);
+  }
+  if (args.size() == 6 && args[0] == "recipe-tables") {
+    return dpcurator::bench::RecipeFromTables(args[1], std::stoi(args[2]), std::stoull(args[3]),
+                                              args[4], args[5]);
+  }
   return Fail(
-      "usage: dask_bench_engine gen DIR ROWS SHARDS | engine DIR FREQUENCIES SEED STATISTIC_OUT");
+      "usage: dask_bench_engine gen DIR ROWS SHARDS | engine DIR FREQUENCIES SEED STATISTIC_OUT"
+      " | recipe DIR mst|aim ROUNDS SEED ARTEFACT_OUT REQUEST_OUT"
+      " | recipe-tables mst|aim ROUNDS SEED TABLES_F64 ARTEFACT_OUT");
 }

@@ -29,6 +29,10 @@ struct PlanFootprint {
   // An upper bound on the serialized answer (the Release or step answer,
   // stored and sent as one message); public.
   int64_t artefact_bytes = 0;
+  // An external dataset's statistic as its runner submits it (one message,
+  // received under the same limit; issue 41's tables can be large): 0 when
+  // nothing is submitted by message size that matters (embeddings: small).
+  int64_t submitted_bytes = 0;
   // For messages: what it is ("aim release") and which parameter lowers it.
   std::string what;
   std::string hint;

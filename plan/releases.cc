@@ -114,6 +114,25 @@ absl::Status RefusedAtPlan(const absl::Status& status, double noise_multiplier) 
       ". Choose a noise multiplier or epsilon in the supported range"));
 }
 
+// Issue 41: on an external dataset the recipe reads the exact tables of
+// `cliques` (every one it may ask for), which the curator's runner counts in
+// one pass and submits as one message. While the recipe runs the server
+// holds that message and the tables made from it (two copies of the cells),
+// so both count in the public peak checked before admission, and the
+// message must fit the server's message limit (CheckSendLimit).
+void PlanExternalTables(std::vector<std::vector<int>> cliques,
+                        const std::vector<int>& domain_sizes, ReleasePlan* plan) {
+  plan->external_table_cells = release::TotalCells(cliques, domain_sizes);
+  plan->external_tables = std::move(cliques);
+  const int64_t table_bytes = Mul(plan->external_table_cells, 8);
+  PlanFootprint& footprint = plan->footprint;
+  footprint.submitted_bytes = Add({table_bytes, kArtefactOverheadBytes});
+  footprint.public_bytes = Add({footprint.public_bytes, Mul(table_bytes, 2)});
+  footprint.what = absl::StrCat(footprint.what, " on an external dataset (",
+                                plan->external_tables.size(), " exact tables of ",
+                                plan->external_table_cells, " cells in all, submitted once)");
+}
+
 // MST's plan (docs/privacy.md 2.11): everything from the public schema and
 // the request, before admission. The event is the whole recipe's:
 // train::MstEvent, the 1-way grid Gaussian, n - 1 exponential mechanisms
@@ -169,7 +188,8 @@ absl::StatusOr<ReleasePlan> PlanMstRelease(const v1::ReleaseRequest& request,
         release::kMaxMarginalCells,
         " for n - 1 pairs are accepted); declare fewer bins or levels in the schema file"));
   }
-  if (dataset.row_count() == 0) {
+  // An external dataset's rows are not here to count (issue 41).
+  if (!dataset.external() && dataset.row_count() == 0) {
     return absl::FailedPreconditionError(
         absl::StrCat("dataset '", dataset.id(), "' has no rows; upload rows first"));
   }
@@ -226,6 +246,13 @@ absl::StatusOr<ReleasePlan> PlanMstRelease(const v1::ReleaseRequest& request,
                                 Mul(Mul(n, n), 8)});
   footprint.row_bytes =
       Add({RawRowBytes(dataset, schema), Mul(Mul(StoredRows(dataset), n), 2 * 4)});
+  if (dataset.external()) {
+    std::vector<int> domain_sizes;
+    for (int c = 0; c < n; ++c) domain_sizes.push_back(domain->domain_size(c));
+    DPC_ASSIGN_OR_RETURN(std::vector<std::vector<int>> tables,
+                         ExternalRecipeTables(plan.resolved_request, schema));
+    PlanExternalTables(std::move(tables), domain_sizes, &plan);
+  }
   return plan;
 }
 
@@ -267,7 +294,8 @@ absl::StatusOr<ReleasePlan> PlanAimRelease(const v1::ReleaseRequest& request,
       params.max_model_cells() > 0 ? params.max_model_cells() : train::kDefaultAimMaxModelCells;
   const int rounds =
       params.rounds() > 0 ? params.rounds() : train::kDefaultAimRoundsPerColumn * n;
-  if (dataset.row_count() == 0) {
+  // An external dataset's rows are not here to count (issue 41).
+  if (!dataset.external() && dataset.row_count() == 0) {
     return absl::FailedPreconditionError(
         absl::StrCat("dataset '", dataset.id(), "' has no rows; upload rows first"));
   }
@@ -322,6 +350,12 @@ absl::StatusOr<ReleasePlan> PlanAimRelease(const v1::ReleaseRequest& request,
       Add({Mul(max_model_cells, kAimServerBytesPerModelCell), Mul(candidate_cells, 8),
            Mul(largest_candidate, 2 * 8), Mul(kAnswerCopies, footprint.artefact_bytes)});
   footprint.row_bytes = Add({RawRowBytes(dataset, schema), Mul(Mul(StoredRows(dataset), n), 4)});
+  if (dataset.external()) {
+    // From the resolved request (its workload listed), as the module does.
+    DPC_ASSIGN_OR_RETURN(std::vector<std::vector<int>> tables,
+                         ExternalRecipeTables(plan.resolved_request, schema));
+    PlanExternalTables(std::move(tables), domain_sizes, &plan);
+  }
   plan.aim = ReleasePlan::Aim{budget, std::move(workload), std::move(candidates),
                               max_model_cells, train::AimMutation{}};
   return plan;
@@ -358,6 +392,13 @@ void SetRecipeArtefactHeader(const v1::Dataset& dataset, const std::string& rele
 
 }  // namespace
 
+v1::ReleaseKind ReleasePlan::kind() const {
+  if (mst.has_value()) return v1::MST;
+  if (aim.has_value()) return v1::AIM;
+  if (marginals.has_value()) return v1::MARGINALS;
+  return binding == nullptr ? v1::RELEASE_KIND_UNSPECIFIED : binding->kind();
+}
+
 std::string ReleasePlan::kind_name() const {
   if (mst.has_value()) return ReleaseKindName(v1::MST);
   if (aim.has_value()) return ReleaseKindName(v1::AIM);
@@ -375,15 +416,18 @@ absl::Status CheckExternalRelease(const v1::ReleaseRequest& request, const v1::D
       request.kind_case() == v1::ReleaseRequest::kRffEmbedding ||
       (request.kind_case() == v1::ReleaseRequest::kCharfnEmbedding &&
        !request.charfn_embedding().private_length_scale());
-  if (one_phase_embedding) return absl::OkStatus();
+  // mst and aim read rows only through count tables: every table they may
+  // read is counted in one pass, and the recipe runs here (issue 41).
+  const bool table_recipe = request.kind_case() == v1::ReleaseRequest::kMst ||
+                            request.kind_case() == v1::ReleaseRequest::kAim;
+  if (one_phase_embedding || table_recipe) return absl::OkStatus();
   return absl::FailedPreconditionError(absl::StrCat(
       "dataset '", dataset.id(), "' is external (its rows live in the curator's cluster): it "
-      "takes rff_embedding and charfn_embedding with a declared length-scale for now, each "
-      "computed there as one sum over the rows. ",
+      "takes rff_embedding and charfn_embedding with a declared length-scale (each one sum "
+      "over the rows), mst and aim (their count tables, counted in one pass) for now. ",
       request.kind_case() == v1::ReleaseRequest::kCharfnEmbedding
           ? "private_length_scale releases the length-scale from the rows first (two phases)"
-          : "The mst and aim recipes choose their later measurements from earlier noisy ones "
-            "(several rounds over the rows)",
+          : "This kind has no one-pass statistic there",
       ". Nothing was charged"));
 }
 
@@ -579,17 +623,13 @@ absl::StatusOr<v1::Release> ComputeRelease(const ReleasePlan& plan, PreparedEngi
   return WrapEngineOutput(plan, std::move(output), dataset, release_id, epsilon_alone);
 }
 
-absl::Status CheckSubmittedShape(const ReleasePlan& plan, const PreparedEngine& engine,
-                                 const v1::Dataset& dataset, const data::Schema& schema,
-                                 absl::Span<const double> statistic, int64_t rows) {
-  if (plan.binding == nullptr) return absl::InternalError("release plan names no kind");
-  const int64_t expected = engine.StatisticLength(schema.num_classes());
-  if (static_cast<int64_t>(statistic.size()) != expected) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "the statistic has ", statistic.size(), " entries; this job's plan has ", expected,
-        " (per-class feature sums, class 0 first, then the ", schema.num_classes(),
-        " per-class counts: the partial's layout). Nothing was changed"));
-  }
+namespace {
+
+// The checks every submitted statistic gets after its length: each entry
+// finite, rows >= 0, and under REPLACE_ONE rows = the public n. Shape
+// checks of values the curator sent: no message names an entry.
+absl::Status CheckSubmittedEntriesAndRows(const v1::Dataset& dataset,
+                                          absl::Span<const double> statistic, int64_t rows) {
   for (const double value : statistic) {
     if (!std::isfinite(value)) {
       return absl::InvalidArgumentError(
@@ -611,6 +651,22 @@ absl::Status CheckSubmittedShape(const ReleasePlan& plan, const PreparedEngine& 
   return absl::OkStatus();
 }
 
+}  // namespace
+
+absl::Status CheckSubmittedShape(const ReleasePlan& plan, const PreparedEngine& engine,
+                                 const v1::Dataset& dataset, const data::Schema& schema,
+                                 absl::Span<const double> statistic, int64_t rows) {
+  if (plan.binding == nullptr) return absl::InternalError("release plan names no kind");
+  const int64_t expected = engine.StatisticLength(schema.num_classes());
+  if (static_cast<int64_t>(statistic.size()) != expected) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the statistic has ", statistic.size(), " entries; this job's plan has ", expected,
+        " (per-class feature sums, class 0 first, then the ", schema.num_classes(),
+        " per-class counts: the partial's layout). Nothing was changed"));
+  }
+  return CheckSubmittedEntriesAndRows(dataset, statistic, rows);
+}
+
 absl::StatusOr<v1::Release> ComputeReleaseFromStatistic(
     const ReleasePlan& plan, PreparedEngine& engine, const v1::Dataset& dataset,
     const data::Schema& schema, absl::Span<const double> statistic, int64_t rows,
@@ -624,11 +680,15 @@ absl::StatusOr<v1::Release> ComputeReleaseFromStatistic(
   return WrapEngineOutput(plan, std::move(output), dataset, release_id, epsilon_alone);
 }
 
-absl::StatusOr<v1::Release> ComputeMstRelease(const ReleasePlan& plan, const v1::Dataset& dataset,
-                                              const data::Schema& schema,
-                                              const data::Table& rows,
-                                              const std::string& release_id,
-                                              double epsilon_alone, privacy::NoiseSource* noise) {
+namespace {
+
+// The MST recipe over a table source (issue 41): the stored rows' codes, or
+// an external dataset's submitted tables. The rows are read only through it.
+absl::StatusOr<v1::Release> RunMstRecipe(const ReleasePlan& plan, const v1::Dataset& dataset,
+                                         const data::Schema& schema,
+                                         const release::ExactTableSource& tables,
+                                         const std::string& release_id, double epsilon_alone,
+                                         privacy::NoiseSource* noise) {
   if (!plan.mst.has_value()) return absl::InternalError("release plan is not an mst plan");
   const train::MstBudget& budget = *plan.mst;
   const auto relation = RelationFromProto(dataset.relation());
@@ -641,16 +701,18 @@ absl::StatusOr<v1::Release> ComputeMstRelease(const ReleasePlan& plan, const v1:
   Kind::Params one_way_params;
   for (int c = 0; c < n; ++c) one_way_params.cliques.push_back({c});
   DPC_ASSIGN_OR_RETURN(one_way_params, Kind::Resolve(one_way_params, schema));
+  DPC_ASSIGN_OR_RETURN(Kind::ExactCounts one_way_exact,
+                       Kind::CountFrom(one_way_params, domain, tables));
   DPC_ASSIGN_OR_RETURN(Kind::Result one_way,
-                       Kind::Run(one_way_params, schema, rows, relation,
-                                 budget.one_way_noise_multiplier, noise));
+                       Kind::Noise(one_way_params, std::move(one_way_exact), relation,
+                                   budget.one_way_noise_multiplier, noise));
   // Never release what the ledger did not charge (MstEvent's first part).
   if (!(one_way.ran == Kind::Plan(one_way_params, budget.one_way_noise_multiplier))) {
     return absl::InternalError("the engine ran a mechanism other than the one charged");
   }
   // n - 1 exponential mechanisms of budget.selection_epsilon each.
   DPC_ASSIGN_OR_RETURN(const auto edges,
-                       train::SelectMstTree(domain.Encode(rows), one_way.marginals, relation,
+                       train::SelectMstTree(tables, one_way.marginals, relation,
                                             budget.selection_epsilon, noise));
   if (static_cast<int>(edges.size()) != n - 1) {
     return absl::InternalError("the tree selection ran other than n - 1 mechanisms");
@@ -658,9 +720,11 @@ absl::StatusOr<v1::Release> ComputeMstRelease(const ReleasePlan& plan, const v1:
   Kind::Params two_way_params;
   for (const auto& [i, j] : edges) two_way_params.cliques.push_back({i, j});
   DPC_ASSIGN_OR_RETURN(two_way_params, Kind::Resolve(two_way_params, schema));
+  DPC_ASSIGN_OR_RETURN(Kind::ExactCounts two_way_exact,
+                       Kind::CountFrom(two_way_params, domain, tables));
   DPC_ASSIGN_OR_RETURN(Kind::Result two_way,
-                       Kind::Run(two_way_params, schema, rows, relation,
-                                 budget.two_way_noise_multiplier, noise));
+                       Kind::Noise(two_way_params, std::move(two_way_exact), relation,
+                                   budget.two_way_noise_multiplier, noise));
   if (!(two_way.ran == Kind::Plan(two_way_params, budget.two_way_noise_multiplier))) {
     return absl::InternalError("the engine ran a mechanism other than the one charged");
   }
@@ -681,11 +745,12 @@ absl::StatusOr<v1::Release> ComputeMstRelease(const ReleasePlan& plan, const v1:
   return release;
 }
 
-absl::StatusOr<v1::Release> ComputeAimRelease(const ReleasePlan& plan, const v1::Dataset& dataset,
-                                              const data::Schema& schema,
-                                              const data::Table& rows,
-                                              const std::string& release_id,
-                                              double epsilon_alone, privacy::NoiseSource* noise) {
+// The AIM recipe over a table source (issue 41), as RunMstRecipe.
+absl::StatusOr<v1::Release> RunAimRecipe(const ReleasePlan& plan, const v1::Dataset& dataset,
+                                         const data::Schema& schema,
+                                         const release::ExactTableSource& tables,
+                                         const std::string& release_id, double epsilon_alone,
+                                         privacy::NoiseSource* noise) {
   if (!plan.aim.has_value()) return absl::InternalError("release plan is not an aim plan");
   const ReleasePlan::Aim& aim = *plan.aim;
   DPC_ASSIGN_OR_RETURN(const data::Discretizer domain, data::Discretizer::Create(schema));
@@ -701,7 +766,7 @@ absl::StatusOr<v1::Release> ComputeAimRelease(const ReleasePlan& plan, const v1:
   train::PgmAimModel model(domain_sizes, train::kAimRoundFitIterations, aim.max_model_cells);
   DPC_ASSIGN_OR_RETURN(
       const train::AimRun run,
-      train::RunAim(domain.Encode(rows), domain_sizes, aim.candidates, aim.budget,
+      train::RunAim(tables, domain_sizes, aim.candidates, aim.budget,
                     aim.max_model_cells, RelationFromProto(dataset.relation()), &model, noise,
                     aim.mutation));
   v1::Release release = RecipeRelease(plan, dataset, release_id, v1::AIM);
@@ -722,6 +787,104 @@ absl::StatusOr<v1::Release> ComputeAimRelease(const ReleasePlan& plan, const v1:
   artefact.set_max_model_cells(aim.max_model_cells);
   *artefact.mutable_workload() = plan.resolved_request.aim().workload();
   return release;
+}
+
+// Rows -> their codes, the stored dataset's table source.
+absl::StatusOr<Eigen::MatrixXi> RecipeCodes(const data::Schema& schema, const data::Table& rows) {
+  if (rows.cells.cols() != schema.num_columns()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the table has ", rows.cells.cols(), " columns and the schema ", schema.num_columns(),
+        "; read the rows under the dataset's schema"));
+  }
+  DPC_ASSIGN_OR_RETURN(const data::Discretizer domain, data::Discretizer::Create(schema));
+  return domain.Encode(rows);
+}
+
+}  // namespace
+
+absl::StatusOr<v1::Release> ComputeMstRelease(const ReleasePlan& plan, const v1::Dataset& dataset,
+                                              const data::Schema& schema,
+                                              const data::Table& rows,
+                                              const std::string& release_id,
+                                              double epsilon_alone, privacy::NoiseSource* noise) {
+  if (!plan.mst.has_value()) return absl::InternalError("release plan is not an mst plan");
+  DPC_ASSIGN_OR_RETURN(const Eigen::MatrixXi codes, RecipeCodes(schema, rows));
+  const release::RowsTableSource tables(&codes);
+  return RunMstRecipe(plan, dataset, schema, tables, release_id, epsilon_alone, noise);
+}
+
+absl::StatusOr<v1::Release> ComputeAimRelease(const ReleasePlan& plan, const v1::Dataset& dataset,
+                                              const data::Schema& schema,
+                                              const data::Table& rows,
+                                              const std::string& release_id,
+                                              double epsilon_alone, privacy::NoiseSource* noise) {
+  if (!plan.aim.has_value()) return absl::InternalError("release plan is not an aim plan");
+  DPC_ASSIGN_OR_RETURN(const Eigen::MatrixXi codes, RecipeCodes(schema, rows));
+  const release::RowsTableSource tables(&codes);
+  return RunAimRecipe(plan, dataset, schema, tables, release_id, epsilon_alone, noise);
+}
+
+absl::StatusOr<std::vector<std::vector<int>>> ExternalRecipeTables(
+    const v1::ReleaseRequest& resolved, const data::Schema& schema) {
+  absl::StatusOr<data::Discretizer> domain = data::Discretizer::Create(schema);
+  if (!domain.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "mst and aim need a discrete domain for every column (numeric columns need bins in the "
+        "schema file): ", domain.status().message()));
+  }
+  const int n = schema.num_columns();
+  if (resolved.kind_case() == v1::ReleaseRequest::kMst) return train::MstTableCliques(n);
+  if (resolved.kind_case() != v1::ReleaseRequest::kAim) {
+    return absl::InvalidArgumentError("only the mst and aim recipes read count tables");
+  }
+  std::vector<int> domain_sizes;
+  for (int c = 0; c < n; ++c) domain_sizes.push_back(domain->domain_size(c));
+  v1::Dataset unnamed;
+  DPC_ASSIGN_OR_RETURN(
+      std::vector<std::vector<int>> workload,
+      ResolveCliqueColumns(resolved.aim().workload(), schema, unnamed, "aim workload"));
+  if (workload.empty()) workload = train::DefaultAimWorkload(n, schema.label_index());
+  DPC_ASSIGN_OR_RETURN(const std::vector<train::AimCandidate> candidates,
+                       train::AimCandidates(workload, domain_sizes));
+  return train::AimTableCliques(candidates);
+}
+
+absl::Status CheckSubmittedTablesShape(const ReleasePlan& plan, const v1::Dataset& dataset,
+                                       absl::Span<const double> statistic, int64_t rows) {
+  if (plan.external_tables.empty()) {
+    return absl::InternalError("release plan has no external tables (not an external recipe)");
+  }
+  if (static_cast<int64_t>(statistic.size()) != plan.external_table_cells) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the statistic has ", statistic.size(), " entries; this job's plan has ",
+        plan.external_table_cells, " (the exact count tables of its ",
+        plan.external_tables.size(), " cliques, concatenated in plan order: the partial's "
+        "layout). Nothing was changed"));
+  }
+  return CheckSubmittedEntriesAndRows(dataset, statistic, rows);
+}
+
+absl::StatusOr<v1::Release> ComputeRecipeReleaseFromTables(
+    const ReleasePlan& plan, const v1::Dataset& dataset, const data::Schema& schema,
+    absl::Span<const double> statistic, int64_t rows, const std::string& release_id,
+    double epsilon_alone, privacy::NoiseSource* noise) {
+  DPC_RETURN_IF_ERROR(CheckSubmittedTablesShape(plan, dataset, statistic, rows));
+  DPC_ASSIGN_OR_RETURN(const data::Discretizer domain, data::Discretizer::Create(schema));
+  std::vector<int> domain_sizes;
+  for (int c = 0; c < schema.num_columns(); ++c) domain_sizes.push_back(domain.domain_size(c));
+  DPC_ASSIGN_OR_RETURN(
+      const release::ListedTableSource tables,
+      release::ListedTableSource::Create(
+          plan.external_tables, domain_sizes,
+          Eigen::Map<const Eigen::VectorXd>(statistic.data(),
+                                            static_cast<Eigen::Index>(statistic.size()))));
+  if (plan.mst.has_value()) {
+    return RunMstRecipe(plan, dataset, schema, tables, release_id, epsilon_alone, noise);
+  }
+  if (plan.aim.has_value()) {
+    return RunAimRecipe(plan, dataset, schema, tables, release_id, epsilon_alone, noise);
+  }
+  return absl::InternalError("release plan is not an mst or aim plan");
 }
 
 absl::StatusOr<SessionPlan> PlanSession(const v1::OpenSessionRequest& request,

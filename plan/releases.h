@@ -30,6 +30,8 @@ struct ReleasePlan {
   // The kind's one name (ReleaseKindName), as the ledger, log and metrics
   // record it.
   std::string kind_name() const;
+  // The kind as the wire names it (a recipe's too: MST, AIM, MARGINALS).
+  v1::ReleaseKind kind() const;
   double noise_multiplier = 0.0;
   // The mechanism the kind's unit will run, and the event charged for it:
   // release::OneShotEvent(planned), built nowhere else.
@@ -60,6 +62,14 @@ struct ReleasePlan {
   // partitioned (plan/partition.h, PlanMarginalsRelease); `event` is its
   // release::MarginalsEvent.
   std::optional<MarginalsReleasePlan> marginals;
+  // An external dataset's mst or aim release (issue 41; docs/scale-out.md):
+  // every clique whose exact table the recipe may read
+  // (train::MstTableCliques, train::AimTableCliques), a function of the
+  // public schema and request fixed before admission, in the order the
+  // submitted statistic concatenates their tables, and their cells (the
+  // statistic's length). Empty for any other release.
+  std::vector<std::vector<int>> external_tables;
+  int64_t external_table_cells = 0;
   // Its projected peak and answer size (issue 36), from the same public
   // parameters the plan resolved: checked before admission against
   // --memory-budget and the send limit.
@@ -137,9 +147,12 @@ absl::StatusOr<double> ResolveRequestedNoiseMultiplier(
     absl::FunctionRef<absl::StatusOr<double>(double epsilon)> calibrate);
 
 // Before admission, first of PlanRelease's checks: on an external dataset
-// (docs/scale-out.md) only the one-phase sums over rows are computed in the
-// curator's cluster (rff_embedding, charfn_embedding with a declared
-// length-scale); anything else is FAILED_PRECONDITION, nothing charged.
+// (docs/scale-out.md) only what one pass over the rows computes in the
+// curator's cluster: the one-phase sums over rows (rff_embedding,
+// charfn_embedding with a declared length-scale) and the recipes that read
+// rows only through count tables (mst, aim: issue 41, every table they may
+// read counted in that pass); anything else is FAILED_PRECONDITION, nothing
+// charged.
 absl::Status CheckExternalRelease(const v1::ReleaseRequest& request, const v1::Dataset& dataset);
 
 // A statistic submitted for an external dataset's job, against its plan:
@@ -160,6 +173,32 @@ absl::StatusOr<v1::Release> ComputeReleaseFromStatistic(
     const ReleasePlan& plan, PreparedEngine& engine, const v1::Dataset& dataset,
     const data::Schema& schema, absl::Span<const double> statistic, int64_t rows,
     const std::string& release_id, double epsilon_alone, privacy::NoiseSource* noise);
+
+// The cliques whose exact tables an external mst or aim job submits, in
+// the order the statistic concatenates them, from the public schema and the
+// resolved request alone: train::MstTableCliques, or train::AimTableCliques
+// of the candidates of the request's workload (the default one when it
+// names none). PlanRelease stores them in external_tables; the scale-out
+// module (python/src/partials.cc) calls this same function to build the
+// job's partial, so the two lists cannot drift apart.
+absl::StatusOr<std::vector<std::vector<int>>> ExternalRecipeTables(
+    const v1::ReleaseRequest& resolved, const data::Schema& schema);
+
+// The external path of an mst or aim plan (RunnerService.SubmitStatistic,
+// issue 41): `statistic` is the exact count tables of plan.external_tables,
+// concatenated in that order (the marginals partial's layout). Checks its
+// shape (length plan.external_table_cells, every entry finite, rows >= 0,
+// REPLACE_ONE's rows = n: INVALID_ARGUMENT, "Nothing was changed", no entry
+// named), then runs the very recipe ComputeMstRelease / ComputeAimRelease
+// run, over those tables instead of the rows: the same artefact for the
+// same tables and noise draws. `rows` is only checked, never used: the
+// recipe uses what a stored dataset's does (its noisy counts).
+absl::Status CheckSubmittedTablesShape(const ReleasePlan& plan, const v1::Dataset& dataset,
+                                       absl::Span<const double> statistic, int64_t rows);
+absl::StatusOr<v1::Release> ComputeRecipeReleaseFromTables(
+    const ReleasePlan& plan, const v1::Dataset& dataset, const data::Schema& schema,
+    absl::Span<const double> statistic, int64_t rows, const std::string& release_id,
+    double epsilon_alone, privacy::NoiseSource* noise);
 
 // PrepareRelease, then ComputeRelease (tests).
 absl::StatusOr<v1::Release> ComputeRelease(const ReleasePlan& plan, const v1::Dataset& dataset,

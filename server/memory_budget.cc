@@ -136,6 +136,14 @@ std::string Ending(absl::string_view hint) {
 }  // namespace
 
 absl::Status CheckSendLimit(const plan::PlanFootprint& footprint, int64_t max_message_bytes) {
+  if (footprint.submitted_bytes > max_message_bytes) {
+    // Issue 41: an external dataset's tables arrive in one message.
+    return absl::ResourceExhaustedError(absl::StrCat(
+        footprint.what, " needs its runner to submit ", FormatBytes(footprint.submitted_bytes),
+        " of exact tables in one message, over the server's ", FormatBytes(max_message_bytes),
+        " message limit (max_message_bytes), so it could never be submitted. Nothing was "
+        "charged", footprint.hint.empty() ? "" : "; ", footprint.hint));
+  }
   if (footprint.artefact_bytes <= max_message_bytes) return absl::OkStatus();
   return absl::ResourceExhaustedError(absl::StrCat(
       footprint.what, "'s answer could reach ", FormatBytes(footprint.artefact_bytes),

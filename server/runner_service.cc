@@ -99,18 +99,40 @@ absl::StatusOr<v1::Release> RunnerServiceImpl::Submit(const v1::SubmitStatisticR
         "job '", job.release_id, "''s plan no longer comes to the mechanism that was charged; "
         "nothing was released. Fail the job (FailJob); the analyst requests it again"));
   }
-  DPC_ASSIGN_OR_RETURN(std::unique_ptr<PreparedEngine> engine,
-                       Guarded([&] { return PrepareRelease(plan, schema); }));
   const absl::Span<const double> statistic(request.statistic().data(),
                                            request.statistic().size());
-  DPC_RETURN_IF_ERROR(
-      CheckSubmittedShape(plan, *engine, dataset, schema, statistic, request.rows()));
-  DPC_ASSIGN_OR_RETURN(std::unique_ptr<privacy::NoiseSource> noise, noise_source_());
-  DPC_ASSIGN_OR_RETURN(v1::Release release, Guarded([&] {
-                         return ComputeReleaseFromStatistic(
-                             plan, *engine, dataset, schema, statistic, request.rows(),
-                             job.release_id, job.epsilon_alone, noise.get());
-                       }));
+  absl::StatusOr<v1::Release> computed;
+  if (!plan.external_tables.empty()) {
+    // mst, aim (issue 41): the exact tables of every clique the plan fixed;
+    // the recipe runs here over them, as over a stored dataset's rows.
+    DPC_RETURN_IF_ERROR(CheckSubmittedTablesShape(plan, dataset, statistic, request.rows()));
+    // The recipe's model and tables are held while it runs: reserved as a
+    // stored dataset's release reserves them (it was checked against the
+    // whole budget at admission; running work may hold the rest now, and
+    // then the job stays pending and the runner submits again later).
+    MemoryBudget::Reservation memory;
+    if (memory_budget_ != nullptr) {
+      DPC_ASSIGN_OR_RETURN(memory, memory_budget_->Reserve(plan.footprint));
+    }
+    DPC_ASSIGN_OR_RETURN(std::unique_ptr<privacy::NoiseSource> noise, noise_source_());
+    computed = Guarded([&] {
+      return ComputeRecipeReleaseFromTables(plan, dataset, schema, statistic, request.rows(),
+                                            job.release_id, job.epsilon_alone, noise.get());
+    });
+  } else {
+    DPC_ASSIGN_OR_RETURN(std::unique_ptr<PreparedEngine> engine,
+                         Guarded([&] { return PrepareRelease(plan, schema); }));
+    DPC_RETURN_IF_ERROR(
+        CheckSubmittedShape(plan, *engine, dataset, schema, statistic, request.rows()));
+    DPC_ASSIGN_OR_RETURN(std::unique_ptr<privacy::NoiseSource> noise, noise_source_());
+    computed = Guarded([&] {
+      return ComputeReleaseFromStatistic(plan, *engine, dataset, schema, statistic,
+                                         request.rows(), job.release_id, job.epsilon_alone,
+                                         noise.get());
+    });
+  }
+  if (!computed.ok()) return computed.status();
+  v1::Release release = *std::move(computed);
   release.set_idempotency_key(job.idempotency_key);
   release.set_created_unix(clock_->UnixNow());
   release.set_state(v1::RELEASE_STATE_DONE);

@@ -534,7 +534,7 @@ absl::StatusOr<ReleaseServiceImpl::AdmittedRelease> ReleaseServiceImpl::AdmitRel
   std::optional<Ledger::JobPlan> job;
   if (admitted.dataset.external()) {
     job.emplace();
-    job->kind = admitted.plan.binding->kind();
+    job->kind = admitted.plan.kind();
     job->schema = admitted.dataset.schema().SerializeAsString();
     job->request = admitted.plan.resolved_request.SerializeAsString();
     job->digest = PlanDigest(job->schema, job->request);
@@ -667,7 +667,7 @@ void ReleaseServiceImpl::PendingRelease(const AdmittedRelease& admitted, v1::Rel
   response->set_id(admission.release_id);
   response->set_dataset_id(admitted.dataset.id());
   response->set_idempotency_key(admitted.plan.resolved_request.idempotency_key());
-  response->set_kind(admitted.plan.binding->kind());
+  response->set_kind(admitted.plan.kind());
   response->set_created_unix(clock_->UnixNow());
   response->set_state(v1::RELEASE_STATE_PENDING);
   response->set_replayed(admission.outcome == Ledger::Admission::Outcome::kWaiting);

@@ -1,6 +1,8 @@
 #include "core/release/marginals.h"
 
 #include <cmath>
+#include <limits>
+#include <utility>
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
@@ -130,6 +132,26 @@ absl::StatusOr<MarginalsKind::ExactCounts> MarginalsKind::Count(const Params& re
   return exact;
 }
 
+absl::StatusOr<MarginalsKind::ExactCounts> MarginalsKind::CountFrom(
+    const Params& resolved, const data::Discretizer& domain, const ExactTableSource& tables) {
+  ExactCounts exact;
+  std::vector<Eigen::VectorXd> parts;
+  int64_t total = 0;
+  for (const std::vector<int>& clique : resolved.cliques) {
+    exact.shapes.push_back(ShapeOf(clique, domain));
+    DPC_ASSIGN_OR_RETURN(Eigen::VectorXd table, tables.Table(clique, exact.shapes.back()));
+    total += table.size();
+    parts.push_back(std::move(table));
+  }
+  exact.counts.resize(total);
+  int64_t offset = 0;
+  for (const Eigen::VectorXd& table : parts) {
+    exact.counts.segment(offset, table.size()) = table;
+    offset += table.size();
+  }
+  return exact;
+}
+
 absl::StatusOr<MarginalsKind::Result> MarginalsKind::Run(const Params& resolved,
                                                          const data::Schema& schema,
                                                          const data::Table& rows,
@@ -137,6 +159,17 @@ absl::StatusOr<MarginalsKind::Result> MarginalsKind::Run(const Params& resolved,
                                                          double noise_multiplier,
                                                          privacy::NoiseSource* noise) {
   DPC_ASSIGN_OR_RETURN(ExactCounts exact, Count(resolved, schema, rows));
+  return Noise(resolved, std::move(exact), relation, noise_multiplier, noise);
+}
+
+absl::StatusOr<MarginalsKind::Result> MarginalsKind::Noise(const Params& resolved,
+                                                           ExactCounts exact,
+                                                           privacy::NeighbouringRelation relation,
+                                                           double noise_multiplier,
+                                                           privacy::NoiseSource* noise) {
+  if (exact.shapes.size() != resolved.cliques.size()) {
+    return absl::InternalError("the exact counts are of another list of cliques");
+  }
   Result result;
   int64_t offset = 0;
   for (size_t k = 0; k < resolved.cliques.size(); ++k) {
@@ -145,6 +178,9 @@ absl::StatusOr<MarginalsKind::Result> MarginalsKind::Run(const Params& resolved,
     marginal.shape = exact.shapes[k];
     int64_t cells = 1;
     for (int size : marginal.shape) cells *= size;
+    if (offset + cells > exact.counts.size()) {
+      return absl::InternalError("the exact counts are shorter than their cliques' tables");
+    }
     marginal.counts = exact.counts.segment(offset, cells);
     offset += cells;
     result.marginals.push_back(std::move(marginal));
@@ -162,6 +198,68 @@ absl::StatusOr<MarginalsKind::Result> MarginalsKind::Run(const Params& resolved,
   }
   result.ran.noise_multipliers = {noise_multiplier};
   return result;
+}
+
+absl::StatusOr<Eigen::VectorXd> RowsTableSource::Table(const std::vector<int>& clique,
+                                                       const std::vector<int>& shape) const {
+  return ExactMarginal(clique, shape, *codes_);
+}
+
+int64_t TotalCells(const std::vector<std::vector<int>>& cliques,
+                   const std::vector<int>& domain_sizes) {
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  int64_t total = 0;
+  for (const std::vector<int>& clique : cliques) {
+    int64_t cells = 1;
+    for (int column : clique) {
+      const int64_t size = domain_sizes[column];
+      cells = size > 0 && cells > kMax / size ? kMax : cells * size;
+    }
+    total = total > kMax - cells ? kMax : total + cells;
+  }
+  return total;
+}
+
+absl::StatusOr<ListedTableSource> ListedTableSource::Create(
+    std::vector<std::vector<int>> cliques, const std::vector<int>& domain_sizes,
+    Eigen::VectorXd counts) {
+  ListedTableSource source;
+  source.offsets_.push_back(0);
+  for (const std::vector<int>& clique : cliques) {
+    for (int column : clique) {
+      if (column < 0 || column >= static_cast<int>(domain_sizes.size())) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("clique ", CliqueText(clique), " names a column outside the domain"));
+      }
+    }
+    source.offsets_.push_back(source.offsets_.back() + TotalCells({clique}, domain_sizes));
+  }
+  if (source.offsets_.back() != counts.size()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the tables have ", counts.size(), " cells; their ", cliques.size(),
+        " cliques have ", source.offsets_.back()));
+  }
+  for (size_t k = 0; k < cliques.size(); ++k) {
+    if (!source.index_.emplace(std::move(cliques[k]), k).second) {
+      return absl::InvalidArgumentError("a clique is listed twice among the tables");
+    }
+  }
+  source.counts_ = std::move(counts);
+  return source;
+}
+
+absl::StatusOr<Eigen::VectorXd> ListedTableSource::Table(const std::vector<int>& clique,
+                                                         const std::vector<int>& shape) const {
+  const auto found = index_.find(clique);
+  if (found != index_.end()) {
+    const size_t k = found->second;
+    int64_t cells = 1;
+    for (int size : shape) cells *= size;
+    const int64_t length = offsets_[k + 1] - offsets_[k];
+    if (length == cells) return Eigen::VectorXd(counts_.segment(offsets_[k], length));
+  }
+  return absl::InternalError(absl::StrCat(
+      "clique ", CliqueText(clique), " is not among the tables the plan fixed"));
 }
 
 }  // namespace dpcurator::release

@@ -3,9 +3,11 @@
 
 #include <cstdint>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "Eigen/Core"
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "core/data/discretize.h"
 #include "core/data/schema.h"
@@ -41,6 +43,64 @@ int64_t MarginalCellIndex(const std::vector<int>& clique, const std::vector<int>
 // The exact (noiseless) counts of a clique over discretised rows.
 Eigen::VectorXd ExactMarginal(const std::vector<int>& clique, const std::vector<int>& shape,
                               const Eigen::MatrixXi& codes);
+
+// Where a recipe that reads rows only through count tables (mst, aim) gets
+// its exact tables (issue 41): counted from a stored dataset's discretised
+// rows, or the tables an external dataset's one pass over the curator's
+// cluster computed (docs/scale-out.md). The recipe is the same code over
+// either source, so a release from the same tables and noise draws is the
+// same artefact (docs/privacy.md 2.13).
+class ExactTableSource {
+ public:
+  virtual ~ExactTableSource() = default;
+  // The exact counts of `clique` over the domain shape `shape` (the layout
+  // of NoisyMarginal). INTERNAL when the source does not hold the clique: the
+  // plan fixed every clique a recipe may ask for before admission, so this
+  // is a caller's bug (the message names the clique, never a value).
+  virtual absl::StatusOr<Eigen::VectorXd> Table(const std::vector<int>& clique,
+                                                const std::vector<int>& shape) const = 0;
+  // The discretised rows when the source has them (the fast paths that
+  // count straight from code columns: MST's pair scores), else null.
+  virtual const Eigen::MatrixXi* codes() const { return nullptr; }
+};
+
+// A stored dataset's rows (data::Discretizer::Encode): ExactMarginal of
+// each clique asked for.
+class RowsTableSource final : public ExactTableSource {
+ public:
+  explicit RowsTableSource(const Eigen::MatrixXi* codes) : codes_(codes) {}
+  absl::StatusOr<Eigen::VectorXd> Table(const std::vector<int>& clique,
+                                        const std::vector<int>& shape) const override;
+  const Eigen::MatrixXi* codes() const override { return codes_; }
+
+ private:
+  const Eigen::MatrixXi* codes_;
+};
+
+// Tables computed elsewhere: `counts` is every clique's table concatenated
+// in the order of `cliques` (MarginalsKind::Count's layout, the scale-out
+// partial's). Create checks the length against the public shapes only.
+class ListedTableSource final : public ExactTableSource {
+ public:
+  // INVALID_ARGUMENT when counts.size() is not the sum of the cliques' cells
+  // (names both numbers, no entry).
+  static absl::StatusOr<ListedTableSource> Create(std::vector<std::vector<int>> cliques,
+                                                  const std::vector<int>& domain_sizes,
+                                                  Eigen::VectorXd counts);
+  absl::StatusOr<Eigen::VectorXd> Table(const std::vector<int>& clique,
+                                        const std::vector<int>& shape) const override;
+
+ private:
+  ListedTableSource() = default;
+  absl::flat_hash_map<std::vector<int>, size_t> index_;  // clique -> its position
+  std::vector<int64_t> offsets_;  // one more than the cliques
+  Eigen::VectorXd counts_;
+};
+
+// Cells of all the cliques' tables over `domain_sizes` (their product per
+// clique, summed), saturating at INT64_MAX.
+int64_t TotalCells(const std::vector<std::vector<int>>& cliques,
+                   const std::vector<int>& domain_sizes);
 
 // The "marginals" release (issue 17; docs/privacy.md 2.11): noisy counts of
 // each clique's table over the schema's discrete domain, all of them one
@@ -90,6 +150,18 @@ class MarginalsKind {
   };
   static absl::StatusOr<ExactCounts> Count(const Params& resolved, const data::Schema& schema,
                                            const data::Table& rows);
+  // The same statistic from a table source (no limits checked: the
+  // recipes' plans bound their cliques), shapes from `domain`.
+  static absl::StatusOr<ExactCounts> CountFrom(const Params& resolved,
+                                               const data::Discretizer& domain,
+                                               const ExactTableSource& tables);
+
+  // Run's noise step alone: one grid discrete Gaussian draw of multiplier s
+  // over the exact counts (Count's or CountFrom's), split into the cliques'
+  // tables. Run is Count, then this.
+  static absl::StatusOr<Result> Noise(const Params& resolved, ExactCounts exact,
+                                      privacy::NeighbouringRelation relation,
+                                      double noise_multiplier, privacy::NoiseSource* noise);
 
   // The engine: discretises the rows, counts, adds one grid discrete
   // Gaussian draw of multiplier s over all cells.

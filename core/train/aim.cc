@@ -586,14 +586,38 @@ absl::Status CheckAimRunnable(const std::vector<int>& domain_sizes,
   return absl::OkStatus();
 }
 
+std::vector<std::vector<int>> AimTableCliques(const std::vector<AimCandidate>& candidates) {
+  std::vector<std::vector<int>> cliques;
+  cliques.reserve(candidates.size());
+  for (const AimCandidate& c : candidates) cliques.push_back(c.clique);
+  return cliques;
+}
+
 absl::StatusOr<AimRun> RunAim(const Eigen::MatrixXi& codes, const std::vector<int>& domain_sizes,
                               const std::vector<AimCandidate>& candidates,
                               const AimBudget& budget, int64_t max_model_cells,
                               privacy::NeighbouringRelation relation, AimModel* model,
                               privacy::NoiseSource* noise, const AimMutation& mutation) {
-  // Public checks only until the rows' codes are counted.
+  if (codes.cols() != static_cast<int>(domain_sizes.size())) {
+    return absl::InvalidArgumentError(
+        "aim: needs a model, a noise source and one code column per domain column");
+  }
+  const release::RowsTableSource tables(&codes);
+  return RunAim(tables, domain_sizes, candidates, budget, max_model_cells, relation, model, noise,
+                mutation);
+}
+
+absl::StatusOr<AimRun> RunAim(const release::ExactTableSource& tables,
+                              const std::vector<int>& domain_sizes,
+                              const std::vector<AimCandidate>& candidates,
+                              const AimBudget& budget, int64_t max_model_cells,
+                              privacy::NeighbouringRelation relation, AimModel* model,
+                              privacy::NoiseSource* noise, const AimMutation& mutation) {
+  // Public checks only until the rows' tables are read.
   const int d = static_cast<int>(domain_sizes.size());
-  if (model == nullptr || noise == nullptr || codes.cols() != d) {
+  const Eigen::MatrixXi* codes_or_null = tables.codes();
+  if (model == nullptr || noise == nullptr ||
+      (codes_or_null != nullptr && codes_or_null->cols() != d)) {
     return absl::InvalidArgumentError(
         "aim: needs a model, a noise source and one code column per domain column");
   }
@@ -601,7 +625,8 @@ absl::StatusOr<AimRun> RunAim(const Eigen::MatrixXi& codes, const std::vector<in
                                        relation));
   // Codes from data::Discretizer::Encode always lie in their domains;
   // anything else is a caller's bug (the message names no row or value).
-  for (int c = 0; c < d; ++c) {
+  for (int c = 0; c < d && codes_or_null != nullptr; ++c) {
+    const Eigen::MatrixXi& codes = *codes_or_null;
     if (codes.rows() > 0 &&
         (codes.col(c).minCoeff() < 0 || codes.col(c).maxCoeff() >= domain_sizes[c])) {
       return absl::InternalError(
@@ -618,7 +643,8 @@ absl::StatusOr<AimRun> RunAim(const Eigen::MatrixXi& codes, const std::vector<in
   std::vector<Eigen::VectorXd> truth;
   truth.reserve(candidates.size());
   for (const AimCandidate& c : candidates) {
-    truth.push_back(release::ExactMarginal(c.clique, shape_of(c.clique), codes));
+    DPC_ASSIGN_OR_RETURN(Eigen::VectorXd table, tables.Table(c.clique, shape_of(c.clique)));
+    truth.push_back(std::move(table));
   }
   AimRun run;
   // Alg. 2, line 3: every 1-way marginal, one grid Gaussian release.
@@ -628,7 +654,7 @@ absl::StatusOr<AimRun> RunAim(const Eigen::MatrixXi& codes, const std::vector<in
       release::NoisyMarginal m;
       m.clique = {c};
       m.shape = {domain_sizes[c]};
-      m.counts = release::ExactMarginal(m.clique, m.shape, codes);
+      DPC_ASSIGN_OR_RETURN(m.counts, tables.Table(m.clique, m.shape));
       total += m.counts.size();
       run.one_way.push_back(std::move(m));
     }

@@ -389,6 +389,21 @@ absl::StatusOr<AimRun> RunAim(const Eigen::MatrixXi& codes, const std::vector<in
                               const AimBudget& budget, int64_t max_model_cells,
                               privacy::NeighbouringRelation relation, AimModel* model,
                               privacy::NoiseSource* noise, const AimMutation& mutation = {});
+// The same run over any table source (issue 41): the rows read only through
+// the exact tables of the candidates (every 1-way among them), each asked
+// for once, before anything is drawn. RunAim(codes, ...) is this over
+// release::RowsTableSource; an external dataset's submitted tables
+// (release::ListedTableSource of AimTableCliques) give the same run.
+absl::StatusOr<AimRun> RunAim(const release::ExactTableSource& tables,
+                              const std::vector<int>& domain_sizes,
+                              const std::vector<AimCandidate>& candidates,
+                              const AimBudget& budget, int64_t max_model_cells,
+                              privacy::NeighbouringRelation relation, AimModel* model,
+                              privacy::NoiseSource* noise, const AimMutation& mutation = {});
+
+// Every clique whose exact table RunAim reads: the candidates' cliques, in
+// their (public) order. The external path's plan counts them in one pass.
+std::vector<std::vector<int>> AimTableCliques(const std::vector<AimCandidate>& candidates);
 
 // The public checks RunAim relies on, for the plan: the budget's shapes
 // match the domain, every candidate and both noise multipliers' extreme

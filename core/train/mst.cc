@@ -144,11 +144,30 @@ double MstQualitySensitivity(privacy::NeighbouringRelation relation) {
   return relation == privacy::NeighbouringRelation::kReplaceOne ? 2.0 : 1.0;
 }
 
+std::vector<std::vector<int>> MstTableCliques(int num_columns) {
+  std::vector<std::vector<int>> cliques;
+  for (int c = 0; c < num_columns; ++c) cliques.push_back({c});
+  for (int i = 0; i < num_columns; ++i) {
+    for (int j = i + 1; j < num_columns; ++j) cliques.push_back({i, j});
+  }
+  return cliques;
+}
+
 absl::StatusOr<std::vector<std::pair<int, int>>> SelectMstTree(
     const Eigen::MatrixXi& codes, const std::vector<release::NoisyMarginal>& one_way,
     privacy::NeighbouringRelation relation, double epsilon_per_step,
     privacy::NoiseSource* noise) {
-  const int n = static_cast<int>(codes.cols());
+  const release::RowsTableSource tables(&codes);
+  return SelectMstTree(tables, one_way, relation, epsilon_per_step, noise);
+}
+
+absl::StatusOr<std::vector<std::pair<int, int>>> SelectMstTree(
+    const release::ExactTableSource& tables, const std::vector<release::NoisyMarginal>& one_way,
+    privacy::NeighbouringRelation relation, double epsilon_per_step,
+    privacy::NoiseSource* noise) {
+  const Eigen::MatrixXi* codes_or_null = tables.codes();
+  const int n = codes_or_null != nullptr ? static_cast<int>(codes_or_null->cols())
+                                         : static_cast<int>(one_way.size());
   if (n < 2 || static_cast<int>(one_way.size()) != n) {
     return absl::InvalidArgumentError(absl::StrCat(
         "MST's selection needs one released 1-way marginal per column (", n, " columns, ",
@@ -169,7 +188,8 @@ absl::StatusOr<std::vector<std::pair<int, int>>> SelectMstTree(
   // Codes from data::Discretizer::Encode under the released marginals'
   // schema always lie in their domains; anything else is a caller's bug
   // (the message names no row and no value).
-  for (int c = 0; c < n; ++c) {
+  for (int c = 0; c < n && codes_or_null != nullptr; ++c) {
+    const Eigen::MatrixXi& codes = *codes_or_null;
     if (codes.rows() > 0 &&
         (codes.col(c).minCoeff() < 0 || codes.col(c).maxCoeff() >= one_way[c].shape[0])) {
       return absl::InternalError(
@@ -190,30 +210,47 @@ absl::StatusOr<std::vector<std::pair<int, int>>> SelectMstTree(
     pair_offset[i + 1] = static_cast<int64_t>(candidates.size());
   }
   std::vector<double> quality(candidates.size(), 0.0);
-  const Eigen::Index rows = codes.rows();
-  ShardPool pool(0);
-  pool.Run(n - 1, [&](int i) {
+  // The L1 distance of a pair's exact table (row-major, as NoisyMarginal)
+  // from the row-major estimate n_hat p_i p_j^T: one expression for both
+  // sources, so their scores are the same doubles.
+  auto pair_l1 = [&](int i, int j, auto&& table) {
     const int size_i = one_way[i].shape[0];
-    const int* column_i = codes.col(i).data();
-    std::vector<int64_t> table;
-    for (int j = i + 1; j < n; ++j) {
-      const int size_j = one_way[j].shape[0];
-      const int* column_j = codes.col(j).data();
-      table.assign(static_cast<size_t>(size_i) * size_j, 0);
-      for (Eigen::Index r = 0; r < rows; ++r) {
-        ++table[static_cast<size_t>(column_i[r]) * size_j + column_j[r]];
+    const int size_j = one_way[j].shape[0];
+    double l1 = 0.0;
+    for (int a = 0; a < size_i; ++a) {
+      for (int b = 0; b < size_j; ++b) {
+        l1 += std::fabs(static_cast<double>(table[static_cast<size_t>(a) * size_j + b]) -
+                        n_hat * p[i][a] * p[j][b]);
       }
-      // Row-major estimate n_hat p_i p_j^T, as the table's layout.
-      double l1 = 0.0;
-      for (int a = 0; a < size_i; ++a) {
-        for (int b = 0; b < size_j; ++b) {
-          l1 += std::fabs(static_cast<double>(table[static_cast<size_t>(a) * size_j + b]) -
-                          n_hat * p[i][a] * p[j][b]);
-        }
-      }
-      quality[pair_offset[i] + (j - i - 1)] = l1;
     }
-  });
+    return l1;
+  };
+  if (codes_or_null == nullptr) {
+    for (size_t k = 0; k < candidates.size(); ++k) {
+      const auto [i, j] = candidates[k];
+      DPC_ASSIGN_OR_RETURN(const Eigen::VectorXd table,
+                           tables.Table({i, j}, {one_way[i].shape[0], one_way[j].shape[0]}));
+      quality[k] = pair_l1(i, j, table);
+    }
+  } else {
+    const Eigen::MatrixXi& codes = *codes_or_null;
+    const Eigen::Index rows = codes.rows();
+    ShardPool pool(0);
+    pool.Run(n - 1, [&](int i) {
+      const int size_i = one_way[i].shape[0];
+      const int* column_i = codes.col(i).data();
+      std::vector<int64_t> table;
+      for (int j = i + 1; j < n; ++j) {
+        const int size_j = one_way[j].shape[0];
+        const int* column_j = codes.col(j).data();
+        table.assign(static_cast<size_t>(size_i) * size_j, 0);
+        for (Eigen::Index r = 0; r < rows; ++r) {
+          ++table[static_cast<size_t>(column_i[r]) * size_j + column_j[r]];
+        }
+        quality[pair_offset[i] + (j - i - 1)] = pair_l1(i, j, table);
+      }
+    });
+  }
   const double sensitivity = MstQualitySensitivity(relation);
   UnionFind components(n);
   std::vector<std::pair<int, int>> chosen;

@@ -78,6 +78,23 @@ absl::StatusOr<std::vector<std::pair<int, int>>> SelectMstTree(
     const Eigen::MatrixXi& codes, const std::vector<release::NoisyMarginal>& one_way,
     privacy::NeighbouringRelation relation, double epsilon_per_step,
     privacy::NoiseSource* noise);
+// The same selection over any table source (release::ExactTableSource):
+// the rows' codes when it has them (the threaded count above), else each
+// pair's exact table as the source holds it (an external dataset's
+// submitted tables, issue 41). The scores are the same numbers either way
+// (integer counts in doubles, summed in the same order), so the same noise
+// draws choose the same tree.
+absl::StatusOr<std::vector<std::pair<int, int>>> SelectMstTree(
+    const release::ExactTableSource& tables, const std::vector<release::NoisyMarginal>& one_way,
+    privacy::NeighbouringRelation relation, double epsilon_per_step,
+    privacy::NoiseSource* noise);
+
+// Every clique whose exact table MST may read on a schema of num_columns
+// columns, a function of the column count alone: each 1-way (column order),
+// then each pair (i, j), i < j, in the selection's order (0,1), (0,2), ...,
+// (1,2), .... The external path's plan (issue 41): one pass over the
+// curator's cluster counts them all before the recipe runs.
+std::vector<std::vector<int>> MstTableCliques(int num_columns);
 
 // A tree-structured model over the discrete domain: node marginals and the
 // joint table of each tree edge, all probabilities, mutually consistent

@@ -151,8 +151,8 @@ PYBIND11_MODULE(_core, m) {
             return PlanFromRequest(schema, request);
           },
           py::arg("schema"), py::arg("request"),
-          "rff_embedding or charfn_embedding: a serialized TableSchema and the resolved, "
-          "serialized ReleaseRequest (seed set).")
+          "rff_embedding, charfn_embedding, mst or aim: a serialized TableSchema and the "
+          "resolved, serialized ReleaseRequest (a job's: seed set, aim's workload listed).")
       .def_static(
           "marginals",
           [](const py::bytes& schema, std::vector<std::vector<int>> cliques) {

@@ -14,6 +14,7 @@
 #include "core/privacy/relation.h"
 #include "core/release/encoded_rows.h"
 #include "core/release/labelled_release.h"
+#include "plan/releases.h"
 #include "core/util/status_macros.h"
 #include "proto/convert.h"
 #include "proto/release_kinds.h"
@@ -96,6 +97,10 @@ const char* Plan::kind_name() const {
       return "charfn_embedding";
     case PlanKind::kMarginals:
       return "marginals";
+    case PlanKind::kMst:
+      return "mst";
+    case PlanKind::kAim:
+      return "aim";
   }
   return "";
 }
@@ -165,14 +170,44 @@ absl::StatusOr<std::unique_ptr<Plan>> Plan::FromRequest(const std::string& schem
       parameters = resolved.SerializeAsString();
       break;
     }
+    case v1::ReleaseRequest::kMst:
+    case v1::ReleaseRequest::kAim: {
+      // Issue 41: the tables of every clique the recipe may read, from the
+      // public schema and the resolved request, by the server's own function
+      // (plan::ExternalRecipeTables), whose list its plan stores and runs the
+      // recipe over.
+      if (proto.kind_case() == v1::ReleaseRequest::kAim && proto.aim().workload().empty()) {
+        return absl::FailedPreconditionError(
+            "the aim request names no workload: give the request as the server resolved and "
+            "stored it (its workload listed)");
+      }
+      plan->kind_ =
+          proto.kind_case() == v1::ReleaseRequest::kMst ? PlanKind::kMst : PlanKind::kAim;
+      DPC_ASSIGN_OR_RETURN(plan->marginals_.cliques,
+                           ::dpcurator::plan::ExternalRecipeTables(proto, plan->schema_));
+      DPC_ASSIGN_OR_RETURN(const data::Discretizer domain,
+                           data::Discretizer::Create(plan->schema_));
+      std::vector<int> sizes;
+      for (int c = 0; c < plan->schema_.num_columns(); ++c) {
+        sizes.push_back(domain.domain_size(c));
+      }
+      plan->dimension_ = release::TotalCells(plan->marginals_.cliques, sizes);
+      for (const std::vector<int>& clique : plan->marginals_.cliques) {
+        parameters += absl::StrCat(absl::StrJoin(clique, ","), ";");
+      }
+      plan->fingerprint_ =
+          Fnv1a(Fnv1a(Fnv1a(kFnvOffset, plan->kind_name()), schema_text), parameters);
+      plan->digest_ = Sha256(schema, request);
+      return plan;
+    }
     default: {
       const google::protobuf::FieldDescriptor* field =
           proto.GetReflection()->GetOneofFieldDescriptor(
               proto, proto.GetDescriptor()->FindOneofByName("kind"));
       return absl::UnimplementedError(absl::StrCat(
           "release kind '", field == nullptr ? "(none)" : field->name(),
-          "' has no partials: the scale-out path runs rff_embedding, charfn_embedding and "
-          "marginals (Plan.marginals)"));
+          "' has no partials: the scale-out path runs rff_embedding, charfn_embedding, mst, "
+          "aim and marginals (Plan.marginals)"));
     }
   }
   plan->dimension_ = (int64_t{plan->feature_map_->output_dim()} + 1) * num_classes;
@@ -225,7 +260,7 @@ absl::StatusOr<Partial> Plan::Compute(const data::Table& rows) const {
   partial.plan_fingerprint = fingerprint_;
   partial.plan_digest = digest_;
   partial.num_rows = rows.num_rows();
-  if (kind_ == PlanKind::kMarginals) {
+  if (kind_ == PlanKind::kMarginals || kind_ == PlanKind::kMst || kind_ == PlanKind::kAim) {
     DPC_ASSIGN_OR_RETURN(release::MarginalsKind::ExactCounts exact,
                          release::MarginalsKind::Count(marginals_, schema_, rows));
     partial.values = std::move(exact.counts);
@@ -300,7 +335,9 @@ absl::StatusOr<Eigen::VectorXd> Plan::EngineStatistic(const data::Table& rows) c
                                                              kNoiseMultiplier, 0, &zero));
       return Flatten(result.embedding.class_values, result.embedding.class_totals);
     }
-    case PlanKind::kMarginals: {
+    case PlanKind::kMarginals:
+    case PlanKind::kMst:
+    case PlanKind::kAim: {
       DPC_ASSIGN_OR_RETURN(const release::MarginalsKind::Result result,
                            release::MarginalsKind::Run(marginals_, schema_, rows, kRelation,
                                                        kNoiseMultiplier, &zero));

@@ -33,8 +33,8 @@ namespace dpcurator::python {
 //     C, column-major: class 0's sums first) ; per-class counts (C)], the
 //     vector ReleaseLabelledEmbedding noises (docs/privacy.md 2.2) before
 //     any division by a public n (REPLACE_ONE divides after the merge);
-//   marginals: every clique's count table, concatenated in plan order
-//     (release::MarginalsKind::Count).
+//   marginals, mst, aim: every clique's count table, concatenated in plan
+//     order (release::MarginalsKind::Count).
 // Partials of one plan add: Merge is the sum, so the order of shards and
 // merges changes only floating-point rounding.
 struct Partial {
@@ -61,7 +61,11 @@ struct MalformedRows {
   std::vector<data::MalformedRecord> examples;
 };
 
-enum class PlanKind { kRffEmbedding, kCharfnEmbedding, kMarginals };
+// kMst, kAim (issue 41): the exact count tables of every clique the
+// recipe may read (the server's plan fixes the same list from the same
+// schema and resolved request: train::MstTableCliques, AimTableCliques),
+// in the marginals layout; the server runs the recipe over them.
+enum class PlanKind { kRffEmbedding, kCharfnEmbedding, kMarginals, kMst, kAim };
 
 // A release plan the partials follow: the dataset's public schema and the
 // kind's resolved parameters (everything that fixes the feature map or the

@@ -40,6 +40,20 @@ def plans():
             ),
         ),
         "marginals": dpcurator.Plan.marginals(schema, [[0], [2], [0, 3], [1, 2, 3]]),
+        # Issue 41: the recipes' tables (every 1-way and pair; the named
+        # workload's closure), as the server stores the resolved request.
+        "mst": dpcurator.Plan.from_request(
+            schema, dpcurator.request_from_text('dataset_id: "ds_test" epsilon: 1 mst {}')
+        ),
+        "aim": dpcurator.Plan.from_request(
+            schema,
+            dpcurator.request_from_text(
+                'dataset_id: "ds_test" epsilon: 1 aim { '
+                'workload { columns: "age" columns: "Y" } '
+                'workload { columns: "hours" columns: "workclass" columns: "Y" } '
+                "max_model_cells: 10000000 rounds: 8 }"
+            ),
+        ),
     }
 
 

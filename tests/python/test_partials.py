@@ -131,12 +131,37 @@ class PartialsTest(unittest.TestCase):
         np.testing.assert_array_equal(merged.values, partial.values)
         self.assertEqual(merged.num_rows, partial.num_rows)
 
+    def test_recipe_plans_count_every_table_once(self):
+        # Issue 41: an mst plan's partial is the exact tables of every 1-way
+        # and every pair (4 columns: 4 + 6 cliques), aim's those of its
+        # workload's closure; each table holds every row once, and the plan
+        # is the job's: its digest is SHA-256(schema || request).
+        block = self.blocks[2]
+        for kind, cliques in (("mst", 4 + 6), ("aim", 4 + 1 + 3 + 1)):
+            with self.subTest(kind=kind):
+                plan = self.plans[kind]
+                partial = plan.partial_csv(block)
+                self.assertEqual(plan.kind, kind)
+                self.assertEqual(partial.num_rows, 700)
+                self.assertEqual(partial.values.sum(), cliques * 700)
+                np.testing.assert_array_equal(partial.values, np.round(partial.values))
+                request = pickle.loads(pickle.dumps(plan)).digest
+                self.assertEqual(request, plan.digest)
+        # (One schema's bytes: schema_from_json's map of aliases may
+        # serialize in either order, so two calls may give two digests.)
+        schema = fixtures.schema_bytes()
+        request = dpcurator.request_from_text('dataset_id: "ds_test" epsilon: 1 mst {}')
+        self.assertEqual(dpcurator.Plan.from_request(schema, request).digest,
+                         hashlib.sha256(schema + request).digest())
+
     def test_unrunnable_plans_are_refused(self):
         schema = fixtures.schema_bytes()
         cases = {
             "seed is 0": "rff_embedding { num_frequencies: 64 }",
             "private_length_scale": "charfn_embedding { seed: 3 private_length_scale: true }",
-            "has no partials": "mst {}",
+            "has no partials": 'marginals { cliques { columns: "age" } }',
+            # An aim request as the analyst sent it, not as the server stored it.
+            "names no workload": "aim {}",
         }
         for expected, text in cases.items():
             with self.subTest(request=text):

@@ -270,6 +270,48 @@ class RunnerTest(unittest.TestCase):
         self.assertEqual(get.returncode, 0, get.stderr)
         self.assertAlmostEqual(server.epsilon_spent(dataset), spent, places=12)
 
+    def test_e_mst_and_aim_on_an_external_dataset(self):
+        # Issue 41: the runner counts every table the recipe's plan fixed in
+        # one pass over the shards and submits them once; the server runs
+        # the recipe over them (equal to the in-process release for the same
+        # noise: tests/server/external_dataset_test.cc), and the analyst
+        # gets the recipe's artefact, charged once.
+        _, whole = fixtures.write_shards(self.data.name, 4, 500, seed=34)
+        pattern = os.path.join(self.data.name, "shard-*.csv")
+        for kind, relation, extra in (("mst", "replace-one", []),
+                                      ("aim", "add-remove", ["--rounds", "8"])):
+            with self.subTest(kind=kind):
+                server = self.start_server()
+                dataset = server.create_external_dataset(
+                    fixtures.SCHEMA_PATH, relation=relation,
+                    public_row_bound=2000 if relation == "replace-one" else None)
+                requested = server.cli(
+                    ["release", "--kind", kind, "--dataset", dataset, "--epsilon", "1",
+                     "--key", kind, "--out", f"{kind}.pb", "--json", *extra], ANALYST_TOKEN)
+                self.assertEqual(requested.returncode, PENDING_EXIT,
+                                 requested.stdout + requested.stderr)
+                release_id = json.loads(requested.stdout)["release_id"]
+                spent = server.epsilon_spent(dataset)
+                self.assertGreater(spent, 0.0)
+                _, jobs = self.pending(server, dataset)
+                plan = dpcurator.Plan.from_request(jobs[0]["schema"], jobs[0]["request"])
+                self.assertEqual(plan.kind, kind)
+                run = subprocess.run(
+                    runner_command(server, dataset, pattern, self.cluster.scheduler_address,
+                                   "--once"),
+                    env=server.env(CURATOR_TOKEN), capture_output=True, text=True, timeout=120)
+                self.assertEqual(run.returncode, 0, run.stderr)
+                self.assertIn("2000 rows merged", run.stderr)
+                get = server.cli(["release", "get", "--id", release_id, "--out", "got.pb",
+                                  "--json"], ANALYST_TOKEN)
+                self.assertEqual(get.returncode, 0, get.stdout + get.stderr)
+                self.assertIn(f'"{kind}"', get.stdout.lower())
+                self.assertEqual(self.pending(server, dataset)[1], [])
+                self.assertAlmostEqual(server.epsilon_spent(dataset), spent, places=12)
+                # The module's tables of the whole table are the engine's.
+                self.assertEqual(plan.partial_csv(whole).values.tolist(),
+                                 plan.engine_statistic_csv(whole).tolist())
+
     def analyst_view(self, server, dataset, requested):
         """Everything an analyst can observe of a release on `dataset`:
         the reply to the request, `release get` (exit status, output, the

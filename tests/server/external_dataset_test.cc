@@ -5,6 +5,7 @@
 // server checks against the plan and noises with the in-process engine's
 // own noise step.
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <memory>
@@ -26,9 +27,14 @@
 #include "core/release/charfn_embedding.h"
 #include "core/release/encoded_rows.h"
 #include "core/release/labelled_release.h"
+#include "core/release/marginals.h"
 #include "core/release/rff_embedding.h"
+#include "core/train/aim.h"
+#include "core/train/mst.h"
+#include "plan/releases.h"
 #include "proto/convert.h"
 #include "proto/release_kinds.h"
+#include "server/memory_budget.h"
 #include "server/runner_service.h"
 #include "tests/server/server_test_util.h"
 
@@ -492,21 +498,19 @@ TEST_F(ExternalDatasetTest, FailJobMarksFailedKeepsTheChargeAndTellsNoReason) {
 TEST_F(ExternalDatasetTest, RefusedBeforeAdmissionWithNothingCharged) {
   v1::Dataset dataset;
   ASSERT_TRUE(CreateExternal(v1::ADD_REMOVE, 0, &dataset).ok());
-  // mst and aim recipes, and charfn with a private length-scale.
-  v1::ReleaseRequest mst;
-  mst.set_dataset_id(dataset.id());
-  mst.set_idempotency_key("mst");
-  mst.set_epsilon(1.0);
-  mst.mutable_mst();
+  // A marginals release (no one-pass job of its own; mst and aim are
+  // admitted since issue 41), and charfn with a private length-scale.
+  v1::ReleaseRequest marginals;
+  marginals.set_dataset_id(dataset.id());
+  marginals.set_idempotency_key("marginals");
+  marginals.set_epsilon(1.0);
+  marginals.mutable_marginals()->add_cliques()->add_columns(
+      DemoSchemaProto().columns(0).name());
   v1::Release release;
-  grpc::Status status = RequestRelease(mst, &release);
+  grpc::Status status = RequestRelease(marginals, &release);
   EXPECT_EQ(status.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
   EXPECT_THAT(status.error_message(), HasSubstr("external"));
   EXPECT_THAT(status.error_message(), HasSubstr("Nothing was charged"));
-  v1::ReleaseRequest aim = mst;
-  aim.set_idempotency_key("aim");
-  aim.mutable_aim();
-  EXPECT_EQ(RequestRelease(aim, &release).error_code(), grpc::StatusCode::FAILED_PRECONDITION);
   v1::ReleaseRequest two_phase = RffRequest(dataset.id(), 1.0, "charfn");
   two_phase.mutable_charfn_embedding()->set_private_length_scale(true);
   status = RequestRelease(two_phase, &release);
@@ -564,6 +568,310 @@ TEST_F(ExternalDatasetTest, RunnerCallsOnAStoredDatasetAreRefused) {
   EXPECT_EQ(Fail(Curator(), release.id(), stored.id(), "x").error_code(),
             grpc::StatusCode::FAILED_PRECONDITION);
 }
+
+// Issue 41: mst and aim on an external dataset. The plan fixes every table
+// the recipe may read before admission; the runner submits their exact
+// counts once; the server runs the whole recipe over them.
+
+v1::ReleaseRequest RecipeRequest(const std::string& dataset_id, bool aim, const std::string& key) {
+  v1::ReleaseRequest request;
+  request.set_dataset_id(dataset_id);
+  request.set_idempotency_key(key);
+  request.set_epsilon(1.0);
+  if (aim) {
+    // A short run: 2 rounds a column.
+    request.mutable_aim()->set_rounds(2 * DemoSchemaProto().columns_size());
+  } else {
+    request.mutable_mst();
+  }
+  return request;
+}
+
+v1::Dataset PlanDataset(bool external, v1::NeighbouringRelation relation, int64_t rows) {
+  v1::Dataset dataset;
+  dataset.set_id("ds_plan");
+  *dataset.mutable_schema() = DemoSchemaProto();
+  dataset.mutable_budget()->set_epsilon(10.0);
+  dataset.mutable_budget()->set_delta(kDelta);
+  dataset.set_relation(relation);
+  dataset.set_external(external);
+  if (external) {
+    dataset.set_public_row_bound(rows);
+  } else {
+    dataset.set_row_count(rows);
+  }
+  return dataset;
+}
+
+// The cliques an external recipe's plan fixes are a function of the public
+// schema and request: every 1-way and pair for mst, aim's candidates (its
+// workload's downward closure, every 1-way among them) for aim; the same
+// for any declared row count; none on a stored dataset. CheckExternalRelease
+// admits both recipes. (Before issue 41 both were refused there.)
+TEST(ExternalRecipePlanTest, TheTablesAreFixedByTheSchemaAndTheRequest) {
+  const data::Schema schema = SchemaFromProto(DemoSchemaProto()).value();
+  const int n = schema.num_columns();
+  const data::Discretizer domain = data::Discretizer::Create(schema).value();
+  std::vector<int> sizes;
+  for (int c = 0; c < n; ++c) sizes.push_back(domain.domain_size(c));
+  for (const bool aim : {false, true}) {
+    SCOPED_TRACE(aim ? "aim" : "mst");
+    const v1::ReleaseRequest request = RecipeRequest("ds_plan", aim, "k");
+    const v1::Dataset external = PlanDataset(true, v1::ADD_REMOVE, 0);
+    EXPECT_TRUE(plan::CheckExternalRelease(request, external).ok());
+    absl::StatusOr<plan::ReleasePlan> planned = plan::PlanRelease(request, external, schema);
+    ASSERT_TRUE(planned.ok()) << planned.status();
+    std::vector<std::vector<int>> expected;
+    if (aim) {
+      const auto candidates =
+          train::AimCandidates(train::DefaultAimWorkload(n, schema.label_index()), sizes);
+      ASSERT_TRUE(candidates.ok());
+      expected = train::AimTableCliques(*candidates);
+      for (int c = 0; c < n; ++c) {
+        EXPECT_NE(std::find(expected.begin(), expected.end(), std::vector<int>{c}),
+                  expected.end());
+      }
+    } else {
+      for (int c = 0; c < n; ++c) expected.push_back({c});
+      for (int i = 0; i < n; ++i) {
+        for (int j = i + 1; j < n; ++j) expected.push_back({i, j});
+      }
+    }
+    EXPECT_EQ(planned->external_tables, expected);
+    EXPECT_EQ(planned->external_table_cells, release::TotalCells(expected, sizes));
+    EXPECT_EQ(planned->kind(), aim ? v1::AIM : v1::MST);
+    // Another relation and a declared n: the same tables.
+    const absl::StatusOr<plan::ReleasePlan> other =
+        plan::PlanRelease(request, PlanDataset(true, v1::REPLACE_ONE, 12345), schema);
+    ASSERT_TRUE(other.ok()) << other.status();
+    EXPECT_EQ(other->external_tables, expected);
+    // A stored dataset's recipe reads its rows: no tables to submit.
+    const absl::StatusOr<plan::ReleasePlan> stored =
+        plan::PlanRelease(request, PlanDataset(false, v1::ADD_REMOVE, 300), schema);
+    ASSERT_TRUE(stored.ok()) << stored.status();
+    EXPECT_TRUE(stored->external_tables.empty());
+    EXPECT_EQ(stored->footprint.submitted_bytes, 0);
+    // The tables count in the external plan's public peak (the submitted
+    // message and the tables made from it), and in its message size.
+    EXPECT_GE(planned->footprint.public_bytes - 2 * 8 * planned->external_table_cells,
+              stored->footprint.public_bytes);
+    EXPECT_GE(planned->footprint.submitted_bytes, 8 * planned->external_table_cells);
+  }
+  // A named aim workload is the request's: its closure only.
+  v1::ReleaseRequest named = RecipeRequest("ds_plan", true, "named");
+  v1::AimClique& clique = *named.mutable_aim()->add_workload();
+  clique.add_columns(schema.column(0).name);
+  clique.add_columns(schema.column(1).name);
+  const absl::StatusOr<plan::ReleasePlan> planned =
+      plan::PlanRelease(named, PlanDataset(true, v1::ADD_REMOVE, 0), schema);
+  ASSERT_TRUE(planned.ok()) << planned.status();
+  std::vector<std::vector<int>> closure;
+  for (int c = 0; c < n; ++c) closure.push_back({c});
+  closure.push_back({0, 1});
+  EXPECT_EQ(planned->external_tables, closure);
+}
+
+// The tables' memory is bounded before admission: a budget below the
+// external plan's peak refuses it, saying the size and the limit, and a
+// message limit below its submission refuses it too.
+TEST(ExternalRecipePlanTest, TablesOverTheMemoryBudgetOrMessageLimitAreRefused) {
+  const data::Schema schema = SchemaFromProto(DemoSchemaProto()).value();
+  for (const bool aim : {false, true}) {
+    SCOPED_TRACE(aim ? "aim" : "mst");
+    const absl::StatusOr<plan::ReleasePlan> planned = plan::PlanRelease(
+        RecipeRequest("ds_plan", aim, "k"), PlanDataset(true, v1::ADD_REMOVE, 0), schema);
+    ASSERT_TRUE(planned.ok()) << planned.status();
+    const int64_t peak = planned->footprint.public_bytes;
+    MemoryBudget tight(peak - 1, 1);
+    const absl::StatusOr<MemoryBudget::Reservation> refused = tight.Reserve(planned->footprint);
+    ASSERT_EQ(refused.status().code(), absl::StatusCode::kResourceExhausted);
+    EXPECT_THAT(refused.status().message(), HasSubstr(FormatBytes(peak)));
+    EXPECT_THAT(refused.status().message(), HasSubstr(FormatBytes(peak - 1)));
+    EXPECT_THAT(refused.status().message(), HasSubstr("--memory-budget"));
+    EXPECT_THAT(refused.status().message(),
+                HasSubstr(absl::StrCat(planned->external_table_cells, " cells")));
+    MemoryBudget enough(peak, 1);
+    EXPECT_TRUE(enough.Reserve(planned->footprint).ok());
+    // The submission's size is checked on its own (here with an answer
+    // that fits any limit).
+    plan::PlanFootprint answer_fits = planned->footprint;
+    answer_fits.artefact_bytes = 0;
+    const int64_t limit = planned->footprint.submitted_bytes - 1;
+    const absl::Status too_big = CheckSendLimit(answer_fits, limit);
+    EXPECT_EQ(too_big.code(), absl::StatusCode::kResourceExhausted);
+    EXPECT_THAT(too_big.message(), HasSubstr("in one message"));
+    EXPECT_THAT(too_big.message(), HasSubstr(FormatBytes(limit)));
+    EXPECT_THAT(too_big.message(), HasSubstr("Nothing was charged"));
+    EXPECT_TRUE(CheckSendLimit(answer_fits, limit + 1).ok());
+  }
+}
+
+// The exact tables of the demo rows over `cliques`, concatenated: what the
+// module's marginals partial of the same rows holds.
+Eigen::VectorXd ExactTables(const std::vector<std::vector<int>>& cliques, int64_t rows,
+                            uint64_t seed) {
+  const data::Schema schema = SchemaFromProto(DemoSchemaProto()).value();
+  data::TableBuilder builder(schema);
+  for (const v1::Row& row : DemoRows(data::GenerateDemoTable(rows, seed))) {
+    std::vector<std::string> cells(row.cells().begin(), row.cells().end());
+    EXPECT_TRUE(builder.AddRow(cells).ok());
+  }
+  release::MarginalsKind::Params params;
+  params.cliques = cliques;
+  absl::StatusOr<release::MarginalsKind::ExactCounts> exact =
+      release::MarginalsKind::Count(params, schema, builder.Finish());
+  EXPECT_TRUE(exact.ok()) << exact.status();
+  return exact->counts;
+}
+
+std::vector<std::vector<int>> RecipeCliques(bool aim) {
+  const data::Schema schema = SchemaFromProto(DemoSchemaProto()).value();
+  const int n = schema.num_columns();
+  if (!aim) return train::MstTableCliques(n);
+  const data::Discretizer domain = data::Discretizer::Create(schema).value();
+  std::vector<int> sizes;
+  for (int c = 0; c < n; ++c) sizes.push_back(domain.domain_size(c));
+  return train::AimTableCliques(
+      train::AimCandidates(train::DefaultAimWorkload(n, schema.label_index()), sizes).value());
+}
+
+// A submission of the wrong shape for a recipe's job is refused and changes
+// nothing; the right one completes it with the recipe's artefact.
+TEST_F(ExternalDatasetTest, RecipeTablesOfTheWrongShapeAreRefusedAndChangeNothing) {
+  for (const bool aim : {false, true}) {
+    SCOPED_TRACE(aim ? "aim" : "mst");
+    v1::Dataset dataset;
+    ASSERT_TRUE(CreateExternal(v1::ADD_REMOVE, 0, &dataset).ok());
+    v1::Release pending;
+    grpc::Status status = RequestRelease(RecipeRequest(dataset.id(), aim, "k"), &pending);
+    ASSERT_TRUE(status.ok()) << status.error_message();
+    EXPECT_EQ(pending.state(), v1::RELEASE_STATE_PENDING);
+    EXPECT_EQ(pending.kind(), aim ? v1::AIM : v1::MST);
+    const v1::PendingJob job = OnlyJob(dataset.id());
+    EXPECT_EQ(job.kind(), aim ? v1::AIM : v1::MST);
+    const Eigen::VectorXd tables = ExactTables(RecipeCliques(aim), kRows, kRowSeed);
+    const v1::SubmitStatisticRequest good = SubmitRequest(job, tables, kRows);
+    // The embedding's layout, a table short, a cell too many, a NaN.
+    v1::SubmitStatisticRequest short_one = good;
+    short_one.mutable_statistic()->RemoveLast();
+    status = Submit(Curator(), short_one);
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+    EXPECT_THAT(status.error_message(), HasSubstr(std::to_string(tables.size())));
+    EXPECT_THAT(status.error_message(), HasSubstr("Nothing was changed"));
+    v1::SubmitStatisticRequest long_one = good;
+    long_one.add_statistic(1.0);
+    EXPECT_EQ(Submit(Curator(), long_one).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+    v1::SubmitStatisticRequest empty = good;
+    empty.clear_statistic();
+    EXPECT_EQ(Submit(Curator(), empty).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+    v1::SubmitStatisticRequest nan = good;
+    nan.set_statistic(0, std::numeric_limits<double>::quiet_NaN());
+    status = Submit(Curator(), nan);
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+    EXPECT_THAT(status.error_message(), HasSubstr("not finite"));
+    v1::SubmitStatisticRequest negative = good;
+    negative.set_rows(-1);
+    EXPECT_EQ(Submit(Curator(), negative).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+    EXPECT_EQ(OnlyJob(dataset.id()).job_id(), pending.id());
+    EXPECT_EQ(EventCount(dataset.id()), 1);
+    v1::SubmitStatisticResponse done;
+    status = Submit(Curator(), good, &done);
+    ASSERT_TRUE(status.ok()) << status.error_message();
+    EXPECT_EQ(done.release().state(), v1::RELEASE_STATE_DONE);
+    v1::Release got;
+    ASSERT_TRUE(GetRelease(pending.id(), &got).ok());
+    EXPECT_EQ(aim ? got.has_aim() : got.has_mst(), true);
+    EXPECT_EQ(EventCount(dataset.id()), 1);
+  }
+}
+
+// The same rows' exact tables, submitted, give the release the server makes
+// from the uploaded rows, byte for byte under the same seeded noise: the
+// recipe is one code over either table source.
+struct SameRecipeCase {
+  v1::NeighbouringRelation relation;
+  bool aim;
+};
+
+class ExternalRecipeEqualsInProcessTest
+    : public ExternalDatasetTest,
+      public ::testing::WithParamInterface<SameRecipeCase> {};
+
+TEST_P(ExternalRecipeEqualsInProcessTest, SubmittedTablesGiveTheInProcessRelease) {
+  const SameRecipeCase& c = GetParam();
+  StopServer();
+  noise_source_ = []() -> absl::StatusOr<std::unique_ptr<privacy::NoiseSource>> {
+    return std::unique_ptr<privacy::NoiseSource>(new privacy::SeededNoiseSource(41));
+  };
+  StartServer();
+  v1::Dataset stored;
+  ASSERT_TRUE(CreateDataset(10.0, kDelta, c.relation, &stored).ok());
+  ASSERT_TRUE(UploadDemoRows(stored.id(), kRows, kRowSeed).ok());
+  v1::Release in_process;
+  grpc::Status status = RequestRelease(RecipeRequest(stored.id(), c.aim, "same"), &in_process);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+
+  v1::Dataset external;
+  ASSERT_TRUE(CreateExternal(c.relation, c.relation == v1::REPLACE_ONE ? kRows : 0, &external)
+                  .ok());
+  v1::Release pending;
+  ASSERT_TRUE(RequestRelease(RecipeRequest(external.id(), c.aim, "same"), &pending).ok());
+  EXPECT_NEAR(pending.epsilon_spent_total(), in_process.epsilon_spent_total(), 1e-12);
+  const v1::PendingJob job = OnlyJob(external.id());
+  const Eigen::VectorXd tables = ExactTables(RecipeCliques(c.aim), kRows, kRowSeed);
+  status = Submit(Curator(), SubmitRequest(job, tables, kRows));
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  v1::Release submitted;
+  ASSERT_TRUE(GetRelease(pending.id(), &submitted).ok());
+  EXPECT_EQ(submitted.state(), v1::RELEASE_STATE_DONE);
+
+  // Equal but for the ids, and noised.
+  std::string expected;
+  std::string actual;
+  if (c.aim) {
+    ASSERT_TRUE(submitted.has_aim());
+    v1::AimArtefact a = in_process.aim();
+    v1::AimArtefact b = submitted.aim();
+    EXPECT_EQ(b.dataset_id(), external.id());
+    for (v1::AimArtefact* artefact : {&a, &b}) {
+      artefact->clear_dataset_id();
+      artefact->clear_release_id();
+    }
+    ASSERT_GT(a.rounds_size(), 0);
+    bool noised = false;
+    for (const double x : b.one_way(0).counts()) noised |= x != std::round(x);
+    EXPECT_TRUE(noised);
+    expected = a.SerializeAsString();
+    actual = b.SerializeAsString();
+  } else {
+    ASSERT_TRUE(submitted.has_mst());
+    v1::MstArtefact a = in_process.mst();
+    v1::MstArtefact b = submitted.mst();
+    EXPECT_EQ(b.dataset_id(), external.id());
+    for (v1::MstArtefact* artefact : {&a, &b}) {
+      artefact->clear_dataset_id();
+      artefact->clear_release_id();
+    }
+    ASSERT_GT(a.edges_size(), 0);
+    bool noised = false;
+    for (const double x : b.two_way(0).counts()) noised |= x != std::round(x);
+    EXPECT_TRUE(noised);
+    expected = a.SerializeAsString();
+    actual = b.SerializeAsString();
+  }
+  EXPECT_FALSE(expected.empty());
+  EXPECT_TRUE(expected == actual) << "the external release differs from the in-process one";
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    RecipesAndRelations, ExternalRecipeEqualsInProcessTest,
+    ::testing::Values(SameRecipeCase{v1::ADD_REMOVE, false}, SameRecipeCase{v1::ADD_REMOVE, true},
+                      SameRecipeCase{v1::REPLACE_ONE, false},
+                      SameRecipeCase{v1::REPLACE_ONE, true}),
+    [](const ::testing::TestParamInfo<SameRecipeCase>& info) {
+      return std::string(info.param.relation == v1::REPLACE_ONE ? "ReplaceOne" : "AddRemove") +
+             (info.param.aim ? "Aim" : "Mst");
+    });
 
 }  // namespace
 }  // namespace dpcurator::server::testing
