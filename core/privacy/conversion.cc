@@ -181,7 +181,7 @@ absl::StatusOr<EpsilonReport> MakeApproximateEpsilonReport(
     return EpsilonReport{kInf, kInf, std::nullopt, std::nullopt,
                          DefaultRdpOrders().front(), true, approximate_delta};
   }
-  // Bun & Steinke 2016 (the conversion after Def. 8.1): with the laws
+  // As for Bun & Steinke 2016's approximate zCDP: with the laws
   // mixtures (1 - d) A + d B on both neighbours and A, A' (eps, delta')-
   // indistinguishable, P[M(x) in S] <= (1 - d) P[A in S] + d
   // <= (1 - d)(e^eps P[A' in S] + delta') + d <= e^eps P[M(x') in S] +

@@ -399,7 +399,8 @@ TEST_F(LedgerTest, ApproximateDeltasAddUpAndAreRefusedAtTheDatasetsDelta) {
   auto report = ledger_->Report(dataset, kAlice);
   ASSERT_TRUE(report.ok()) << report.status();
   ASSERT_EQ(report->events_size(), 2);
-  EXPECT_THAT(report->events(0).description(), HasSubstr("approx(3.9999999999999998e-06;discrete_gaussian(20))"));
+  EXPECT_THAT(report->events(0).description(),
+              HasSubstr("approx(3.9999999999999998e-06;discrete_gaussian(20))"));
   // 8e-6 spent of 1e-5: a third would make 1.2e-5.
   auto refused = ledger_->Admit(dataset, kAlice, "fit3", "category_fit", "r3", fit);
   ASSERT_EQ(refused.status().code(), absl::StatusCode::kResourceExhausted) << refused.status();
