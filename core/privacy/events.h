@@ -124,10 +124,11 @@ struct ZcdpEvent {
 // `delta` (docs/privacy.md 2.11.2): the mechanism's law on each of two
 // neighbours is a mixture (1 - delta) A + delta B, (1 - delta) A' +
 // delta B', with `event`'s RDP curve bounding D_alpha(A || A') at every
-// order: "delta-approximate" RDP (Bun & Steinke 2016, Def. 8.1, per order).
-// Its RDP curve is `event`'s; its delta adds up under composition (Bun &
-// Steinke 2016, Lemma 8.3, adaptive) and is subtracted from the dataset's
-// delta before the RDP-to-(eps, delta) conversion (ApproximateDelta below).
+// order: "delta-approximate" RDP (the mixture form of Bun & Steinke 2016's
+// approximate zCDP, order by order). Its RDP curve is `event`'s; its delta
+// adds up under adaptive composition and is subtracted from the dataset's
+// delta before the RDP-to-(eps, delta) conversion (ApproximateDelta below;
+// both proved in docs/privacy.md 2.11.2).
 // Valid for the relations `event` is. Stored as "approx(delta;e)". Gaussian
 // thresholding of a category list (core/release/category_fit.h).
 struct ApproximateEvent {
@@ -270,8 +271,8 @@ std::optional<double> PlainGaussianInverseVarianceSum(const PrivacyEvent& event)
 std::optional<double> SingleGridGaussianInverseVariance(const PrivacyEvent& event);
 
 // The event's total delta: the sum of its ApproximateEvents' deltas, a
-// self-composition counting `count` times (Bun & Steinke 2016, Lemma 8.3:
-// 1 - prod(1 - delta_i) <= sum delta_i), and every part of a partition
+// self-composition counting `count` times (the good parts' weights
+// multiply: 1 - prod(1 - delta_i) <= sum delta_i), and every part of a partition
 // summed (a neighbouring pair touches one or two parts, so the sum bounds
 // them). 0 for an event without any. Rounded up (never below the exact sum).
 double ApproximateDelta(const PrivacyEvent& event);
