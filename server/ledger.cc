@@ -144,6 +144,18 @@ absl::StatusOr<Charge> ChargeLocked(Database* db, const Clock& clock,
                        state->EpsilonIfAdded(charge, dataset.delta));
   DPC_ASSIGN_OR_RETURN(privacy::EpsilonReport alone,
                        privacy::ComputeEpsilonReport(event, dataset.delta));
+  // Approximate events (a thresholded category list, docs/privacy.md
+  // 2.11.2) hold except with probability delta_0 each; their sum comes off
+  // the dataset's delta before the conversion, and once it would reach it no
+  // epsilon holds at all, whatever the cap. Public parameters only.
+  if (!(after.approximate_delta < dataset.delta)) {
+    return absl::ResourceExhaustedError(absl::StrFormat(
+        "privacy budget exceeded for dataset '%s': this %s's failure probability would "
+        "bring the dataset's summed delta_0 to %.6g, at or above its delta %g, where no "
+        "epsilon holds. Ask for a smaller delta_0, or have the curator create the "
+        "dataset with a larger delta.",
+        dataset_id, kind, after.approximate_delta, dataset.delta));
+  }
   if (!(after.epsilon <= dataset.epsilon_cap)) {
     return absl::ResourceExhaustedError(absl::StrFormat(
         "privacy budget exceeded for dataset '%s': spent epsilon %.6g, requested %.6g "

@@ -21,6 +21,10 @@ constexpr uint8_t kFormatVersion = 1;
 // With GridGaussian totals appended (only while they are non-zero).
 constexpr uint8_t kFormatVersionWithGrid = 2;
 constexpr size_t kGridExtraBytes = 8 + 16;
+// Format 2's fields, then the sum of approximate deltas (only while it is
+// non-zero, so ledgers without thresholding keep their bytes).
+constexpr uint8_t kFormatVersionWithDelta = 3;
+constexpr size_t kDeltaExtraBytes = 16;
 constexpr size_t kHeaderBytes = 1 + 1 + 2 + 8 + 8;
 constexpr size_t kFixedBytes = 16;
 
@@ -103,6 +107,7 @@ absl::StatusOr<EventCharge> EventCharge::WithCurve(const PrivacyEvent& event,
   const std::optional<double> grid = SingleGridGaussianInverseVariance(event);
   charge.grid_gaussian_ = grid.has_value();
   if (grid.has_value()) charge.grid_inverse_variance_ = Quantize(*grid);
+  charge.approximate_delta_ = Quantize(ApproximateDelta(event));
   charge.valid_add_remove_ = event.IsValidFor(NeighbouringRelation::kAddRemove);
   charge.valid_replace_one_ = event.IsValidFor(NeighbouringRelation::kReplaceOne);
   charge.description_ = Describe(event);
@@ -115,6 +120,8 @@ AccountantState::AccountantState(NeighbouringRelation relation)
 double AccountantState::plain_gaussian_inverse_variance_sum() const {
   return ToDouble(inverse_variance_sum_);
 }
+
+double AccountantState::approximate_delta() const { return ToDouble(approximate_delta_); }
 
 std::vector<double> AccountantState::Rdp() const {
   std::vector<double> out;
@@ -156,6 +163,7 @@ absl::Status AccountantState::Add(const EventCharge& charge) {
     ok = AddTo(next.grid_inverse_variance_, charge.grid_inverse_variance_);
     ++next.grid_gaussian_count_;
   }
+  if (ok) ok = AddTo(next.approximate_delta_, charge.approximate_delta_);
   if (!ok || event_count_ == std::numeric_limits<int64_t>::max()) {
     return absl::ResourceExhaustedError(
         absl::StrCat("Privacy state overflow adding ", charge.description_));
@@ -180,7 +188,8 @@ absl::Status AccountantState::Subtract(const EventCharge& charge) {
                      Less(inverse_variance_sum_, charge.inverse_variance_sum_)) &&
                    !(charge.grid_gaussian_ &&
                      (grid_gaussian_count_ == 0 ||
-                      Less(grid_inverse_variance_, charge.grid_inverse_variance_)));
+                      Less(grid_inverse_variance_, charge.grid_inverse_variance_))) &&
+                   !Less(approximate_delta_, charge.approximate_delta_);
   for (size_t i = 0; i < rdp_.size() && contained; ++i) {
     contained = !Less(rdp_[i], charge.rdp_[i]);
   }
@@ -198,6 +207,7 @@ absl::Status AccountantState::Subtract(const EventCharge& charge) {
     SubtractFrom(grid_inverse_variance_, charge.grid_inverse_variance_);
     --grid_gaussian_count_;
   }
+  SubtractFrom(approximate_delta_, charge.approximate_delta_);
   --event_count_;
   return absl::OkStatus();
 }
@@ -212,7 +222,9 @@ absl::StatusOr<EpsilonReport> AccountantState::Epsilon(
   if (event_count_ == 1 && grid_gaussian_count_ == 1) {
     grid_inverse_variance = ToDouble(grid_inverse_variance_);
   }
-  return MakeEpsilonReport(Rdp(), inverse_variance, grid_inverse_variance, delta, options);
+  // ToDouble rounds the summed deltas up.
+  return MakeApproximateEpsilonReport(Rdp(), inverse_variance, grid_inverse_variance,
+                                      ToDouble(approximate_delta_), delta, options);
 }
 
 absl::StatusOr<EpsilonReport> AccountantState::EpsilonIfAdded(
@@ -224,10 +236,15 @@ absl::StatusOr<EpsilonReport> AccountantState::EpsilonIfAdded(
 }
 
 std::string AccountantState::Serialize() const {
-  const bool with_grid = grid_gaussian_count_ != 0 || grid_inverse_variance_ != internal::Fixed128{};
+  const bool with_delta = approximate_delta_ != internal::Fixed128{};
+  const bool with_grid = with_delta || grid_gaussian_count_ != 0 ||
+                         grid_inverse_variance_ != internal::Fixed128{};
   std::string out;
-  out.reserve(kHeaderBytes + kFixedBytes * (rdp_.size() + 1) + kGridExtraBytes);
-  out.push_back(static_cast<char>(with_grid ? kFormatVersionWithGrid : kFormatVersion));
+  out.reserve(kHeaderBytes + kFixedBytes * (rdp_.size() + 1) + kGridExtraBytes +
+              kDeltaExtraBytes);
+  out.push_back(static_cast<char>(with_delta  ? kFormatVersionWithDelta
+                                  : with_grid ? kFormatVersionWithGrid
+                                              : kFormatVersion));
   out.push_back(static_cast<char>(relation_ == NeighbouringRelation::kAddRemove ? 0 : 1));
   out.push_back(static_cast<char>(rdp_.size() & 0xff));
   out.push_back(static_cast<char>((rdp_.size() >> 8) & 0xff));
@@ -244,6 +261,10 @@ std::string AccountantState::Serialize() const {
     PutU64(out, grid_inverse_variance_.lo);
     PutU64(out, grid_inverse_variance_.hi);
   }
+  if (with_delta) {
+    PutU64(out, approximate_delta_.lo);
+    PutU64(out, approximate_delta_.hi);
+  }
   return out;
 }
 
@@ -252,8 +273,15 @@ absl::StatusOr<AccountantState> AccountantState::Deserialize(
   const size_t grid = DefaultRdpOrders().size();
   const size_t expected = kHeaderBytes + kFixedBytes * (grid + 1);
   const uint8_t format = bytes.empty() ? 0 : static_cast<uint8_t>(bytes[0]);
-  const bool with_grid = format == kFormatVersionWithGrid;
-  if (with_grid) {
+  const bool with_delta = format == kFormatVersionWithDelta;
+  const bool with_grid = format == kFormatVersionWithGrid || with_delta;
+  if (with_delta) {
+    if (bytes.size() != expected + kGridExtraBytes + kDeltaExtraBytes) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("Privacy state must be ", expected + kGridExtraBytes + kDeltaExtraBytes,
+                       " bytes, got ", bytes.size()));
+    }
+  } else if (with_grid) {
     if (bytes.size() != expected + kGridExtraBytes) {
       return absl::InvalidArgumentError(absl::StrCat("Privacy state must be ",
                                                      expected + kGridExtraBytes,
@@ -304,6 +332,7 @@ absl::StatusOr<AccountantState> AccountantState::Deserialize(
       return absl::InvalidArgumentError("Privacy state has inconsistent counts");
     }
   }
+  if (with_delta) ok = read_fixed(state.approximate_delta_) && ok;
   if (!ok) return absl::InvalidArgumentError("Privacy state value out of range");
   return state;
 }

@@ -68,6 +68,8 @@ class EventCharge {
   // A single bare GridGaussian event, and its 1/s^2 (rounded up).
   bool grid_gaussian_ = false;
   internal::Fixed128 grid_inverse_variance_;
+  // ApproximateDelta(event), rounded up onto the grid (0 for most events).
+  internal::Fixed128 approximate_delta_;
   std::string description_;
 };
 
@@ -85,6 +87,9 @@ class AccountantState {
   double plain_gaussian_inverse_variance_sum() const;
   // The composed curve on DefaultRdpOrders() (+inf where saturated).
   std::vector<double> Rdp() const;
+  // The sum of the net history's approximate deltas (events.h
+  // ApproximateEvent), rounded up; 0 for a ledger without any.
+  double approximate_delta() const;
 
   // InvalidArgument if the event is not valid for relation(); ResourceExhausted
   // if a total would overflow (after ~4 million saturated events). On error
@@ -96,7 +101,10 @@ class AccountantState {
   absl::Status Subtract(const PrivacyEvent& event);
   absl::Status Subtract(const EventCharge& charge);
 
-  // The composed guarantee at delta in (0, 1).
+  // The composed guarantee at delta in (0, 1): every bound is computed at
+  // delta - approximate_delta() (docs/privacy.md 2.11.2: (eps, delta')-DP
+  // of the mixtures' good parts is (eps, delta' + sum delta_i)-DP of the
+  // whole); epsilon +inf (every bound) once approximate_delta() >= delta.
   absl::StatusOr<EpsilonReport> Epsilon(
       double delta, const ConversionOptions& options = {}) const;
   // Admission check: Epsilon of a copy with the charge added (the state
@@ -111,7 +119,9 @@ class AccountantState {
   // and one per order. Format 1 while no GridGaussian event is in the net
   // history (byte for byte what ledgers written before it hold); otherwise
   // format 2 (2,556 bytes): the same, then int64 GridGaussian count and
-  // their 128-bit sum 1/s^2.
+  // their 128-bit sum 1/s^2. Format 3 (2,572 bytes) while an approximate
+  // event is in the net history: format 2's fields, then the 128-bit sum
+  // of the approximate deltas; formats 1 and 2 read as a sum of 0.
   std::string Serialize() const;
   static absl::StatusOr<AccountantState> Deserialize(std::string_view bytes);
 
@@ -130,6 +140,8 @@ class AccountantState {
   // privacy profile applies (grid_gaussian.h).
   int64_t grid_gaussian_count_ = 0;
   internal::Fixed128 grid_inverse_variance_;
+  // Sum of the approximate deltas (events.h ApproximateEvent).
+  internal::Fixed128 approximate_delta_;
 };
 
 }  // namespace dpcurator::privacy

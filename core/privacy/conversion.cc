@@ -159,12 +159,59 @@ absl::StatusOr<EpsilonReport> MakeEpsilonReport(
   return report;
 }
 
+absl::StatusOr<EpsilonReport> MakeApproximateEpsilonReport(
+    absl::Span<const double> rdp_on_default_grid,
+    std::optional<double> plain_gaussian_inverse_variance_sum,
+    std::optional<double> single_grid_gaussian_inverse_variance, double approximate_delta,
+    double delta, const ConversionOptions& options) {
+  if (!(delta > 0) || !(delta < 1)) {
+    return absl::InvalidArgumentError(absl::StrCat("delta must be in (0, 1), got ", delta));
+  }
+  if (std::isnan(approximate_delta) || approximate_delta < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("Approximate delta must be >= 0, got ", approximate_delta));
+  }
+  if (approximate_delta == 0) {
+    return MakeEpsilonReport(rdp_on_default_grid, plain_gaussian_inverse_variance_sum,
+                             single_grid_gaussian_inverse_variance, delta, options);
+  }
+  if (!(approximate_delta < delta)) {
+    // No finite epsilon at this delta: the failures alone may cost it all.
+    constexpr double kInf = std::numeric_limits<double>::infinity();
+    return EpsilonReport{kInf, kInf, std::nullopt, std::nullopt,
+                         DefaultRdpOrders().front(), true, approximate_delta};
+  }
+  // As for Bun & Steinke 2016's approximate zCDP: with the laws
+  // mixtures (1 - d) A + d B on both neighbours and A, A' (eps, delta')-
+  // indistinguishable, P[M(x) in S] <= (1 - d) P[A in S] + d
+  // <= (1 - d)(e^eps P[A' in S] + delta') + d <= e^eps P[M(x') in S] +
+  // delta' + d. So each bound at delta' = delta - d is one at delta. The
+  // subtraction is rounded down (a smaller delta' only raises epsilon):
+  // stepped down while the exact sum reduced + approximate_delta, from
+  // Knuth's TwoSum, exceeds delta.
+  double reduced = delta - approximate_delta;
+  for (;;) {
+    const double sum = reduced + approximate_delta;
+    const double b = sum - reduced;
+    const double error = (reduced - (sum - b)) + (approximate_delta - b);
+    if (sum < delta || (sum == delta && error <= 0)) break;
+    reduced = std::nextafter(reduced, 0.0);
+  }
+  DPC_ASSIGN_OR_RETURN(EpsilonReport report,
+                       MakeEpsilonReport(rdp_on_default_grid,
+                                         plain_gaussian_inverse_variance_sum,
+                                         single_grid_gaussian_inverse_variance, reduced, options));
+  report.approximate_delta = approximate_delta;
+  return report;
+}
+
 absl::StatusOr<EpsilonReport> ComputeEpsilonReport(
     const PrivacyEvent& event, double delta, const ConversionOptions& options) {
   DPC_ASSIGN_OR_RETURN(std::vector<double> rdp,
                        ComputeRdp(event, DefaultRdpOrders()));
-  return MakeEpsilonReport(rdp, PlainGaussianInverseVarianceSum(event),
-                           SingleGridGaussianInverseVariance(event), delta, options);
+  return MakeApproximateEpsilonReport(rdp, PlainGaussianInverseVarianceSum(event),
+                                      SingleGridGaussianInverseVariance(event),
+                                      ApproximateDelta(event), delta, options);
 }
 
 }  // namespace dpcurator::privacy

@@ -80,6 +80,10 @@ struct EpsilonReport {
   std::optional<double> epsilon_grid_exact;
   double optimal_order;                 // of the RDP conversion
   bool order_at_grid_edge;              // of the RDP conversion
+  // The summed delta of the history's approximate events (events.h
+  // ApproximateEvent): every bound above is at delta minus this, and all
+  // are +inf when it reaches delta.
+  double approximate_delta = 0.0;
 };
 
 // Report for a curve on DefaultRdpOrders() and, when every event was a plain
@@ -97,7 +101,18 @@ absl::StatusOr<EpsilonReport> MakeEpsilonReport(
     std::optional<double> single_grid_gaussian_inverse_variance, double delta,
     const ConversionOptions& options = {});
 
-// Report for one (typically composed) event on DefaultRdpOrders().
+// MakeEpsilonReport at delta - approximate_delta (rounded down), the
+// history's summed ApproximateEvent deltas; every bound +inf when
+// approximate_delta >= delta. The same as MakeEpsilonReport at delta when
+// approximate_delta == 0.
+absl::StatusOr<EpsilonReport> MakeApproximateEpsilonReport(
+    absl::Span<const double> rdp_on_default_grid,
+    std::optional<double> plain_gaussian_inverse_variance_sum,
+    std::optional<double> single_grid_gaussian_inverse_variance, double approximate_delta,
+    double delta, const ConversionOptions& options = {});
+
+// Report for one (typically composed) event on DefaultRdpOrders(), at
+// delta - ApproximateDelta(event) (see EpsilonReport::approximate_delta).
 absl::StatusOr<EpsilonReport> ComputeEpsilonReport(
     const PrivacyEvent& event, double delta,
     const ConversionOptions& options = {});

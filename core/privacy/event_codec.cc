@@ -98,6 +98,8 @@ std::string EncodeEvent(const PrivacyEvent& event) {
           for (const PrivacyEvent& part : e.add_remove) absl::StrAppend(&out, ";", EncodeEvent(part));
           for (const PrivacyEvent& part : e.replace_one) absl::StrAppend(&out, ";", EncodeEvent(part));
           return absl::StrCat(out, ")");
+        } else if constexpr (std::is_same_v<T, ApproximateEvent>) {
+          return absl::StrCat("approx(", Num(e.delta), ";", EncodeEvent(*e.event), ")");
         } else {
           static_assert(std::is_same_v<T, SelfComposedEvent>);
           return absl::StrCat("repeat(", e.count, ";", EncodeEvent(*e.event), ")");
@@ -175,6 +177,15 @@ absl::StatusOr<PrivacyEvent> DecodeEvent(absl::string_view text) {
     }
     DPC_ASSIGN_OR_RETURN(auto inner, DecodeEvent(parts[1]));
     return PrivacyEvent::SelfCompose(std::move(inner), count);
+  }
+  if (name == "approx") {
+    auto parts = SplitTopLevel(args, ';');
+    if (parts.size() != 2) {
+      return absl::DataLossError(absl::StrCat("malformed ledger event '", text, "'"));
+    }
+    DPC_ASSIGN_OR_RETURN(auto delta, ParseNumbers(parts[0], 1));
+    DPC_ASSIGN_OR_RETURN(auto inner, DecodeEvent(parts[1]));
+    return PrivacyEvent::Approximate(std::move(inner), delta[0]);
   }
   if (name == "partition") {
     std::vector<absl::string_view> fields = SplitTopLevel(args, ';');

@@ -1,6 +1,7 @@
 #include "core/privacy/events.h"
 
 #include <cmath>
+#include <limits>
 #include <utility>
 
 #include "absl/status/status.h"
@@ -102,6 +103,18 @@ absl::StatusOr<PrivacyEvent> PrivacyEvent::ExponentialMechanism(double epsilon) 
 absl::StatusOr<PrivacyEvent> PrivacyEvent::Zcdp(double rho) {
   DPC_RETURN_IF_ERROR(ValidateFinitePositive(rho, "Rho"));
   return PrivacyEvent(ZcdpEvent{rho}, true, true);
+}
+
+absl::StatusOr<PrivacyEvent> PrivacyEvent::Approximate(PrivacyEvent event, double delta) {
+  if (!std::isfinite(delta) || !(delta > 0) || !(delta < 1)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("Approximate delta must be finite and in (0, 1), got ", delta));
+  }
+  const bool add_remove = event.valid_add_remove_;
+  const bool replace_one = event.valid_replace_one_;
+  return PrivacyEvent(
+      ApproximateEvent{std::make_shared<const PrivacyEvent>(std::move(event)), delta},
+      add_remove, replace_one);
 }
 
 absl::StatusOr<PrivacyEvent> PrivacyEvent::Compose(
@@ -245,6 +258,37 @@ std::optional<double> SingleGridGaussianInverseVariance(const PrivacyEvent& even
   return 1.0 / (*multiplier * *multiplier);
 }
 
+double ApproximateDelta(const PrivacyEvent& event) {
+  // Every addition and product is rounded up, so the result is never below
+  // the exact sum (the ledger's conversion then uses a smaller delta).
+  auto add_up = [](double a, double b) {
+    const double sum = a + b;
+    return b == 0 ? a : std::nextafter(sum, std::numeric_limits<double>::infinity());
+  };
+  const PrivacyEvent::Variant& v = event.variant();
+  if (const auto* a = std::get_if<ApproximateEvent>(&v)) {
+    return add_up(a->delta, ApproximateDelta(*a->event));
+  }
+  if (const auto* c = std::get_if<ComposedEvent>(&v)) {
+    double sum = 0.0;
+    for (const PrivacyEvent& e : c->events) sum = add_up(sum, ApproximateDelta(e));
+    return sum;
+  }
+  if (const auto* sc = std::get_if<SelfComposedEvent>(&v)) {
+    const double part = ApproximateDelta(*sc->event);
+    if (part == 0) return 0.0;
+    return std::nextafter(part * static_cast<double>(sc->count),
+                          std::numeric_limits<double>::infinity());
+  }
+  if (const auto* p = std::get_if<PartitionedEvent>(&v)) {
+    double sum = 0.0;
+    for (const PrivacyEvent& e : p->add_remove) sum = add_up(sum, ApproximateDelta(e));
+    for (const PrivacyEvent& e : p->replace_one) sum = add_up(sum, ApproximateDelta(e));
+    return sum;
+  }
+  return 0.0;
+}
+
 bool IsPlainGaussian(const PrivacyEvent& event) {
   return PlainGaussianInverseVarianceSum(event).has_value();
 }
@@ -299,6 +343,9 @@ struct Describer {
   }
   std::string operator()(const SelfComposedEvent& e) const {
     return absl::StrCat(Describe(*e.event), " x ", e.count);
+  }
+  std::string operator()(const ApproximateEvent& e) const {
+    return absl::StrCat(Describe(*e.event), " except with probability ", e.delta);
   }
   std::string operator()(const PartitionedEvent& e) const {
     auto join = [](const std::vector<PrivacyEvent>& events) {

@@ -120,6 +120,21 @@ struct ExponentialMechanismEvent {
 struct ZcdpEvent {
   double rho;
 };
+// An event whose guarantee holds outside a failure of probability at most
+// `delta` (docs/privacy.md 2.11.2): the mechanism's law on each of two
+// neighbours is a mixture (1 - delta) A + delta B, (1 - delta) A' +
+// delta B', with `event`'s RDP curve bounding D_alpha(A || A') at every
+// order: "delta-approximate" RDP (the mixture form of Bun & Steinke 2016's
+// approximate zCDP, order by order). Its RDP curve is `event`'s; its delta
+// adds up under adaptive composition and is subtracted from the dataset's
+// delta before the RDP-to-(eps, delta) conversion (ApproximateDelta below;
+// both proved in docs/privacy.md 2.11.2).
+// Valid for the relations `event` is. Stored as "approx(delta;e)". Gaussian
+// thresholding of a category list (core/release/category_fit.h).
+struct ApproximateEvent {
+  std::shared_ptr<const PrivacyEvent> event;
+  double delta;
+};
 // Several events on the same data, in any order.
 struct ComposedEvent {
   std::vector<PrivacyEvent> events;
@@ -169,7 +184,8 @@ class PrivacyEvent {
                    PoissonSampledDiscreteGaussianEvent,
                    SampledWithoutReplacementDiscreteGaussianEvent, LaplaceEvent,
                    RandomizedResponseEvent, ExponentialMechanismEvent, ZcdpEvent,
-                   ComposedEvent, SelfComposedEvent, PartitionedEvent>;
+                   ComposedEvent, SelfComposedEvent, PartitionedEvent,
+                   ApproximateEvent>;
 
   // noise_multiplier finite and > 0.
   static absl::StatusOr<PrivacyEvent> Gaussian(double noise_multiplier);
@@ -200,6 +216,8 @@ class PrivacyEvent {
   static absl::StatusOr<PrivacyEvent> ExponentialMechanism(double epsilon);
   // rho finite and > 0.
   static absl::StatusOr<PrivacyEvent> Zcdp(double rho);
+  // `event` with an additive failure probability: delta finite, in (0, 1).
+  static absl::StatusOr<PrivacyEvent> Approximate(PrivacyEvent event, double delta);
   // Fails if no neighbouring relation is valid for all parts. An empty
   // composition is the event "nothing happened".
   static absl::StatusOr<PrivacyEvent> Compose(std::vector<PrivacyEvent> events);
@@ -251,6 +269,13 @@ std::optional<double> PlainGaussianInverseVarianceSum(const PrivacyEvent& event)
 // (one part's loss: docs/privacy.md 3.7) -- the only event shapes the
 // discrete Gaussian's privacy profile is used for -- else nullopt.
 std::optional<double> SingleGridGaussianInverseVariance(const PrivacyEvent& event);
+
+// The event's total delta: the sum of its ApproximateEvents' deltas, a
+// self-composition counting `count` times (the good parts' weights
+// multiply: 1 - prod(1 - delta_i) <= sum delta_i), and every part of a partition
+// summed (a neighbouring pair touches one or two parts, so the sum bounds
+// them). 0 for an event without any. Rounded up (never below the exact sum).
+double ApproximateDelta(const PrivacyEvent& event);
 
 // For people, e.g. "PoissonSampledGaussian(q=0.01, s=1.1) x 10000".
 std::string Describe(const PrivacyEvent& event);

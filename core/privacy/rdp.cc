@@ -366,6 +366,11 @@ struct RdpVisitor {
     }
     return total;
   }
+  // The curve of the mixture's good part (events.h ApproximateEvent); the
+  // delta is the accountant's, apart.
+  absl::StatusOr<std::vector<double>> operator()(const ApproximateEvent& e) const {
+    return ComputeRdp(*e.event, orders);
+  }
   absl::StatusOr<std::vector<double>> operator()(
       const SelfComposedEvent& e) const {
     DPC_ASSIGN_OR_RETURN(std::vector<double> rdp, ComputeRdp(*e.event, orders));

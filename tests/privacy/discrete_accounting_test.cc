@@ -9,6 +9,7 @@
 #include "core/privacy/accounting.h"
 #include "core/privacy/calibration.h"
 #include "core/privacy/conversion.h"
+#include "core/privacy/event_codec.h"
 #include "core/privacy/events.h"
 #include "core/privacy/rdp.h"
 #include "gtest/gtest.h"
@@ -196,6 +197,114 @@ TEST(RdpGaussianSigmaTest, ScalesWithSensitivityAndNeverUndershoots) {
   EXPECT_FALSE(RdpGaussianSigma(1.0, 1e-5, INFINITY).ok());
   EXPECT_FALSE(RdpGaussianSigma(0.0, 1e-5, 1.0).ok());
   EXPECT_FALSE(RdpGaussianSigma(1.0, 1.0, 1.0).ok());
+}
+
+
+// --- Approximate events: an additive delta (docs/privacy.md 2.11.2) -------
+
+PrivacyEvent Approx(const PrivacyEvent& e, double delta) {
+  return PrivacyEvent::Approximate(e, delta).value();
+}
+
+TEST(ApproximateEventTest, ValidatedInnerCurveAndDeltaAddsUp) {
+  EXPECT_FALSE(PrivacyEvent::Approximate(Discrete(3.0), 0.0).ok());
+  EXPECT_FALSE(PrivacyEvent::Approximate(Discrete(3.0), 1.0).ok());
+  EXPECT_FALSE(PrivacyEvent::Approximate(Discrete(3.0), NAN).ok());
+  const PrivacyEvent a = Approx(Discrete(3.0), 0x1p-30);
+  EXPECT_TRUE(a.IsValidFor(NR::kAddRemove) && a.IsValidFor(NR::kReplaceOne));
+  EXPECT_EQ(ComputeRdp(a, DefaultRdpOrders()).value(),
+            ComputeRdp(Discrete(3.0), DefaultRdpOrders()).value());
+  EXPECT_FALSE(IsPlainGaussian(Approx(Continuous(3.0), 0x1p-30)));
+  EXPECT_EQ(ApproximateDelta(Discrete(3.0)), 0.0);
+  EXPECT_EQ(ApproximateDelta(a), 0x1p-30);
+  // Composition and repetition add deltas up, never less than the sum.
+  EXPECT_GE(ApproximateDelta(Times(a, 3)), 3 * 0x1p-30);
+  EXPECT_LE(ApproximateDelta(Times(a, 3)), 3.000001 * 0x1p-30);
+  const PrivacyEvent both =
+      PrivacyEvent::Compose({a, Approx(Discrete(4.0), 0x1p-31), Discrete(5.0)}).value();
+  EXPECT_GE(ApproximateDelta(both), 1.5 * 0x1p-30);
+  EXPECT_LE(ApproximateDelta(both), 1.500001 * 0x1p-30);
+  // The ledger's text keeps the delta exactly.
+  EXPECT_EQ(EncodeEvent(a), "approx(9.3132257461547852e-10;discrete_gaussian(3))");
+  const PrivacyEvent back = DecodeEvent(EncodeEvent(both)).value();
+  EXPECT_EQ(EncodeEvent(back), EncodeEvent(both));
+  EXPECT_EQ(ApproximateDelta(back), ApproximateDelta(both));
+  EXPECT_FALSE(DecodeEvent("approx(1e-9)").ok());
+  EXPECT_FALSE(DecodeEvent("approx(0;discrete_gaussian(3))").ok());
+}
+
+// The conversion with approximate events in the history is the plain
+// conversion of the same curves at delta - sum delta_i, bit for bit.
+TEST(ApproximateAccountingTest, ConversionAtDeltaMinusTheSumIsThePlainOneThere) {
+  const double delta = 0x1p-16;  // 1.5e-5; every difference below is exact
+  const double d0 = 0x1p-22;     // 2.4e-7
+  for (NR relation : {NR::kAddRemove, NR::kReplaceOne}) {
+    AccountantState approx(relation);
+    AccountantState plain(relation);
+    ASSERT_TRUE(approx.Add(Approx(Discrete(3.0), d0)).ok());
+    ASSERT_TRUE(approx.Add(Approx(Discrete(4.0), d0)).ok());
+    ASSERT_TRUE(approx.Add(PrivacyEvent::GridGaussian(2.0).value()).ok());
+    ASSERT_TRUE(plain.Add(Discrete(3.0)).ok());
+    ASSERT_TRUE(plain.Add(Discrete(4.0)).ok());
+    ASSERT_TRUE(plain.Add(PrivacyEvent::GridGaussian(2.0).value()).ok());
+    // The fixed-point sum reads back rounded up by at most an ulp.
+    const double sum = approx.approximate_delta();
+    EXPECT_GE(sum, 2 * d0);
+    EXPECT_LE(sum, std::nextafter(2 * d0, 1.0));
+    const EpsilonReport got = approx.Epsilon(delta).value();
+    const EpsilonReport want = plain.Epsilon(delta - sum).value();
+    EXPECT_EQ(got.epsilon, want.epsilon);
+    EXPECT_EQ(got.epsilon_rdp, want.epsilon_rdp);
+    EXPECT_EQ(got.approximate_delta, sum);
+    // ... and strictly above the plain conversion at delta itself.
+    EXPECT_GT(got.epsilon, plain.Epsilon(delta).value().epsilon);
+    // One event alone, as the ledger reports "this release alone".
+    EXPECT_EQ(ComputeEpsilonReport(Approx(Discrete(3.0), d0), delta).value().epsilon,
+              ComputeEpsilonReport(Discrete(3.0), delta - d0).value().epsilon);
+  }
+}
+
+// A history whose deltas reach the dataset's delta has no finite epsilon
+// there: the admission check (EpsilonIfAdded) sees +inf and refuses.
+TEST(ApproximateAccountingTest, SummedDeltaAtTheDatasetsDeltaIsInfinite) {
+  const double delta = 1e-5;
+  AccountantState state(NR::kAddRemove);
+  ASSERT_TRUE(state.Add(Approx(Discrete(30.0), 0.6e-5)).ok());
+  EXPECT_TRUE(std::isfinite(state.Epsilon(delta).value().epsilon));
+  const EventCharge second = EventCharge::Of(Approx(Discrete(30.0), 0.4e-5)).value();
+  const EpsilonReport after = state.EpsilonIfAdded(second, delta).value();
+  EXPECT_TRUE(std::isinf(after.epsilon));
+  EXPECT_TRUE(std::isinf(after.epsilon_rdp));
+  EXPECT_GE(after.approximate_delta, 1e-5);
+  // A smaller one still fits, and the state itself is unchanged.
+  const EventCharge small = EventCharge::Of(Approx(Discrete(30.0), 0.3e-5)).value();
+  EXPECT_TRUE(std::isfinite(state.EpsilonIfAdded(small, delta).value().epsilon));
+  EXPECT_NEAR(state.approximate_delta(), 0.6e-5, 1e-18);
+}
+
+// Format 3 carries the sum; a refund takes the state back to the bytes of
+// format 1 or 2, so ledgers written before it read unchanged (sum 0).
+TEST(ApproximateAccountingTest, SerialisedSumAndRefundsRestoreOldFormats) {
+  AccountantState state(NR::kReplaceOne);
+  ASSERT_TRUE(state.Add(Discrete(2.0)).ok());
+  const std::string before = state.Serialize();
+  EXPECT_EQ(before[0], 1);
+  const PrivacyEvent a = Approx(Discrete(3.0), 1e-9);
+  ASSERT_TRUE(state.Add(a).ok());
+  const std::string with = state.Serialize();
+  EXPECT_EQ(with[0], 3);
+  EXPECT_EQ(with.size(), before.size() + 24 + 16);
+  const AccountantState back = AccountantState::Deserialize(with).value();
+  EXPECT_TRUE(back == state);
+  EXPECT_GE(back.approximate_delta(), 1e-9);
+  EXPECT_EQ(back.Epsilon(1e-5).value().epsilon, state.Epsilon(1e-5).value().epsilon);
+  ASSERT_TRUE(state.Subtract(a).ok());
+  EXPECT_EQ(state.Serialize(), before);
+  EXPECT_EQ(AccountantState::Deserialize(before).value().approximate_delta(), 0.0);
+  // A refund of an approximate event the state never had is refused.
+  EXPECT_FALSE(state.Subtract(Approx(Discrete(2.0), 1e-9)).ok());
+  // Truncated format 3 is refused.
+  EXPECT_FALSE(AccountantState::Deserialize(with.substr(0, with.size() - 16)).ok());
 }
 
 }  // namespace

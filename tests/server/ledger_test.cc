@@ -380,6 +380,40 @@ TEST_F(LedgerTest, OverCapRefusalWritesNothing) {
   EXPECT_FALSE(listed->sealed());
 }
 
+// An approximate event (a thresholded category list, docs/privacy.md
+// 2.11.2): stored with its delta_0, charged at delta minus the summed
+// delta_0, rebuilt by VerifyTotals, and refused, nothing written, once the
+// sum would reach the dataset's delta.
+TEST_F(LedgerTest, ApproximateDeltasAddUpAndAreRefusedAtTheDatasetsDelta) {
+  using privacy::PrivacyEvent;
+  const std::string dataset = NewDataset(v1::ADD_REMOVE, 100.0);
+  const PrivacyEvent fit =
+      PrivacyEvent::Approximate(PrivacyEvent::DiscreteGaussian(20.0).value(), 4e-6).value();
+  auto first = ledger_->Admit(dataset, kAlice, "fit1", "category_fit", "r1", fit);
+  ASSERT_TRUE(first.ok()) << first.status();
+  auto plain = privacy::ComputeEpsilonReport(PrivacyEvent::DiscreteGaussian(20.0).value(),
+                                             1e-5 - 4e-6);
+  EXPECT_NEAR(first->epsilon_alone, plain->epsilon, 1e-9);
+  auto second = ledger_->Admit(dataset, kAlice, "fit2", "category_fit", "r2", fit);
+  ASSERT_TRUE(second.ok()) << second.status();
+  auto report = ledger_->Report(dataset, kAlice);
+  ASSERT_TRUE(report.ok()) << report.status();
+  ASSERT_EQ(report->events_size(), 2);
+  EXPECT_THAT(report->events(0).description(),
+              HasSubstr("approx(3.9999999999999998e-06;discrete_gaussian(20))"));
+  // 8e-6 spent of 1e-5: a third would make 1.2e-5.
+  auto refused = ledger_->Admit(dataset, kAlice, "fit3", "category_fit", "r3", fit);
+  ASSERT_EQ(refused.status().code(), absl::StatusCode::kResourceExhausted) << refused.status();
+  EXPECT_THAT(refused.status().message(), HasSubstr("summed delta_0 to 1.2e-05"));
+  EXPECT_THAT(refused.status().message(), HasSubstr("at or above its delta 1e-05"));
+  report = ledger_->Report(dataset, kAlice);
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_EQ(report->events_size(), 2);
+  auto problems = ledger_->VerifyTotals();
+  ASSERT_TRUE(problems.ok()) << problems.status();
+  EXPECT_TRUE(problems->empty()) << ::testing::PrintToString(*problems);
+}
+
 // Discrete (grid) Gaussian events, what the server charges now, are stored
 // under their own name and get the RDP conversion only; "gaussian(s)" rows
 // (every release written before, continuous noise) keep their meaning and
