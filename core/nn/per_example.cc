@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <exception>
 #include <thread>
 #include <vector>
 
@@ -238,7 +239,13 @@ absl::Status BatchClippedGradientSum(
   // parameter vector the step's footprint counts, plan/releases.cc).
   std::vector<Eigen::VectorXd> partial(kClippedSumShards - 1);
   std::vector<absl::Status> outcomes(kClippedSumShards);
-  auto run_shard = [&](int shard) {
+  // A throw in a shard (std::bad_alloc from a buffer) is carried back to the
+  // caller's thread and rethrown there, as it would have been on one
+  // thread: escaping a pool thread would end the process, and the server
+  // turns a throw after the rows were read into a charged failure
+  // (server/service.h, Guarded).
+  std::vector<std::exception_ptr> thrown(kClippedSumShards);
+  auto sum_shard = [&](int shard) {
     const Eigen::Index first = num_rows * shard / kClippedSumShards;
     const Eigen::Index last = num_rows * (shard + 1) / kClippedSumShards;
     Eigen::VectorXd& out = shard == 0 ? *sum : partial[shard - 1];
@@ -259,10 +266,20 @@ absl::Status BatchClippedGradientSum(
       }
     }
   };
+  auto run_shard = [&](int shard) {
+    try {
+      sum_shard(shard);
+    } catch (...) {
+      thrown[shard] = std::current_exception();
+    }
+  };
   const int threads =
       std::clamp(std::min(max_threads, HardwareThreads()), 1, kClippedSumShards);
   ShardPool pool(threads);
   pool.Run(kClippedSumShards, run_shard);
+  for (const std::exception_ptr& error : thrown) {
+    if (error) std::rethrow_exception(error);
+  }
   for (const absl::Status& outcome : outcomes) DPC_RETURN_IF_ERROR(outcome);
   for (const Eigen::VectorXd& shard_sum : partial) *sum += shard_sum;
   return absl::OkStatus();

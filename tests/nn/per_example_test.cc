@@ -1,11 +1,15 @@
 #include "core/nn/per_example.h"
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <iostream>
 #include <limits>
+#include <new>
 #include <string>
+#include <thread>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -416,6 +420,40 @@ TEST(BatchClippedSumTest, SameBitsOnOneThreadOrTwoAndOnEveryRun) {
     const BatchRun run = RunBatch(mlp, x, 0.3, 1 + repeat % 2);
     EXPECT_TRUE((run.sum.array() == reference.sum.array()).all()) << "repeat " << repeat;
     EXPECT_TRUE((run.norms.array() == reference.norms.array()).all()) << "repeat " << repeat;
+  }
+}
+
+// A throw in a shard running on the pool's other thread (here std::bad_alloc
+// from the rows callback) reaches the caller, as on one thread: escaping a
+// pool thread would end the process (the server turns a throw after the
+// rows were read into a charged failure, Guarded). The two shards wait for
+// each other before reading, so one of them is on the other thread.
+TEST(BatchClippedSumTest, AThrowOnThePoolsThreadReachesTheCaller) {
+  if (std::thread::hardware_concurrency() < 2) GTEST_SKIP() << "needs two hardware threads";
+  const Mlp mlp = MakeMlp(1, Activation::kTanh, false);
+  constexpr Eigen::Index kRows = 4 * kClippedSumChunkRows;
+  const std::thread::id caller = std::this_thread::get_id();
+  for (int repeat = 0; repeat < 5; ++repeat) {
+    std::atomic<int> started{0};
+    Eigen::VectorXd sum;
+    EXPECT_THROW(
+        (void)BatchClippedGradientSum(
+            mlp, kRows,
+            [&](Eigen::Index first, Eigen::Index count, Eigen::MatrixXd* out) {
+              if (first == 0 || first == kRows / 2) {
+                ++started;
+                const auto deadline =
+                    std::chrono::steady_clock::now() + std::chrono::seconds(10);
+                while (started.load() < 2 && std::chrono::steady_clock::now() < deadline) {
+                  std::this_thread::yield();
+                }
+                if (std::this_thread::get_id() != caller) throw std::bad_alloc();
+              }
+              *out = Eigen::MatrixXd::Zero(count, kInputDim);
+            },
+            TestLossGradient, 1.0, 2, &sum),
+        std::bad_alloc);
+    EXPECT_EQ(started.load(), 2);
   }
 }
 
