@@ -7,13 +7,14 @@
 //
 //   build/bench/step_bench [--quick] [--seconds S] [--only TEXT]
 //
-// --quick: one short row per network (a smoke run); --only: the rows whose
-// "network/hidden/batch" contains TEXT (e.g. autoencoder/64-32-64/2048).
+// --quick: short runs of batch 512 alone (a smoke run); --only: the rows
+// whose "network/hidden/batch" contains TEXT (e.g. autoencoder/64-32-64/2048).
+//
 // One row per network and batch: steps/s; the shares of the step spent in
 // the clipped sum (DpSgdKind::ClippedGradientSum) and in drawing the noise
-// (SecureNoiseSource, as the server), each timed apart; GFLOP/s of the step's GEMMs (their multiply-adds x 2,
-// divided by the whole step's time, so a lower bound of the GEMMs' own
-// rate); and that GFLOP/s as a percentage of the dgemm peak: square 1024
+// (SecureNoiseSource, as the server), each timed apart; GFLOP/s of the
+// step's GEMMs (their multiply-adds x 2, divided by the whole step's time,
+// so a lower bound of the GEMMs' own rate); and that GFLOP/s as a percentage of the dgemm peak: square 1024
 // products through OpenBLAS's cblas_dgemm (one BLAS thread) on every step
 // thread at once, measured before the table and again before each row (the
 // machine is shared; the row's ratio uses the row's peak). Eigen's own
