@@ -149,11 +149,11 @@ class DpSgdKind {
   // gradient and nn::AddClippedGradientSum (per-example norms by the
   // dense-layer identity, the sum by one GEMM per layer), two row shards on
   // up to kMaxStepThreads threads, added in a fixed order (issue 39).
-  // Sets *sum (resized, zeroed first) and the workspace's norms() and
-  // clip_factors() for every row. An empty batch gives zeros. Total:
-  // an example with a non-finite value is dropped, and a sum that is still
-  // not finite is replaced by zeros (released as noise alone), never an
-  // error (docs/privacy.md 2.9).
+  // Sets *sum (resized, zeroed first) and, unless `workspace` is null, its
+  // norms() and clip_factors() for every row. An empty batch gives zeros.
+  // Total: an example with a non-finite value is dropped, and a sum that is
+  // still not finite is replaced by zeros (released as noise alone), never
+  // an error (docs/privacy.md 2.9).
   static absl::Status ClippedGradientSum(const Params& resolved, const nn::Mlp& network,
                                          const Eigen::Ref<const Eigen::MatrixXd>& rows,
                                          nn::PerExampleWorkspace* workspace,
