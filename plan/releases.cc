@@ -1108,7 +1108,10 @@ PlanFootprint SessionStepFootprint(const v1::SessionParams& params, const v1::Da
     case v1::SessionParams::kDpSgd: {
       // The parameters, the clipped sum, one example's gradient, the noise
       // and the answer (floats), and each layer's activations for the
-      // batch, forward and back.
+      // batch, forward and back. The sum is computed in
+      // nn::kClippedSumShards row shards, each into a vector of its own
+      // (issue 39), and a chunk of rows at a time, so the activations held
+      // are a few chunks', well under the batch's counted here.
       const v1::DpSgdParams& declared = params.dp_sgd();
       const int64_t parameters = std::max<int64_t>(declared.num_parameters(), 0);
       int64_t widest = std::max<int64_t>(declared.row_width(), 1);
@@ -1118,7 +1121,8 @@ PlanFootprint SessionStepFootprint(const v1::SessionParams& params, const v1::Da
       footprint.hint = "declare a smaller network";
       footprint.artefact_bytes = Add({Mul(parameters, 4), kArtefactOverheadBytes});
       footprint.public_bytes =
-          Add({Mul(parameters, 6 * 8), Mul(kAnswerCopies, footprint.artefact_bytes)});
+          Add({Mul(parameters, (6 + nn::kClippedSumShards - 1) * 8),
+               Mul(kAnswerCopies, footprint.artefact_bytes)});
       footprint.row_bytes = Add({row_bytes, Mul(Mul(batch, widest), Mul(layers, 2 * 8))});
       return footprint;
     }

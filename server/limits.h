@@ -145,6 +145,13 @@ struct ServerLimits {
   // most this many working copies of the largest dataset, a bound the
   // curator's uploads set and no analyst can move.
   int max_row_readers = 0;
+  // No flag: the threads a row reader computes on are fixed by the code,
+  // started for its computation and joined before it returns. A dp_sgd
+  // step uses at most kMaxStepThreads (2, core/util/shard_pool.h): its own
+  // and one more for its second row shard (issue 39); an rff or charfn
+  // embedding's accumulation at most 2 as well; an MST release's pair
+  // scores one per hardware thread. So the computing threads are at most
+  // max_row_readers x max(2, hardware threads), beside the call threads.
 
   // ---- The ledger (item 6).
   //

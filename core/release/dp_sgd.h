@@ -144,13 +144,16 @@ class DpSgdKind {
                                       const Eigen::Ref<const Eigen::VectorXd>& parameters);
 
   // The noiseless statistic: sum_i min(1, C / ||g_i||) g_i over the rows
-  // (rows x row_width, DpSgdRows layout) at `network`'s parameters, by one
-  // Forward, the loss gradient, and nn::AddClippedGradientSum (per-example
-  // norms by the dense-layer identity, the sum by one GEMM per layer).
-  // Sets *sum (resized, zeroed first). An empty batch gives zeros. Total:
-  // an example with a non-finite value is dropped, and a sum that is still
-  // not finite is replaced by zeros (released as noise alone), never an
-  // error (docs/privacy.md 2.9).
+  // (rows x row_width, DpSgdRows layout) at `network`'s parameters, by
+  // nn::BatchClippedGradientSum: per chunk of rows a Forward, the loss
+  // gradient and nn::AddClippedGradientSum (per-example norms by the
+  // dense-layer identity, the sum by one GEMM per layer), two row shards on
+  // up to kMaxStepThreads threads, added in a fixed order (issue 39).
+  // Sets *sum (resized, zeroed first) and, unless `workspace` is null, its
+  // norms() and clip_factors() for every row. An empty batch gives zeros.
+  // Total: an example with a non-finite value is dropped, and a sum that is
+  // still not finite is replaced by zeros (released as noise alone), never
+  // an error (docs/privacy.md 2.9).
   static absl::Status ClippedGradientSum(const Params& resolved, const nn::Mlp& network,
                                          const Eigen::Ref<const Eigen::MatrixXd>& rows,
                                          nn::PerExampleWorkspace* workspace,
@@ -161,6 +164,9 @@ class DpSgdKind {
   static Eigen::MatrixXd LossGradient(const Params& resolved,
                                       const Eigen::Ref<const Eigen::MatrixXd>& outputs,
                                       const Eigen::Ref<const Eigen::MatrixXd>& rows);
+  // The same into *out (resized; its buffer reused when the shape is).
+  static void LossGradient(const Params& resolved, const Eigen::Ref<const Eigen::MatrixXd>& outputs,
+                           const Eigen::Ref<const Eigen::MatrixXd>& rows, Eigen::MatrixXd* out);
 
   // The engine: ClippedGradientSum over the batch, grid Gaussian noise of
   // multiplier s on the whole vector (std s * Sensitivity), divided by the

@@ -9,6 +9,14 @@
 
 namespace dpcurator {
 
+// The threads one release or session step of the server computes on, the
+// caller's thread included (the machines we size for have two cores; more
+// would oversubscribe concurrent steps). Each such computation starts at
+// most kMaxStepThreads - 1 threads of its own and joins them before it
+// returns, so the server's computing threads are bounded by its row readers
+// (server/limits.h, max_row_readers) times this.
+inline constexpr int kMaxStepThreads = 2;
+
 // A fixed set of worker threads that run fn(0), ..., fn(shards - 1) of one
 // call at a time, the caller's thread taking part: the trainers and the CNN
 // judge split each batch into row shards, and a release its row blocks, one

@@ -1,11 +1,15 @@
 #include "core/nn/per_example.h"
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <iostream>
 #include <limits>
+#include <new>
 #include <string>
+#include <thread>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -310,6 +314,162 @@ TEST(PerExampleClipTest, BackpropagateDeltasLeavesPerExampleRows) {
           single.norm_output_delta(l).row(0), 1e-12));
     }
   }
+}
+
+// Issue 39: per-example norms far outside the range of their squares. Row i
+// of every delta is linear in row i of grad_output, so scaling it by s
+// scales every norm by s; at s = 1e200 the squares overflow and at 1e-200
+// they underflow, and a norm taken as sqrt(sum of squares) would come out
+// inf or 0 (a dropped or unclipped example). RowNorms scales by a power of
+// two per row first.
+TEST(PerExampleNormsTest, NormsScaleLinearlyFarOutsideTheRangeOfTheirSquares) {
+  const Mlp mlp = MakeMlp(2, Activation::kLeakyRelu, false);
+  const Eigen::MatrixXd x = RandomMatrix(kBatch, kInputDim, 5);
+  const Eigen::MatrixXd grad_output = RandomMatrix(kBatch, kOutputDim, 6);
+  PerExampleWorkspace ws;
+  mlp.Forward(x, ws.mlp_workspace());
+  const Eigen::VectorXd base = PerExampleGradientNorms(mlp, grad_output, &ws);
+  ASSERT_TRUE((base.array() > 0.0).all());
+  for (const double s : {1e200, 1e-200}) {
+    const Eigen::MatrixXd scaled_output = s * grad_output;
+    const Eigen::VectorXd norms = PerExampleGradientNorms(mlp, scaled_output, &ws);
+    ASSERT_TRUE(norms.allFinite()) << s;
+    EXPECT_LT(Track(MaxRelativeError(norms, s * base)), kRelativeTolerance) << s;
+  }
+}
+
+// ---- BatchClippedGradientSum (issue 39): chunks, two shards, fixed order.
+
+// A per-row loss gradient that reads both the outputs and the rows, as
+// DP-SGD's reconstruction loss does.
+void TestLossGradient(const Eigen::MatrixXd& outputs, const Eigen::MatrixXd& rows,
+                      Eigen::MatrixXd* out) {
+  *out = 0.5 * outputs;
+  out->col(0) += rows.rowwise().sum();
+}
+
+struct BatchRun {
+  Eigen::VectorXd sum;
+  Eigen::VectorXd norms;
+  Eigen::VectorXd clip_factors;
+};
+
+BatchRun RunBatch(const Mlp& mlp, const Eigen::MatrixXd& x, double clip_norm, int threads) {
+  BatchRun run;
+  PerExampleWorkspace report;
+  const absl::Status status = BatchClippedGradientSum(
+      mlp, x.rows(),
+      [&x](Eigen::Index first, Eigen::Index count, Eigen::MatrixXd* out) {
+        *out = x.middleRows(first, count);
+      },
+      TestLossGradient, clip_norm, threads, &run.sum, &report);
+  EXPECT_TRUE(status.ok()) << status;
+  run.norms = report.norms();
+  run.clip_factors = report.clip_factors();
+  return run;
+}
+
+// Every batch size around the chunk and shard boundaries (0, 1, a chunk, a
+// chunk and one, two shards of several chunks with a ragged end): the same
+// sum, norms and factors as one AddClippedGradientSum over the whole batch.
+TEST(BatchClippedSumTest, EqualsOneCallOverTheWholeBatch) {
+  for (const bool layer_norm : {false, true}) {
+    const Mlp mlp = MakeMlp(2, Activation::kTanh, layer_norm);
+    for (const Eigen::Index n :
+         {Eigen::Index{0}, Eigen::Index{1}, Eigen::Index{2}, kClippedSumChunkRows,
+          kClippedSumChunkRows + 1, 2 * kClippedSumChunkRows + 1,
+          5 * kClippedSumChunkRows + 17}) {
+      const Eigen::MatrixXd x = RandomMatrix(n, kInputDim, 40 + n);
+      PerExampleWorkspace whole;
+      Eigen::MatrixXd grad_output;
+      TestLossGradient(mlp.Forward(x, whole.mlp_workspace()), x, &grad_output);
+      Eigen::VectorXd expected = Eigen::VectorXd::Zero(mlp.num_parameters());
+      // C at the median norm: about half the examples clipped.
+      double clip_norm = 1.0;
+      if (n > 0) {
+        std::vector<double> norms(PerExampleGradientNorms(mlp, grad_output, &whole).begin(),
+                                  PerExampleGradientNorms(mlp, grad_output, &whole).end());
+        std::nth_element(norms.begin(), norms.begin() + n / 2, norms.end());
+        clip_norm = norms[n / 2];
+        ASSERT_TRUE(AddClippedGradientSum(mlp, grad_output, clip_norm, &whole, &expected).ok());
+      }
+      const BatchRun run = RunBatch(mlp, x, clip_norm, 2);
+      ASSERT_EQ(run.sum.size(), mlp.num_parameters());
+      ASSERT_EQ(run.norms.size(), n);
+      if (n == 0) {
+        EXPECT_TRUE((run.sum.array() == 0.0).all());
+        continue;
+      }
+      EXPECT_LT(Track(VectorRelativeError(run.sum, expected)), kRelativeTolerance)
+          << "n=" << n << " layer_norm=" << layer_norm;
+      EXPECT_LT(Track(MaxRelativeError(run.norms, whole.norms())), kRelativeTolerance);
+      EXPECT_LT(Track(MaxRelativeError(run.clip_factors, whole.clip_factors())),
+                kRelativeTolerance);
+    }
+  }
+}
+
+// The cut depends on the batch size alone: one thread or two, and every
+// repetition, give the same bits (no result depends on thread timing).
+TEST(BatchClippedSumTest, SameBitsOnOneThreadOrTwoAndOnEveryRun) {
+  const Mlp mlp = MakeMlp(2, Activation::kRelu, false);
+  const Eigen::MatrixXd x = RandomMatrix(7 * kClippedSumChunkRows + 5, kInputDim, 77);
+  const BatchRun reference = RunBatch(mlp, x, 0.3, 1);
+  ASSERT_TRUE((reference.clip_factors.array() < 1.0).any());  // clipping is on
+  for (int repeat = 0; repeat < 6; ++repeat) {
+    const BatchRun run = RunBatch(mlp, x, 0.3, 1 + repeat % 2);
+    EXPECT_TRUE((run.sum.array() == reference.sum.array()).all()) << "repeat " << repeat;
+    EXPECT_TRUE((run.norms.array() == reference.norms.array()).all()) << "repeat " << repeat;
+  }
+}
+
+// A throw in a shard running on the pool's other thread (here std::bad_alloc
+// from the rows callback) reaches the caller, as on one thread: escaping a
+// pool thread would end the process (the server turns a throw after the
+// rows were read into a charged failure, Guarded). The two shards wait for
+// each other before reading, so one of them is on the other thread.
+TEST(BatchClippedSumTest, AThrowOnThePoolsThreadReachesTheCaller) {
+  if (std::thread::hardware_concurrency() < 2) GTEST_SKIP() << "needs two hardware threads";
+  const Mlp mlp = MakeMlp(1, Activation::kTanh, false);
+  constexpr Eigen::Index kRows = 4 * kClippedSumChunkRows;
+  const std::thread::id caller = std::this_thread::get_id();
+  for (int repeat = 0; repeat < 5; ++repeat) {
+    std::atomic<int> started{0};
+    Eigen::VectorXd sum;
+    EXPECT_THROW(
+        (void)BatchClippedGradientSum(
+            mlp, kRows,
+            [&](Eigen::Index first, Eigen::Index count, Eigen::MatrixXd* out) {
+              if (first == 0 || first == kRows / 2) {
+                ++started;
+                const auto deadline =
+                    std::chrono::steady_clock::now() + std::chrono::seconds(10);
+                while (started.load() < 2 && std::chrono::steady_clock::now() < deadline) {
+                  std::this_thread::yield();
+                }
+                if (std::this_thread::get_id() != caller) throw std::bad_alloc();
+              }
+              *out = Eigen::MatrixXd::Zero(count, kInputDim);
+            },
+            TestLossGradient, 1.0, 2, &sum),
+        std::bad_alloc);
+    EXPECT_EQ(started.load(), 2);
+  }
+}
+
+TEST(BatchClippedSumTest, RefusesABadClipNormBeforeReadingARow) {
+  const Mlp mlp = MakeMlp(1, Activation::kTanh, false);
+  int reads = 0;
+  Eigen::VectorXd sum;
+  const absl::Status status = BatchClippedGradientSum(
+      mlp, 10,
+      [&reads](Eigen::Index, Eigen::Index count, Eigen::MatrixXd* out) {
+        ++reads;
+        *out = Eigen::MatrixXd::Zero(count, kInputDim);
+      },
+      TestLossGradient, std::numeric_limits<double>::quiet_NaN(), 2, &sum);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(reads, 0);
 }
 
 // Prints the worst relative error of the run (all tests in one process).
