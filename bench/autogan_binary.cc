@@ -263,14 +263,16 @@ int main(int argc, char** argv) {
   std::printf(
       "eps %g seed %llu | ae T %lld B %g C %g lr %g h %d/%d | gan T %lld B %g C %g lr %g/%g "
       "tD %d clamp %g clipfake %d critic %d share %g | sigma %.3f/%.3f | median norm %.3g/%.3g | "
-      "recon gap %.4f corr %.3f | prob gap %.4f corr %.3f | auroc gap %.4f (%zu of %d) const %zu | ae %.0f s (%.2f "
+      "recon gap %.4f corr %.3f | prob gap %.4f corr %.3f | auroc gap %.4f (%zu of %d) "
+      "const %zu | ae %.0f s (%.2f "
       "steps/s) gan %.0f s (%.2f steps/s) total %.0f s\n",
       epsilon, static_cast<unsigned long long>(o.seed),
       static_cast<long long>(o.autoencoder_steps), o.autoencoder_batch, o.autoencoder_clip,
       o.autoencoder_learning_rate, o.encoder_hidden.empty() ? 0 : o.encoder_hidden[0],
       o.latent_dim, static_cast<long long>(o.critic_steps), o.critic_batch, o.critic_clip,
       o.critic_learning_rate, o.generator_learning_rate, o.critic_steps_per_generator_step,
-      o.weight_clamp, o.clip_fake_gradients ? 1 : 0, o.critic_hidden.empty() ? 0 : o.critic_hidden[0], o.autoencoder_share,
+      o.weight_clamp, o.clip_fake_gradients ? 1 : 0,
+      o.critic_hidden.empty() ? 0 : o.critic_hidden[0], o.autoencoder_share,
       sigmas.size() > 0 ? sigmas[0] : 0.0, sigmas.size() > 1 ? sigmas[1] : 0.0,
       median_norms.size() > 0 ? median_norms[0] : 0.0,
       median_norms.size() > 1 ? median_norms[1] : 0.0, recon_gap, recon_corr,
