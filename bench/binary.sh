@@ -10,6 +10,12 @@
 # OUT/table.md; the wall time of each run is in the table.
 #
 #   bench/binary.sh [OUT_DIR] [--methods merf,autogan,mst] [--epsilons 1,0.2]
+#                   [--seeds 1,2]
+#
+# Each seed is an independent run (the server's noise is fresh each time;
+# the seed sets the trainers' public randomness where they take one). Rows
+# are named METHOD-EPSILON, or METHOD-EPSILON-sSEED when --seeds lists more
+# than one.
 #
 # Needs the build (client, server, bench/binary).
 set -euo pipefail
@@ -19,11 +25,13 @@ out="${1:-binary-results/$(date -u +%Y%m%dT%H%M%SZ)}"
 shift || true
 methods=merf,autogan,mst
 epsilons=1,0.2
+seeds=1
 while (($#)); do
   case "$1" in
     --methods) methods=$2; shift 2 ;;
     --epsilons) epsilons=$2; shift 2 ;;
-    *) echo "unknown option $1 (--methods, --epsilons)" >&2; exit 2 ;;
+    --seeds) seeds=$2; shift 2 ;;
+    *) echo "unknown option $1 (--methods, --epsilons, --seeds)" >&2; exit 2 ;;
   esac
 done
 client="$BUILD_DIR/client/dpcurator"
@@ -65,9 +73,12 @@ fi
 
 IFS=, read -r -a method_list <<< "$methods"
 IFS=, read -r -a epsilon_list <<< "$epsilons"
+IFS=, read -r -a seed_list <<< "$seeds"
 for epsilon in "${epsilon_list[@]}"; do
   for method in "${method_list[@]}"; do
+   for seed in "${seed_list[@]}"; do
     name="$method-$epsilon"
+    ((${#seed_list[@]} > 1)) && name="$name-s$seed"
     echo "binary: $name" >&2
     start=$(date +%s)
     dataset=$(DPCURATOR_TOKEN=$curator "$client" datasets create --name "binary-$name" \
@@ -84,15 +95,11 @@ for epsilon in "${epsilon_list[@]}"; do
         "$client" train merf --release "$out/$name.release" --out "$out/$name.model" ;;
       autogan)
         # The row count is private; --rows is the public guess that sets q.
-        # The default schedule (2,000 + 1,000 steps of batches 512 and 256,
-        # sized for Adult's 106 inputs) runs far past 10 minutes on 2,142
-        # one-hot inputs: every step's cost grows with batch x parameters.
-        # This one is fitted to the width (the paper's MIMIC runs used
-        # batches of 100 and latent 128; here fewer, narrower steps).
+        # The schedule is the client's default for rows this wide (2,142
+        # one-hot inputs: client/methods/autogan.cc DefaultAutoganOptions,
+        # tuned with bench/autogan_binary; docs/benchmarks.md).
         "$client" train autogan --dataset "$dataset" --epsilon "$epsilon" --rows 37216 \
-          --steps-ae 500 --batch-ae 128 --steps-gan 300 --batch-gan 128 \
-          --hidden-ae 64 --latent-dim 32 --hidden-critic 64 \
-          --out "$out/$name.model" ;;
+          --seed "$seed" --out "$out/$name.model" ;;
       *)
         "$client" train "$method" --dataset "$dataset" --epsilon "$epsilon" --out "$out/$name.model" ;;
     esac
@@ -101,6 +108,7 @@ for epsilon in "${epsilon_list[@]}"; do
     row=$("$judge" judge --dir "$out" --synthetic "$out/$name.csv" --name "$name")
     echo "${row% |} | $seconds |" >> "$table"
     unset DPCURATOR_TOKEN DPCURATOR_DEADLINE
+   done
   done
 done
 cat "$table"

@@ -36,6 +36,14 @@ namespace {
 
 constexpr absl::string_view kAutoganName = "autogan";
 
+// The wide schedule (DefaultAutoganOptions; docs/benchmarks.md "Binary
+// benchmark").
+constexpr int64_t kWideAutoencoderSteps = 150;
+constexpr double kWideAutoencoderBatch = 1024;
+constexpr int64_t kWideCriticSteps = 1200;
+constexpr double kWideCriticBatch = 256;
+constexpr int kWideCriticStepsPerGeneratorStep = 1;
+
 // The trainer's oracle interface over a dp_sgd session (float on the wire).
 class RemoteOracle : public train::DpSgdGradientOracle {
  public:
@@ -99,6 +107,13 @@ absl::StatusOr<std::vector<int>> ParseWidths(const std::string& flag, const std:
   return widths;
 }
 
+// The width of the schema's DP-SGD rows (train::DpSgdRowWidth).
+absl::StatusOr<int> DpSgdRowWidthOf(const v1::TableSchema& proto) {
+  auto schema = SchemaFromProto(proto);
+  if (!schema.ok()) return schema.status();
+  return train::DpSgdRowWidth(data::FeatureLayout::ForFeatures(*schema), schema->num_classes());
+}
+
 absl::StatusOr<TrainResult> RunTrainAutogan(const ParsedArgs& args) {
   auto connection = Connection::FromArgs(args);
   if (!connection.ok()) return connection.status();
@@ -125,16 +140,20 @@ absl::StatusOr<TrainResult> RunTrainAutogan(const ParsedArgs& args) {
   if (!epsilon.ok()) return epsilon.status();
   run.epsilon = *epsilon;
   train::AutoganOptions& o = run.options;
-  o = DefaultAutoganOptions();
+  auto width = DpSgdRowWidthOf(run.schema);
+  if (!width.ok()) return width.status();
+  o = DefaultAutoganOptions(*width);
   struct IntFlag {
     const char* name;
     int64_t* target;
   };
   int64_t td = o.critic_steps_per_generator_step, latent = o.latent_dim, seed = 1;
+  int64_t clip_fakes = o.clip_fake_gradients ? 1 : 0;
   for (IntFlag f : {IntFlag{"steps-ae", &o.autoencoder_steps},
                     IntFlag{"steps-gan", &o.critic_steps},
                     IntFlag{"critic-steps-per-generator-step", &td},
-                    IntFlag{"latent-dim", &latent}, IntFlag{"seed", &seed}}) {
+                    IntFlag{"latent-dim", &latent}, IntFlag{"seed", &seed},
+                    IntFlag{"clip-fakes", &clip_fakes}}) {
     if (!args.Has(f.name)) continue;
     auto value = args.GetInt(f.name);
     if (!value.ok()) return value.status();
@@ -143,6 +162,10 @@ absl::StatusOr<TrainResult> RunTrainAutogan(const ParsedArgs& args) {
   o.critic_steps_per_generator_step = static_cast<int>(td);
   o.latent_dim = static_cast<int>(latent);
   o.seed = static_cast<uint64_t>(seed);
+  if (clip_fakes != 0 && clip_fakes != 1) {
+    return absl::InvalidArgumentError("--clip-fakes expects 0 or 1");
+  }
+  o.clip_fake_gradients = clip_fakes == 1;
   struct DoubleFlag {
     const char* name;
     double* target;
@@ -195,8 +218,35 @@ absl::StatusOr<TrainResult> RunTrainAutogan(const ParsedArgs& args) {
 
 }  // namespace
 
-train::AutoganOptions DefaultAutoganOptions() {
+train::AutoganOptions DefaultAutoganOptions(int row_width) {
   train::AutoganOptions o;
+  if (row_width < kWideAutoganRowWidth) return o;
+  // Wide rows (issue 39), tuned at epsilon 1 on the public binary stand-in
+  // of MIMIC (1,071 binary features, 2,142 one-hot inputs) with
+  // bench/autogan_binary; every figure is in docs/benchmarks.md "Binary
+  // benchmark". What each buys there:
+  // - clip_fake_gradients: the critic's real rows have per-example norms of
+  //   several units (|x| = sqrt(1,071) for one-hot rows) against C = 0.1;
+  //   with the fakes unclipped the generator learnt no share of ones at all.
+  // - larger expected autoencoder batches, fewer steps: the noise per
+  //   coordinate of a step is sigma C / B (dp-auto-gan.md 1.2), and the
+  //   decoder's output biases must each travel to logit(share) under it.
+  // - a generator step after every critic step, at learning rate 1e-3: the
+  //   generator's steps read no row (post-processing), so they are free.
+  // - narrower networks (64 hidden, latent 32, critic 64): every step's cost
+  //   is batch x parameters, dominated by the 2,142-wide layers.
+  o.encoder_hidden = {64};
+  o.decoder_hidden = {64};
+  o.latent_dim = 32;
+  o.critic_hidden = {64};
+  o.autoencoder_steps = kWideAutoencoderSteps;
+  o.autoencoder_batch = kWideAutoencoderBatch;
+  o.critic_steps = kWideCriticSteps;
+  o.critic_batch = kWideCriticBatch;
+  o.critic_learning_rate = 1e-3;
+  o.generator_learning_rate = 1e-3;
+  o.critic_steps_per_generator_step = kWideCriticStepsPerGeneratorStep;
+  o.clip_fake_gradients = true;
   return o;
 }
 
@@ -380,6 +430,9 @@ class AutoganUnit final : public Method {
                       {"lr-generator", "", "generator Adam learning rate"},
                       {"critic-steps-per-generator-step", "", "tD"},
                       {"weight-clamp", "", "clamp critic weights to [-c, c] (0: off)"},
+                      {"clip-fakes", "",
+                       "1: clip each fake's critic gradient to --clip-gan as the rows' are "
+                       "(default 1 from 512 inputs, 0 below)"},
                       {"latent-dim", "", "latent width"},
                       {"hidden-ae", "", "encoder widths (the decoder mirrors them)"},
                       {"hidden-critic", "", "critic widths"},
@@ -401,7 +454,8 @@ class AutoganUnit final : public Method {
     run.delta = input.delta;
     run.rows_guess = input.rows;
     run.relation = v1::ADD_REMOVE;  // as the demo's dataset is created
-    run.options = DefaultAutoganOptions();
+    DPC_ASSIGN_OR_RETURN(const int width, DpSgdRowWidthOf(input.schema));
+    run.options = DefaultAutoganOptions(width);
     run.quiet = input.quiet;
     DemoOutput out;
     out.release.set_id("dp_sgd sessions");

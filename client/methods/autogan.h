@@ -49,9 +49,16 @@ struct AutoganRun {
 // last phase ends exactly at epsilon (docs/privacy.md 2.9).
 absl::StatusOr<v1::GeneratorModel> TrainAutoganModel(Connection& analyst, const AutoganRun& run);
 
-// The defaults of `train autogan` (tuned on Adult at epsilon 1; see
-// autogan.cc).
-train::AutoganOptions DefaultAutoganOptions();
+// DP-SGD rows at least this wide (the binary stand-in's 2,142; Adult's are
+// 108) get the wide defaults below.
+inline constexpr int kWideAutoganRowWidth = 512;
+
+// The defaults of `train autogan` for DP-SGD rows of `row_width`
+// (train::DpSgdRowWidth): below kWideAutoganRowWidth the trainer's own,
+// tuned on Adult at epsilon 1; from it, the settings tuned on the public
+// binary stand-in (bench/autogan_binary, docs/benchmarks.md "Binary
+// benchmark"; see autogan.cc).
+train::AutoganOptions DefaultAutoganOptions(int row_width);
 
 }  // namespace dpcurator::client
 

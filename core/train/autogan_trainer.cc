@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/nn/adam.h"
+#include "core/nn/per_example.h"
 #include "core/util/status_macros.h"
 
 namespace dpcurator::train {
@@ -247,6 +248,8 @@ absl::StatusOr<TrainedAutogan> TrainAutogan(const data::FeatureLayout& layout, i
   Eigen::VectorXd decoder_scratch(decoder.num_parameters());
   Eigen::VectorXd generator_grad(generator.num_parameters());
   nn::MlpWorkspace generator_ws, decoder_ws, critic_ws;
+  nn::PerExampleWorkspace fake_ws;
+  const Eigen::MatrixXd ones = Eigen::MatrixXd::Ones(m, 1);
 
   // Decoded fakes De(G(z)) for a fresh z, in [0, 1] (sigmoid outputs).
   auto draw_fakes = [&]() {
@@ -266,9 +269,21 @@ absl::StatusOr<TrainedAutogan> TrainAutogan(const data::FeatureLayout& layout, i
     }
     // Fake part: d/dparams of +mean Dc(fake).
     draw_fakes();
-    critic.Forward(fake, &critic_ws);
     critic_fake_grad.setZero();
-    critic.Backward(grad_scores, &critic_ws, &critic_fake_grad);
+    if (options.clip_fake_gradients) {
+      // Each fake's gradient clipped to the same C as the real rows' (the
+      // reference clips a microbatch's real and fake terms together,
+      // dp-auto-gan.md 1.4): unclipped, the fake term outweighs a real term
+      // clipped far below its norm, and the critic learns to lower every
+      // fake instead of to tell them from the rows.
+      critic.Forward(fake, fake_ws.mlp_workspace());
+      DPC_RETURN_IF_ERROR(nn::AddClippedGradientSum(critic, ones, critic_spec.clip_norm,
+                                                    &fake_ws, &critic_fake_grad));
+      critic_fake_grad /= static_cast<double>(m);
+    } else {
+      critic.Forward(fake, &critic_ws);
+      critic.Backward(grad_scores, &critic_ws, &critic_fake_grad);
+    }
     gradient += critic_fake_grad;
     DPC_RETURN_IF_ERROR(critic_adam.Step(critic.parameters(), gradient));
     if (options.weight_clamp > 0) {
@@ -302,6 +317,8 @@ absl::StatusOr<TrainedAutogan> TrainAutogan(const data::FeatureLayout& layout, i
   result.model.decoder_parameters = decoder.parameters();
   result.critic_options = critic.options();
   result.critic_parameters = critic.parameters();
+  result.autoencoder_options = autoencoder.options();
+  result.autoencoder_parameters = autoencoder.parameters();
   return result;
 }
 

@@ -124,6 +124,9 @@ struct AutoganOptions {
   // Trainer-side weight clamping of the critic to [-c, c] after every step
   // (the reference's Lipschitz device and value, pitfall 3); 0 disables it.
   double weight_clamp = 0.01;
+  // Clip each decoded fake's critic gradient to critic_clip too, as the real
+  // rows' are clipped by the oracle (see TrainAutogan).
+  bool clip_fake_gradients = false;
 
   // Fraction of the epsilon spent on the autoencoder (the rest: critic).
   // 0.7: the decoder carries most of the rows' structure (a generator that
@@ -157,9 +160,12 @@ struct TrainedAutogan {
   double generator_final_loss = 0.0;    // -mean critic score of fakes
   int64_t autoencoder_steps = 0;
   int64_t critic_steps = 0;
-  // The final critic (not released; for diagnostics and tests).
+  // The final critic and the whole autoencoder (not released; for
+  // diagnostics and tests).
   nn::MlpOptions critic_options;
   Eigen::VectorXd critic_parameters;
+  nn::MlpOptions autoencoder_options;
+  Eigen::VectorXd autoencoder_parameters;
 };
 
 // The phase specs TrainAutogan opens, for a caller that checks them first.
