@@ -63,7 +63,7 @@ Eigen::VectorXd MarginOf(const Eigen::VectorXd& counts, const std::vector<int>& 
 // The label rounds' rho in all (0 without them).
 double LabelRoundsRho(const AimBudget& budget) {
   if (budget.label_rounds <= 0) return 0.0;
-  const double one_way = budget.rho * kAimMeasurementShare * budget.num_columns / budget.rounds;
+  const double one_way = budget.rho * budget.measurement_share * budget.num_columns / budget.rounds;
   return std::min(kAimLabelRoundShare * budget.rho, 0.5 * (budget.rho - one_way));
 }
 
@@ -71,7 +71,7 @@ double LabelRoundsRho(const AimBudget& budget) {
 // AimMinSelectionEpsilon): the label rounds' charges are rounded up by a
 // relative 2^-45, well inside the 1e-9 margin.
 double MinLastRoundRho(const AimBudget& budget) {
-  const double one_way = budget.rho * kAimMeasurementShare * budget.num_columns / budget.rounds;
+  const double one_way = budget.rho * budget.measurement_share * budget.num_columns / budget.rounds;
   return std::min(budget.rho / budget.rounds, budget.rho - one_way - LabelRoundsRho(budget)) *
          (1.0 - 1e-9);
 }
@@ -570,8 +570,12 @@ absl::StatusOr<AimBudget> AimBudgetForRho(int num_columns, int rounds, double rh
   budget.rho = rho;
   // AIM Alg. 2, line 2: sigma_0 = sqrt(T / (2 * 0.9 rho)),
   // eps_0 = sqrt(8 * 0.1 rho / T).
-  budget.noise_multiplier = std::sqrt(rounds / (2.0 * kAimMeasurementShare * rho));
-  budget.selection_epsilon = std::sqrt(8.0 * (1.0 - kAimMeasurementShare) * rho / rounds);
+  // The wide form's split (kAimWideMeasurementShare): more to the selection.
+  budget.measurement_share =
+      IsWideAim(num_columns) ? kAimWideMeasurementShare : kAimMeasurementShare;
+  const double share = budget.measurement_share;
+  budget.noise_multiplier = std::sqrt(rounds / (2.0 * share * rho));
+  budget.selection_epsilon = std::sqrt(8.0 * (1.0 - share) * rho / rounds);
   // One release of d tables at L2 sensitivity sqrt(d): s1 = s0 / sqrt(d)
   // puts each table's noise std at s0 (per unit sensitivity).
   budget.one_way_noise_multiplier = budget.noise_multiplier / std::sqrt(num_columns);
@@ -586,8 +590,8 @@ absl::StatusOr<AimBudget> AimBudgetForRho(int num_columns, int rounds, double rh
     // Issue 38 (beyond Alg. 2): each label round gets rho_L, 0.9 of it to the
     // measurement and 0.1 to the selection, as a last round splits its rest.
     const double rho_each = LabelRoundsRho(budget) / kAimLabelRounds;
-    budget.label_noise_multiplier = std::sqrt(1.0 / (2.0 * kAimMeasurementShare * rho_each));
-    budget.label_selection_epsilon = std::sqrt(8.0 * (1.0 - kAimMeasurementShare) * rho_each);
+    budget.label_noise_multiplier = std::sqrt(1.0 / (2.0 * share * rho_each));
+    budget.label_selection_epsilon = std::sqrt(8.0 * (1.0 - share) * rho_each);
   }
   return budget;
 }
@@ -624,13 +628,15 @@ absl::StatusOr<AimBudget> CalibrateAimBudget(int num_columns, int rounds, double
 }
 
 double AimMinSelectionEpsilon(const AimBudget& budget) {
-  return std::sqrt(8.0 * (1.0 - kAimMeasurementShare) * MinLastRoundRho(budget)) * (1.0 - 1e-6);
+  return std::sqrt(8.0 * (1.0 - budget.measurement_share) * MinLastRoundRho(budget)) *
+         (1.0 - 1e-6);
 }
 
 // --------------------------------------------------------------- schedule ---
 
 AimSchedule::AimSchedule(const AimBudget& budget)
     : rho_(budget.rho),
+      share_(budget.measurement_share),
       cap_(budget.rounds + 1 + std::max(budget.label_rounds, 0)),
       noise_multiplier_(budget.noise_multiplier),
       selection_epsilon_(budget.selection_epsilon),
@@ -664,8 +670,8 @@ AimSchedule::Round AimSchedule::Next() {
   // left; it takes all of it, 0.9 to the measurement, 0.1 to the selection.
   round.last = done_ || remaining < 2.0 * charge || rounds_run_ + 1 >= cap_;
   if (round.last) {
-    double s = std::sqrt(1.0 / (2.0 * kAimMeasurementShare * remaining));
-    double eps = std::sqrt(8.0 * (1.0 - kAimMeasurementShare) * remaining);
+    double s = std::sqrt(1.0 / (2.0 * share_ * remaining));
+    double eps = std::sqrt(8.0 * (1.0 - share_) * remaining);
     for (int i = 0; i < kMaxNudges && ChargeFor(s, eps) > remaining; ++i) {
       s *= 1.0 + kNudge;
       eps *= 1.0 - kNudge;
@@ -737,7 +743,8 @@ absl::Status CheckAimRunnable(const std::vector<int>& domain_sizes,
   // Every noise multiplier a round can get lies between the all-of-rho one
   // and the last round's at its smallest remainder (>= the first round's).
   const double s_min = std::sqrt(1.0 / (2.0 * budget.rho));
-  const double s_max = std::sqrt(1.0 / (2.0 * kAimMeasurementShare * MinLastRoundRho(budget)));
+  const double s_max =
+      std::sqrt(1.0 / (2.0 * budget.measurement_share * MinLastRoundRho(budget)));
   for (double s : {s_min, s_max}) {
     absl::Status grid = privacy::GridGaussianNoise(s, sensitivity, largest).status();
     if (!grid.ok()) {

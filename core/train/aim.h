@@ -50,9 +50,10 @@ inline constexpr int kMaxAimColumns = 64;
 // junction tree is that forest and every pair's model marginal comes from
 // one propagation per column (PgmAimModel). The paper's T = 16 d would be
 // 17,000 rounds at 1,071 columns: the wide default is
-// kDefaultAimWideRoundsPerColumn d (the 1-way tables then take 0.9 / 2 of
-// rho, about MST's third at the same epsilon, and each pair round is
-// measured at a sigma near MST's). Memory, checked at plan: the candidates'
+// kDefaultAimWideRoundsPerColumn d, and each round's budget is split
+// kAimWideMeasurementShare to the measurement (the 1-way tables then take a
+// quarter of rho, MST a third, and the first rounds' pairs are measured at
+// a sigma near MST's). Memory, checked at plan: the candidates'
 // exact tables (at most kMaxAimCandidateCells) and the model's all-pairs
 // answers (as many cells again).
 inline constexpr int kMaxAimWideColumns = 2048;
@@ -74,6 +75,14 @@ inline constexpr double kMaxAimOneWayNoiseStd = 1e4;
 // Share of each round's budget given to the measurement (Alg. 2: 0.9); the
 // rest goes to the selection.
 inline constexpr double kAimMeasurementShare = 0.9;
+// The wide form's share (issue 41): with 573,000 candidates the paper's 0.1
+// of a round's budget selects almost at random (at epsilon 1, 1,071 columns
+// and T = 2 d, eps_sel = 0.0034: a pair must beat the crowd's L1 error by
+// about 2 ln(573,000) / eps_sel = 7,800 rows to be picked more often than
+// not), so wide runs annealed after 46 rounds on a weak pick and measured
+// 232 pairs in all (bench/binary.sh); MST splits its budget 1:1 between
+// selection and measurement, and so does the wide form.
+inline constexpr double kAimWideMeasurementShare = 0.5;
 // The label rounds (issue 38, beyond the paper; docs/privacy.md 2.12): when
 // the schema declares a label and the workload has pairs with it, the first
 // kAimLabelRounds rounds after the 1-way tables select among the label's
@@ -280,6 +289,10 @@ struct AimBudget {
   int num_columns = 0;
   int rounds = 0;  // T: sets the initial per-round parameters only
   double rho = 0.0;
+  // Each round's (and the last round's) share of its budget for the
+  // measurement, the rest to the selection: kAimMeasurementShare, or
+  // kAimWideMeasurementShare for a wide schema (IsWideAim).
+  double measurement_share = kAimMeasurementShare;
   // All 1-way marginals in one grid Gaussian of L2 sensitivity sqrt(d) (or
   // sqrt(2 d)): multiplier s1 with 1 / (2 s1^2) = d * 0.9 rho / T, i.e.
   // each 1-way at the per-round sigma (Alg. 2, line 3).
@@ -364,6 +377,7 @@ class AimSchedule {
 
  private:
   double rho_;
+  double share_;
   int cap_;
   double noise_multiplier_;
   double selection_epsilon_;

@@ -563,6 +563,17 @@ TEST(AimWideTest, WorkloadIsPairsAndWeightsAreLinear) {
   EXPECT_TRUE(AimCandidates({{0, 1, 2}}, std::vector<int>(kMaxAimColumns, 2)).ok());
   // The budget takes up to kMaxAimWideColumns columns.
   EXPECT_TRUE(AimBudgetForRho(kMaxAimWideColumns, 2 * kMaxAimWideColumns, 0.1).ok());
+  // The wide split: each round's rho / T half to the measurement, half to
+  // the selection; the 1-way release d of those halves.
+  const AimBudget b = AimBudgetForRho(kWide, 2 * kWide, 0.1).value();
+  EXPECT_EQ(b.measurement_share, kAimWideMeasurementShare);
+  const double per_round = 0.1 / (2 * kWide);
+  EXPECT_NEAR(1.0 / (2 * b.noise_multiplier * b.noise_multiplier), 0.5 * per_round, 1e-15);
+  EXPECT_NEAR(b.selection_epsilon * b.selection_epsilon / 8, 0.5 * per_round, 1e-15);
+  EXPECT_NEAR(1.0 / (2 * b.one_way_noise_multiplier * b.one_way_noise_multiplier),
+              kWide * 0.5 * per_round, 1e-14);
+  EXPECT_EQ(AimBudgetForRho(kMaxAimColumns, 2 * kMaxAimColumns, 0.1)->measurement_share,
+            kAimMeasurementShare);
 }
 
 // The forest's all-pairs answers are the model's own marginals (pgm
