@@ -556,7 +556,9 @@ TEST(AimWideTest, WorkloadIsPairsAndWeightsAreLinear) {
   }
   // A partial workload, by hand: (0, 1), (0, 2), (1, 2).
   const auto few = AimCandidates({{0, 1}, {0, 2}, {2, 1}}, domain).value();
-  for (const AimCandidate& c : few) EXPECT_EQ(c.weight, c.clique.size() == 1 ? (c.clique[0] <= 2 ? 2.0 : 0.0) : 4.0);
+  for (const AimCandidate& c : few) {
+    EXPECT_EQ(c.weight, c.clique.size() == 1 ? (c.clique[0] <= 2 ? 2.0 : 0.0) : 4.0);
+  }
   // Triples are refused on a wide schema (the model is a forest of pairs),
   // accepted on a narrow one.
   EXPECT_FALSE(AimCandidates({{0, 1, 2}}, domain).ok());
