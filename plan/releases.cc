@@ -266,11 +266,15 @@ absl::StatusOr<ReleasePlan> PlanAimRelease(const v1::ReleaseRequest& request,
   plan.resolved_request = request;
   const int n = schema.num_columns();
   // First, so no work below grows with an unbounded schema.
-  if (n < 2 || n > train::kMaxAimColumns) {
+  // Past kMaxAimColumns the recipe's wide form (issue 41, core/train/aim.h):
+  // pairs only, a forest model, T = 2 d by default.
+  if (n < 2 || n > train::kMaxAimWideColumns) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "aim takes schemas of 2 to ", train::kMaxAimColumns, " columns (it scores every "
-        "workload marginal each round); dataset '", dataset.id(), "' has ", n));
+        "aim takes schemas of 2 to ", train::kMaxAimWideColumns, " columns (it scores every "
+        "workload marginal each round; past ", train::kMaxAimColumns,
+        " columns it measures pairs only); dataset '", dataset.id(), "' has ", n));
   }
+  const bool wide = train::IsWideAim(n);
   absl::StatusOr<data::Discretizer> domain = data::Discretizer::Create(schema);
   if (!domain.ok()) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -283,7 +287,8 @@ absl::StatusOr<ReleasePlan> PlanAimRelease(const v1::ReleaseRequest& request,
   const v1::AimParams& params = request.aim();
   DPC_ASSIGN_OR_RETURN(std::vector<std::vector<int>> workload,
                        ResolveCliqueColumns(params.workload(), schema, dataset, "aim workload"));
-  if (workload.empty()) workload = train::DefaultAimWorkload(n, schema.label_index());
+  const bool default_workload = workload.empty();
+  if (default_workload) workload = train::DefaultAimWorkload(n, schema.label_index());
   DPC_ASSIGN_OR_RETURN(std::vector<train::AimCandidate> candidates,
                        train::AimCandidates(workload, domain_sizes));
   if (params.max_model_cells() < 0 || params.rounds() < 0) {
@@ -293,7 +298,9 @@ absl::StatusOr<ReleasePlan> PlanAimRelease(const v1::ReleaseRequest& request,
   const int64_t max_model_cells =
       params.max_model_cells() > 0 ? params.max_model_cells() : train::kDefaultAimMaxModelCells;
   const int rounds =
-      params.rounds() > 0 ? params.rounds() : train::kDefaultAimRoundsPerColumn * n;
+      params.rounds() > 0
+          ? params.rounds()
+          : (wide ? train::kDefaultAimWideRoundsPerColumn : train::kDefaultAimRoundsPerColumn) * n;
   // An external dataset's rows are not here to count (issue 41).
   if (!dataset.external() && dataset.row_count() == 0) {
     return absl::FailedPreconditionError(
@@ -316,7 +323,12 @@ absl::StatusOr<ReleasePlan> PlanAimRelease(const v1::ReleaseRequest& request,
   resolved.set_max_model_cells(max_model_cells);
   resolved.set_rounds(rounds);
   resolved.clear_workload();
-  for (const std::vector<int>& clique : workload) {
+  // A wide schema's default workload (every pair: 573,000 at 1,071 columns,
+  // megabytes of names) stays implicit: an empty workload resolves to the
+  // same pairs of the same schema on a replay.
+  for (const std::vector<int>& clique : wide && default_workload
+                                            ? std::vector<std::vector<int>>{}
+                                            : workload) {
     v1::AimClique& named = *resolved.add_workload();
     for (int c : clique) named.add_columns(schema.column(c).name);
   }
@@ -346,9 +358,26 @@ absl::StatusOr<ReleasePlan> PlanAimRelease(const v1::ReleaseRequest& request,
                                                64})),
            static_cast<int64_t>(resolved.ByteSizeLong()), SchemaBytes(dataset),
            kArtefactOverheadBytes});
+  // A wide run's model is a forest: its 1-way tables and at most d - 1
+  // pairs; beside it, the model's answers for every pair (PgmAimModel), at
+  // most kMaxAimCandidateCells cells.
+  int64_t model_cells = max_model_cells;
+  int64_t pair_answer_cells = 0;
+  if (wide) {
+    model_cells = std::min(max_model_cells,
+                           Add({one_way_cells, Mul(int64_t{n} - 1, largest_candidate)}));
+    pair_answer_cells = train::kMaxAimCandidateCells;
+  }
+  // Per candidate beyond its cells (wide runs have hundreds of thousands):
+  // the candidate's column list and its exact table's vector, each a heap
+  // block, and a pointer to its model answer.
+  constexpr int64_t kAimCandidateOverheadBytes = 128;
+  const int64_t candidate_overhead =
+      wide ? Mul(static_cast<int64_t>(candidates.size()), kAimCandidateOverheadBytes) : 0;
   footprint.public_bytes =
-      Add({Mul(max_model_cells, kAimServerBytesPerModelCell), Mul(candidate_cells, 8),
-           Mul(largest_candidate, 2 * 8), Mul(kAnswerCopies, footprint.artefact_bytes)});
+      Add({Mul(model_cells, kAimServerBytesPerModelCell), Mul(candidate_cells, 8),
+           Mul(pair_answer_cells, 8), candidate_overhead, Mul(largest_candidate, 2 * 8),
+           Mul(kAnswerCopies, footprint.artefact_bytes)});
   footprint.row_bytes = Add({RawRowBytes(dataset, schema), Mul(Mul(StoredRows(dataset), n), 4)});
   if (dataset.external()) {
     // From the resolved request (its workload listed), as the module does.

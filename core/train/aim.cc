@@ -1,12 +1,14 @@
 #include "core/train/aim.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <map>
 #include <numbers>
 #include <utility>
 
 #include "absl/container/flat_hash_set.h"
+#include "core/util/shard_pool.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/privacy/calibration.h"
@@ -61,7 +63,7 @@ Eigen::VectorXd MarginOf(const Eigen::VectorXd& counts, const std::vector<int>& 
 // The label rounds' rho in all (0 without them).
 double LabelRoundsRho(const AimBudget& budget) {
   if (budget.label_rounds <= 0) return 0.0;
-  const double one_way = budget.rho * kAimMeasurementShare * budget.num_columns / budget.rounds;
+  const double one_way = budget.rho * budget.measurement_share * budget.num_columns / budget.rounds;
   return std::min(kAimLabelRoundShare * budget.rho, 0.5 * (budget.rho - one_way));
 }
 
@@ -69,7 +71,7 @@ double LabelRoundsRho(const AimBudget& budget) {
 // AimMinSelectionEpsilon): the label rounds' charges are rounded up by a
 // relative 2^-45, well inside the 1e-9 margin.
 double MinLastRoundRho(const AimBudget& budget) {
-  const double one_way = budget.rho * kAimMeasurementShare * budget.num_columns / budget.rounds;
+  const double one_way = budget.rho * budget.measurement_share * budget.num_columns / budget.rounds;
   return std::min(budget.rho / budget.rounds, budget.rho - one_way - LabelRoundsRho(budget)) *
          (1.0 - 1e-9);
 }
@@ -79,6 +81,79 @@ double MinLastRoundRho(const AimBudget& budget) {
 // AimScoreSensitivity with every weight 1.
 double LabelScoreSensitivity(privacy::NeighbouringRelation relation) {
   return relation == privacy::NeighbouringRelation::kReplaceOne ? 2.0 : 1.0;
+}
+
+// Disjoint sets of columns: the trees of a wide run's measured pairs.
+class UnionFind {
+ public:
+  explicit UnionFind(int n) : parent_(n) {
+    for (int i = 0; i < n; ++i) parent_[i] = i;
+  }
+  int Find(int x) {
+    while (parent_[x] != x) x = parent_[x] = parent_[parent_[x]];
+    return x;
+  }
+  void Union(int a, int b) {
+    a = Find(a);
+    b = Find(b);
+    if (a != b) parent_[std::max(a, b)] = std::min(a, b);
+  }
+
+ private:
+  std::vector<int> parent_;
+};
+
+// Exact tables of every candidate of a wide schema (at most 2 columns each):
+// 1-way ones by release::ExactMarginal; pairs, the bulk (573,000 at 1,071
+// columns), from the code columns directly, over both cores. Two binary
+// columns by bit counts: with A, B the rows' indicator bit sets of code 1,
+// n11 = |A & B|, n10 = |A| - n11, n01 = |B| - n11, n00 = rows - |A| - |B| +
+// n11 (inclusion-exclusion); other pairs by one pass over the rows.
+void ExactPairTables(const Eigen::MatrixXi& codes, const std::vector<int>& domain_sizes,
+                     const std::vector<AimCandidate>& candidates,
+                     std::vector<Eigen::VectorXd>* truth) {
+  const int d = static_cast<int>(domain_sizes.size());
+  const Eigen::Index rows = codes.rows();
+  const int64_t words = (rows + 63) / 64;
+  std::vector<std::vector<uint64_t>> bits(d);
+  std::vector<int64_t> ones(d, 0);
+  for (int c = 0; c < d; ++c) {
+    if (domain_sizes[c] != 2) continue;
+    bits[c].assign(words, 0);
+    for (Eigen::Index r = 0; r < rows; ++r) {
+      bits[c][r / 64] |= static_cast<uint64_t>(codes(r, c) == 1) << (r % 64);
+    }
+    for (uint64_t w : bits[c]) ones[c] += std::popcount(w);
+  }
+  constexpr int kShards = 64;
+  ShardPool pool(0);
+  pool.Run(kShards, [&](int shard) {
+    for (size_t k = shard; k < candidates.size(); k += kShards) {
+      const std::vector<int>& clique = candidates[k].clique;
+      if (clique.size() != 2) {
+        std::vector<int> shape;
+        for (int c : clique) shape.push_back(domain_sizes[c]);
+        (*truth)[k] = release::ExactMarginal(clique, shape, codes);
+        continue;
+      }
+      const int u = clique[0];
+      const int v = clique[1];
+      Eigen::VectorXd& table = (*truth)[k];
+      table = Eigen::VectorXd::Zero(int64_t{domain_sizes[u]} * domain_sizes[v]);
+      if (domain_sizes[u] == 2 && domain_sizes[v] == 2) {
+        int64_t n11 = 0;
+        for (int64_t w = 0; w < words; ++w) n11 += std::popcount(bits[u][w] & bits[v][w]);
+        table << static_cast<double>(rows - ones[u] - ones[v] + n11),
+            static_cast<double>(ones[v] - n11), static_cast<double>(ones[u] - n11),
+            static_cast<double>(n11);
+        continue;
+      }
+      const int* column_u = codes.col(u).data();
+      const int* column_v = codes.col(v).data();
+      const int kv = domain_sizes[v];
+      for (Eigen::Index r = 0; r < rows; ++r) table[column_u[r] * kv + column_v[r]] += 1.0;
+    }
+  });
 }
 
 }  // namespace
@@ -184,9 +259,120 @@ void PgmAimModel::Fit(const std::vector<release::NoisyMarginal>& measurements) {
   // plan and the size filter rule out; should it still, the previous model
   // stays (a total function of the measurements either way).
   if (fitted.ok()) model_ = std::make_unique<pgm::GraphicalModel>(*std::move(fitted));
+  ComputeForestPairs();
+}
+
+void PgmAimModel::ComputeForestPairs() {
+  pair_tables_.clear();
+  pair_offset_.clear();
+  one_way_.clear();
+  const int d = static_cast<int>(domain_sizes_.size());
+  if (model_ == nullptr || !IsWideAim(d)) return;
+  for (const std::vector<int>& clique : model_->cliques()) {
+    if (clique.size() > 2) return;  // not a forest: each pair asks the model
+  }
+  pair_offset_.assign(static_cast<size_t>(d) * d, 0);
+  int64_t cells = 0;
+  for (int i = 0; i < d; ++i) {
+    for (int j = i + 1; j < d; ++j) {
+      pair_offset_[static_cast<size_t>(i) * d + j] = cells;
+      cells += int64_t{domain_sizes_[i]} * domain_sizes_[j];
+      if (cells > kMaxAimCandidateCells) {
+        pair_offset_.clear();
+        return;
+      }
+    }
+  }
+  // The model's 1-way tables (counts) and, per forest edge, the conditional
+  // tables P(to = b | from = a) in both directions (0 where p_from(a) = 0).
+  for (int i = 0; i < d; ++i) one_way_.push_back(model_->Marginal({i}));
+  struct Edge {
+    int to;
+    Eigen::MatrixXd conditional;  // rows: from's codes, columns: to's codes
+  };
+  std::vector<std::vector<Edge>> forest(d);
+  const std::vector<std::vector<int>>& cliques = model_->cliques();
+  for (size_t c = 0; c < cliques.size(); ++c) {
+    if (cliques[c].size() != 2) continue;
+    const int u = cliques[c][0];
+    const int v = cliques[c][1];
+    const Eigen::VectorXd& mu = model_->clique_marginal(static_cast<int>(c));
+    Eigen::MatrixXd uv(domain_sizes_[u], domain_sizes_[v]);  // row-major table, v fastest
+    for (int a = 0; a < domain_sizes_[u]; ++a) {
+      for (int b = 0; b < domain_sizes_[v]; ++b) uv(a, b) = mu[a * domain_sizes_[v] + b];
+    }
+    Eigen::MatrixXd vu = uv.transpose();
+    for (Eigen::Index a = 0; a < uv.rows(); ++a) {
+      const double row = uv.row(a).sum();
+      uv.row(a) = row > 0.0 ? Eigen::RowVectorXd(uv.row(a) / row)
+                            : Eigen::RowVectorXd::Zero(uv.cols());
+    }
+    for (Eigen::Index b = 0; b < vu.rows(); ++b) {
+      const double row = vu.row(b).sum();
+      vu.row(b) = row > 0.0 ? Eigen::RowVectorXd(vu.row(b) / row)
+                            : Eigen::RowVectorXd::Zero(vu.cols());
+    }
+    forest[u].push_back({v, std::move(uv)});
+    forest[v].push_back({u, std::move(vu)});
+  }
+  const double total = model_->total();
+  pair_tables_.assign(static_cast<size_t>(cells), 0.0);
+  std::vector<Eigen::MatrixXd> joint(d);  // joint[j]: counts over (i, j)
+  std::vector<int> tree_of(d, -1);
+  std::vector<int> order;
+  for (int i = 0; i < d; ++i) {
+    // Breadth-first from i along the forest: joint[j] = joint[parent] times
+    // P(j | parent), starting from diag(p_i).
+    order.assign(1, i);
+    joint[i] = one_way_[i].asDiagonal();
+    tree_of[i] = i;
+    for (size_t head = 0; head < order.size(); ++head) {
+      const int from = order[head];
+      for (const Edge& e : forest[from]) {
+        if (tree_of[e.to] == i) continue;
+        tree_of[e.to] = i;
+        joint[e.to].noalias() = joint[from] * e.conditional;
+        order.push_back(e.to);
+      }
+    }
+    for (int j = i + 1; j < d; ++j) {
+      double* out = pair_tables_.data() + pair_offset_[static_cast<size_t>(i) * d + j];
+      const int kj = domain_sizes_[j];
+      for (int a = 0; a < domain_sizes_[i]; ++a) {
+        for (int b = 0; b < kj; ++b) {
+          // Another tree: independent (the junction tree joins trees by
+          // empty separators).
+          out[a * kj + b] = tree_of[j] == i
+                                ? joint[j](a, b)
+                                : (total > 0.0 ? one_way_[i][a] * one_way_[j][b] / total : 0.0);
+        }
+      }
+    }
+  }
 }
 
 Eigen::VectorXd PgmAimModel::Marginal(const std::vector<int>& clique) const {
+  const int d = static_cast<int>(domain_sizes_.size());
+  if (!pair_tables_.empty() && clique.size() == 2 && clique[0] != clique[1] &&
+      clique[0] >= 0 && clique[1] >= 0 && clique[0] < d && clique[1] < d) {
+    const int i = std::min(clique[0], clique[1]);
+    const int j = std::max(clique[0], clique[1]);
+    const int ki = domain_sizes_[i];
+    const int kj = domain_sizes_[j];
+    const double* table = pair_tables_.data() + pair_offset_[static_cast<size_t>(i) * d + j];
+    Eigen::VectorXd answer(int64_t{ki} * kj);
+    for (int a = 0; a < ki; ++a) {
+      for (int b = 0; b < kj; ++b) {
+        // Asked as (j, i): the transposed layout.
+        answer[clique[0] == i ? a * kj + b : b * ki + a] = table[a * kj + b];
+      }
+    }
+    if (answer.allFinite()) return answer;
+  }
+  if (!one_way_.empty() && clique.size() == 1 && clique[0] >= 0 && clique[0] < d &&
+      one_way_[clique[0]].allFinite()) {
+    return one_way_[clique[0]];
+  }
   if (model_ != nullptr) {
     Eigen::VectorXd answer = model_->Marginal(clique);
     if (answer.size() == CliqueCells(clique, domain_sizes_) && answer.allFinite()) return answer;
@@ -255,7 +441,7 @@ std::vector<std::vector<int>> DefaultAimWorkload(int num_columns, std::optional<
   for (int i = 0; i < num_columns; ++i) {
     for (int j = i + 1; j < num_columns; ++j) workload.push_back({i, j});
   }
-  if (label.has_value() && *label >= 0 && *label < num_columns) {
+  if (label.has_value() && *label >= 0 && *label < num_columns && !IsWideAim(num_columns)) {
     for (int i = 0; i < num_columns; ++i) {
       for (int j = i + 1; j < num_columns; ++j) {
         if (i == *label || j == *label) continue;
@@ -271,17 +457,22 @@ std::vector<std::vector<int>> DefaultAimWorkload(int num_columns, std::optional<
 absl::StatusOr<std::vector<AimCandidate>> AimCandidates(
     const std::vector<std::vector<int>>& workload, const std::vector<int>& domain_sizes) {
   const int d = static_cast<int>(domain_sizes.size());
-  if (workload.empty() || workload.size() > static_cast<size_t>(release::kMaxCliques)) {
+  if (workload.empty() || workload.size() > static_cast<size_t>(kMaxAimWorkloadCliques)) {
     return absl::InvalidArgumentError(absl::StrCat("an aim workload needs between 1 and ",
-                                                   release::kMaxCliques, " cliques, got ",
+                                                   kMaxAimWorkloadCliques, " cliques, got ",
                                                    workload.size()));
   }
+  // A wide schema's model is a forest of pairs (aim.h, kMaxAimWideColumns).
+  const int max_columns = IsWideAim(d) ? 2 : release::kMaxCliqueColumns;
   std::vector<std::vector<int>> sorted;
+  sorted.reserve(workload.size());
   for (std::vector<int> clique : workload) {
-    if (clique.empty() || clique.size() > static_cast<size_t>(release::kMaxCliqueColumns)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("workload clique ", CliqueText(clique), " has ", clique.size(),
-                       " columns; a clique has 1 to ", release::kMaxCliqueColumns));
+    if (clique.empty() || clique.size() > static_cast<size_t>(max_columns)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "workload clique ", CliqueText(clique), " has ", clique.size(),
+          " columns; a clique has 1 to ", max_columns,
+          IsWideAim(d) ? absl::StrCat(" in a schema of more than ", kMaxAimColumns, " columns")
+                       : ""));
     }
     std::sort(clique.begin(), clique.end());
     for (size_t k = 0; k < clique.size(); ++k) {
@@ -316,11 +507,15 @@ absl::StatusOr<std::vector<AimCandidate>> AimCandidates(
       weights.emplace(std::move(subset), 0.0);
     }
   }
-  // w_r = sum_W |r intersect W| (AIM Sec. 4.2).
+  // w_r = sum_W |r intersect W| (AIM Sec. 4.2) = sum over c in r of the
+  // number of workload cliques holding c (exchange the sums): linear in the
+  // workload, which has 573,000 pairs at 1,071 columns.
+  std::vector<double> holding(d, 0.0);
+  for (const std::vector<int>& clique : sorted) {
+    for (int c : clique) holding[c] += 1.0;
+  }
   for (auto& [r, w] : weights) {
-    for (const std::vector<int>& clique : sorted) {
-      for (int c : r) w += std::binary_search(clique.begin(), clique.end(), c) ? 1.0 : 0.0;
-    }
+    for (int c : r) w += holding[c];
   }
   std::vector<AimCandidate> candidates;
   int64_t cells = 0;
@@ -359,8 +554,8 @@ double AimScore(const Eigen::VectorXd& truth, const Eigen::VectorXd& estimate, d
 
 absl::StatusOr<AimBudget> AimBudgetForRho(int num_columns, int rounds, double rho,
                                           int label) {
-  if (num_columns < 1 || num_columns > kMaxAimColumns) {
-    return absl::InvalidArgumentError(absl::StrCat("aim takes schemas of 1 to ", kMaxAimColumns,
+  if (num_columns < 1 || num_columns > kMaxAimWideColumns) {
+    return absl::InvalidArgumentError(absl::StrCat("aim takes schemas of 1 to ", kMaxAimWideColumns,
                                                    " columns, got ", num_columns));
   }
   if (rounds < num_columns || rounds > kMaxAimRounds) {
@@ -375,8 +570,12 @@ absl::StatusOr<AimBudget> AimBudgetForRho(int num_columns, int rounds, double rh
   budget.rho = rho;
   // AIM Alg. 2, line 2: sigma_0 = sqrt(T / (2 * 0.9 rho)),
   // eps_0 = sqrt(8 * 0.1 rho / T).
-  budget.noise_multiplier = std::sqrt(rounds / (2.0 * kAimMeasurementShare * rho));
-  budget.selection_epsilon = std::sqrt(8.0 * (1.0 - kAimMeasurementShare) * rho / rounds);
+  // The wide form's split (kAimWideMeasurementShare): more to the selection.
+  budget.measurement_share =
+      IsWideAim(num_columns) ? kAimWideMeasurementShare : kAimMeasurementShare;
+  const double share = budget.measurement_share;
+  budget.noise_multiplier = std::sqrt(rounds / (2.0 * share * rho));
+  budget.selection_epsilon = std::sqrt(8.0 * (1.0 - share) * rho / rounds);
   // One release of d tables at L2 sensitivity sqrt(d): s1 = s0 / sqrt(d)
   // puts each table's noise std at s0 (per unit sensitivity).
   budget.one_way_noise_multiplier = budget.noise_multiplier / std::sqrt(num_columns);
@@ -391,8 +590,8 @@ absl::StatusOr<AimBudget> AimBudgetForRho(int num_columns, int rounds, double rh
     // Issue 38 (beyond Alg. 2): each label round gets rho_L, 0.9 of it to the
     // measurement and 0.1 to the selection, as a last round splits its rest.
     const double rho_each = LabelRoundsRho(budget) / kAimLabelRounds;
-    budget.label_noise_multiplier = std::sqrt(1.0 / (2.0 * kAimMeasurementShare * rho_each));
-    budget.label_selection_epsilon = std::sqrt(8.0 * (1.0 - kAimMeasurementShare) * rho_each);
+    budget.label_noise_multiplier = std::sqrt(1.0 / (2.0 * share * rho_each));
+    budget.label_selection_epsilon = std::sqrt(8.0 * (1.0 - share) * rho_each);
   }
   return budget;
 }
@@ -429,13 +628,15 @@ absl::StatusOr<AimBudget> CalibrateAimBudget(int num_columns, int rounds, double
 }
 
 double AimMinSelectionEpsilon(const AimBudget& budget) {
-  return std::sqrt(8.0 * (1.0 - kAimMeasurementShare) * MinLastRoundRho(budget)) * (1.0 - 1e-6);
+  return std::sqrt(8.0 * (1.0 - budget.measurement_share) * MinLastRoundRho(budget)) *
+         (1.0 - 1e-6);
 }
 
 // --------------------------------------------------------------- schedule ---
 
 AimSchedule::AimSchedule(const AimBudget& budget)
     : rho_(budget.rho),
+      share_(budget.measurement_share),
       cap_(budget.rounds + 1 + std::max(budget.label_rounds, 0)),
       noise_multiplier_(budget.noise_multiplier),
       selection_epsilon_(budget.selection_epsilon),
@@ -469,8 +670,8 @@ AimSchedule::Round AimSchedule::Next() {
   // left; it takes all of it, 0.9 to the measurement, 0.1 to the selection.
   round.last = done_ || remaining < 2.0 * charge || rounds_run_ + 1 >= cap_;
   if (round.last) {
-    double s = std::sqrt(1.0 / (2.0 * kAimMeasurementShare * remaining));
-    double eps = std::sqrt(8.0 * (1.0 - kAimMeasurementShare) * remaining);
+    double s = std::sqrt(1.0 / (2.0 * share_ * remaining));
+    double eps = std::sqrt(8.0 * (1.0 - share_) * remaining);
     for (int i = 0; i < kMaxNudges && ChargeFor(s, eps) > remaining; ++i) {
       s *= 1.0 + kNudge;
       eps *= 1.0 - kNudge;
@@ -515,7 +716,14 @@ absl::Status CheckAimRunnable(const std::vector<int>& domain_sizes,
     if (size < 1) return absl::InvalidArgumentError("aim: a column has an empty domain");
     one_way_cells += size;
   }
-  for (const AimCandidate& c : candidates) largest = std::max(largest, c.cells);
+  for (const AimCandidate& c : candidates) {
+    largest = std::max(largest, c.cells);
+    if (IsWideAim(d) && c.clique.size() > 2) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "aim over more than ", kMaxAimColumns, " columns measures pairs at most; candidate ",
+          CliqueText(c.clique), " has ", c.clique.size(), " columns"));
+    }
+  }
   if (candidates.empty()) return absl::InvalidArgumentError("aim: no candidate marginals");
   if (max_model_cells < one_way_cells) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -535,7 +743,8 @@ absl::Status CheckAimRunnable(const std::vector<int>& domain_sizes,
   // Every noise multiplier a round can get lies between the all-of-rho one
   // and the last round's at its smallest remainder (>= the first round's).
   const double s_min = std::sqrt(1.0 / (2.0 * budget.rho));
-  const double s_max = std::sqrt(1.0 / (2.0 * kAimMeasurementShare * MinLastRoundRho(budget)));
+  const double s_max =
+      std::sqrt(1.0 / (2.0 * budget.measurement_share * MinLastRoundRho(budget)));
   for (double s : {s_min, s_max}) {
     absl::Status grid = privacy::GridGaussianNoise(s, sensitivity, largest).status();
     if (!grid.ok()) {
@@ -640,11 +849,16 @@ absl::StatusOr<AimRun> RunAim(const release::ExactTableSource& tables,
     return shape;
   };
   // Every candidate's exact table, once (kMaxAimCandidateCells bounds them).
-  std::vector<Eigen::VectorXd> truth;
-  truth.reserve(candidates.size());
-  for (const AimCandidate& c : candidates) {
-    DPC_ASSIGN_OR_RETURN(Eigen::VectorXd table, tables.Table(c.clique, shape_of(c.clique)));
-    truth.push_back(std::move(table));
+  const bool wide = IsWideAim(d);
+  std::vector<Eigen::VectorXd> truth(candidates.size());
+  if (wide && codes_or_null != nullptr) {
+    // Rows at hand: every pair at once (bit counts for binary pairs).
+    ExactPairTables(*codes_or_null, domain_sizes, candidates, &truth);
+  } else {
+    for (size_t k = 0; k < candidates.size(); ++k) {
+      DPC_ASSIGN_OR_RETURN(truth[k],
+                           tables.Table(candidates[k].clique, shape_of(candidates[k].clique)));
+    }
   }
   AimRun run;
   // Alg. 2, line 3: every 1-way marginal, one grid Gaussian release.
@@ -684,6 +898,13 @@ absl::StatusOr<AimRun> RunAim(const release::ExactTableSource& tables,
     measured.push_back({c});
     one_way_cells += domain_sizes[c];
   }
+  // Wide schemas: the measured pairs' forest (public: released cliques),
+  // its trees, its measured pairs, and its junction tree's cells (a forest's
+  // maximal cliques are its pairs and its columns in no pair).
+  UnionFind trees(wide ? d : 0);
+  absl::flat_hash_set<std::pair<int, int>> measured_pairs;
+  std::vector<char> in_pair(wide ? d : 0, 0);
+  int64_t forest_cells = one_way_cells;
   const double sensitivity = MarginalSensitivity(relation, 1.0);
   const double score_sensitivity = AimScoreSensitivity(candidates, relation);
   AimSchedule schedule(budget);
@@ -707,6 +928,17 @@ absl::StatusOr<AimRun> RunAim(const release::ExactTableSource& tables,
                  static_cast<double>(max_model_cells) * schedule.used() / schedule.rho());
     auto fits = [&](const AimCandidate& c) {
       if (c.clique.size() <= 1) return true;
+      if (wide) {
+        // The forest rule (aim.h, kMaxAimWideColumns), then the size filter
+        // on the forest's cells with this pair.
+        const int u = c.clique[0];
+        const int v = c.clique[1];
+        if (measured_pairs.contains({u, v})) return true;
+        if (trees.Find(u) == trees.Find(v)) return false;
+        const int64_t with = forest_cells + c.cells - (in_pair[u] ? 0 : domain_sizes[u]) -
+                             (in_pair[v] ? 0 : domain_sizes[v]);
+        return static_cast<double>(with) <= size_limit;
+      }
       std::vector<std::vector<int>> with = measured;
       with.push_back(c.clique);
       return static_cast<double>(model->CellsWith(with)) <= size_limit;
@@ -764,6 +996,15 @@ absl::StatusOr<AimRun> RunAim(const release::ExactTableSource& tables,
     const Eigen::VectorXd before = model->Marginal(chosen.clique);
     measurements.push_back(round.measurement);
     measured.push_back(chosen.clique);
+    if (wide && chosen.clique.size() == 2 &&
+        measured_pairs.insert({chosen.clique[0], chosen.clique[1]}).second) {
+      const int u = chosen.clique[0];
+      const int v = chosen.clique[1];
+      forest_cells += chosen.cells - (in_pair[u] ? 0 : domain_sizes[u]) -
+                      (in_pair[v] ? 0 : domain_sizes[v]);
+      in_pair[u] = in_pair[v] = 1;
+      trees.Union(u, v);
+    }
     model->Fit(measurements);
     const Eigen::VectorXd after = model->Marginal(chosen.clique);
     // Alg. 2, line 13: anneal when the model moved by at most the

@@ -41,6 +41,27 @@ namespace dpcurator::train {
 // run: 2^24 doubles = 128 MiB), and the default model-size limit (the
 // paper's 80 MB of doubles, as total clique-table cells).
 inline constexpr int kMaxAimColumns = 64;
+// Wide schemas (issue 41): past kMaxAimColumns and up to kMaxAimWideColumns
+// columns, the recipe runs in its wide form (docs/privacy.md 2.12, "AIM on
+// wide tables"): the default workload is every pair (no label triples), a
+// workload clique has at most 2 columns, and the size filter keeps the
+// measured pairs a forest (a candidate pair is eligible when its columns lie
+// in different trees, or when it was measured before), so the model's
+// junction tree is that forest and every pair's model marginal comes from
+// one propagation per column (PgmAimModel). The paper's T = 16 d would be
+// 17,000 rounds at 1,071 columns: the wide default is
+// kDefaultAimWideRoundsPerColumn d, and each round's budget is split
+// kAimWideMeasurementShare to the measurement (the 1-way tables then take a
+// quarter of rho, MST a third, and the first rounds' pairs are measured at
+// a sigma near MST's). Memory, checked at plan: the candidates'
+// exact tables (at most kMaxAimCandidateCells) and the model's all-pairs
+// answers (as many cells again).
+inline constexpr int kMaxAimWideColumns = 2048;
+inline constexpr int kDefaultAimWideRoundsPerColumn = 2;
+// Workload cliques an aim release accepts: every pair of kMaxAimWideColumns
+// columns (2,096,128); the cells bound below is the binding one.
+inline constexpr int kMaxAimWorkloadCliques = 1 << 21;
+inline bool IsWideAim(int num_columns) { return num_columns > kMaxAimColumns; }
 inline constexpr int kDefaultAimRoundsPerColumn = 16;  // T = 16 d (Alg. 2)
 inline constexpr int kMaxAimRounds = 4096;
 inline constexpr int64_t kMaxAimCandidateCells = int64_t{1} << 24;
@@ -54,6 +75,14 @@ inline constexpr double kMaxAimOneWayNoiseStd = 1e4;
 // Share of each round's budget given to the measurement (Alg. 2: 0.9); the
 // rest goes to the selection.
 inline constexpr double kAimMeasurementShare = 0.9;
+// The wide form's share (issue 41): with 573,000 candidates the paper's 0.1
+// of a round's budget selects almost at random (at epsilon 1, 1,071 columns
+// and T = 2 d, eps_sel = 0.0034: a pair must beat the crowd's L1 error by
+// about 2 ln(573,000) / eps_sel = 7,800 rows to be picked more often than
+// not), so wide runs annealed after 46 rounds on a weak pick and measured
+// 232 pairs in all (bench/binary.sh); MST splits its budget 1:1 between
+// selection and measurement, and so does the wide form.
+inline constexpr double kAimWideMeasurementShare = 0.5;
 // The label rounds (issue 38, beyond the paper; docs/privacy.md 2.12): when
 // the schema declares a label and the workload has pairs with it, the first
 // kAimLabelRounds rounds after the 1-way tables select among the label's
@@ -139,6 +168,16 @@ class MeasuredTablesAimModel final : public AimModel {
 // the paper's size filter. Total: a fit that cannot run (over max_cells, which
 // the size filter prevents) keeps the previous model, and before the first
 // fit, or where the model has no answer, MeasuredTablesAimModel answers.
+//
+// Wide schemas (IsWideAim): when the fitted junction tree's cliques have at
+// most 2 columns (a forest, which RunAim's wide size filter keeps), each Fit
+// also computes every pair's model marginal at once, by propagating each
+// column's table along the forest (the model is the product of its
+// calibrated pair tables over its 1-way tables, so the marginal of (i, j) is
+// diag(p_i) times the conditional tables P(next | previous) on the path from
+// i to j, and p_i p_j / n across trees): O(d^2 k^3) a fit instead of one
+// variable elimination per pair, a round's 573,000 pairs at 1,071 columns.
+// At most kMaxAimCandidateCells cells (else each pair asks the model).
 class PgmAimModel final : public AimModel {
  public:
   PgmAimModel(std::vector<int> domain_sizes, int iterations_per_fit, int64_t max_cells);
@@ -148,11 +187,19 @@ class PgmAimModel final : public AimModel {
   int64_t CellsWith(const std::vector<std::vector<int>>& cliques) const override;
 
  private:
+  // Fills pair_tables_ from model_ when it is a forest (wide schemas only).
+  void ComputeForestPairs();
+
   std::vector<int> domain_sizes_;
   int iterations_per_fit_;
   int64_t max_cells_;
   MeasuredTablesAimModel fallback_;
   std::unique_ptr<pgm::GraphicalModel> model_;
+  // Every pair (i < j)'s table (row-major over (i, j)) at pair_offset_[i * d
+  // + j], and each column's 1-way table at one_way_[i]; empty when unset.
+  std::vector<double> pair_tables_;
+  std::vector<int64_t> pair_offset_;
+  std::vector<Eigen::VectorXd> one_way_;
 };
 
 // Mirror-descent iterations of each round's warm-started re-fit on the
@@ -195,7 +242,8 @@ inline constexpr double kAimFinalFitZeroBelowSigmas = 0.0;
 int64_t CliqueCells(const std::vector<int>& clique, const std::vector<int>& domain_sizes);
 
 // The default workload (issue 26): every pair of columns, plus every triple
-// that contains `label` when the schema has one. Cliques sorted ascending.
+// that contains `label` when the schema has one (not for a wide schema,
+// IsWideAim: pairs only). Cliques sorted ascending.
 std::vector<std::vector<int>> DefaultAimWorkload(int num_columns, std::optional<int> label);
 
 // A candidate marginal: a subset of a workload clique (the downward
@@ -208,8 +256,9 @@ struct AimCandidate {
 };
 
 // Validates the workload against the domain (public; INVALID_ARGUMENT
-// naming the clique and the limit): 1..release::kMaxCliques cliques, each
-// of 1..release::kMaxCliqueColumns distinct columns in range, at most
+// naming the clique and the limit): 1..kMaxAimWorkloadCliques cliques, each
+// of 1..release::kMaxCliqueColumns distinct columns in range (at most 2 for
+// a wide schema, IsWideAim), at most
 // release::kMaxCellsPerClique cells each, and at most kMaxAimCandidateCells
 // over all candidates. Returns the candidates in a fixed public order
 // (by size, then lexicographically), every column's 1-way among them.
@@ -240,6 +289,10 @@ struct AimBudget {
   int num_columns = 0;
   int rounds = 0;  // T: sets the initial per-round parameters only
   double rho = 0.0;
+  // Each round's (and the last round's) share of its budget for the
+  // measurement, the rest to the selection: kAimMeasurementShare, or
+  // kAimWideMeasurementShare for a wide schema (IsWideAim).
+  double measurement_share = kAimMeasurementShare;
   // All 1-way marginals in one grid Gaussian of L2 sensitivity sqrt(d) (or
   // sqrt(2 d)): multiplier s1 with 1 / (2 s1^2) = d * 0.9 rho / T, i.e.
   // each 1-way at the per-round sigma (Alg. 2, line 3).
@@ -260,7 +313,7 @@ struct AimBudget {
   double label_selection_epsilon = 0.0;
 };
 
-// num_columns in [1, kMaxAimColumns]; rounds in [num_columns,
+// num_columns in [1, kMaxAimWideColumns]; rounds in [num_columns,
 // kMaxAimRounds] (so the 1-way marginals take at most 0.9 of rho); rho
 // finite and > 0; `label` a column index (label rounds) or -1 (none).
 absl::StatusOr<AimBudget> AimBudgetForRho(int num_columns, int rounds, double rho,
@@ -324,6 +377,7 @@ class AimSchedule {
 
  private:
   double rho_;
+  double share_;
   int cap_;
   double noise_multiplier_;
   double selection_epsilon_;
@@ -370,7 +424,10 @@ struct AimMutation {
 // The private loop the server runs (Alg. 2), after admission: codes
 // (num_rows x d, data::Discretizer::Encode, each in its domain),
 // `candidates` from AimCandidates, `max_model_cells` at least the 1-way
-// model's cells (checked at plan). Each round filters the candidates whose
+// model's cells (checked at plan). Wide schemas (IsWideAim): the exact
+// tables of pairs are counted by a faster path (bit counts for two binary
+// columns), and a 2-way candidate must also keep the measured pairs a forest
+// (its columns in different trees, or measured already). Each round filters the candidates whose
 // addition keeps model->CellsWith(measured cliques + r) within
 // max(1-way cells, max_model_cells * used / rho) (the model may grow as the
 // budget is spent; 1-way candidates always pass), scores them against the

@@ -182,46 +182,68 @@ TEST_F(AimReleaseTest, BadRequestsAreRefusedBeforeAdmission) {
   EXPECT_EQ(Budget(dataset.id()).epsilon_spent(), 0.0);
 }
 
+// Issue 41: past kMaxAimColumns the plan admits the recipe's wide form up
+// to kMaxAimWideColumns, and refuses beyond by the column count first.
 TEST(AimPlanTest, WideSchemasAreRefusedByTheirColumnCountFirst) {
-  for (const int columns : {train::kMaxAimColumns + 1, 50000}) {
+  auto binary_schema = [](int columns) {
     data::Schema::Builder builder;
     for (int c = 0; c < columns; ++c) builder.AddCategorical(absl::StrCat("c", c), {"a", "b"});
-    const data::Schema schema = *builder.Build();
-    v1::Dataset dataset;
-    dataset.set_id("ds_wide");
-    dataset.set_row_count(10);
-    dataset.mutable_budget()->set_epsilon(10.0);
-    dataset.mutable_budget()->set_delta(1e-5);
+    return *builder.Build();
+  };
+  auto request_for = [](const v1::Dataset& dataset) {
     v1::ReleaseRequest request;
     request.set_dataset_id(dataset.id());
     request.set_epsilon(1.0);
     request.mutable_aim();
-    const absl::StatusOr<ReleasePlan> plan = PlanRelease(request, dataset, schema);
-    EXPECT_EQ(plan.status().code(), absl::StatusCode::kInvalidArgument) << columns;
-    EXPECT_NE(plan.status().message().find(absl::StrCat(train::kMaxAimColumns, " columns")),
-              std::string::npos)
-        << plan.status();
-  }
-  // At the cap: planned, with the one event.
-  data::Schema::Builder builder;
-  for (int c = 0; c < train::kMaxAimColumns; ++c) {
-    builder.AddCategorical(absl::StrCat("c", c), {"a", "b"});
-  }
-  const data::Schema schema = *builder.Build();
+    return request;
+  };
   v1::Dataset dataset;
-  dataset.set_id("ds_at_cap");
+  dataset.set_id("ds_wide");
   dataset.set_row_count(10);
   dataset.mutable_budget()->set_epsilon(10.0);
   dataset.mutable_budget()->set_delta(1e-5);
-  v1::ReleaseRequest request;
-  request.set_dataset_id(dataset.id());
-  request.set_epsilon(1.0);
-  request.mutable_aim();
-  const absl::StatusOr<ReleasePlan> plan = PlanRelease(request, dataset, schema);
+  for (const int columns : {train::kMaxAimWideColumns + 1, 50000}) {
+    const absl::StatusOr<ReleasePlan> plan =
+        PlanRelease(request_for(dataset), dataset, binary_schema(columns));
+    EXPECT_EQ(plan.status().code(), absl::StatusCode::kInvalidArgument) << columns;
+    EXPECT_NE(plan.status().message().find(absl::StrCat(train::kMaxAimWideColumns, " columns")),
+              std::string::npos)
+        << plan.status();
+  }
+  // At the narrow cap: the paper's T = 16 d and the listed workload.
+  {
+    const absl::StatusOr<ReleasePlan> plan =
+        PlanRelease(request_for(dataset), dataset, binary_schema(train::kMaxAimColumns));
+    ASSERT_TRUE(plan.ok()) << plan.status();
+    ASSERT_TRUE(plan->aim.has_value());
+    EXPECT_EQ(plan->kind_name(), "aim");
+    EXPECT_EQ(plan->aim->budget.rounds, 16 * train::kMaxAimColumns);
+    EXPECT_EQ(plan->resolved_request.aim().workload_size(),
+              train::kMaxAimColumns * (train::kMaxAimColumns - 1) / 2);
+  }
+  // The binary benchmark's width: planned in the wide form, T = 2 d, every
+  // pair a candidate, the default workload implicit in the resolved request,
+  // and the footprint counting the exact tables and every pair's model
+  // answer (the forest model itself is small) while staying under 1 GiB.
+  const int wide = 1071;
+  const absl::StatusOr<ReleasePlan> plan =
+      PlanRelease(request_for(dataset), dataset, binary_schema(wide));
   ASSERT_TRUE(plan.ok()) << plan.status();
   ASSERT_TRUE(plan->aim.has_value());
-  EXPECT_EQ(plan->kind_name(), "aim");
-  EXPECT_EQ(plan->aim->budget.rounds, 16 * train::kMaxAimColumns);
+  EXPECT_EQ(plan->aim->budget.rounds, 2 * wide);
+  EXPECT_EQ(plan->aim->candidates.size(), static_cast<size_t>(wide + wide * (wide - 1) / 2));
+  EXPECT_EQ(plan->resolved_request.aim().workload_size(), 0);
+  EXPECT_EQ(plan->resolved_request.aim().rounds(), 2 * wide);
+  const int64_t tables = int64_t{wide} * 2 + int64_t{wide} * (wide - 1) / 2 * 4;
+  EXPECT_GE(plan->footprint.public_bytes, 8 * (tables + train::kMaxAimCandidateCells));
+  EXPECT_LT(plan->footprint.public_bytes, int64_t{1} << 30);
+  // A triple in a wide workload is refused before admission.
+  v1::ReleaseRequest triple = request_for(dataset);
+  v1::AimClique& clique = *triple.mutable_aim()->add_workload();
+  for (const char* name : {"c0", "c1", "c2"}) clique.add_columns(name);
+  const absl::StatusOr<ReleasePlan> refused = PlanRelease(triple, dataset, binary_schema(wide));
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(refused.status().message().find("1 to 2"), std::string::npos) << refused.status();
 }
 
 TEST_F(AimReleaseTest, AFailureAfterRowsAreReadKeepsTheChargeAndSaysNothingOfTheData) {

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <set>
 
 #include "core/privacy/event_codec.h"
 #include "core/privacy/rdp.h"
@@ -66,7 +67,7 @@ TEST(AimBudgetTest, CalibrationPinsRho) {
 
 TEST(AimBudgetTest, RefusesShapes) {
   EXPECT_FALSE(AimBudgetForRho(0, 16, 0.1).ok());
-  EXPECT_FALSE(AimBudgetForRho(kMaxAimColumns + 1, 4096, 0.1).ok());
+  EXPECT_FALSE(AimBudgetForRho(kMaxAimWideColumns + 1, 4096, 0.1).ok());
   EXPECT_FALSE(AimBudgetForRho(15, 14, 0.1).ok());  // rounds < columns
   EXPECT_FALSE(AimBudgetForRho(15, kMaxAimRounds + 1, 0.1).ok());
   EXPECT_FALSE(AimBudgetForRho(15, 240, 0.0).ok());
@@ -509,6 +510,183 @@ TEST(MeasuredTablesAimModelTest, AnswersMeasuredCliquesFromTheirTables) {
   EXPECT_NEAR(answered[0], 50.0, 1e-6);
   EXPECT_NEAR(answered[1], 0.0, 1e-6);
   EXPECT_NEAR(model.Marginal({1, 0})[1], 25.0, 1e-9);  // another clique: independent
+}
+
+
+// ---------------------------------------------------------- wide tables ---
+// Issue 41: past kMaxAimColumns the recipe runs in its wide form (aim.h).
+
+// 70 columns: 0 and 1 ternary, the rest binary; each odd column copies its
+// even neighbour but for 10% of rows (pairs (2m, 2m + 1) dependent), the
+// rest independent.
+constexpr int kWide = 70;
+
+std::vector<int> WideDomain() {
+  std::vector<int> domain(kWide, 2);
+  domain[0] = domain[1] = 3;
+  return domain;
+}
+
+Eigen::MatrixXi WideCodes(int rows, uint64_t seed) {
+  const std::vector<int> domain = WideDomain();
+  PublicRng rng(seed);
+  Eigen::MatrixXi codes(rows, kWide);
+  for (int r = 0; r < rows; ++r) {
+    for (int c = 0; c < kWide; c += 2) {
+      codes(r, c) = static_cast<int>(rng.UniformInt(domain[c]));
+      codes(r, c + 1) = rng.Uniform() < 0.9 ? codes(r, c) % domain[c + 1]
+                                            : static_cast<int>(rng.UniformInt(domain[c + 1]));
+    }
+  }
+  return codes;
+}
+
+TEST(AimWideTest, WorkloadIsPairsAndWeightsAreLinear) {
+  EXPECT_TRUE(IsWideAim(kMaxAimColumns + 1));
+  EXPECT_FALSE(IsWideAim(kMaxAimColumns));
+  const auto workload = DefaultAimWorkload(kWide, 3);  // no label triples
+  ASSERT_EQ(workload.size(), static_cast<size_t>(kWide * (kWide - 1) / 2));
+  for (const auto& clique : workload) EXPECT_EQ(clique.size(), 2u);
+  const std::vector<int> domain = WideDomain();
+  const auto candidates = AimCandidates(workload, domain).value();
+  ASSERT_EQ(candidates.size(), static_cast<size_t>(kWide + kWide * (kWide - 1) / 2));
+  // w_r = sum_W |r intersect W|: each column lies in d - 1 pairs.
+  for (const AimCandidate& c : candidates) {
+    EXPECT_EQ(c.weight, (kWide - 1.0) * static_cast<double>(c.clique.size()));
+  }
+  // A partial workload, by hand: (0, 1), (0, 2), (1, 2).
+  const auto few = AimCandidates({{0, 1}, {0, 2}, {2, 1}}, domain).value();
+  for (const AimCandidate& c : few) {
+    EXPECT_EQ(c.weight, c.clique.size() == 1 ? (c.clique[0] <= 2 ? 2.0 : 0.0) : 4.0);
+  }
+  // Triples are refused on a wide schema (the model is a forest of pairs),
+  // accepted on a narrow one.
+  EXPECT_FALSE(AimCandidates({{0, 1, 2}}, domain).ok());
+  EXPECT_TRUE(AimCandidates({{0, 1, 2}}, std::vector<int>(kMaxAimColumns, 2)).ok());
+  // The budget takes up to kMaxAimWideColumns columns.
+  EXPECT_TRUE(AimBudgetForRho(kMaxAimWideColumns, 2 * kMaxAimWideColumns, 0.1).ok());
+  // The wide split: each round's rho / T half to the measurement, half to
+  // the selection; the 1-way release d of those halves.
+  const AimBudget b = AimBudgetForRho(kWide, 2 * kWide, 0.1).value();
+  EXPECT_EQ(b.measurement_share, kAimWideMeasurementShare);
+  const double per_round = 0.1 / (2 * kWide);
+  EXPECT_NEAR(1.0 / (2 * b.noise_multiplier * b.noise_multiplier), 0.5 * per_round, 1e-15);
+  EXPECT_NEAR(b.selection_epsilon * b.selection_epsilon / 8, 0.5 * per_round, 1e-15);
+  EXPECT_NEAR(1.0 / (2 * b.one_way_noise_multiplier * b.one_way_noise_multiplier),
+              kWide * 0.5 * per_round, 1e-14);
+  EXPECT_EQ(AimBudgetForRho(kMaxAimColumns, 2 * kMaxAimColumns, 0.1)->measurement_share,
+            kAimMeasurementShare);
+}
+
+// The forest's all-pairs answers are the model's own marginals (pgm
+// Marginal by variable elimination), in either column order, within a tree
+// and across trees.
+TEST(AimWideTest, ForestPairMarginalsMatchTheModel) {
+  const std::vector<int> domain = WideDomain();
+  const Eigen::MatrixXi codes = WideCodes(3000, 3);
+  std::vector<release::NoisyMarginal> measurements;
+  auto add = [&](std::vector<int> clique, double sigma) {
+    release::NoisyMarginal m;
+    for (int c : clique) m.shape.push_back(domain[c]);
+    m.counts = release::ExactMarginal(clique, m.shape, codes);
+    m.clique = std::move(clique);
+    m.noise_std = sigma;
+    measurements.push_back(std::move(m));
+  };
+  for (int c = 0; c < kWide; ++c) add({c}, 5.0);
+  // Trees: 0 - 1 - 2 - 3 (1 ternary with 2 binary), 7 - 6 - 40, 12 - 13.
+  add({0, 1}, 5.0);
+  add({2, 1}, 5.0);
+  add({2, 3}, 5.0);
+  add({6, 7}, 5.0);
+  add({40, 6}, 5.0);
+  add({12, 13}, 5.0);
+  PgmAimModel model(domain, 30, kDefaultAimMaxModelCells);
+  model.Fit(measurements);
+  pgm::EstimateOptions options;
+  options.iterations = 30;
+  options.max_cells = kDefaultAimMaxModelCells;
+  const pgm::GraphicalModel reference =
+      pgm::GraphicalModel::Estimate(domain, measurements, options).value();
+  for (const std::vector<int>& pair :
+       std::vector<std::vector<int>>{{0, 3}, {3, 0}, {1, 2}, {2, 1}, {0, 1}, {7, 40}, {40, 7},
+                                     {0, 13}, {13, 0}, {5, 9}, {12, 13}, {3, 12}}) {
+    const Eigen::VectorXd got = model.Marginal(pair);
+    const Eigen::VectorXd want = reference.Marginal(pair);
+    ASSERT_EQ(got.size(), want.size());
+    for (Eigen::Index i = 0; i < got.size(); ++i) {
+      EXPECT_NEAR(got[i], want[i], 1e-6 * reference.total()) << pair[0] << "," << pair[1];
+    }
+  }
+  for (int c : {0, 1, 20}) {
+    const Eigen::VectorXd got = model.Marginal({c});
+    const Eigen::VectorXd want = reference.Marginal({c});
+    ASSERT_EQ(got.size(), want.size());
+    EXPECT_LT((got - want).cwiseAbs().maxCoeff(), 1e-6 * reference.total());
+  }
+}
+
+// A noiseless wide run: every measurement is the exact table (the bit-count
+// path for binary pairs, the row pass for the ternary ones), the measured
+// pairs stay a forest, the first pair round picks a dependent pair, and the
+// schedule still spends exactly rho.
+TEST(AimWideTest, NoiselessRunMeasuresDependentPairsAsAForest) {
+  const std::vector<int> domain = WideDomain();
+  const Eigen::MatrixXi codes = WideCodes(2000, 5);
+  const auto candidates = AimCandidates(DefaultAimWorkload(kWide, std::nullopt), domain).value();
+  const AimBudget b = AimBudgetForRho(kWide, 2 * kWide, 2.0).value();
+  PgmAimModel model(domain, 20, kDefaultAimMaxModelCells);
+  privacy::ZeroNoiseSource zero;
+  const AimRun run = RunAim(codes, domain, candidates, b, kDefaultAimMaxModelCells,
+                            NeighbouringRelation::kAddRemove, &model, &zero)
+                         .value();
+  ASSERT_GE(run.rounds.size(), 2u);
+  std::vector<int> tree(kWide);
+  for (int c = 0; c < kWide; ++c) tree[c] = c;
+  auto find = [&](int x) {
+    while (tree[x] != x) x = tree[x];
+    return x;
+  };
+  std::set<std::vector<int>> pairs;
+  bool first_pair = true;
+  for (const AimRound& r : run.rounds) {
+    std::vector<int> shape;
+    for (int c : r.clique) shape.push_back(domain[c]);
+    EXPECT_EQ(r.measurement.counts, release::ExactMarginal(r.clique, shape, codes));
+    if (r.clique.size() != 2) continue;
+    if (first_pair) {
+      EXPECT_EQ(r.clique[0] % 2, 0);
+      EXPECT_EQ(r.clique[1], r.clique[0] + 1);
+      first_pair = false;
+    }
+    if (!pairs.insert(r.clique).second) continue;  // a re-measurement
+    const int a = find(r.clique[0]);
+    const int z = find(r.clique[1]);
+    EXPECT_NE(a, z) << "pair (" << r.clique[0] << ", " << r.clique[1] << ") closes a cycle";
+    tree[std::max(a, z)] = std::min(a, z);
+  }
+  EXPECT_FALSE(first_pair);  // some pair was measured
+  const long double total = RunCost(b, run);
+  EXPECT_LE(total, 2.0L);
+  EXPECT_GE(total, 2.0L * (1 - 1e-9L));
+}
+
+// With noise, on the same table: total, finite, within rho.
+TEST(AimWideTest, NoisyRunIsTotalAndWithinRho) {
+  const std::vector<int> domain = WideDomain();
+  const Eigen::MatrixXi codes = WideCodes(500, 7);
+  const auto candidates = AimCandidates(DefaultAimWorkload(kWide, std::nullopt), domain).value();
+  const AimBudget b = AimBudgetForRho(kWide, 2 * kWide, 0.05).value();
+  PgmAimModel model(domain, 20, kDefaultAimMaxModelCells);
+  privacy::SeededNoiseSource noise(4);
+  const auto run = RunAim(codes, domain, candidates, b, kDefaultAimMaxModelCells,
+                          NeighbouringRelation::kReplaceOne, &model, &noise);
+  ASSERT_TRUE(run.ok()) << run.status();
+  for (const AimRound& r : run->rounds) {
+    EXPECT_LE(r.clique.size(), 2u);
+    EXPECT_TRUE(r.measurement.counts.allFinite());
+  }
+  EXPECT_LE(RunCost(b, *run), static_cast<long double>(b.rho));
 }
 
 }  // namespace
