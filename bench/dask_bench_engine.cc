@@ -76,6 +76,35 @@ int Fail(const std::string& message) {
   return 1;
 }
 
+// Every CSV shard under `dir` (sorted by name) read with the upload's reader
+// into one table: the in-process runs read the rows as an upload would.
+absl::StatusOr<data::Table> ReadShards(const fs::path& dir, const data::Schema& schema,
+                                       size_t* num_shards = nullptr) {
+  std::vector<fs::path> shards;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    if (entry.path().extension() == ".csv") shards.push_back(entry.path());
+  }
+  std::sort(shards.begin(), shards.end());
+  if (num_shards != nullptr) *num_shards = shards.size();
+  std::vector<data::Table> parts;
+  int64_t total = 0;
+  for (const fs::path& path : shards) {
+    absl::StatusOr<data::Table> part = data::ReadCsvFile(schema, path.string());
+    if (!part.ok()) return part.status();
+    total += part->num_rows();
+    parts.push_back(*std::move(part));
+  }
+  data::Table table;
+  table.cells.resize(total, schema.num_columns());
+  int64_t offset = 0;
+  for (data::Table& part : parts) {
+    table.cells.middleRows(offset, part.num_rows()) = part.cells;
+    offset += part.num_rows();
+    part = data::Table();
+  }
+  return table;
+}
+
 int Generate(const fs::path& dir, int64_t rows, int shards) {
   fs::create_directories(dir);
   const data::Schema schema = data::DemoSchema();
@@ -92,31 +121,13 @@ int Generate(const fs::path& dir, int64_t rows, int shards) {
 
 int Engine(const fs::path& dir, int frequencies, uint64_t seed, const std::string& statistic_out) {
   const absl::StatusOr<data::Schema> schema = data::DemoSchema();
-  std::vector<fs::path> shards;
-  for (const auto& entry : fs::directory_iterator(dir)) {
-    if (entry.path().extension() == ".csv") shards.push_back(entry.path());
-  }
-  std::sort(shards.begin(), shards.end());
-
   // Read: every shard with the upload's reader, into one table.
   Clock::time_point start = Clock::now();
   double cpu_start = CpuSeconds();
-  std::vector<data::Table> parts;
-  int64_t total = 0;
-  for (const fs::path& path : shards) {
-    absl::StatusOr<data::Table> part = data::ReadCsvFile(*schema, path.string());
-    if (!part.ok()) return Fail(std::string(part.status().message()));
-    total += part->num_rows();
-    parts.push_back(*std::move(part));
-  }
-  data::Table table;
-  table.cells.resize(total, schema->num_columns());
-  int64_t offset = 0;
-  for (data::Table& part : parts) {
-    table.cells.middleRows(offset, part.num_rows()) = part.cells;
-    offset += part.num_rows();
-    part = data::Table();
-  }
+  size_t num_shards = 0;
+  absl::StatusOr<data::Table> read = ReadShards(dir, *schema, &num_shards);
+  if (!read.ok()) return Fail(std::string(read.status().message()));
+  data::Table table = *std::move(read);
   const double read_s = SecondsSince(start);
   const double read_cpu_s = CpuSeconds() - cpu_start;
 
@@ -157,8 +168,8 @@ int Engine(const fs::path& dir, int frequencies, uint64_t seed, const std::strin
   std::printf(
       "{\"rows\": %lld, \"shards\": %zu, \"read_s\": %.4f, \"encode_s\": %.4f, \"run_s\": %.4f, "
       "\"read_cpu_s\": %.4f, \"run_cpu_s\": %.4f, \"hardware_threads\": %u}\n",
-      static_cast<long long>(total), shards.size(), read_s, encode_s, run_s, read_cpu_s, run_cpu_s,
-      std::thread::hardware_concurrency());
+      static_cast<long long>(table.num_rows()), num_shards, read_s, encode_s, run_s, read_cpu_s,
+      run_cpu_s, std::thread::hardware_concurrency());
   return 0;
 }
 
@@ -203,30 +214,12 @@ bool WriteFile(const std::string& path, const std::string& bytes) {
 int Recipe(const fs::path& dir, const std::string& kind, int rounds, uint64_t seed,
            const std::string& artefact_out, const std::string& request_out) {
   const data::Schema schema = data::DemoSchema();
-  std::vector<fs::path> shards;
-  for (const auto& entry : fs::directory_iterator(dir)) {
-    if (entry.path().extension() == ".csv") shards.push_back(entry.path());
-  }
-  std::sort(shards.begin(), shards.end());
   Clock::time_point start = Clock::now();
-  std::vector<data::Table> parts;
-  int64_t total = 0;
-  for (const fs::path& path : shards) {
-    absl::StatusOr<data::Table> part = data::ReadCsvFile(schema, path.string());
-    if (!part.ok()) return Fail(std::string(part.status().message()));
-    total += part->num_rows();
-    parts.push_back(*std::move(part));
-  }
-  data::Table table;
-  table.cells.resize(total, schema.num_columns());
-  int64_t offset = 0;
-  for (data::Table& part : parts) {
-    table.cells.middleRows(offset, part.num_rows()) = part.cells;
-    offset += part.num_rows();
-    part = data::Table();
-  }
+  absl::StatusOr<data::Table> read = ReadShards(dir, schema);
+  if (!read.ok()) return Fail(std::string(read.status().message()));
+  const data::Table table = *std::move(read);
   const double read_s = SecondsSince(start);
-  const v1::Dataset stored = BenchDataset(false, total);
+  const v1::Dataset stored = BenchDataset(false, table.num_rows());
   absl::StatusOr<plan::ReleasePlan> planned =
       plan::PlanRelease(RecipeRequest(kind, rounds), stored, schema);
   if (!planned.ok()) return Fail(std::string(planned.status().message()));
@@ -251,7 +244,8 @@ int Recipe(const fs::path& dir, const std::string& kind, int rounds, uint64_t se
   std::printf(
       "{\"rows\": %lld, \"read_s\": %.4f, \"run_s\": %.4f, \"run_cpu_s\": %.4f, "
       "\"tables\": %zu, \"table_cells\": %lld}\n",
-      static_cast<long long>(total), read_s, run_s, run_cpu_s, external->external_tables.size(),
+      static_cast<long long>(table.num_rows()), read_s, run_s, run_cpu_s,
+      external->external_tables.size(),
       static_cast<long long>(external->external_table_cells));
   return 0;
 }
@@ -278,7 +272,9 @@ int RecipeFromTables(const std::string& kind, int rounds, uint64_t seed,
   const double run_s = SecondsSince(start);
   const double run_cpu_s = CpuSeconds() - cpu_start;
   if (!release.ok()) return Fail(std::string(release.status().message()));
-  if (!WriteFile(artefact_out, ArtefactBytes(*release))) return Fail("cannot write " + artefact_out);
+  if (!WriteFile(artefact_out, ArtefactBytes(*release))) {
+    return Fail("cannot write " + artefact_out);
+  }
   std::printf("{\"run_s\": %.4f, \"run_cpu_s\": %.4f}\n", run_s, run_cpu_s);
   return 0;
 }

@@ -14,10 +14,11 @@
 // the clipped sum (DpSgdKind::ClippedGradientSum) and in drawing the noise
 // (SecureNoiseSource, as the server), each timed apart; GFLOP/s of the
 // step's GEMMs (their multiply-adds x 2, divided by the whole step's time,
-// so a lower bound of the GEMMs' own rate); and that GFLOP/s as a percentage of the dgemm peak: square 1024
-// products through OpenBLAS's cblas_dgemm (one BLAS thread) on every step
-// thread at once, measured before the table and again before each row (the
-// machine is shared; the row's ratio uses the row's peak). Eigen's own
+// so a lower bound of the GEMMs' own rate); and that GFLOP/s as a
+// percentage of the dgemm peak: square 1024 products through OpenBLAS's
+// cblas_dgemm (one BLAS thread) on every step thread at once, measured
+// before the table and again before each row (the machine is shared; the
+// row's ratio uses the row's peak). Eigen's own
 // double product, the path the step used before issue 39, is shown too.
 // The rows are random one-hot pairs, a benchmark input, never released.
 
