@@ -103,6 +103,34 @@ Eigen::MatrixXd DpSgdRows(const Eigen::MatrixXd& features, const Eigen::VectorXi
   return rows;
 }
 
+Eigen::MatrixXd SampleOneHotBlocks(const data::FeatureLayout& layout, int num_classes,
+                                   const Eigen::MatrixXd& probabilities, PublicRng* rng) {
+  Eigen::MatrixXd out = probabilities;
+  std::vector<std::pair<int, int>> blocks;  // (offset, levels)
+  for (const auto& slot : layout.categorical) blocks.emplace_back(slot.offset, slot.levels);
+  if (num_classes > 1) blocks.emplace_back(layout.total_dim(), num_classes);
+  for (const auto& [offset, levels] : blocks) {
+    for (Eigen::Index i = 0; i < out.rows(); ++i) {
+      auto block = out.row(i).segment(offset, levels);
+      const double total = block.cwiseMax(0.0).sum();
+      // Inverse-CDF draw of level l with probability p_l / sum p; the last
+      // level when rounding leaves the target positive.
+      double target = rng->Uniform() * total;
+      int chosen = levels - 1;
+      for (int l = 0; l < levels; ++l) {
+        target -= std::max(block(l), 0.0);
+        if (target < 0) {
+          chosen = l;
+          break;
+        }
+      }
+      block.setZero();
+      block(chosen) = 1.0;
+    }
+  }
+  return out;
+}
+
 absl::StatusOr<DpSgdPhaseSpec> AutoencoderPhase(int row_width, const AutoganOptions& options) {
   DPC_RETURN_IF_ERROR(ValidateOptions(options));
   DpSgdPhaseSpec spec;
@@ -241,6 +269,9 @@ absl::StatusOr<TrainedAutogan> TrainAutogan(const data::FeatureLayout& layout, i
   const int m = options.generator_batch;
   Eigen::MatrixXd z(m, options.noise_dim);
   Eigen::MatrixXd fake;
+  // The decoder's probabilities of the last draw (the sigmoid's derivative
+  // p (1 - p) of the generator step); equal to `fake` unless sample_fakes.
+  Eigen::MatrixXd fake_probabilities;
   Eigen::MatrixXd grad_scores = Eigen::MatrixXd::Constant(m, 1, 1.0 / m);
   Eigen::MatrixXd grad_x, grad_logits, grad_latent;
   Eigen::VectorXd critic_fake_grad(critic.num_parameters());
@@ -255,8 +286,11 @@ absl::StatusOr<TrainedAutogan> TrainAutogan(const data::FeatureLayout& layout, i
   auto draw_fakes = [&]() {
     rng.FillNormal(z);
     const Eigen::MatrixXd& latent = generator.Forward(z, &generator_ws);
-    fake = decoder.Forward(latent, &decoder_ws);
-    SigmoidInPlace(&fake);
+    fake_probabilities = decoder.Forward(latent, &decoder_ws);
+    SigmoidInPlace(&fake_probabilities);
+    fake = options.sample_fakes
+               ? SampleOneHotBlocks(layout, num_classes, fake_probabilities, &rng)
+               : fake_probabilities;
   };
 
   DPC_ASSIGN_OR_RETURN(auto oracle, open(critic_spec));
@@ -292,13 +326,16 @@ absl::StatusOr<TrainedAutogan> TrainAutogan(const data::FeatureLayout& layout, i
     }
     if ((t + 1) % generator_every == 0) {
       // Generator step: chain rule through the critic, the decoder's
-      // sigmoid (dx/dl = x (1 - x)) and the frozen decoder.
+      // sigmoid (dp/dl = p (1 - p)) and the frozen decoder; with sampled
+      // fakes the critic's gradient at the sample passes straight through
+      // to p (sample_fakes).
       draw_fakes();
       const Eigen::MatrixXd& scores = critic.Forward(fake, &critic_ws);
       result.generator_final_loss = -scores.mean();
       critic_scratch.setZero();
       critic.Backward(-grad_scores, &critic_ws, &critic_scratch, &grad_x);
-      grad_logits = grad_x.cwiseProduct(fake).cwiseProduct((1.0 - fake.array()).matrix());
+      grad_logits = grad_x.cwiseProduct(fake_probabilities)
+                        .cwiseProduct((1.0 - fake_probabilities.array()).matrix());
       decoder_scratch.setZero();
       decoder.Backward(grad_logits, &decoder_ws, &decoder_scratch, &grad_latent);
       generator_grad.setZero();

@@ -127,6 +127,14 @@ struct AutoganOptions {
   // Clip each decoded fake's critic gradient to critic_clip too, as the real
   // rows' are clipped by the oracle (see TrainAutogan).
   bool clip_fake_gradients = false;
+  // Show the critic sampled fakes instead of the decoder's probabilities:
+  // each one-hot block (and the label block) of a decoded fake is replaced by
+  // a one-hot draw from the block's normalised sigmoid outputs, as sampled
+  // rows are (SampleAutogan); the generator's gradient passes the draw
+  // straight through to the probabilities (Bengio et al. 2013, the
+  // straight-through estimator). Probabilities let the critic compare only
+  // means with the 0/1 real rows; samples carry the features' co-occurrence.
+  bool sample_fakes = false;
 
   // Fraction of the epsilon spent on the autoencoder (the rest: critic).
   // 0.7: the decoder carries most of the rows' structure (a generator that
@@ -176,6 +184,13 @@ absl::StatusOr<DpSgdPhaseSpec> CriticPhase(int row_width, const AutoganOptions& 
 // (0-based) is the latent code: the layers after it, with their parameters
 // copied from the tail of the flat vector (DenseLayerLayout offsets).
 absl::StatusOr<nn::Mlp> DecoderOf(const nn::Mlp& autoencoder, int latent_layer);
+
+// Replaces each one-hot block of `probabilities` (decoded DP-SGD rows, in
+// [0, 1]: the layout's categorical blocks, then the label block when
+// num_classes > 1) by a one-hot draw from the block's normalised values;
+// numeric coordinates are copied. Public post-processing of generated rows.
+Eigen::MatrixXd SampleOneHotBlocks(const data::FeatureLayout& layout, int num_classes,
+                                   const Eigen::MatrixXd& probabilities, PublicRng* rng);
 
 // Runs phase 1 then phase 2, each through its own oracle from `open`.
 absl::StatusOr<TrainedAutogan> TrainAutogan(const data::FeatureLayout& layout, int num_classes,

@@ -291,6 +291,43 @@ TEST(TrainAutogan, ClippedFakesLetTheGeneratorLearnBinaryShares) {
   EXPECT_LT(clipped, 0.06);
 }
 
+TEST(SampleOneHotBlocks, DrawsEachBlockFromItsNormalisedOutputs) {
+  // The demo schema: numerics, categorical blocks and a label block.
+  const DemoRows d = MakeDemoRows(10, 3);
+  const int width = DpSgdRowWidth(d.layout, d.schema.num_classes());
+  constexpr int kRows = 20000;
+  PublicRng values_rng(11);
+  Eigen::MatrixXd one(1, width);
+  for (int j = 0; j < width; ++j) one(0, j) = 0.05 + 0.9 * values_rng.Uniform();
+  const Eigen::MatrixXd probabilities = one.replicate(kRows, 1);
+  PublicRng rng(12);
+  const Eigen::MatrixXd sampled =
+      SampleOneHotBlocks(d.layout, d.schema.num_classes(), probabilities, &rng);
+  ASSERT_EQ(sampled.rows(), kRows);
+  ASSERT_EQ(sampled.cols(), width);
+  for (const auto& slot : d.layout.numeric) {
+    EXPECT_EQ(sampled.col(slot.offset), probabilities.col(slot.offset));
+  }
+  std::vector<std::pair<int, int>> blocks;
+  for (const auto& slot : d.layout.categorical) blocks.emplace_back(slot.offset, slot.levels);
+  blocks.emplace_back(d.layout.total_dim(), d.schema.num_classes());
+  ASSERT_FALSE(d.layout.categorical.empty());
+  for (const auto& [offset, levels] : blocks) {
+    const Eigen::MatrixXd block = sampled.middleCols(offset, levels);
+    // Every row is one-hot ...
+    for (Eigen::Index i = 0; i < kRows; ++i) {
+      ASSERT_EQ(block.row(i).sum(), 1.0);
+      ASSERT_EQ(block.row(i).maxCoeff(), 1.0);
+    }
+    // ... with each level's share p_l / sum p (binomial sd <= 0.0036).
+    const double total = one.middleCols(offset, levels).sum();
+    for (int l = 0; l < levels; ++l) {
+      EXPECT_NEAR(block.col(l).mean(), one(0, offset + l) / total, 0.015)
+          << "block at " << offset << " level " << l;
+    }
+  }
+}
+
 TEST(TrainAutogan, RejectsBadOptions) {
   const DemoRows d = MakeDemoRows(100, 4);
   OracleLog log;
