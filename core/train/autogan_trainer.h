@@ -5,6 +5,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "Eigen/Core"
@@ -135,6 +136,11 @@ struct AutoganOptions {
   // straight-through estimator). Probabilities let the critic compare only
   // means with the 0/1 real rows; samples carry the features' co-occurrence.
   bool sample_fakes = false;
+  // With sample_fakes, > 0: a Gumbel-softmax relaxation of each block's draw
+  // at this temperature instead of the hard draw (Jang et al. 2017; Maddison
+  // et al. 2017): y = softmax((log p + g) / tau), g Gumbel(0, 1), whose
+  // exact gradient the generator step follows.
+  double gumbel_temperature = 0.0;
 
   // Fraction of the epsilon spent on the autoencoder (the rest: critic).
   // 0.7: the decoder carries most of the rows' structure (a generator that
@@ -191,6 +197,25 @@ absl::StatusOr<nn::Mlp> DecoderOf(const nn::Mlp& autoencoder, int latent_layer);
 // numeric coordinates are copied. Public post-processing of generated rows.
 Eigen::MatrixXd SampleOneHotBlocks(const data::FeatureLayout& layout, int num_classes,
                                    const Eigen::MatrixXd& probabilities, PublicRng* rng);
+
+// The one-hot blocks of a DP-SGD row as (offset, levels): the layout's
+// categorical blocks, then the label block when num_classes > 1.
+std::vector<std::pair<int, int>> OneHotBlocks(const data::FeatureLayout& layout,
+                                              int num_classes);
+
+// A Gumbel-softmax relaxation of each block's draw (AutoganOptions::
+// gumbel_temperature); numeric coordinates are copied.
+Eigen::MatrixXd RelaxedOneHotBlocks(const std::vector<std::pair<int, int>>& blocks,
+                                    const Eigen::MatrixXd& probabilities, double temperature,
+                                    PublicRng* rng);
+
+// The gradient with respect to the decoder's logits (p = sigmoid(logits))
+// of a loss whose gradient with respect to RelaxedOneHotBlocks' output
+// `relaxed` is `grad_relaxed` (the Gumbel noise held fixed).
+Eigen::MatrixXd RelaxedOneHotBackward(const std::vector<std::pair<int, int>>& blocks,
+                                      const Eigen::MatrixXd& relaxed,
+                                      const Eigen::MatrixXd& probabilities, double temperature,
+                                      const Eigen::MatrixXd& grad_relaxed);
 
 // Runs phase 1 then phase 2, each through its own oracle from `open`.
 absl::StatusOr<TrainedAutogan> TrainAutogan(const data::FeatureLayout& layout, int num_classes,
