@@ -264,7 +264,8 @@ int main(int argc, char** argv) {
   const double gan_s = phase_seconds.size() > 1 ? phase_seconds[1] : 0;
   std::printf(
       "eps %g seed %llu | ae T %lld B %g C %g lr %g h %d/%d | gan T %lld B %g C %g lr %g/%g "
-      "tD %d clamp %g clipfake %d samplefake %d tau %g critic %d share %g | sigma %.3f/%.3f | median norm %.3g/%.3g | "
+      "tD %d clamp %g clipfake %d samplefake %d tau %g critic %d share %g | sigma %.3f/%.3f | "
+      "median norm %.3g/%.3g | "
       "recon gap %.4f corr %.3f | prob gap %.4f corr %.3f | auroc gap %.4f (%zu of %d) "
       "const %zu | ae %.0f s (%.2f "
       "steps/s) gan %.0f s (%.2f steps/s) total %.0f s\n",

@@ -157,7 +157,9 @@ Eigen::MatrixXd RelaxedOneHotBackward(const std::vector<std::pair<int, int>>& bl
   for (const auto& [offset, levels] : blocks) {
     for (Eigen::Index i = 0; i < out.rows(); ++i) {
       double inner = 0;
-      for (int l = 0; l < levels; ++l) inner += grad_relaxed(i, offset + l) * relaxed(i, offset + l);
+      for (int l = 0; l < levels; ++l) {
+        inner += grad_relaxed(i, offset + l) * relaxed(i, offset + l);
+      }
       for (int l = 0; l < levels; ++l) {
         out(i, offset + l) = relaxed(i, offset + l) * (grad_relaxed(i, offset + l) - inner) *
                              (1.0 - probabilities(i, offset + l)) / temperature;
