@@ -135,6 +135,8 @@ struct AutoganOptions {
   // straight through to the probabilities (Bengio et al. 2013, the
   // straight-through estimator). Probabilities let the critic compare only
   // means with the 0/1 real rows; samples carry the features' co-occurrence.
+  // Measured worse on the binary stand-in at eps 1 (docs/benchmarks.md,
+  // issue 39 rows 13 and 14), hence off everywhere.
   bool sample_fakes = false;
   // With sample_fakes, > 0: a Gumbel-softmax relaxation of each block's draw
   // at this temperature instead of the hard draw (Jang et al. 2017; Maddison
