@@ -144,6 +144,8 @@ int main(int argc, char** argv) {
   o.generator_batch = static_cast<int>(flags.Int("generator-batch", o.generator_batch));
   o.weight_clamp = flags.Double("weight-clamp", o.weight_clamp);
   o.clip_fake_gradients = flags.Int("clip-fakes", 0) != 0;
+  o.sample_fakes = flags.Int("sample-fakes", 0) != 0;
+  o.gumbel_temperature = flags.Double("gumbel-temperature", 0.0);
   o.autoencoder_share = flags.Double("autoencoder-share", o.autoencoder_share);
   o.progress_every = flags.Int("progress-every", 100);
   flags.CheckAllUsed();
@@ -262,7 +264,8 @@ int main(int argc, char** argv) {
   const double gan_s = phase_seconds.size() > 1 ? phase_seconds[1] : 0;
   std::printf(
       "eps %g seed %llu | ae T %lld B %g C %g lr %g h %d/%d | gan T %lld B %g C %g lr %g/%g "
-      "tD %d clamp %g clipfake %d critic %d share %g | sigma %.3f/%.3f | median norm %.3g/%.3g | "
+      "tD %d clamp %g clipfake %d samplefake %d tau %g critic %d share %g | sigma %.3f/%.3f | "
+      "median norm %.3g/%.3g | "
       "recon gap %.4f corr %.3f | prob gap %.4f corr %.3f | auroc gap %.4f (%zu of %d) "
       "const %zu | ae %.0f s (%.2f "
       "steps/s) gan %.0f s (%.2f steps/s) total %.0f s\n",
@@ -271,7 +274,8 @@ int main(int argc, char** argv) {
       o.autoencoder_learning_rate, o.encoder_hidden.empty() ? 0 : o.encoder_hidden[0],
       o.latent_dim, static_cast<long long>(o.critic_steps), o.critic_batch, o.critic_clip,
       o.critic_learning_rate, o.generator_learning_rate, o.critic_steps_per_generator_step,
-      o.weight_clamp, o.clip_fake_gradients ? 1 : 0,
+      o.weight_clamp, o.clip_fake_gradients ? 1 : 0, o.sample_fakes ? 1 : 0,
+      o.gumbel_temperature,
       o.critic_hidden.empty() ? 0 : o.critic_hidden[0], o.autoencoder_share,
       sigmas.size() > 0 ? sigmas[0] : 0.0, sigmas.size() > 1 ? sigmas[1] : 0.0,
       median_norms.size() > 0 ? median_norms[0] : 0.0,

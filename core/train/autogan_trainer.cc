@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -53,6 +54,9 @@ absl::Status ValidateOptions(const AutoganOptions& o) {
   if (!(o.weight_clamp >= 0) || !std::isfinite(o.weight_clamp)) {
     return absl::InvalidArgumentError("--weight-clamp must be >= 0 (0: no clamping)");
   }
+  if (!(o.gumbel_temperature >= 0) || !std::isfinite(o.gumbel_temperature)) {
+    return absl::InvalidArgumentError("--gumbel-temperature must be >= 0 (0: hard draws)");
+  }
   if (!(o.autoencoder_share > 0 && o.autoencoder_share < 1)) {
     return absl::InvalidArgumentError(
         absl::StrCat("--autoencoder-share must be in (0, 1), got ", o.autoencoder_share));
@@ -101,6 +105,93 @@ Eigen::MatrixXd DpSgdRows(const Eigen::MatrixXd& features, const Eigen::VectorXi
     for (Eigen::Index i = 0; i < features.rows(); ++i) rows(i, features.cols() + labels(i)) = 1.0;
   }
   return rows;
+}
+
+// The one-hot blocks of a DP-SGD row: (offset, levels), the layout's, then
+// the label block.
+std::vector<std::pair<int, int>> OneHotBlocks(const data::FeatureLayout& layout,
+                                              int num_classes) {
+  std::vector<std::pair<int, int>> blocks;
+  for (const auto& slot : layout.categorical) blocks.emplace_back(slot.offset, slot.levels);
+  if (num_classes > 1) blocks.emplace_back(layout.total_dim(), num_classes);
+  return blocks;
+}
+
+// Gumbel-softmax relaxation of each block's draw (Jang et al. 2017, eq. 1):
+// y_l = softmax_l((log p_l + g_l) / tau), g_l = -log(-log U) (the block's
+// normalisation of p cancels in the softmax); numerics copied.
+Eigen::MatrixXd RelaxedOneHotBlocks(const std::vector<std::pair<int, int>>& blocks,
+                                    const Eigen::MatrixXd& probabilities, double temperature,
+                                    PublicRng* rng) {
+  Eigen::MatrixXd out = probabilities;
+  std::vector<double> a;
+  for (const auto& [offset, levels] : blocks) {
+    a.resize(levels);
+    for (Eigen::Index i = 0; i < out.rows(); ++i) {
+      double top = -std::numeric_limits<double>::infinity();
+      for (int l = 0; l < levels; ++l) {
+        double u = rng->Uniform();
+        while (u <= 0.0) u = rng->Uniform();
+        const double gumbel = -std::log(-std::log(u));
+        a[l] = (std::log(std::max(probabilities(i, offset + l), 1e-300)) + gumbel) / temperature;
+        top = std::max(top, a[l]);
+      }
+      double total = 0;
+      for (int l = 0; l < levels; ++l) total += (a[l] = std::exp(a[l] - top));
+      for (int l = 0; l < levels; ++l) out(i, offset + l) = a[l] / total;
+    }
+  }
+  return out;
+}
+
+// d loss / d logits for relaxed fakes y (above) of p = sigmoid(logits), given
+// g = d loss / d y: within a block, dy_k/dlog p_l = y_k (delta_kl - y_l) / tau
+// and dlog p_l / dlogit_l = 1 - p_l, so the logit's gradient is
+// y_l (g_l - sum_k g_k y_k) (1 - p_l) / tau; numerics: g p (1 - p).
+Eigen::MatrixXd RelaxedOneHotBackward(const std::vector<std::pair<int, int>>& blocks,
+                                      const Eigen::MatrixXd& relaxed,
+                                      const Eigen::MatrixXd& probabilities, double temperature,
+                                      const Eigen::MatrixXd& grad_relaxed) {
+  Eigen::MatrixXd out = grad_relaxed.cwiseProduct(probabilities)
+                            .cwiseProduct((1.0 - probabilities.array()).matrix());
+  for (const auto& [offset, levels] : blocks) {
+    for (Eigen::Index i = 0; i < out.rows(); ++i) {
+      double inner = 0;
+      for (int l = 0; l < levels; ++l) {
+        inner += grad_relaxed(i, offset + l) * relaxed(i, offset + l);
+      }
+      for (int l = 0; l < levels; ++l) {
+        out(i, offset + l) = relaxed(i, offset + l) * (grad_relaxed(i, offset + l) - inner) *
+                             (1.0 - probabilities(i, offset + l)) / temperature;
+      }
+    }
+  }
+  return out;
+}
+
+Eigen::MatrixXd SampleOneHotBlocks(const data::FeatureLayout& layout, int num_classes,
+                                   const Eigen::MatrixXd& probabilities, PublicRng* rng) {
+  Eigen::MatrixXd out = probabilities;
+  for (const auto& [offset, levels] : OneHotBlocks(layout, num_classes)) {
+    for (Eigen::Index i = 0; i < out.rows(); ++i) {
+      auto block = out.row(i).segment(offset, levels);
+      const double total = block.cwiseMax(0.0).sum();
+      // Inverse-CDF draw of level l with probability p_l / sum p; the last
+      // level when rounding leaves the target positive.
+      double target = rng->Uniform() * total;
+      int chosen = levels - 1;
+      for (int l = 0; l < levels; ++l) {
+        target -= std::max(block(l), 0.0);
+        if (target < 0) {
+          chosen = l;
+          break;
+        }
+      }
+      block.setZero();
+      block(chosen) = 1.0;
+    }
+  }
+  return out;
 }
 
 absl::StatusOr<DpSgdPhaseSpec> AutoencoderPhase(int row_width, const AutoganOptions& options) {
@@ -241,6 +332,10 @@ absl::StatusOr<TrainedAutogan> TrainAutogan(const data::FeatureLayout& layout, i
   const int m = options.generator_batch;
   Eigen::MatrixXd z(m, options.noise_dim);
   Eigen::MatrixXd fake;
+  // The decoder's probabilities of the last draw (the sigmoid's derivative
+  // p (1 - p) of the generator step); equal to `fake` unless sample_fakes.
+  Eigen::MatrixXd fake_probabilities;
+  const std::vector<std::pair<int, int>> blocks = OneHotBlocks(layout, num_classes);
   Eigen::MatrixXd grad_scores = Eigen::MatrixXd::Constant(m, 1, 1.0 / m);
   Eigen::MatrixXd grad_x, grad_logits, grad_latent;
   Eigen::VectorXd critic_fake_grad(critic.num_parameters());
@@ -255,8 +350,15 @@ absl::StatusOr<TrainedAutogan> TrainAutogan(const data::FeatureLayout& layout, i
   auto draw_fakes = [&]() {
     rng.FillNormal(z);
     const Eigen::MatrixXd& latent = generator.Forward(z, &generator_ws);
-    fake = decoder.Forward(latent, &decoder_ws);
-    SigmoidInPlace(&fake);
+    fake_probabilities = decoder.Forward(latent, &decoder_ws);
+    SigmoidInPlace(&fake_probabilities);
+    if (!options.sample_fakes) {
+      fake = fake_probabilities;
+    } else if (options.gumbel_temperature > 0) {
+      fake = RelaxedOneHotBlocks(blocks, fake_probabilities, options.gumbel_temperature, &rng);
+    } else {
+      fake = SampleOneHotBlocks(layout, num_classes, fake_probabilities, &rng);
+    }
   };
 
   DPC_ASSIGN_OR_RETURN(auto oracle, open(critic_spec));
@@ -292,13 +394,21 @@ absl::StatusOr<TrainedAutogan> TrainAutogan(const data::FeatureLayout& layout, i
     }
     if ((t + 1) % generator_every == 0) {
       // Generator step: chain rule through the critic, the decoder's
-      // sigmoid (dx/dl = x (1 - x)) and the frozen decoder.
+      // sigmoid (dp/dl = p (1 - p)) and the frozen decoder; with sampled
+      // fakes the critic's gradient at the sample passes straight through
+      // to p (sample_fakes).
       draw_fakes();
       const Eigen::MatrixXd& scores = critic.Forward(fake, &critic_ws);
       result.generator_final_loss = -scores.mean();
       critic_scratch.setZero();
       critic.Backward(-grad_scores, &critic_ws, &critic_scratch, &grad_x);
-      grad_logits = grad_x.cwiseProduct(fake).cwiseProduct((1.0 - fake.array()).matrix());
+      if (options.sample_fakes && options.gumbel_temperature > 0) {
+        grad_logits = RelaxedOneHotBackward(blocks, fake, fake_probabilities,
+                                            options.gumbel_temperature, grad_x);
+      } else {
+        grad_logits = grad_x.cwiseProduct(fake_probabilities)
+                          .cwiseProduct((1.0 - fake_probabilities.array()).matrix());
+      }
       decoder_scratch.setZero();
       decoder.Backward(grad_logits, &decoder_ws, &decoder_scratch, &grad_latent);
       generator_grad.setZero();

@@ -5,6 +5,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "Eigen/Core"
@@ -127,6 +128,21 @@ struct AutoganOptions {
   // Clip each decoded fake's critic gradient to critic_clip too, as the real
   // rows' are clipped by the oracle (see TrainAutogan).
   bool clip_fake_gradients = false;
+  // Show the critic sampled fakes instead of the decoder's probabilities:
+  // each one-hot block (and the label block) of a decoded fake is replaced by
+  // a one-hot draw from the block's normalised sigmoid outputs, as sampled
+  // rows are (SampleAutogan); the generator's gradient passes the draw
+  // straight through to the probabilities (Bengio et al. 2013, the
+  // straight-through estimator). Probabilities let the critic compare only
+  // means with the 0/1 real rows; samples carry the features' co-occurrence.
+  // Measured worse on the binary stand-in at eps 1 (docs/benchmarks.md,
+  // issue 39 rows 13 and 14), hence off everywhere.
+  bool sample_fakes = false;
+  // With sample_fakes, > 0: a Gumbel-softmax relaxation of each block's draw
+  // at this temperature instead of the hard draw (Jang et al. 2017; Maddison
+  // et al. 2017): y = softmax((log p + g) / tau), g Gumbel(0, 1), whose
+  // exact gradient the generator step follows.
+  double gumbel_temperature = 0.0;
 
   // Fraction of the epsilon spent on the autoencoder (the rest: critic).
   // 0.7: the decoder carries most of the rows' structure (a generator that
@@ -176,6 +192,32 @@ absl::StatusOr<DpSgdPhaseSpec> CriticPhase(int row_width, const AutoganOptions& 
 // (0-based) is the latent code: the layers after it, with their parameters
 // copied from the tail of the flat vector (DenseLayerLayout offsets).
 absl::StatusOr<nn::Mlp> DecoderOf(const nn::Mlp& autoencoder, int latent_layer);
+
+// Replaces each one-hot block of `probabilities` (decoded DP-SGD rows, in
+// [0, 1]: the layout's categorical blocks, then the label block when
+// num_classes > 1) by a one-hot draw from the block's normalised values;
+// numeric coordinates are copied. Public post-processing of generated rows.
+Eigen::MatrixXd SampleOneHotBlocks(const data::FeatureLayout& layout, int num_classes,
+                                   const Eigen::MatrixXd& probabilities, PublicRng* rng);
+
+// The one-hot blocks of a DP-SGD row as (offset, levels): the layout's
+// categorical blocks, then the label block when num_classes > 1.
+std::vector<std::pair<int, int>> OneHotBlocks(const data::FeatureLayout& layout,
+                                              int num_classes);
+
+// A Gumbel-softmax relaxation of each block's draw (AutoganOptions::
+// gumbel_temperature); numeric coordinates are copied.
+Eigen::MatrixXd RelaxedOneHotBlocks(const std::vector<std::pair<int, int>>& blocks,
+                                    const Eigen::MatrixXd& probabilities, double temperature,
+                                    PublicRng* rng);
+
+// The gradient with respect to the decoder's logits (p = sigmoid(logits))
+// of a loss whose gradient with respect to RelaxedOneHotBlocks' output
+// `relaxed` is `grad_relaxed` (the Gumbel noise held fixed).
+Eigen::MatrixXd RelaxedOneHotBackward(const std::vector<std::pair<int, int>>& blocks,
+                                      const Eigen::MatrixXd& relaxed,
+                                      const Eigen::MatrixXd& probabilities, double temperature,
+                                      const Eigen::MatrixXd& grad_relaxed);
 
 // Runs phase 1 then phase 2, each through its own oracle from `open`.
 absl::StatusOr<TrainedAutogan> TrainAutogan(const data::FeatureLayout& layout, int num_classes,
