@@ -13,6 +13,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "core/util/public_rng.h"
+#include "core/util/union_find.h"
 
 namespace dpcurator::pgm {
 namespace {
@@ -130,22 +131,6 @@ std::vector<int> SortedUnion(const std::vector<int>& a, const std::vector<int>& 
   std::set_union(a.begin(), a.end(), b.begin(), b.end(), std::back_inserter(out));
   return out;
 }
-
-struct UnionFind {
-  explicit UnionFind(int n) : parent(n) { std::iota(parent.begin(), parent.end(), 0); }
-  int Find(int x) {
-    while (parent[x] != x) x = parent[x] = parent[parent[x]];
-    return x;
-  }
-  bool Union(int a, int b) {
-    a = Find(a);
-    b = Find(b);
-    if (a == b) return false;
-    parent[std::max(a, b)] = std::min(a, b);
-    return true;
-  }
-  std::vector<int> parent;
-};
 
 // The junction tree of the graph whose edges join attributes sharing a
 // clique: greedy min-fill elimination (Koller & Friedman 2009, Sec. 9.4.3.2)

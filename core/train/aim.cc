@@ -18,6 +18,7 @@
 #include "core/privacy/rdp.h"
 #include "core/train/mst.h"
 #include "core/util/status_macros.h"
+#include "core/util/union_find.h"
 #include "core/util/validation.h"
 
 namespace dpcurator::train {
@@ -82,26 +83,6 @@ double MinLastRoundRho(const AimBudget& budget) {
 double LabelScoreSensitivity(privacy::NeighbouringRelation relation) {
   return relation == privacy::NeighbouringRelation::kReplaceOne ? 2.0 : 1.0;
 }
-
-// Disjoint sets of columns: the trees of a wide run's measured pairs.
-class UnionFind {
- public:
-  explicit UnionFind(int n) : parent_(n) {
-    for (int i = 0; i < n; ++i) parent_[i] = i;
-  }
-  int Find(int x) {
-    while (parent_[x] != x) x = parent_[x] = parent_[parent_[x]];
-    return x;
-  }
-  void Union(int a, int b) {
-    a = Find(a);
-    b = Find(b);
-    if (a != b) parent_[std::max(a, b)] = std::min(a, b);
-  }
-
- private:
-  std::vector<int> parent_;
-};
 
 // Exact tables of every candidate of a wide schema (at most 2 columns each):
 // 1-way ones by release::ExactMarginal; pairs, the bulk (573,000 at 1,071

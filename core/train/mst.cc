@@ -16,6 +16,7 @@
 #include "core/util/public_rng.h"
 #include "core/util/shard_pool.h"
 #include "core/util/status_macros.h"
+#include "core/util/union_find.h"
 #include "core/util/validation.h"
 
 namespace dpcurator::train {
@@ -28,25 +29,6 @@ using RowMajorMatrix = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eig
 // after 300), and a tree's junction tree is small (Adult's: a few thousand
 // cells), so this costs well under a second.
 constexpr int kTreeFitIterations = 1000;
-
-class UnionFind {
- public:
-  explicit UnionFind(int n) : parent_(n) { std::iota(parent_.begin(), parent_.end(), 0); }
-  int Find(int v) {
-    while (parent_[v] != v) v = parent_[v] = parent_[parent_[v]];
-    return v;
-  }
-  bool Union(int a, int b) {
-    a = Find(a);
-    b = Find(b);
-    if (a == b) return false;
-    parent_[b] = a;
-    return true;
-  }
-
- private:
-  std::vector<int> parent_;
-};
 
 std::string PairText(const std::vector<int>& clique) {
   return absl::StrCat("(", clique[0], ", ", clique[1], ")");
