@@ -114,22 +114,9 @@ absl::StatusOr<MarginalsKind::ExactCounts> MarginalsKind::Count(const Params& re
   }
   DPC_ASSIGN_OR_RETURN(data::Discretizer domain, data::Discretizer::Create(schema));
   const Eigen::MatrixXi codes = domain.Encode(rows);
-  ExactCounts exact;
-  std::vector<Eigen::VectorXd> tables;
-  int64_t total = 0;
-  for (const std::vector<int>& clique : resolved.cliques) {
-    exact.shapes.push_back(ShapeOf(clique, domain));
-    tables.push_back(ExactMarginal(clique, exact.shapes.back(), codes));
-    total += tables.back().size();
-  }
-  // One vector: the release's one draw covers the concatenation.
-  exact.counts.resize(total);
-  int64_t offset = 0;
-  for (const Eigen::VectorXd& table : tables) {
-    exact.counts.segment(offset, table.size()) = table;
-    offset += table.size();
-  }
-  return exact;
+  // The rows' tables (RowsTableSource: ExactMarginal of each clique),
+  // concatenated as from any other source.
+  return CountFrom(resolved, domain, RowsTableSource(&codes));
 }
 
 absl::StatusOr<MarginalsKind::ExactCounts> MarginalsKind::CountFrom(
