@@ -810,6 +810,14 @@ absl::StatusOr<v1::Dataset> Store::SetBins(const std::string& dataset_id,
   return GetDatasetLocked(db, dataset_id);
 }
 
+absl::StatusOr<release::OpenColumnValues> Store::LoadOpenColumn(const std::string& dataset_id,
+                                                                int column) {
+  (void)dataset_id;
+  (void)column;
+  // Placeholder until open columns are stored (issue 38, in progress).
+  return absl::UnimplementedError("open categorical columns are not stored yet");
+}
+
 absl::StatusOr<std::shared_ptr<const data::Table>> Store::LoadRows(const std::string& dataset_id,
                                                                    const data::Schema& schema) {
   auto db = database_->Lock();

@@ -12,6 +12,7 @@
 #include "absl/types/span.h"
 #include "core/data/schema.h"
 #include "core/data/table.h"
+#include "core/release/category_fit.h"
 #include "core/release/encoded_rows.h"
 #include "dpcurator/v1/dpcurator.pb.h"
 #include "server/clock.h"
@@ -98,6 +99,12 @@ class Store {
   // unsealed dataset is read and encoded afresh every time.
   absl::StatusOr<std::shared_ptr<const release::EncodedRows>> LoadEncodedRows(
       const std::string& dataset_id, const data::Schema& schema);
+  // Issue 38: an open categorical column's stored values (ColumnSchema.open;
+  // the dictionary and each row's index, release::OpenColumnValues), for
+  // the category fit. INVALID_ARGUMENT when `column` is not an open column
+  // of the dataset's schema.
+  absl::StatusOr<release::OpenColumnValues> LoadOpenColumn(const std::string& dataset_id,
+                                                           int column);
   // The memory the cache of sealed, encoded rows may hold.
   static constexpr size_t kMaxCachedRowBytes = size_t{1} << 30;
   // Reads of row chunks from SQLite since the store opened (cache misses).

@@ -103,6 +103,17 @@ std::vector<std::string> FitCategoryList(absl::Span<const std::string> values,
                                          const CategoryFitParams& params,
                                          privacy::NoiseSource* noise);
 
+// One open column's stored values (issue 38; server/store.h
+// Store::LoadOpenColumn): the distinct values in the order the store first
+// saw them, and each row's index into them (kMissingOpenValue for a missing
+// cell), in upload order. The shared contract between the store, which
+// keeps them, and the category fit, which counts them.
+inline constexpr int32_t kMissingOpenValue = -1;
+struct OpenColumnValues {
+  std::vector<std::string> dictionary;
+  std::vector<int32_t> indices;
+};
+
 }  // namespace dpcurator::release
 
 #endif  // DPCURATOR_CORE_RELEASE_CATEGORY_FIT_H_
