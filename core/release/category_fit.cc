@@ -144,10 +144,12 @@ absl::Status ValidateCategoryFitParams(const CategoryFitParams& params) {
   return absl::OkStatus();
 }
 
-std::vector<std::string> FitCategoryList(absl::Span<const std::string> values,
+namespace {
+
+// The thresholding over each distinct value's count (> 0), in value order.
+std::vector<std::string> ThresholdCounts(const std::map<std::string, int64_t>& counts,
                                          const CategoryFitParams& params,
                                          privacy::NoiseSource* noise) {
-  const std::map<std::string, int64_t> counts = CountCategoryValues(values);
   const auto sigma = static_cast<uint64_t>(params.sigma);
   // (noisy count, value) of every value that passes. One draw per distinct
   // value, in value order; the draws' number is not part of the output.
@@ -169,6 +171,34 @@ std::vector<std::string> FitCategoryList(absl::Span<const std::string> values,
   for (const auto& entry : passed) published.push_back(*entry.second);
   std::sort(published.begin(), published.end());
   return published;
+}
+
+}  // namespace
+
+std::vector<std::string> FitCategoryList(absl::Span<const std::string> values,
+                                         const CategoryFitParams& params,
+                                         privacy::NoiseSource* noise) {
+  return ThresholdCounts(CountCategoryValues(values), params, noise);
+}
+
+std::vector<std::string> FitOpenColumn(const OpenColumnValues& column,
+                                       const CategoryFitParams& params,
+                                       privacy::NoiseSource* noise) {
+  // One counter per dictionary entry: a row adds 1 to its own entry (a
+  // missing or out-of-range index to none), without a branch the output
+  // shows: the comparison only selects which counter, never whether to go on.
+  const auto size = static_cast<int64_t>(column.dictionary.size());
+  std::vector<int64_t> by_index(column.dictionary.size() + 1, 0);
+  for (const int32_t index : column.indices) {
+    const bool present = index >= 0 && index < size;
+    ++by_index[present ? static_cast<size_t>(index) : column.dictionary.size()];
+  }
+  // By value, as FitCategoryList counts: the same map, the same draw order.
+  std::map<std::string, int64_t> counts;
+  for (size_t i = 0; i < column.dictionary.size(); ++i) {
+    if (by_index[i] > 0) counts[column.dictionary[i]] += by_index[i];
+  }
+  return ThresholdCounts(counts, params, noise);
 }
 
 }  // namespace dpcurator::release

@@ -114,6 +114,18 @@ struct OpenColumnValues {
   std::vector<int32_t> indices;
 };
 
+// The mechanism over a stored open column (FitCategoryList's law and draws,
+// counted by dictionary index so no string is built per row): each index's
+// count, kMissingOpenValue and any index outside the dictionary counting
+// nowhere; entries that name the same value are one value (their counts
+// add); a dictionary value no row holds is no value of the column (no draw,
+// never published, as FitCategoryList on the rows' values). Equal to
+// FitCategoryList of the rows' present values for the same noise source
+// state. Total once `params` validated: never fails.
+std::vector<std::string> FitOpenColumn(const OpenColumnValues& column,
+                                       const CategoryFitParams& params,
+                                       privacy::NoiseSource* noise);
+
 }  // namespace dpcurator::release
 
 #endif  // DPCURATOR_CORE_RELEASE_CATEGORY_FIT_H_

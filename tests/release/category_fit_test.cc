@@ -232,5 +232,49 @@ TEST(CategoryFitTest, CalibrationIsConservativeAndMinimal) {
   EXPECT_FALSE(CalibrateCategoryFit(0.0, 1e-5, 1e-6, NeighbouringRelation::kAddRemove).ok());
 }
 
+// The engine over a stored open column (indices into a dictionary) is
+// FitCategoryList over the rows' present values: the same list for the same
+// seed, on random columns with missing cells, out-of-range indices, repeated
+// dictionary entries and dictionary values no row holds; and it never
+// publishes a value only the dictionary has, whatever the noise.
+TEST(CategoryFitTest, OpenColumnEngineEqualsTheListOfItsValues) {
+  PublicRng rng(3838);
+  for (int trial = 0; trial < 200; ++trial) {
+    OpenColumnValues column;
+    const int size = 1 + static_cast<int>(rng.NextU64() % 12);
+    for (int i = 0; i < size; ++i) {
+      // Some entries repeat a value (the engine adds their counts).
+      column.dictionary.push_back(absl::StrCat("v", rng.NextU64() % 10));
+    }
+    column.dictionary.push_back("only-in-the-dictionary");
+    std::vector<std::string> present;
+    const int n = static_cast<int>(rng.NextU64() % 60);
+    for (int r = 0; r < n; ++r) {
+      const uint64_t pick = rng.NextU64() % static_cast<uint64_t>(size + 3);
+      int32_t index = static_cast<int32_t>(pick);
+      if (pick == static_cast<uint64_t>(size)) index = kMissingOpenValue;
+      if (pick == static_cast<uint64_t>(size) + 1) index = size + 7;  // out of range
+      if (pick == static_cast<uint64_t>(size) + 2) index = 0;
+      column.indices.push_back(index);
+      if (index >= 0 && index < size) present.push_back(column.dictionary[index]);
+    }
+    const CategoryFitParams params{/*sigma=*/2.0, /*tau=*/1 + trial % 4 + 1,
+                                   /*max_categories=*/1 + trial % 6};
+    privacy::SeededNoiseSource a(trial);
+    privacy::SeededNoiseSource b(trial);
+    const std::vector<std::string> from_indices = FitOpenColumn(column, params, &a);
+    EXPECT_EQ(from_indices, FitCategoryList(present, params, &b)) << "trial " << trial;
+    EXPECT_TRUE(std::is_sorted(from_indices.begin(), from_indices.end()));
+    EXPECT_EQ(std::count(from_indices.begin(), from_indices.end(), "only-in-the-dictionary"), 0);
+    privacy::ZeroNoiseSource zero;
+    EXPECT_EQ(FitOpenColumn(column, params, &zero), FitCategoryList(present, params, &zero));
+  }
+  // All missing, and no row at all: nothing published, no failure.
+  privacy::SeededNoiseSource noise(1);
+  EXPECT_TRUE(FitOpenColumn({{"a"}, {kMissingOpenValue, kMissingOpenValue}}, {1.0, 2, 5}, &noise)
+                  .empty());
+  EXPECT_TRUE(FitOpenColumn({}, {1.0, 2, 5}, &noise).empty());
+}
+
 }  // namespace
 }  // namespace dpcurator::release
