@@ -124,6 +124,10 @@ const ReleaseKindBinding* BindingFor(v1::ReleaseRequest::KindCase kind_case) {
     // ComputeMarginalsRelease, plan/partition.h).
     case ReleaseRequest::kMarginals:
       return nullptr;
+    // Reads an open column's stored values (PlanCategoryFitRelease /
+    // ComputeCategoryFitRelease, plan/category_fit.h).
+    case ReleaseRequest::kCategoryFit:
+      return nullptr;
     case ReleaseRequest::KIND_NOT_SET:
       return nullptr;
   }

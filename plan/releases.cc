@@ -425,6 +425,7 @@ v1::ReleaseKind ReleasePlan::kind() const {
   if (mst.has_value()) return v1::MST;
   if (aim.has_value()) return v1::AIM;
   if (marginals.has_value()) return v1::MARGINALS;
+  if (category_fit.has_value()) return v1::CATEGORY_FIT;
   return binding == nullptr ? v1::RELEASE_KIND_UNSPECIFIED : binding->kind();
 }
 
@@ -432,6 +433,7 @@ std::string ReleasePlan::kind_name() const {
   if (mst.has_value()) return ReleaseKindName(v1::MST);
   if (aim.has_value()) return ReleaseKindName(v1::AIM);
   if (marginals.has_value()) return ReleaseKindName(v1::MARGINALS);
+  if (category_fit.has_value()) return ReleaseKindName(v1::CATEGORY_FIT);
   return binding == nullptr ? "" : ReleaseKindName(binding->kind());
 }
 
@@ -548,6 +550,15 @@ absl::StatusOr<ReleasePlan> PlanRelease(const v1::ReleaseRequest& request,
     plan.marginals = std::move(marginals);
     return plan;
   }
+  if (request.kind_case() == v1::ReleaseRequest::kCategoryFit) {
+    ReleasePlan plan;
+    plan.resolved_request = request;
+    DPC_ASSIGN_OR_RETURN(CategoryFitPlan fit, PlanCategoryFitRelease(request, dataset));
+    plan.event = fit.event;
+    plan.footprint = fit.footprint;
+    plan.category_fit = std::move(fit);
+    return plan;
+  }
   if (request.has_partition()) {
     return absl::InvalidArgumentError(
         "a partitioned one-shot release takes kind marginals; embeddings per class are "
@@ -560,7 +571,7 @@ absl::StatusOr<ReleasePlan> PlanRelease(const v1::ReleaseRequest& request,
   if (plan.binding == nullptr) {
     return absl::InvalidArgumentError(
         "release request names no kind; supported: rff_embedding, charfn_embedding, mst, aim, "
-        "marginals");
+        "marginals, category_fit");
   }
   // Every parameter against data-independent bounds (docs/privacy.md 6.2).
   DPC_RETURN_IF_ERROR(plan.binding->Resolve(schema, &plan.resolved_request));

@@ -18,6 +18,7 @@
 #include "core/train/aim.h"
 #include "core/train/mst.h"
 #include "dpcurator/v1/dpcurator.pb.h"
+#include "plan/category_fit.h"
 #include "plan/footprint.h"
 #include "plan/partition.h"
 #include "plan/release_kinds.h"
@@ -62,6 +63,9 @@ struct ReleasePlan {
   // partitioned (plan/partition.h, PlanMarginalsRelease); `event` is its
   // release::MarginalsEvent.
   std::optional<MarginalsReleasePlan> marginals;
+  // The category fit (ReleaseRequest.category_fit; plan/category_fit.h,
+  // PlanCategoryFitRelease): `event` is its release::CategoryFitEvent.
+  std::optional<CategoryFitPlan> category_fit;
   // An external dataset's mst or aim release (issue 41; docs/scale-out.md):
   // every clique whose exact table the recipe may read
   // (train::MstTableCliques, train::AimTableCliques), a function of the

@@ -5,9 +5,17 @@
 // while newer formats are refused with a clear message.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
 #include "client/methods/merf.h"
 #include "client/methods/pearl.h"
 #include "core/data/demo.h"
+#include "core/privacy/event_codec.h"
+#include "core/privacy/conversion.h"
+#include "core/release/category_fit.h"
 #include "core/release/encoded_rows.h"
 #include "core/release/mechanism_record.h"
 #include "core/release/rff_embedding.h"
@@ -37,13 +45,17 @@ TEST(ReleaseKindWireTest, EveryKindHasOneNameAndABindingThatPlansAnEvent) {
     const auto* field = v1::ReleaseRequest::descriptor()->FindFieldByName(name);
     ASSERT_NE(field, nullptr) << "ReleaseRequest.kind has no case named " << name;
     ASSERT_EQ(field->containing_oneof(), &KindOneof());
-    if (kind == v1::MST || kind == v1::AIM || kind == v1::MARGINALS) {
+    if (kind == v1::MST || kind == v1::AIM || kind == v1::MARGINALS ||
+        kind == v1::CATEGORY_FIT) {
       // A recipe of several mechanisms (plan/releases.cc PlanMstRelease,
       // event train::MstEvent; tests/server/mst_release_test.cc; and
       // PlanAimRelease, event train::AimEvent, tests/server/aim_release_test.cc),
       // not a one-shot Gaussian binding; marginals (plan/partition.cc
       // PlanMarginalsRelease, tests/server/partition_release_test.cc) reads
-      // the stored values, not the encoded rows, as they do.
+      // the stored values, not the encoded rows, as they do; category_fit
+      // (plan/category_fit.h PlanCategoryFitRelease, event
+      // release::CategoryFitEvent; CategoryFitPlanTest below) an open
+      // column's stored values.
       EXPECT_EQ(server::BindingFor(
                     static_cast<v1::ReleaseRequest::KindCase>(field->number())),
                 nullptr);
@@ -191,6 +203,180 @@ TEST(ReleaseGuardTest, AnEngineThatDiffersFromTheChargeReleasesNothing) {
                 .status()
                 .code(),
             absl::StatusCode::kInternal);
+}
+
+// ---- category_fit (issue 38; plan/category_fit.h; docs/privacy.md 2.11.2)
+
+// A dataset with an open categorical column "city" (no categories yet), a
+// declared one "colour", a numeric "age", at delta 1e-5.
+v1::Dataset OpenColumnDataset(v1::NeighbouringRelation relation = v1::ADD_REMOVE) {
+  v1::Dataset dataset;
+  dataset.set_id("ds_fit");
+  v1::TableSchema& schema = *dataset.mutable_schema();
+  v1::ColumnSchema& city = *schema.add_columns();
+  city.set_name("city");
+  city.set_type(v1::ColumnSchema::CATEGORICAL);
+  city.set_open(true);
+  v1::ColumnSchema& colour = *schema.add_columns();
+  colour.set_name("colour");
+  colour.set_type(v1::ColumnSchema::CATEGORICAL);
+  colour.add_categories("red");
+  colour.add_categories("blue");
+  v1::ColumnSchema& age = *schema.add_columns();
+  age.set_name("age");
+  age.set_type(v1::ColumnSchema::NUMERIC);
+  age.set_upper(100);
+  dataset.set_schema_fingerprint("fp_fit");
+  dataset.set_relation(relation);
+  dataset.mutable_budget()->set_epsilon(10);
+  dataset.mutable_budget()->set_delta(1e-5);
+  dataset.set_row_count(500);
+  return dataset;
+}
+
+v1::ReleaseRequest FitRequest(const std::string& column, double epsilon = 1.0) {
+  v1::ReleaseRequest request;
+  request.set_dataset_id("ds_fit");
+  request.set_idempotency_key("fit-1");
+  request.set_epsilon(epsilon);
+  request.mutable_category_fit()->set_column(column);
+  return request;
+}
+
+// Refused before admission (PlanRelease returns no plan, so no event is
+// charged), each with a message that says what to do.
+TEST(CategoryFitPlanTest, RefusalsBeforeAdmission) {
+  const v1::Dataset dataset = OpenColumnDataset();
+  const data::Schema schema = data::DemoSchema();  // unused by the fit's plan
+  struct Refused {
+    const char* why;
+    v1::ReleaseRequest request;
+    v1::Dataset dataset;
+    absl::StatusCode code;
+    const char* says;
+  };
+  std::vector<Refused> cases;
+  cases.push_back({"unknown column", FitRequest("town"), dataset,
+                   absl::StatusCode::kInvalidArgument, "its open ones: city"});
+  cases.push_back({"no column", FitRequest(""), dataset, absl::StatusCode::kInvalidArgument,
+                   "none was given"});
+  cases.push_back({"not open", FitRequest("colour"), dataset,
+                   absl::StatusCode::kInvalidArgument, "not open"});
+  cases.push_back({"numeric", FitRequest("age"), dataset, absl::StatusCode::kInvalidArgument,
+                   "not categorical"});
+  {
+    v1::ReleaseRequest r = FitRequest("city");
+    r.set_noise_multiplier(3.0);
+    cases.push_back({"noise multiplier", r, dataset, absl::StatusCode::kInvalidArgument,
+                     "not a noise multiplier"});
+    r.clear_privacy();
+    cases.push_back({"no privacy level", r, dataset, absl::StatusCode::kInvalidArgument,
+                     "give epsilon"});
+  }
+  for (double epsilon : {0.0, -1.0, std::numeric_limits<double>::infinity()}) {
+    cases.push_back({"bad epsilon", FitRequest("city", epsilon), dataset,
+                     absl::StatusCode::kInvalidArgument, "Epsilon must be finite and positive"});
+  }
+  {
+    v1::ReleaseRequest r = FitRequest("city");
+    r.mutable_partition()->set_column("colour");
+    cases.push_back({"partition", r, dataset, absl::StatusCode::kInvalidArgument,
+                     "not partitioned"});
+  }
+  for (int32_t max : {-1, static_cast<int32_t>(plan::kMaxFitCategories) + 1}) {
+    v1::ReleaseRequest r = FitRequest("city");
+    r.mutable_category_fit()->set_max_categories(max);
+    cases.push_back({"max_categories", r, dataset, absl::StatusCode::kInvalidArgument,
+                     "max_categories must be in [1, 10000]"});
+  }
+  for (double delta_0 : {-1e-7, 1e-5, 2e-5, std::nan("")}) {
+    v1::ReleaseRequest r = FitRequest("city");
+    r.mutable_category_fit()->set_delta_0(delta_0);
+    cases.push_back({"delta_0", r, dataset, absl::StatusCode::kInvalidArgument,
+                     "delta_0 (the chance"});
+  }
+  {
+    v1::Dataset empty = dataset;
+    empty.set_row_count(0);
+    cases.push_back({"no rows", FitRequest("city"), empty,
+                     absl::StatusCode::kFailedPrecondition, "upload rows first"});
+    v1::Dataset external = dataset;
+    external.set_external(true);
+    cases.push_back({"external", FitRequest("city"), external,
+                     absl::StatusCode::kFailedPrecondition, "external"});
+  }
+  for (const Refused& c : cases) {
+    SCOPED_TRACE(c.why);
+    const absl::StatusOr<server::ReleasePlan> plan =
+        server::PlanRelease(c.request, c.dataset, schema);
+    ASSERT_FALSE(plan.ok());
+    EXPECT_EQ(plan.status().code(), c.code) << plan.status();
+    EXPECT_NE(plan.status().message().find(c.says), std::string::npos) << plan.status();
+  }
+}
+
+// The plan's event is CalibrateCategoryFit's, under each relation, with
+// the defaults (max_categories 1,000, delta_0 = delta / 10) or the given
+// values; the compute runs FitOpenColumn with the plan's parameters and
+// fills the artefact.
+TEST(CategoryFitPlanTest, ChargesTheCalibratedEventAndRunsTheEngine) {
+  const data::Schema schema = data::DemoSchema();
+  for (v1::NeighbouringRelation wire : {v1::ADD_REMOVE, v1::REPLACE_ONE}) {
+    const privacy::NeighbouringRelation relation = RelationFromProto(wire);
+    const v1::Dataset dataset = OpenColumnDataset(wire);
+    for (double delta_0 : {0.0, 3e-6}) {
+      v1::ReleaseRequest request = FitRequest("city", 0.5);
+      request.mutable_category_fit()->set_delta_0(delta_0);
+      if (delta_0 > 0) request.mutable_category_fit()->set_max_categories(7);
+      const server::ReleasePlan plan = server::PlanRelease(request, dataset, schema).value();
+      ASSERT_TRUE(plan.category_fit.has_value());
+      EXPECT_EQ(plan.kind(), v1::CATEGORY_FIT);
+      EXPECT_EQ(plan.kind_name(), "category_fit");
+      const double target = delta_0 > 0 ? delta_0 : 1e-6;
+      const release::CalibratedCategoryFit fit =
+          release::CalibrateCategoryFit(0.5, 1e-5, target, relation).value();
+      const plan::CategoryFitPlan& planned = *plan.category_fit;
+      EXPECT_EQ(planned.column, 0);
+      EXPECT_EQ(planned.params.sigma, fit.sigma);
+      EXPECT_EQ(planned.params.tau, fit.tau);
+      EXPECT_EQ(planned.params.max_categories, delta_0 > 0 ? 7 : 1000);
+      EXPECT_EQ(planned.delta_0, fit.delta_0);
+      const privacy::PrivacyEvent event =
+          release::CategoryFitEvent(fit.sigma, fit.tau, relation).value();
+      ASSERT_TRUE(plan.event.has_value());
+      EXPECT_EQ(privacy::EncodeEvent(*plan.event), privacy::EncodeEvent(event));
+      EXPECT_LE(privacy::ComputeEpsilonReport(*plan.event, 1e-5).value().epsilon, 0.5);
+
+      // The compute: the engine's list for the same draws, in the artefact.
+      release::OpenColumnValues values;
+      values.dictionary = {"paris", "lyon", "nice"};
+      for (int i = 0; i < 400; ++i) values.indices.push_back(i % 2);
+      values.indices.push_back(2);
+      values.indices.push_back(release::kMissingOpenValue);
+      privacy::SeededNoiseSource a(5);
+      privacy::SeededNoiseSource b(5);
+      const v1::Release released = plan::ComputeCategoryFitRelease(
+          planned, dataset, values, "rel_fit", "fit-1", 0.49, &a);
+      const std::vector<std::string> expected =
+          release::FitOpenColumn(values, planned.params, &b);
+      EXPECT_EQ(std::vector<std::string>(released.category_fit().categories().begin(),
+                                         released.category_fit().categories().end()),
+                expected);
+      EXPECT_EQ(expected, (std::vector<std::string>{"lyon", "paris"}));
+      EXPECT_EQ(released.kind(), v1::CATEGORY_FIT);
+      EXPECT_EQ(released.idempotency_key(), "fit-1");
+      const v1::CategoryFitArtefact& artefact = released.category_fit();
+      EXPECT_EQ(artefact.release_id(), "rel_fit");
+      EXPECT_EQ(artefact.column(), "city");
+      EXPECT_EQ(artefact.sigma(), fit.sigma);
+      EXPECT_EQ(artefact.threshold(), fit.tau);
+      EXPECT_EQ(artefact.delta_0(), fit.delta_0);
+      EXPECT_EQ(artefact.epsilon(), 0.49);
+      EXPECT_EQ(artefact.delta(), 1e-5);
+      EXPECT_EQ(artefact.relation(), wire);
+      EXPECT_EQ(artefact.schema_fingerprint(), "fp_fit");
+    }
+  }
 }
 
 }  // namespace
