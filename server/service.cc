@@ -573,7 +573,7 @@ absl::StatusOr<v1::Release> ReleaseServiceImpl::RunReleaseEngine(const AdmittedR
                                         : noise.status();
   std::unique_ptr<PreparedEngine> engine;
   if (before_rows.ok() && !admitted.plan.mst.has_value() && !admitted.plan.aim.has_value() &&
-      !admitted.plan.marginals.has_value()) {
+      !admitted.plan.marginals.has_value() && !admitted.plan.category_fit.has_value()) {
     before_rows = Guarded([&]() -> absl::Status {
       DPC_ASSIGN_OR_RETURN(engine, PrepareRelease(admitted.plan, admitted.schema));
       return absl::OkStatus();
@@ -633,6 +633,17 @@ absl::StatusOr<v1::Release> ReleaseServiceImpl::RunReleaseEngine(const AdmittedR
                                      admission.release_id,
                                      admitted.plan.resolved_request.idempotency_key(),
                                      admission.epsilon_alone, noise->get());
+    }
+    if (admitted.plan.category_fit.has_value()) {
+      // The category fit counts an open column's stored values (issue 38);
+      // its engine never fails, and logs nothing of the values.
+      const plan::CategoryFitPlan& fit = *admitted.plan.category_fit;
+      DPC_ASSIGN_OR_RETURN(const release::OpenColumnValues values,
+                           store_->LoadOpenColumn(dataset.id(), fit.column));
+      DPC_RETURN_IF_ERROR(Hit(failpoint_, "release.after_rows_read"));
+      return plan::ComputeCategoryFitRelease(fit, dataset, values, admission.release_id,
+                                             admitted.plan.resolved_request.idempotency_key(),
+                                             admission.epsilon_alone, noise->get());
     }
     DPC_ASSIGN_OR_RETURN(std::shared_ptr<const release::EncodedRows> rows,
                          store_->LoadEncodedRows(dataset.id(), admitted.schema));

@@ -1,7 +1,11 @@
 // Analyst commands: request a release, fetch or list stored ones.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <limits>
+#include <string>
+#include <vector>
 #include <filesystem>
 #include <system_error>
 
@@ -104,6 +108,7 @@ double ReleaseEpsilon(const v1::Release& release) {
     return release.partitioned().marginals(0).epsilon();  // the whole release's
   }
   if (release.has_aim()) return release.aim().epsilon();
+  if (release.has_category_fit()) return release.category_fit().epsilon();
   return release.embedding().epsilon();
 }
 
@@ -114,7 +119,39 @@ double ReleaseNoiseMultiplier(const v1::Release& release) {
     return release.partitioned().marginals(0).noise_multiplier();  // every part's
   }
   if (release.has_aim()) return release.aim().one_way_noise_multiplier();
+  if (release.has_category_fit()) return 0.0;  // a discrete Gaussian sigma, not a multiplier
   return release.embedding().noise_multiplier();
+}
+
+// A category fit's result for people: how many values were published, the
+// list (cut after a screenful), and what made it.
+void PrintCategoryFit(const v1::CategoryFitArtefact& fit) {
+  constexpr int kShown = 20;
+  std::printf("column %s: %d value%s published (noise sigma %g, threshold %lld, delta_0 %.3g)\n",
+              fit.column().c_str(), fit.categories_size(), fit.categories_size() == 1 ? "" : "s",
+              fit.sigma(), static_cast<long long>(fit.threshold()), fit.delta_0());
+  for (int i = 0; i < fit.categories_size() && i < kShown; ++i) {
+    std::printf("  %s\n", fit.categories(i).c_str());
+  }
+  if (fit.categories_size() > kShown) {
+    std::printf("  ... and %d more (all in the artefact)\n", fit.categories_size() - kShown);
+  }
+  if (fit.categories_size() == 0) {
+    std::printf("no value was shared by enough rows: ask for a larger epsilon, or use this "
+                "column with fewer distinct values\n");
+  }
+}
+
+// A category fit's result as JSON fields.
+void AddCategoryFitJson(const v1::Release& release, nlohmann::json* out) {
+  if (!release.has_category_fit()) return;
+  const v1::CategoryFitArtefact& fit = release.category_fit();
+  (*out)["column"] = fit.column();
+  (*out)["categories"] =
+      std::vector<std::string>(fit.categories().begin(), fit.categories().end());
+  (*out)["sigma"] = fit.sigma();
+  (*out)["threshold"] = fit.threshold();
+  (*out)["delta_0"] = fit.delta_0();
 }
 
 absl::Status RunRelease(const ParsedArgs& args) {
@@ -182,10 +219,33 @@ absl::Status RunRelease(const ParsedArgs& args) {
       *request.mutable_marginals()->mutable_cliques() = params->workload();
       break;
     }
+    case v1::CATEGORY_FIT: {
+      // One open column's shared values (issue 38): --column, --epsilon,
+      // optionally --max-categories and --delta-0 (0: the server's defaults).
+      if (!args.Has("column")) {
+        return absl::InvalidArgumentError(
+            "--kind category_fit needs --column NAME (an open categorical column)");
+      }
+      auto* params = request.mutable_category_fit();
+      params->set_column(args.Get("column"));
+      if (args.Has("max-categories")) {
+        auto parsed = args.GetInt("max-categories");
+        if (!parsed.ok()) return parsed.status();
+        params->set_max_categories(static_cast<int32_t>(
+            std::clamp<int64_t>(*parsed, -1, std::numeric_limits<int32_t>::max())));
+      }
+      if (args.Has("delta-0")) {
+        auto parsed = args.GetDouble("delta-0");
+        if (!parsed.ok()) return parsed.status();
+        params->set_delta_0(*parsed);
+      }
+      break;
+    }
     default:
       return absl::InvalidArgumentError(absl::StrCat(
           "--kind '", args.Get("kind"),
-          "' is not supported; use rff_embedding, charfn_embedding, mst, aim or marginals"));
+          "' is not supported; use rff_embedding, charfn_embedding, mst, aim, marginals or "
+          "category_fit"));
   }
   if (args.Has("partition-by")) {
     // One release per part of the label's declared values (docs/privacy.md
@@ -239,6 +299,7 @@ absl::Status RunRelease(const ParsedArgs& args) {
                           {"epsilon_remaining", release.epsilon_remaining()},
                           {"idempotency_key", request.idempotency_key()},
                           {"out", args.Get("out")}};
+    AddCategoryFitJson(release, &out);
     std::printf("%s\n", out.dump(2).c_str());
     return absl::OkStatus();
   }
@@ -246,6 +307,7 @@ absl::Status RunRelease(const ParsedArgs& args) {
               release.replayed() ? "replayed stored release" : "released", release.id().c_str(),
               epsilon, release.epsilon_spent_total(),
               release.epsilon_remaining());
+  if (release.has_category_fit()) PrintCategoryFit(release.category_fit());
   std::printf("artefact written to %s (idempotency key %s)\n", args.Get("out").c_str(),
               request.idempotency_key().c_str());
   return absl::OkStatus();
@@ -269,11 +331,13 @@ absl::Status RunGet(const ParsedArgs& args) {
                           {"kind", ReleaseKindName(release.kind())},
                           {"epsilon", ReleaseEpsilon(release)},
                           {"out", args.Get("out")}};
+    AddCategoryFitJson(release, &out);
     std::printf("%s\n", out.dump(2).c_str());
     return absl::OkStatus();
   }
   std::printf("release %s written to %s (no charge)\n", release.id().c_str(),
               args.Get("out").c_str());
+  if (release.has_category_fit()) PrintCategoryFit(release.category_fit());
   return absl::OkStatus();
 }
 
@@ -324,11 +388,20 @@ std::vector<Command> ReleaseCommands() {
                        "(MST's marginals and private tree; --epsilon only) or aim (AIM's "
                        "adaptive marginals; --epsilon, optionally --workload, --max-model-cells, "
                        "--rounds; fit with `train aim --release`) or marginals (noisy count "
-                       "tables of the --workload cliques; with --partition-by, one per part)",
+                       "tables of the --workload cliques; with --partition-by, one per part) "
+                       "or category_fit (the values of an open --column that enough rows share; "
+                       "--epsilon only; `schema fit --categories` writes the schema from it)",
                        false, false, "",
                        {ReleaseKindName(v1::RFF_EMBEDDING), ReleaseKindName(v1::CHARFN_EMBEDDING),
                         ReleaseKindName(v1::MST), ReleaseKindName(v1::AIM),
-                        ReleaseKindName(v1::MARGINALS)}},
+                        ReleaseKindName(v1::MARGINALS), ReleaseKindName(v1::CATEGORY_FIT)}},
+                      {"column", "", "category_fit: the open categorical column"},
+                      {"max-categories", "",
+                       "category_fit: publish at most this many values (default 1,000; at most "
+                       "10,000)"},
+                      {"delta-0", "",
+                       "category_fit: the chance that a value only one row has is published "
+                       "(default: a tenth of the dataset's delta)"},
                       {"workload", "",
                        "aim: cliques of 1 to 3 column names, 'a,b;c,d,e' (default: every pair, "
                        "plus every triple with the label); marginals: the cliques (default: "

@@ -7,6 +7,9 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <limits>
+#include <string>
+#include <vector>
 #include <nlohmann/json.hpp>
 
 #include "absl/status/status.h"
@@ -336,6 +339,9 @@ std::string SchemaToFileJson(const v1::TableSchema& schema,
       j["categories"] = std::vector<std::string>(column.categories().begin(),
                                                  column.categories().end());
       if (column.nullable()) j["nullable"] = true;
+      // Kept: the server keeps an open column's values (issue 38), and
+      // `datasets set-categories` takes the list for the same column.
+      if (column.open()) j["open"] = true;
       if (!column.aliases().empty()) {
         // Sorted, so that the file is the same on every run.
         std::vector<std::pair<std::string, std::string>> aliases;
@@ -356,7 +362,228 @@ std::string SchemaToFileJson(const v1::TableSchema& schema,
   return out.dump(2) + "\n";
 }
 
+// Whether `text` is UTF-8 (a schema file is JSON text, and a category a
+// proto3 string): well-formed sequences of 1 to 4 bytes, no overlong forms,
+// no surrogates, nothing above U+10FFFF.
+bool IsUtf8(absl::string_view text) {
+  size_t i = 0;
+  while (i < text.size()) {
+    const auto byte = static_cast<unsigned char>(text[i]);
+    int length = 0;
+    uint32_t code = 0;
+    if (byte < 0x80) {
+      ++i;
+      continue;
+    } else if ((byte & 0xE0) == 0xC0) {
+      length = 2;
+      code = byte & 0x1F;
+    } else if ((byte & 0xF0) == 0xE0) {
+      length = 3;
+      code = byte & 0x0F;
+    } else if ((byte & 0xF8) == 0xF0) {
+      length = 4;
+      code = byte & 0x07;
+    } else {
+      return false;
+    }
+    if (i + length > text.size()) return false;
+    for (int k = 1; k < length; ++k) {
+      const auto next = static_cast<unsigned char>(text[i + k]);
+      if ((next & 0xC0) != 0x80) return false;
+      code = (code << 6) | (next & 0x3F);
+    }
+    const uint32_t smallest[] = {0, 0, 0x80, 0x800, 0x10000};
+    if (code < smallest[length] || code > 0x10FFFF || (code >= 0xD800 && code <= 0xDFFF)) {
+      return false;
+    }
+    i += length;
+  }
+  return true;
+}
+
+// The catch-all level a fitted list ends with: "other", or "other_1",
+// "other_2", ... when the release published that name.
+std::string CatchAllName(const std::vector<std::string>& published) {
+  const auto taken = [&](const std::string& name) {
+    return std::find(published.begin(), published.end(), name) != published.end();
+  };
+  std::string name = "other";
+  for (int k = 1; taken(name); ++k) name = absl::StrCat("other_", k);
+  return name;
+}
+
+// `schema fit --categories`: one category_fit release per open column
+// (issue 38; docs/privacy.md 2.11.2), then the dataset's schema with each
+// fitted column's categories = the published values and a catch-all LAST.
+absl::Status RunCategoryFit(const ParsedArgs& args) {
+  const std::string out = args.Get("out");
+  {
+    // Before any release is charged: a path that cannot be written fails now.
+    std::ofstream probe(out, std::ios::app);
+    if (!probe) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--out ", out, " cannot be written; nothing was requested"));
+    }
+  }
+  if (args.Has("noise-multiplier") || !args.Has("epsilon")) {
+    return absl::InvalidArgumentError(
+        "schema fit --categories takes --epsilon (each column's release), not a noise "
+        "multiplier; nothing was requested");
+  }
+  std::vector<std::string> columns;
+  for (absl::string_view name : absl::StrSplit(args.Get("categories"), ',', absl::SkipEmpty())) {
+    columns.emplace_back(absl::StripAsciiWhitespace(name));
+  }
+  if (columns.empty()) {
+    return absl::InvalidArgumentError(
+        "--categories needs the open categorical columns to fit, 'a,b'; nothing was requested");
+  }
+  auto connection = Connection::FromArgs(args);
+  if (!connection.ok()) return connection.status();
+  auto dataset = FindDataset(&*connection, args.Get("dataset"));
+  if (!dataset.ok()) return dataset.status();
+  v1::ReleaseRequest base;
+  base.set_dataset_id(dataset->id());
+  if (auto set = SetPrivacyLevel(args, &base); !set.ok()) return set;
+  WarnIfUnlikelyEpsilon("--epsilon", base.epsilon());
+  v1::CategoryFitParams params;
+  if (args.Has("max-categories")) {
+    auto parsed = args.GetInt("max-categories");
+    if (!parsed.ok()) return parsed.status();
+    params.set_max_categories(static_cast<int32_t>(
+        std::clamp<int64_t>(*parsed, -1, std::numeric_limits<int32_t>::max())));
+  }
+  if (args.Has("delta-0")) {
+    auto parsed = args.GetDouble("delta-0");
+    if (!parsed.ok()) return parsed.status();
+    params.set_delta_0(*parsed);
+  }
+  const std::string key = args.Has("key") ? args.Get("key") : NewIdempotencyKey();
+  v1::TableSchema fitted = dataset->schema();
+  std::vector<std::string> notes(fitted.columns_size());
+  nlohmann::ordered_json releases = nlohmann::ordered_json::array();
+  std::printf("fitting %zu column%s' categories, epsilon %g each (composed on the dataset's "
+              "ledger)\n",
+              columns.size(), columns.size() == 1 ? "" : "s", base.epsilon());
+  for (size_t i = 0; i < columns.size(); ++i) {
+    const std::string& name = columns[i];
+    // One release per column, each its own key: a retry with the same
+    // --key replays every column already released, at no charge.
+    v1::ReleaseRequest request = base;
+    request.set_idempotency_key(absl::StrCat(key, "/", name));
+    *request.mutable_category_fit() = params;
+    request.mutable_category_fit()->set_column(name);
+    std::printf("[%zu/%zu] %s: requesting a category_fit release...\n", i + 1, columns.size(),
+                name.c_str());
+    std::fflush(stdout);
+    v1::Release release;
+    auto context = connection->NewContext();
+    grpc::Status status = connection->releases().RequestRelease(context.get(), request, &release);
+    if (!status.ok()) {
+      return ReleaseRpcError(status, absl::StrCat("category_fit release of '", name, "'"),
+                             request.idempotency_key());
+    }
+    if (!release.has_category_fit()) {
+      return absl::InternalError(absl::StrCat(
+          "release ", release.id(), " is not a category_fit release; fetch it with "
+          "`dpcurator release get --id ", release.id(), "`"));
+    }
+    const v1::CategoryFitArtefact& fit = release.category_fit();
+    int c = -1;
+    for (int k = 0; k < fitted.columns_size(); ++k) {
+      if (fitted.columns(k).name() == fit.column()) c = k;
+    }
+    if (c < 0) {
+      return absl::InternalError(absl::StrCat("release ", release.id(), " fitted column '",
+                                              fit.column(), "', which the schema does not have"));
+    }
+    // Post-processing of the release (docs/privacy.md 2.4): no further cost.
+    std::vector<std::string> published;
+    int not_text = 0;
+    for (const std::string& value : fit.categories()) {
+      if (IsUtf8(value)) {
+        published.push_back(value);
+      } else {
+        ++not_text;
+      }
+    }
+    const std::string catch_all = CatchAllName(published);
+    v1::ColumnSchema& column = *fitted.mutable_columns(c);
+    column.clear_categories();
+    for (const std::string& value : published) column.add_categories(value);
+    column.add_categories(catch_all);
+    // Aliases that name a category no longer listed would make the schema
+    // invalid: they go (their spellings fall in the catch-all).
+    std::vector<std::string> dropped;
+    for (const auto& [token, category] : column.aliases()) {
+      if (std::find(published.begin(), published.end(), category) == published.end()) {
+        dropped.push_back(token);
+      }
+    }
+    for (const std::string& token : dropped) column.mutable_aliases()->erase(token);
+    notes[c] = absl::StrCat(
+        published.size(), " categories from DP release ", release.id(), " (epsilon ",
+        absl::StrFormat("%g", fit.epsilon()), ", threshold ", fit.threshold(), ", noise sigma ",
+        absl::StrFormat("%g", fit.sigma()), "); the last, \"", catch_all,
+        "\", stands for every value not listed",
+        not_text > 0 ? absl::StrCat("; ", not_text, " published value(s) are not UTF-8 text "
+                                    "and fall in it")
+                     : "");
+    releases.push_back({{"column", fit.column()},
+                        {"release_id", release.id()},
+                        {"epsilon", fit.epsilon()},
+                        {"delta_0", fit.delta_0()},
+                        {"idempotency_key", request.idempotency_key()}});
+    std::printf("[%zu/%zu] %s: %s release %s, epsilon %g; %zu value%s published (threshold "
+                "%lld), then \"%s\"; dataset spent %.4g, remaining %.4g\n",
+                i + 1, columns.size(), name.c_str(),
+                release.replayed() ? "replayed stored" : "new", release.id().c_str(),
+                fit.epsilon(), published.size(), published.size() == 1 ? "" : "s",
+                static_cast<long long>(fit.threshold()), catch_all.c_str(),
+                release.epsilon_spent_total(), release.epsilon_remaining());
+    if (published.empty()) {
+      std::printf(
+          "  no value of '%s' was shared by enough rows: with this list every row's value would "
+          "be \"%s\". Ask for a larger --epsilon (a lower threshold), or use a column with "
+          "fewer distinct values\n",
+          name.c_str(), catch_all.c_str());
+    }
+    if (not_text > 0) {
+      std::printf("  %d published value(s) are not UTF-8 text and cannot be schema categories: "
+                  "they fall in \"%s\"\n",
+                  not_text, catch_all.c_str());
+    }
+  }
+  nlohmann::ordered_json provenance = {{"dataset_id", dataset->id()},
+                                       {"delta", dataset->budget().delta()},
+                                       {"schema_fingerprint", dataset->schema_fingerprint()},
+                                       {"category_fit", releases}};
+  const std::string json = SchemaToFileJson(fitted, notes, provenance);
+  if (auto check = ParseSchemaFileText(json, "the fitted schema"); !check.ok()) {
+    return check.status();
+  }
+  std::ofstream output(out);
+  if (!output || !(output << json)) {
+    return absl::UnavailableError(absl::StrCat(
+        "cannot write '", out, "'. The releases were made and charged: fit again from them at "
+        "no charge with the same --key ", key));
+  }
+  std::printf("schema with the fitted categories written to %s (--key %s replays them)\n",
+              out.c_str(), key.c_str());
+  std::printf("next: dpcurator datasets set-categories --dataset %s --schema %s\n",
+              dataset->id().c_str(), out.c_str());
+  return absl::OkStatus();
+}
+
 absl::Status RunFit(const ParsedArgs& args) {
+  if (args.Has("categories")) {
+    if (args.Has("columns") || (args.Has("bins") && !args.IsDefault("bins"))) {
+      return absl::InvalidArgumentError(
+          "--categories fits open categorical columns' lists; --columns and --bins fit numeric "
+          "columns' bins: run them as two commands. Nothing was requested");
+    }
+    return RunCategoryFit(args);
+  }
   const std::string out = args.Get("out");
   {
     // Before the release is charged: a path that cannot be written fails now.
@@ -517,12 +744,33 @@ std::vector<Command> SchemaCommands() {
       "narrower bounds (not applied: the stored rows were clamped to the declared ones).\n"
       "Retrying with the same --key fits again from the stored release at no charge.\n"
       "docs/schema.md, docs/privacy.md 2.11.1.\n\n"
-      "  dpcurator schema fit --dataset ds_... --epsilon 0.1 --columns income --out fit.json",
+      "With --categories (issue 38): for categorical columns declared \"open\" (no public\n"
+      "list; the server keeps their values), one category_fit release per column, each\n"
+      "charged to the dataset's ledger at --epsilon (k columns: k releases, composed). It\n"
+      "publishes the values that enough rows share: each value's count gets discrete\n"
+      "Gaussian noise and only those above a threshold are published, so a value only one\n"
+      "or a few people have is not (its chance is delta_0, a tenth of the dataset's delta by\n"
+      "default). A smaller epsilon means more noise, a higher threshold and fewer values.\n"
+      "Writes the schema with each column's categories = the published values, then a\n"
+      "catch-all \"other\" LAST (\"other_1\" if \"other\" was published) for every value not\n"
+      "listed, \"open\" kept; then give it to `dpcurator datasets set-categories`.\n"
+      "docs/privacy.md 2.11.2.\n\n"
+      "  dpcurator schema fit --dataset ds_... --epsilon 0.1 --columns income --out fit.json\n"
+      "  dpcurator schema fit --dataset ds_... --epsilon 0.1 --categories city --out fit.json",
       WithConnection({{"dataset", "", "dataset id or name", false, true},
                       {"epsilon", "", "epsilon of the release (at the dataset's delta)"},
                       {"noise-multiplier", "", "explicit noise multiplier instead of --epsilon"},
                       {"columns", "", "numeric columns 'a,b' (default: every numeric column)"},
                       {"bins", "16", "bins per column (2 to 1024)"},
+                      {"categories", "",
+                       "open categorical columns 'a,b': fit their category lists instead "
+                       "(one release per column at --epsilon each)"},
+                      {"max-categories", "",
+                       "with --categories: publish at most this many values a column (default "
+                       "1,000; at most 10,000)"},
+                      {"delta-0", "",
+                       "with --categories: the chance that a value only one row has is "
+                       "published (default: a tenth of the dataset's delta)"},
                       {"key", "", "idempotency key (default: a fresh random key)"},
                       {"out", "", "schema file to write", false, true}}),
       RunFit});
