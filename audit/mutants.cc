@@ -45,6 +45,12 @@ std::vector<AuditCase> MutantCases() {
                            "em_sensitivity_halved", 40000));
   cases.push_back(AsMutant(LdpLaplaceCase(Mutation{.ldp_record_scale = 2.0}),
                            "ldp_radius_not_enforced", 20000));
+  // A category fit whose threshold is half the calibrated one (issue 38):
+  // the canary, a value one row has, is published about 7% of the time on
+  // D1 at (1, 1e-2) against delta_0 = 1e-3 charged, never on D0.
+  cases.push_back(AsMutant(CategoryFitCase(NeighbouringRelation::kAddRemove,
+                                           Mutation{.fit_threshold_factor = 0.5}),
+                           "fit_threshold_halved", 5000));
   // A row that changes parts under REPLACE_ONE, charged as one part only.
   cases.push_back(AsMutant(PartitionedMarginalsCase(NeighbouringRelation::kReplaceOne,
                                                     Mutation{.charge_one_part = true}),

@@ -1,5 +1,6 @@
 #include "audit/one_shot_cases.h"
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstdint>
@@ -30,6 +31,7 @@
 #include "core/release/rff_embedding.h"
 #include "core/util/status_macros.h"
 #include "dpcurator/v1/dpcurator.pb.h"
+#include "plan/category_fit.h"
 #include "plan/partition.h"
 #include "plan/releases.h"
 #include "proto/release_kinds.h"
@@ -599,6 +601,82 @@ AuditCase LdpGaussianCase(const Mutation& mutation) {
   return c;
 }
 
+AuditCase CategoryFitCase(NeighbouringRelation relation, const Mutation& mutation) {
+  AuditCase c;
+  c.kind = "category_fit";
+  c.relation = privacy::RelationName(relation);
+  // An approximate event: neither a Gaussian's mu nor a pure epsilon to be
+  // tight against; the game checks the canary's delta_0 and the common
+  // count's Gaussian together.
+  c.tightness = Tightness::kNone;
+  c.quick_runs = 10000;
+  c.full_runs = 100000;
+  c.prepare = [relation, mutation](const AuditTarget& target) -> absl::StatusOr<PreparedCase> {
+    // The open column as the dataset's schema declares it: a placeholder
+    // list (its last level, "other"), and `open` set on the record.
+    data::Schema::Builder builder;
+    builder.AddCategorical("city", {"other"});
+    DPC_ASSIGN_OR_RETURN(const data::Schema schema, builder.Build());
+    v1::Dataset d0 = DatasetRecord(schema, relation, target.delta, /*row_count=*/1);
+    d0.mutable_schema()->mutable_columns(0)->set_open(true);
+    v1::ReleaseRequest request;
+    request.set_dataset_id(d0.id());
+    request.set_idempotency_key("audit");
+    request.set_epsilon(target.epsilon);
+    request.mutable_category_fit()->set_column("city");
+    DPC_ASSIGN_OR_RETURN(plan::ReleasePlan plan, plan::PlanRelease(request, d0, schema));
+    if (!plan.category_fit.has_value() || !plan.event.has_value()) {
+      return absl::InternalError("the category_fit plan has no event");
+    }
+    PreparedCase prepared;
+    DPC_RETURN_IF_ERROR(ChargePlanEvent(*plan.event, relation, target.delta, &prepared));
+    plan::CategoryFitPlan fit = *std::move(plan.category_fit);
+    const int64_t tau = fit.params.tau;
+    if (mutation.fit_threshold_factor != 1.0) {
+      fit.params.tau = std::max<int64_t>(
+          2, static_cast<int64_t>(std::floor(static_cast<double>(tau) *
+                                             mutation.fit_threshold_factor)));
+    }
+    // The column's values on each side, by dictionary index: "common"
+    // (index 0) tau times on D0; the canary (index 1) on D1.
+    std::array<release::OpenColumnValues, 2> sides;
+    for (release::OpenColumnValues& side : sides) {
+      side.dictionary = {"common", "canary"};
+      side.indices.assign(static_cast<size_t>(tau), 0);
+    }
+    if (relation == NeighbouringRelation::kAddRemove) {
+      sides[1].indices.push_back(1);
+    } else {
+      sides[1].indices[0] = 1;
+    }
+    std::array<v1::Dataset, 2> records = {d0, d0};
+    for (int side = 0; side < 2; ++side) {
+      records[side].set_row_count(static_cast<int64_t>(sides[side].indices.size()));
+    }
+    records[1].set_id(d0.id() + "_1");
+    const double epsilon_alone = prepared.accounted_epsilon;
+    auto shared = std::make_shared<const std::tuple<plan::CategoryFitPlan,
+                                                    std::array<release::OpenColumnValues, 2>,
+                                                    std::array<v1::Dataset, 2>>>(
+        std::move(fit), std::move(sides), std::move(records));
+    prepared.run_and_score = [shared, epsilon_alone](
+                                 int side, privacy::NoiseSource* noise) -> absl::StatusOr<double> {
+      const auto& [fit_plan, values, datasets] = *shared;
+      const v1::Release released = plan::ComputeCategoryFitRelease(
+          fit_plan, datasets[side], values[side], "rel_audit", "audit", epsilon_alone, noise);
+      bool canary = false;
+      bool common = false;
+      for (const std::string& value : released.category_fit().categories()) {
+        canary = canary || value == "canary";
+        common = common || value == "common";
+      }
+      return 2.0 * (canary ? 1.0 : 0.0) + (common ? 0.0 : 1.0);
+    };
+    return prepared;
+  };
+  return c;
+}
+
 std::vector<AuditCase> OneShotCases() {
   std::vector<AuditCase> cases;
   for (const NeighbouringRelation relation :
@@ -613,6 +691,7 @@ std::vector<AuditCase> OneShotCases() {
       cases.push_back(MarginalsCase(relation, /*fit_grid=*/true));
     }
     cases.push_back(ExponentialMechanismCase(relation));
+    cases.push_back(CategoryFitCase(relation));
   }
   cases.push_back(LdpLaplaceCase());
   cases.push_back(LdpGaussianCase());

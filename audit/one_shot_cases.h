@@ -48,6 +48,10 @@ struct Mutation {
   // LDP: the records sit at this multiple of the radius and are not
   // projected ("radius not enforced").
   double ldp_record_scale = 1.0;
+  // Category fit: the plan's threshold tau times this (rounded down, at
+  // least 2), its event (of the calibrated tau) charged: a value only one
+  // row has is published far more often than delta_0.
+  double fit_threshold_factor = 1.0;
 };
 
 // rff_embedding (ReleaseRequest.rff_embedding) on a numeric schema, or on a
@@ -73,6 +77,16 @@ AuditCase ExternalEmbeddingCase(privacy::NeighbouringRelation relation, bool cha
 // fit_grid (issue 38): the bin-fit release, i.e. the same release of one
 // numeric column's 1-way table over release::FitGridSchema.
 AuditCase MarginalsCase(privacy::NeighbouringRelation relation, bool fit_grid = false);
+// category_fit (ReleaseRequest.category_fit; issue 38, docs/privacy.md
+// 2.11.2) on an open column: PlanRelease, then ComputeCategoryFitRelease
+// per run over the column's values (a dictionary and indices, as
+// Store::LoadOpenColumn gives them). D0 holds a common value tau times (the
+// planned threshold: published about half the time); D1 adds a row of a
+// canary value (ADD_REMOVE) or replaces one common row by it (REPLACE_ONE:
+// the common count moves down by 1 too). The score: 2 x [canary published]
+// + [common not published], larger on D1.
+AuditCase CategoryFitCase(privacy::NeighbouringRelation relation,
+                          const Mutation& mutation = {});
 // Primitive: privacy::ExponentialMechanismSelect at MST's quality
 // sensitivity (MST's recipe runs it inside ComputeMstRelease).
 AuditCase ExponentialMechanismCase(privacy::NeighbouringRelation relation,

@@ -57,6 +57,13 @@ void ExpectCaught(const AuditCase& mutant, AuditCase original, bool same_mu = fa
   }
 }
 
+// Issue 38: a category fit run at half its calibrated threshold, its
+// charge unchanged, publishes a value one row has far above delta_0.
+TEST(AuditMutants, CategoryFitThresholdHalvedIsCaught) {
+  ExpectCaught(Mutant("fit_threshold_halved"),
+               CategoryFitCase(NeighbouringRelation::kAddRemove));
+}
+
 TEST(AuditMutants, SigmaHalvedIsCaught) {
   ExpectCaught(Mutant("sigma_halved"), RffEmbeddingCase(NeighbouringRelation::kAddRemove, false));
 }
