@@ -6,7 +6,8 @@
 //                    the values of the next byte's mask (y0, y1, y2; an
 //                    empty mask: every one); bit 2: by column "c0" instead;
 //                    bit 3: over release::FitGridSchema of every numeric
-//                    column (issue 38's bin fit: the fine grid as bins)
+//                    column (issue 38's bin fit: the fine grid as bins); bit 4:
+//                    instead a category_fit release (issue 38; below)
 //   cliques          a count 0..3 (0: the default, every 1-way but the
 //                    label), each a size 1..3 and that many column bytes
 //   noise seed byte, then the rows.
@@ -14,9 +15,24 @@
 // unless an admitted release is OK with every part's tables (one part when
 // ordinary) of the planned shape over the columns' domains, every number
 // finite, an empty part included.
+//
+// category_fit (bit 4): then a column byte (its open flag: bit 7), a
+// max_categories selector, a delta_0 (any double), a dictionary size (up to
+// 1,700 x 6 entries, some repeating a value: many distinct values), a
+// repeat exponent (each read index counts up to 4,096 times: huge counts),
+// the noise seed, the rows (for the dataset record), and 64 index bytes
+// (255: missing, 254: past the dictionary). Runs PlanRelease -> admission
+// -> ComputeCategoryFitRelease and aborts unless an admitted release lists
+// at most max_categories values, strictly sorted, each a value of the
+// dictionary that some row holds, with finite scalars.
 
+#include <set>
 #include <string>
 #include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "core/release/category_fit.h"
 
 #include "core/data/discretize.h"
 #include "core/release/bin_fit.h"
@@ -53,6 +69,80 @@ void CheckArtefact(const v1::MarginalsArtefact& artefact, const data::Discretize
                  fuzz::FirstNonFinite(scalars).c_str(), description.c_str());
 }
 
+// The category_fit case (bit 4 of the partition byte).
+void FuzzCategoryFit(const fuzz::DatasetHeader& header, fuzz::FuzzInput* in,
+                     v1::ReleaseRequest request) {
+  request.clear_marginals();
+  v1::CategoryFitParams& params = *request.mutable_category_fit();
+  const uint8_t column_byte = in->Byte();
+  fuzz::DatasetHeader declared = header;
+  v1::TableSchema& schema = *declared.dataset.mutable_schema();
+  const int column = (column_byte & 0x7f) % schema.columns_size();
+  // Open (the request's normal case) unless bit 7 says declared.
+  if (!(column_byte & 0x80)) schema.mutable_columns(column)->set_open(true);
+  params.set_column(schema.columns(column).name());
+  constexpr int32_t kMaxCategories[] = {0, 1, 2, 5, 1000, 10000, 10001, -1};
+  params.set_max_categories(kMaxCategories[in->Byte() % 8]);
+  params.set_delta_0(in->Byte() % 2 == 0 ? 0.0 : in->Double());
+  const int dictionary_size = 40 * in->Byte() / 6;  // up to 1,700 (x 6 below)
+  const int repeat = 1 << (in->Byte() % 13);
+  const uint64_t noise_seed = in->Byte();
+  std::optional<fuzz::FuzzDataset> ds = fuzz::BuildRows(declared, in);
+  if (!ds.has_value()) return;
+  // The stored column: a dictionary (some entries repeat a value) and indices.
+  release::OpenColumnValues values;
+  for (int i = 0; i < 6 * dictionary_size; ++i) {
+    values.dictionary.push_back(absl::StrCat("v", i % (1 + 5 * dictionary_size)));
+  }
+  const auto size = static_cast<int32_t>(values.dictionary.size());
+  for (int read = 0; read < 64; ++read) {
+    const uint8_t b = in->Byte();
+    int32_t index = release::kMissingOpenValue;
+    if (b == 254) {
+      index = size + 3;
+    } else if (b != 255 && size > 0) {
+      index = static_cast<int32_t>((b * 131 + read * 7919) % size);
+    }
+    values.indices.insert(values.indices.end(), static_cast<size_t>(repeat), index);
+  }
+  const std::string description =
+      request.ShortDebugString() + "\n  " + fuzz::DescribeDataset(*ds) +
+      absl::StrFormat("\n  dictionary %d, indices %zu", size, values.indices.size());
+  int64_t max_categories = 0;
+  std::optional<v1::Release> release = fuzz::AdmitAndRun(
+      request, *ds, description,
+      [&](const server::ReleasePlan& plan, double epsilon) -> absl::StatusOr<v1::Release> {
+        max_categories = plan.category_fit->params.max_categories;
+        privacy::SeededNoiseSource noise(noise_seed);
+        return plan::ComputeCategoryFitRelease(*plan.category_fit, ds->dataset, values,
+                                               "rel_fuzz", "fuzz", epsilon, &noise);
+      });
+  if (!release.has_value()) return;
+  DPC_FUZZ_CHECK(release->has_category_fit(), "category_fit release without its artefact\n  %s",
+                 description.c_str());
+  const v1::CategoryFitArtefact& fit = release->category_fit();
+  DPC_FUZZ_CHECK(fit.categories_size() <= max_categories,
+                 "category_fit published %d values, max_categories %lld\n  %s",
+                 fit.categories_size(), static_cast<long long>(max_categories),
+                 description.c_str());
+  std::set<std::string> held;
+  for (const int32_t index : values.indices) {
+    if (index >= 0 && index < size) held.insert(values.dictionary[index]);
+  }
+  for (int i = 0; i < fit.categories_size(); ++i) {
+    DPC_FUZZ_CHECK(i == 0 || fit.categories(i - 1) < fit.categories(i),
+                   "category_fit list not strictly sorted at %d\n  %s", i, description.c_str());
+    DPC_FUZZ_CHECK(held.count(fit.categories(i)) == 1,
+                   "category_fit published a value no row holds\n  %s", description.c_str());
+  }
+  const double scalars[] = {fit.sigma(), fit.delta_0(), fit.epsilon(), fit.delta()};
+  DPC_FUZZ_CHECK(fuzz::AllFinite(scalars) && fit.sigma() >= 1 && fit.threshold() >= 2 &&
+                     fit.delta_0() > 0 && fit.delta_0() < fit.delta(),
+                 "category_fit scalars: sigma %g tau %lld delta_0 %g delta %g\n  %s",
+                 fit.sigma(), static_cast<long long>(fit.threshold()), fit.delta_0(),
+                 fit.delta(), description.c_str());
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -66,6 +156,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   fuzz::ReadReleasePrivacy(&in, &request);
   v1::MarginalsParams& params = *request.mutable_marginals();
   const uint8_t partition = in.Byte();
+  if (partition & 16) {
+    FuzzCategoryFit(*header, &in, request);
+    return 0;
+  }
   if (partition & 1) {
     request.mutable_partition()->set_column((partition & 4) ? "c0" : "y");
     if (partition & 2) {
