@@ -509,6 +509,36 @@ absl::Status RunCategoryFit(const ParsedArgs& args) {
     }
     const std::string catch_all = CatchAllName(published);
     v1::ColumnSchema& column = *fitted.mutable_columns(c);
+    releases.push_back({{"column", fit.column()},
+                        {"release_id", release.id()},
+                        {"epsilon", fit.epsilon()},
+                        {"delta_0", fit.delta_0()},
+                        {"published", published.size()},
+                        {"idempotency_key", request.idempotency_key()}});
+    std::printf("[%zu/%zu] %s: %s release %s, epsilon %g; %zu value%s published (threshold "
+                "%lld); dataset spent %.4g, remaining %.4g\n",
+                i + 1, columns.size(), name.c_str(),
+                release.replayed() ? "replayed stored" : "new", release.id().c_str(),
+                fit.epsilon(), published.size(), published.size() == 1 ? "" : "s",
+                static_cast<long long>(fit.threshold()), release.epsilon_spent_total(),
+                release.epsilon_remaining());
+    if (not_text > 0) {
+      std::printf("  %d published value(s) are not UTF-8 text and cannot be schema categories: "
+                  "they fall in the catch-all\n",
+                  not_text);
+    }
+    if (published.empty()) {
+      // A list of the catch-all alone would read every row as "other": the
+      // column is left as it was (set-categories needs a real list).
+      notes[c] = absl::StrCat("DP release ", release.id(), " published no value (threshold ",
+                              fit.threshold(), "): categories left as they were");
+      std::printf(
+          "  no value of '%s' was shared by enough rows: its list would be \"%s\" alone, every "
+          "row the same. Its categories are left as they were; ask for a larger --epsilon (a "
+          "lower threshold), or use a column with fewer distinct values\n",
+          name.c_str(), catch_all.c_str());
+      continue;
+    }
     column.clear_categories();
     for (const std::string& value : published) column.add_categories(value);
     column.add_categories(catch_all);
@@ -529,30 +559,8 @@ absl::Status RunCategoryFit(const ParsedArgs& args) {
         not_text > 0 ? absl::StrCat("; ", not_text, " published value(s) are not UTF-8 text "
                                     "and fall in it")
                      : "");
-    releases.push_back({{"column", fit.column()},
-                        {"release_id", release.id()},
-                        {"epsilon", fit.epsilon()},
-                        {"delta_0", fit.delta_0()},
-                        {"idempotency_key", request.idempotency_key()}});
-    std::printf("[%zu/%zu] %s: %s release %s, epsilon %g; %zu value%s published (threshold "
-                "%lld), then \"%s\"; dataset spent %.4g, remaining %.4g\n",
-                i + 1, columns.size(), name.c_str(),
-                release.replayed() ? "replayed stored" : "new", release.id().c_str(),
-                fit.epsilon(), published.size(), published.size() == 1 ? "" : "s",
-                static_cast<long long>(fit.threshold()), catch_all.c_str(),
-                release.epsilon_spent_total(), release.epsilon_remaining());
-    if (published.empty()) {
-      std::printf(
-          "  no value of '%s' was shared by enough rows: with this list every row's value would "
-          "be \"%s\". Ask for a larger --epsilon (a lower threshold), or use a column with "
-          "fewer distinct values\n",
-          name.c_str(), catch_all.c_str());
-    }
-    if (not_text > 0) {
-      std::printf("  %d published value(s) are not UTF-8 text and cannot be schema categories: "
-                  "they fall in \"%s\"\n",
-                  not_text, catch_all.c_str());
-    }
+    std::printf("  %s: %zu categories, then \"%s\" for every value not listed\n", name.c_str(),
+                published.size(), catch_all.c_str());
   }
   nlohmann::ordered_json provenance = {{"dataset_id", dataset->id()},
                                        {"delta", dataset->budget().delta()},
