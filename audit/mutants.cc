@@ -46,8 +46,9 @@ std::vector<AuditCase> MutantCases() {
   cases.push_back(AsMutant(LdpLaplaceCase(Mutation{.ldp_record_scale = 2.0}),
                            "ldp_radius_not_enforced", 20000));
   // A category fit whose threshold is half the calibrated one (issue 38):
-  // the canary, a value one row has, is published about 7% of the time on
-  // D1 at (1, 1e-2) against delta_0 = 1e-3 charged, never on D0.
+  // the canary, a value one row has, is published on D1 far more often
+  // than the delta_0 = 1e-3 charged at (1, 1e-2), never on D0 (eps_lb95 4.3
+  // against 0.69 charged, 5,000 runs).
   cases.push_back(AsMutant(CategoryFitCase(NeighbouringRelation::kAddRemove,
                                            Mutation{.fit_threshold_factor = 0.5}),
                            "fit_threshold_halved", 5000));
