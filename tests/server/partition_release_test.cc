@@ -12,6 +12,7 @@
 #include <limits>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/data/demo.h"
@@ -394,6 +395,40 @@ TEST_F(PartitionReleaseTest, RefusalsComeBeforeAdmission) {
 // same cliques; the artefact is marked and carries the grid. A column that
 // is not numeric, an unknown column, a pair, and a partition are refused
 // before admission, nothing charged.
+// Issue 38's category fit over the wire: a request the plan refuses (a
+// declared, unknown or numeric column, a partition) is INVALID_ARGUMENT
+// with what to do, and the ledger has no event (plan/category_fit.h; the
+// demo schema has no open column, so the parameter refusals behind the
+// column's are tested at the plan, CategoryFitPlanTest in wire_test.cc).
+TEST_F(PartitionReleaseTest, CategoryFitRefusalsChargeNothing) {
+  const v1::Dataset dataset = MakeDataset();
+  auto fit = [&](const std::string& column) {
+    v1::ReleaseRequest request;
+    request.set_dataset_id(dataset.id());
+    request.set_idempotency_key("fit");
+    request.set_epsilon(1.0);
+    request.mutable_category_fit()->set_column(column);
+    return request;
+  };
+  std::vector<std::pair<v1::ReleaseRequest, std::string>> cases = {
+      {fit("region"), "is not open"},
+      {fit("salary"), "it has no column 'salary' (it has none; declare one"},
+      {fit("income"), "is not categorical"}};
+  v1::ReleaseRequest partitioned = fit("region");
+  partitioned.mutable_partition()->set_column("churn");
+  cases.emplace_back(partitioned, "not partitioned");
+  for (const auto& [request, says] : cases) {
+    SCOPED_TRACE(says);
+    v1::Release release;
+    const grpc::Status status = RequestRelease(request, &release);
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << status.error_message();
+    EXPECT_NE(status.error_message().find(says), std::string::npos) << status.error_message();
+    EXPECT_NE(status.error_message().find("Nothing was charged"), std::string::npos);
+  }
+  EXPECT_EQ(EpsilonSpent(dataset.id()), 0.0);
+  EXPECT_EQ(EventCount(dataset.id()), 0);
+}
+
 TEST_F(PartitionReleaseTest, BinFitIsOneMarginalsChargeOverTheGrid) {
   const v1::Dataset dataset = MakeDataset();
   v1::Release release;
