@@ -18,8 +18,8 @@
 //
 // category_fit (bit 4): then a column byte (its open flag: bit 7), a
 // max_categories selector, a delta_0 (any double), a dictionary size (up to
-// 1,700 x 6 entries, some repeating a value: many distinct values), a
-// repeat exponent (each read index counts up to 4,096 times: huge counts),
+// 255 x 6 entries, some repeating a value: many distinct values), a repeat
+// exponent (each read index counts up to 1,024 times: huge counts),
 // the noise seed, the rows (for the dataset record), and 64 index bytes
 // (255: missing, 254: past the dictionary). Runs PlanRelease -> admission
 // -> ComputeCategoryFitRelease and aborts unless an admitted release lists
@@ -84,8 +84,8 @@ void FuzzCategoryFit(const fuzz::DatasetHeader& header, fuzz::FuzzInput* in,
   constexpr int32_t kMaxCategories[] = {0, 1, 2, 5, 1000, 10000, 10001, -1};
   params.set_max_categories(kMaxCategories[in->Byte() % 8]);
   params.set_delta_0(in->Byte() % 2 == 0 ? 0.0 : in->Double());
-  const int dictionary_size = 40 * in->Byte() / 6;  // up to 1,700 (x 6 below)
-  const int repeat = 1 << (in->Byte() % 13);
+  const int dictionary_size = in->Byte();  // up to 255 (x 6 below)
+  const int repeat = 1 << (in->Byte() % 11);
   const uint64_t noise_seed = in->Byte();
   std::optional<fuzz::FuzzDataset> ds = fuzz::BuildRows(declared, in);
   if (!ds.has_value()) return;
