@@ -65,7 +65,8 @@ absl::StatusOr<CategoryFitPlan> PlanCategoryFitRelease(const v1::ReleaseRequest&
   if (params.column().empty() || found < 0) {
     return absl::InvalidArgumentError(absl::StrCat(
         "category_fit needs the name of an open categorical column of dataset '", dataset.id(),
-        "'; ", params.column().empty() ? "none was given" : "it has no column '" + params.column() + "'",
+        "'; ",
+        params.column().empty() ? "none was given" : "it has no column '" + params.column() + "'",
         " (", OpenColumnNames(schema), "). Nothing was charged"));
   }
   const v1::ColumnSchema& column = schema.columns(found);
