@@ -124,6 +124,9 @@ const ReleaseKindBinding* BindingFor(v1::ReleaseRequest::KindCase kind_case) {
     // ComputeMarginalsRelease, plan/partition.h).
     case ReleaseRequest::kMarginals:
       return nullptr;
+    // Reads an open column's stored values (issue 38; H1b's kind).
+    case ReleaseRequest::kCategoryFit:
+      return nullptr;
     case ReleaseRequest::KIND_NOT_SET:
       return nullptr;
   }

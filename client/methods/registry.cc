@@ -111,6 +111,8 @@ std::optional<v1::ReleaseKind> KindOfRelease(const v1::Release& release) {
     case v1::Release::kMarginals:
     case v1::Release::kPartitioned:
       return v1::MARGINALS;
+    case v1::Release::kCategoryFit:
+      return v1::CATEGORY_FIT;
     case v1::Release::ARTEFACT_NOT_SET:
       break;
   }
