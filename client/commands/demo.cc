@@ -53,6 +53,7 @@ double ReleaseEpsilon(const v1::Release& release) {
     case v1::Release::kMarginals:
       return release.marginals().epsilon();
     case v1::Release::kPartitioned:  // the demo makes none
+    case v1::Release::kCategoryFit:  // nor these (issue 38)
     case v1::Release::kEmbedding:
     case v1::Release::ARTEFACT_NOT_SET:
       break;
@@ -69,6 +70,7 @@ double ReleaseNoiseMultiplier(const v1::Release& release) {
     case v1::Release::kMarginals:
       return release.marginals().noise_multiplier();
     case v1::Release::kPartitioned:  // the demo makes none
+    case v1::Release::kCategoryFit:  // nor these (issue 38)
     case v1::Release::kEmbedding:
     case v1::Release::ARTEFACT_NOT_SET:
       break;

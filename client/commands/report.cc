@@ -74,6 +74,9 @@ absl::StatusOr<std::string> ReleaseRelation(const std::string& path, const v1::R
     case v1::Release::kMarginals:
       relation = release.marginals().relation();
       break;
+    case v1::Release::kCategoryFit:
+      relation = release.category_fit().relation();
+      break;
     case v1::Release::kPartitioned:
       if (release.partitioned().marginals_size() > 0) {
         relation = release.partitioned().marginals(0).relation();
