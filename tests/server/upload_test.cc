@@ -440,11 +440,12 @@ TEST_F(OpenColumnTest, UploadsKeepEachValueOnceInFirstSeenOrder) {
 TEST_F(OpenColumnTest, ThePerColumnLimitRefusesAnUploadWhole) {
   // kMaxOpenValuesPerColumn - 1 distinct values, in messages of 50,000.
   std::vector<v1::UploadRowsRequest> messages;
+  const std::string x = "1";
   for (int64_t i = 0; i < kMaxOpenValuesPerColumn - 1; ++i) {
     if (i % 50'000 == 0) messages.emplace_back().set_dataset_id(open_.id());
     v1::Row& row = *messages.back().add_rows();
     row.add_cells(absl::StrCat("v", i));
-    row.add_cells("1");
+    row.add_cells(x);
   }
   v1::UploadRowsResponse response;
   ASSERT_TRUE(UploadMessages(messages, &response).ok());
