@@ -478,7 +478,9 @@ absl::StatusOr<ParsedCell> Schema::ParseCell(int column, absl::string_view token
       return absl::InvalidArgumentError(absl::StrCat(
           "Column '", c.name, "': missing value, and the column is not nullable"));
     }
-    cell.value = static_cast<double>(c.categories.size());
+    // An open column before its fit has no level, the missing one neither.
+    cell.value = c.open && c.categories.empty() ? std::numeric_limits<double>::quiet_NaN()
+                                                : static_cast<double>(c.categories.size());
     return cell;
   }
   if (c.open && c.categories.empty()) {
