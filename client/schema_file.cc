@@ -23,7 +23,7 @@ using Json = nlohmann::json;
 
 constexpr char kTopLevelKeys[] = "columns, label, dp_release";
 constexpr char kColumnKeys[] =
-    "name, type, lower, upper, integer, atoms, bins, categories, aliases, nullable, "
+    "name, type, lower, upper, integer, atoms, bins, categories, aliases, nullable, open, "
     "data_derived, note, and for "
     "IMAGE columns height, width, channels";
 // Type names a schema file accepts beyond data::ParseColumnTypeName's: an
@@ -179,7 +179,8 @@ absl::StatusOr<SchemaFile> ParseSchemaFileText(absl::string_view text, absl::str
             out->add_bins(number.get<double>());
           }
         }
-      } else if (key == "integer" || key == "nullable" || key == "data_derived") {
+      } else if (key == "integer" || key == "nullable" || key == "open" ||
+                 key == "data_derived") {
         if (!value.is_boolean()) {
           return error(where,
                        absl::StrCat("\"", key, "\" must be true or false, got ", KindName(value)));
@@ -189,6 +190,10 @@ absl::StatusOr<SchemaFile> ParseSchemaFileText(absl::string_view text, absl::str
           out->set_integer(value.get<bool>());
         } else if (key == "nullable") {
           out->set_nullable(value.get<bool>());
+        } else if (key == "open") {
+          // Issue 38 (docs/schema.md "Open columns"): a categorical column
+          // whose category list is fitted on the server.
+          out->set_open(value.get<bool>());
         } else if (value.get<bool>()) {
           file.data_derived.push_back(column.value("name", absl::StrCat("#", index)));
         }
@@ -237,6 +242,9 @@ absl::StatusOr<SchemaFile> ParseSchemaFileText(absl::string_view text, absl::str
     if ((out->atoms_size() > 0 || out->bins_size() > 0) &&
         out->type() != v1::ColumnSchema::NUMERIC) {
       return error(where, "\"atoms\" and \"bins\" belong to NUMERIC columns only");
+    }
+    if (out->open() && out->type() != v1::ColumnSchema::CATEGORICAL) {
+      return error(where, "\"open\" belongs to CATEGORICAL columns only");
     }
     if (out->has_image() != (out->type() == v1::ColumnSchema::IMAGE)) {
       return error(where, out->has_image()

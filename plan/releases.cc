@@ -533,6 +533,13 @@ absl::StatusOr<ReleasePlan> PlanRelease(const v1::ReleaseRequest& request,
                                         const v1::Dataset& dataset, const data::Schema& schema) {
   // First: an external dataset's refusals come before any other check.
   DPC_RETURN_IF_ERROR(CheckExternalRelease(request, dataset));
+  // Issue 38: an open column without categories has no level for any
+  // method to read, so every kind is refused here, before admission
+  // (nothing charged or written), except the one that gives it a list: the
+  // category fit reads the stored values themselves. The only exemption.
+  if (request.kind_case() != v1::ReleaseRequest::kCategoryFit) {
+    DPC_RETURN_IF_ERROR(schema.RequireCategoriesForOpenColumns());
+  }
   if (request.kind_case() == v1::ReleaseRequest::kMst) {
     return PlanMstRelease(request, dataset, schema);
   }
@@ -936,6 +943,12 @@ absl::StatusOr<SessionPlan> PlanSession(const v1::OpenSessionRequest& request,
         "sessions (dp_sgd, kernel_witness, rff_embedding steps) subsample the rows at every "
         "step and are not supported on it for now; request a one-shot rff_embedding or "
         "charfn_embedding release instead. Nothing was charged"));
+  }
+  {
+    // Issue 38: every session reads the rows' levels, which an open column
+    // without categories does not have yet (as PlanRelease).
+    DPC_ASSIGN_OR_RETURN(const data::Schema schema, SchemaFromProto(dataset.schema()));
+    DPC_RETURN_IF_ERROR(schema.RequireCategoriesForOpenColumns());
   }
   SessionPlan plan;
   plan.resolved_params = request.params();

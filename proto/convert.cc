@@ -13,6 +13,11 @@ namespace dpcurator {
 absl::StatusOr<data::Schema> SchemaFromProto(const v1::TableSchema& proto) {
   data::Schema::Builder builder;
   for (const auto& column : proto.columns()) {
+    if (column.open() && column.type() != v1::ColumnSchema::CATEGORICAL) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "Column '", column.name(), "' is declared open; only categorical columns can be "
+          "open (issue 38: their category list is fitted on the server)"));
+    }
     switch (column.type()) {
       case v1::ColumnSchema::NUMERIC:
         builder.AddNumeric(column.name(), column.lower(), column.upper(), column.integer(),
@@ -27,10 +32,13 @@ absl::StatusOr<data::Schema> SchemaFromProto(const v1::TableSchema& proto) {
         }
         break;
       case v1::ColumnSchema::CATEGORICAL: {
-        builder.AddCategorical(
-            column.name(),
-            std::vector<std::string>(column.categories().begin(), column.categories().end()),
-            column.nullable());
+        std::vector<std::string> categories(column.categories().begin(),
+                                            column.categories().end());
+        if (column.open()) {
+          builder.AddOpenCategorical(column.name(), std::move(categories), column.nullable());
+        } else {
+          builder.AddCategorical(column.name(), std::move(categories), column.nullable());
+        }
         // Sorted, so that the schema (and its fingerprint) is canonical.
         std::map<std::string, std::string> aliases(column.aliases().begin(),
                                                    column.aliases().end());
@@ -75,6 +83,8 @@ v1::TableSchema SchemaToProto(const data::Schema& schema) {
       for (const auto& category : column.categories) out->add_categories(category);
       for (const auto& [token, category] : column.aliases) (*out->mutable_aliases())[token] = category;
       out->set_nullable(column.nullable);
+      // proto3: false is not serialised, so a closed column's bytes stay.
+      out->set_open(column.open);
     }
   }
   if (schema.label_index().has_value()) {

@@ -41,6 +41,8 @@ const std::vector<MethodRule>& Rules() {
       {"/dpcurator.v1.DatasetService/GetBudget", {Role::kCurator, Role::kAnalyst}},
       {"/dpcurator.v1.DatasetService/DeleteDataset", {Role::kCurator}},
       {"/dpcurator.v1.DatasetService/SetBins", {Role::kCurator}},
+      // Issue 38: an open column's list, as SetBins sets bins.
+      {"/dpcurator.v1.DatasetService/SetCategories", {Role::kCurator}},
       {"/dpcurator.v1.ReleaseService/RequestRelease", {Role::kAnalyst}},
       {"/dpcurator.v1.ReleaseService/GetRelease", {Role::kAnalyst}},
       {"/dpcurator.v1.ReleaseService/ListReleases", {Role::kAnalyst, Role::kCurator}},

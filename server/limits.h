@@ -15,7 +15,26 @@
 
 #include <cstdint>
 
+#include "core/data/schema.h"
+
 namespace dpcurator::server {
+
+// ---- Open categorical columns (issue 38; docs/schema.md "Open columns").
+// No flag: the server keeps each distinct value of an open column, so what
+// an upload can make it store is bounded by the code. A value is at most
+// data::kMaxOpenValueBytes (256) bytes, refused as its cell is parsed; a
+// schema declares at most data::kMaxOpenColumns (16) open columns, refused
+// when it is built; and one open column of one dataset stores at most
+// kMaxOpenValuesPerColumn distinct values, counted inside the upload's
+// transaction: an upload that would pass it is refused whole
+// (RESOURCE_EXHAUSTED), nothing stored. So a dataset's dictionaries hold at
+// most 16 x 100,000 x 256 bytes (410 MB; ~26 MB a column), read whole by
+// every load of its rows. A category fit publishes far fewer values (each
+// must be shared by tau rows); a column with more distinct values than
+// this is an identifier, not a category: code or bucket it before upload.
+inline constexpr int64_t kMaxOpenValuesPerColumn = 100'000;
+inline constexpr int kMaxOpenValueBytes = data::kMaxOpenValueBytes;
+inline constexpr int kMaxOpenColumns = data::kMaxOpenColumns;
 
 struct ServerLimits {
   // ---- Strangers: metric series, log lines, audit rows (items 1, 2, 9).

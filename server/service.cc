@@ -270,6 +270,9 @@ grpc::Status DatasetServiceImpl::UploadRows(grpc::ServerContext* context,
   // a clean slate. The held chunks are the encoded rows (8 bytes a cell),
   // the size they will have in the database.
   std::vector<data::Table> chunks;
+  // Open columns (issue 38): the upload's own dictionary of each one's
+  // values; the chunks' open cells hold indices into it.
+  std::optional<UploadOpenValues> open_values;
   int64_t rows_held = 0;
   int64_t cells_clamped = 0;
   // Whether rows equal to stored ones are meant (Store::AppendChunks).
@@ -300,6 +303,7 @@ grpc::Status DatasetServiceImpl::UploadRows(grpc::ServerContext* context,
             "data")));
       }
       DPC_GRPC_ASSIGN_OR_RETURN(schema, SchemaFromProto(dataset.schema()));
+      open_values.emplace(*schema);
       // Everything that needs no row has passed (the role in Check above,
       // the dataset, its seal): said at once, so that a client waits for
       // this before reading its file, and a refusal costs it no pass over
@@ -348,8 +352,16 @@ grpc::Status DatasetServiceImpl::UploadRows(grpc::ServerContext* context,
             "upload message ", message_index, ", row ", i, ": ", status.message(),
             ". Nothing of this upload was stored; fix the row and upload again.")));
       }
+      // An open column's value joins the upload's dictionary; past its
+      // limit the refusal keeps its code (RESOURCE_EXHAUSTED).
+      if (absl::Status open = open_values->AddRow(cells); !open.ok()) {
+        return ToGrpcStatus(absl::Status(
+            open.code(), absl::StrCat("upload message ", message_index, ", row ", i, ": ",
+                                      open.message(), ". Nothing of this upload was stored.")));
+      }
     }
     data::Table chunk = builder.Finish();
+    open_values->Fill(&chunk);
     rows_held += chunk.num_rows();
     cells_clamped += chunk.clamped_cells;
     if (chunk.num_rows() > 0) chunks.push_back(std::move(chunk));
@@ -369,7 +381,8 @@ grpc::Status DatasetServiceImpl::UploadRows(grpc::ServerContext* context,
   // Check(), which must then commit nothing either.
   DPC_GRPC_ASSIGN_OR_RETURN(Role still_allowed, authorizer_->Check(context));
   (void)still_allowed;
-  DPC_GRPC_ASSIGN_OR_RETURN(int64_t total, store_->AppendChunks(dataset_id, chunks, append));
+  DPC_GRPC_ASSIGN_OR_RETURN(int64_t total, store_->AppendChunks(dataset_id, chunks, append,
+                                                                     &*open_values));
   response->set_rows_accepted(rows_held);
   response->set_cells_clamped(cells_clamped);
   response->set_total_rows(total);
@@ -407,6 +420,22 @@ grpc::Status DatasetServiceImpl::SetBins(grpc::ServerContext* context,
   DPC_GRPC_ASSIGN_OR_RETURN(*response, store_->SetBins(request->dataset_id(), request->schema()));
   // Public metadata only: the ids, never the edges.
   LogEvent(LogLevel::kInfo, "dataset_bins_set")
+      .Str("role", RoleName(role))
+      .Str("dataset", response->id())
+      .Str("schema_fingerprint", response->schema_fingerprint());
+  return grpc::Status::OK;
+}
+
+grpc::Status DatasetServiceImpl::SetCategories(grpc::ServerContext* context,
+                                               const v1::SetCategoriesRequest* request,
+                                               v1::Dataset* response) {
+  DPC_GRPC_ASSIGN_OR_RETURN(Role role, authorizer_->Check(context));
+  authorizer_->NoteTarget(context, request->dataset_id());
+  DPC_GRPC_ASSIGN_OR_RETURN(*response,
+                            store_->SetCategories(request->dataset_id(), request->schema()));
+  // Public metadata only: the ids, never a category (a published one is
+  // public, but the log is no place for values).
+  LogEvent(LogLevel::kInfo, "dataset_categories_set")
       .Str("role", RoleName(role))
       .Str("dataset", response->id())
       .Str("schema_fingerprint", response->schema_fingerprint());

@@ -93,6 +93,9 @@ class DatasetServiceImpl final : public v1::DatasetService::Service {
                              v1::DeleteDatasetResponse* response) override;
   grpc::Status SetBins(grpc::ServerContext* context, const v1::SetBinsRequest* request,
                        v1::Dataset* response) override;
+  grpc::Status SetCategories(grpc::ServerContext* context,
+                             const v1::SetCategoriesRequest* request,
+                             v1::Dataset* response) override;
   grpc::Status GetBudget(grpc::ServerContext* context, const v1::GetBudgetRequest* request,
                          v1::BudgetReport* response) override;
 

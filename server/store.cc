@@ -3,17 +3,23 @@
 #include <openssl/sha.h>
 #include <sys/mman.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <limits>
+#include <optional>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "core/privacy/noise_source.h"
 #include "core/util/status_macros.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "proto/convert.h"
+#include "server/limits.h"
 
 namespace dpcurator::server {
 namespace {
@@ -365,6 +371,23 @@ CREATE INDEX releases_pending_by_owner ON releases(owner, dataset_id) WHERE stat
 CREATE INDEX releases_pending_by_dataset ON releases(dataset_id, created_unix, id)
   WHERE status = 'PENDING';
 )sql",
+    // 14: open categorical columns (issue 38; docs/schema.md "Open
+    // columns"). Each open column of a dataset keeps its distinct values,
+    // numbered in the order uploads first brought them (value_index from
+    // 0); a row's cell of that column in row_chunks is its value's index as
+    // a double (NaN: missing). The unique index finds a value's number
+    // when a later upload repeats it. At most kMaxOpenValuesPerColumn a
+    // column (server/limits.h), counted by AppendChunks.
+    R"sql(
+CREATE TABLE open_values (
+  dataset_id TEXT NOT NULL REFERENCES datasets(id),
+  column_index INTEGER NOT NULL,
+  value_index INTEGER NOT NULL,
+  value BLOB NOT NULL,
+  PRIMARY KEY (dataset_id, column_index, value_index)
+) WITHOUT ROWID;
+CREATE UNIQUE INDEX open_values_by_value ON open_values(dataset_id, column_index, value);
+)sql",
 };
 
 std::string EncodeCells(const data::Table& rows) {
@@ -397,7 +420,88 @@ constexpr const char* kDatasetColumns =
     "id, name, schema, schema_fingerprint, epsilon_cap, delta, relation, row_count, sealed, "
     "created_unix, external, public_row_bound";
 
+// An open column's stored values, in value_index order (the dictionary of
+// Store::LoadOpenColumn). Under the caller's lock.
+absl::StatusOr<std::vector<std::string>> ReadOpenDictionary(const SharedDatabase::Locked& db,
+                                                            const std::string& dataset_id,
+                                                            int column) {
+  DPC_ASSIGN_OR_RETURN(auto query, db->Prepare("SELECT value_index, value FROM open_values WHERE "
+                                                "dataset_id = ? AND column_index = ? ORDER BY "
+                                                "value_index"));
+  query.Bind(1, dataset_id).Bind(2, int64_t{column});
+  std::vector<std::string> dictionary;
+  while (true) {
+    DPC_ASSIGN_OR_RETURN(bool row, query.Step());
+    if (!row) break;
+    if (query.ColumnInt(0) != static_cast<int64_t>(dictionary.size())) {
+      return absl::DataLossError(absl::StrCat("the open values of dataset '", dataset_id,
+                                              "' are not numbered 0, 1, ...; run the integrity "
+                                              "check"));
+    }
+    dictionary.push_back(query.ColumnBlob(1));
+  }
+  return dictionary;
+}
+
+// A stored open cell's index into a dictionary of `size` values; nullopt for
+// a missing cell (NaN). DATA_LOSS for anything else.
+absl::StatusOr<std::optional<int32_t>> OpenCellIndex(double cell, size_t size,
+                                                     const std::string& dataset_id) {
+  if (std::isnan(cell)) return std::nullopt;
+  if (!(cell >= 0 && cell < static_cast<double>(size)) || cell != std::floor(cell)) {
+    return absl::DataLossError(absl::StrCat("an open cell of dataset '", dataset_id,
+                                            "' names no stored value; run the integrity check"));
+  }
+  return static_cast<int32_t>(cell);
+}
+
 }  // namespace
+
+UploadOpenValues::UploadOpenValues(const data::Schema& schema) : schema_(schema) {
+  for (int c = 0; c < schema.num_columns(); ++c) {
+    if (schema.column(c).open) columns_.push_back(Column{c, {}, {}, {}});
+  }
+}
+
+absl::Status UploadOpenValues::AddRow(absl::Span<const std::string> cells) {
+  for (Column& column : columns_) {
+    if (column.index >= static_cast<int>(cells.size())) {
+      return absl::InvalidArgumentError("row has fewer fields than the schema declares");
+    }
+    // Trimmed, as ParseCell reads it.
+    const absl::string_view token = absl::StripAsciiWhitespace(cells[column.index]);
+    bool missing = false;
+    for (const std::string& m : schema_.missing_tokens()) missing = missing || token == m;
+    if (missing) {
+      column.pending.push_back(std::numeric_limits<double>::quiet_NaN());
+      continue;
+    }
+    const auto next = static_cast<int32_t>(column.dictionary.size());
+    auto [it, inserted] = column.lookup.try_emplace(std::string(token), next);
+    if (inserted) {
+      if (static_cast<int64_t>(column.dictionary.size()) >= kMaxOpenValuesPerColumn) {
+        column.lookup.erase(it);
+        return absl::ResourceExhaustedError(absl::StrCat(
+            "open column '", schema_.column(column.index).name, "' has more than ",
+            kMaxOpenValuesPerColumn, " distinct values in this upload (kMaxOpenValuesPerColumn, "
+            "docs/limits.md); a column with so many values identifies rows rather than "
+            "categorising them: code or bucket it before upload"));
+      }
+      column.dictionary.emplace_back(token);
+    }
+    column.pending.push_back(static_cast<double>(it->second));
+  }
+  return absl::OkStatus();
+}
+
+void UploadOpenValues::Fill(data::Table* chunk) {
+  for (Column& column : columns_) {
+    const int64_t rows = std::min<int64_t>(chunk->num_rows(),
+                                           static_cast<int64_t>(column.pending.size()));
+    for (int64_t r = 0; r < rows; ++r) chunk->cells(r, column.index) = column.pending[r];
+    column.pending.clear();
+  }
+}
 
 absl::Status ExternalUploadError(const std::string& dataset_id) {
   return absl::FailedPreconditionError(absl::StrCat(
@@ -447,6 +551,17 @@ absl::Status Store::Migrate() {
 
 absl::StatusOr<v1::Dataset> Store::CreateDataset(const v1::CreateDatasetRequest& request) {
   DPC_ASSIGN_OR_RETURN(data::Schema schema, SchemaFromProto(request.schema()));
+  if (request.external() && schema.has_open_columns()) {
+    // An open column's values are kept by this server (issue 38); an
+    // external dataset's rows never reach it.
+    for (const data::Column& column : schema.columns()) {
+      if (!column.open) continue;
+      return absl::InvalidArgumentError(absl::StrCat(
+          "column '", column.name, "' is open, and an external dataset's rows are never "
+          "stored on this server, so its values cannot be kept or fitted: declare the "
+          "column's categories (a public list, the last one a catch-all if you like)"));
+    }
+  }
   auto db = database_->Lock();
   const std::string id = NewId("ds");
   const int64_t now = clock_->UnixNow();
@@ -590,7 +705,7 @@ absl::string_view PixelBytes(const data::Table& rows) {
 
 absl::StatusOr<int64_t> Store::AppendChunks(const std::string& dataset_id,
                                             absl::Span<const data::Table> chunks,
-                                            bool append) {
+                                            bool append, const UploadOpenValues* open) {
   auto db = database_->Lock();
   DPC_ASSIGN_OR_RETURN(auto transaction, Transaction::BeginImmediate(db.get()));
   DPC_ASSIGN_OR_RETURN(v1::Dataset dataset, GetDatasetLocked(db, dataset_id));
@@ -607,6 +722,67 @@ absl::StatusOr<int64_t> Store::AppendChunks(const std::string& dataset_id,
   next_chunk.Bind(1, dataset_id);
   DPC_ASSIGN_OR_RETURN(bool has_row, next_chunk.Step());
   int64_t chunk = has_row ? next_chunk.ColumnInt(0) : 0;
+  // Open columns (issue 38): each upload value's index in the dataset's
+  // dictionary, new values appended here, inside the transaction, so that
+  // two uploads at once cannot number one value twice.
+  std::vector<std::pair<int, std::vector<int32_t>>> open_indices;  // column, local -> stored
+  if (schema.has_open_columns()) {
+    const auto open_columns = std::count_if(schema.columns().begin(), schema.columns().end(),
+                                            [](const data::Column& c) { return c.open; });
+    if (open == nullptr || open->columns().size() != static_cast<size_t>(open_columns)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "dataset '", dataset_id, "' has open columns, and this upload carries no values for "
+          "them"));
+    }
+    DPC_ASSIGN_OR_RETURN(auto count, db->Prepare("SELECT COUNT(*) FROM open_values WHERE "
+                                                  "dataset_id = ? AND column_index = ?"));
+    DPC_ASSIGN_OR_RETURN(auto find, db->Prepare("SELECT value_index FROM open_values WHERE "
+                                                 "dataset_id = ? AND column_index = ? AND "
+                                                 "value = ?"));
+    DPC_ASSIGN_OR_RETURN(auto insert_value,
+                         db->Prepare("INSERT INTO open_values (dataset_id, column_index, "
+                                      "value_index, value) VALUES (?, ?, ?, ?)"));
+    for (const UploadOpenValues::Column& column : open->columns()) {
+      if (column.index < 0 || column.index >= schema.num_columns() ||
+          !schema.column(column.index).open) {
+        return absl::InvalidArgumentError("an upload's open values name a column that is not "
+                                          "open");
+      }
+      count.Reset();
+      count.Bind(1, dataset_id).Bind(2, int64_t{column.index});
+      DPC_ASSIGN_OR_RETURN(bool counted, count.Step());
+      int64_t stored = counted ? count.ColumnInt(0) : 0;
+      std::vector<int32_t> indices;
+      indices.reserve(column.dictionary.size());
+      for (const std::string& value : column.dictionary) {
+        find.Reset();
+        find.Bind(1, dataset_id).Bind(2, int64_t{column.index}).BindBlob(3, value);
+        DPC_ASSIGN_OR_RETURN(bool found, find.Step());
+        if (found) {
+          indices.push_back(static_cast<int32_t>(find.ColumnInt(0)));
+          continue;
+        }
+        if (stored >= kMaxOpenValuesPerColumn) {
+          // Counts of values only, never a value (the curator's own rows).
+          return absl::ResourceExhaustedError(absl::StrCat(
+              "open column '", schema.column(column.index).name, "' of dataset '", dataset_id,
+              "' would hold more than ", kMaxOpenValuesPerColumn,
+              " distinct values (kMaxOpenValuesPerColumn, docs/limits.md); nothing of this "
+              "upload was stored. A column with so many values identifies rows rather than "
+              "categorising them: code or bucket it before upload"));
+        }
+        insert_value.Reset();
+        DPC_RETURN_IF_ERROR(insert_value.Bind(1, dataset_id)
+                                .Bind(2, int64_t{column.index})
+                                .Bind(3, stored)
+                                .BindBlob(4, value)
+                                .Run());
+        indices.push_back(static_cast<int32_t>(stored));
+        ++stored;
+      }
+      open_indices.emplace_back(column.index, std::move(indices));
+    }
+  }
   std::vector<std::string> encoded;
   encoded.reserve(chunks.size());
   int64_t uploaded = 0;
@@ -624,6 +800,22 @@ absl::StatusOr<int64_t> Store::AppendChunks(const std::string& dataset_id,
           "row chunk's pixels do not match the dataset's image shape");
     }
     encoded.push_back(EncodeCells(rows));
+    // The upload's codes become the dataset's indices in the stored bytes
+    // (row-major doubles), before the duplicate check reads them.
+    const int64_t columns = rows.cells.cols();
+    for (const auto& [c, indices] : open_indices) {
+      for (int64_t r = 0; r < rows.num_rows(); ++r) {
+        double cell;
+        char* at = encoded.back().data() + (r * columns + c) * sizeof(double);
+        std::memcpy(&cell, at, sizeof(double));
+        if (std::isnan(cell)) continue;  // missing
+        if (!(cell >= 0 && cell < static_cast<double>(indices.size()))) {
+          return absl::InvalidArgumentError("an open cell of the upload names no value of it");
+        }
+        cell = static_cast<double>(indices[static_cast<size_t>(cell)]);
+        std::memcpy(at, &cell, sizeof(double));
+      }
+    }
     uploaded += rows.num_rows();
   }
   if (!append && uploaded > 0 && dataset.row_count() > 0) {
@@ -727,6 +919,9 @@ absl::Status Store::DeleteDataset(const std::string& dataset_id) {
   DPC_RETURN_IF_ERROR(RefuseWhileRowsAreInUse(db, dataset_id, "delete"));
   DPC_ASSIGN_OR_RETURN(auto rows, db->Prepare("DELETE FROM row_chunks WHERE dataset_id = ?"));
   DPC_RETURN_IF_ERROR(rows.Bind(1, dataset_id).Run());
+  // An open column's values are rows' data too (issue 38).
+  DPC_ASSIGN_OR_RETURN(auto values, db->Prepare("DELETE FROM open_values WHERE dataset_id = ?"));
+  DPC_RETURN_IF_ERROR(values.Bind(1, dataset_id).Run());
   DPC_ASSIGN_OR_RETURN(auto mark, db->Prepare("UPDATE datasets SET deleted_unix = ?, row_count "
                                               "= 0 WHERE id = ?"));
   DPC_RETURN_IF_ERROR(
@@ -810,12 +1005,118 @@ absl::StatusOr<v1::Dataset> Store::SetBins(const std::string& dataset_id,
   return GetDatasetLocked(db, dataset_id);
 }
 
+absl::StatusOr<v1::Dataset> Store::SetCategories(const std::string& dataset_id,
+                                                 const v1::TableSchema& requested) {
+  // Checked on the request as sent, as SetBins does: the canonical form
+  // would drop categories a column of another type cannot have.
+  for (const v1::ColumnSchema& column : requested.columns()) {
+    if (column.type() != v1::ColumnSchema::CATEGORICAL && column.categories_size() > 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "column '", column.name(), "' is not categorical and takes no categories"));
+    }
+  }
+  DPC_ASSIGN_OR_RETURN(data::Schema schema, SchemaFromProto(requested));
+  auto db = database_->Lock();
+  DPC_ASSIGN_OR_RETURN(auto transaction, Transaction::BeginImmediate(db.get()));
+  DPC_ASSIGN_OR_RETURN(v1::Dataset dataset, GetDatasetLocked(db, dataset_id));
+  DPC_ASSIGN_OR_RETURN(data::Schema stored, SchemaFromProto(dataset.schema()));
+  const v1::TableSchema before = SchemaToProto(stored);
+  const v1::TableSchema after = SchemaToProto(schema);
+  // Only open columns' categories may change (issue 38): a category fit's
+  // published list, public once released, plus the catch-all. Every other
+  // property decided how the rows were stored, or is the label.
+  if (after.columns_size() != before.columns_size()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the schema has ", after.columns_size(), " columns and the dataset ",
+        before.columns_size(), "; only open columns' categories can change"));
+  }
+  for (int c = 0; c < before.columns_size(); ++c) {
+    v1::ColumnSchema old_column = before.columns(c);
+    v1::ColumnSchema new_column = after.columns(c);
+    const bool open = old_column.open();
+    if (open) {
+      old_column.clear_categories();
+      new_column.clear_categories();
+    }
+    if (!google::protobuf::util::MessageDifferencer::Equals(old_column, new_column)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "column ", c + 1, " ('", before.columns(c).name(), "') differs from the stored one",
+          open ? " in more than its categories" : "",
+          "; only open columns' categories can change (types, bounds, bins, aliases and "
+          "closed columns' categories stay as stored)"));
+    }
+    const auto& old_list = before.columns(c).categories();
+    const auto& new_list = after.columns(c).categories();
+    const bool changed = !std::equal(old_list.begin(), old_list.end(), new_list.begin(),
+                                     new_list.end());
+    if (open && changed && new_list.size() < 2) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "open column '", before.columns(c).name(), "' gets ", new_list.size(),
+          " categories; give the published values then the catch-all (\"other\"), last: "
+          "at least two"));
+    }
+  }
+  v1::TableSchema old_rest = before;
+  v1::TableSchema new_rest = after;
+  old_rest.clear_columns();
+  new_rest.clear_columns();
+  if (!google::protobuf::util::MessageDifferencer::Equals(old_rest, new_rest)) {
+    return absl::InvalidArgumentError(
+        "the schema differs from the stored one beyond its columns (the label); only open "
+        "columns' categories can change");
+  }
+  DPC_RETURN_IF_ERROR(RefuseWhileRowsAreInUse(db, dataset_id, "set categories"));
+  DPC_ASSIGN_OR_RETURN(
+      auto update,
+      db->Prepare("UPDATE datasets SET schema = ?, schema_fingerprint = ? WHERE id = ?"));
+  DPC_RETURN_IF_ERROR(update.BindBlob(1, after.SerializeAsString())
+                          .Bind(2, schema.FingerprintHex())
+                          .Bind(3, dataset_id)
+                          .Run());
+  DPC_RETURN_IF_ERROR(transaction.Commit());
+  // The cached encoding of a sealed dataset's rows was made under the old
+  // list: dropped, re-read under the new one.
+  if (auto cached = sealed_rows_.find(dataset_id); cached != sealed_rows_.end()) {
+    cached_row_bytes_ -= cached->second.bytes;
+    sealed_rows_.erase(cached);
+  }
+  return GetDatasetLocked(db, dataset_id);
+}
+
 absl::StatusOr<release::OpenColumnValues> Store::LoadOpenColumn(const std::string& dataset_id,
                                                                 int column) {
-  (void)dataset_id;
-  (void)column;
-  // Placeholder until open columns are stored (issue 38, in progress).
-  return absl::UnimplementedError("open categorical columns are not stored yet");
+  auto db = database_->Lock();
+  DPC_ASSIGN_OR_RETURN(v1::Dataset dataset, GetDatasetLocked(db, dataset_id));
+  DPC_ASSIGN_OR_RETURN(data::Schema schema, SchemaFromProto(dataset.schema()));
+  if (column < 0 || column >= schema.num_columns() || !schema.column(column).open) {
+    return absl::InvalidArgumentError(absl::StrCat("column ", column, " of dataset '",
+                                                   dataset_id, "' is not an open column"));
+  }
+  release::OpenColumnValues values;
+  DPC_ASSIGN_OR_RETURN(values.dictionary, ReadOpenDictionary(db, dataset_id, column));
+  DPC_ASSIGN_OR_RETURN(auto query, db->Prepare("SELECT num_rows, cells FROM row_chunks WHERE "
+                                                "dataset_id = ? ORDER BY chunk"));
+  query.Bind(1, dataset_id);
+  const int64_t columns = schema.num_columns();
+  values.indices.reserve(static_cast<size_t>(dataset.row_count()));
+  while (true) {
+    DPC_ASSIGN_OR_RETURN(bool row, query.Step());
+    if (!row) break;
+    const int64_t num_rows = query.ColumnInt(0);
+    const std::string blob = query.ColumnBlob(1);
+    if (num_rows < 0 || blob.size() != static_cast<size_t>(num_rows * columns) * sizeof(double)) {
+      return absl::DataLossError(absl::StrCat("row chunk of dataset '", dataset_id,
+                                              "' has the wrong size; run the integrity check"));
+    }
+    for (int64_t r = 0; r < num_rows; ++r) {
+      double cell;
+      std::memcpy(&cell, blob.data() + (r * columns + column) * sizeof(double), sizeof(double));
+      DPC_ASSIGN_OR_RETURN(std::optional<int32_t> index,
+                           OpenCellIndex(cell, values.dictionary.size(), dataset_id));
+      values.indices.push_back(index.value_or(release::kMissingOpenValue));
+    }
+  }
+  return values;
 }
 
 absl::StatusOr<std::shared_ptr<const data::Table>> Store::LoadRows(const std::string& dataset_id,
@@ -846,6 +1147,36 @@ absl::StatusOr<std::shared_ptr<const data::Table>> Store::LoadRows(const std::st
     std::memcpy(values.data() + old_size, blob.data(), blob.size());
     table->pixels.insert(table->pixels.end(), pixels.begin(), pixels.end());
     total_rows += num_rows;
+  }
+  // Open columns (issue 38): each stored index read as its value's level
+  // under this schema. Public metadata decides the map (the list); the
+  // values stay on the server.
+  for (int c = 0; c < columns; ++c) {
+    const data::Column& column = schema.column(c);
+    if (!column.open) continue;
+    DPC_ASSIGN_OR_RETURN(const std::vector<std::string> dictionary,
+                         ReadOpenDictionary(db, dataset_id, c));
+    const bool has_levels = !column.categories.empty();
+    std::vector<double> levels(dictionary.size(), std::numeric_limits<double>::quiet_NaN());
+    double missing_level = std::numeric_limits<double>::quiet_NaN();
+    if (has_levels) {
+      for (size_t i = 0; i < dictionary.size(); ++i) {
+        absl::StatusOr<data::ParsedCell> cell = schema.ParseCell(c, dictionary[i]);
+        if (!cell.ok()) {
+          return absl::DataLossError(absl::StrCat("a stored value of open column '", column.name,
+                                                  "' of dataset '", dataset_id,
+                                                  "' does not parse; run the integrity check"));
+        }
+        levels[i] = cell->value;
+      }
+      if (column.nullable) missing_level = static_cast<double>(column.categories.size());
+    }
+    for (int64_t r = 0; r < total_rows; ++r) {
+      double& cell = values[static_cast<size_t>(r * columns + c)];
+      DPC_ASSIGN_OR_RETURN(std::optional<int32_t> index,
+                           OpenCellIndex(cell, dictionary.size(), dataset_id));
+      cell = index.has_value() ? levels[static_cast<size_t>(*index)] : missing_level;
+    }
   }
   table->cells = Eigen::Map<const Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic,
                                                 Eigen::RowMajor>>(values.data(), total_rows,

@@ -22,6 +22,42 @@
 
 namespace dpcurator::server {
 
+// One upload's values of the schema's open categorical columns (issue 38;
+// docs/schema.md "Open columns"). Each open column gets the upload's own
+// dictionary of distinct values, first seen first, and the upload's cells
+// of that column hold an index into it (NaN for a missing cell).
+// Store::AppendChunks maps those indices to the dataset's dictionary inside
+// its transaction. Used by UploadRows beside data::TableBuilder, whose
+// ParseCell has already checked each cell (its length, a missing value of a
+// column that is not nullable).
+class UploadOpenValues {
+ public:
+  explicit UploadOpenValues(const data::Schema& schema);
+  // Whether the schema has no open column (nothing to code).
+  bool empty() const { return columns_.empty(); }
+  // Codes one row's open cells (the row's text cells in schema order, as
+  // TableBuilder::AddRow took them); call after AddRow accepted the row.
+  // RESOURCE_EXHAUSTED, naming the column and the limit, when a column's
+  // dictionary would pass kMaxOpenValuesPerColumn (server/limits.h).
+  absl::Status AddRow(absl::Span<const std::string> cells);
+  // Writes the codes of the rows added since the last call into `chunk`'s
+  // open columns: `chunk` holds exactly those rows, in order (the builder's
+  // Finish after them).
+  void Fill(data::Table* chunk);
+
+  struct Column {
+    int index = 0;  // the schema column
+    std::vector<std::string> dictionary;
+    absl::flat_hash_map<std::string, int32_t> lookup;
+    std::vector<double> pending;  // codes not yet written into a chunk
+  };
+  const std::vector<Column>& columns() const { return columns_; }
+
+ private:
+  const data::Schema& schema_;
+  std::vector<Column> columns_;
+};
+
 // The server's durable state in one SQLite file: datasets and their rows
 // (stored encoded: one blob of doubles per uploaded chunk, and for an image
 // dataset one blob of 8-bit pixel levels beside it), collections,
@@ -70,9 +106,19 @@ class Store {
   // curator-only). Rows repeated within one upload are distinct records and
   // pass. Cost (docs/limits.md): one read of the stored rows inside the
   // transaction, and a 16-byte digest per row of the upload held meanwhile.
+  //
+  // A dataset with open columns (issue 38) needs `open`: the upload's
+  // dictionaries (UploadOpenValues, whose codes the chunks' open columns
+  // hold). Inside the transaction each value gets its index in the
+  // dataset's dictionary (the open_values table), new values appended in
+  // first-seen order; the stored cell is that index. An upload that would
+  // bring a column past kMaxOpenValuesPerColumn distinct values is
+  // RESOURCE_EXHAUSTED and stores nothing. The duplicate check above
+  // compares the dataset's indices, so equal values are equal cells.
   absl::StatusOr<int64_t> AppendChunks(const std::string& dataset_id,
                                        absl::Span<const data::Table> chunks,
-                                       bool append = false);
+                                       bool append = false,
+                                       const UploadOpenValues* open = nullptr);
   // Deletes the dataset's rows, in one transaction, and marks it deleted:
   // it is listed no more and takes no upload, release or session, but its
   // row stays so that the ledger's events, releases and audit records keep
@@ -88,7 +134,21 @@ class Store {
   // the dataset's fingerprint becomes the new schema's.
   absl::StatusOr<v1::Dataset> SetBins(const std::string& dataset_id,
                                       const v1::TableSchema& schema);
-  // Every stored row of the dataset, in upload order, read from SQLite.
+  // Issue 38 (docs/schema.md "Open columns"): replaces the open columns'
+  // categories with `schema`'s, as SetBins does bins: any other difference
+  // from the stored schema is INVALID_ARGUMENT naming the column; each open
+  // column's new list is non-empty, its last entry the catch-all (at least
+  // two entries); refused while a release or session is in flight. The
+  // stored values stay; LoadRows reads them under the new list.
+  absl::StatusOr<v1::Dataset> SetCategories(const std::string& dataset_id,
+                                            const v1::TableSchema& schema);
+  // Every stored row of the dataset, in upload order, read from SQLite. An
+  // open column's stored index is read through the dataset's dictionary by
+  // `schema`'s ParseCell: with categories, a listed value (or alias) is its
+  // level, any other value the catch-all, a missing one the missing level;
+  // without categories the cell stays NaN (no level exists, and every
+  // reader but the category fit is refused before: PlanRelease,
+  // PlanSession).
   absl::StatusOr<std::shared_ptr<const data::Table>> LoadRows(const std::string& dataset_id,
                                                               const data::Schema& schema);
   // The same rows encoded as the release kinds read them

@@ -617,6 +617,48 @@ absl::Status RunSetBins(const ParsedArgs& args) {
   return absl::OkStatus();
 }
 
+absl::Status RunSetCategories(const ParsedArgs& args) {
+  const std::string path = args.Get("schema");
+  auto schema = ReadSchemaForPublishing(path, args.Flag(kAcceptDataDerivedFlag));
+  if (!schema.ok()) return schema.status();
+  auto connection = Connection::FromArgs(args);
+  if (!connection.ok()) return connection.status();
+  auto found = FindDataset(&*connection, args.Get("dataset"));
+  if (!found.ok()) return found.status();
+  v1::SetCategoriesRequest request;
+  request.set_dataset_id(found->id());
+  *request.mutable_schema() = *schema;
+  v1::Dataset updated;
+  auto context = connection->NewContext();
+  grpc::Status status = connection->datasets().SetCategories(context.get(), request, &updated);
+  if (!status.ok()) return RpcError(status, "set categories");
+  // The open columns whose list changed, named from the two public schemas.
+  std::vector<std::string> changed;
+  for (int c = 0; c < updated.schema().columns_size() && c < found->schema().columns_size();
+       ++c) {
+    const auto& before = found->schema().columns(c).categories();
+    const auto& after = updated.schema().columns(c).categories();
+    if (!std::equal(before.begin(), before.end(), after.begin(), after.end())) {
+      changed.push_back(updated.schema().columns(c).name());
+    }
+  }
+  if (args.Flag("json")) {
+    nlohmann::json out = {{"dataset_id", updated.id()},
+                          {"columns_changed", changed},
+                          {"schema_fingerprint", updated.schema_fingerprint()},
+                          {"previous_schema_fingerprint", found->schema_fingerprint()}};
+    std::printf("%s\n", out.dump(2).c_str());
+    return absl::OkStatus();
+  }
+  std::printf("dataset %s: categories set for %s; schema fingerprint %s (was %s). Values not "
+              "listed now read as the last category. The ledger continues; earlier releases "
+              "keep the fingerprint they were made under.\n",
+              updated.id().c_str(),
+              changed.empty() ? "no column (unchanged)" : absl::StrJoin(changed, ", ").c_str(),
+              updated.schema_fingerprint().c_str(), found->schema_fingerprint().c_str());
+  return absl::OkStatus();
+}
+
 absl::Status RunList(const ParsedArgs& args) {
   auto connection = Connection::FromArgs(args);
   if (!connection.ok()) return connection.status();
@@ -827,6 +869,26 @@ std::vector<Command> DatasetCommands() {
                        "set bins still marked \"data_derived\" as they are", true},
                       {"json", "", "print JSON (docs/json.md)", true}}),
       RunSetBins});
+  commands.push_back(Command{
+      "datasets set-categories", "give open categorical columns their categories (curator)",
+      "An open column (\"open\": true in the schema, docs/schema.md \"Open columns\") has no\n"
+      "public category list: the server keeps its values, and every release but a category\n"
+      "fit, and every session, is refused until it has one. `dpcurator schema fit --dataset\n"
+      "ID --categories COLUMN` runs that fit (a charged release) and writes the schema with\n"
+      "the published values plus a catch-all \"other\", last; this command sets it. The last\n"
+      "category is the catch-all: every stored value not listed reads as it, so rare values\n"
+      "(which the fit never publishes) stay together in one level. --schema is the dataset's\n"
+      "schema with only open columns' \"categories\" changed; anything else is refused. The\n"
+      "stored values and the ledger stay; the schema fingerprint changes. Refused while a\n"
+      "release is in progress or a session is open.\n\n"
+      "  dpcurator datasets set-categories --dataset ds_... --schema fit.json",
+      WithConnection({{"dataset", "", "dataset id or name", false, true},
+                      {"schema", "", "schema JSON file (from `schema fit --categories`)", false,
+                       true},
+                      {kAcceptDataDerivedFlag, "",
+                       "set categories still marked \"data_derived\" as they are", true},
+                      {"json", "", "print JSON (docs/json.md)", true}}),
+      RunSetCategories});
   commands.push_back(Command{
       "upload", "stream a CSV or ARFF file's rows, or images, into a dataset (curator)",
       "The header (CSV) or the @attribute names (ARFF) are matched to the schema by column\n"

@@ -69,6 +69,14 @@ Schema::Builder& Schema::Builder::AddCategorical(std::string name,
   return *this;
 }
 
+Schema::Builder& Schema::Builder::AddOpenCategorical(std::string name,
+                                                     std::vector<std::string> categories,
+                                                     bool nullable) {
+  AddCategorical(std::move(name), std::move(categories), nullable);
+  columns_.back().open = true;
+  return *this;
+}
+
 Schema::Builder& Schema::Builder::AddImage(std::string name, int height, int width,
                                            int channels) {
   Column column;
@@ -196,7 +204,16 @@ absl::StatusOr<Schema> Schema::Builder::Build() const {
             column.lower, ", ", column.upper, "]"));
       }
     } else {
-      if (column.categories.empty()) {
+      if (column.open) {
+        // No level yet (before its category fit), or the published values
+        // then the catch-all: one level alone would be the catch-all only,
+        // a column that says nothing.
+        if (column.categories.size() == 1) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "Open column '", column.name, "' declares one category; declare none (before "
+              "its category fit) or the published values then the catch-all (\"other\"), last"));
+        }
+      } else if (column.categories.empty()) {
         return absl::InvalidArgumentError(absl::StrCat(
             "Categorical column '", column.name, "' must declare its categories"));
       }
@@ -222,6 +239,13 @@ absl::StatusOr<Schema> Schema::Builder::Build() const {
         }
       }
     }
+  }
+  int open_columns = 0;
+  for (const Column& column : schema.columns_) open_columns += column.open ? 1 : 0;
+  if (open_columns > kMaxOpenColumns) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "The schema declares ", open_columns, " open columns; at most ", kMaxOpenColumns,
+        " (kMaxOpenColumns) are accepted: declare the others' categories"));
   }
   const auto find_column = [&names](const std::string& name) -> std::optional<int> {
     auto it = names.find(name);
@@ -322,6 +346,13 @@ absl::StatusOr<Schema> Schema::Builder::Build() const {
           absl::StrCat("Label column '", *label_, "' is not declared"));
     }
     const Column& column = schema.columns_[*index];
+    if (column.open) {
+      // A label's classes are public (conditional methods, partitions,
+      // per-class sums are shaped by them): never learned from rows.
+      return absl::InvalidArgumentError(absl::StrCat(
+          "Label column '", *label_, "' is open; a label needs its public category list, "
+          "declare it as an ordinary categorical column"));
+    }
     if (column.type != ColumnType::kCategorical || column.nullable ||
         column.categories.size() < 2) {
       return absl::InvalidArgumentError(absl::StrCat(
@@ -377,6 +408,26 @@ std::optional<int> Schema::FindColumn(absl::string_view name) const {
   return std::nullopt;
 }
 
+bool Schema::has_open_columns() const {
+  for (const Column& c : columns_) {
+    if (c.open) return true;
+  }
+  return false;
+}
+
+absl::Status Schema::RequireCategoriesForOpenColumns() const {
+  for (const Column& c : columns_) {
+    if (c.open && c.categories.empty()) {
+      // The column's name is public metadata; no value is named.
+      return absl::FailedPreconditionError(absl::StrCat(
+          "column '", c.name, "' is open and has no categories yet: run `dpcurator schema fit "
+          "--dataset ID --categories ", c.name, "`, then `dpcurator datasets set-categories` "
+          "(docs/schema.md \"Open columns\"). Nothing was charged"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 ParsedCell ClampNumeric(const Column& c, double value) {
   ParsedCell cell;
   if (value < c.lower) {
@@ -427,7 +478,21 @@ absl::StatusOr<ParsedCell> Schema::ParseCell(int column, absl::string_view token
       return absl::InvalidArgumentError(absl::StrCat(
           "Column '", c.name, "': missing value, and the column is not nullable"));
     }
-    cell.value = static_cast<double>(c.categories.size());
+    // An open column before its fit has no level, the missing one neither.
+    cell.value = c.open && c.categories.empty() ? std::numeric_limits<double>::quiet_NaN()
+                                                : static_cast<double>(c.categories.size());
+    return cell;
+  }
+  if (c.open && c.categories.empty()) {
+    // No level exists before the category fit: the server stores the value
+    // itself (server/store.h), and nothing reads this cell.
+    if (token.size() > static_cast<size_t>(kMaxOpenValueBytes)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "Column '", c.name, "': a value of ", token.size(), " bytes; an open column's "
+          "values are at most ", kMaxOpenValueBytes, " bytes (kMaxOpenValueBytes): shorten "
+          "or code them"));
+    }
+    cell.value = std::numeric_limits<double>::quiet_NaN();
     return cell;
   }
   for (size_t i = 0; i < c.categories.size(); ++i) {
@@ -445,6 +510,17 @@ absl::StatusOr<ParsedCell> Schema::ParseCell(int column, absl::string_view token
         }
       }
     }
+  }
+  if (c.open) {
+    // Every value the category fit did not publish is the catch-all, last.
+    if (token.size() > static_cast<size_t>(kMaxOpenValueBytes)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "Column '", c.name, "': a value of ", token.size(), " bytes; an open column's "
+          "values are at most ", kMaxOpenValueBytes, " bytes (kMaxOpenValueBytes): shorten "
+          "or code them"));
+    }
+    cell.value = static_cast<double>(c.categories.size() - 1);
+    return cell;
   }
   return absl::InvalidArgumentError(absl::StrCat(
       "Column '", c.name, "': '", absl::CHexEscape(token.substr(0, 64)),
@@ -506,6 +582,8 @@ uint64_t Schema::Fingerprint() const {
     } else {
       absl::StrAppend(&canonical, absl::StrJoin(c.categories, "\x1f"), "|",
                       c.nullable ? 1 : 0);
+      // Only when set, so that other schemas keep the prints they had.
+      if (c.open) absl::StrAppend(&canonical, "|open");
     }
     canonical.push_back('\n');
   }

@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 
@@ -36,6 +37,13 @@ struct Column {
   std::vector<double> bins;
   // Categorical: the public category list, in declared order.
   std::vector<std::string> categories;
+  // Categorical, issue 38 (docs/schema.md "Open columns"): the category list
+  // is not public. The server keeps each row's value and publishes a list
+  // only through a charged CATEGORY_FIT release. Without categories the
+  // column has no level yet (ParseCell gives NaN, and nothing may read it:
+  // Schema::RequireCategoriesForOpenColumns); with them, the LAST category is
+  // the catch-all every unlisted value reads as ("other").
+  bool open = false;
   // Categorical: extra spellings mapped to a declared category (for example
   // Adult's test file writes ">50K." for ">50K").
   std::vector<std::pair<std::string, std::string>> aliases;
@@ -61,6 +69,13 @@ inline constexpr int64_t kMaxImagePixels = int64_t{1} << 20;
 // edges, so that a marginal's domain stays small (core/data/discretize.h).
 inline constexpr int kMaxAtoms = 64;
 inline constexpr int kMaxBinEdges = 1024;
+// Data-independent bounds on an open categorical column (issue 38): one
+// value's bytes (trimmed), checked as a cell is parsed; server/limits.h
+// bounds the distinct values a column stores.
+inline constexpr int kMaxOpenValueBytes = 256;
+// At most this many open columns in one schema (server/limits.h: each
+// stores up to kMaxOpenValuesPerColumn distinct values).
+inline constexpr int kMaxOpenColumns = 16;
 // An image pixel's 8-bit level l stands for the value l / kImageLevels.
 inline constexpr double kImageLevels = 255.0;
 
@@ -91,6 +106,10 @@ class Schema {
     Builder& AddCategorical(std::string name,
                             std::vector<std::string> categories,
                             bool nullable = false);
+    // An open categorical column (Column::open): `categories` empty (no
+    // level yet) or the published values then the catch-all, last.
+    Builder& AddOpenCategorical(std::string name, std::vector<std::string> categories,
+                                bool nullable = false);
     // An image column of height x width x channels pixels in [0, 1]. A
     // schema with an image column holds only it and, optionally, a
     // categorical label column.
@@ -111,6 +130,8 @@ class Schema {
     // finite, inside the bounds, strictly increasing, integers for an integer
     // column; at most kMaxAtoms) and bin edges (numeric column; finite,
     // strictly increasing, strictly inside the bounds; at most kMaxBinEdges).
+    // An open column may declare no categories; with some, at least two (the
+    // published values, then the catch-all); it cannot be the label.
     absl::StatusOr<Schema> Build() const;
 
    private:
@@ -144,11 +165,21 @@ class Schema {
   const std::vector<std::string>& missing_tokens() const { return missing_tokens_; }
   // Index of a column by name.
   std::optional<int> FindColumn(absl::string_view name) const;
+  // Whether any column is open (Column::open).
+  bool has_open_columns() const;
+  // FAILED_PRECONDITION naming the first open column without categories
+  // and the commands that give it some; OK when there is none. Every
+  // release kind but CATEGORY_FIT, and every session, needs it OK: such a
+  // column has no level for a method to read (issue 38).
+  absl::Status RequireCategoriesForOpenColumns() const;
 
   // Parses one cell (surrounding whitespace trimmed). Errors name the column
   // and the offending token; numeric values outside the bounds are clamped.
   // A missing token of a nullable numeric column gives NaN (Table's
-  // convention), of a nullable categorical its missing level.
+  // convention), of a nullable categorical its missing level. An open
+  // column without categories accepts any value of at most
+  // kMaxOpenValueBytes bytes and gives NaN (no level exists); with
+  // categories, an unlisted value gives the last (catch-all) level.
   absl::StatusOr<ParsedCell> ParseCell(int column, absl::string_view token) const;
   // Formats a stored value for CSV output (level names, integers rounded);
   // a missing value (NaN of a numeric column, the missing level of a

@@ -46,5 +46,28 @@ TEST(SchemaFileAtomsTest, RefusesMalformedDeclarations) {
             std::string::npos);
 }
 
+// Issue 38: "open": true declares an open categorical column.
+TEST(SchemaFileAtomsTest, ReadsOpenColumns) {
+  auto file = ParseSchemaFileText(
+      R"({"columns": [{"name": "city", "type": "CATEGORICAL", "open": true},
+                      {"name": "x", "type": "NUMERIC", "lower": 0, "upper": 1}]})",
+      "s.json");
+  ASSERT_TRUE(file.ok()) << file.status();
+  const data::Schema schema = SchemaFromProto(file->schema).value();
+  EXPECT_TRUE(schema.column(0).open);
+  EXPECT_TRUE(schema.column(0).categories.empty());
+  EXPECT_FALSE(schema.column(1).open);
+  // The canonical proto keeps the flag (the server stores SchemaToProto's).
+  EXPECT_TRUE(SchemaToProto(schema).columns(0).open());
+  EXPECT_FALSE(SchemaToProto(schema).columns(1).open());
+  EXPECT_NE(ErrorOf(R"({"columns": [{"name": "x", "type": "NUMERIC", "lower": 0, "upper": 1,
+                                     "open": true}]})")
+                .find("\"open\" belongs to CATEGORICAL columns only"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(R"({"columns": [{"name": "c", "type": "CATEGORICAL", "open": 1}]})")
+                .find("must be true or false"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace dpcurator::client

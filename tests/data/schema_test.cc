@@ -453,5 +453,91 @@ TEST(SchemaImageTest, FingerprintDependsOnTheShape) {
   EXPECT_NE(numeric.Build()->Fingerprint(), base);
 }
 
+// Issue 38 (docs/schema.md "Open columns"): an open categorical column.
+// FNV-1a of "c|cat|a\x1fother|0\nlabel=-1", the canonical text before open columns.
+constexpr char kClosedPrintBeforeOpenColumns[] = "906a0b09c853f5b9";
+
+TEST(SchemaOpenColumnTest, BuildRules) {
+  Schema::Builder none;
+  none.AddOpenCategorical("city", {}).AddNumeric("x", 0, 1);
+  ASSERT_TRUE(none.Build().ok()) << none.Build().status();
+  EXPECT_TRUE(none.Build()->column(0).open);
+  EXPECT_TRUE(none.Build()->has_open_columns());
+  Schema::Builder fitted;
+  fitted.AddOpenCategorical("city", {"Paris", "Rome", "other"});
+  EXPECT_TRUE(fitted.Build().ok()) << fitted.Build().status();
+  Schema::Builder one;
+  one.AddOpenCategorical("city", {"other"});
+  EXPECT_NE(BuildError(one).find("declares one category"), std::string::npos);
+  Schema::Builder label;
+  label.AddNumeric("x", 0, 1).AddOpenCategorical("y", {"a", "b", "other"}).SetLabel("y");
+  EXPECT_NE(BuildError(label).find("is open"), std::string::npos);
+  // An ordinary categorical still needs its categories.
+  Schema::Builder closed;
+  closed.AddCategorical("c", {});
+  EXPECT_NE(BuildError(closed).find("must declare its categories"), std::string::npos);
+  Schema::Builder plain;
+  plain.AddCategorical("c", {"a", "b"});
+  EXPECT_FALSE(plain.Build()->has_open_columns());
+}
+
+TEST(SchemaOpenColumnTest, ParseCellWithoutCategoriesKeepsNoLevel) {
+  Schema::Builder builder;
+  builder.AddOpenCategorical("city", {}).AddOpenCategorical("code", {}, /*nullable=*/true);
+  const Schema schema = builder.Build().value();
+  auto cell = schema.ParseCell(0, " Lyon ");
+  ASSERT_TRUE(cell.ok()) << cell.status();
+  EXPECT_TRUE(std::isnan(cell->value));
+  EXPECT_TRUE(schema.ParseCell(0, std::string(kMaxOpenValueBytes, 'a')).ok());
+  const auto long_value = schema.ParseCell(0, std::string(kMaxOpenValueBytes + 1, 'a'));
+  ASSERT_FALSE(long_value.ok());
+  EXPECT_NE(long_value.status().message().find("kMaxOpenValueBytes"), std::string::npos);
+  // Missing: an error unless nullable, then NaN too (no missing level yet).
+  EXPECT_FALSE(schema.ParseCell(0, "?").ok());
+  auto missing = schema.ParseCell(1, "?");
+  ASSERT_TRUE(missing.ok());
+  EXPECT_TRUE(std::isnan(missing->value));
+}
+
+TEST(SchemaOpenColumnTest, ParseCellWithCategoriesMapsOthersToTheCatchAll) {
+  Schema::Builder builder;
+  builder.AddOpenCategorical("city", {"Paris", "Rome", "other"}, /*nullable=*/true)
+      .AddAlias("city", "Roma", "Rome");
+  const Schema schema = builder.Build().value();
+  EXPECT_EQ(schema.ParseCell(0, "Paris")->value, 0);
+  EXPECT_EQ(schema.ParseCell(0, "Roma")->value, 1);
+  EXPECT_EQ(schema.ParseCell(0, "Lyon")->value, 2);   // unlisted: the catch-all
+  EXPECT_EQ(schema.ParseCell(0, "other")->value, 2);
+  EXPECT_EQ(schema.ParseCell(0, "")->value, 3);       // the missing level
+  EXPECT_EQ(schema.NumLevels(0), 4);
+  EXPECT_FALSE(schema.ParseCell(0, std::string(kMaxOpenValueBytes + 1, 'a')).ok());
+}
+
+TEST(SchemaOpenColumnTest, RequireCategoriesNamesTheColumnAndTheCommands) {
+  Schema::Builder builder;
+  builder.AddNumeric("x", 0, 1).AddOpenCategorical("city", {});
+  const absl::Status status = builder.Build()->RequireCategoriesForOpenColumns();
+  EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(status.message().find("column 'city' is open and has no categories yet"),
+            std::string::npos);
+  EXPECT_NE(status.message().find("schema fit --dataset ID --categories city"),
+            std::string::npos);
+  EXPECT_NE(status.message().find("datasets set-categories"), std::string::npos);
+  Schema::Builder fitted;
+  fitted.AddNumeric("x", 0, 1).AddOpenCategorical("city", {"a", "other"});
+  EXPECT_TRUE(fitted.Build()->RequireCategoriesForOpenColumns().ok());
+}
+
+TEST(SchemaOpenColumnTest, FingerprintMarksOpenOnly) {
+  Schema::Builder closed;
+  closed.AddCategorical("c", {"a", "other"});
+  Schema::Builder open;
+  open.AddOpenCategorical("c", {"a", "other"});
+  EXPECT_NE(closed.Build()->Fingerprint(), open.Build()->Fingerprint());
+  // A schema without open columns keeps the print it always had (this
+  // value was computed before open columns existed).
+  EXPECT_EQ(closed.Build()->FingerprintHex(), kClosedPrintBeforeOpenColumns);
+}
+
 }  // namespace
 }  // namespace dpcurator::data

@@ -114,6 +114,15 @@ const std::map<std::string, RpcCall>& RpcTable() {
          v1::Dataset response;
          return s.datasets->SetBins(c, request, &response);
        }},
+      {"/dpcurator.v1.DatasetService/SetCategories",
+       [](Stubs& s, grpc::ClientContext* c, Targets& t) {
+         // The stored schema as it is (no open column): a change of nothing.
+         v1::SetCategoriesRequest request;
+         request.set_dataset_id(t.released_dataset);
+         *request.mutable_schema() = DemoSchemaProto();
+         v1::Dataset response;
+         return s.datasets->SetCategories(c, request, &response);
+       }},
       {"/dpcurator.v1.DatasetService/GetBudget",
        [](Stubs& s, grpc::ClientContext* c, Targets& t) {
          v1::GetBudgetRequest request;

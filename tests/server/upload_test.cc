@@ -6,8 +6,16 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+
 #include "client/connection.h"
 #include "core/data/demo.h"
+#include "proto/convert.h"
+#include "server/limits.h"
 #include "server/sqlite.h"
 #include "tests/server/server_test_util.h"
 
@@ -46,9 +54,10 @@ class UploadTest : public ServerTest {
     return query->ColumnInt(0);
   }
 
-  int64_t StoredRows() {
+  int64_t StoredRows() { return StoredRowsOf(dataset_.id()); }
+  int64_t StoredRowsOf(const std::string& dataset_id) {
     v1::Dataset listed;
-    EXPECT_TRUE(FindDataset(Curator(), dataset_.id(), &listed).ok());
+    EXPECT_TRUE(FindDataset(Curator(), dataset_id, &listed).ok());
     return listed.row_count();
   }
 
@@ -314,6 +323,250 @@ TEST_F(UploadTest, DeleteRemovesRowsAndKeepsTheLedger) {
     EXPECT_EQ(connection.datasets().DeleteDataset(context.get(), request, &deleted).error_code(),
               grpc::StatusCode::NOT_FOUND);
   }
+}
+
+// Issue 38 (docs/schema.md "Open columns"): a dataset with an open column
+// `city` (nullable) beside a numeric `x`.
+class OpenColumnTest : public UploadTest {
+ protected:
+  static v1::TableSchema OpenSchema(std::vector<std::string> categories = {}) {
+    v1::TableSchema schema;
+    v1::ColumnSchema& city = *schema.add_columns();
+    city.set_name("city");
+    city.set_type(v1::ColumnSchema::CATEGORICAL);
+    city.set_open(true);
+    city.set_nullable(true);
+    for (auto& category : categories) city.add_categories(std::move(category));
+    v1::ColumnSchema& x = *schema.add_columns();
+    x.set_name("x");
+    x.set_type(v1::ColumnSchema::NUMERIC);
+    x.set_lower(0);
+    x.set_upper(1e6);
+    return schema;
+  }
+
+  void SetUp() override {
+    UploadTest::SetUp();
+    v1::CreateDatasetRequest request;
+    request.set_name("cities");
+    *request.mutable_schema() = OpenSchema();
+    request.mutable_budget()->set_epsilon(10);
+    request.mutable_budget()->set_delta(1e-5);
+    auto connection = Curator();
+    auto context = connection.NewContext();
+    grpc::Status status = connection.datasets().CreateDataset(context.get(), request, &open_);
+    ASSERT_TRUE(status.ok()) << status.error_message();
+  }
+
+  // One message of (city, x) rows.
+  v1::UploadRowsRequest Rows(const std::vector<std::pair<std::string, int>>& rows) {
+    v1::UploadRowsRequest message;
+    message.set_dataset_id(open_.id());
+    for (const auto& [city, x] : rows) {
+      v1::Row& row = *message.add_rows();
+      row.add_cells(city);
+      row.add_cells(std::to_string(x));
+    }
+    return message;
+  }
+
+  grpc::Status Upload(const v1::UploadRowsRequest& message) {
+    v1::UploadRowsResponse response;
+    return UploadMessages({message}, &response);
+  }
+
+  grpc::Status SetCategories(const client::Connection& connection,
+                             const v1::TableSchema& schema, v1::Dataset* updated) {
+    v1::SetCategoriesRequest request;
+    request.set_dataset_id(open_.id());
+    *request.mutable_schema() = schema;
+    client::Connection copy = connection;
+    auto context = copy.NewContext();
+    return copy.datasets().SetCategories(context.get(), request, updated);
+  }
+
+  release::OpenColumnValues Values() {
+    auto values = server_->store()->LoadOpenColumn(open_.id(), 0);
+    EXPECT_TRUE(values.ok()) << values.status();
+    return values.ok() ? *values : release::OpenColumnValues{};
+  }
+
+  int64_t StoredOpenValues() {
+    return CountRowsInDatabase("SELECT COUNT(*) FROM open_values WHERE dataset_id = '" +
+                               open_.id() + "'");
+  }
+
+  v1::Dataset open_;
+};
+
+TEST_F(OpenColumnTest, UploadsKeepEachValueOnceInFirstSeenOrder) {
+  ASSERT_TRUE(Upload(Rows({{"Paris", 1}, {" Rome ", 2}, {"Paris", 3}, {"", 4}})).ok());
+  release::OpenColumnValues values = Values();
+  EXPECT_EQ(values.dictionary, (std::vector<std::string>{"Paris", "Rome"}));
+  EXPECT_EQ(values.indices, (std::vector<int32_t>{0, 1, 0, release::kMissingOpenValue}));
+  // A second upload reuses the stored values and extends the dictionary.
+  ASSERT_TRUE(Upload(Rows({{"Lyon", 5}, {"Rome", 6}})).ok());
+  values = Values();
+  EXPECT_EQ(values.dictionary, (std::vector<std::string>{"Paris", "Rome", "Lyon"}));
+  EXPECT_EQ(values.indices, (std::vector<int32_t>{0, 1, 0, -1, 2, 1}));
+  // The duplicate check compares the stored indices: the same row again is
+  // refused (nothing stored), another x with a known city is not a repeat.
+  grpc::Status repeated = Upload(Rows({{"Lyon", 5}, {"Oslo", 9}}));
+  EXPECT_EQ(repeated.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_THAT(repeated.error_message(), HasSubstr("repeats a row"));
+  EXPECT_EQ(Values().dictionary.size(), 3u);  // "Oslo" was not kept
+  ASSERT_TRUE(Upload(Rows({{"Lyon", 7}})).ok());
+  EXPECT_EQ(Values().indices.size(), 7u);
+  // Not an open column.
+  EXPECT_EQ(server_->store()->LoadOpenColumn(open_.id(), 1).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  // A value longer than kMaxOpenValueBytes is refused (on the wire a cell
+  // is already bounded by the same 256 bytes: server/input_limits.h).
+  grpc::Status long_value = Upload(Rows({{std::string(data::kMaxOpenValueBytes + 1, 'a'), 1}}));
+  EXPECT_EQ(long_value.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(long_value.error_message(), HasSubstr("256 bytes"));
+  // Deleting the dataset deletes its values.
+  EXPECT_EQ(StoredOpenValues(), 3);
+  {
+    auto connection = Curator();
+    auto context = connection.NewContext();
+    v1::DeleteDatasetRequest request;
+    request.set_dataset_id(open_.id());
+    v1::DeleteDatasetResponse deleted;
+    ASSERT_TRUE(connection.datasets().DeleteDataset(context.get(), request, &deleted).ok());
+  }
+  EXPECT_EQ(StoredOpenValues(), 0);
+}
+
+TEST_F(OpenColumnTest, ThePerColumnLimitRefusesAnUploadWhole) {
+  // kMaxOpenValuesPerColumn - 1 distinct values, in messages of 50,000.
+  std::vector<v1::UploadRowsRequest> messages;
+  const std::string x = "1";
+  for (int64_t i = 0; i < kMaxOpenValuesPerColumn - 1; ++i) {
+    if (i % 50'000 == 0) messages.emplace_back().set_dataset_id(open_.id());
+    v1::Row& row = *messages.back().add_rows();
+    row.add_cells(absl::StrCat("v", i));
+    row.add_cells(x);
+  }
+  v1::UploadRowsResponse response;
+  ASSERT_TRUE(UploadMessages(messages, &response).ok());
+  // Two new values would pass the limit: refused, nothing stored.
+  grpc::Status refused = Upload(Rows({{"v0", 2}, {"new1", 2}, {"new2", 2}}));
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_THAT(refused.error_message(), HasSubstr("kMaxOpenValuesPerColumn"));
+  EXPECT_THAT(refused.error_message(), HasSubstr("nothing of this upload was stored"));
+  EXPECT_EQ(StoredOpenValues(), kMaxOpenValuesPerColumn - 1);
+  EXPECT_EQ(StoredRowsOf(open_.id()), kMaxOpenValuesPerColumn - 1);
+  // One new value reaches it exactly.
+  ASSERT_TRUE(Upload(Rows({{"v0", 2}, {"new1", 2}})).ok());
+  EXPECT_EQ(StoredOpenValues(), kMaxOpenValuesPerColumn);
+}
+
+TEST_F(OpenColumnTest, LoadRowsReadsValuesUnderTheSetCategories) {
+  ASSERT_TRUE(Upload(Rows({{"Paris", 1}, {"Rome", 2}, {"Lyon", 3}, {"?", 4}, {"Roma", 5}}))
+                  .ok());
+  auto before = SchemaFromProto(OpenSchema()).value();
+  auto unfitted = server_->store()->LoadRows(open_.id(), before);
+  ASSERT_TRUE(unfitted.ok()) << unfitted.status();
+  EXPECT_TRUE((*unfitted)->cells.col(0).array().isNaN().all());  // no level yet
+  v1::TableSchema fitted = OpenSchema({"Paris", "Rome", "other"});
+  v1::Dataset updated;
+  grpc::Status status = SetCategories(Curator(), fitted, &updated);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_NE(updated.schema_fingerprint(), open_.schema_fingerprint());
+  auto schema = SchemaFromProto(updated.schema()).value();
+  auto rows = server_->store()->LoadRows(open_.id(), schema);
+  ASSERT_TRUE(rows.ok()) << rows.status();
+  // Listed values their levels, others ("Lyon", "Roma") the catch-all (2),
+  // missing the missing level (3).
+  const Eigen::VectorXd city = (*rows)->cells.col(0);
+  EXPECT_EQ(std::vector<double>(city.data(), city.data() + city.size()),
+            (std::vector<double>{0, 1, 2, 3, 2}));
+  EXPECT_EQ((*rows)->cells(4, 1), 5);
+}
+
+TEST_F(OpenColumnTest, SetCategoriesChangesOpenCategoriesOnly) {
+  v1::Dataset updated;
+  v1::TableSchema bounds = OpenSchema({"a", "other"});
+  bounds.mutable_columns(1)->set_upper(10);
+  grpc::Status status = SetCategories(Curator(), bounds, &updated);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(status.error_message(), HasSubstr("'x'"));
+  v1::TableSchema closed = OpenSchema({"a", "other"});
+  closed.mutable_columns(0)->set_open(false);
+  EXPECT_EQ(SetCategories(Curator(), closed, &updated).error_code(),
+            grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(SetCategories(Curator(), OpenSchema({"other"}), &updated).error_code(),
+            grpc::StatusCode::INVALID_ARGUMENT);
+  v1::TableSchema aliased = OpenSchema({"a", "other"});
+  (*aliased.mutable_columns(0)->mutable_aliases())["A"] = "a";
+  EXPECT_EQ(SetCategories(Curator(), aliased, &updated).error_code(),
+            grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(SetCategories(Analyst(), OpenSchema({"a", "other"}), &updated).error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+  v1::Dataset listed;
+  ASSERT_TRUE(FindDataset(Curator(), open_.id(), &listed).ok());
+  EXPECT_EQ(listed.schema_fingerprint(), open_.schema_fingerprint());
+  ASSERT_TRUE(SetCategories(Curator(), OpenSchema({"a", "other"}), &updated).ok());
+  // Once set, the list cannot be emptied again.
+  EXPECT_EQ(SetCategories(Curator(), OpenSchema(), &updated).error_code(),
+            grpc::StatusCode::INVALID_ARGUMENT);
+}
+
+TEST_F(OpenColumnTest, ReleasesAndSessionsWaitForCategories) {
+  ASSERT_TRUE(Upload(Rows({{"Paris", 1}, {"Rome", 2}, {"Paris", 3}})).ok());
+  v1::ReleaseRequest marginals;
+  marginals.set_dataset_id(open_.id());
+  marginals.set_idempotency_key("m");
+  marginals.set_noise_multiplier(2.0);
+  marginals.mutable_marginals()->add_cliques()->add_columns("x");
+  v1::OpenSessionRequest session;
+  session.set_dataset_id(open_.id());
+  session.set_idempotency_key("s");
+  session.mutable_params()->set_steps(2);
+  session.mutable_params()->set_sampling_rate(0.5);
+  session.mutable_params()->set_noise_multiplier(2.0);
+  session.mutable_params()->mutable_rff_embedding()->set_num_frequencies(4);
+  auto open_session = [&](v1::Session* opened) {
+    client::Connection analyst = Analyst();
+    auto context = analyst.NewContext();
+    return analyst.sessions().OpenSession(context.get(), session, opened);
+  };
+  v1::Release release;
+  grpc::Status refused = RequestRelease(marginals, &release);
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_THAT(refused.error_message(), HasSubstr("column 'city' is open and has no categories"));
+  v1::Session opened;
+  refused = open_session(&opened);
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_THAT(refused.error_message(), HasSubstr("datasets set-categories"));
+  v1::BudgetReport budget;
+  ASSERT_TRUE(GetBudget(open_.id(), &budget).ok());
+  EXPECT_EQ(budget.events_size(), 0);
+  EXPECT_EQ(budget.epsilon_spent(), 0);
+  v1::Dataset updated;
+  ASSERT_TRUE(SetCategories(Curator(), OpenSchema({"Paris", "other"}), &updated).ok());
+  grpc::Status admitted = RequestRelease(marginals, &release);
+  EXPECT_TRUE(admitted.ok()) << admitted.error_message();
+  admitted = open_session(&opened);
+  EXPECT_TRUE(admitted.ok()) << admitted.error_message();
+  ASSERT_TRUE(GetBudget(open_.id(), &budget).ok());
+  EXPECT_EQ(budget.events_size(), 2);
+}
+
+TEST_F(OpenColumnTest, AnExternalDatasetCannotHaveAnOpenColumn) {
+  v1::CreateDatasetRequest request;
+  request.set_name("external cities");
+  *request.mutable_schema() = OpenSchema();
+  request.mutable_budget()->set_epsilon(1);
+  request.mutable_budget()->set_delta(1e-5);
+  request.set_external(true);
+  auto connection = Curator();
+  auto context = connection.NewContext();
+  v1::Dataset dataset;
+  grpc::Status status = connection.datasets().CreateDataset(context.get(), request, &dataset);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(status.error_message(), HasSubstr("column 'city' is open"));
 }
 
 }  // namespace
