@@ -34,6 +34,7 @@
 #include <string>
 #include <vector>
 
+#include "Eigen/Cholesky"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -272,7 +273,7 @@ int main(int argc, char** argv) {
   // p1 / (p0 + p1) as DecodeDpSgdRows samples it, over reconstructions of
   // the first rows, against the real share. Tells a decoder that has not
   // learnt the prevalences from a generator that has not found its latents.
-  double recon_gap = 0, recon_corr = 0, recon_auroc = 0;
+  double recon_gap = 0, recon_corr = 0, recon_auroc = 0, latent_std_ratio = 0, gauss_auroc = 0;
   {
     auto ae = dpcurator::nn::Mlp::FromParameters(trained->autoencoder_options,
                                                  trained->autoencoder_parameters);
@@ -302,6 +303,48 @@ int main(int argc, char** argv) {
       auto recon_rows = train::DecodeDpSgdRows(schema, q, &rng);
       if (!recon_rows.ok()) Fail(std::string(recon_rows.status().message()));
       recon_auroc = auroc_gap(*recon_rows).scatter.mean_abs_gap;
+
+      // The latent codes: the real rows' (the decoder's input in `ws` after
+      // the forward pass above) against the generator's for fresh noise.
+      // latent std ratio: the mean over latent coordinates of the generated
+      // codes' std over the real codes' (1: the generator spreads as the
+      // codes do; near 0: it collapses to a few codes, whose decoded rows
+      // are close to independent draws). gauss: rows decoded from codes drawn
+      // from the Gaussian with the real codes' mean and covariance, what a
+      // generator that matched the codes' first two moments would reach.
+      const int latent_layer = static_cast<int>(o.encoder_hidden.size());
+      const Eigen::MatrixXd codes = ws.layer_input(latent_layer + 1);
+      auto generator = dpcurator::nn::Mlp::FromParameters(trained->model.generator_options,
+                                                          trained->model.generator_parameters);
+      if (!generator.ok()) Fail(std::string(generator.status().message()));
+      Eigen::MatrixXd z(m, o.noise_dim);
+      rng.FillNormal(z);
+      dpcurator::nn::MlpWorkspace gws;
+      const Eigen::MatrixXd fake_codes = generator->Forward(z, &gws);
+      auto col_std = [](const Eigen::MatrixXd& x) {
+        const Eigen::RowVectorXd mean = x.colwise().mean();
+        return ((x.rowwise() - mean).array().square().colwise().sum() /
+                static_cast<double>(x.rows() - 1))
+            .sqrt()
+            .eval();
+      };
+      latent_std_ratio = (col_std(fake_codes) / (col_std(codes) + 1e-12)).mean();
+      const Eigen::RowVectorXd mean = codes.colwise().mean();
+      const Eigen::MatrixXd centred = codes.rowwise() - mean;
+      const Eigen::MatrixXd cov = centred.transpose() * centred / static_cast<double>(m - 1);
+      const Eigen::MatrixXd l =
+          (cov + 1e-9 * Eigen::MatrixXd::Identity(cov.rows(), cov.cols())).llt().matrixL();
+      Eigen::MatrixXd e(m, codes.cols());
+      rng.FillNormal(e);
+      const Eigen::MatrixXd gauss_codes = (e * l.transpose()).rowwise() + mean;
+      auto decoder = train::DecoderOf(*ae, latent_layer);
+      if (!decoder.ok()) Fail(std::string(decoder.status().message()));
+      dpcurator::nn::MlpWorkspace dws;
+      const Eigen::MatrixXd gq = decoder->Forward(gauss_codes, &dws).unaryExpr(
+          [](double v) { return 1.0 / (1.0 + std::exp(-v)); });
+      auto gauss_rows = train::DecodeDpSgdRows(schema, gq, &rng);
+      if (!gauss_rows.ok()) Fail(std::string(gauss_rows.status().message()));
+      gauss_auroc = auroc_gap(*gauss_rows).scatter.mean_abs_gap;
     }
   }
   auto synthetic = train::SampleAutogan(schema, trained->model, sample_rows, o.seed + 99, true);
@@ -322,7 +365,8 @@ int main(int argc, char** argv) {
       "eps %g seed %llu | ae T %lld B %g C %g lr %g h %d/%d | gan T %lld B %g C %g lr %g/%g "
       "tD %d clamp %g clipfake %d samplefake %d tau %g critic %d share %g | sigma %.3f/%.3f | "
       "median norm %.3g/%.3g | "
-      "recon gap %.4f corr %.3f auroc gap %.4f | prob gap %.4f corr %.3f | auroc gap %.4f (%zu of %d) "
+      "recon gap %.4f corr %.3f auroc gap %.4f | latent std ratio %.3f gauss auroc gap %.4f | "
+      "prob gap %.4f corr %.3f | auroc gap %.4f (%zu of %d) "
       "const %zu | ae %.0f s (%.2f "
       "steps/s) gan %.0f s (%.2f steps/s) total %.0f s\n",
       epsilon, static_cast<unsigned long long>(o.seed),
@@ -336,6 +380,7 @@ int main(int argc, char** argv) {
       sigmas.size() > 0 ? sigmas[0] : 0.0, sigmas.size() > 1 ? sigmas[1] : 0.0,
       median_norms.size() > 0 ? median_norms[0] : 0.0,
       median_norms.size() > 1 ? median_norms[1] : 0.0, recon_gap, recon_corr, recon_auroc,
+      latent_std_ratio, gauss_auroc,
       probability->mean_abs_gap,
       probability->correlation, auroc->scatter.mean_abs_gap, auroc->scatter.points.size(),
       auroc->eligible_targets, auroc->constant_in_synthetic.size(), ae_s,
