@@ -17,7 +17,13 @@
 // median per-example gradient norm each phase saw in its last step (the
 // figure a clip norm is fitted to, dp-auto-gan.md Sec. 4: "the median L2 norm
 // observed in a non-private training loop"; --sigma 0 runs without noise),
-// and seconds and steps a second of each phase.
+// and seconds and steps a second of each phase. "recon" is the autoencoder
+// alone on real rows (a diagnostic, never released): the shares of its
+// decoded outputs and the AUROC gap of rows sampled from them, so that a run
+// says whether the decoder or the GAN loses the dependence between features.
+// --baselines 1 prints the AUROC gap's floor (rows drawn independently per
+// feature from the real shares) and ceiling (fresh rows of the network) over
+// the same targets, and exits without training.
 
 #include <chrono>
 #include <cmath>
@@ -28,6 +34,7 @@
 #include <string>
 #include <vector>
 
+#include "Eigen/Cholesky"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -39,6 +46,7 @@
 #include "core/privacy/events.h"
 #include "core/privacy/sampled_gaussian.h"
 #include "core/train/autogan_trainer.h"
+#include "core/util/public_rng.h"
 #include "tests/train/local_dp_sgd_oracle.h"
 
 namespace {
@@ -148,6 +156,9 @@ int main(int argc, char** argv) {
   o.gumbel_temperature = flags.Double("gumbel-temperature", 0.0);
   o.autoencoder_share = flags.Double("autoencoder-share", o.autoencoder_share);
   o.progress_every = flags.Int("progress-every", 100);
+  // --baselines 1: print the AUROC floor and ceiling (below) and exit
+  // without training; they do not depend on the trainer's flags.
+  const bool baselines_only = flags.Int("baselines", 0) != 0;
   flags.CheckAllUsed();
 
   const data::BinaryDemoNetwork network = data::MakeBinaryDemoNetwork(features);
@@ -161,6 +172,41 @@ int main(int argc, char** argv) {
   const Eigen::MatrixXd rows =
       train::DpSgdRows(data::EncodeFeatures(schema, layout, train_table),
                        data::ExtractLabels(schema, train_table), num_classes);
+
+  eval::DimensionWiseAurocOptions auroc_options;
+  auroc_options.max_targets = targets;
+  // The dimension-wise AUROC gap of `rows` judged as synthetic rows (the same
+  // targets, fits and test rows for every set: the options' seed fixes them).
+  auto auroc_gap = [&](const data::Table& judged) {
+    auto auroc =
+        eval::DimensionWiseAurocOf(schema, train_table, judged, test_table, auroc_options);
+    if (!auroc.ok()) Fail(std::string(auroc.status().message()));
+    return *std::move(auroc);
+  };
+  if (baselines_only) {
+    if (targets <= 0) Fail("--baselines wants --targets > 0");
+    // The floor: rows drawn independently per feature from the REAL shares
+    // (every feature's share right, no dependence between features), what a
+    // generator that keeps only the dimension-wise probability would score.
+    const Eigen::VectorXd shares = rows.colwise().mean().transpose();
+    Eigen::MatrixXd independent(sample_rows, rows.cols());
+    for (Eigen::Index c = 0; c < rows.cols(); ++c) independent.col(c).setConstant(shares(c));
+    dpcurator::PublicRng rng(o.seed + 7);
+    auto floor_rows = train::DecodeDpSgdRows(schema, independent, &rng);
+    if (!floor_rows.ok()) Fail(std::string(floor_rows.status().message()));
+    // The ceiling: fresh rows of the same network (held out from training).
+    const data::Table fresh = data::GenerateBinaryDemoTable(network, sample_rows, kTestSeed + 1);
+    const eval::DimensionWiseAuroc floor = auroc_gap(*floor_rows);
+    const eval::DimensionWiseAuroc ceiling = auroc_gap(fresh);
+    std::printf(
+        "baselines | independent (real shares) auroc gap %.4f (%zu of %d) const %zu | "
+        "held-out real rows auroc gap %.4f (%zu of %d) const %zu\n",
+        floor.scatter.mean_abs_gap, floor.scatter.points.size(), floor.eligible_targets,
+        floor.constant_in_synthetic.size(), ceiling.scatter.mean_abs_gap,
+        ceiling.scatter.points.size(), ceiling.eligible_targets,
+        ceiling.constant_in_synthetic.size());
+    return 0;
+  }
 
   // The client's calibration (client/methods/autogan.cc TrainAutoganModel),
   // with the binary benchmark's ADD_REMOVE dataset.
@@ -227,7 +273,7 @@ int main(int argc, char** argv) {
   // p1 / (p0 + p1) as DecodeDpSgdRows samples it, over reconstructions of
   // the first rows, against the real share. Tells a decoder that has not
   // learnt the prevalences from a generator that has not found its latents.
-  double recon_gap = 0, recon_corr = 0;
+  double recon_gap = 0, recon_corr = 0, recon_auroc = 0, latent_std_ratio = 0, gauss_auroc = 0;
   {
     auto ae = dpcurator::nn::Mlp::FromParameters(trained->autoencoder_options,
                                                  trained->autoencoder_parameters);
@@ -245,12 +291,65 @@ int main(int argc, char** argv) {
     recon_gap = (real - decoded).cwiseAbs().mean();
     const Eigen::ArrayXd a = real.array() - real.mean(), b = decoded.array() - decoded.mean();
     recon_corr = (a * b).sum() / std::sqrt((a * a).sum() * (b * b).sum() + 1e-300);
+    // The reconstructions as rows: each real row's decoded outputs sampled as
+    // SampleAutogan samples generated ones, judged by the same AUROC as the
+    // generated rows. Dependence kept here and lost in the generated rows is
+    // lost by the GAN; lost here already, by the autoencoder.
+    if (targets > 0) {
+      const Eigen::Index m = std::min<Eigen::Index>(sample_rows, rows.rows());
+      const Eigen::MatrixXd q = ae->Forward(rows.topRows(m), &ws).unaryExpr(
+          [](double v) { return 1.0 / (1.0 + std::exp(-v)); });
+      dpcurator::PublicRng rng(o.seed + 77);
+      auto recon_rows = train::DecodeDpSgdRows(schema, q, &rng);
+      if (!recon_rows.ok()) Fail(std::string(recon_rows.status().message()));
+      recon_auroc = auroc_gap(*recon_rows).scatter.mean_abs_gap;
+
+      // The latent codes: the real rows' (the decoder's input in `ws` after
+      // the forward pass above) against the generator's for fresh noise.
+      // latent std ratio: the mean over latent coordinates of the generated
+      // codes' std over the real codes' (1: the generator spreads as the
+      // codes do; near 0: it collapses to a few codes, whose decoded rows
+      // are close to independent draws). gauss: rows decoded from codes drawn
+      // from the Gaussian with the real codes' mean and covariance, what a
+      // generator that matched the codes' first two moments would reach.
+      const int latent_layer = static_cast<int>(o.encoder_hidden.size());
+      const Eigen::MatrixXd codes = ws.layer_input(latent_layer + 1);
+      auto generator = dpcurator::nn::Mlp::FromParameters(trained->model.generator_options,
+                                                          trained->model.generator_parameters);
+      if (!generator.ok()) Fail(std::string(generator.status().message()));
+      Eigen::MatrixXd z(m, o.noise_dim);
+      rng.FillNormal(z);
+      dpcurator::nn::MlpWorkspace gws;
+      const Eigen::MatrixXd fake_codes = generator->Forward(z, &gws);
+      auto col_std = [](const Eigen::MatrixXd& x) {
+        const Eigen::RowVectorXd mean = x.colwise().mean();
+        return ((x.rowwise() - mean).array().square().colwise().sum() /
+                static_cast<double>(x.rows() - 1))
+            .sqrt()
+            .eval();
+      };
+      latent_std_ratio = (col_std(fake_codes) / (col_std(codes) + 1e-12)).mean();
+      const Eigen::RowVectorXd mean = codes.colwise().mean();
+      const Eigen::MatrixXd centred = codes.rowwise() - mean;
+      const Eigen::MatrixXd cov = centred.transpose() * centred / static_cast<double>(m - 1);
+      const Eigen::MatrixXd l =
+          (cov + 1e-9 * Eigen::MatrixXd::Identity(cov.rows(), cov.cols())).llt().matrixL();
+      Eigen::MatrixXd e(m, codes.cols());
+      rng.FillNormal(e);
+      const Eigen::MatrixXd gauss_codes = (e * l.transpose()).rowwise() + mean;
+      auto decoder = train::DecoderOf(*ae, latent_layer);
+      if (!decoder.ok()) Fail(std::string(decoder.status().message()));
+      dpcurator::nn::MlpWorkspace dws;
+      const Eigen::MatrixXd gq = decoder->Forward(gauss_codes, &dws).unaryExpr(
+          [](double v) { return 1.0 / (1.0 + std::exp(-v)); });
+      auto gauss_rows = train::DecodeDpSgdRows(schema, gq, &rng);
+      if (!gauss_rows.ok()) Fail(std::string(gauss_rows.status().message()));
+      gauss_auroc = auroc_gap(*gauss_rows).scatter.mean_abs_gap;
+    }
   }
   auto synthetic = train::SampleAutogan(schema, trained->model, sample_rows, o.seed + 99, true);
   if (!synthetic.ok()) Fail(std::string(synthetic.status().message()));
   auto probability = eval::DimensionWiseProbability(schema, train_table, *synthetic);
-  eval::DimensionWiseAurocOptions auroc_options;
-  auroc_options.max_targets = targets;
   // --targets 0: the probability figure only (seconds instead of a minute).
   absl::StatusOr<eval::DimensionWiseAuroc> auroc = eval::DimensionWiseAuroc{};
   if (targets > 0) {
@@ -266,7 +365,8 @@ int main(int argc, char** argv) {
       "eps %g seed %llu | ae T %lld B %g C %g lr %g h %d/%d | gan T %lld B %g C %g lr %g/%g "
       "tD %d clamp %g clipfake %d samplefake %d tau %g critic %d share %g | sigma %.3f/%.3f | "
       "median norm %.3g/%.3g | "
-      "recon gap %.4f corr %.3f | prob gap %.4f corr %.3f | auroc gap %.4f (%zu of %d) "
+      "recon gap %.4f corr %.3f auroc gap %.4f | latent std ratio %.3f gauss auroc gap %.4f | "
+      "prob gap %.4f corr %.3f | auroc gap %.4f (%zu of %d) "
       "const %zu | ae %.0f s (%.2f "
       "steps/s) gan %.0f s (%.2f steps/s) total %.0f s\n",
       epsilon, static_cast<unsigned long long>(o.seed),
@@ -279,7 +379,8 @@ int main(int argc, char** argv) {
       o.critic_hidden.empty() ? 0 : o.critic_hidden[0], o.autoencoder_share,
       sigmas.size() > 0 ? sigmas[0] : 0.0, sigmas.size() > 1 ? sigmas[1] : 0.0,
       median_norms.size() > 0 ? median_norms[0] : 0.0,
-      median_norms.size() > 1 ? median_norms[1] : 0.0, recon_gap, recon_corr,
+      median_norms.size() > 1 ? median_norms[1] : 0.0, recon_gap, recon_corr, recon_auroc,
+      latent_std_ratio, gauss_auroc,
       probability->mean_abs_gap,
       probability->correlation, auroc->scatter.mean_abs_gap, auroc->scatter.points.size(),
       auroc->eligible_targets, auroc->constant_in_synthetic.size(), ae_s,
