@@ -928,10 +928,7 @@ absl::Status Store::DeleteDataset(const std::string& dataset_id) {
       mark.Bind(1, std::max<int64_t>(1, clock_->UnixNow())).Bind(2, dataset_id).Run());
   DPC_RETURN_IF_ERROR(transaction.Commit());
   // The cached copy of a sealed dataset's rows goes with them.
-  if (auto cached = sealed_rows_.find(dataset_id); cached != sealed_rows_.end()) {
-    cached_row_bytes_ -= cached->second.bytes;
-    sealed_rows_.erase(cached);
-  }
+  DropCachedRowsLocked(db, dataset_id);
   return absl::OkStatus();
 }
 
@@ -976,33 +973,8 @@ absl::StatusOr<v1::Dataset> Store::SetBins(const std::string& dataset_id,
           "can change (bounds, atoms and categories decided how the rows were stored)"));
     }
   }
-  v1::TableSchema old_rest = before;
-  v1::TableSchema new_rest = after;
-  old_rest.clear_columns();
-  new_rest.clear_columns();
-  if (!google::protobuf::util::MessageDifferencer::Equals(old_rest, new_rest)) {
-    return absl::InvalidArgumentError(
-        "the schema differs from the stored one beyond its columns (label or missing-value "
-        "tokens); only numeric columns' bins can change");
-  }
-  // A release or session in flight read (or will read) the rows under the
-  // schema it was admitted with: refused until they end, as a delete.
-  DPC_RETURN_IF_ERROR(RefuseWhileRowsAreInUse(db, dataset_id, "set bins"));
-  DPC_ASSIGN_OR_RETURN(
-      auto update,
-      db->Prepare("UPDATE datasets SET schema = ?, schema_fingerprint = ? WHERE id = ?"));
-  DPC_RETURN_IF_ERROR(update.BindBlob(1, after.SerializeAsString())
-                          .Bind(2, schema.FingerprintHex())
-                          .Bind(3, dataset_id)
-                          .Run());
-  DPC_RETURN_IF_ERROR(transaction.Commit());
-  // The cached encoding of a sealed dataset's rows was made under the old
-  // schema: dropped, re-read under the new one.
-  if (auto cached = sealed_rows_.find(dataset_id); cached != sealed_rows_.end()) {
-    cached_row_bytes_ -= cached->second.bytes;
-    sealed_rows_.erase(cached);
-  }
-  return GetDatasetLocked(db, dataset_id);
+  return ReplaceSchemaLocked(db, std::move(transaction), dataset_id, before, after, schema,
+                             "numeric columns' bins", "set bins");
 }
 
 absl::StatusOr<v1::Dataset> Store::SetCategories(const std::string& dataset_id,
@@ -1056,16 +1028,30 @@ absl::StatusOr<v1::Dataset> Store::SetCategories(const std::string& dataset_id,
           "at least two"));
     }
   }
+  return ReplaceSchemaLocked(db, std::move(transaction), dataset_id, before, after, schema,
+                             "open columns' categories", "set categories");
+}
+
+absl::StatusOr<v1::Dataset> Store::ReplaceSchemaLocked(const SharedDatabase::Locked& db,
+                                                       Transaction transaction,
+                                                       const std::string& dataset_id,
+                                                       const v1::TableSchema& before,
+                                                       const v1::TableSchema& after,
+                                                       const data::Schema& schema,
+                                                       absl::string_view what_may_change,
+                                                       absl::string_view action) {
   v1::TableSchema old_rest = before;
   v1::TableSchema new_rest = after;
   old_rest.clear_columns();
   new_rest.clear_columns();
   if (!google::protobuf::util::MessageDifferencer::Equals(old_rest, new_rest)) {
-    return absl::InvalidArgumentError(
-        "the schema differs from the stored one beyond its columns (the label); only open "
-        "columns' categories can change");
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the schema differs from the stored one beyond its columns (label or missing-value "
+        "tokens); only ", what_may_change, " can change"));
   }
-  DPC_RETURN_IF_ERROR(RefuseWhileRowsAreInUse(db, dataset_id, "set categories"));
+  // A release or session in flight read (or will read) the rows under the
+  // schema it was admitted with: refused until they end, as a delete.
+  DPC_RETURN_IF_ERROR(RefuseWhileRowsAreInUse(db, dataset_id, action));
   DPC_ASSIGN_OR_RETURN(
       auto update,
       db->Prepare("UPDATE datasets SET schema = ?, schema_fingerprint = ? WHERE id = ?"));
@@ -1075,12 +1061,18 @@ absl::StatusOr<v1::Dataset> Store::SetCategories(const std::string& dataset_id,
                           .Run());
   DPC_RETURN_IF_ERROR(transaction.Commit());
   // The cached encoding of a sealed dataset's rows was made under the old
-  // list: dropped, re-read under the new one.
+  // schema: dropped, re-read under the new one.
+  DropCachedRowsLocked(db, dataset_id);
+  return GetDatasetLocked(db, dataset_id);
+}
+
+void Store::DropCachedRowsLocked(const SharedDatabase::Locked& db,
+                                 const std::string& dataset_id) {
+  (void)db;  // proof that the caller holds the lock guarding the cache
   if (auto cached = sealed_rows_.find(dataset_id); cached != sealed_rows_.end()) {
     cached_row_bytes_ -= cached->second.bytes;
     sealed_rows_.erase(cached);
   }
-  return GetDatasetLocked(db, dataset_id);
 }
 
 absl::StatusOr<release::OpenColumnValues> Store::LoadOpenColumn(const std::string& dataset_id,

@@ -247,6 +247,22 @@ class Store {
   absl::StatusOr<v1::Dataset> GetDatasetLocked(const SharedDatabase::Locked& db,
                                                const std::string& dataset_id);
 
+  // SetBins' and SetCategories' common end, inside their transaction: refuses
+  // a change beyond the columns (INVALID_ARGUMENT saying that only
+  // `what_may_change` can change) and, as a delete, rows in use (`action`
+  // ends that message); then stores `after` with `schema`'s fingerprint,
+  // commits, and drops the cached encoding made under the old schema.
+  absl::StatusOr<v1::Dataset> ReplaceSchemaLocked(const SharedDatabase::Locked& db,
+                                                  Transaction transaction,
+                                                  const std::string& dataset_id,
+                                                  const v1::TableSchema& before,
+                                                  const v1::TableSchema& after,
+                                                  const data::Schema& schema,
+                                                  absl::string_view what_may_change,
+                                                  absl::string_view action);
+  // Forgets a dataset's cached encoded rows (deleted, or read under an old
+  // schema).
+  void DropCachedRowsLocked(const SharedDatabase::Locked& db, const std::string& dataset_id);
   absl::StatusOr<v1::Collection> GetCollectionLocked(const SharedDatabase::Locked& db,
                                                      const std::string& collection_id);
 

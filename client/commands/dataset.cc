@@ -576,7 +576,18 @@ absl::Status RunDelete(const ParsedArgs& args) {
   return absl::OkStatus();
 }
 
-absl::Status RunSetBins(const ParsedArgs& args) {
+// `datasets set-bins` and `set-categories`: read the schema file, send it
+// with `send` (the dataset's id, the schema), and name the columns whose
+// `what` (bins, categories) changed, from the two public schemas.
+using SchemaChangeRpc = std::function<grpc::Status(
+    Connection& connection, grpc::ClientContext* context, const std::string& dataset_id,
+    const v1::TableSchema& schema, v1::Dataset* updated)>;
+using ColumnChanged =
+    std::function<bool(const v1::ColumnSchema& before, const v1::ColumnSchema& after)>;
+
+absl::Status RunSchemaChange(const ParsedArgs& args, const std::string& what,
+                             const SchemaChangeRpc& send, const ColumnChanged& column_changed,
+                             const char* consequence) {
   const std::string path = args.Get("schema");
   auto schema = ReadSchemaForPublishing(path, args.Flag(kAcceptDataDerivedFlag));
   if (!schema.ok()) return schema.status();
@@ -584,20 +595,14 @@ absl::Status RunSetBins(const ParsedArgs& args) {
   if (!connection.ok()) return connection.status();
   auto found = FindDataset(&*connection, args.Get("dataset"));
   if (!found.ok()) return found.status();
-  v1::SetBinsRequest request;
-  request.set_dataset_id(found->id());
-  *request.mutable_schema() = *schema;
   v1::Dataset updated;
   auto context = connection->NewContext();
-  grpc::Status status = connection->datasets().SetBins(context.get(), request, &updated);
-  if (!status.ok()) return RpcError(status, "set bins");
-  // The columns whose bins changed, named from the two public schemas.
+  grpc::Status status = send(*connection, context.get(), found->id(), *schema, &updated);
+  if (!status.ok()) return RpcError(status, "set " + what);
   std::vector<std::string> changed;
   for (int c = 0; c < updated.schema().columns_size() && c < found->schema().columns_size();
        ++c) {
-    const auto& before = found->schema().columns(c).bins();
-    const auto& after = updated.schema().columns(c).bins();
-    if (!std::equal(before.begin(), before.end(), after.begin(), after.end())) {
+    if (column_changed(found->schema().columns(c), updated.schema().columns(c))) {
       changed.push_back(updated.schema().columns(c).name());
     }
   }
@@ -609,54 +614,50 @@ absl::Status RunSetBins(const ParsedArgs& args) {
     std::printf("%s\n", out.dump(2).c_str());
     return absl::OkStatus();
   }
-  std::printf("dataset %s: bins set for %s; schema fingerprint %s (was %s). The ledger "
+  std::printf("dataset %s: %s set for %s; schema fingerprint %s (was %s).%s The ledger "
               "continues; earlier releases keep the fingerprint they were made under.\n",
-              updated.id().c_str(),
+              updated.id().c_str(), what.c_str(),
               changed.empty() ? "no column (unchanged)" : absl::StrJoin(changed, ", ").c_str(),
-              updated.schema_fingerprint().c_str(), found->schema_fingerprint().c_str());
+              updated.schema_fingerprint().c_str(), found->schema_fingerprint().c_str(),
+              consequence);
   return absl::OkStatus();
 }
 
+template <typename List>
+bool ListsDiffer(const List& before, const List& after) {
+  return !std::equal(before.begin(), before.end(), after.begin(), after.end());
+}
+
+absl::Status RunSetBins(const ParsedArgs& args) {
+  return RunSchemaChange(
+      args, "bins",
+      [](Connection& connection, grpc::ClientContext* context, const std::string& dataset_id,
+         const v1::TableSchema& schema, v1::Dataset* updated) {
+        v1::SetBinsRequest request;
+        request.set_dataset_id(dataset_id);
+        *request.mutable_schema() = schema;
+        return connection.datasets().SetBins(context, request, updated);
+      },
+      [](const v1::ColumnSchema& before, const v1::ColumnSchema& after) {
+        return ListsDiffer(before.bins(), after.bins());
+      },
+      "");
+}
+
 absl::Status RunSetCategories(const ParsedArgs& args) {
-  const std::string path = args.Get("schema");
-  auto schema = ReadSchemaForPublishing(path, args.Flag(kAcceptDataDerivedFlag));
-  if (!schema.ok()) return schema.status();
-  auto connection = Connection::FromArgs(args);
-  if (!connection.ok()) return connection.status();
-  auto found = FindDataset(&*connection, args.Get("dataset"));
-  if (!found.ok()) return found.status();
-  v1::SetCategoriesRequest request;
-  request.set_dataset_id(found->id());
-  *request.mutable_schema() = *schema;
-  v1::Dataset updated;
-  auto context = connection->NewContext();
-  grpc::Status status = connection->datasets().SetCategories(context.get(), request, &updated);
-  if (!status.ok()) return RpcError(status, "set categories");
-  // The open columns whose list changed, named from the two public schemas.
-  std::vector<std::string> changed;
-  for (int c = 0; c < updated.schema().columns_size() && c < found->schema().columns_size();
-       ++c) {
-    const auto& before = found->schema().columns(c).categories();
-    const auto& after = updated.schema().columns(c).categories();
-    if (!std::equal(before.begin(), before.end(), after.begin(), after.end())) {
-      changed.push_back(updated.schema().columns(c).name());
-    }
-  }
-  if (args.Flag("json")) {
-    nlohmann::json out = {{"dataset_id", updated.id()},
-                          {"columns_changed", changed},
-                          {"schema_fingerprint", updated.schema_fingerprint()},
-                          {"previous_schema_fingerprint", found->schema_fingerprint()}};
-    std::printf("%s\n", out.dump(2).c_str());
-    return absl::OkStatus();
-  }
-  std::printf("dataset %s: categories set for %s; schema fingerprint %s (was %s). Values not "
-              "listed now read as the last category. The ledger continues; earlier releases "
-              "keep the fingerprint they were made under.\n",
-              updated.id().c_str(),
-              changed.empty() ? "no column (unchanged)" : absl::StrJoin(changed, ", ").c_str(),
-              updated.schema_fingerprint().c_str(), found->schema_fingerprint().c_str());
-  return absl::OkStatus();
+  return RunSchemaChange(
+      args, "categories",
+      [](Connection& connection, grpc::ClientContext* context, const std::string& dataset_id,
+         const v1::TableSchema& schema, v1::Dataset* updated) {
+        v1::SetCategoriesRequest request;
+        request.set_dataset_id(dataset_id);
+        *request.mutable_schema() = schema;
+        return connection.datasets().SetCategories(context, request, updated);
+      },
+      [](const v1::ColumnSchema& before, const v1::ColumnSchema& after) {
+        return ListsDiffer(before.categories(), after.categories());
+      },
+      " Values not listed now read as the last category.");
 }
 
 absl::Status RunList(const ParsedArgs& args) {
