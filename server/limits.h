@@ -35,6 +35,13 @@ namespace dpcurator::server {
 inline constexpr int64_t kMaxOpenValuesPerColumn = 100'000;
 inline constexpr int kMaxOpenValueBytes = data::kMaxOpenValueBytes;
 inline constexpr int kMaxOpenColumns = data::kMaxOpenColumns;
+// ---- Category fits (issue 38; docs/limits.md "Category fits"). A
+// category_fit release publishes at most plan::kMaxFitCategories (10,000)
+// values (0 asks for plan::kDefaultFitCategories, 1,000), refused before
+// admission. Defined next to the plan that checks it (plan/category_fit.h,
+// which this header does not include: it would pull the wire types into
+// every user of the limits); named here so that every limit is found in
+// one place.
 
 struct ServerLimits {
   // ---- Strangers: metric series, log lines, audit rows (items 1, 2, 9).
