@@ -176,6 +176,7 @@ absl::StatusOr<TrainResult> RunTrainAutogan(const ParsedArgs& args) {
         DoubleFlag{"clip-ae", &o.autoencoder_clip}, DoubleFlag{"clip-gan", &o.critic_clip},
         DoubleFlag{"lr-ae", &o.autoencoder_learning_rate},
         DoubleFlag{"ae-momentum", &o.autoencoder_momentum},
+        DoubleFlag{"ae-adam-epsilon", &o.autoencoder_adam_epsilon},
         DoubleFlag{"lr-critic", &o.critic_learning_rate},
         DoubleFlag{"lr-generator", &o.generator_learning_rate},
         DoubleFlag{"weight-clamp", &o.weight_clamp}}) {
@@ -440,6 +441,7 @@ class AutoganUnit final : public Method {
                       {"ae-optimizer", "",
                        "autoencoder optimiser: adam (default) or sgd (heavy-ball momentum)"},
                       {"ae-momentum", "", "momentum of --ae-optimizer sgd (default 0.9)"},
+                      {"ae-adam-epsilon", "", "autoencoder Adam's epsilon (default 1e-8)"},
                       {"lr-critic", "", "critic Adam learning rate"},
                       {"lr-generator", "", "generator Adam learning rate"},
                       {"critic-steps-per-generator-step", "", "tD"},

@@ -47,6 +47,7 @@ absl::Status ValidateOptions(const AutoganOptions& o) {
   if (!(o.autoencoder_momentum >= 0 && o.autoencoder_momentum < 1)) {
     return absl::InvalidArgumentError("--ae-momentum must be in [0, 1)");
   }
+  DPC_RETURN_IF_ERROR(CheckPositive(o.autoencoder_adam_epsilon, "--ae-adam-epsilon"));
   DPC_RETURN_IF_ERROR(CheckPositive(o.critic_learning_rate, "--lr-critic"));
   DPC_RETURN_IF_ERROR(CheckPositive(o.generator_learning_rate, "--lr-generator"));
   if (o.critic_steps_per_generator_step <= 0) {
@@ -280,6 +281,7 @@ absl::StatusOr<TrainedAutogan> TrainAutogan(const data::FeatureLayout& layout, i
   {
     nn::AdamOptions adam_options;
     adam_options.learning_rate = options.autoencoder_learning_rate;
+    adam_options.epsilon = options.autoencoder_adam_epsilon;
     DPC_ASSIGN_OR_RETURN(nn::Adam adam,
                          nn::Adam::Create(autoencoder.num_parameters(), adam_options));
     nn::MomentumSgdOptions sgd_options;

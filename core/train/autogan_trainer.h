@@ -124,6 +124,11 @@ struct AutoganOptions {
   // moves it by the noise times the rate (issue 39, docs/benchmarks.md).
   AutoencoderOptimizer autoencoder_optimizer = AutoencoderOptimizer::kAdam;
   double autoencoder_momentum = 0.9;  // mu of kMomentumSgd, in [0, 1)
+  // Adam's denominator floor for the autoencoder (Kingma & Ba's epsilon,
+  // 1e-8 by default): with a floor above the noise's per-coordinate scale
+  // sigma C / B, coordinates whose gradient is mostly noise move like SGD at
+  // rate lr / epsilon, the others as in Adam.
+  double autoencoder_adam_epsilon = 1e-8;
 
   // Phase 2: the latent WGAN.
   int noise_dim = 64;

@@ -434,6 +434,36 @@ TEST(TrainAutogan, MomentumSgdAppliesTheHeavyBallUpdateToTheAutoencoder) {
   EXPECT_FALSE(TrainAutogan(d.layout, d.schema.num_classes(), options, open).ok());
 }
 
+// Adam's first step with bias correction is theta0 - lr g / (|g| + eps)
+// per coordinate (Kingma & Ba 2015, Alg. 1: m_hat = g, v_hat = g^2); with
+// the autoencoder's epsilon at 1e-3, above the scripted |g| <= 1e-3, the
+// step differs from the default epsilon's ~lr sign(g).
+TEST(TrainAutogan, AutoencoderAdamEpsilonIsAdamsDenominatorFloor) {
+  const DemoRows d = MakeDemoRows(50, 5);
+  AutoganOptions options = TinyOptions();
+  options.autoencoder_steps = 2;
+  options.critic_steps = 1;
+  options.autoencoder_learning_rate = 0.01;
+  options.autoencoder_adam_epsilon = 1e-3;
+  std::vector<Eigen::VectorXd> ae_seen;
+  std::vector<Eigen::VectorXd> critic_seen;
+  DpSgdOracleFactory open = [&](const DpSgdPhaseSpec& spec)
+      -> absl::StatusOr<std::unique_ptr<DpSgdGradientOracle>> {
+    return std::make_unique<ScriptedOracle>(spec.name == "autoencoder" ? &ae_seen
+                                                                       : &critic_seen);
+  };
+  auto trained = TrainAutogan(d.layout, d.schema.num_classes(), options, open);
+  ASSERT_TRUE(trained.ok()) << trained.status();
+  ASSERT_EQ(ae_seen.size(), 2u);
+  const Eigen::VectorXd g0 = ScriptedOracle::Gradient(0, ae_seen[0].size());
+  const Eigen::VectorXd theta1 =
+      ae_seen[0].array() - 0.01 * g0.array() / (g0.array().abs() + 1e-3);
+  EXPECT_LT((ae_seen[1] - theta1).cwiseAbs().maxCoeff(), 1e-12);
+
+  options.autoencoder_adam_epsilon = 0;
+  EXPECT_FALSE(TrainAutogan(d.layout, d.schema.num_classes(), options, open).ok());
+}
+
 TEST(TrainAutogan, RejectsBadOptions) {
   const DemoRows d = MakeDemoRows(100, 4);
   OracleLog log;
