@@ -379,7 +379,8 @@ int main(int argc, char** argv) {
   const double ae_s = phase_seconds.size() > 0 ? phase_seconds[0] : 0;
   const double gan_s = phase_seconds.size() > 1 ? phase_seconds[1] : 0;
   std::printf(
-      "eps %g seed %llu | ae T %lld B %g C %g lr %g %s mu %g aeps %g h %d/%d | gan T %lld B %g C %g lr %g/%g "
+      "eps %g seed %llu | ae T %lld B %g C %g lr %g %s mu %g aeps %g h %d/%d | "
+      "gan T %lld B %g C %g lr %g/%g "
       "tD %d clamp %g clipfake %d samplefake %d tau %g critic %d share %g | sigma %.3f/%.3f | "
       "median norm %.3g/%.3g | "
       "recon gap %.4f corr %.3f auroc gap %.4f | latent std ratio %.3f gauss auroc gap %.4f | "
@@ -390,7 +391,8 @@ int main(int argc, char** argv) {
       static_cast<long long>(o.autoencoder_steps), o.autoencoder_batch, o.autoencoder_clip,
       o.autoencoder_learning_rate,
       o.autoencoder_optimizer == train::AutoencoderOptimizer::kMomentumSgd ? "sgd" : "adam",
-      o.autoencoder_momentum, o.autoencoder_adam_epsilon, o.encoder_hidden.empty() ? 0 : o.encoder_hidden[0],
+      o.autoencoder_momentum, o.autoencoder_adam_epsilon,
+      o.encoder_hidden.empty() ? 0 : o.encoder_hidden[0],
       o.latent_dim, static_cast<long long>(o.critic_steps), o.critic_batch, o.critic_clip,
       o.critic_learning_rate, o.generator_learning_rate, o.critic_steps_per_generator_step,
       o.weight_clamp, o.clip_fake_gradients ? 1 : 0, o.sample_fakes ? 1 : 0,
