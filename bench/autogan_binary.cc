@@ -23,7 +23,10 @@
 // says whether the decoder or the GAN loses the dependence between features.
 // --baselines 1 prints the AUROC gap's floor (rows drawn independently per
 // feature from the real shares) and ceiling (fresh rows of the network) over
-// the same targets, and exits without training.
+// the same targets, and exits without training. --ae-optimizer sgd (with
+// --ae-momentum, default 0.9, and --lr-ae) applies the autoencoder's noisy
+// gradients by heavy-ball SGD instead of Adam; --ae-adam-epsilon sets
+// Adam's denominator floor for the autoencoder.
 
 #include <chrono>
 #include <cmath>
@@ -83,6 +86,12 @@ class Flags {
     used_.push_back(name);
     return v;
   }
+  std::string String(const std::string& name, const std::string& fallback) {
+    auto it = values_.find(name);
+    if (it == values_.end()) return fallback;
+    used_.push_back(name);
+    return it->second;
+  }
   int64_t Int(const std::string& name, int64_t fallback) {
     return static_cast<int64_t>(Double(name, static_cast<double>(fallback)));
   }
@@ -138,6 +147,14 @@ int main(int argc, char** argv) {
   o.autoencoder_batch = flags.Double("batch-ae", o.autoencoder_batch);
   o.autoencoder_clip = flags.Double("clip-ae", o.autoencoder_clip);
   o.autoencoder_learning_rate = flags.Double("lr-ae", o.autoencoder_learning_rate);
+  const std::string ae_optimizer = flags.String("ae-optimizer", "adam");
+  if (ae_optimizer == "sgd") {
+    o.autoencoder_optimizer = train::AutoencoderOptimizer::kMomentumSgd;
+  } else if (ae_optimizer != "adam") {
+    Fail("--ae-optimizer expects adam or sgd");
+  }
+  o.autoencoder_momentum = flags.Double("ae-momentum", o.autoencoder_momentum);
+  o.autoencoder_adam_epsilon = flags.Double("ae-adam-epsilon", o.autoencoder_adam_epsilon);
   o.noise_dim = static_cast<int>(flags.Int("noise-dim", o.noise_dim));
   o.generator_hidden = flags.Widths("hidden-generator", o.generator_hidden);
   o.critic_hidden = flags.Widths("hidden-critic", o.critic_hidden);
@@ -362,7 +379,8 @@ int main(int argc, char** argv) {
   const double ae_s = phase_seconds.size() > 0 ? phase_seconds[0] : 0;
   const double gan_s = phase_seconds.size() > 1 ? phase_seconds[1] : 0;
   std::printf(
-      "eps %g seed %llu | ae T %lld B %g C %g lr %g h %d/%d | gan T %lld B %g C %g lr %g/%g "
+      "eps %g seed %llu | ae T %lld B %g C %g lr %g %s mu %g aeps %g h %d/%d | "
+      "gan T %lld B %g C %g lr %g/%g "
       "tD %d clamp %g clipfake %d samplefake %d tau %g critic %d share %g | sigma %.3f/%.3f | "
       "median norm %.3g/%.3g | "
       "recon gap %.4f corr %.3f auroc gap %.4f | latent std ratio %.3f gauss auroc gap %.4f | "
@@ -371,7 +389,10 @@ int main(int argc, char** argv) {
       "steps/s) gan %.0f s (%.2f steps/s) total %.0f s\n",
       epsilon, static_cast<unsigned long long>(o.seed),
       static_cast<long long>(o.autoencoder_steps), o.autoencoder_batch, o.autoencoder_clip,
-      o.autoencoder_learning_rate, o.encoder_hidden.empty() ? 0 : o.encoder_hidden[0],
+      o.autoencoder_learning_rate,
+      o.autoencoder_optimizer == train::AutoencoderOptimizer::kMomentumSgd ? "sgd" : "adam",
+      o.autoencoder_momentum, o.autoencoder_adam_epsilon,
+      o.encoder_hidden.empty() ? 0 : o.encoder_hidden[0],
       o.latent_dim, static_cast<long long>(o.critic_steps), o.critic_batch, o.critic_clip,
       o.critic_learning_rate, o.generator_learning_rate, o.critic_steps_per_generator_step,
       o.weight_clamp, o.clip_fake_gradients ? 1 : 0, o.sample_fakes ? 1 : 0,

@@ -175,6 +175,8 @@ absl::StatusOr<TrainResult> RunTrainAutogan(const ParsedArgs& args) {
         DoubleFlag{"batch-ae", &o.autoencoder_batch}, DoubleFlag{"batch-gan", &o.critic_batch},
         DoubleFlag{"clip-ae", &o.autoencoder_clip}, DoubleFlag{"clip-gan", &o.critic_clip},
         DoubleFlag{"lr-ae", &o.autoencoder_learning_rate},
+        DoubleFlag{"ae-momentum", &o.autoencoder_momentum},
+        DoubleFlag{"ae-adam-epsilon", &o.autoencoder_adam_epsilon},
         DoubleFlag{"lr-critic", &o.critic_learning_rate},
         DoubleFlag{"lr-generator", &o.generator_learning_rate},
         DoubleFlag{"weight-clamp", &o.weight_clamp}}) {
@@ -182,6 +184,16 @@ absl::StatusOr<TrainResult> RunTrainAutogan(const ParsedArgs& args) {
     auto value = args.GetDouble(f.name);
     if (!value.ok()) return value.status();
     *f.target = *value;
+  }
+  if (args.Has("ae-optimizer")) {
+    const std::string optimizer = args.Get("ae-optimizer");
+    if (optimizer == "sgd") {
+      o.autoencoder_optimizer = train::AutoencoderOptimizer::kMomentumSgd;
+    } else if (optimizer == "adam") {
+      o.autoencoder_optimizer = train::AutoencoderOptimizer::kAdam;
+    } else {
+      return absl::InvalidArgumentError("--ae-optimizer expects adam or sgd");
+    }
   }
   if (args.Has("hidden-ae")) {
     auto widths = ParseWidths("hidden-ae", args.Get("hidden-ae"));
@@ -425,7 +437,11 @@ class AutoganUnit final : public Method {
                       {"batch-gan", "", "expected critic batch (the public divisor)"},
                       {"clip-ae", "", "autoencoder per-example clip norm C"},
                       {"clip-gan", "", "critic per-example clip norm C"},
-                      {"lr-ae", "", "autoencoder Adam learning rate"},
+                      {"lr-ae", "", "autoencoder learning rate"},
+                      {"ae-optimizer", "",
+                       "autoencoder optimiser: adam (default) or sgd (heavy-ball momentum)"},
+                      {"ae-momentum", "", "momentum of --ae-optimizer sgd (default 0.9)"},
+                      {"ae-adam-epsilon", "", "autoencoder Adam's epsilon (default 1e-8)"},
                       {"lr-critic", "", "critic Adam learning rate"},
                       {"lr-generator", "", "generator Adam learning rate"},
                       {"critic-steps-per-generator-step", "", "tD"},

@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/nn/adam.h"
+#include "core/nn/momentum_sgd.h"
 #include "core/nn/per_example.h"
 #include "core/util/status_macros.h"
 
@@ -43,6 +44,10 @@ absl::Status ValidateOptions(const AutoganOptions& o) {
   DPC_RETURN_IF_ERROR(CheckPositive(o.autoencoder_clip, "--clip-ae"));
   DPC_RETURN_IF_ERROR(CheckPositive(o.critic_clip, "--clip-gan"));
   DPC_RETURN_IF_ERROR(CheckPositive(o.autoencoder_learning_rate, "--lr-ae"));
+  if (!(o.autoencoder_momentum >= 0 && o.autoencoder_momentum < 1)) {
+    return absl::InvalidArgumentError("--ae-momentum must be in [0, 1)");
+  }
+  DPC_RETURN_IF_ERROR(CheckPositive(o.autoencoder_adam_epsilon, "--ae-adam-epsilon"));
   DPC_RETURN_IF_ERROR(CheckPositive(o.critic_learning_rate, "--lr-critic"));
   DPC_RETURN_IF_ERROR(CheckPositive(o.generator_learning_rate, "--lr-generator"));
   if (o.critic_steps_per_generator_step <= 0) {
@@ -276,8 +281,15 @@ absl::StatusOr<TrainedAutogan> TrainAutogan(const data::FeatureLayout& layout, i
   {
     nn::AdamOptions adam_options;
     adam_options.learning_rate = options.autoencoder_learning_rate;
+    adam_options.epsilon = options.autoencoder_adam_epsilon;
     DPC_ASSIGN_OR_RETURN(nn::Adam adam,
                          nn::Adam::Create(autoencoder.num_parameters(), adam_options));
+    nn::MomentumSgdOptions sgd_options;
+    sgd_options.learning_rate = options.autoencoder_learning_rate;
+    sgd_options.momentum = options.autoencoder_momentum;
+    DPC_ASSIGN_OR_RETURN(nn::MomentumSgd sgd,
+                         nn::MomentumSgd::Create(autoencoder.num_parameters(), sgd_options));
+    const bool use_sgd = options.autoencoder_optimizer == AutoencoderOptimizer::kMomentumSgd;
     DPC_ASSIGN_OR_RETURN(auto oracle, open(ae_spec));
     OracleCloser closer(oracle.get());
     for (int64_t t = 0; t < ae_spec.steps; ++t) {
@@ -285,7 +297,8 @@ absl::StatusOr<TrainedAutogan> TrainAutogan(const data::FeatureLayout& layout, i
       if (gradient.size() != autoencoder.num_parameters()) {
         return absl::InternalError("the DP-SGD oracle answered a gradient of the wrong length");
       }
-      DPC_RETURN_IF_ERROR(adam.Step(autoencoder.parameters(), gradient));
+      DPC_RETURN_IF_ERROR(use_sgd ? sgd.Step(autoencoder.parameters(), gradient)
+                                  : adam.Step(autoencoder.parameters(), gradient));
       // No loss over private rows is released; the noisy gradient's norm is
       // the public figure a progress line can show.
       result.autoencoder_final_loss = gradient.norm();

@@ -85,6 +85,12 @@ int DpSgdRowWidth(const data::FeatureLayout& layout, int num_classes);
 Eigen::MatrixXd DpSgdRows(const Eigen::MatrixXd& features, const Eigen::VectorXi& labels,
                           int num_classes);
 
+// The autoencoder's optimiser (AutoganOptions::autoencoder_optimizer).
+enum class AutoencoderOptimizer {
+  kAdam,         // nn::Adam, beta (0.9, 0.999): the reference's
+  kMomentumSgd,  // nn::MomentumSgd: v <- mu v + g, theta <- theta - lr v
+};
+
 // Defaults: the reference's Adult architecture (dp-auto-gan.md Sec. 4) with
 // step counts, batches, learning rates, clamp and budget split tuned on
 // Adult at (1, 1e-5) with the in-process oracle (sigma calibrated as the
@@ -110,6 +116,19 @@ struct AutoganOptions {
   double autoencoder_batch = 512;  // expected Poisson batch (public divisor)
   double autoencoder_clip = 0.1;
   double autoencoder_learning_rate = 5e-3;
+  // The optimiser that applies the oracle's noisy gradients to the
+  // autoencoder (post-processing: client-side, any choice is private).
+  // kAdam (Kingma & Ba 2015) scales each coordinate by its own gradient
+  // size, so under DP-SGD noise a coordinate whose true gradient is ~0 still
+  // moves ~learning rate per step; kMomentumSgd (heavy ball, nn::MomentumSgd)
+  // moves it by the noise times the rate (issue 39, docs/benchmarks.md).
+  AutoencoderOptimizer autoencoder_optimizer = AutoencoderOptimizer::kAdam;
+  double autoencoder_momentum = 0.9;  // mu of kMomentumSgd, in [0, 1)
+  // Adam's denominator floor for the autoencoder (Kingma & Ba's epsilon,
+  // 1e-8 by default): with a floor above the noise's per-coordinate scale
+  // sigma C / B, coordinates whose gradient is mostly noise move like SGD at
+  // rate lr / epsilon, the others as in Adam.
+  double autoencoder_adam_epsilon = 1e-8;
 
   // Phase 2: the latent WGAN.
   int noise_dim = 64;

@@ -371,6 +371,99 @@ TEST(RelaxedOneHotBlocks, BackwardMatchesFiniteDifferences) {
   }
 }
 
+// An oracle that answers a fixed, index-dependent gradient and records the
+// parameters it was asked at, so a test can check the optimiser's updates.
+class ScriptedOracle : public DpSgdGradientOracle {
+ public:
+  explicit ScriptedOracle(std::vector<Eigen::VectorXd>* seen) : seen_(seen) {}
+  static Eigen::VectorXd Gradient(int64_t index, Eigen::Index size) {
+    Eigen::VectorXd g(size);
+    for (Eigen::Index i = 0; i < size; ++i) {
+      g(i) = std::sin(0.37 * static_cast<double>(i) + 1.3 * static_cast<double>(index)) * 1e-3;
+    }
+    return g;
+  }
+  absl::StatusOr<Eigen::VectorXd> Step(int64_t index, const Eigen::VectorXd& params) override {
+    seen_->push_back(params);
+    return Gradient(index, params.size());
+  }
+  absl::Status Close() override { return absl::OkStatus(); }
+
+ private:
+  std::vector<Eigen::VectorXd>* seen_;
+};
+
+// Heavy-ball SGD on the autoencoder (issue 39): with v0 = 0, the steps are
+// theta1 = theta0 - lr g0, theta2 = theta1 - lr (mu g0 + g1),
+// theta3 = theta2 - lr (mu^2 g0 + mu g1 + g2), computed here by hand from the
+// oracle's scripted gradients. Adam (the default) or a momentum-free update
+// gives other parameters and fails it.
+TEST(TrainAutogan, MomentumSgdAppliesTheHeavyBallUpdateToTheAutoencoder) {
+  const DemoRows d = MakeDemoRows(50, 5);
+  AutoganOptions options = TinyOptions();
+  options.autoencoder_steps = 3;
+  options.critic_steps = 1;
+  options.autoencoder_optimizer = AutoencoderOptimizer::kMomentumSgd;
+  options.autoencoder_learning_rate = 2.5;
+  options.autoencoder_momentum = 0.8;
+  std::vector<Eigen::VectorXd> ae_seen;
+  std::vector<Eigen::VectorXd> critic_seen;
+  DpSgdOracleFactory open = [&](const DpSgdPhaseSpec& spec)
+      -> absl::StatusOr<std::unique_ptr<DpSgdGradientOracle>> {
+    return std::make_unique<ScriptedOracle>(spec.name == "autoencoder" ? &ae_seen
+                                                                       : &critic_seen);
+  };
+  auto trained = TrainAutogan(d.layout, d.schema.num_classes(), options, open);
+  ASSERT_TRUE(trained.ok()) << trained.status();
+  ASSERT_EQ(ae_seen.size(), 3u);
+  const Eigen::Index n = ae_seen[0].size();
+  const double lr = 2.5;
+  const double mu = 0.8;
+  const Eigen::VectorXd g0 = ScriptedOracle::Gradient(0, n);
+  const Eigen::VectorXd g1 = ScriptedOracle::Gradient(1, n);
+  const Eigen::VectorXd g2 = ScriptedOracle::Gradient(2, n);
+  const Eigen::VectorXd theta1 = ae_seen[0] - lr * g0;
+  const Eigen::VectorXd theta2 = theta1 - lr * (mu * g0 + g1);
+  const Eigen::VectorXd theta3 = theta2 - lr * (mu * mu * g0 + mu * g1 + g2);
+  EXPECT_LT((ae_seen[1] - theta1).cwiseAbs().maxCoeff(), 1e-12);
+  EXPECT_LT((ae_seen[2] - theta2).cwiseAbs().maxCoeff(), 1e-12);
+  ASSERT_EQ(trained->autoencoder_parameters.size(), n);
+  EXPECT_LT((trained->autoencoder_parameters - theta3).cwiseAbs().maxCoeff(), 1e-12);
+
+  options.autoencoder_momentum = 1.0;  // the velocity would never decay
+  EXPECT_FALSE(TrainAutogan(d.layout, d.schema.num_classes(), options, open).ok());
+}
+
+// Adam's first step with bias correction is theta0 - lr g / (|g| + eps)
+// per coordinate (Kingma & Ba 2015, Alg. 1: m_hat = g, v_hat = g^2); with
+// the autoencoder's epsilon at 1e-3, above the scripted |g| <= 1e-3, the
+// step differs from the default epsilon's ~lr sign(g).
+TEST(TrainAutogan, AutoencoderAdamEpsilonIsAdamsDenominatorFloor) {
+  const DemoRows d = MakeDemoRows(50, 5);
+  AutoganOptions options = TinyOptions();
+  options.autoencoder_steps = 2;
+  options.critic_steps = 1;
+  options.autoencoder_learning_rate = 0.01;
+  options.autoencoder_adam_epsilon = 1e-3;
+  std::vector<Eigen::VectorXd> ae_seen;
+  std::vector<Eigen::VectorXd> critic_seen;
+  DpSgdOracleFactory open = [&](const DpSgdPhaseSpec& spec)
+      -> absl::StatusOr<std::unique_ptr<DpSgdGradientOracle>> {
+    return std::make_unique<ScriptedOracle>(spec.name == "autoencoder" ? &ae_seen
+                                                                       : &critic_seen);
+  };
+  auto trained = TrainAutogan(d.layout, d.schema.num_classes(), options, open);
+  ASSERT_TRUE(trained.ok()) << trained.status();
+  ASSERT_EQ(ae_seen.size(), 2u);
+  const Eigen::VectorXd g0 = ScriptedOracle::Gradient(0, ae_seen[0].size());
+  const Eigen::VectorXd theta1 =
+      ae_seen[0].array() - 0.01 * g0.array() / (g0.array().abs() + 1e-3);
+  EXPECT_LT((ae_seen[1] - theta1).cwiseAbs().maxCoeff(), 1e-12);
+
+  options.autoencoder_adam_epsilon = 0;
+  EXPECT_FALSE(TrainAutogan(d.layout, d.schema.num_classes(), options, open).ok());
+}
+
 TEST(TrainAutogan, RejectsBadOptions) {
   const DemoRows d = MakeDemoRows(100, 4);
   OracleLog log;
