@@ -412,6 +412,24 @@ std::string CatchAllName(const std::vector<std::string>& published) {
   return name;
 }
 
+// `schema fit`'s last step, after its releases were charged: the fitted
+// schema written to `out` once it reads back as a schema file; a failure
+// to write says what was charged and how to replay it (`replay`).
+absl::Status WriteFittedSchema(const v1::TableSchema& fitted,
+                               const std::vector<std::string>& notes,
+                               const nlohmann::ordered_json& provenance, const std::string& out,
+                               const std::string& replay) {
+  const std::string json = SchemaToFileJson(fitted, notes, provenance);
+  if (auto check = ParseSchemaFileText(json, "the fitted schema"); !check.ok()) {
+    return check.status();
+  }
+  std::ofstream output(out);
+  if (!output || !(output << json)) {
+    return absl::UnavailableError(absl::StrCat("cannot write '", out, "'. ", replay));
+  }
+  return absl::OkStatus();
+}
+
 // `schema fit --categories`: one category_fit release per open column
 // (issue 38; docs/privacy.md 2.11.2), then the dataset's schema with each
 // fitted column's categories = the published values and a catch-all LAST.
@@ -566,16 +584,11 @@ absl::Status RunCategoryFit(const ParsedArgs& args) {
                                        {"delta", dataset->budget().delta()},
                                        {"schema_fingerprint", dataset->schema_fingerprint()},
                                        {"category_fit", releases}};
-  const std::string json = SchemaToFileJson(fitted, notes, provenance);
-  if (auto check = ParseSchemaFileText(json, "the fitted schema"); !check.ok()) {
-    return check.status();
-  }
-  std::ofstream output(out);
-  if (!output || !(output << json)) {
-    return absl::UnavailableError(absl::StrCat(
-        "cannot write '", out, "'. The releases were made and charged: fit again from them at "
-        "no charge with the same --key ", key));
-  }
+  DPC_RETURN_IF_ERROR(WriteFittedSchema(
+      fitted, notes, provenance, out,
+      absl::StrCat("The releases were made and charged: fit again from them at no charge with "
+                   "the same --key ",
+                   key)));
   std::printf("schema with the fitted categories written to %s (--key %s replays them)\n",
               out.c_str(), key.c_str());
   std::printf("next: dpcurator datasets set-categories --dataset %s --schema %s\n",
@@ -683,16 +696,11 @@ absl::Status RunFit(const ParsedArgs& args) {
                                        {"epsilon", artefact.epsilon()},
                                        {"delta", artefact.delta()},
                                        {"schema_fingerprint", artefact.schema_fingerprint()}};
-  const std::string json = SchemaToFileJson(fitted, notes, provenance);
-  if (auto check = ParseSchemaFileText(json, "the fitted schema"); !check.ok()) {
-    return check.status();
-  }
-  std::ofstream output(out);
-  if (!output || !(output << json)) {
-    return absl::UnavailableError(absl::StrCat(
-        "cannot write '", out, "'. The release was made and charged: fit again from it at no "
-        "charge with the same --key ", request.idempotency_key()));
-  }
+  DPC_RETURN_IF_ERROR(WriteFittedSchema(
+      fitted, notes, provenance, out,
+      absl::StrCat("The release was made and charged: fit again from it at no charge with the "
+                   "same --key ",
+                   request.idempotency_key())));
   std::printf("%s %s: epsilon %g for this release; dataset spent %.4g, remaining %.4g\n",
               release.replayed() ? "replayed stored release" : "released", release.id().c_str(),
               artefact.epsilon(), release.epsilon_spent_total(), release.epsilon_remaining());
