@@ -934,14 +934,89 @@ absl::Status Store::DeleteDataset(const std::string& dataset_id) {
 
 absl::StatusOr<v1::Dataset> Store::SetBins(const std::string& dataset_id,
                                            const v1::TableSchema& requested) {
-  // Checked on the request as sent: the canonical form drops bins that a
-  // column of another type cannot have, and a change asked for must not be
+  // Only numeric columns' bins may change: they are public metadata of the
+  // discretisation (docs/privacy.md 1.2, 2.11.1), read by marginal methods
+  // only; bounds, atoms, categories and the label decided how the stored
+  // rows were read (clamped, coded) and stay.
+  SchemaChange change;
+  change.what_may_change = "numeric columns' bins";
+  change.action = "set bins";
+  change.check_requested = [](const v1::ColumnSchema& column) {
+    return column.type() != v1::ColumnSchema::NUMERIC && column.bins_size() > 0
+               ? absl::InvalidArgumentError(absl::StrCat(
+                     "column '", column.name(), "' is not numeric and takes no bins"))
+               : absl::OkStatus();
+  };
+  change.check_column = [](int c, const v1::ColumnSchema& before,
+                           const v1::ColumnSchema& after) {
+    v1::ColumnSchema old_column = before;
+    v1::ColumnSchema new_column = after;
+    old_column.clear_bins();
+    new_column.clear_bins();
+    if (google::protobuf::util::MessageDifferencer::Equals(old_column, new_column)) {
+      return absl::OkStatus();
+    }
+    return absl::InvalidArgumentError(absl::StrCat(
+        "column ", c + 1, " ('", before.name(),
+        "') differs from the stored one in more than its bins; only numeric columns' bins "
+        "can change (bounds, atoms and categories decided how the rows were stored)"));
+  };
+  return ChangeSchema(dataset_id, requested, change);
+}
+
+absl::StatusOr<v1::Dataset> Store::SetCategories(const std::string& dataset_id,
+                                                 const v1::TableSchema& requested) {
+  // Only open columns' categories may change (issue 38): a category fit's
+  // published list, public once released, plus the catch-all. Every other
+  // property decided how the rows were stored, or is the label.
+  SchemaChange change;
+  change.what_may_change = "open columns' categories";
+  change.action = "set categories";
+  change.check_requested = [](const v1::ColumnSchema& column) {
+    return column.type() != v1::ColumnSchema::CATEGORICAL && column.categories_size() > 0
+               ? absl::InvalidArgumentError(absl::StrCat(
+                     "column '", column.name(), "' is not categorical and takes no categories"))
+               : absl::OkStatus();
+  };
+  change.check_column = [](int c, const v1::ColumnSchema& before,
+                           const v1::ColumnSchema& after) {
+    v1::ColumnSchema old_column = before;
+    v1::ColumnSchema new_column = after;
+    const bool open = before.open();
+    if (open) {
+      old_column.clear_categories();
+      new_column.clear_categories();
+    }
+    if (!google::protobuf::util::MessageDifferencer::Equals(old_column, new_column)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "column ", c + 1, " ('", before.name(), "') differs from the stored one",
+          open ? " in more than its categories" : "",
+          "; only open columns' categories can change (types, bounds, bins, aliases and "
+          "closed columns' categories stay as stored)"));
+    }
+    const auto& old_list = before.categories();
+    const auto& new_list = after.categories();
+    const bool changed =
+        !std::equal(old_list.begin(), old_list.end(), new_list.begin(), new_list.end());
+    if (open && changed && new_list.size() < 2) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "open column '", before.name(), "' gets ", new_list.size(),
+          " categories; give the published values then the catch-all (\"other\"), last: "
+          "at least two"));
+    }
+    return absl::OkStatus();
+  };
+  return ChangeSchema(dataset_id, requested, change);
+}
+
+absl::StatusOr<v1::Dataset> Store::ChangeSchema(const std::string& dataset_id,
+                                                const v1::TableSchema& requested,
+                                                const SchemaChange& change) {
+  // Checked on the request as sent: the canonical form drops what a column
+  // of another type cannot have, and a change asked for must not be
   // dropped in silence.
   for (const v1::ColumnSchema& column : requested.columns()) {
-    if (column.type() != v1::ColumnSchema::NUMERIC && column.bins_size() > 0) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("column '", column.name(), "' is not numeric and takes no bins"));
-    }
+    DPC_RETURN_IF_ERROR(change.check_requested(column));
   }
   DPC_ASSIGN_OR_RETURN(data::Schema schema, SchemaFromProto(requested));
   auto db = database_->Lock();
@@ -952,94 +1027,14 @@ absl::StatusOr<v1::Dataset> Store::SetBins(const std::string& dataset_id,
   DPC_ASSIGN_OR_RETURN(data::Schema stored, SchemaFromProto(dataset.schema()));
   const v1::TableSchema before = SchemaToProto(stored);
   const v1::TableSchema after = SchemaToProto(schema);
-  // Only numeric columns' bins may change: they are public metadata of the
-  // discretisation (docs/privacy.md 1.2, 2.11.1), read by marginal methods
-  // only; bounds, atoms, categories and the label decided how the stored
-  // rows were read (clamped, coded) and stay.
   if (after.columns_size() != before.columns_size()) {
     return absl::InvalidArgumentError(absl::StrCat(
         "the schema has ", after.columns_size(), " columns and the dataset ",
-        before.columns_size(), "; only numeric columns' bins can change"));
+        before.columns_size(), "; only ", change.what_may_change, " can change"));
   }
   for (int c = 0; c < before.columns_size(); ++c) {
-    v1::ColumnSchema old_column = before.columns(c);
-    v1::ColumnSchema new_column = after.columns(c);
-    old_column.clear_bins();
-    new_column.clear_bins();
-    if (!google::protobuf::util::MessageDifferencer::Equals(old_column, new_column)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "column ", c + 1, " ('", before.columns(c).name(),
-          "') differs from the stored one in more than its bins; only numeric columns' bins "
-          "can change (bounds, atoms and categories decided how the rows were stored)"));
-    }
+    DPC_RETURN_IF_ERROR(change.check_column(c, before.columns(c), after.columns(c)));
   }
-  return ReplaceSchemaLocked(db, std::move(transaction), dataset_id, before, after, schema,
-                             "numeric columns' bins", "set bins");
-}
-
-absl::StatusOr<v1::Dataset> Store::SetCategories(const std::string& dataset_id,
-                                                 const v1::TableSchema& requested) {
-  // Checked on the request as sent, as SetBins does: the canonical form
-  // would drop categories a column of another type cannot have.
-  for (const v1::ColumnSchema& column : requested.columns()) {
-    if (column.type() != v1::ColumnSchema::CATEGORICAL && column.categories_size() > 0) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "column '", column.name(), "' is not categorical and takes no categories"));
-    }
-  }
-  DPC_ASSIGN_OR_RETURN(data::Schema schema, SchemaFromProto(requested));
-  auto db = database_->Lock();
-  DPC_ASSIGN_OR_RETURN(auto transaction, Transaction::BeginImmediate(db.get()));
-  DPC_ASSIGN_OR_RETURN(v1::Dataset dataset, GetDatasetLocked(db, dataset_id));
-  DPC_ASSIGN_OR_RETURN(data::Schema stored, SchemaFromProto(dataset.schema()));
-  const v1::TableSchema before = SchemaToProto(stored);
-  const v1::TableSchema after = SchemaToProto(schema);
-  // Only open columns' categories may change (issue 38): a category fit's
-  // published list, public once released, plus the catch-all. Every other
-  // property decided how the rows were stored, or is the label.
-  if (after.columns_size() != before.columns_size()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "the schema has ", after.columns_size(), " columns and the dataset ",
-        before.columns_size(), "; only open columns' categories can change"));
-  }
-  for (int c = 0; c < before.columns_size(); ++c) {
-    v1::ColumnSchema old_column = before.columns(c);
-    v1::ColumnSchema new_column = after.columns(c);
-    const bool open = old_column.open();
-    if (open) {
-      old_column.clear_categories();
-      new_column.clear_categories();
-    }
-    if (!google::protobuf::util::MessageDifferencer::Equals(old_column, new_column)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "column ", c + 1, " ('", before.columns(c).name(), "') differs from the stored one",
-          open ? " in more than its categories" : "",
-          "; only open columns' categories can change (types, bounds, bins, aliases and "
-          "closed columns' categories stay as stored)"));
-    }
-    const auto& old_list = before.columns(c).categories();
-    const auto& new_list = after.columns(c).categories();
-    const bool changed = !std::equal(old_list.begin(), old_list.end(), new_list.begin(),
-                                     new_list.end());
-    if (open && changed && new_list.size() < 2) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "open column '", before.columns(c).name(), "' gets ", new_list.size(),
-          " categories; give the published values then the catch-all (\"other\"), last: "
-          "at least two"));
-    }
-  }
-  return ReplaceSchemaLocked(db, std::move(transaction), dataset_id, before, after, schema,
-                             "open columns' categories", "set categories");
-}
-
-absl::StatusOr<v1::Dataset> Store::ReplaceSchemaLocked(const SharedDatabase::Locked& db,
-                                                       Transaction transaction,
-                                                       const std::string& dataset_id,
-                                                       const v1::TableSchema& before,
-                                                       const v1::TableSchema& after,
-                                                       const data::Schema& schema,
-                                                       absl::string_view what_may_change,
-                                                       absl::string_view action) {
   v1::TableSchema old_rest = before;
   v1::TableSchema new_rest = after;
   old_rest.clear_columns();
@@ -1047,11 +1042,11 @@ absl::StatusOr<v1::Dataset> Store::ReplaceSchemaLocked(const SharedDatabase::Loc
   if (!google::protobuf::util::MessageDifferencer::Equals(old_rest, new_rest)) {
     return absl::InvalidArgumentError(absl::StrCat(
         "the schema differs from the stored one beyond its columns (label or missing-value "
-        "tokens); only ", what_may_change, " can change"));
+        "tokens); only ", change.what_may_change, " can change"));
   }
   // A release or session in flight read (or will read) the rows under the
   // schema it was admitted with: refused until they end, as a delete.
-  DPC_RETURN_IF_ERROR(RefuseWhileRowsAreInUse(db, dataset_id, action));
+  DPC_RETURN_IF_ERROR(RefuseWhileRowsAreInUse(db, dataset_id, change.action));
   DPC_ASSIGN_OR_RETURN(
       auto update,
       db->Prepare("UPDATE datasets SET schema = ?, schema_fingerprint = ? WHERE id = ?"));

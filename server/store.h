@@ -247,19 +247,25 @@ class Store {
   absl::StatusOr<v1::Dataset> GetDatasetLocked(const SharedDatabase::Locked& db,
                                                const std::string& dataset_id);
 
-  // SetBins' and SetCategories' common end, inside their transaction: refuses
-  // a change beyond the columns (INVALID_ARGUMENT saying that only
-  // `what_may_change` can change) and, as a delete, rows in use (`action`
-  // ends that message); then stores `after` with `schema`'s fingerprint,
-  // commits, and drops the cached encoding made under the old schema.
-  absl::StatusOr<v1::Dataset> ReplaceSchemaLocked(const SharedDatabase::Locked& db,
-                                                  Transaction transaction,
-                                                  const std::string& dataset_id,
-                                                  const v1::TableSchema& before,
-                                                  const v1::TableSchema& after,
-                                                  const data::Schema& schema,
-                                                  absl::string_view what_may_change,
-                                                  absl::string_view action);
+  // SetBins' and SetCategories' shared path: every column of the request
+  // as sent through `check_requested`; then, in one transaction, both
+  // schemas in canonical form, the same column count, each (stored,
+  // requested) column pair through `check_column`, nothing else changed
+  // (INVALID_ARGUMENT saying that only `what_may_change` can change) and,
+  // as a delete, no rows in use (`action` ends that message); then the new
+  // schema and fingerprint are stored and the cached encoding made under
+  // the old schema is dropped.
+  struct SchemaChange {
+    std::string what_may_change;  // e.g. "numeric columns' bins"
+    std::string action;           // e.g. "set bins"
+    std::function<absl::Status(const v1::ColumnSchema& requested)> check_requested;
+    std::function<absl::Status(int column, const v1::ColumnSchema& stored,
+                               const v1::ColumnSchema& requested)>
+        check_column;
+  };
+  absl::StatusOr<v1::Dataset> ChangeSchema(const std::string& dataset_id,
+                                           const v1::TableSchema& requested,
+                                           const SchemaChange& change);
   // Forgets a dataset's cached encoded rows (deleted, or read under an old
   // schema).
   void DropCachedRowsLocked(const SharedDatabase::Locked& db, const std::string& dataset_id);
