@@ -476,17 +476,19 @@ absl::Status UploadOpenValues::AddRow(absl::Span<const std::string> cells) {
       column.pending.push_back(std::numeric_limits<double>::quiet_NaN());
       continue;
     }
-    const auto next = static_cast<int32_t>(column.dictionary.size());
-    auto [it, inserted] = column.lookup.try_emplace(std::string(token), next);
-    if (inserted) {
+    // Looked up by view first: a value seen before (most rows) costs no
+    // string.
+    auto it = column.lookup.find(token);
+    if (it == column.lookup.end()) {
       if (static_cast<int64_t>(column.dictionary.size()) >= kMaxOpenValuesPerColumn) {
-        column.lookup.erase(it);
         return absl::ResourceExhaustedError(absl::StrCat(
             "open column '", schema_.column(column.index).name, "' has more than ",
             kMaxOpenValuesPerColumn, " distinct values in this upload (kMaxOpenValuesPerColumn, "
             "docs/limits.md); a column with so many values identifies rows rather than "
             "categorising them: code or bucket it before upload"));
       }
+      const auto next = static_cast<int32_t>(column.dictionary.size());
+      it = column.lookup.emplace(std::string(token), next).first;
       column.dictionary.emplace_back(token);
     }
     column.pending.push_back(static_cast<double>(it->second));
