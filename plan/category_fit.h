@@ -13,6 +13,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "core/data/schema.h"
 #include "core/privacy/events.h"
 #include "core/privacy/noise_source.h"
 #include "core/release/category_fit.h"
@@ -29,9 +30,9 @@ inline constexpr int64_t kDefaultFitCategories = 1000;
 // at most this many values of at most kMaxFitValueBytes each (2.6 MB), and
 // a schema's categorical column beyond it is no use to the marginal methods.
 inline constexpr int64_t kMaxFitCategories = 10000;
-// A stored value's bytes at most: a Row cell's bound (server/input_limits.h
-// kMaxCallerStringBytes, dpcurator.v1.Row.cells), for the artefact's size.
-inline constexpr int64_t kMaxFitValueBytes = 256;
+// A stored value's bytes at most (an open column's bound, checked as each
+// cell is parsed), for the artefact's size.
+inline constexpr int64_t kMaxFitValueBytes = data::kMaxOpenValueBytes;
 // CategoryFitParams.delta_0 when the request leaves it 0: this share of the
 // dataset's delta, so that nine more fits at the default still fit under it.
 inline constexpr double kDefaultDeltaZeroShare = 0.1;
