@@ -16,30 +16,13 @@
 #include "client/connection.h"
 #include "pybind11/pybind11.h"
 #include "pybind11/stl.h"
+#include "python/src/errors.h"
 #include "python/src/partials.h"
 
 namespace dpcurator::python {
 namespace {
 
 namespace py = pybind11;
-
-// As module.cc: ValueError for a bad argument, PermissionError for a token
-// the server refuses, RuntimeError otherwise, with the status's message
-// (which names the server and the call).
-[[noreturn]] void RaiseStatus(const absl::Status& status) {
-  const std::string message = std::string(status.message());
-  switch (status.code()) {
-    case absl::StatusCode::kInvalidArgument:
-      throw py::value_error(message);
-    case absl::StatusCode::kPermissionDenied:
-    case absl::StatusCode::kUnauthenticated:
-      PyErr_SetString(PyExc_PermissionError, message.c_str());
-      throw py::error_already_set();
-    default:
-      throw std::runtime_error(
-          absl::StrCat(absl::StatusCodeToString(status.code()), ": ", message));
-  }
-}
 
 class Curator {
  public:

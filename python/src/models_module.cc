@@ -13,23 +13,13 @@
 #include "pybind11/numpy.h"
 #include "pybind11/pybind11.h"
 #include "pybind11/stl.h"
+#include "python/src/errors.h"
 #include "python/src/sampling.h"
 
 namespace dpcurator::python {
 namespace {
 
 namespace py = pybind11;
-
-template <typename T>
-T Unwrap(absl::StatusOr<T> value) {
-  if (value.ok()) return *std::move(value);
-  const std::string message = std::string(value.status().message());
-  if (value.status().code() == absl::StatusCode::kInvalidArgument) {
-    throw py::value_error(message);
-  }
-  throw std::runtime_error(
-      absl::StrCat(absl::StatusCodeToString(value.status().code()), ": ", message));
-}
 
 }  // namespace
 }  // namespace dpcurator::python

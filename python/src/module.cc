@@ -1,7 +1,5 @@
 // dpcurator._core: the partials' bindings (python/src/partials.h; docs/scale-out.md).
-// Errors become Python exceptions: ValueError for a bad argument or input
-// (INVALID_ARGUMENT, OUT_OF_RANGE, DATA_LOSS), RuntimeError otherwise; the
-// message is the C++ status's.
+// Errors become Python exceptions as python/src/errors.h maps them.
 
 #include <cstdint>
 #include <memory>
@@ -18,6 +16,7 @@
 #include "pybind11/numpy.h"
 #include "pybind11/pybind11.h"
 #include "pybind11/stl.h"
+#include "python/src/errors.h"
 #include "python/src/partials.h"
 #include "python/src/rows.h"
 
@@ -25,25 +24,6 @@ namespace dpcurator::python {
 namespace {
 
 namespace py = pybind11;
-
-[[noreturn]] void Raise(const absl::Status& status) {
-  const std::string message = std::string(status.message());
-  switch (status.code()) {
-    case absl::StatusCode::kInvalidArgument:
-    case absl::StatusCode::kOutOfRange:
-    case absl::StatusCode::kDataLoss:
-      throw py::value_error(message);
-    default:
-      throw std::runtime_error(
-          absl::StrCat(absl::StatusCodeToString(status.code()), ": ", message));
-  }
-}
-
-template <typename T>
-T Unwrap(absl::StatusOr<T> value) {
-  if (!value.ok()) Raise(value.status());
-  return *std::move(value);
-}
 
 py::array_t<double> ToNumpy(const Eigen::VectorXd& values) {
   py::array_t<double> out(values.size());

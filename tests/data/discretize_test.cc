@@ -18,7 +18,7 @@
 namespace dpcurator::data {
 namespace {
 
-std::string BuildError(const Schema::Builder& builder) {
+std::string DiscretizeBuildError(const Schema::Builder& builder) {
   auto schema = builder.Build();
   EXPECT_FALSE(schema.ok());
   return std::string(schema.status().message());
@@ -31,20 +31,20 @@ TEST(SchemaAtomsTest, ValidatesAtomsAndBins) {
     return b;
   };
   EXPECT_TRUE(base().SetAtoms("hours", {1, 40, 99}).SetBins("hours", {10, 40.5}).Build().ok());
-  EXPECT_NE(BuildError(base().SetAtoms("hours", {0})).find("inside the declared bounds"),
+  EXPECT_NE(DiscretizeBuildError(base().SetAtoms("hours", {0})).find("inside the declared bounds"),
             std::string::npos);
-  EXPECT_NE(BuildError(base().SetAtoms("hours", {40, 20})).find("strictly increasing"),
+  EXPECT_NE(DiscretizeBuildError(base().SetAtoms("hours", {40, 20})).find("strictly increasing"),
             std::string::npos);
-  EXPECT_NE(BuildError(base().SetAtoms("hours", {40, 40})).find("strictly increasing"),
+  EXPECT_NE(DiscretizeBuildError(base().SetAtoms("hours", {40, 40})).find("strictly increasing"),
             std::string::npos);
-  EXPECT_NE(BuildError(base().SetAtoms("hours", {40.5})).find("whole numbers"),
+  EXPECT_NE(DiscretizeBuildError(base().SetAtoms("hours", {40.5})).find("whole numbers"),
             std::string::npos);
-  EXPECT_NE(BuildError(base().SetBins("hours", {1})).find("strictly inside"), std::string::npos);
-  EXPECT_NE(BuildError(base().SetBins("hours", {50, 20})).find("strictly increasing"),
+  EXPECT_NE(DiscretizeBuildError(base().SetBins("hours", {1})).find("strictly inside"), std::string::npos);
+  EXPECT_NE(DiscretizeBuildError(base().SetBins("hours", {50, 20})).find("strictly increasing"),
             std::string::npos);
-  EXPECT_NE(BuildError(base().SetBins("sex", {0.5})).find("only numeric columns"),
+  EXPECT_NE(DiscretizeBuildError(base().SetBins("sex", {0.5})).find("only numeric columns"),
             std::string::npos);
-  EXPECT_NE(BuildError(base().SetAtoms("nope", {1})).find("unknown column 'nope'"),
+  EXPECT_NE(DiscretizeBuildError(base().SetAtoms("nope", {1})).find("unknown column 'nope'"),
             std::string::npos);
 }
 
@@ -61,7 +61,7 @@ TEST(SchemaAtomsTest, FingerprintChangesOnlyWhenDeclared) {
   EXPECT_NE(with_atoms.Build().value().Fingerprint(), with_bins.Build().value().Fingerprint());
 }
 
-Schema TestSchema() {
+Schema DiscretizeSchema() {
   Schema::Builder b;
   b.AddNumeric("hours", 1, 99, true)
       .SetAtoms("hours", {40})
@@ -76,7 +76,7 @@ Schema TestSchema() {
 }
 
 TEST(DiscretizerTest, DomainAndCodes) {
-  const Schema schema = TestSchema();
+  const Schema schema = DiscretizeSchema();
   const Discretizer d = Discretizer::Create(schema).value();
   // hours: atom 40 + bins [1,20) [20,40) [40,60) [60,99].
   EXPECT_EQ(d.domain_size(0), 5);
@@ -111,7 +111,7 @@ TEST(DiscretizerTest, DomainAndCodes) {
 }
 
 TEST(DiscretizerTest, DecodeLandsInTheCellAndAvoidsAtoms) {
-  const Schema schema = TestSchema();
+  const Schema schema = DiscretizeSchema();
   const Discretizer d = Discretizer::Create(schema).value();
   const int rows = 4000;
   Eigen::MatrixXi codes(rows, schema.num_columns());

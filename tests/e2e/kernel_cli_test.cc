@@ -123,7 +123,7 @@ TEST_F(KernelCliTest, TrainSampleEvalAndCharges) {
 }
 
 // An IDX file of unsigned bytes: magic 00 00 08 <dims>, the dims, the data.
-void WriteIdx(const e2e::fs::path& path, const std::vector<uint32_t>& dims,
+void WriteKernelIdx(const e2e::fs::path& path, const std::vector<uint32_t>& dims,
               const std::string& data) {
   std::string bytes = {0, 0, 0x08, static_cast<char>(dims.size())};
   for (uint32_t d : dims) {
@@ -148,8 +148,8 @@ TEST_F(KernelCliTest, ImagesTrainAndSample) {
     labels.push_back(static_cast<char>(label));
     for (int p = 0; p < 64; ++p) pixels.push_back(static_cast<char>(label * 80 + rng() % 32));
   }
-  WriteIdx(dir_ / "images.idx", {300, 8, 8}, pixels);
-  WriteIdx(dir_ / "labels.idx", {300}, labels);
+  WriteKernelIdx(dir_ / "images.idx", {300, 8, 8}, pixels);
+  WriteKernelIdx(dir_ / "labels.idx", {300}, labels);
   CliRun uploaded = RunCli("upload --dataset " + dataset + " --idx images.idx --labels labels.idx",
                            Env("curator-token-kn"));
   ASSERT_EQ(uploaded.exit_code, 0) << uploaded.err;
@@ -193,8 +193,8 @@ TEST_F(KernelCliTest, ParallelVariantChargesOnePartAndSamplesBalancedLabels) {
     labels.push_back(static_cast<char>(label));
     for (int p = 0; p < 64; ++p) pixels.push_back(static_cast<char>(label * 80 + rng() % 32));
   }
-  WriteIdx(dir_ / "images.idx", {300, 8, 8}, pixels);
-  WriteIdx(dir_ / "labels.idx", {300}, labels);
+  WriteKernelIdx(dir_ / "images.idx", {300, 8, 8}, pixels);
+  WriteKernelIdx(dir_ / "labels.idx", {300}, labels);
   CliRun uploaded = RunCli("upload --dataset " + dataset + " --idx images.idx --labels labels.idx",
                            Env("curator-token-kn"));
   ASSERT_EQ(uploaded.exit_code, 0) << uploaded.err;

@@ -18,13 +18,13 @@
 
 namespace {
 
-struct CliRun {
+struct ReportCliRun {
   int exit_code;
   std::string output;
 };
 
 // `with_stderr`: the error messages too (false: stdout only, for --json).
-CliRun RunCli(const std::string& arguments, bool with_stderr = true) {
+ReportCliRun RunReportCli(const std::string& arguments, bool with_stderr = true) {
   const std::string command =
       std::string(DPC_CLI) + " " + arguments + (with_stderr ? " 2>&1" : " 2>/dev/null");
   FILE* pipe = popen(command.c_str(), "r");
@@ -67,7 +67,7 @@ class ReportCliTest : public ::testing::Test {
 };
 
 TEST_F(ReportCliTest, RealHalvesScoreAsTheSameData) {
-  const CliRun run = RunCli("report --schema " + Schema() + " --synthetic " + Path("first.csv") +
+  const ReportCliRun run = RunReportCli("report --schema " + Schema() + " --synthetic " + Path("first.csv") +
                             " --real " + Path("second.csv") + " --no-tstr --out " +
                             Path("report.html") + " --json",
                             /*with_stderr=*/false);
@@ -105,7 +105,7 @@ TEST_F(ReportCliTest, SyntheticRowsOutsideTheSchemaAreRefusedAndNoReportIsWritte
     bad << "39, Martian, 77516, Bachelors, 13, Never-married, Adm-clerical, Not-in-family, "
            "White, Male, 2174, 0, 40, United-States, <=50K\n";
   }
-  const CliRun run = RunCli("report --schema " + Schema() + " --synthetic " + Path("bad.csv") +
+  const ReportCliRun run = RunReportCli("report --schema " + Schema() + " --synthetic " + Path("bad.csv") +
                             " --real " + Path("second.csv") + " --out " + Path("bad.html"));
   EXPECT_NE(run.exit_code, 0);
   EXPECT_NE(run.output.find("bad.csv"), std::string::npos) << run.output;
@@ -128,7 +128,7 @@ TEST_F(ReportCliTest, SeveralSyntheticFilesAreComparedOnOnePage) {
     }
   }
   const std::string files = Path("first.csv") + "," + Path("rich.csv");
-  const CliRun run = RunCli("report --schema " + Schema() + " --synthetic " + files +
+  const ReportCliRun run = RunReportCli("report --schema " + Schema() + " --synthetic " + files +
                                 " --labels half,rich --real " + Path("second.csv") +
                                 " --no-tstr --out " + Path("compare.html") + " --json",
                             /*with_stderr=*/false);
@@ -150,7 +150,7 @@ TEST_F(ReportCliTest, SeveralSyntheticFilesAreComparedOnOnePage) {
   ASSERT_NE(table, std::string::npos);
   EXPECT_LT(page.find("<td>half</td>", table), page.find("<td>rich</td>", table));
 
-  const CliRun mismatched = RunCli("report --schema " + Schema() + " --synthetic " + files +
+  const ReportCliRun mismatched = RunReportCli("report --schema " + Schema() + " --synthetic " + files +
                                    " --labels only-one --real " + Path("second.csv") +
                                    " --no-tstr --out " + Path("mismatch.html"));
   EXPECT_NE(mismatched.exit_code, 0);
@@ -159,7 +159,7 @@ TEST_F(ReportCliTest, SeveralSyntheticFilesAreComparedOnOnePage) {
 }
 
 TEST_F(ReportCliTest, NeedsExactlyOneOfModelAndSchema) {
-  const CliRun run = RunCli("report --synthetic " + Path("first.csv") + " --real " +
+  const ReportCliRun run = RunReportCli("report --synthetic " + Path("first.csv") + " --real " +
                             Path("second.csv") + " --out " + Path("x.html"));
   EXPECT_NE(run.exit_code, 0);
   EXPECT_NE(run.output.find("--model"), std::string::npos) << run.output;
@@ -198,8 +198,8 @@ TEST_F(ReportCliTest, EachComparedFileListsItsOwnRelease) {
     rows << "a,b\n";
     for (int i = 0; i < 50; ++i) rows << (i % 2 ? "x" : "y") << "," << (i % 3 ? "x" : "y") << "\n";
   }
-  const CliRun run =
-      RunCli("report --model " + Path("one.model") + "," + Path("two.model") + " --synthetic " +
+  const ReportCliRun run =
+      RunReportCli("report --model " + Path("one.model") + "," + Path("two.model") + " --synthetic " +
                  Path("rows.csv") + "," + Path("rows.csv") + " --labels one,two --real " +
                  Path("rows.csv") + " --out " + Path("p.html") + " --json",
              /*with_stderr=*/false);
@@ -218,8 +218,6 @@ TEST_F(ReportCliTest, EachComparedFileListsItsOwnRelease) {
   EXPECT_NE(html.str().find("<td>0.25</td>"), std::string::npos);
   EXPECT_NE(html.str().find("composed total: unknown (made offline"), std::string::npos);
 }
-
-}  // namespace
 
 // Binary columns get DP-auto-GAN's two plots (issue 25 item 4): the JSON's
 // mean probability gap is the hand value for a synthetic table that sets one
@@ -255,7 +253,7 @@ TEST_F(ReportCliTest, BinaryColumnsGetTheDimensionWisePlots) {
   const std::string common = "report --schema " + Path("binary.schema.json") + " --synthetic " +
                              Path("synthetic.csv") + " --real " + Path("real.csv") +
                              " --out " + Path("binary.html") + " --json";
-  CliRun run = RunCli(common, /*with_stderr=*/false);
+  ReportCliRun run = RunReportCli(common, /*with_stderr=*/false);
   ASSERT_EQ(run.exit_code, 0) << run.output;
   auto json = nlohmann::json::parse(run.output);
   // Column d1 is 1 on every third row: its share moves from 134/400 to 1.
@@ -267,7 +265,7 @@ TEST_F(ReportCliTest, BinaryColumnsGetTheDimensionWisePlots) {
   html << file.rdbuf();
   EXPECT_NE(html.str().find("Dimension-wise probability"), std::string::npos);
 
-  run = RunCli(common + " --real-train " + Path("real.csv"), /*with_stderr=*/false);
+  run = RunReportCli(common + " --real-train " + Path("real.csv"), /*with_stderr=*/false);
   ASSERT_EQ(run.exit_code, 0) << run.output;
   json = nlohmann::json::parse(run.output);
   EXPECT_TRUE(json.contains("binary_auroc_mean_gap")) << run.output;
@@ -312,7 +310,7 @@ TEST_F(ReportCliTest, PrivacyTableSpeaksWordsAndListsOnlyReleases) {
     rows << "a,b\n";
     for (int i = 0; i < 50; ++i) rows << (i % 2 ? "x" : "y") << "," << (i % 3 ? "x" : "y") << "\n";
   }
-  const CliRun run = RunCli("report --model " + Path("m.model") + " --release " +
+  const ReportCliRun run = RunReportCli("report --model " + Path("m.model") + " --release " +
                             Path("a.release") + " --synthetic " + Path("rows.csv") + " --real " +
                             Path("rows.csv") + " --out " + Path("p.html"));
   ASSERT_EQ(run.exit_code, 0) << run.output;
@@ -328,3 +326,5 @@ TEST_F(ReportCliTest, PrivacyTableSpeaksWordsAndListsOnlyReleases) {
   ASSERT_NE(first, std::string::npos);
   EXPECT_EQ(page.find(model.dataset_id(), first + 1), std::string::npos);
 }
+
+}  // namespace

@@ -18,7 +18,7 @@ namespace {
 
 using ::testing::HasSubstr;
 
-data::Table MakeTable(const std::vector<std::vector<double>>& rows) {
+data::Table MakePaperTable(const std::vector<std::vector<double>>& rows) {
   data::Table table;
   table.cells.resize(static_cast<Eigen::Index>(rows.size()),
                      static_cast<Eigen::Index>(rows[0].size()));
@@ -42,7 +42,7 @@ TEST(ThreeWayMarginalTest, IdenticalTablesHaveZeroDistance) {
                                         .AddCategorical("a", {"p", "q"})
                                         .AddCategorical("b", {"p", "q", "r"})
                                         .AddCategorical("c", {"p", "q"}));
-  const data::Table t = MakeTable({{3, 0, 2, 1}, {55, 1, 0, 0}, {99, 1, 1, 1}});
+  const data::Table t = MakePaperTable({{3, 0, 2, 1}, {55, 1, 0, 0}, {99, 1, 1, 1}});
   const auto result = ThreeWayMarginalDistance(schema, t, t, {});
   ASSERT_TRUE(result.ok()) << result.status();
   EXPECT_EQ(result->triples, 4);  // All C(4, 3) triples: fewer than 100.
@@ -58,14 +58,14 @@ TEST(ThreeWayMarginalTest, DistanceIsTwiceTheTotalVariation) {
   // Candidate: all mass on (0,0,0); reference: half there, half on (1,1,1).
   // L1 = |1 - 1/2| + |0 - 1/2| = 1 = 2 TV (TV = 1/2); a missing doubling
   // would give 0.5.
-  const data::Table candidate = MakeTable({{0, 0, 0}, {0, 0, 0}});
-  const data::Table reference = MakeTable({{0, 0, 0}, {1, 1, 1}});
+  const data::Table candidate = MakePaperTable({{0, 0, 0}, {0, 0, 0}});
+  const data::Table reference = MakePaperTable({{0, 0, 0}, {1, 1, 1}});
   const auto result = ThreeWayMarginalDistance(schema, candidate, reference, {});
   ASSERT_TRUE(result.ok()) << result.status();
   EXPECT_EQ(result->triples, 1);
   EXPECT_DOUBLE_EQ(result->mean_l1, 1.0);
   // Disjoint supports: the maximum, 2.
-  const data::Table other = MakeTable({{1, 0, 1}, {0, 1, 0}});
+  const data::Table other = MakePaperTable({{1, 0, 1}, {0, 1, 0}});
   const auto disjoint = ThreeWayMarginalDistance(schema, other, reference, {});
   ASSERT_TRUE(disjoint.ok());
   EXPECT_DOUBLE_EQ(disjoint->mean_l1, 2.0);
@@ -77,8 +77,8 @@ TEST(ThreeWayMarginalTest, NumericBinsAreOnePercentOfTheDeclaredRange) {
                                         .AddCategorical("a", {"0"})
                                         .AddCategorical("b", {"0"}));
   auto distance = [&](double candidate_x, double reference_x) {
-    const auto r = ThreeWayMarginalDistance(schema, MakeTable({{candidate_x, 0, 0}}),
-                                            MakeTable({{reference_x, 0, 0}}), {});
+    const auto r = ThreeWayMarginalDistance(schema, MakePaperTable({{candidate_x, 0, 0}}),
+                                            MakePaperTable({{reference_x, 0, 0}}), {});
     EXPECT_TRUE(r.ok()) << r.status();
     return r->mean_l1;
   };
@@ -93,7 +93,7 @@ TEST(ThreeWayMarginalTest, SamplesTheRequestedNumberOfDistinctTriples) {
   data::Schema::Builder builder;
   for (int c = 0; c < 8; ++c) builder.AddCategorical(absl::StrCat("c", c), {"0", "1"});
   const data::Schema schema = Build(builder);
-  const data::Table t = MakeTable({{0, 1, 0, 1, 0, 1, 0, 1}, {1, 1, 0, 0, 1, 1, 0, 0}});
+  const data::Table t = MakePaperTable({{0, 1, 0, 1, 0, 1, 0, 1}, {1, 1, 0, 0, 1, 1, 0, 0}});
   PaperMetricsOptions options;
   options.marginal_triples = 10;  // Of C(8, 3) = 56.
   const auto result = ThreeWayMarginalDistance(schema, t, t, options);
@@ -113,7 +113,7 @@ data::Schema TwoNumerics() {
 
 TEST(PcaWassersteinTest, IdenticalTablesScoreOne) {
   const data::Schema schema = TwoNumerics();
-  const data::Table t = MakeTable({{0, 1}, {3, 2}, {7, 9}, {10, 4}});
+  const data::Table t = MakePaperTable({{0, 1}, {3, 2}, {7, 9}, {10, 4}});
   const auto result = PcaWassersteinScore(schema, t, t, {});
   ASSERT_TRUE(result.ok()) << result.status();
   EXPECT_NEAR(result->w1, 0.0, 1e-12);
@@ -126,8 +126,8 @@ TEST(PcaWassersteinTest, ShiftedTableHasTheShiftAsDistance) {
   const data::Schema schema = TwoNumerics();
   // y is constant, so the axes are x and y (v = 1); the candidate's x is the
   // reference's plus 1 (0.1 encoded): W1 = 0.1.
-  const data::Table reference = MakeTable({{0, 5}, {1, 5}, {2, 5}, {3, 5}});
-  const data::Table candidate = MakeTable({{1, 5}, {2, 5}, {3, 5}, {4, 5}});
+  const data::Table reference = MakePaperTable({{0, 5}, {1, 5}, {2, 5}, {3, 5}});
+  const data::Table candidate = MakePaperTable({{1, 5}, {2, 5}, {3, 5}, {4, 5}});
   const auto result = PcaWassersteinScore(schema, candidate, reference, {});
   ASSERT_TRUE(result.ok()) << result.status();
   EXPECT_NEAR(result->w1, 0.1, 1e-12);
@@ -138,8 +138,8 @@ TEST(PcaWassersteinTest, UsesW1NotW2) {
   const data::Schema schema = TwoNumerics();
   // Encoded x: reference {0, 1}, candidate {0, 0}. The optimal matching
   // moves one point by 1: W1 = 1/2, whereas W2 = sqrt(1/2).
-  const data::Table reference = MakeTable({{0, 5}, {10, 5}});
-  const data::Table candidate = MakeTable({{0, 5}, {0, 5}});
+  const data::Table reference = MakePaperTable({{0, 5}, {10, 5}});
+  const data::Table candidate = MakePaperTable({{0, 5}, {0, 5}});
   const auto result = PcaWassersteinScore(schema, candidate, reference, {});
   ASSERT_TRUE(result.ok()) << result.status();
   EXPECT_NEAR(result->w1, 0.5, 1e-12);
@@ -163,7 +163,7 @@ TEST(PcaWassersteinTest, NormalisesBySqrtExplainedVarianceTimesDiameter) {
     }
   }
   const auto result =
-      PcaWassersteinScore(schema, MakeTable(candidate_rows), MakeTable(reference_rows), {});
+      PcaWassersteinScore(schema, MakePaperTable(candidate_rows), MakePaperTable(reference_rows), {});
   ASSERT_TRUE(result.ok()) << result.status();
   const double v = 0.0725 / 0.075;
   EXPECT_NEAR(result->explained_variance_ratio, v, 1e-12);
@@ -176,7 +176,7 @@ TEST(PcaWassersteinTest, OneHotBlocksCountTwiceInTheDiameter) {
                                         .AddNumeric("x", 0, 1)
                                         .AddCategorical("a", {"p", "q", "r"})
                                         .AddCategorical("b", {"p", "q"}));
-  const data::Table t = MakeTable({{0, 0, 0}, {1, 1, 1}, {0.5, 2, 0}});
+  const data::Table t = MakePaperTable({{0, 0, 0}, {1, 1, 1}, {0.5, 2, 0}});
   const auto result = PcaWassersteinScore(schema, t, t, {});
   ASSERT_TRUE(result.ok());
   EXPECT_DOUBLE_EQ(result->diameter, std::sqrt(1.0 + 2 + 2));
@@ -209,7 +209,7 @@ data::Table Deterministic(int n, bool flip_b) {
     rows.push_back({static_cast<double>(a), static_cast<double>(flip_b ? 1 - a : a),
                     10.0 * a + (i % 5) * 0.1, static_cast<double>(i % 3)});
   }
-  return MakeTable(rows);
+  return MakePaperTable(rows);
 }
 
 data::Schema DeterministicSchema() {
@@ -288,12 +288,12 @@ TEST(ShapeChecksTest, PointMassesDependenciesAndImpossibleCells) {
   // 0 x2, 500 x1, 7000 x1); education <-> education-num one-to-one
   // (HS 9, Bachelors 13, Masters 14); relationship/sex: only
   // (Husband, Male) and (Wife, Female).
-  const data::Table reference = MakeTable(
+  const data::Table reference = MakePaperTable(
       {{40, 0, 0, 9, 0, 0}, {40, 0, 1, 13, 1, 1}, {40, 500, 2, 14, 0, 0}, {10, 7000, 0, 9, 1, 1}});
   // hours at 40: 2 of 4 (39 and 41 are not 40); gain at 0: 1 of 4;
   // education pairs agreeing: rows 0 and 1 (2 of 4); Husband & Female: row
   // 2 and 3 (2 of 4), and (Wife, Male) never.
-  const data::Table candidate = MakeTable(
+  const data::Table candidate = MakePaperTable(
       {{40, 0, 0, 9, 0, 0}, {40, 10, 1, 13, 1, 1}, {39, 20, 2, 9, 0, 1}, {41, 30, 0, 13, 0, 1}});
   const ShapeChecks s = ComputeShapeChecks(schema, candidate, reference, {});
   ASSERT_EQ(s.point_masses.size(), 3u);
@@ -347,7 +347,7 @@ TEST(ShapeChecksTest, PointMassesDependenciesAndImpossibleCells) {
 
 TEST(ShapeChecksTest, IdenticalTablesMatchTheReference) {
   const data::Schema schema = AdultLike();
-  const data::Table t = MakeTable(
+  const data::Table t = MakePaperTable(
       {{40, 0, 0, 9, 0, 0}, {40, 0, 1, 13, 1, 1}, {40, 500, 2, 14, 0, 0}, {10, 7000, 0, 9, 1, 1}});
   const ShapeChecks s = ComputeShapeChecks(schema, t, t, {});
   for (const auto& p : s.point_masses) EXPECT_EQ(p.share, p.reference_share) << p.column;

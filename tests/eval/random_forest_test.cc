@@ -16,7 +16,7 @@ using ::testing::HasSubstr;
 
 // y = [x0 * x1 > 0] with x uniform on [-1, 1]^2, plus `noise` irrelevant
 // features and 5% label flips (as gradient_boosted_trees_test.cc).
-void MakeXor(int n, int noise, uint64_t seed, Eigen::MatrixXd* x, Eigen::VectorXi* y) {
+void MakeForestXor(int n, int noise, uint64_t seed, Eigen::MatrixXd* x, Eigen::VectorXi* y) {
   PublicRng rng(seed);
   x->resize(n, 2 + noise);
   y->resize(n);
@@ -30,8 +30,8 @@ void MakeXor(int n, int noise, uint64_t seed, Eigen::MatrixXd* x, Eigen::VectorX
 TEST(RandomForestTest, BeatsLogisticRegressionOnXor) {
   Eigen::MatrixXd x_train, x_test;
   Eigen::VectorXi y_train, y_test;
-  MakeXor(4000, 3, 1, &x_train, &y_train);
-  MakeXor(2000, 3, 2, &x_test, &y_test);
+  MakeForestXor(4000, 3, 1, &x_train, &y_train);
+  MakeForestXor(2000, 3, 2, &x_test, &y_test);
   const auto forest = RandomForest::Fit(x_train, y_train, 2);
   ASSERT_TRUE(forest.ok()) << forest.status();
   EXPECT_EQ((*forest)->num_trees(), 50);
@@ -70,7 +70,7 @@ TEST(RandomForestTest, LeafValuesAreClassShares) {
 TEST(RandomForestTest, SeededAndIndependentOfThreadCount) {
   Eigen::MatrixXd x;
   Eigen::VectorXi y;
-  MakeXor(3000, 8, 3, &x, &y);
+  MakeForestXor(3000, 8, 3, &x, &y);
   RandomForestOptions one_thread;
   one_thread.num_trees = 12;
   one_thread.num_threads = 1;

@@ -8,6 +8,7 @@
 #include "core/nn/dropout.h"
 #include "core/nn/gradient_check.h"
 #include "core/util/public_rng.h"
+#include "tests/nn/random_matrix.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -18,14 +19,9 @@ using ::testing::HasSubstr;
 
 // Batch norm is not linear in its input; step 1e-5 leaves O(h^2) = 1e-10
 // truncation, well inside this.
-constexpr double kGradientTolerance = 1e-6;
+constexpr double kBatchNormGradientTolerance = 1e-6;
 
-Eigen::MatrixXd RandomMatrix(Eigen::Index rows, Eigen::Index cols, uint64_t seed) {
-  PublicRng rng(seed);
-  Eigen::MatrixXd m(rows, cols);
-  rng.FillNormal(m);
-  return m;
-}
+using test_util::RandomMatrix;
 
 // Per channel c, the values of columns c * spatial .. (c + 1) * spatial - 1
 // of every row (the layout of conv2d.h).
@@ -110,7 +106,7 @@ TEST_P(BatchNormTest, GradientsMatchCentralDifferencesInBothModes) {
       return forward(p, x, &local).cwiseProduct(r).sum();
     };
     const GradientCheckResult by_params = CheckGradient(param_loss, params, grad_params);
-    EXPECT_LT(by_params.max_relative_error, kGradientTolerance) << "training " << training;
+    EXPECT_LT(by_params.max_relative_error, kBatchNormGradientTolerance) << "training " << training;
     auto input_loss = [&](const Eigen::VectorXd& flat) {
       BatchNormWorkspace local;
       const Eigen::Map<const Eigen::MatrixXd> in(flat.data(), x.rows(), x.cols());
@@ -118,7 +114,7 @@ TEST_P(BatchNormTest, GradientsMatchCentralDifferencesInBothModes) {
     };
     const GradientCheckResult by_input =
         CheckGradient(input_loss, x.reshaped(), grad_input.reshaped());
-    EXPECT_LT(by_input.max_relative_error, kGradientTolerance)
+    EXPECT_LT(by_input.max_relative_error, kBatchNormGradientTolerance)
         << "training " << training << " worst " << by_input.worst_index << ": analytic "
         << by_input.analytic_at_worst << " numeric " << by_input.numeric_at_worst;
     EXPECT_GT(grad_input.norm(), 1e-3);

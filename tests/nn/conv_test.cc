@@ -12,6 +12,7 @@
 #include "core/nn/gradient_check.h"
 #include "core/nn/upsample2d.h"
 #include "core/util/public_rng.h"
+#include "tests/nn/random_matrix.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -23,7 +24,7 @@ using ::testing::HasSubstr;
 // Conv2d is linear in its input and its parameters, so central differences
 // are exact up to rounding: double gradients must agree to 1e-6 (the issue's
 // "conv gradients checked by finite differences").
-constexpr double kGradientTolerance = 1e-6;
+constexpr double kConvGradientTolerance = 1e-6;
 // float (OpenBLAS sgemm) against the double reference, relative to the
 // largest magnitude: a few hundred float roundings of O(1) terms.
 constexpr double kFloatTolerance = 1e-5;
@@ -37,12 +38,7 @@ GradientCheckOptions CheckOptions() {
   return options;
 }
 
-Eigen::MatrixXd RandomMatrix(Eigen::Index rows, Eigen::Index cols, uint64_t seed) {
-  PublicRng rng(seed);
-  Eigen::MatrixXd m(rows, cols);
-  rng.FillNormal(m);
-  return m;
-}
+using test_util::RandomMatrix;
 
 Eigen::VectorXd RandomVector(Eigen::Index size, uint64_t seed) {
   return RandomMatrix(size, 1, seed).col(0);
@@ -145,7 +141,7 @@ TEST_P(Conv2dGeometryTest, GradientsMatchCentralDifferences) {
   };
   const GradientCheckResult by_params =
       CheckGradient(param_loss, params, grad_params, CheckOptions());
-  EXPECT_LT(by_params.max_relative_error, kGradientTolerance)
+  EXPECT_LT(by_params.max_relative_error, kConvGradientTolerance)
       << "worst parameter " << by_params.worst_index << ": analytic "
       << by_params.analytic_at_worst << " numeric " << by_params.numeric_at_worst;
   EXPECT_GT(grad_params.norm(), 1e-3);
@@ -159,7 +155,7 @@ TEST_P(Conv2dGeometryTest, GradientsMatchCentralDifferences) {
   const Eigen::VectorXd flat_grad = grad_input.reshaped();
   const GradientCheckResult by_input =
       CheckGradient(input_loss, flat_input, flat_grad, CheckOptions());
-  EXPECT_LT(by_input.max_relative_error, kGradientTolerance)
+  EXPECT_LT(by_input.max_relative_error, kConvGradientTolerance)
       << "worst input " << by_input.worst_index << ": analytic " << by_input.analytic_at_worst
       << " numeric " << by_input.numeric_at_worst;
   EXPECT_GT(grad_input.norm(), 1e-3);
@@ -409,7 +405,7 @@ TEST_P(Upsample2dGradientTest, BackwardMatchesCentralDifferences) {
   };
   const GradientCheckResult result =
       CheckGradient(loss, x.reshaped(), grad_input.reshaped(), CheckOptions());
-  EXPECT_LT(result.max_relative_error, kGradientTolerance)
+  EXPECT_LT(result.max_relative_error, kConvGradientTolerance)
       << "worst " << result.worst_index << ": analytic " << result.analytic_at_worst
       << " numeric " << result.numeric_at_worst;
 
@@ -518,7 +514,7 @@ TEST_P(ConvTranspose2dGeometryTest, ForwardMatchesDirectScatterAndGradientsMatch
   };
   const GradientCheckResult by_params =
       CheckGradient(param_loss, params, grad_params, CheckOptions());
-  EXPECT_LT(by_params.max_relative_error, kGradientTolerance)
+  EXPECT_LT(by_params.max_relative_error, kConvGradientTolerance)
       << "worst parameter " << by_params.worst_index << ": analytic "
       << by_params.analytic_at_worst << " numeric " << by_params.numeric_at_worst;
   auto input_loss = [&](const Eigen::VectorXd& flat) {
@@ -528,7 +524,7 @@ TEST_P(ConvTranspose2dGeometryTest, ForwardMatchesDirectScatterAndGradientsMatch
   };
   const GradientCheckResult by_input =
       CheckGradient(input_loss, input.reshaped(), grad_input.reshaped(), CheckOptions());
-  EXPECT_LT(by_input.max_relative_error, kGradientTolerance)
+  EXPECT_LT(by_input.max_relative_error, kConvGradientTolerance)
       << "worst input " << by_input.worst_index << ": analytic " << by_input.analytic_at_worst
       << " numeric " << by_input.numeric_at_worst;
   EXPECT_GT(grad_input.norm(), 1e-3);

@@ -10,6 +10,7 @@
 #include "core/nn/activation.h"
 #include "core/nn/gradient_check.h"
 #include "core/util/public_rng.h"
+#include "tests/nn/random_matrix.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -18,14 +19,9 @@ namespace {
 
 using ::testing::HasSubstr;
 
-constexpr double kGradientTolerance = 1e-4;
+constexpr double kMlpGradientTolerance = 1e-4;
 
-Eigen::MatrixXd RandomMatrix(Eigen::Index rows, Eigen::Index cols, uint64_t seed) {
-  PublicRng rng(seed);
-  Eigen::MatrixXd m(rows, cols);
-  rng.FillNormal(m);
-  return m;
-}
+using test_util::RandomMatrix;
 
 MlpOptions SmallOptions(Activation activation, bool layer_norm) {
   MlpOptions options;
@@ -69,10 +65,10 @@ TEST_P(MlpGradientTest, ParameterGradientMatchesCentralDifferences) {
     return probe.Forward(x, &local).cwiseProduct(w_out).sum();
   };
   const GradientCheckResult result = CheckGradient(loss, mlp.parameters(), analytic);
-  EXPECT_LT(result.max_relative_error, kGradientTolerance)
+  EXPECT_LT(result.max_relative_error, kMlpGradientTolerance)
       << "worst index " << result.worst_index << ": analytic "
       << result.analytic_at_worst << " numeric " << result.numeric_at_worst;
-  EXPECT_LT(result.norm_relative_error, kGradientTolerance);
+  EXPECT_LT(result.norm_relative_error, kMlpGradientTolerance);
   // The check is only meaningful if the gradient is not trivially zero.
   EXPECT_GT(analytic.norm(), 1e-3);
 
@@ -87,7 +83,7 @@ TEST_P(MlpGradientTest, ParameterGradientMatchesCentralDifferences) {
   ASSERT_EQ(grad_input.rows(), 6);
   ASSERT_EQ(grad_input.cols(), 5);
   const GradientCheckResult input_result = CheckGradient(input_loss, flat_x, flat_grad_input);
-  EXPECT_LT(input_result.max_relative_error, kGradientTolerance)
+  EXPECT_LT(input_result.max_relative_error, kMlpGradientTolerance)
       << "worst index " << input_result.worst_index;
 }
 

@@ -19,6 +19,7 @@
 #include "core/nn/activation.h"
 #include "core/nn/mlp.h"
 #include "core/util/public_rng.h"
+#include "tests/nn/random_matrix.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -34,12 +35,7 @@ constexpr int kInputDim = 5;
 constexpr int kOutputDim = 3;
 constexpr Eigen::Index kBatch = 9;
 
-Eigen::MatrixXd RandomMatrix(Eigen::Index rows, Eigen::Index cols, uint64_t seed) {
-  PublicRng rng(seed);
-  Eigen::MatrixXd m(rows, cols);
-  rng.FillNormal(m);
-  return m;
-}
+using test_util::RandomMatrix;
 
 // A network whose biases, gains and shifts are all non-zero, so that every
 // parameter group contributes to every example's gradient.

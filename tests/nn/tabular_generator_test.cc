@@ -12,6 +12,7 @@
 #include "core/nn/adam.h"
 #include "core/nn/gradient_check.h"
 #include "core/util/public_rng.h"
+#include "tests/nn/random_matrix.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -20,7 +21,7 @@ namespace {
 
 using ::testing::HasSubstr;
 
-constexpr double kGradientTolerance = 1e-4;
+constexpr double kGeneratorGradientTolerance = 1e-4;
 
 // [ 2 numeric | 3 levels | 4 levels ], built by hand so these tests depend
 // only on the FeatureLayout contract.
@@ -33,7 +34,7 @@ data::FeatureLayout SmallLayout() {
   return layout;
 }
 
-GeneratorOptions SmallOptions() {
+GeneratorOptions SmallGeneratorOptions() {
   GeneratorOptions options;
   options.noise_dim = 4;
   options.hidden = {8, 8};
@@ -41,12 +42,7 @@ GeneratorOptions SmallOptions() {
   return options;
 }
 
-Eigen::MatrixXd RandomMatrix(Eigen::Index rows, Eigen::Index cols, uint64_t seed) {
-  PublicRng rng(seed);
-  Eigen::MatrixXd m(rows, cols);
-  rng.FillNormal(m);
-  return m;
-}
+using nn::test_util::RandomMatrix;
 
 struct GradientCase {
   int num_classes;
@@ -65,7 +61,7 @@ class GeneratorGradientTest : public ::testing::TestWithParam<GradientCase> {};
 // sigmoid and softmax heads and the MLP together.
 TEST_P(GeneratorGradientTest, MatchesCentralDifferences) {
   const GradientCase c = GetParam();
-  GeneratorOptions options = SmallOptions();
+  GeneratorOptions options = SmallGeneratorOptions();
   options.layer_norm = c.layer_norm;
   options.activation = c.activation;
   absl::StatusOr<TabularGenerator> created =
@@ -95,10 +91,10 @@ TEST_P(GeneratorGradientTest, MatchesCentralDifferences) {
   };
   const nn::GradientCheckResult result =
       nn::CheckGradient(loss, generator.parameters(), analytic);
-  EXPECT_LT(result.max_relative_error, kGradientTolerance)
+  EXPECT_LT(result.max_relative_error, kGeneratorGradientTolerance)
       << "worst index " << result.worst_index << ": analytic " << result.analytic_at_worst
       << " numeric " << result.numeric_at_worst;
-  EXPECT_LT(result.norm_relative_error, kGradientTolerance);
+  EXPECT_LT(result.norm_relative_error, kGeneratorGradientTolerance);
   EXPECT_GT(analytic.norm(), 1e-3);
 }
 
@@ -117,7 +113,7 @@ INSTANTIATE_TEST_SUITE_P(
 
 TEST(TabularGeneratorTest, HeadsAreBoundedAndNormalised) {
   absl::StatusOr<TabularGenerator> created =
-      TabularGenerator::Create(SmallLayout(), 3, SmallOptions());
+      TabularGenerator::Create(SmallLayout(), 3, SmallGeneratorOptions());
   ASSERT_TRUE(created.ok());
   TabularGenerator generator = *std::move(created);
   const Eigen::MatrixXd z = RandomMatrix(50, 4, 40);
@@ -142,7 +138,7 @@ TEST(TabularGeneratorTest, HeadsAreBoundedAndNormalised) {
 
 TEST(TabularGeneratorTest, OutputHeadsApplySigmoidAndSoftmaxToLogits) {
   absl::StatusOr<TabularGenerator> created =
-      TabularGenerator::Create(SmallLayout(), 1, SmallOptions());
+      TabularGenerator::Create(SmallLayout(), 1, SmallGeneratorOptions());
   ASSERT_TRUE(created.ok());
   TabularGenerator generator = *std::move(created);
   // Zero weights: the logits are the output bias for every row.
@@ -167,7 +163,7 @@ TEST(TabularGeneratorTest, OutputHeadsApplySigmoidAndSoftmaxToLogits) {
 
 TEST(TabularGeneratorTest, LabelsChangeTheOutput) {
   absl::StatusOr<TabularGenerator> generator =
-      TabularGenerator::Create(SmallLayout(), 3, SmallOptions());
+      TabularGenerator::Create(SmallLayout(), 3, SmallGeneratorOptions());
   ASSERT_TRUE(generator.ok());
   EXPECT_EQ(generator->input_dim(), 4 + 3);
   const Eigen::MatrixXd z = RandomMatrix(1, 4, 2);
@@ -177,13 +173,13 @@ TEST(TabularGeneratorTest, LabelsChangeTheOutput) {
   EXPECT_GT((a - b).norm(), 1e-3);
 
   absl::StatusOr<TabularGenerator> unlabelled =
-      TabularGenerator::Create(SmallLayout(), 1, SmallOptions());
+      TabularGenerator::Create(SmallLayout(), 1, SmallGeneratorOptions());
   ASSERT_TRUE(unlabelled.ok());
   EXPECT_EQ(unlabelled->input_dim(), 4);
 }
 
 TEST(TabularGeneratorTest, ParametersRoundTripThroughFlatVector) {
-  GeneratorOptions options = SmallOptions();
+  GeneratorOptions options = SmallGeneratorOptions();
   options.layer_norm = true;
   absl::StatusOr<TabularGenerator> original =
       TabularGenerator::Create(SmallLayout(), 2, options);
@@ -204,30 +200,30 @@ TEST(TabularGeneratorTest, ParametersRoundTripThroughFlatVector) {
 }
 
 TEST(TabularGeneratorTest, CreateValidatesArguments) {
-  EXPECT_THAT(TabularGenerator::Create(SmallLayout(), 0, SmallOptions()).status().message(),
+  EXPECT_THAT(TabularGenerator::Create(SmallLayout(), 0, SmallGeneratorOptions()).status().message(),
               HasSubstr("Number of classes must be a positive integer, got 0"));
-  GeneratorOptions options = SmallOptions();
+  GeneratorOptions options = SmallGeneratorOptions();
   options.noise_dim = 0;
   EXPECT_THAT(TabularGenerator::Create(SmallLayout(), 2, options).status().message(),
               HasSubstr("Noise dimension must be a positive integer, got 0"));
-  options = SmallOptions();
+  options = SmallGeneratorOptions();
   options.hidden = {8, -1};
   EXPECT_THAT(TabularGenerator::Create(SmallLayout(), 2, options).status().message(),
               HasSubstr("Width of hidden layer 1"));
 
   data::FeatureLayout overlap = SmallLayout();
   overlap.categorical[1].offset = 4;  // collides with the first block
-  EXPECT_THAT(TabularGenerator::Create(overlap, 2, SmallOptions()).status().message(),
+  EXPECT_THAT(TabularGenerator::Create(overlap, 2, SmallGeneratorOptions()).status().message(),
               HasSubstr("Feature layout position 4 is used twice (column 3)"));
   data::FeatureLayout outside = SmallLayout();
   outside.categorical[1].levels = 5;
   outside.categorical_dim = 8;
   outside.numeric_dim = 1;
   outside.numeric.pop_back();
-  EXPECT_THAT(TabularGenerator::Create(outside, 2, SmallOptions()).status().message(),
+  EXPECT_THAT(TabularGenerator::Create(outside, 2, SmallGeneratorOptions()).status().message(),
               HasSubstr("is outside [0, 9)"));
   EXPECT_THAT(
-      TabularGenerator::Create(data::FeatureLayout(), 2, SmallOptions()).status().message(),
+      TabularGenerator::Create(data::FeatureLayout(), 2, SmallGeneratorOptions()).status().message(),
       HasSubstr("at least one encoded dimension"));
 }
 
@@ -315,7 +311,7 @@ TEST(TabularGeneratorTest, SampleDecodesHeadsIntoTheSchema) {
   const data::FeatureLayout layout = data::FeatureLayout::ForFeatures(*schema);
   ASSERT_EQ(layout.total_dim(), 5);
   absl::StatusOr<TabularGenerator> created =
-      TabularGenerator::Create(layout, schema->num_classes(), SmallOptions());
+      TabularGenerator::Create(layout, schema->num_classes(), SmallGeneratorOptions());
   ASSERT_TRUE(created.ok()) << created.status();
   TabularGenerator generator = *std::move(created);
   generator.parameters().setZero();
@@ -367,7 +363,7 @@ TEST(TabularGeneratorTest, SampleRejectsMismatchedSchemaAndLabels) {
   absl::StatusOr<data::Schema> other = SampleSchema(4);
   ASSERT_TRUE(schema.ok() && other.ok());
   absl::StatusOr<TabularGenerator> generator = TabularGenerator::Create(
-      data::FeatureLayout::ForFeatures(*schema), 2, SmallOptions());
+      data::FeatureLayout::ForFeatures(*schema), 2, SmallGeneratorOptions());
   ASSERT_TRUE(generator.ok());
   PublicRng rng(1);
   EXPECT_THAT(generator->Sample(*other, Eigen::VectorXi::Zero(3), &rng).status().message(),
@@ -377,7 +373,7 @@ TEST(TabularGeneratorTest, SampleRejectsMismatchedSchemaAndLabels) {
   EXPECT_THAT(generator->Sample(*schema, bad, &rng).status().message(),
               HasSubstr("Label 2 of row 1 is outside [0, 2)"));
   absl::StatusOr<TabularGenerator> unlabelled = TabularGenerator::Create(
-      data::FeatureLayout::ForFeatures(*schema), 1, SmallOptions());
+      data::FeatureLayout::ForFeatures(*schema), 1, SmallGeneratorOptions());
   ASSERT_TRUE(unlabelled.ok());
   EXPECT_THAT(unlabelled->Sample(*schema, Eigen::VectorXi::Zero(3), &rng).status().message(),
               HasSubstr("Schema has 2 label classes; the generator was built for 1"));

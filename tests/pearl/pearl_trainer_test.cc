@@ -30,7 +30,7 @@ using pearl_testing::RandomEncodedRows;
 
 constexpr double kGradientTolerance = 1e-4;
 
-embed::CharacteristicFunctionMap MakeMap(const data::FeatureLayout& layout, int k,
+embed::CharacteristicFunctionMap MakeTrainerMap(const data::FeatureLayout& layout, int k,
                                          double length_scale, uint64_t seed) {
   embed::CharfnOptions options;
   options.num_frequencies = k;
@@ -53,7 +53,7 @@ PearlCritic PerturbedCritic(const embed::CharacteristicFunctionMap& map, PublicR
 TEST(PearlLossTest, UniformWeightsGiveTheEmbeddingLoss) {
   PublicRng rng(1);
   const auto layout = MakeLayout(2, {3});
-  const auto map = MakeMap(layout, 24, 0.8, 2);
+  const auto map = MakeTrainerMap(layout, 24, 0.8, 2);
   const Eigen::VectorXi labels = StratifiedLabels(Eigen::Vector3d(0.2, 0.5, 0.3), 20);
   Eigen::MatrixXd features, target(map.output_dim(), 3);
   map.Features(RandomEncodedRows(layout, labels.size(), &rng), &features);
@@ -75,7 +75,7 @@ TEST(PearlLossTest, UniformWeightsGiveTheEmbeddingLoss) {
 TEST(PearlLossTest, GeneratorGradientMatchesCentralDifferences) {
   PublicRng rng(3);
   const auto layout = MakeLayout(3, {2, 4});
-  const auto map = MakeMap(layout, 17, 1.2, 4);
+  const auto map = MakeTrainerMap(layout, 17, 1.2, 4);
   const PearlCritic critic = PerturbedCritic(map, &rng, 0.5);
   EXPECT_GT((critic.weights().array() - 1.0 / 17).abs().maxCoeff(), 1e-3);
   const Eigen::VectorXi labels = StratifiedLabels(Eigen::Vector2d(0.4, 0.6), 9);
@@ -108,7 +108,7 @@ TEST(PearlLossTest, GeneratorGradientMatchesCentralDifferences) {
 TEST(PearlLossTest, GeneratorParameterGradientMatchesCentralDifferences) {
   PublicRng rng(5);
   const auto layout = MakeLayout(2, {3, 2});
-  const auto map = MakeMap(layout, 11, 0.9, 6);
+  const auto map = MakeTrainerMap(layout, 11, 0.9, 6);
   const PearlCritic critic = PerturbedCritic(map, &rng, 0.5);
   GeneratorOptions options;
   options.noise_dim = 3;
@@ -152,7 +152,7 @@ TEST(PearlCriticTest, CriticGradientMatchesCentralDifferences) {
   PublicRng rng(8);
   for (const double spread : {0.0, 0.3, 2.0}) {
     const auto layout = MakeLayout(3, {3});
-    const auto map = MakeMap(layout, 29, 0.7, 9);
+    const auto map = MakeTrainerMap(layout, 29, 0.7, 9);
     const PearlCritic critic = PerturbedCritic(map, &rng, spread);
     const Eigen::VectorXi labels = StratifiedLabels(Eigen::Vector2d(0.3, 0.7), 10);
     Eigen::MatrixXd features, target;
@@ -176,7 +176,7 @@ TEST(PearlCriticTest, CriticGradientMatchesCentralDifferences) {
 
 TEST(PearlCriticTest, WeightsStartUniformAndStayNormalised) {
   const auto layout = MakeLayout(4, {5, 2});
-  const auto map = MakeMap(layout, 50, 1.5, 10);
+  const auto map = MakeTrainerMap(layout, 50, 1.5, 10);
   PearlCritic critic = PearlCritic::Create(map.frequencies(), map.length_scale()).value();
   EXPECT_EQ(critic.weights().size(), 50);
   EXPECT_LE((critic.weights().array() - 1.0 / 50).abs().maxCoeff(), 1e-15);
@@ -261,7 +261,7 @@ double MeanError(const BlobProblem& problem, const Eigen::MatrixXd& means) {
 
 TEST(PearlTrainerTest, FitsTwoBlobsAndKeepsCriticNormalised) {
   const auto layout = MakeLayout(2, {3});
-  const auto map = MakeMap(layout, 200, embed::DefaultCharfnLengthScale(layout), 14);
+  const auto map = MakeTrainerMap(layout, 200, embed::DefaultCharfnLengthScale(layout), 14);
   const BlobProblem problem = MakeBlobs(map);
   PearlTrainerOptions options;
   options.steps = 600;
@@ -303,7 +303,7 @@ TEST(PearlTrainerTest, FitsTwoBlobsAndKeepsCriticNormalised) {
 
 TEST(PearlTrainerTest, WithoutCriticWeightsStayUniform) {
   const auto layout = MakeLayout(2, {3});
-  const auto map = MakeMap(layout, 40, 1.0, 16);
+  const auto map = MakeTrainerMap(layout, 40, 1.0, 16);
   const BlobProblem problem = MakeBlobs(map);
   PearlTrainerOptions options;
   options.steps = 20;
@@ -317,7 +317,7 @@ TEST(PearlTrainerTest, WithoutCriticWeightsStayUniform) {
 
 TEST(PearlTrainerTest, RejectsInvalidOptionsAndMismatchedRelease) {
   const auto layout = MakeLayout(2, {3});
-  const auto map = MakeMap(layout, 40, 1.0, 16);
+  const auto map = MakeTrainerMap(layout, 40, 1.0, 16);
   const BlobProblem problem = MakeBlobs(map);
   PearlTrainerOptions options;
   options.steps = 2;
@@ -329,7 +329,7 @@ TEST(PearlTrainerTest, RejectsInvalidOptionsAndMismatchedRelease) {
   EXPECT_FALSE(TrainPearlGenerator(layout, map, problem.target, options).ok());
   options.critic_learning_rate = 1e-2;
   EXPECT_TRUE(TrainPearlGenerator(layout, map, problem.target, options).ok());
-  const auto other = MakeMap(layout, 41, 1.0, 16);
+  const auto other = MakeTrainerMap(layout, 41, 1.0, 16);
   EXPECT_FALSE(TrainPearlGenerator(layout, other, problem.target, options).ok());
   EXPECT_FALSE(TrainPearlGenerator(MakeLayout(3, {3}), map, problem.target, options).ok());
 }
@@ -340,7 +340,7 @@ TEST(PearlTrainerTest, RejectsInvalidOptionsAndMismatchedRelease) {
 TEST(PearlTrainerTiming, AdultLikeLayout) {
   const auto layout = MakeLayout(6, {9, 16, 7, 15, 6, 5, 2, 42});
   ASSERT_EQ(layout.total_dim(), 108);
-  const auto map = MakeMap(layout, 500, embed::DefaultCharfnLengthScale(layout), 17);
+  const auto map = MakeTrainerMap(layout, 500, embed::DefaultCharfnLengthScale(layout), 17);
   PublicRng rng(18);
   embed::EmbeddingTarget target;
   target.class_weights = Eigen::Vector2d(0.75, 0.25);

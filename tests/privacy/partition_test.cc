@@ -23,7 +23,7 @@ using NR = NeighbouringRelation;
 PrivacyEvent G(double s) { return PrivacyEvent::Gaussian(s).value(); }
 PrivacyEvent DG(double s) { return PrivacyEvent::DiscreteGaussian(s).value(); }
 
-std::vector<PrivacyEvent> Gaussians(std::vector<double> noise_multipliers) {
+std::vector<PrivacyEvent> GaussianEvents(std::vector<double> noise_multipliers) {
   std::vector<PrivacyEvent> out;
   for (double s : noise_multipliers) out.push_back(G(s));
   return out;
@@ -40,9 +40,9 @@ void ExpectLinear(const PrivacyEvent& event, double factor) {
 
 TEST(PartitionedEventTest, AddRemoveIsTheWorstSinglePart) {
   // Parts s = 1, 2, 4: alpha/2, alpha/8, alpha/32; one row is in one part.
-  ExpectLinear(PrivacyEvent::PartitionedAddRemove(Gaussians({2, 1, 4})).value(), 0.5);
+  ExpectLinear(PrivacyEvent::PartitionedAddRemove(GaussianEvents({2, 1, 4})).value(), 0.5);
   // K identical parts cost exactly one part.
-  ExpectLinear(PrivacyEvent::PartitionedAddRemove(Gaussians(std::vector<double>(10, 3.0))).value(),
+  ExpectLinear(PrivacyEvent::PartitionedAddRemove(GaussianEvents(std::vector<double>(10, 3.0))).value(),
                1.0 / 18.0);
 }
 
@@ -50,12 +50,12 @@ TEST(PartitionedEventTest, ReplaceOneIsTheWorstMoveBetweenTwoParts) {
   // add/remove s = 1, 2, 4 and replace-one s = 2 each: a row moving from the
   // s = 1 part to the s = 2 part costs alpha/2 + alpha/8 = 5 alpha/8, more
   // than any part's own replace-one alpha/8.
-  ExpectLinear(PrivacyEvent::PartitionedReplaceOne(Gaussians({1, 2, 4}), Gaussians({2, 2, 2}))
+  ExpectLinear(PrivacyEvent::PartitionedReplaceOne(GaussianEvents({1, 2, 4}), GaussianEvents({2, 2, 2}))
                    .value(),
                5.0 / 8.0);
   // K identical Gaussian(s) parts: 2 alpha / (2 s^2), the Gaussian of s/sqrt 2.
-  ExpectLinear(PrivacyEvent::PartitionedReplaceOne(Gaussians(std::vector<double>(10, 2.0)),
-                                                   Gaussians(std::vector<double>(10, 2.0)))
+  ExpectLinear(PrivacyEvent::PartitionedReplaceOne(GaussianEvents(std::vector<double>(10, 2.0)),
+                                                   GaussianEvents(std::vector<double>(10, 2.0)))
                    .value(),
                0.25);
 }
@@ -63,7 +63,7 @@ TEST(PartitionedEventTest, ReplaceOneIsTheWorstMoveBetweenTwoParts) {
 TEST(PartitionedEventTest, ReplaceOneInsideAPartCanDominate) {
   // add/remove s = 4 (alpha/32 each, two of them alpha/16) against a part's
   // replace-one s = 1 (alpha/2).
-  ExpectLinear(PrivacyEvent::PartitionedReplaceOne(Gaussians({4, 4, 4}), Gaussians({4, 1, 4}))
+  ExpectLinear(PrivacyEvent::PartitionedReplaceOne(GaussianEvents({4, 4, 4}), GaussianEvents({4, 1, 4}))
                    .value(),
                0.5);
 }
@@ -71,7 +71,7 @@ TEST(PartitionedEventTest, ReplaceOneInsideAPartCanDominate) {
 TEST(PartitionedEventTest, OnePartUnderReplaceOneStillCountsRowsLeavingIt) {
   // A row may move between the one opened part and a value with no part:
   // one add/remove neighbour (alpha/2), more than its replace-one alpha/8.
-  ExpectLinear(PrivacyEvent::PartitionedReplaceOne(Gaussians({1}), Gaussians({2})).value(), 0.5);
+  ExpectLinear(PrivacyEvent::PartitionedReplaceOne(GaussianEvents({1}), GaussianEvents({2})).value(), 0.5);
 }
 
 TEST(PartitionedEventTest, SubsampledPartsTakeTheMaxOrderByOrder) {
@@ -93,11 +93,11 @@ TEST(PartitionedEventTest, SubsampledPartsTakeTheMaxOrderByOrder) {
 }
 
 TEST(PartitionedEventTest, RelationsAndValidation) {
-  const PrivacyEvent ar = PrivacyEvent::PartitionedAddRemove(Gaussians({1, 1})).value();
+  const PrivacyEvent ar = PrivacyEvent::PartitionedAddRemove(GaussianEvents({1, 1})).value();
   EXPECT_TRUE(ar.IsValidFor(NR::kAddRemove));
   EXPECT_FALSE(ar.IsValidFor(NR::kReplaceOne));
   const PrivacyEvent ro =
-      PrivacyEvent::PartitionedReplaceOne(Gaussians({1, 1}), Gaussians({1, 1})).value();
+      PrivacyEvent::PartitionedReplaceOne(GaussianEvents({1, 1}), GaussianEvents({1, 1})).value();
   EXPECT_FALSE(ro.IsValidFor(NR::kAddRemove));
   EXPECT_TRUE(ro.IsValidFor(NR::kReplaceOne));
 
@@ -115,16 +115,16 @@ TEST(PartitionedEventTest, RelationsAndValidation) {
   EXPECT_FALSE(PrivacyEvent::PartitionedReplaceOne({wor}, {G(1)}).ok());
   // Poisson steps have no replace-one curve here.
   EXPECT_FALSE(PrivacyEvent::PartitionedReplaceOne({poisson}, {poisson}).ok());
-  EXPECT_FALSE(PrivacyEvent::PartitionedReplaceOne(Gaussians({1, 1}), Gaussians({1})).ok());
+  EXPECT_FALSE(PrivacyEvent::PartitionedReplaceOne(GaussianEvents({1, 1}), GaussianEvents({1})).ok());
   // A replace-one partition is not an add/remove part of another partition.
   EXPECT_FALSE(PrivacyEvent::PartitionedAddRemove({ro}).ok());
   EXPECT_TRUE(PrivacyEvent::PartitionedAddRemove({ar, G(2)}).ok());
 }
 
 TEST(PartitionedEventTest, DescribeNamesRelationAndParts) {
-  EXPECT_EQ(Describe(PrivacyEvent::PartitionedAddRemove(Gaussians({1, 2})).value()),
+  EXPECT_EQ(Describe(PrivacyEvent::PartitionedAddRemove(GaussianEvents({1, 2})).value()),
             "Partitioned(ADD_REMOVE)[Gaussian(s=1), Gaussian(s=2)]");
-  EXPECT_EQ(Describe(PrivacyEvent::PartitionedReplaceOne(Gaussians({1}), Gaussians({3})).value()),
+  EXPECT_EQ(Describe(PrivacyEvent::PartitionedReplaceOne(GaussianEvents({1}), GaussianEvents({3})).value()),
             "Partitioned(REPLACE_ONE)[Gaussian(s=1) | Gaussian(s=3)]");
 }
 
@@ -134,7 +134,7 @@ TEST(PartitionedEventTest, LedgerTextRoundTrips) {
   const std::vector<PrivacyEvent> events = {
       PrivacyEvent::PartitionedAddRemove({session, session, session}).value(),
       PrivacyEvent::PartitionedAddRemove({PrivacyEvent::Compose({G(1), DG(2)}).value()}).value(),
-      PrivacyEvent::PartitionedReplaceOne(Gaussians({1, 2}), {DG(3), DG(0.5)}).value(),
+      PrivacyEvent::PartitionedReplaceOne(GaussianEvents({1, 2}), {DG(3), DG(0.5)}).value(),
   };
   EXPECT_EQ(EncodeEvent(events[0]),
             "partition(add_remove;repeat(700;discrete_poisson(0.01,1.3));"
@@ -204,13 +204,13 @@ TEST(PartitionedEventTest, AccountantChargesTwoPartsUnderReplaceOne) {
 // them by the discrete Gaussian's profile like the bare release, not by the
 // RDP conversion. Parts of different multipliers, and replace-one
 // partitions, keep the RDP conversion.
-PrivacyEvent Grid(double s) { return PrivacyEvent::GridGaussian(s).value(); }
+PrivacyEvent GridEvent(double s) { return PrivacyEvent::GridGaussian(s).value(); }
 
 TEST(PartitionedEventTest, IdenticalGridPartsUnderAddRemoveGetOnePartsProfile) {
   const double s = 3.7443;  // (1, 1e-5) for one grid release (sec. 4.6)
-  const PrivacyEvent one = Grid(s);
+  const PrivacyEvent one = GridEvent(s);
   const PrivacyEvent ten =
-      PrivacyEvent::PartitionedAddRemove(std::vector<PrivacyEvent>(10, Grid(s))).value();
+      PrivacyEvent::PartitionedAddRemove(std::vector<PrivacyEvent>(10, GridEvent(s))).value();
   ASSERT_EQ(SingleGridGaussianInverseVariance(ten), SingleGridGaussianInverseVariance(one));
   const EpsilonReport bare = ComputeEpsilonReport(one, 1e-5).value();
   const EpsilonReport parts = ComputeEpsilonReport(ten, 1e-5).value();
@@ -231,24 +231,24 @@ TEST(PartitionedEventTest, OtherPartitionsKeepTheRdpConversion) {
   const double s = 3.7443;
   // Different multipliers: no single part stands for all.
   const PrivacyEvent mixed =
-      PrivacyEvent::PartitionedAddRemove({Grid(s), Grid(2 * s)}).value();
+      PrivacyEvent::PartitionedAddRemove({GridEvent(s), GridEvent(2 * s)}).value();
   EXPECT_FALSE(SingleGridGaussianInverseVariance(mixed).has_value());
   EXPECT_EQ(ComputeEpsilonReport(mixed, 1e-5)->epsilon,
             ComputeEpsilonReport(mixed, 1e-5)->epsilon_rdp);
   // A part that is not a bare grid Gaussian.
   EXPECT_FALSE(SingleGridGaussianInverseVariance(
-                   PrivacyEvent::PartitionedAddRemove({Grid(s), DG(s)}).value())
+                   PrivacyEvent::PartitionedAddRemove({GridEvent(s), DG(s)}).value())
                    .has_value());
   // Replace-one: a moved row touches two parts.
   const PrivacyEvent replace = PrivacyEvent::PartitionedReplaceOne(
-                                   std::vector<PrivacyEvent>(3, Grid(s)),
-                                   std::vector<PrivacyEvent>(3, Grid(s)))
+                                   std::vector<PrivacyEvent>(3, GridEvent(s)),
+                                   std::vector<PrivacyEvent>(3, GridEvent(s)))
                                    .value();
   EXPECT_FALSE(SingleGridGaussianInverseVariance(replace).has_value());
   // Two partitions composed: the profile covers one release only.
   AccountantState twice(NR::kAddRemove);
   const PrivacyEvent ten =
-      PrivacyEvent::PartitionedAddRemove(std::vector<PrivacyEvent>(10, Grid(s))).value();
+      PrivacyEvent::PartitionedAddRemove(std::vector<PrivacyEvent>(10, GridEvent(s))).value();
   ASSERT_TRUE(twice.Add(ten).ok());
   ASSERT_TRUE(twice.Add(ten).ok());
   EXPECT_EQ(twice.Epsilon(1e-5)->epsilon, twice.Epsilon(1e-5)->epsilon_rdp);

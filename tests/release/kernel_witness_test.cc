@@ -198,7 +198,7 @@ data::Schema NumericSchema(int d, int classes) {
   return builder.Build().value();
 }
 
-EncodedRows RandomRows(const data::Schema& schema, int n, PublicRng* rng) {
+EncodedRows RandomWitnessRows(const data::Schema& schema, int n, PublicRng* rng) {
   EncodedRows rows;
   rows.layout = data::FeatureLayout::ForFeatures(schema);
   rows.num_classes = schema.num_classes();
@@ -211,7 +211,7 @@ EncodedRows RandomRows(const data::Schema& schema, int n, PublicRng* rng) {
   return rows;
 }
 
-EncodedRows WithRow(EncodedRows rows, const Eigen::RowVectorXd& x, int label) {
+EncodedRows WitnessWithRow(EncodedRows rows, const Eigen::RowVectorXd& x, int label) {
   const Eigen::Index n = rows.num_rows();
   rows.features.conservativeResize(n + 1, Eigen::NoChange);
   rows.labels.conservativeResize(n + 1);
@@ -247,7 +247,7 @@ TEST(KernelWitnessSensitivityTest, RkhsDistanceOfNeighboursBruteForce) {
   for (bool conditional : {false, true}) {
     for (int trial = 0; trial < 40; ++trial) {
       const double m = 5.0 + trial;
-      const EncodedRows d = RandomRows(schema, 12 + trial % 7, &rng);
+      const EncodedRows d = RandomWitnessRows(schema, 12 + trial % 7, &rng);
       Eigen::RowVectorXd x(kDim);
       for (int a = 0; a < kDim; ++a) {
         x(a) = trial % 3 == 0 ? static_cast<double>(rng.UniformInt(2)) : rng.Uniform();
@@ -255,7 +255,7 @@ TEST(KernelWitnessSensitivityTest, RkhsDistanceOfNeighboursBruteForce) {
       const int label = static_cast<int>(rng.UniformInt(3));
       // ADD_REMOVE.
       const double add = std::sqrt(
-          RkhsDistanceSquaredTimesM2(d, WithRow(d, x, label), bandwidths, conditional)) / m;
+          RkhsDistanceSquaredTimesM2(d, WitnessWithRow(d, x, label), bandwidths, conditional)) / m;
       const double planned_add = KernelWitnessKind::Sensitivity(NeighbouringRelation::kAddRemove, m);
       EXPECT_NEAR(add, planned_add, 1e-6 * planned_add);
       // REPLACE_ONE of row 0 by x.
@@ -274,7 +274,7 @@ TEST(KernelWitnessSensitivityTest, RkhsDistanceOfNeighboursBruteForce) {
     }
   }
   // Opposite corners at small bandwidths: k(x, x') ~ 0, sqrt(2)/m attained.
-  EncodedRows one = RandomRows(schema, 1, &rng);
+  EncodedRows one = RandomWitnessRows(schema, 1, &rng);
   one.features.row(0).setZero();
   EncodedRows other = one;
   other.features.row(0).setOnes();
@@ -298,7 +298,7 @@ TEST(KernelWitnessSensitivityTest, WhitenedDifferenceOfReleasesWithinDelta) {
     auto resolved = KernelWitnessKind::Resolve(params, schema);
     ASSERT_TRUE(resolved.ok()) << resolved.status();
     for (int trial = 0; trial < 30; ++trial) {
-      EncodedRows d = RandomRows(schema, 10, &rng);
+      EncodedRows d = RandomWitnessRows(schema, 10, &rng);
       Eigen::RowVectorXd x(kDim);
       for (int a = 0; a < kDim; ++a) x(a) = rng.Uniform();
       const int label = static_cast<int>(rng.UniformInt(2));
@@ -315,7 +315,7 @@ TEST(KernelWitnessSensitivityTest, WhitenedDifferenceOfReleasesWithinDelta) {
         EncodedRows a = d;
         EncodedRows b;
         if (relation == NeighbouringRelation::kAddRemove) {
-          b = WithRow(d, x, label);
+          b = WitnessWithRow(d, x, label);
         } else {
           b = d;
           b.features.row(0) = x;
@@ -357,7 +357,7 @@ TEST(KernelWitnessRunTest, GradientNoiseIsTheDerivativeOfTheValuePath) {
   params.batch_divisor = 1.0;  // Delta = 1 under ADD_REMOVE
   auto resolved = KernelWitnessKind::Resolve(params, schema);
   ASSERT_TRUE(resolved.ok()) << resolved.status();
-  EncodedRows empty = RandomRows(schema, 0, &rng);
+  EncodedRows empty = RandomWitnessRows(schema, 0, &rng);
   KernelWitnessKind::Query query;
   query.points = RandomPoints(kM, kDim, &rng);
   privacy::SeededNoiseSource noise(77);
@@ -399,7 +399,7 @@ TEST(KernelWitnessRunTest, ZeroNoiseReleaseIsTheWitnessAndItsGradient) {
     params.batch_divisor = 7.5;
     auto resolved = KernelWitnessKind::Resolve(params, schema);
     ASSERT_TRUE(resolved.ok());
-    const EncodedRows batch = RandomRows(schema, 9, &rng);
+    const EncodedRows batch = RandomWitnessRows(schema, 9, &rng);
     KernelWitnessKind::Query query;
     query.points = RandomPoints(5, kDim, &rng);
     if (conditional) query.labels = Eigen::VectorXi{{0, 2, 2, 1, 0}};
@@ -482,7 +482,7 @@ TEST(KernelWitnessKindTest, PlanEventAndBounds) {
 
   // Queries are checked before any row is read.
   PublicRng rng(17);
-  const EncodedRows batch = RandomRows(schema, 3, &rng);
+  const EncodedRows batch = RandomWitnessRows(schema, 3, &rng);
   privacy::ZeroNoiseSource zero;
   KernelWitnessKind::Query query;
   query.points = RandomPoints(KernelWitnessKind::kMaxGroupPoints + 1, 4, &rng);
@@ -562,7 +562,7 @@ TEST(KernelWitnessTimingTest, DISABLED_OneStepAtImageDimension) {
   params.batch_divisor = 60;
   auto resolved = KernelWitnessKind::Resolve(params, schema);
   ASSERT_TRUE(resolved.ok());
-  const EncodedRows batch = RandomRows(schema, 60, &rng);
+  const EncodedRows batch = RandomWitnessRows(schema, 60, &rng);
   privacy::SeededNoiseSource noise(3);
   for (int m : {16, 32, 64}) {
     KernelWitnessKind::Query query;

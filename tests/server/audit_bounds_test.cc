@@ -20,8 +20,6 @@ namespace {
 
 using ::testing::HasSubstr;
 
-constexpr char kRequestRelease[] = "/dpcurator.v1.ReleaseService/RequestRelease";
-constexpr char kGetBudget[] = "/dpcurator.v1.DatasetService/GetBudget";
 
 class AuditBoundsTest : public ServerTest {
  protected:

@@ -20,11 +20,9 @@ namespace {
 
 using ::testing::HasSubstr;
 
-constexpr char kRequestRelease[] = "/dpcurator.v1.ReleaseService/RequestRelease";
 constexpr char kOpenSession[] = "/dpcurator.v1.SessionService/OpenSession";
 constexpr char kSubmitReports[] = "/dpcurator.v1.CollectionService/SubmitReports";
 constexpr char kListTokens[] = "/dpcurator.v1.AdminService/ListTokens";
-constexpr char kGetBudget[] = "/dpcurator.v1.DatasetService/GetBudget";
 constexpr char kListDatasets[] = "/dpcurator.v1.DatasetService/ListDatasets";
 
 class AuditTest : public ServerTest {

@@ -24,13 +24,6 @@ namespace {
 
 using ::testing::HasSubstr;
 
-v1::Report MakeReport(const std::string& id, std::vector<double> values) {
-  v1::Report report;
-  report.set_report_id(id);
-  for (double v : values) report.add_values(v);
-  return report;
-}
-
 std::string Id(int k) {
   std::string id(16, '\0');
   id[0] = static_cast<char>(k & 0xff);

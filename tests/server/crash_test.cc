@@ -90,7 +90,6 @@ constexpr int64_t kDemoRows = 200;
 // so the budget spent by n charges is exactly the n-fold composition,
 // recomputable here.
 constexpr double kNoiseMultiplier = 20.0;
-constexpr double kDelta = 1e-5;
 // Far above what a run spends (about 6 for 1000 releases at s = 20), so
 // every admission is accepted and the count of charges is the only unknown.
 constexpr double kEpsilonCap = 100.0;

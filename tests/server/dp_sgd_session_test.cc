@@ -21,8 +21,8 @@
 namespace dpcurator::server::testing {
 namespace {
 
-constexpr int64_t kRows = 300;
-constexpr uint64_t kRowSeed = 17;
+constexpr int64_t kDpSgdRows = 300;
+constexpr uint64_t kDpSgdRowSeed = 17;
 
 class DpSgdSessionTest : public ServerTest {
  protected:
@@ -81,7 +81,7 @@ class DpSgdSessionTest : public ServerTest {
                           v1::NeighbouringRelation relation = v1::ADD_REMOVE) {
     v1::Dataset dataset;
     EXPECT_TRUE(CreateDataset(cap, 1e-5, relation, &dataset).ok());
-    EXPECT_TRUE(UploadDemoRows(dataset.id(), kRows, kRowSeed).ok());
+    EXPECT_TRUE(UploadDemoRows(dataset.id(), kDpSgdRows, kDpSgdRowSeed).ok());
     return dataset;
   }
 
@@ -175,7 +175,7 @@ TEST_F(DpSgdSessionTest, AnswerIsTheClippedSumOverTheDivisor) {
       *nn::Mlp::FromParameters(release::DpSgdKind::Network(params, release::DpSgdRowWidth(schema)),
                                parameters.cast<double>());
   const release::EncodedRows rows =
-      release::EncodeRows(schema, data::GenerateDemoTable(kRows, kRowSeed));
+      release::EncodeRows(schema, data::GenerateDemoTable(kDpSgdRows, kDpSgdRowSeed));
   nn::PerExampleWorkspace workspace;
   Eigen::VectorXd sum;
   ASSERT_TRUE(release::DpSgdKind::ClippedGradientSum(params, sent, release::DpSgdRows(rows),

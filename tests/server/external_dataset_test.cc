@@ -44,9 +44,8 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-constexpr double kDelta = 1e-5;
-constexpr int64_t kRows = 300;
-constexpr uint64_t kRowSeed = 5;
+constexpr int64_t kExternalRows = 300;
+constexpr uint64_t kExternalRowSeed = 5;
 
 class ExternalDatasetTest : public ServerTest {
  protected:
@@ -274,8 +273,8 @@ TEST_F(ExternalDatasetTest, BadSubmissionsAreRefusedAndChangeNothing) {
   v1::Release pending;
   ASSERT_TRUE(RequestRelease(RffRequest(dataset.id(), 0.5, "k"), &pending).ok());
   const v1::PendingJob job = OnlyJob(dataset.id());
-  const Eigen::VectorXd exact = ExactStatistic(job, kRows, kRowSeed);
-  const v1::SubmitStatisticRequest good = SubmitRequest(job, exact, kRows);
+  const Eigen::VectorXd exact = ExactStatistic(job, kExternalRows, kExternalRowSeed);
+  const v1::SubmitStatisticRequest good = SubmitRequest(job, exact, kExternalRows);
 
   // An analyst token cannot submit.
   EXPECT_EQ(Submit(Analyst(), good).error_code(), grpc::StatusCode::PERMISSION_DENIED);
@@ -377,25 +376,25 @@ TEST_P(ExternalEqualsInProcessTest, SubmittedStatisticGivesTheInProcessRelease) 
   };
   v1::Dataset stored;
   ASSERT_TRUE(CreateDataset(10.0, kDelta, c.relation, &stored).ok());
-  ASSERT_TRUE(UploadDemoRows(stored.id(), kRows, kRowSeed).ok());
+  ASSERT_TRUE(UploadDemoRows(stored.id(), kExternalRows, kExternalRowSeed).ok());
   v1::Release in_process;
   grpc::Status status = RequestRelease(request_for(stored.id()), &in_process);
   ASSERT_TRUE(status.ok()) << status.error_message();
 
   v1::Dataset external;
-  ASSERT_TRUE(CreateExternal(c.relation, c.relation == v1::REPLACE_ONE ? kRows : 0, &external)
+  ASSERT_TRUE(CreateExternal(c.relation, c.relation == v1::REPLACE_ONE ? kExternalRows : 0, &external)
                   .ok());
   v1::Release pending;
   ASSERT_TRUE(RequestRelease(request_for(external.id()), &pending).ok());
   EXPECT_NEAR(pending.epsilon_spent_total(), in_process.epsilon_spent_total(), 1e-12);
   const v1::PendingJob job = OnlyJob(external.id());
-  const Eigen::VectorXd exact = ExactStatistic(job, kRows, kRowSeed);
+  const Eigen::VectorXd exact = ExactStatistic(job, kExternalRows, kExternalRowSeed);
   if (c.relation == v1::REPLACE_ONE) {
     // The relation's n is public: a statistic of another row count is refused.
-    EXPECT_EQ(Submit(Curator(), SubmitRequest(job, exact, kRows - 1)).error_code(),
+    EXPECT_EQ(Submit(Curator(), SubmitRequest(job, exact, kExternalRows - 1)).error_code(),
               grpc::StatusCode::INVALID_ARGUMENT);
   }
-  status = Submit(Curator(), SubmitRequest(job, exact, kRows));
+  status = Submit(Curator(), SubmitRequest(job, exact, kExternalRows));
   ASSERT_TRUE(status.ok()) << status.error_message();
   v1::Release submitted;
   ASSERT_TRUE(GetRelease(pending.id(), &submitted).ok());
@@ -749,8 +748,8 @@ TEST_F(ExternalDatasetTest, RecipeTablesOfTheWrongShapeAreRefusedAndChangeNothin
     EXPECT_EQ(pending.kind(), aim ? v1::AIM : v1::MST);
     const v1::PendingJob job = OnlyJob(dataset.id());
     EXPECT_EQ(job.kind(), aim ? v1::AIM : v1::MST);
-    const Eigen::VectorXd tables = ExactTables(RecipeCliques(aim), kRows, kRowSeed);
-    const v1::SubmitStatisticRequest good = SubmitRequest(job, tables, kRows);
+    const Eigen::VectorXd tables = ExactTables(RecipeCliques(aim), kExternalRows, kExternalRowSeed);
+    const v1::SubmitStatisticRequest good = SubmitRequest(job, tables, kExternalRows);
     // The embedding's layout, a table short, a cell too many, a NaN.
     v1::SubmitStatisticRequest short_one = good;
     short_one.mutable_statistic()->RemoveLast();
@@ -806,20 +805,20 @@ TEST_P(ExternalRecipeEqualsInProcessTest, SubmittedTablesGiveTheInProcessRelease
   StartServer();
   v1::Dataset stored;
   ASSERT_TRUE(CreateDataset(10.0, kDelta, c.relation, &stored).ok());
-  ASSERT_TRUE(UploadDemoRows(stored.id(), kRows, kRowSeed).ok());
+  ASSERT_TRUE(UploadDemoRows(stored.id(), kExternalRows, kExternalRowSeed).ok());
   v1::Release in_process;
   grpc::Status status = RequestRelease(RecipeRequest(stored.id(), c.aim, "same"), &in_process);
   ASSERT_TRUE(status.ok()) << status.error_message();
 
   v1::Dataset external;
-  ASSERT_TRUE(CreateExternal(c.relation, c.relation == v1::REPLACE_ONE ? kRows : 0, &external)
+  ASSERT_TRUE(CreateExternal(c.relation, c.relation == v1::REPLACE_ONE ? kExternalRows : 0, &external)
                   .ok());
   v1::Release pending;
   ASSERT_TRUE(RequestRelease(RecipeRequest(external.id(), c.aim, "same"), &pending).ok());
   EXPECT_NEAR(pending.epsilon_spent_total(), in_process.epsilon_spent_total(), 1e-12);
   const v1::PendingJob job = OnlyJob(external.id());
-  const Eigen::VectorXd tables = ExactTables(RecipeCliques(c.aim), kRows, kRowSeed);
-  status = Submit(Curator(), SubmitRequest(job, tables, kRows));
+  const Eigen::VectorXd tables = ExactTables(RecipeCliques(c.aim), kExternalRows, kExternalRowSeed);
+  status = Submit(Curator(), SubmitRequest(job, tables, kExternalRows));
   ASSERT_TRUE(status.ok()) << status.error_message();
   v1::Release submitted;
   ASSERT_TRUE(GetRelease(pending.id(), &submitted).ok());

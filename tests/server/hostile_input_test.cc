@@ -375,14 +375,7 @@ struct ReportCase {
   std::string reason;
 };
 
-v1::Report MakeReport(std::string id, std::vector<double> values) {
-  v1::Report report;
-  report.set_report_id(std::move(id));
-  for (double v : values) report.add_values(v);
-  return report;
-}
-
-std::string Id(int k) { return std::string(15, 'r') + static_cast<char>(k); }
+std::string HostileReportId(int k) { return std::string(15, 'r') + static_cast<char>(k); }
 
 struct Submitted {
   std::vector<v1::SubmitReportsAck> acks;
@@ -415,15 +408,15 @@ TEST_F(HostileInputTest, BadReportsAreRejectedOneByOneWithAReason) {
   ASSERT_TRUE(mechanism.ok()) << mechanism.status();
   const double bound = ReportValueBound(*mechanism);
   const std::vector<ReportCase> cases = {
-      {"nan", MakeReport(Id(1), with(0, kNan)), "value 0 is not finite"},
-      {"inf", MakeReport(Id(2), with(1, kInf)), "value 1 is not finite"},
-      {"-inf", MakeReport(Id(3), with(3, -kInf)), "value 3 is not finite"},
-      {"huge", MakeReport(Id(4), with(2, 1e300)), "exceeds the public bound"},
-      {"just-over-bound", MakeReport(Id(5), with(2, std::nextafter(bound, kInf))),
+      {"nan", MakeReport(HostileReportId(1), with(0, kNan)), "value 0 is not finite"},
+      {"inf", MakeReport(HostileReportId(2), with(1, kInf)), "value 1 is not finite"},
+      {"-inf", MakeReport(HostileReportId(3), with(3, -kInf)), "value 3 is not finite"},
+      {"huge", MakeReport(HostileReportId(4), with(2, 1e300)), "exceeds the public bound"},
+      {"just-over-bound", MakeReport(HostileReportId(5), with(2, std::nextafter(bound, kInf))),
        "exceeds the public bound"},
-      {"short", MakeReport(Id(6), std::vector<double>(d - 1, 0.1)), "dimension is 4"},
-      {"long", MakeReport(Id(7), std::vector<double>(d + 1, 0.1)), "dimension is 4"},
-      {"no-values", MakeReport(Id(8), {}), "report has 0 values"},
+      {"short", MakeReport(HostileReportId(6), std::vector<double>(d - 1, 0.1)), "dimension is 4"},
+      {"long", MakeReport(HostileReportId(7), std::vector<double>(d + 1, 0.1)), "dimension is 4"},
+      {"no-values", MakeReport(HostileReportId(8), {}), "report has 0 values"},
       {"empty-id", MakeReport("", ok), "exactly 16 bytes, got 0"},
       {"short-id", MakeReport(std::string(15, 'x'), ok), "exactly 16 bytes, got 15"},
       // Longer than 256 bytes: the whole batch is refused by the input-limits
@@ -450,7 +443,7 @@ TEST_F(HostileInputTest, BadReportsAreRejectedOneByOneWithAReason) {
   // At the bound exactly is still a report.
   v1::SubmitReportsRequest batch;
   batch.set_collection_id(collection_.id());
-  *batch.add_reports() = MakeReport(Id(9), with(0, -bound));
+  *batch.add_reports() = MakeReport(HostileReportId(9), with(0, -bound));
   Submitted result = Submit(Device(), {batch});
   ASSERT_TRUE(result.status.ok());
   ASSERT_EQ(result.acks.size(), 1u);
@@ -461,7 +454,7 @@ TEST_F(HostileInputTest, DuplicateIdsInOneBatchAreStoredOnce) {
   v1::SubmitReportsRequest batch;
   batch.set_collection_id(collection_.id());
   for (int i = 0; i < 5; ++i) {
-    *batch.add_reports() = MakeReport(Id(42), std::vector<double>(LdpCollectionDimension(), i));
+    *batch.add_reports() = MakeReport(HostileReportId(42), std::vector<double>(LdpCollectionDimension(), i));
   }
   Submitted result = Submit(Device(), {batch, batch});
   ASSERT_TRUE(result.status.ok()) << result.status.error_message();
@@ -484,14 +477,14 @@ TEST_F(HostileInputTest, MalformedReportStreamsAreRefusedAndStoreNothing) {
     *huge.add_reports() = MakeReport(id, std::vector<double>(d, 0.1));
   }
   v1::SubmitReportsRequest anonymous;
-  *anonymous.add_reports() = MakeReport(Id(1), std::vector<double>(d, 0.1));
+  *anonymous.add_reports() = MakeReport(HostileReportId(1), std::vector<double>(d, 0.1));
   v1::SubmitReportsRequest unknown = anonymous;
   unknown.set_collection_id("col_nope");
   v1::SubmitReportsRequest other = anonymous;
   other.set_collection_id("col_other");
   v1::SubmitReportsRequest first = anonymous;
   first.set_collection_id(collection_.id());
-  first.mutable_reports(0)->set_report_id(Id(2));
+  first.mutable_reports(0)->set_report_id(HostileReportId(2));
 
   struct StreamCase {
     std::string name;

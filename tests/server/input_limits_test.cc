@@ -13,7 +13,6 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <sys/stat.h>
 
 #include <set>
 #include <string>
@@ -164,11 +163,6 @@ grpc::Status CallWithOneMessage(const std::string& address, const std::string& m
   while (cq.Next(&got, &ok)) {
   }
   return status;
-}
-
-int64_t FileBytes(const std::string& path) {
-  struct stat info {};
-  return stat(path.c_str(), &info) == 0 ? static_cast<int64_t>(info.st_size) : 0;
 }
 
 class InputLimitsTest : public ServerTest {

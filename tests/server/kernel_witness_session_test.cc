@@ -23,8 +23,8 @@
 namespace dpcurator::server::testing {
 namespace {
 
-constexpr int64_t kRows = 200;
-constexpr uint64_t kRowSeed = 23;
+constexpr int64_t kWitnessRows = 200;
+constexpr uint64_t kWitnessRowSeed = 23;
 
 class KernelWitnessSessionTest : public ServerTest {
  protected:
@@ -95,7 +95,7 @@ class KernelWitnessSessionTest : public ServerTest {
   v1::Dataset MakeDataset(v1::NeighbouringRelation relation = v1::ADD_REMOVE) {
     v1::Dataset dataset;
     EXPECT_TRUE(CreateDataset(100.0, 1e-5, relation, &dataset).ok());
-    EXPECT_TRUE(UploadDemoRows(dataset.id(), kRows, kRowSeed).ok());
+    EXPECT_TRUE(UploadDemoRows(dataset.id(), kWitnessRows, kWitnessRowSeed).ok());
     return dataset;
   }
 
@@ -178,7 +178,7 @@ TEST_F(KernelWitnessSessionTest, AnswerIsTheWitnessOverThePublicDivisor) {
 
   const data::Schema schema = data::DemoSchema();
   const release::EncodedRows rows =
-      release::EncodeRows(schema, data::GenerateDemoTable(kRows, kRowSeed));
+      release::EncodeRows(schema, data::GenerateDemoTable(kWitnessRows, kWitnessRowSeed));
   const std::vector<double> bandwidths(session.params().kernel_witness().bandwidths().begin(),
                                        session.params().kernel_witness().bandwidths().end());
   Eigen::VectorXd values;
@@ -326,7 +326,7 @@ TEST_F(KernelWitnessSessionTest, ReplaceOneDividesByTheFixedBatchSize) {
 TEST_F(KernelWitnessSessionTest, ReplaceOneBatchAndDivisorAgreeAtEveryRate) {
   v1::Dataset dataset;
   ASSERT_TRUE(CreateDataset(100.0, 1e-5, v1::REPLACE_ONE, &dataset).ok());
-  ASSERT_TRUE(UploadDemoRows(dataset.id(), 100, kRowSeed).ok());
+  ASSERT_TRUE(UploadDemoRows(dataset.id(), 100, kWitnessRowSeed).ok());
   v1::OpenSessionRequest request = OpenRequest(dataset.id(), 2, 0.29, 1.0);
   v1::Session session;
   const grpc::Status opened = Open(request, &session);

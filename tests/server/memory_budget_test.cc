@@ -55,7 +55,6 @@
 namespace dpcurator::server::testing {
 namespace {
 
-constexpr double kDelta = 1e-5;
 
 bool Contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;

@@ -33,7 +33,6 @@
 namespace dpcurator::server::testing {
 namespace {
 
-constexpr double kDelta = 1e-5;
 
 // ---- A scraper: HTTP/1.0 GET over a socket, then the text format parsed ----
 

@@ -30,9 +30,8 @@
 namespace dpcurator::server::testing {
 namespace {
 
-constexpr int64_t kRows = 200;
-constexpr uint64_t kRowSeed = 31;
-constexpr double kDelta = 1e-5;
+constexpr int64_t kPartitionReleaseRows = 200;
+constexpr uint64_t kPartitionReleaseRowSeed = 31;
 constexpr int kLabel = 7;  // "churn", the demo schema's label: "no", "yes"
 
 // eps(delta) of the RDP curve alpha * c on the ledger's order grid, by the
@@ -78,7 +77,7 @@ class PartitionReleaseTest : public ServerTest {
   v1::Dataset MakeDataset(v1::NeighbouringRelation relation = v1::ADD_REMOVE) {
     v1::Dataset dataset;
     EXPECT_TRUE(CreateDataset(100.0, kDelta, relation, &dataset).ok());
-    EXPECT_TRUE(UploadDemoRows(dataset.id(), kRows, kRowSeed).ok());
+    EXPECT_TRUE(UploadDemoRows(dataset.id(), kPartitionReleaseRows, kPartitionReleaseRowSeed).ok());
     return dataset;
   }
 
@@ -201,7 +200,7 @@ TEST_F(PartitionReleaseTest, SigmaAtEpsilonOneForBothForms) {
   for (const auto relation : {v1::ADD_REMOVE, v1::REPLACE_ONE}) {
     v1::Dataset dataset;
     dataset.set_id("d");
-    dataset.set_row_count(kRows);
+    dataset.set_row_count(kPartitionReleaseRows);
     dataset.set_relation(relation);
     dataset.mutable_budget()->set_delta(kDelta);
     v1::ReleaseRequest partitioned = MarginalsRequest("d", "p");
@@ -255,7 +254,7 @@ TEST_F(PartitionReleaseTest, EachPartIsTheOrdinaryReleaseOfItsRows) {
   v1::Release release;
   ASSERT_TRUE(RequestRelease(MarginalsRequest(dataset.id(), "k"), &release).ok());
   ASSERT_EQ(release.partitioned().marginals_size(), 2);
-  const data::Table table = data::GenerateDemoTable(kRows, kRowSeed);
+  const data::Table table = data::GenerateDemoTable(kPartitionReleaseRows, kPartitionReleaseRowSeed);
   v1::Release whole;
   ASSERT_TRUE(
       RequestRelease(MarginalsRequest(dataset.id(), "whole", /*partitioned=*/false), &whole)
@@ -282,7 +281,7 @@ TEST_F(PartitionReleaseTest, EachPartIsTheOrdinaryReleaseOfItsRows) {
       }
     }
   }
-  EXPECT_EQ(rows_seen, kRows);
+  EXPECT_EQ(rows_seen, kPartitionReleaseRows);
   for (int t = 0; t < whole.marginals().tables_size(); ++t) {
     for (int c = 0; c < whole.marginals().tables(t).counts_size(); ++c) {
       EXPECT_EQ(release.partitioned().marginals(0).tables(t).counts(c) +
@@ -295,7 +294,7 @@ TEST_F(PartitionReleaseTest, EachPartIsTheOrdinaryReleaseOfItsRows) {
 // Totality: a part with no rows still gives its tables, of the planned
 // shape: zeros without noise, finite noise with the production source.
 TEST_F(PartitionReleaseTest, AnEmptyPartIsTotal) {
-  const data::Table only_no = DemoRowsWithLabel(data::GenerateDemoTable(kRows, kRowSeed), 0);
+  const data::Table only_no = DemoRowsWithLabel(data::GenerateDemoTable(kPartitionReleaseRows, kPartitionReleaseRowSeed), 0);
   ASSERT_GT(only_no.num_rows(), 0);
   {
     const v1::Dataset dataset = MakeDatasetOf(only_no, "secure");
@@ -485,7 +484,7 @@ TEST_F(PartitionReleaseTest, BinFitIsOneMarginalsChargeOverTheGrid) {
   EXPECT_EQ(EventCount(dataset.id()), 1);
   const double fit_spent = EpsilonSpent(dataset.id());
   EXPECT_GT(fit_spent, 0.0);
-  const v1::Dataset other = MakeDatasetOf(data::GenerateDemoTable(kRows, kRowSeed), "plain");
+  const v1::Dataset other = MakeDatasetOf(data::GenerateDemoTable(kPartitionReleaseRows, kPartitionReleaseRowSeed), "plain");
   v1::ReleaseRequest plain = fit_request({"income", "age"}, "plain");
   plain.set_dataset_id(other.id());
   plain.mutable_marginals()->set_fit_grid(false);
@@ -545,7 +544,7 @@ TEST_F(PartitionReleaseTest, SetBinsChangesOnlyNumericBins) {
   ASSERT_TRUE(status.ok()) << status.error_message();
   EXPECT_NE(updated.schema_fingerprint(), dataset.schema_fingerprint());
   EXPECT_EQ(updated.schema().columns(3).bins_size(), 4);
-  EXPECT_EQ(updated.row_count(), kRows);
+  EXPECT_EQ(updated.row_count(), kPartitionReleaseRows);
   EXPECT_EQ(EventCount(dataset.id()), 1);  // the ledger continues, nothing added
   v1::Release replayed;
   ASSERT_TRUE(

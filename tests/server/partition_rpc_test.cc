@@ -25,16 +25,15 @@
 namespace dpcurator::server::testing {
 namespace {
 
-constexpr int64_t kRows = 200;
-constexpr uint64_t kRowSeed = 29;
-constexpr double kDelta = 1e-5;
+constexpr int64_t kPartitionRpcRows = 200;
+constexpr uint64_t kPartitionRpcRowSeed = 29;
 
 class PartitionRpcTest : public ServerTest {
  protected:
   v1::Dataset MakeDataset(v1::NeighbouringRelation relation = v1::ADD_REMOVE) {
     v1::Dataset dataset;
     EXPECT_TRUE(CreateDataset(100.0, kDelta, relation, &dataset).ok());
-    EXPECT_TRUE(UploadDemoRows(dataset.id(), kRows, kRowSeed).ok());
+    EXPECT_TRUE(UploadDemoRows(dataset.id(), kPartitionRpcRows, kPartitionRpcRowSeed).ok());
     return dataset;
   }
 
@@ -307,7 +306,7 @@ TEST_F(PartitionRpcTest, EachMemberReadsOnlyItsPart) {
 
   const data::Schema schema = data::DemoSchema();
   const release::EncodedRows rows =
-      release::EncodeRows(schema, data::GenerateDemoTable(kRows, kRowSeed));
+      release::EncodeRows(schema, data::GenerateDemoTable(kPartitionRpcRows, kPartitionRpcRowSeed));
   const int d = opened.sessions(0).params().kernel_witness().dimension();
   PublicRng rng(5);
   Eigen::MatrixXd points(3, d);
@@ -322,7 +321,7 @@ TEST_F(PartitionRpcTest, EachMemberReadsOnlyItsPart) {
   for (int level = 0; level < 2; ++level) {
     const release::EncodedRows part = RowsOfPart(rows, level);
     ASSERT_GT(part.num_rows(), 0);
-    ASSERT_LT(part.num_rows(), kRows);
+    ASSERT_LT(part.num_rows(), kPartitionRpcRows);
     Eigen::VectorXd values;
     Eigen::MatrixXd gradients;
     release::KernelWitness(part.features, points, h, 20.0, &values, &gradients);

@@ -30,7 +30,6 @@ using privacy::PrivacyEvent;
 
 constexpr double kRate = 0.01;
 constexpr double kNoise = 1.1;
-constexpr double kDelta = 1e-5;
 
 PrivacyEvent Step() { return PrivacyEvent::PoissonSampledDiscreteGaussian(kRate, kNoise).value(); }
 

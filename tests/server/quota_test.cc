@@ -27,7 +27,6 @@ namespace {
 
 using ::testing::HasSubstr;
 
-constexpr double kDelta = 1e-5;
 
 class QuotaTest : public ServerTest {
  protected:

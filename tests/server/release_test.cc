@@ -23,7 +23,6 @@ namespace {
 
 using ::testing::HasSubstr;
 
-constexpr double kDelta = 1e-5;
 
 class ReleaseTest : public ServerTest {};
 

@@ -1,6 +1,7 @@
 #include "tests/server/server_test_util.h"
 
 #include <stdlib.h>
+#include <sys/stat.h>
 
 #include <filesystem>
 #include <fstream>
@@ -41,6 +42,18 @@ TempDir::~TempDir() {
 v1::TableSchema DemoSchemaProto() { return SchemaToProto(data::DemoSchema()); }
 
 int LdpCollectionDimension() { return 4; }
+
+int64_t FileBytes(const std::string& path) {
+  struct stat info {};
+  return stat(path.c_str(), &info) == 0 ? static_cast<int64_t>(info.st_size) : 0;
+}
+
+v1::Report MakeReport(std::string id, std::vector<double> values) {
+  v1::Report report;
+  report.set_report_id(std::move(id));
+  for (double v : values) report.add_values(v);
+  return report;
+}
 
 v1::CollectionParams LdpCollectionParams() {
   v1::CollectionParams params;

@@ -30,6 +30,11 @@ inline constexpr char kCuratorToken[] = "curator-token-0123456789abcdef";
 inline constexpr char kAnalystToken[] = "analyst-token-0123456789abcdef";
 inline constexpr char kDeviceToken[] = "device-token-0123456789abcdef";
 inline constexpr char kUnknownToken[] = "unknown-token-0123456789abcdef";
+// The delta the tests' datasets and accountant checks use.
+inline constexpr double kDelta = 1e-5;
+// Method paths that audit and bound tests call with raw metadata.
+inline constexpr char kRequestRelease[] = "/dpcurator.v1.ReleaseService/RequestRelease";
+inline constexpr char kGetBudget[] = "/dpcurator.v1.DatasetService/GetBudget";
 
 // A fresh directory under ::testing::TempDir() (mkdtemp), removed by the
 // destructor.
@@ -65,6 +70,13 @@ std::vector<v1::Row> DemoRows(const data::Table& table);
 // A small local-DP collection: LdpCollectionDimension() numeric columns in
 // [0, 1], laplace-l1, epsilon 1, default radius.
 v1::CollectionParams LdpCollectionParams();
+
+// The size of the file at `path` in bytes, 0 when there is none (a WAL
+// not yet made).
+int64_t FileBytes(const std::string& path);
+
+// One device report: its id and its noised values.
+v1::Report MakeReport(std::string id, std::vector<double> values);
 int LdpCollectionDimension();
 
 // One SubmitReports stream carrying `batches` in order: the acks read back

@@ -14,7 +14,6 @@
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 #include <malloc.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -147,11 +146,6 @@ int64_t RssBytes() {
   int64_t resident = 0;
   statm >> size >> resident;
   return resident * static_cast<int64_t>(sysconf(_SC_PAGESIZE));
-}
-
-int64_t FileBytes(const std::string& path) {
-  struct stat info {};
-  return stat(path.c_str(), &info) == 0 ? static_cast<int64_t>(info.st_size) : 0;
 }
 
 // Sample lines of the exposition (one per series and bucket), comments out.
