@@ -15,7 +15,7 @@
 # Files in one batch share one translation unit: names in their anonymous
 # namespaces must differ (a clash is a compile error, never a silent
 # merge, since the definitions collide).
-option(DPC_UNITY "Compile the client and server libraries in unity batches" ON)
+option(DPC_UNITY "Compile the libraries and test executables that call dpc_unity_build in unity batches" ON)
 
 function(dpc_unity_build target batch_size)
   if(NOT DPC_UNITY)

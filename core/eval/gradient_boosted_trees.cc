@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/eval/internal/histogram_tree.h"
+#include "core/util/sigmoid.h"
 #include "core/util/status_macros.h"
 #include "core/util/validation.h"
 
@@ -20,12 +21,6 @@ constexpr double kMinHessian = 1e-16;
 constexpr double kMinPrior = 1e-6;
 
 using internal::GradHess;
-
-double Sigmoid(double z) {
-  if (z >= 0) return 1.0 / (1.0 + std::exp(-z));
-  const double e = std::exp(z);
-  return e / (1.0 + e);
-}
 
 // Row-wise softmax in place.
 void Softmax(Eigen::MatrixXd* logits) {

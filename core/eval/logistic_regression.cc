@@ -8,6 +8,7 @@
 #include "Eigen/Core"
 #include "absl/strings/str_cat.h"
 #include "core/eval/internal/lbfgs.h"
+#include "core/util/sigmoid.h"
 #include "core/util/status_macros.h"
 #include "core/util/validation.h"
 
@@ -23,12 +24,6 @@ constexpr int kMaxNewtonLineSearchSteps = 50;
 
 // log(1 + exp(z)) without overflow.
 double Softplus(double z) { return std::max(z, 0.0) + std::log1p(std::exp(-std::abs(z))); }
-
-double Sigmoid(double z) {
-  if (z >= 0) return 1.0 / (1.0 + std::exp(-z));
-  const double e = std::exp(z);
-  return e / (1.0 + e);
-}
 
 struct BinaryFit {
   Eigen::VectorXd weights;

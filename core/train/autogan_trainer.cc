@@ -9,18 +9,13 @@
 #include "core/nn/adam.h"
 #include "core/nn/momentum_sgd.h"
 #include "core/nn/per_example.h"
+#include "core/util/sigmoid.h"
 #include "core/util/status_macros.h"
 
 namespace dpcurator::train {
 namespace {
 
 // Logistic function, stable for large |x|.
-double Sigmoid(double x) {
-  if (x >= 0) return 1.0 / (1.0 + std::exp(-x));
-  const double e = std::exp(x);
-  return e / (1.0 + e);
-}
-
 void SigmoidInPlace(Eigen::MatrixXd* values) {
   *values = values->unaryExpr([](double v) { return Sigmoid(v); });
 }

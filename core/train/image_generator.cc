@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/nn/gemm.h"
 #include "core/train/normal_draws.h"
+#include "core/util/sigmoid.h"
 #include "core/util/status_macros.h"
 
 namespace dpcurator::train {
@@ -24,10 +25,6 @@ using MapMatrix = Eigen::Map<Eigen::MatrixXf>;
 using ConstMapMatrix = Eigen::Map<const Eigen::MatrixXf>;
 
 // Logistic sigmoid, evaluated so that it never overflows.
-inline float Sigmoid(float x) {
-  return x >= 0.0f ? 1.0f / (1.0f + std::exp(-x)) : std::exp(x) / (1.0f + std::exp(x));
-}
-
 // y += a x over m floats, and x . y: the inner loops of the direct
 // convolutions, compiled for AVX-512 and AVX2 + FMA next to the baseline
 // (the project builds for baseline x86-64; the loader picks the clone).
