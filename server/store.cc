@@ -1346,6 +1346,20 @@ absl::StatusOr<std::vector<std::string>> Store::CheckIntegrity() {
                                       ": report_count differs from the stored reports"));
     }
   }
+  // Each open column's values are numbered 0, 1, ... (the dictionary
+  // LoadOpenColumn reads, which refuses anything else; the foreign key keeps
+  // them to datasets that exist). No counts in the text (they are private).
+  DPC_ASSIGN_OR_RETURN(auto numbering,
+                       db->Prepare("SELECT dataset_id, column_index FROM open_values GROUP BY "
+                                    "dataset_id, column_index HAVING MIN(value_index) != 0 OR "
+                                    "MAX(value_index) != COUNT(*) - 1"));
+  while (true) {
+    DPC_ASSIGN_OR_RETURN(bool row, numbering.Step());
+    if (!row) break;
+    problems.push_back(absl::StrCat("dataset ", numbering.ColumnText(0), " column ",
+                                    numbering.ColumnInt(1),
+                                    ": open values are not numbered 0, 1, ..."));
+  }
   return problems;
 }
 

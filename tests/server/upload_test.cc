@@ -438,6 +438,23 @@ TEST_F(OpenColumnTest, UploadsKeepEachValueOnceInFirstSeenOrder) {
   EXPECT_EQ(StoredOpenValues(), 0);
 }
 
+TEST_F(OpenColumnTest, TheIntegrityCheckFindsMisnumberedOpenValues) {
+  ASSERT_TRUE(Upload(Rows({{"Paris", 1}, {"Rome", 2}, {"Lyon", 3}})).ok());
+  auto healthy = server_->store()->CheckIntegrity();
+  ASSERT_TRUE(healthy.ok()) << healthy.status();
+  EXPECT_TRUE(healthy->empty()) << ::testing::PrintToString(*healthy);
+  {
+    // A gap in the numbering: LoadOpenColumn would refuse the column.
+    auto database = Database::Open(db_path_);
+    ASSERT_TRUE(database.ok()) << database.status();
+    ASSERT_TRUE((*database)->Exec("UPDATE open_values SET value_index = 7 WHERE value_index = 1").ok());
+  }
+  auto problems = server_->store()->CheckIntegrity();
+  ASSERT_TRUE(problems.ok()) << problems.status();
+  EXPECT_EQ(*problems, (std::vector<std::string>{absl::StrCat(
+                           "dataset ", open_.id(), " column 0: open values are not numbered 0, 1, ...")}));
+}
+
 TEST_F(OpenColumnTest, ThePerColumnLimitRefusesAnUploadWhole) {
   // kMaxOpenValuesPerColumn - 1 distinct values, in messages of 50,000.
   std::vector<v1::UploadRowsRequest> messages;
