@@ -26,7 +26,12 @@
 // the same targets, and exits without training. --ae-optimizer sgd (with
 // --ae-momentum, default 0.9, and --lr-ae) applies the autoencoder's noisy
 // gradients by heavy-ball SGD instead of Adam; --ae-adam-epsilon sets
-// Adam's denominator floor for the autoencoder.
+// Adam's denominator floor for the autoencoder. --one-output 1 trains on one
+// coordinate per feature (each declared NUMERIC in [0, 1], so one sigmoid
+// output per binary column instead of a 2-level block: half the decoder's
+// output layer and the encoder's input layer, and a sparse input) and draws
+// each sampled feature as a Bernoulli of that output; what a declared binary
+// encoding would give (issue 39).
 
 #include <chrono>
 #include <cmath>
@@ -40,6 +45,7 @@
 #include "Eigen/Cholesky"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "core/data/binary_demo.h"
 #include "core/data/encoder.h"
@@ -172,10 +178,12 @@ int main(int argc, char** argv) {
   o.sample_fakes = flags.Int("sample-fakes", 0) != 0;
   o.gumbel_temperature = flags.Double("gumbel-temperature", 0.0);
   o.autoencoder_share = flags.Double("autoencoder-share", o.autoencoder_share);
+  o.activate_codes = flags.Int("activate-codes", o.activate_codes ? 1 : 0) != 0;
   o.progress_every = flags.Int("progress-every", 100);
   // --baselines 1: print the AUROC floor and ceiling (below) and exit
   // without training; they do not depend on the trainer's flags.
   const bool baselines_only = flags.Int("baselines", 0) != 0;
+  const bool one_output = flags.Int("one-output", 0) != 0;
   flags.CheckAllUsed();
 
   const data::BinaryDemoNetwork network = data::MakeBinaryDemoNetwork(features);
@@ -184,11 +192,36 @@ int main(int argc, char** argv) {
       data::GenerateBinaryDemoTable(network, train_rows, kTrainSeed);
   const data::Table test_table =
       data::GenerateBinaryDemoTable(network, total_rows - train_rows, kTestSeed);
-  const data::FeatureLayout layout = data::FeatureLayout::ForFeatures(schema);
-  const int num_classes = schema.num_classes();
+  // --one-output: the same cells (0 or 1) under a schema of NUMERIC [0, 1]
+  // columns, one coordinate each; trained on it, judged under `schema`.
+  const data::Schema trained_schema = [&] {
+    if (!one_output) return schema;
+    data::Schema::Builder builder;
+    for (int j = 0; j < features; ++j) builder.AddNumeric(absl::StrFormat("d%04d", j + 1), 0, 1);
+    auto built = builder.Build();
+    if (!built.ok()) Fail(std::string(built.status().message()));
+    return *std::move(built);
+  }();
+  const data::FeatureLayout layout = data::FeatureLayout::ForFeatures(trained_schema);
+  const int num_classes = trained_schema.num_classes();
   const Eigen::MatrixXd rows =
-      train::DpSgdRows(data::EncodeFeatures(schema, layout, train_table),
-                       data::ExtractLabels(schema, train_table), num_classes);
+      train::DpSgdRows(data::EncodeFeatures(trained_schema, layout, train_table),
+                       data::ExtractLabels(trained_schema, train_table), num_classes);
+  // Decoded outputs (sigmoids, n x row width) -> rows under `schema`: a
+  // sampled level per 2-level block, or with --one-output a Bernoulli draw
+  // of each feature's one output.
+  auto decode = [&](const Eigen::MatrixXd& outputs,
+                    dpcurator::PublicRng* rng) -> absl::StatusOr<data::Table> {
+    if (!one_output) return train::DecodeDpSgdRows(schema, outputs, rng);
+    data::Table table;
+    table.cells.resize(outputs.rows(), features);
+    for (Eigen::Index i = 0; i < outputs.rows(); ++i) {
+      for (int j = 0; j < features; ++j) table.cells(i, j) = rng->Uniform() < outputs(i, j) ? 1 : 0;
+    }
+    return table;
+  };
+  // Column of feature j's level-1 output in the encoded rows.
+  auto level_one = [&](int j) { return one_output ? j : 2 * j + 1; };
 
   eval::DimensionWiseAurocOptions auroc_options;
   auroc_options.max_targets = targets;
@@ -209,7 +242,7 @@ int main(int argc, char** argv) {
     Eigen::MatrixXd independent(sample_rows, rows.cols());
     for (Eigen::Index c = 0; c < rows.cols(); ++c) independent.col(c).setConstant(shares(c));
     dpcurator::PublicRng rng(o.seed + 7);
-    auto floor_rows = train::DecodeDpSgdRows(schema, independent, &rng);
+    auto floor_rows = decode(independent, &rng);
     if (!floor_rows.ok()) Fail(std::string(floor_rows.status().message()));
     // The ceiling: fresh rows of the same network (held out from training).
     const data::Table fresh = data::GenerateBinaryDemoTable(network, sample_rows, kTestSeed + 1);
@@ -301,9 +334,11 @@ int main(int argc, char** argv) {
         [](double v) { return 1.0 / (1.0 + std::exp(-v)); });
     Eigen::VectorXd real(features), decoded(features);
     for (int j = 0; j < features; ++j) {
-      real(j) = rows.col(2 * j + 1).head(n).mean();
-      decoded(j) = (p.col(2 * j + 1).array() / (p.col(2 * j).array() + p.col(2 * j + 1).array()))
-                       .mean();
+      real(j) = rows.col(level_one(j)).head(n).mean();
+      decoded(j) = one_output ? p.col(j).mean()
+                              : (p.col(2 * j + 1).array() /
+                                 (p.col(2 * j).array() + p.col(2 * j + 1).array()))
+                                    .mean();
     }
     recon_gap = (real - decoded).cwiseAbs().mean();
     const Eigen::ArrayXd a = real.array() - real.mean(), b = decoded.array() - decoded.mean();
@@ -317,7 +352,7 @@ int main(int argc, char** argv) {
       const Eigen::MatrixXd q = ae->Forward(rows.topRows(m), &ws).unaryExpr(
           [](double v) { return 1.0 / (1.0 + std::exp(-v)); });
       dpcurator::PublicRng rng(o.seed + 77);
-      auto recon_rows = train::DecodeDpSgdRows(schema, q, &rng);
+      auto recon_rows = decode(q, &rng);
       if (!recon_rows.ok()) Fail(std::string(recon_rows.status().message()));
       recon_auroc = auroc_gap(*recon_rows).scatter.mean_abs_gap;
 
@@ -337,7 +372,11 @@ int main(int argc, char** argv) {
       Eigen::MatrixXd z(m, o.noise_dim);
       rng.FillNormal(z);
       dpcurator::nn::MlpWorkspace gws;
-      const Eigen::MatrixXd fake_codes = generator->Forward(z, &gws);
+      Eigen::MatrixXd fake_codes = generator->Forward(z, &gws);
+      if (trained->model.activate_codes) {
+        const double slope = trained->model.generator_options.leaky_relu_slope;
+        fake_codes = fake_codes.unaryExpr([slope](double v) { return v > 0 ? v : slope * v; });
+      }
       auto col_std = [](const Eigen::MatrixXd& x) {
         const Eigen::RowVectorXd mean = x.colwise().mean();
         return ((x.rowwise() - mean).array().square().colwise().sum() /
@@ -359,12 +398,20 @@ int main(int argc, char** argv) {
       dpcurator::nn::MlpWorkspace dws;
       const Eigen::MatrixXd gq = decoder->Forward(gauss_codes, &dws).unaryExpr(
           [](double v) { return 1.0 / (1.0 + std::exp(-v)); });
-      auto gauss_rows = train::DecodeDpSgdRows(schema, gq, &rng);
+      auto gauss_rows = decode(gq, &rng);
       if (!gauss_rows.ok()) Fail(std::string(gauss_rows.status().message()));
       gauss_auroc = auroc_gap(*gauss_rows).scatter.mean_abs_gap;
     }
   }
-  auto synthetic = train::SampleAutogan(schema, trained->model, sample_rows, o.seed + 99, true);
+  absl::StatusOr<data::Table> synthetic;
+  if (one_output) {
+    dpcurator::PublicRng sample_rng(o.seed + 99);
+    auto generated = train::GenerateRows(trained->model, sample_rows, &sample_rng);
+    if (!generated.ok()) Fail(std::string(generated.status().message()));
+    synthetic = decode(*generated, &sample_rng);
+  } else {
+    synthetic = train::SampleAutogan(schema, trained->model, sample_rows, o.seed + 99, true);
+  }
   if (!synthetic.ok()) Fail(std::string(synthetic.status().message()));
   auto probability = eval::DimensionWiseProbability(schema, train_table, *synthetic);
   // --targets 0: the probability figure only (seconds instead of a minute).

@@ -237,6 +237,41 @@ absl::StatusOr<DpSgdPhaseSpec> CriticPhase(int row_width, const AutoganOptions& 
   return spec;
 }
 
+void ActivateCodes(const nn::MlpOptions& options, Eigen::MatrixXd* codes) {
+  switch (options.activation) {
+    case nn::Activation::kRelu:
+      *codes = codes->cwiseMax(0.0);
+      break;
+    case nn::Activation::kLeakyRelu: {
+      const double slope = options.leaky_relu_slope;
+      *codes = codes->unaryExpr([slope](double v) { return v > 0 ? v : slope * v; });
+      break;
+    }
+    case nn::Activation::kTanh:
+      *codes = codes->array().tanh().matrix();
+      break;
+  }
+}
+
+void ActivateCodesBackward(const nn::MlpOptions& options, const Eigen::MatrixXd& codes,
+                           Eigen::MatrixXd* gradient) {
+  switch (options.activation) {
+    case nn::Activation::kRelu:
+      *gradient = gradient->cwiseProduct((codes.array() > 0).cast<double>().matrix());
+      break;
+    case nn::Activation::kLeakyRelu: {
+      const double slope = options.leaky_relu_slope;
+      *gradient = gradient->cwiseProduct(
+          codes.unaryExpr([slope](double v) { return v > 0 ? 1.0 : slope; }));
+      break;
+    }
+    case nn::Activation::kTanh:
+      *gradient = gradient->cwiseProduct(
+          (1.0 - codes.array().tanh().square()).matrix());
+      break;
+  }
+}
+
 absl::StatusOr<nn::Mlp> DecoderOf(const nn::Mlp& autoencoder, int latent_layer) {
   const nn::MlpOptions& ae = autoencoder.options();
   if (latent_layer < 0 || latent_layer >= static_cast<int>(ae.hidden.size())) {
@@ -346,6 +381,8 @@ absl::StatusOr<TrainedAutogan> TrainAutogan(const data::FeatureLayout& layout, i
   const std::vector<std::pair<int, int>> blocks = OneHotBlocks(layout, num_classes);
   Eigen::MatrixXd grad_scores = Eigen::MatrixXd::Constant(m, 1, 1.0 / m);
   Eigen::MatrixXd grad_x, grad_logits, grad_latent;
+  // The generator's output before ActivateCodes (options.activate_codes).
+  Eigen::MatrixXd codes_before_activation, codes;
   Eigen::VectorXd critic_fake_grad(critic.num_parameters());
   Eigen::VectorXd critic_scratch(critic.num_parameters());
   Eigen::VectorXd decoder_scratch(decoder.num_parameters());
@@ -357,8 +394,12 @@ absl::StatusOr<TrainedAutogan> TrainAutogan(const data::FeatureLayout& layout, i
   // Decoded fakes De(G(z)) for a fresh z, in [0, 1] (sigmoid outputs).
   auto draw_fakes = [&]() {
     rng.FillNormal(z);
-    const Eigen::MatrixXd& latent = generator.Forward(z, &generator_ws);
-    fake_probabilities = decoder.Forward(latent, &decoder_ws);
+    codes = generator.Forward(z, &generator_ws);
+    if (options.activate_codes) {
+      codes_before_activation = codes;
+      ActivateCodes(generator.options(), &codes);
+    }
+    fake_probabilities = decoder.Forward(codes, &decoder_ws);
     SigmoidInPlace(&fake_probabilities);
     if (!options.sample_fakes) {
       fake = fake_probabilities;
@@ -419,6 +460,9 @@ absl::StatusOr<TrainedAutogan> TrainAutogan(const data::FeatureLayout& layout, i
       }
       decoder_scratch.setZero();
       decoder.Backward(grad_logits, &decoder_ws, &decoder_scratch, &grad_latent);
+      if (options.activate_codes) {
+        ActivateCodesBackward(generator.options(), codes_before_activation, &grad_latent);
+      }
       generator_grad.setZero();
       generator.Backward(grad_latent, &generator_ws, &generator_grad);
       DPC_RETURN_IF_ERROR(generator_adam.Step(generator.parameters(), generator_grad));
@@ -431,6 +475,7 @@ absl::StatusOr<TrainedAutogan> TrainAutogan(const data::FeatureLayout& layout, i
 
   result.model.generator_options = generator.options();
   result.model.generator_parameters = generator.parameters();
+  result.model.activate_codes = options.activate_codes;
   result.model.decoder_options = decoder.options();
   result.model.decoder_parameters = decoder.parameters();
   result.critic_options = critic.options();
@@ -459,7 +504,8 @@ absl::StatusOr<Eigen::MatrixXd> GenerateRows(const AutoganModel& model, int64_t 
     const Eigen::Index n = std::min<Eigen::Index>(kChunk, num_rows - start);
     Eigen::MatrixXd z(n, generator.input_dim());
     rng->FillNormal(z);
-    const Eigen::MatrixXd& latent = generator.Forward(z, &generator_ws);
+    Eigen::MatrixXd latent = generator.Forward(z, &generator_ws);
+    if (model.activate_codes) ActivateCodes(generator.options(), &latent);
     Eigen::MatrixXd logits = decoder.Forward(latent, &decoder_ws);
     SigmoidInPlace(&logits);
     rows.middleRows(start, n) = logits;

@@ -168,6 +168,8 @@ struct AutoganOptions {
   // has not trained yet already decodes to useful rows), so its noise
   // matters more than the critic's.
   double autoencoder_share = 0.7;
+  // AutoganModel::activate_codes of the trained model.
+  bool activate_codes = false;
   uint64_t seed = 1;
 
   // Called every `progress_every` steps of a phase and at its end with the
@@ -185,6 +187,13 @@ struct AutoganOptions {
 struct AutoganModel {
   nn::MlpOptions generator_options;
   Eigen::VectorXd generator_parameters;
+  // The generator's linear output passes its hidden activation before the
+  // decoder, so generated codes take the form of the encoder's latent layer
+  // (dp-auto-gan.md Sec. 4: the generator's last block ends in
+  // LeakyReLU(0.2), as the encoder's latent layer does). Not yet carried
+  // by the model file, so `train autogan` leaves it off; measured with
+  // bench/autogan_binary --activate-codes (issue 39, docs/benchmarks.md).
+  bool activate_codes = false;
   nn::MlpOptions decoder_options;
   Eigen::VectorXd decoder_parameters;
 };
@@ -206,6 +215,14 @@ struct TrainedAutogan {
 // The phase specs TrainAutogan opens, for a caller that checks them first.
 absl::StatusOr<DpSgdPhaseSpec> AutoencoderPhase(int row_width, const AutoganOptions& options);
 absl::StatusOr<DpSgdPhaseSpec> CriticPhase(int row_width, const AutoganOptions& options);
+
+// The generator's codes in the latent layer's form (AutoganModel::
+// activate_codes): the hidden activation of `options` applied to `codes`.
+void ActivateCodes(const nn::MlpOptions& options, Eigen::MatrixXd* codes);
+// Its backward pass: `gradient` (d loss / d activated codes) times the
+// activation's derivative at the pre-activation `codes`.
+void ActivateCodesBackward(const nn::MlpOptions& options, const Eigen::MatrixXd& codes,
+                           Eigen::MatrixXd* gradient);
 
 // The decoder half of an autoencoder Mlp whose hidden layer `latent_layer`
 // (0-based) is the latent code: the layers after it, with their parameters

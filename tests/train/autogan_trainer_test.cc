@@ -464,6 +464,81 @@ TEST(TrainAutogan, AutoencoderAdamEpsilonIsAdamsDenominatorFloor) {
   EXPECT_FALSE(TrainAutogan(d.layout, d.schema.num_classes(), options, open).ok());
 }
 
+TEST(ActivateCodes, BackwardMatchesFiniteDifferences) {
+  PublicRng rng(11);
+  Eigen::MatrixXd codes(4, 3);
+  rng.FillNormal(codes);
+  Eigen::MatrixXd weights(4, 3);
+  rng.FillNormal(weights);
+  for (nn::Activation activation :
+       {nn::Activation::kLeakyRelu, nn::Activation::kRelu, nn::Activation::kTanh}) {
+    nn::MlpOptions options;
+    options.activation = activation;
+    options.leaky_relu_slope = 0.2;
+    // loss = sum(weights .* activated codes); its gradient is `weights`
+    // times the derivative.
+    Eigen::MatrixXd gradient = weights;
+    ActivateCodesBackward(options, codes, &gradient);
+    for (Eigen::Index i = 0; i < codes.rows(); ++i) {
+      for (Eigen::Index j = 0; j < codes.cols(); ++j) {
+        auto loss = [&](double shift) {
+          Eigen::MatrixXd shifted = codes;
+          shifted(i, j) += shift;
+          ActivateCodes(options, &shifted);
+          return shifted.cwiseProduct(weights).sum();
+        };
+        const double h = 1e-6;
+        EXPECT_NEAR(gradient(i, j), (loss(h) - loss(-h)) / (2 * h), 1e-6)
+            << nn::ActivationName(activation) << " at " << codes(i, j);
+      }
+    }
+  }
+  nn::MlpOptions leaky;
+  leaky.activation = nn::Activation::kLeakyRelu;
+  leaky.leaky_relu_slope = 0.2;
+  Eigen::MatrixXd values(1, 2);
+  values << -1.0, 2.0;
+  ActivateCodes(leaky, &values);
+  EXPECT_DOUBLE_EQ(values(0, 0), -0.2);
+  EXPECT_DOUBLE_EQ(values(0, 1), 2.0);
+}
+
+TEST(TrainAutogan, ActivatedCodesReachTheDecoderInTrainingAndSampling) {
+  const DemoRows d = MakeDemoRows(200, 4);
+  OracleLog log;
+  AutoganOptions options = TinyOptions();
+  options.activate_codes = true;
+  auto trained = TrainAutogan(d.layout, d.schema.num_classes(), options,
+                              LocalFactory(&d.rows, 0.1, 1.0, &log));
+  ASSERT_TRUE(trained.ok()) << trained.status();
+  ASSERT_TRUE(trained->model.activate_codes);
+  // GenerateRows: sigmoid(decoder(activation(generator(z)))) for the same z.
+  PublicRng rng(5);
+  auto rows = GenerateRows(trained->model, 64, &rng);
+  ASSERT_TRUE(rows.ok()) << rows.status();
+  auto generator = nn::Mlp::FromParameters(trained->model.generator_options,
+                                           trained->model.generator_parameters);
+  auto decoder = nn::Mlp::FromParameters(trained->model.decoder_options,
+                                         trained->model.decoder_parameters);
+  ASSERT_TRUE(generator.ok() && decoder.ok());
+  PublicRng same(5);
+  Eigen::MatrixXd z(64, generator->input_dim());
+  same.FillNormal(z);
+  nn::MlpWorkspace generator_ws, decoder_ws;
+  Eigen::MatrixXd codes = generator->Forward(z, &generator_ws);
+  ASSERT_LT(codes.minCoeff(), 0.0);  // the activation changes some codes
+  ActivateCodes(trained->model.generator_options, &codes);
+  const Eigen::MatrixXd expected = decoder->Forward(codes, &decoder_ws).unaryExpr(
+      [](double v) { return 1.0 / (1.0 + std::exp(-v)); });
+  EXPECT_LT((*rows - expected).cwiseAbs().maxCoeff(), 1e-12);
+  // Off, the same model decodes the raw codes: different rows.
+  trained->model.activate_codes = false;
+  PublicRng again(5);
+  auto raw = GenerateRows(trained->model, 64, &again);
+  ASSERT_TRUE(raw.ok());
+  EXPECT_GT((*raw - expected).cwiseAbs().maxCoeff(), 1e-6);
+}
+
 TEST(TrainAutogan, RejectsBadOptions) {
   const DemoRows d = MakeDemoRows(100, 4);
   OracleLog log;
