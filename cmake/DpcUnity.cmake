@@ -1,20 +1,28 @@
 # Unity batches (issue 25 item 3: the demo's first result within 8 minutes
-# on 2 cores). Most of a client or server file's compile time is parsing
-# the same gRPC, protobuf, Abseil and Eigen headers (63% of
-# client/commands/dataset.cc under -ftime-report); compiling eight files as
-# one translation unit parses them once. Measured on
+# on 2 cores; stop 47: CI's cold build, whose test files are most of it, back
+# under its 30 minutes). Most of a client, server or test file's compile
+# time is parsing the same gRPC, protobuf, gtest, Abseil and Eigen headers
+# (63% of client/commands/dataset.cc under -ftime-report); compiling several
+# files as one translation unit parses them once. Measured on
 # client/commands/{sample,eval,report,demo,audit}.cc: 63 s of CPU alone,
-# 28 s as one batch.
+# 28 s as one batch; tests/server's 30 files about 500 s alone, 160 s as
+# five batches.
+#
+# Files in one batch share one translation unit: names in their anonymous
+# namespaces must differ (a clash of definitions is a compile error). A
+# function in one file's anonymous namespace can also hide an overload of
+# the same name from an enclosing namespace in the files after it, with no
+# error: so the trainers and release units, whose numbers matter, are not
+# batched, and shared helpers live in headers instead of per-file copies.
+# A batched file is marked HEADER_FILE_ONLY for its whole directory, so no
+# other target there may list it (tests/server's fixture is a library,
+# dpc_server_test_util, for that reason).
 #
 # CMake's own UNITY_BUILD writes `#include "/abs/path/file.cc"`, so the
 # image's build (sources in /src) would hash differently from CI's and miss
 # the ccache it shares (deploy/ccache.conf). These batches include each
 # file by its path from the project root, found through the project's
 # include directory, so their text is the same in every checkout.
-#
-# Files in one batch share one translation unit: names in their anonymous
-# namespaces must differ (a clash is a compile error, never a silent
-# merge, since the definitions collide).
 option(DPC_UNITY "Compile the libraries and test executables that call dpc_unity_build in unity batches" ON)
 
 function(dpc_unity_build target batch_size)

@@ -15,7 +15,7 @@
 namespace dpcurator::train {
 namespace {
 
-// Logistic function, stable for large |x|.
+// The logistic function of every entry (core/util/sigmoid.h).
 void SigmoidInPlace(Eigen::MatrixXd* values) {
   *values = values->unaryExpr([](double v) { return Sigmoid(v); });
 }

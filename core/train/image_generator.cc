@@ -24,7 +24,6 @@ constexpr int kKernel = 5;
 using MapMatrix = Eigen::Map<Eigen::MatrixXf>;
 using ConstMapMatrix = Eigen::Map<const Eigen::MatrixXf>;
 
-// Logistic sigmoid, evaluated so that it never overflows.
 // y += a x over m floats, and x . y: the inner loops of the direct
 // convolutions, compiled for AVX-512 and AVX2 + FMA next to the baseline
 // (the project builds for baseline x86-64; the loader picks the clone).

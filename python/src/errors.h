@@ -7,6 +7,7 @@
 #ifndef DPCURATOR_PYTHON_SRC_ERRORS_H_
 #define DPCURATOR_PYTHON_SRC_ERRORS_H_
 
+#include <stdexcept>
 #include <string>
 #include <utility>
 

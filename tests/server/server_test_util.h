@@ -70,6 +70,7 @@ std::vector<v1::Row> DemoRows(const data::Table& table);
 // A small local-DP collection: LdpCollectionDimension() numeric columns in
 // [0, 1], laplace-l1, epsilon 1, default radius.
 v1::CollectionParams LdpCollectionParams();
+int LdpCollectionDimension();
 
 // The size of the file at `path` in bytes, 0 when there is none (a WAL
 // not yet made).
@@ -77,7 +78,6 @@ int64_t FileBytes(const std::string& path);
 
 // One device report: its id and its noised values.
 v1::Report MakeReport(std::string id, std::vector<double> values);
-int LdpCollectionDimension();
 
 // One SubmitReports stream carrying `batches` in order: the acks read back
 // and the final status.
