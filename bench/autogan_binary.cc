@@ -56,6 +56,7 @@
 #include "core/privacy/sampled_gaussian.h"
 #include "core/train/autogan_trainer.h"
 #include "core/util/public_rng.h"
+#include "core/util/sigmoid.h"
 #include "tests/train/local_dp_sgd_oracle.h"
 
 namespace {
@@ -331,7 +332,7 @@ int main(int argc, char** argv) {
     const Eigen::Index n = std::min<Eigen::Index>(5000, rows.rows());
     dpcurator::nn::MlpWorkspace ws;
     const Eigen::MatrixXd p = ae->Forward(rows.topRows(n), &ws).unaryExpr(
-        [](double v) { return 1.0 / (1.0 + std::exp(-v)); });
+        [](double v) { return dpcurator::Sigmoid(v); });
     Eigen::VectorXd real(features), decoded(features);
     for (int j = 0; j < features; ++j) {
       real(j) = rows.col(level_one(j)).head(n).mean();
@@ -350,7 +351,7 @@ int main(int argc, char** argv) {
     if (targets > 0) {
       const Eigen::Index m = std::min<Eigen::Index>(sample_rows, rows.rows());
       const Eigen::MatrixXd q = ae->Forward(rows.topRows(m), &ws).unaryExpr(
-          [](double v) { return 1.0 / (1.0 + std::exp(-v)); });
+          [](double v) { return dpcurator::Sigmoid(v); });
       dpcurator::PublicRng rng(o.seed + 77);
       auto recon_rows = decode(q, &rng);
       if (!recon_rows.ok()) Fail(std::string(recon_rows.status().message()));
@@ -374,8 +375,7 @@ int main(int argc, char** argv) {
       dpcurator::nn::MlpWorkspace gws;
       Eigen::MatrixXd fake_codes = generator->Forward(z, &gws);
       if (trained->model.activate_codes) {
-        const double slope = trained->model.generator_options.leaky_relu_slope;
-        fake_codes = fake_codes.unaryExpr([slope](double v) { return v > 0 ? v : slope * v; });
+        train::ActivateCodes(trained->model.generator_options, &fake_codes);
       }
       auto col_std = [](const Eigen::MatrixXd& x) {
         const Eigen::RowVectorXd mean = x.colwise().mean();
@@ -397,21 +397,18 @@ int main(int argc, char** argv) {
       if (!decoder.ok()) Fail(std::string(decoder.status().message()));
       dpcurator::nn::MlpWorkspace dws;
       const Eigen::MatrixXd gq = decoder->Forward(gauss_codes, &dws).unaryExpr(
-          [](double v) { return 1.0 / (1.0 + std::exp(-v)); });
+          [](double v) { return dpcurator::Sigmoid(v); });
       auto gauss_rows = decode(gq, &rng);
       if (!gauss_rows.ok()) Fail(std::string(gauss_rows.status().message()));
       gauss_auroc = auroc_gap(*gauss_rows).scatter.mean_abs_gap;
     }
   }
-  absl::StatusOr<data::Table> synthetic;
-  if (one_output) {
-    dpcurator::PublicRng sample_rng(o.seed + 99);
-    auto generated = train::GenerateRows(trained->model, sample_rows, &sample_rng);
-    if (!generated.ok()) Fail(std::string(generated.status().message()));
-    synthetic = decode(*generated, &sample_rng);
-  } else {
-    synthetic = train::SampleAutogan(schema, trained->model, sample_rows, o.seed + 99, true);
-  }
+  // train::SampleAutogan's draws (one stream: the rows, then their
+  // levels), decoded as above.
+  dpcurator::PublicRng sample_rng(o.seed + 99);
+  auto generated = train::GenerateRows(trained->model, sample_rows, &sample_rng);
+  if (!generated.ok()) Fail(std::string(generated.status().message()));
+  auto synthetic = decode(*generated, &sample_rng);
   if (!synthetic.ok()) Fail(std::string(synthetic.status().message()));
   auto probability = eval::DimensionWiseProbability(schema, train_table, *synthetic);
   // --targets 0: the probability figure only (seconds instead of a minute).
